@@ -1,0 +1,457 @@
+//! Stage 7, bound: an output over the budget (2,000 lines or 50 KiB by default) keeps its
+//! head and tail, cut on line or UTF-8 boundaries, and the complete text goes to a spill file
+//! whose path the model is told. [`OutputSink`] lets streaming tools (the shell) spill as they
+//! go instead of holding everything in memory.
+
+use std::collections::VecDeque;
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use super::ToolResult;
+use crate::context::Environment;
+use crate::tool::SpillInfo;
+
+/// The output budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputLimits {
+    /// Most lines a model sees of one output.
+    pub max_lines: usize,
+    /// Most bytes a model sees of one output.
+    pub max_bytes: usize,
+}
+
+impl Default for OutputLimits {
+    fn default() -> Self {
+        OutputLimits { max_lines: 2000, max_bytes: 50 * 1024 }
+    }
+}
+
+/// Bytes of the budget kept free for the truncation notices.
+const NOTICE_RESERVE: usize = 512;
+/// Spill files older than this are deleted (at most once per process).
+const SPILL_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Cuts `result.output` to the budget, spilling the complete text, and records
+/// `truncated` / `output_path` in the metadata.
+pub fn bound(result: &mut ToolResult, env: &Environment) {
+    let limits = env.limits;
+    let spilled = result.spill.take();
+    let text = &result.output;
+    let lines = count_lines(text);
+    let fits = lines <= limits.max_lines as u64 && text.len() <= limits.max_bytes;
+    if fits && spilled.is_none() {
+        return;
+    }
+    let exact = spilled.is_none();
+    let saved: Result<SpillInfo, String> = match spilled {
+        Some(info) => Ok(info),
+        None => write_spill(&env.spill_dir(), &result.tool, text.as_bytes())
+            .map(|path| SpillInfo { path, total_bytes: text.len() as u64, total_lines: lines })
+            .map_err(|e| e.to_string()),
+    };
+    let (total_lines, total_bytes) = match &saved {
+        Ok(info) => (info.total_lines, info.total_bytes),
+        Err(_) => (lines, text.len() as u64),
+    };
+    let mut out = String::new();
+    let mut resume_line = None;
+    if fits {
+        out.push_str(text.trim_end_matches('\n'));
+    } else {
+        let cut = cut(text, limits);
+        out.push_str(&text[..cut.head_end]);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        let omitted = &text[cut.head_end..cut.tail_start];
+        if exact && cut.head_end > 0 && text.as_bytes()[cut.head_end - 1] == b'\n' {
+            let first = count_lines(&text[..cut.head_end]) + 1;
+            let n = omitted.bytes().filter(|&b| b == b'\n').count() as u64;
+            let last = first + n.max(1) - 1;
+            out.push_str(&format!("[... {n} lines omitted (lines {first}-{last} of {total_lines}) ...]\n"));
+            resume_line = Some(first);
+        } else {
+            out.push_str(&format!("[... {} bytes omitted ...]\n", omitted.len()));
+        }
+        out.push_str(text[cut.tail_start..].trim_end_matches('\n'));
+    }
+    out.push_str("\n\n");
+    match &saved {
+        Ok(info) => {
+            let how = match resume_line {
+                Some(line) => format!("read it with offset={line} to see the omitted lines, or grep it"),
+                None => "grep it, or read it with offset/limit".to_string(),
+            };
+            out.push_str(&format!(
+                "[Output truncated: {total_lines} lines, {total_bytes} bytes in all. The full output is saved in {}; {how}.]",
+                info.path.display()
+            ));
+            result.metadata.insert("output_path".into(), Value::String(info.path.display().to_string()));
+        }
+        Err(e) => out.push_str(&format!(
+            "[Output truncated: {total_lines} lines, {total_bytes} bytes in all. The full output could not be saved ({e}).]"
+        )),
+    }
+    result.metadata.insert("truncated".into(), Value::Bool(true));
+    result.output = out;
+}
+
+/// Number of lines: newlines, plus one for an unterminated last line.
+pub fn count_lines(text: &str) -> u64 {
+    let newlines = text.bytes().filter(|&b| b == b'\n').count() as u64;
+    newlines + u64::from(!text.is_empty() && !text.ends_with('\n'))
+}
+
+struct Cut {
+    head_end: usize,
+    tail_start: usize,
+}
+
+/// Where to cut: whole lines from the head and the tail, each within half the budget; a single
+/// line longer than that is cut at a character boundary.
+fn cut(text: &str, limits: OutputLimits) -> Cut {
+    let reserve = if limits.max_bytes > 4 * NOTICE_RESERVE { NOTICE_RESERVE } else { 0 };
+    let byte_half = (limits.max_bytes - reserve) / 2;
+    let line_half = (limits.max_lines / 2).max(1);
+
+    let mut head_end = 0;
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        if n >= line_half || head_end + line.len() > byte_half {
+            if n == 0 {
+                head_end = floor_char_boundary(text, byte_half);
+            }
+            break;
+        }
+        head_end += line.len();
+    }
+
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    let mut tail_start = text.len();
+    let mut taken_lines = 0;
+    let mut line_end = body.len();
+    loop {
+        let start = body[..line_end].rfind('\n').map_or(0, |i| i + 1);
+        if taken_lines >= line_half || text.len() - start > byte_half {
+            if taken_lines == 0 {
+                tail_start = ceil_char_boundary(text, text.len().saturating_sub(byte_half));
+            }
+            break;
+        }
+        tail_start = start;
+        taken_lines += 1;
+        if start == 0 {
+            break;
+        }
+        line_end = start - 1;
+    }
+    Cut { head_end, tail_start: tail_start.max(head_end) }
+}
+
+fn floor_char_boundary(text: &str, mut i: usize) -> usize {
+    i = i.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_char_boundary(text: &str, mut i: usize) -> usize {
+    while i < text.len() && !text.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// Writes `data` to a new spill file in `dir` and returns its path.
+pub fn write_spill(dir: &Path, tool: &str, data: &[u8]) -> io::Result<PathBuf> {
+    let (path, mut file) = create_spill(dir, tool)?;
+    file.write_all(data)?;
+    Ok(path)
+}
+
+fn create_spill(dir: &Path, tool: &str) -> io::Result<(PathBuf, File)> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    fs::create_dir_all(dir)?;
+    clean_old_spills(dir);
+    let millis = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or_default();
+    let safe: String = tool.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).take(40).collect();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let path = dir.join(format!("{millis}-{}-{n}-{safe}.txt", std::process::id()));
+    let file = File::options().write(true).create_new(true).open(&path)?;
+    Ok((path, file))
+}
+
+fn clean_old_spills(dir: &Path) {
+    static CLEANED: AtomicBool = AtomicBool::new(false);
+    if CLEANED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    let now = SystemTime::now();
+    for entry in entries.flatten() {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > SPILL_MAX_AGE));
+        if old && entry.file_name().to_string_lossy().ends_with(".txt") {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Collects output that may be huge with bounded memory: everything is kept until it
+/// outgrows the memory budget; from then on the complete stream goes to a spill file and only
+/// the head and the tail (half the budget each) stay in memory.
+pub struct OutputSink {
+    dir: PathBuf,
+    budget: usize,
+    buf: Vec<u8>,
+    tail: VecDeque<u8>,
+    file: Option<(PathBuf, BufWriter<File>)>,
+    error: Option<String>,
+    total: u64,
+    newlines: u64,
+    ends_with_newline: bool,
+}
+
+/// What an [`OutputSink`] collected.
+#[derive(Debug)]
+pub struct SinkOutput {
+    /// The text: everything, or head + omission marker + tail.
+    pub text: String,
+    /// Where the complete output is, when it did not fit.
+    pub spill: Option<SpillInfo>,
+    /// Why the complete output could not be saved, if it could not.
+    pub spill_error: Option<String>,
+}
+
+impl OutputSink {
+    /// A sink spilling into `dir` once more than `memory_budget` bytes arrive.
+    pub fn new(dir: PathBuf, memory_budget: usize) -> Self {
+        OutputSink {
+            dir,
+            budget: memory_budget.max(2),
+            buf: Vec::new(),
+            tail: VecDeque::new(),
+            file: None,
+            error: None,
+            total: 0,
+            newlines: 0,
+            ends_with_newline: false,
+        }
+    }
+
+    /// Bytes received so far.
+    pub fn total_bytes(&self) -> u64 {
+        self.total
+    }
+
+    /// Whether the output outgrew the memory budget.
+    pub fn overflowed(&self) -> bool {
+        self.total > self.budget as u64
+    }
+
+    /// Adds output.
+    pub fn push(&mut self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        self.total += data.len() as u64;
+        self.newlines += data.iter().filter(|&&b| b == b'\n').count() as u64;
+        self.ends_with_newline = data.last() == Some(&b'\n');
+        if !self.overflowed() {
+            self.buf.extend_from_slice(data);
+            return;
+        }
+        let half = self.budget / 2;
+        if self.file.is_none() && self.error.is_none() {
+            match create_spill(&self.dir, "output") {
+                Ok((path, file)) => {
+                    let mut w = BufWriter::new(file);
+                    if let Err(e) = w.write_all(&self.buf) {
+                        self.error = Some(e.to_string());
+                    }
+                    self.file = Some((path, w));
+                }
+                Err(e) => self.error = Some(e.to_string()),
+            }
+            let rest = self.buf.split_off(half.min(self.buf.len()));
+            self.tail.extend(rest);
+        }
+        if let Some((_, w)) = &mut self.file
+            && self.error.is_none()
+            && let Err(e) = w.write_all(data)
+        {
+            self.error = Some(e.to_string());
+        }
+        self.tail.extend(data.iter().copied().skip(data.len().saturating_sub(half)));
+        let excess = self.tail.len().saturating_sub(half);
+        self.tail.drain(..excess);
+    }
+
+    /// The collected output.
+    pub fn finish(self) -> SinkOutput {
+        if !self.overflowed() {
+            return SinkOutput { text: String::from_utf8_lossy(&self.buf).into_owned(), spill: None, spill_error: None };
+        }
+        let head = utf8_prefix(&self.buf);
+        let tail: Vec<u8> = self.tail.into_iter().collect();
+        let tail = utf8_suffix(&tail);
+        let omitted = self.total - (head.len() + tail.len()) as u64;
+        let text = format!(
+            "{}\n[... {omitted} bytes omitted ...]\n{}",
+            String::from_utf8_lossy(head).trim_end_matches('\n'),
+            String::from_utf8_lossy(tail)
+        );
+        let lines = self.newlines + u64::from(!self.ends_with_newline);
+        let mut error = self.error;
+        let spill = match self.file {
+            Some((path, mut w)) if error.is_none() => match w.flush() {
+                Ok(()) => Some(SpillInfo { path, total_bytes: self.total, total_lines: lines }),
+                Err(e) => {
+                    error = Some(e.to_string());
+                    None
+                }
+            },
+            _ => None,
+        };
+        SinkOutput { text, spill, spill_error: error }
+    }
+}
+
+/// The longest prefix of `bytes` that does not end inside a UTF-8 sequence.
+fn utf8_prefix(bytes: &[u8]) -> &[u8] {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => bytes,
+        Err(e) if e.error_len().is_none() => &bytes[..e.valid_up_to()],
+        Err(_) => bytes,
+    }
+}
+
+/// `bytes` without leading UTF-8 continuation bytes (at most three).
+fn utf8_suffix(bytes: &[u8]) -> &[u8] {
+    let skip = bytes.iter().take(3).take_while(|&&b| b & 0b1100_0000 == 0b1000_0000).count();
+    &bytes[skip..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn result(text: String) -> ToolResult {
+        ToolResult {
+            call_id: "c".into(),
+            tool: "t".into(),
+            is_error: false,
+            fatal: false,
+            output: text,
+            title: None,
+            metadata: Default::default(),
+            attachments: vec![],
+            duration: Duration::ZERO,
+            spill: None,
+        }
+    }
+
+    fn env(dir: &Path, limits: OutputLimits) -> Environment {
+        let mut env = Environment::new(dir, dir);
+        env.limits = limits;
+        env
+    }
+
+    #[test]
+    fn small_output_is_untouched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut r = result("a\nb\n".into());
+        bound(&mut r, &env(tmp.path(), OutputLimits::default()));
+        assert_eq!(r.output, "a\nb\n");
+        assert!(r.metadata.is_empty());
+    }
+
+    #[test]
+    fn long_output_keeps_head_and_tail_and_spills_everything() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+        let mut r = result(text.clone());
+        bound(&mut r, &env(tmp.path(), OutputLimits { max_lines: 10, max_bytes: 10_000 }));
+        let path = r.spill_path().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        let shown = r.output.replace(&path.display().to_string(), "<spill>");
+        insta::assert_snapshot!(shown, @r"
+        line 1
+        line 2
+        line 3
+        line 4
+        line 5
+        [... 90 lines omitted (lines 6-95 of 100) ...]
+        line 96
+        line 97
+        line 98
+        line 99
+        line 100
+
+        [Output truncated: 100 lines, 792 bytes in all. The full output is saved in <spill>; read it with offset=6 to see the omitted lines, or grep it.]
+        ");
+        assert_eq!(r.metadata["truncated"], true);
+    }
+
+    #[test]
+    fn one_huge_line_is_cut_on_char_boundaries() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = "é".repeat(10_000);
+        let mut r = result(text.clone());
+        bound(&mut r, &env(tmp.path(), OutputLimits { max_lines: 2000, max_bytes: 1000 }));
+        assert!(r.output.len() < 1500, "{}", r.output.len());
+        assert!(r.output.starts_with("éé"));
+        assert!(r.output.contains("bytes omitted"));
+        assert_eq!(std::fs::read_to_string(r.spill_path().unwrap()).unwrap(), text);
+    }
+
+    #[test]
+    fn unwritable_spill_dir_still_bounds_and_says_why() {
+        let tmp = tempfile::tempdir().unwrap();
+        let blocker = tmp.path().join("file");
+        std::fs::write(&blocker, "x").unwrap();
+        let mut r = result("x\n".repeat(5000));
+        bound(&mut r, &env(&blocker, OutputLimits::default()));
+        assert!(r.output.contains("The full output could not be saved"), "{}", &r.output[r.output.len() - 200..]);
+        assert!(r.output.len() < 60_000);
+    }
+
+    #[test]
+    fn sink_keeps_everything_under_budget() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut sink = OutputSink::new(tmp.path().into(), 100);
+        sink.push(b"hello ");
+        sink.push(b"world\n");
+        let out = sink.finish();
+        assert_eq!(out.text, "hello world\n");
+        assert!(out.spill.is_none());
+    }
+
+    #[test]
+    fn sink_spills_the_complete_stream_with_bounded_memory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut sink = OutputSink::new(tmp.path().into(), 1000);
+        let mut all = Vec::new();
+        for i in 0..10_000 {
+            let line = format!("row {i} ✓\n");
+            all.extend_from_slice(line.as_bytes());
+            sink.push(line.as_bytes());
+            assert!(sink.buf.len() + sink.tail.len() <= 1000);
+        }
+        let out = sink.finish();
+        let spill = out.spill.unwrap();
+        assert_eq!(std::fs::read(&spill.path).unwrap(), all);
+        assert_eq!(spill.total_lines, 10_000);
+        assert!(out.text.starts_with("row 0 ✓\n"));
+        assert!(out.text.ends_with("row 9999 ✓\n"));
+        assert!(out.text.contains("bytes omitted"));
+    }
+}

@@ -1,0 +1,296 @@
+//! Stage 2, decode: turn what the model sent into arguments that satisfy the tool's schema.
+//!
+//! Raw argument strings are parsed; a freeform tool's raw text becomes `{"input": text}`.
+//! Schema violations are all reported at once, each naming the field (as `a.b[0].c`), what
+//! was expected and what was sent.
+
+use serde_json::{Map, Value, json};
+
+use super::CallInput;
+use crate::registry::Entry;
+use crate::tool::ToolError;
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+
+/// Parses and validates `input` for the tool of `entry`.
+pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
+    let spec = entry.spec();
+    let name = &spec.name;
+    let args = match (spec.freeform.is_some(), input) {
+        (true, CallInput::Raw(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(obj)) if obj.get("input").is_some_and(Value::is_string) => Value::Object(obj),
+            _ => json!({ "input": text }),
+        },
+        (true, CallInput::Json(Value::String(text))) => json!({ "input": text }),
+        (_, CallInput::Json(value)) => value.clone(),
+        (false, CallInput::Raw(text)) if text.trim().is_empty() => Value::Object(Map::new()),
+        (false, CallInput::Raw(text)) => serde_json::from_str(text).map_err(|e| {
+            ToolError::model(format!(
+                "The arguments for {name} are not valid JSON ({e}). Send one JSON object that matches the tool's parameters."
+            ))
+        })?,
+    };
+    if !args.is_object() {
+        return Err(ToolError::model(format!(
+            "The arguments for {name} must be a JSON object, not {}. Send an object that matches the tool's parameters.",
+            describe_type(&args)
+        )));
+    }
+    let validator = entry.validator().map_err(|e| ToolError::fatal(format!("{name}: {e}")))?;
+    let problems: Vec<String> = validator.iter_errors(&args).map(|e| problem(&spec.parameters, &e)).collect();
+    if problems.is_empty() {
+        return Ok(args);
+    }
+    let mut message = format!("Invalid arguments for {name}:\n");
+    for p in &problems {
+        message.push_str("- ");
+        message.push_str(p);
+        message.push('\n');
+    }
+    message.push_str(&format!("Fix the arguments and call {name} again."));
+    Err(ToolError::RespondToModel(message))
+}
+
+/// A stable identity of a call, for spotting identical consecutive calls.
+pub fn fingerprint(tool: &str, args: &Value) -> String {
+    format!("{tool}\u{0}{args}")
+}
+
+/// One validation error as a line for the model.
+fn problem(schema: &Value, err: &jsonschema::ValidationError<'_>) -> String {
+    let at = field_path(err.instance_path().as_str());
+    let sent = preview(err.instance());
+    match err.kind() {
+        ValidationErrorKind::Required { property } => {
+            let prop = property.as_str().unwrap_or_default();
+            let field = if at.is_empty() { prop.to_string() } else { format!("{at}.{prop}") };
+            let parent = err.schema_path().as_str().strip_suffix("/required").unwrap_or_default();
+            let about = schema.pointer(parent).and_then(|s| s.get("properties")).and_then(|p| p.get(prop));
+            match about.map(describe_property) {
+                Some(about) if !about.is_empty() => format!("missing required parameter `{field}` ({about})"),
+                _ => format!("missing required parameter `{field}`"),
+            }
+        }
+        ValidationErrorKind::Type { kind } => {
+            let expected = match kind {
+                TypeKind::Single(t) => article(&t.to_string()),
+                TypeKind::Multiple(set) => set.iter().map(|t| article(&t.to_string())).collect::<Vec<_>>().join(" or "),
+            };
+            format!("`{}` must be {expected}, but got {} {sent}", display(&at), describe_type(err.instance()))
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            let names: Vec<String> = unexpected.iter().map(|u| format!("`{u}`")).collect();
+            let parent = err.schema_path().as_str().strip_suffix("/additionalProperties").unwrap_or_default();
+            let allowed: Vec<String> = schema
+                .pointer(parent)
+                .and_then(|s| s.get("properties"))
+                .and_then(Value::as_object)
+                .map(|p| p.keys().map(|k| format!("`{k}`")).collect())
+                .unwrap_or_default();
+            let place = if at.is_empty() { String::new() } else { format!(" in `{at}`") };
+            format!("unknown parameter {}{place}; the parameters are {}", names.join(", "), allowed.join(", "))
+        }
+        ValidationErrorKind::Enum { options } => {
+            format!("`{}` must be one of {}, but got {sent}", display(&at), options)
+        }
+        ValidationErrorKind::Constant { expected_value } => {
+            format!("`{}` must be {expected_value}, but got {sent}", display(&at))
+        }
+        _ => format!("`{}`: {err} (got {sent})", display(&at)),
+    }
+}
+
+fn display(at: &str) -> &str {
+    if at.is_empty() { "(arguments)" } else { at }
+}
+
+/// `/edits/0/old_string` → `edits[0].old_string`.
+fn field_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for seg in pointer.split('/').skip(1) {
+        let seg = seg.replace("~1", "/").replace("~0", "~");
+        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&seg);
+        }
+    }
+    out
+}
+
+fn article(t: &str) -> String {
+    match t {
+        "integer" | "array" | "object" => format!("an {t}"),
+        "null" => "null".to_string(),
+        _ => format!("a {t}"),
+    }
+}
+
+fn describe_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn describe_property(schema: &Value) -> String {
+    let ty = match schema.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" or "),
+        _ => String::new(),
+    };
+    let desc = schema.get("description").and_then(Value::as_str).unwrap_or_default();
+    let desc = desc.lines().next().unwrap_or_default();
+    match (ty.is_empty(), desc.is_empty()) {
+        (false, false) => format!("{ty}: {desc}"),
+        (false, true) => ty,
+        (true, false) => desc.to_string(),
+        (true, true) => String::new(),
+    }
+}
+
+/// A short rendering of a sent value.
+fn preview(v: &Value) -> String {
+    const MAX: usize = 60;
+    let text = v.to_string();
+    if text.len() <= MAX {
+        return text;
+    }
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+    use crate::tool::{Grammar, GrammarSyntax, ToolOutput, ToolSpec, tool_fn};
+    use serde::Deserialize;
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, schemars::JsonSchema)]
+    struct Edit {
+        /// Text to find.
+        old_string: String,
+        /// Replacement.
+        new_string: String,
+    }
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Args {
+        /// The file to edit, relative to the worktree.
+        file_path: String,
+        /// 1-based line to start at.
+        offset: Option<u32>,
+        /// The edits.
+        #[serde(default)]
+        edits: Vec<Edit>,
+    }
+
+    fn entry() -> Registry {
+        let mut r = Registry::new();
+        r.register_builtin(tool_fn("edit", "Edit.", |_: Args, _| async { Ok(ToolOutput::text("")) }));
+        r
+    }
+
+    fn err(input: CallInput) -> String {
+        let r = entry();
+        decode(r.get("edit").unwrap(), &input).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn missing_required_names_the_field_its_type_and_purpose() {
+        insta::assert_snapshot!(err(CallInput::Json(json!({}))), @r"
+        Invalid arguments for edit:
+        - missing required parameter `file_path` (string: The file to edit, relative to the worktree.)
+        Fix the arguments and call edit again.
+        ");
+    }
+
+    #[test]
+    fn wrong_types_name_path_expected_and_sent() {
+        let input = json!({"file_path": 7, "offset": "ten", "edits": [{"old_string": "a", "new_string": false}]});
+        insta::assert_snapshot!(err(CallInput::Json(input)), @r#"
+        Invalid arguments for edit:
+        - `file_path` must be a string, but got an integer 7
+        - `offset` must be null or an integer, but got a string "ten"
+        - `edits[0].new_string` must be a string, but got a boolean false
+        Fix the arguments and call edit again.
+        "#);
+    }
+
+    #[test]
+    fn unknown_parameters_list_the_real_ones() {
+        insta::assert_snapshot!(err(CallInput::Json(json!({"file_path": "a", "path": "b"}))), @r"
+        Invalid arguments for edit:
+        - unknown parameter `path`; the parameters are `file_path`, `offset`, `edits`
+        Fix the arguments and call edit again.
+        ");
+    }
+
+    #[test]
+    fn malformed_json_and_non_objects_are_explained() {
+        let e = err(CallInput::Raw("{\"file_path\": ".into()));
+        assert!(e.starts_with("The arguments for edit are not valid JSON (EOF while parsing"), "{e}");
+        let e = err(CallInput::Json(json!([1, 2])));
+        assert!(e.starts_with("The arguments for edit must be a JSON object, not an array."), "{e}");
+    }
+
+    #[test]
+    fn raw_json_and_empty_strings_decode() {
+        let r = entry();
+        let e = r.get("edit").unwrap();
+        assert_eq!(decode(e, &CallInput::Raw(r#"{"file_path":"x"}"#.into())).unwrap(), json!({"file_path": "x"}));
+        let msg = decode(e, &CallInput::Raw("  ".into())).unwrap_err().to_string();
+        assert!(msg.contains("missing required parameter `file_path`"), "{msg}");
+    }
+
+    #[test]
+    fn freeform_raw_text_becomes_input() {
+        let mut r = Registry::new();
+        #[derive(Deserialize, schemars::JsonSchema)]
+        struct Free {
+            #[allow(dead_code)]
+            input: String,
+        }
+        let spec_tool = tool_fn("apply_patch", "p", |_: Free, _| async { Ok(ToolOutput::text("")) });
+        r.register_builtin(spec_tool);
+        let mut spec: ToolSpec = r.get("apply_patch").unwrap().spec().clone();
+        spec.freeform = Some(Grammar { syntax: GrammarSyntax::Lark, definition: "start: x".into() });
+        struct Wrap(ToolSpec);
+        impl crate::tool::Tool for Wrap {
+            fn spec(&self) -> &ToolSpec {
+                &self.0
+            }
+            fn prepare(&self, _: Value) -> Result<Box<dyn crate::tool::Invocation + '_>, ToolError> {
+                Err(ToolError::model("unused"))
+            }
+        }
+        r.register_builtin(Wrap(spec));
+        let e = r.get("apply_patch").unwrap();
+        let text = "*** Begin Patch\n*** End Patch";
+        assert_eq!(decode(e, &CallInput::Raw(text.into())).unwrap(), json!({"input": text}));
+        assert_eq!(decode(e, &CallInput::Json(json!(text))).unwrap(), json!({"input": text}));
+        let wrapped = json!({"input": text}).to_string();
+        assert_eq!(decode(e, &CallInput::Raw(wrapped)).unwrap(), json!({"input": text}));
+    }
+
+    #[test]
+    fn field_paths_read_like_code() {
+        assert_eq!(field_path(""), "");
+        assert_eq!(field_path("/edits/0/old_string"), "edits[0].old_string");
+        assert_eq!(field_path("/a~1b"), "a/b");
+    }
+}

@@ -1,0 +1,406 @@
+//! The execution chain: one tool call in, one result out.
+//!
+//! [`Executor::call`] runs the stages in order — resolve, decode, permit, admit, run, convert,
+//! bound, record — each a module of its own. Nothing a model sends can crash it: every failure
+//! becomes a result with `is_error: true` and a message the model can act on.
+
+pub mod admit;
+pub mod bound;
+pub mod convert;
+pub mod decode;
+pub mod permit;
+pub mod record;
+pub mod resolve;
+pub mod run;
+
+use std::collections::{HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{CallInfo, Environment, ToolContext};
+use crate::hooks::Hooks;
+use crate::permission::{Approver, Permission, RejectAll, Rule, Ruleset};
+use crate::registry::Registry;
+use crate::tool::{Attachment, SpillInfo};
+use bound::OutputLimits;
+use record::{NoRecorder, Recorder};
+
+/// How long a call may run when its tool sets no limit of its own.
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(600);
+
+/// What the model sent as a tool's input.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallInput {
+    /// Parsed JSON arguments.
+    Json(Value),
+    /// Raw text: a JSON arguments string as providers send it (possibly invalid), or the raw
+    /// input of a freeform tool.
+    Raw(String),
+}
+
+/// One tool call as a model (or `toolshed call`) made it.
+#[derive(Clone, Debug)]
+pub struct ToolCall {
+    /// The provider's call id.
+    pub id: String,
+    /// The tool name.
+    pub name: String,
+    /// The arguments.
+    pub input: CallInput,
+    /// The assistant message that made the call.
+    pub message_id: String,
+    /// Cancelled when the user interrupts the turn.
+    pub cancel: CancellationToken,
+}
+
+impl ToolCall {
+    /// A call with parsed JSON arguments.
+    pub fn json(id: impl Into<String>, name: impl Into<String>, args: Value) -> Self {
+        ToolCall::new(id, name, CallInput::Json(args))
+    }
+
+    /// A call with raw text input (an arguments string, or a freeform tool's input).
+    pub fn raw(id: impl Into<String>, name: impl Into<String>, text: impl Into<String>) -> Self {
+        ToolCall::new(id, name, CallInput::Raw(text.into()))
+    }
+
+    fn new(id: impl Into<String>, name: impl Into<String>, input: CallInput) -> Self {
+        let id = id.into();
+        ToolCall { message_id: id.clone(), id, name: name.into(), input, cancel: CancellationToken::new() }
+    }
+
+    /// Sets the id of the message that made the call.
+    pub fn with_message(mut self, message_id: impl Into<String>) -> Self {
+        self.message_id = message_id.into();
+        self
+    }
+
+    /// Ties the call to a cancellation token (the turn's).
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+}
+
+/// The result of one call, ready for the conversation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolResult {
+    /// The call id.
+    pub call_id: String,
+    /// The tool name as called.
+    pub tool: String,
+    /// Whether the call failed (the model is told so).
+    pub is_error: bool,
+    /// Whether the failure ends the turn.
+    pub fatal: bool,
+    /// The text the model reads (bounded).
+    pub output: String,
+    /// A short title, if the tool gave one.
+    pub title: Option<String>,
+    /// Structured data for programs.
+    pub metadata: Map<String, Value>,
+    /// Images and other parts.
+    pub attachments: Vec<Attachment>,
+    /// How long the call took.
+    pub duration: Duration,
+    /// Where the tool already saved its complete output (consumed by the bound stage).
+    pub(crate) spill: Option<SpillInfo>,
+}
+
+impl ToolResult {
+    /// The JSON object `toolshed call --json` prints.
+    pub fn to_json(&self) -> Value {
+        let attachments: Vec<Value> = self
+            .attachments
+            .iter()
+            .map(|a| match a {
+                Attachment::Image { mime_type, data } => json!({
+                    "type": "image",
+                    "mime_type": mime_type,
+                    "data": base64::engine::general_purpose::STANDARD.encode(data),
+                }),
+            })
+            .collect();
+        json!({
+            "tool": self.tool,
+            "is_error": self.is_error,
+            "output": self.output,
+            "metadata": self.metadata,
+            "attachments": attachments,
+        })
+    }
+
+    /// The path of the spill file holding the complete output, if the output was cut.
+    pub fn spill_path(&self) -> Option<PathBuf> {
+        self.metadata.get("output_path").and_then(Value::as_str).map(PathBuf::from)
+    }
+}
+
+/// Per-session state the chain keeps: the admission lock, approvals, recent calls for the
+/// doom-loop check, and tools found through `tool_search`. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<SessionInner>,
+}
+
+struct SessionInner {
+    id: String,
+    agent: String,
+    admission: tokio::sync::RwLock<()>,
+    state: Mutex<SessionState>,
+}
+
+#[derive(Default)]
+struct SessionState {
+    recent: VecDeque<String>,
+    approvals: Ruleset,
+    found: HashSet<String>,
+}
+
+/// How many identical consecutive calls trigger the `doom_loop` permission.
+pub const DOOM_LOOP_THRESHOLD: usize = 3;
+
+impl Session {
+    /// A new session with this id, run as `agent`.
+    pub fn new(id: impl Into<String>, agent: impl Into<String>) -> Self {
+        Session {
+            inner: Arc::new(SessionInner {
+                id: id.into(),
+                agent: agent.into(),
+                admission: tokio::sync::RwLock::new(()),
+                state: Mutex::new(SessionState::default()),
+            }),
+        }
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// The agent whose permissions apply.
+    pub fn agent(&self) -> &str {
+        &self.inner.agent
+    }
+
+    fn state(&self) -> MutexGuard<'_, SessionState> {
+        self.inner.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether an earlier "always" answer covers `permission` on `pattern`.
+    pub fn approved(&self, permission: &str, pattern: &str) -> bool {
+        self.state().approvals.rules().iter().any(|r| r.matches(permission, pattern))
+    }
+
+    /// Remembers an "always" answer.
+    pub fn approve(&self, permission: &str, patterns: &[String]) {
+        let mut state = self.state();
+        for p in patterns {
+            state.approvals.push(Rule::new(permission, p.as_str(), crate::permission::Action::Allow));
+        }
+    }
+
+    /// Notes a call's fingerprint; true when it completes a run of identical calls that should
+    /// trigger the doom-loop check.
+    pub(crate) fn note_call(&self, fingerprint: String) -> bool {
+        let mut state = self.state();
+        if state.recent.back().is_some_and(|last| *last != fingerprint) {
+            state.recent.clear();
+        }
+        state.recent.push_back(fingerprint);
+        if state.recent.len() > DOOM_LOOP_THRESHOLD {
+            state.recent.pop_front();
+        }
+        state.recent.len() == DOOM_LOOP_THRESHOLD
+    }
+
+    /// Makes a deferred tool direct for the rest of the session.
+    pub fn mark_found(&self, tool: &str) {
+        self.state().found.insert(tool.to_string());
+    }
+
+    /// The deferred tools this session found.
+    pub fn found(&self) -> HashSet<String> {
+        self.state().found.clone()
+    }
+
+    pub(crate) fn admission(&self) -> &tokio::sync::RwLock<()> {
+        &self.inner.admission
+    }
+}
+
+/// Runs tool calls through the chain. Shared by every session of a process.
+pub struct Executor {
+    registry: Arc<Registry>,
+    permission: Arc<dyn Permission>,
+    approver: Arc<dyn Approver>,
+    recorder: Arc<dyn Recorder>,
+    env: Arc<Environment>,
+    default_time_limit: Duration,
+}
+
+/// Builds an [`Executor`].
+pub struct ExecutorBuilder {
+    registry: Arc<Registry>,
+    permission: Arc<dyn Permission>,
+    approver: Arc<dyn Approver>,
+    recorder: Arc<dyn Recorder>,
+    env: Environment,
+    default_time_limit: Duration,
+}
+
+impl Executor {
+    /// A builder for an executor over `registry`, confined to the worktree `root`. Defaults:
+    /// OpenCode's permission defaults, an approver that rejects every `ask`, no recording,
+    /// data under [`crate::paths::data_dir`].
+    pub fn builder(registry: impl Into<Arc<Registry>>, root: impl Into<PathBuf>) -> ExecutorBuilder {
+        ExecutorBuilder {
+            registry: registry.into(),
+            permission: Arc::new(Ruleset::defaults()),
+            approver: Arc::new(RejectAll),
+            recorder: Arc::new(NoRecorder),
+            env: Environment::new(root, crate::paths::data_dir()),
+            default_time_limit: DEFAULT_TIME_LIMIT,
+        }
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The permission rules.
+    pub fn permission(&self) -> &Arc<dyn Permission> {
+        &self.permission
+    }
+
+    /// The shared environment (root, data dir, limits, hooks, locks).
+    pub fn environment(&self) -> &Arc<Environment> {
+        &self.env
+    }
+
+    /// Runs one call through every stage and returns its result; never panics.
+    pub async fn call(&self, session: &Session, call: ToolCall) -> ToolResult {
+        let started = Instant::now();
+        let ctx = self.context(session, &call);
+        let outcome = async {
+            let entry = resolve::resolve(&self.registry, &call.name)?;
+            let args = decode::decode(entry, &call.input)?;
+            let fingerprint = decode::fingerprint(&call.name, &args);
+            let invocation = run::guard(entry.spec(), || entry.tool.prepare(args))?;
+            permit::permit(self, session, &ctx, entry.spec(), invocation.as_ref(), fingerprint).await?;
+            let _admission = admit::admit(session, entry.spec()).await;
+            let limit = invocation.time_limit().unwrap_or(self.default_time_limit);
+            run::run(invocation, ctx.clone(), limit).await
+        }
+        .await;
+        let mut result = convert::convert(&call, outcome, &ctx, started);
+        bound::bound(&mut result, &self.env);
+        record::record(self.recorder.as_ref(), session, &call, &mut result);
+        result
+    }
+
+    fn context(&self, session: &Session, call: &ToolCall) -> ToolContext {
+        let info = CallInfo {
+            session_id: session.id().to_string(),
+            message_id: call.message_id.clone(),
+            call_id: call.id.clone(),
+            agent: session.agent().to_string(),
+            tool: call.name.clone(),
+        };
+        let gate = permit::Gate::new(self.permission.clone(), self.approver.clone(), session.clone());
+        ToolContext::new(info, self.env.clone(), call.cancel.child_token(), Arc::new(gate))
+    }
+}
+
+impl ExecutorBuilder {
+    /// Sets the permission rules.
+    pub fn permission(mut self, permission: Arc<dyn Permission>) -> Self {
+        self.permission = permission;
+        self
+    }
+
+    /// Sets who answers `ask`.
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = approver;
+        self
+    }
+
+    /// Sets where calls are recorded.
+    pub fn recorder(mut self, recorder: Arc<dyn Recorder>) -> Self {
+        self.recorder = recorder;
+        self
+    }
+
+    /// Sets the data directory (spill files).
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.env.data_dir = dir.into();
+        self
+    }
+
+    /// Sets the working directory relative paths start from.
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.env.cwd = dir.into();
+        self
+    }
+
+    /// Sets the output budget of the bound stage.
+    pub fn limits(mut self, limits: OutputLimits) -> Self {
+        self.env.limits = limits;
+        self
+    }
+
+    /// Sets the hooks.
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.env.hooks = hooks;
+        self
+    }
+
+    /// Sets the time limit of calls whose tool sets none.
+    pub fn default_time_limit(mut self, limit: Duration) -> Self {
+        self.default_time_limit = limit;
+        self
+    }
+
+    /// Builds the executor.
+    pub fn build(self) -> Executor {
+        Executor {
+            registry: self.registry,
+            permission: self.permission,
+            approver: self.approver,
+            recorder: self.recorder,
+            env: Arc::new(self.env),
+            default_time_limit: self.default_time_limit,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doom_loop_fires_on_the_third_identical_call_in_a_row() {
+        let s = Session::new("s", "build");
+        assert!(!s.note_call("read:a".into()));
+        assert!(!s.note_call("read:a".into()));
+        assert!(s.note_call("read:a".into()));
+        assert!(s.note_call("read:a".into()));
+        assert!(!s.note_call("read:b".into()));
+        assert!(!s.note_call("read:a".into()));
+    }
+
+    #[test]
+    fn always_approvals_match_wildcards() {
+        let s = Session::new("s", "build");
+        assert!(!s.approved("external_directory", "/etc/*"));
+        s.approve("external_directory", &["/etc/*".to_string()]);
+        assert!(s.approved("external_directory", "/etc/*"));
+        assert!(!s.approved("bash", "/etc/*"));
+    }
+}

@@ -1,0 +1,172 @@
+//! Stage 3, permit: the call's permission requests, plus `doom_loop` on the third identical
+//! call in a row, are evaluated against the rules (last match wins) and the session's
+//! "always" answers. A deny stops the call; an `ask` waits for the approver.
+
+use std::sync::Arc;
+
+use super::convert::Failure;
+use super::{Executor, Session};
+use crate::context::{CallInfo, ToolContext};
+use crate::permission::{Action, ApprovalRequest, Approver, Asker, Permission, PermissionRequest, Reply};
+use crate::tool::{BoxFuture, Invocation, ToolError, ToolSpec};
+
+/// Checks every permission the call needs; `Ok` means it may run.
+pub async fn permit(
+    exec: &Executor,
+    session: &Session,
+    ctx: &ToolContext,
+    spec: &ToolSpec,
+    invocation: &(dyn Invocation + '_),
+    fingerprint: String,
+) -> Result<(), Failure> {
+    let mut requests = super::run::guard(spec, || invocation.permissions(ctx))?;
+    if session.note_call(fingerprint) {
+        requests.insert(
+            0,
+            PermissionRequest::new("doom_loop", [spec.name.as_str()])
+                .with_metadata("reason", format!("third identical {} call in a row", spec.name)),
+        );
+    }
+    let gate = Gate::new(exec.permission.clone(), exec.approver.clone(), session.clone());
+    for request in requests {
+        gate.check(ctx.info(), request).await?;
+    }
+    Ok(())
+}
+
+/// Applies rules, session approvals and the approver to permission requests; also the handle
+/// behind [`ToolContext::ask`].
+pub struct Gate {
+    permission: Arc<dyn Permission>,
+    approver: Arc<dyn Approver>,
+    session: Session,
+}
+
+impl Gate {
+    /// A gate for `session`.
+    pub fn new(permission: Arc<dyn Permission>, approver: Arc<dyn Approver>, session: Session) -> Self {
+        Gate { permission, approver, session }
+    }
+
+    /// `Ok` if `request` is allowed, possibly after asking; otherwise the model-visible reason.
+    pub async fn check(&self, call: &CallInfo, mut request: PermissionRequest) -> Result<(), ToolError> {
+        if request.patterns.is_empty() {
+            request.patterns.push("*".to_string());
+        }
+        let mut unanswered = Vec::new();
+        for pattern in &request.patterns {
+            let decision = self.permission.evaluate(&call.agent, &request.permission, pattern);
+            match decision.action {
+                Action::Deny => {
+                    let rule = decision.rule.map(|r| format!(" (rule: {r})")).unwrap_or_default();
+                    return Err(ToolError::model(format!(
+                        "{}Permission denied: the configured rules forbid `{}` on `{pattern}`{rule}. The call was not run; do not retry it. Use another approach, or ask the user to change the rule.",
+                        doom_prefix(call, &request),
+                        request.permission,
+                    )));
+                }
+                Action::Allow => {}
+                Action::Ask => {
+                    if !self.session.approved(&request.permission, pattern) {
+                        unanswered.push(pattern.clone());
+                    }
+                }
+            }
+        }
+        if unanswered.is_empty() {
+            return Ok(());
+        }
+        let approval = ApprovalRequest {
+            session_id: call.session_id.clone(),
+            agent: call.agent.clone(),
+            tool: call.tool.clone(),
+            call_id: call.call_id.clone(),
+            request: request.clone(),
+        };
+        match self.approver.approve(&approval).await {
+            Reply::Once => Ok(()),
+            Reply::Always => {
+                self.session.approve(&request.permission, &request.always);
+                Ok(())
+            }
+            Reply::Reject(reason) => {
+                let reason = reason.unwrap_or_else(|| "the user rejected it".to_string());
+                Err(ToolError::model(format!(
+                    "{}Permission for `{}` on `{}` was not granted: {reason}. The call was not run.",
+                    doom_prefix(call, &request),
+                    request.permission,
+                    unanswered.join("`, `"),
+                )))
+            }
+        }
+    }
+}
+
+fn doom_prefix(call: &CallInfo, request: &PermissionRequest) -> String {
+    if request.permission == "doom_loop" {
+        format!("You have called {} three times in a row with identical arguments. ", call.tool)
+    } else {
+        String::new()
+    }
+}
+
+impl Asker for Gate {
+    fn ask<'a>(&'a self, call: &'a CallInfo, request: PermissionRequest) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(self.check(call, request))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::permission::{ApproveAll, RejectAll, Rule, Ruleset};
+    use std::sync::Mutex;
+
+    fn info() -> CallInfo {
+        CallInfo { session_id: "s".into(), message_id: "m".into(), call_id: "c".into(), agent: "build".into(), tool: "read".into() }
+    }
+
+    struct Scripted(Mutex<Vec<Reply>>);
+    impl Approver for Scripted {
+        fn approve<'a>(&'a self, _r: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
+            let reply = self.0.lock().unwrap().remove(0);
+            Box::pin(async move { reply })
+        }
+    }
+
+    #[tokio::test]
+    async fn deny_names_the_rule_and_never_asks() {
+        let mut rules = Ruleset::defaults();
+        rules.push(Rule::new("bash", "rm *", Action::Deny));
+        let gate = Gate::new(Arc::new(rules), Arc::new(ApproveAll), Session::new("s", "build"));
+        let err = gate.check(&info(), PermissionRequest::new("bash", ["ls", "rm -rf x"])).await.unwrap_err();
+        insta::assert_snapshot!(err.to_string(), @r#"Permission denied: the configured rules forbid `bash` on `rm -rf x` (rule: bash "rm *" = deny). The call was not run; do not retry it. Use another approach, or ask the user to change the rule."#);
+    }
+
+    #[tokio::test]
+    async fn non_interactive_ask_is_rejected_and_the_model_told_why() {
+        let gate = Gate::new(Arc::new(Ruleset::defaults()), Arc::new(RejectAll), Session::new("s", "build"));
+        let err = gate.check(&info(), PermissionRequest::new("read", [".env"])).await.unwrap_err();
+        insta::assert_snapshot!(err.to_string(), @"Permission for `read` on `.env` was not granted: No one is available to approve it in this non-interactive run (rerun with --yes to approve requests that ask). The call was not run.");
+    }
+
+    #[tokio::test]
+    async fn always_answer_is_remembered_for_the_session() {
+        let approver = Scripted(Mutex::new(vec![Reply::Always]));
+        let session = Session::new("s", "build");
+        let gate = Gate::new(Arc::new(Ruleset::defaults()), Arc::new(approver), session.clone());
+        let req = PermissionRequest::new("external_directory", ["/etc/*"]);
+        gate.check(&info(), req.clone()).await.unwrap();
+        // A second ask would panic the scripted approver (no replies left): it must not happen.
+        gate.check(&info(), req).await.unwrap();
+        assert!(session.approved("external_directory", "/etc/*"));
+    }
+
+    #[tokio::test]
+    async fn rejection_with_feedback_reaches_the_model() {
+        let approver = Scripted(Mutex::new(vec![Reply::Reject(Some("use the staging config instead".into()))]));
+        let gate = Gate::new(Arc::new(Ruleset::defaults()), Arc::new(approver), Session::new("s", "build"));
+        let err = gate.check(&info(), PermissionRequest::new("read", ["prod.env"])).await.unwrap_err();
+        assert!(err.to_string().contains("was not granted: use the staging config instead."), "{err}");
+    }
+}

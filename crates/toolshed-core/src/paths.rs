@@ -1,0 +1,53 @@
+//! Where toolshed keeps things: the data directory, the user config directory, and the
+//! worktree a command works in.
+
+use std::env;
+use std::path::{Path, PathBuf};
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+fn home() -> Option<PathBuf> {
+    env_path("HOME")
+}
+
+/// The data directory: `$TOOLSHED_DATA_DIR`, else `$XDG_DATA_HOME/toolshed`, else
+/// `~/.local/share/toolshed`, else a directory under the system temp dir.
+pub fn data_dir() -> PathBuf {
+    if let Some(dir) = env_path("TOOLSHED_DATA_DIR") {
+        return dir;
+    }
+    match env_path("XDG_DATA_HOME").or_else(|| home().map(|h| h.join(".local/share"))) {
+        Some(base) => base.join("toolshed"),
+        None => env::temp_dir().join("toolshed"),
+    }
+}
+
+/// The user config directory: `$XDG_CONFIG_HOME/toolshed`, else `~/.config/toolshed`.
+pub fn config_dir() -> Option<PathBuf> {
+    env_path("XDG_CONFIG_HOME").or_else(|| home().map(|h| h.join(".config"))).map(|base| base.join("toolshed"))
+}
+
+/// The worktree containing `dir`: the nearest ancestor holding `.git` (a directory, or the
+/// file of a linked worktree), else `dir` itself.
+pub fn find_worktree(dir: &Path) -> PathBuf {
+    dir.ancestors().find(|d| d.join(".git").exists()).unwrap_or(dir).to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worktree_is_the_nearest_git_ancestor() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("a/b")).unwrap();
+        assert_eq!(find_worktree(&repo.join("a/b")), repo);
+        let plain = tmp.path().join("plain");
+        std::fs::create_dir_all(&plain).unwrap();
+        assert_eq!(find_worktree(&plain), plain);
+    }
+}

@@ -1,0 +1,311 @@
+//! Permissions: rules that answer allow / ask / deny for a permission key and a pattern
+//! (OpenCode's semantics: the last matching rule wins), the approver that answers an `ask`,
+//! and the handle tools use to ask while they run.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::context::CallInfo;
+use crate::tool::{BoxFuture, ToolError};
+use crate::wildcard;
+
+/// What a rule says about a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Run without asking.
+    Allow,
+    /// Ask the approver first.
+    Ask,
+    /// Never run.
+    Deny,
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Action::Allow => "allow",
+            Action::Ask => "ask",
+            Action::Deny => "deny",
+        })
+    }
+}
+
+/// One rule: for permission keys matching `permission` and patterns matching `pattern`, do `action`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Rule {
+    /// Wildcard over permission keys (`edit`, `bash`, `mcp_*`, `*`).
+    pub permission: String,
+    /// Wildcard over the request's pattern (a path, a command, a URL).
+    pub pattern: String,
+    /// What to do.
+    pub action: Action,
+}
+
+impl Rule {
+    /// A rule.
+    pub fn new(permission: impl Into<String>, pattern: impl Into<String>, action: Action) -> Self {
+        Rule { permission: permission.into(), pattern: pattern.into(), action }
+    }
+
+    /// Whether this rule applies to `permission` / `pattern`.
+    pub fn matches(&self, permission: &str, pattern: &str) -> bool {
+        wildcard::matches(permission, &self.permission) && wildcard::matches(pattern, &self.pattern)
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} \"{}\" = {}", self.permission, self.pattern, self.action)
+    }
+}
+
+/// The outcome of evaluating one pattern: the action and the rule that decided it (none means
+/// no rule matched and the default, ask, applies).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// What to do.
+    pub action: Action,
+    /// The deciding rule.
+    pub rule: Option<Rule>,
+}
+
+/// An ordered list of rules; the last rule that matches decides.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ruleset {
+    rules: Vec<Rule>,
+}
+
+impl Ruleset {
+    /// A ruleset of these rules, in order.
+    pub fn new(rules: Vec<Rule>) -> Self {
+        Ruleset { rules }
+    }
+
+    /// OpenCode's defaults: everything allowed, except `external_directory` and `doom_loop`
+    /// (ask) and reads of `.env` files (ask; `*.env.example` allowed).
+    pub fn defaults() -> Self {
+        use Action::*;
+        Ruleset::new(vec![
+            Rule::new("*", "*", Allow),
+            Rule::new("doom_loop", "*", Ask),
+            Rule::new("external_directory", "*", Ask),
+            Rule::new("read", "*", Allow),
+            Rule::new("read", "*.env", Ask),
+            Rule::new("read", "*.env.*", Ask),
+            Rule::new("read", "*.env.example", Allow),
+        ])
+    }
+
+    /// The rules, in order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// Appends a rule (it outranks every earlier one it overlaps).
+    pub fn push(&mut self, rule: Rule) {
+        self.rules.push(rule);
+    }
+
+    /// Appends all rules of `other`.
+    pub fn extend(&mut self, other: &Ruleset) {
+        self.rules.extend(other.rules.iter().cloned());
+    }
+
+    /// The decision for one permission key and pattern: the last matching rule, else ask.
+    pub fn evaluate(&self, permission: &str, pattern: &str) -> Decision {
+        match self.rules.iter().rev().find(|r| r.matches(permission, pattern)) {
+            Some(rule) => Decision { action: rule.action, rule: Some(rule.clone()) },
+            None => Decision { action: Action::Ask, rule: None },
+        }
+    }
+
+    /// Whether a tool guarded by `permission` is denied outright and so never shown: the last
+    /// rule matching the key (whatever its pattern) is `"*" = deny`.
+    pub fn disabled(&self, permission: &str) -> bool {
+        self.rules
+            .iter()
+            .rev()
+            .find(|r| wildcard::matches(permission, &r.permission))
+            .is_some_and(|r| r.pattern == "*" && r.action == Action::Deny)
+    }
+}
+
+/// Decides requests for an agent. The permissions issue's rule engine implements this per
+/// agent; [`Ruleset`] implements it the same for every agent.
+pub trait Permission: Send + Sync {
+    /// The decision for `agent` on one permission key and pattern.
+    fn evaluate(&self, agent: &str, permission: &str, pattern: &str) -> Decision;
+
+    /// Whether tools guarded by `permission` are hidden from `agent` (denied outright).
+    fn disabled(&self, agent: &str, permission: &str) -> bool;
+}
+
+impl Permission for Ruleset {
+    fn evaluate(&self, _agent: &str, permission: &str, pattern: &str) -> Decision {
+        Ruleset::evaluate(self, permission, pattern)
+    }
+
+    fn disabled(&self, _agent: &str, permission: &str) -> bool {
+        Ruleset::disabled(self, permission)
+    }
+}
+
+/// What a call needs permission for: a key and the patterns it touches (one apply_patch may
+/// touch many files), and what an "always" answer approves from now on.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PermissionRequest {
+    /// The permission key (`edit`, `bash`, `external_directory`, ...).
+    pub permission: String,
+    /// What the call touches: paths relative to the worktree, commands, URLs.
+    pub patterns: Vec<String>,
+    /// The patterns an "always" answer allows for the rest of the session.
+    pub always: Vec<String>,
+    /// Extra facts for whoever approves (e.g. the diff of an edit).
+    pub metadata: Map<String, Value>,
+}
+
+impl PermissionRequest {
+    /// A request for `permission` on `patterns`; "always" approves exactly these patterns.
+    pub fn new<I, S>(permission: impl Into<String>, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let patterns: Vec<String> = patterns.into_iter().map(Into::into).collect();
+        PermissionRequest { permission: permission.into(), always: patterns.clone(), patterns, metadata: Map::new() }
+    }
+
+    /// Sets what an "always" answer approves.
+    pub fn with_always<I, S>(mut self, always: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.always = always.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Adds one metadata entry for the approver.
+    pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+}
+
+/// An `ask` put to whoever approves: the call, and the request.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ApprovalRequest {
+    /// The session.
+    pub session_id: String,
+    /// The agent.
+    pub agent: String,
+    /// The tool being called.
+    pub tool: String,
+    /// The call id.
+    pub call_id: String,
+    /// What is asked for.
+    #[serde(flatten)]
+    pub request: PermissionRequest,
+}
+
+/// An approver's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Allow this call only.
+    Once,
+    /// Allow this call, and the request's `always` patterns for the rest of the session.
+    Always,
+    /// Do not run the call; the optional text tells the model why or what to do instead.
+    Reject(Option<String>),
+}
+
+/// Answers `ask` decisions (a terminal prompt, an MCP elicitation, a UI, a policy).
+pub trait Approver: Send + Sync {
+    /// Answers one request.
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Reply>;
+}
+
+/// The approver of non-interactive runs: rejects every `ask`, telling the model why.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RejectAll;
+
+/// Why [`RejectAll`] rejects; the model reads this.
+pub const NO_APPROVER: &str = "No one is available to approve it in this non-interactive run (rerun with --yes to approve requests that ask)";
+
+impl Approver for RejectAll {
+    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
+        Box::pin(async { Reply::Reject(Some(NO_APPROVER.to_string())) })
+    }
+}
+
+/// The approver behind `--yes`: approves every `ask` once. Denies stay denies; an approver is
+/// never consulted for them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ApproveAll;
+
+impl Approver for ApproveAll {
+    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
+        Box::pin(async { Reply::Once })
+    }
+}
+
+/// The handle a running tool asks through; the executor's implementation applies the rules,
+/// the session's approvals and the approver.
+pub trait Asker: Send + Sync {
+    /// `Ok` if the request is allowed (possibly after asking); otherwise the model-visible error.
+    fn ask<'a>(&'a self, call: &'a CallInfo, request: PermissionRequest) -> BoxFuture<'a, Result<(), ToolError>>;
+}
+
+/// An asker that allows everything; for running tools outside the chain.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AllowAll;
+
+impl Asker for AllowAll {
+    fn ask<'a>(&'a self, _call: &'a CallInfo, _request: PermissionRequest) -> BoxFuture<'a, Result<(), ToolError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_ask_for_env_files_but_not_examples() {
+        let rules = Ruleset::defaults();
+        assert_eq!(rules.evaluate("read", "src/main.rs").action, Action::Allow);
+        assert_eq!(rules.evaluate("read", ".env").action, Action::Ask);
+        assert_eq!(rules.evaluate("read", "app/.env.production").action, Action::Ask);
+        assert_eq!(rules.evaluate("read", "app/.env.example").action, Action::Allow);
+        assert_eq!(rules.evaluate("external_directory", "/etc/*").action, Action::Ask);
+        assert_eq!(rules.evaluate("doom_loop", "read").action, Action::Ask);
+        assert_eq!(rules.evaluate("edit", "a.txt").action, Action::Allow);
+        assert_eq!(rules.evaluate("bash", "rm -rf /").action, Action::Allow);
+    }
+
+    #[test]
+    fn last_match_wins_and_no_match_asks() {
+        let rules = Ruleset::new(vec![Rule::new("bash", "*", Action::Deny), Rule::new("bash", "git *", Action::Allow)]);
+        assert_eq!(rules.evaluate("bash", "git status").action, Action::Allow);
+        assert_eq!(rules.evaluate("bash", "rm x").action, Action::Deny);
+        assert_eq!(rules.evaluate("edit", "x").action, Action::Ask);
+        assert_eq!(rules.evaluate("edit", "x").rule, None);
+    }
+
+    #[test]
+    fn only_a_star_deny_hides_a_tool() {
+        let mut rules = Ruleset::defaults();
+        assert!(!rules.disabled("webfetch"));
+        rules.push(Rule::new("webfetch", "*", Action::Deny));
+        assert!(rules.disabled("webfetch"));
+        rules.push(Rule::new("edit", "*.lock", Action::Deny));
+        assert!(!rules.disabled("edit"));
+        rules.push(Rule::new("*", "*", Action::Deny));
+        rules.push(Rule::new("read", "*", Action::Allow));
+        assert!(rules.disabled("bash"));
+        assert!(!rules.disabled("read"));
+    }
+}

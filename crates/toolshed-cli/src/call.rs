@@ -43,7 +43,7 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
         Some(text) => text.to_string(),
         None => "{}".to_string(),
     };
-    let permission = ws.permission(&agent);
+    let permission = ws.permission();
     let registry = ws.registry(permission.clone());
     let approver: Arc<dyn Approver> = if args.yes { Arc::new(ApproveAll) } else { Arc::new(RejectAll) };
     let executor = Executor::builder(registry, ws.root.clone())

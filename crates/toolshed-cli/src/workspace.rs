@@ -66,7 +66,7 @@ impl Workspace {
     /// Every tool, with the exposure hooks for permissions and model family.
     pub fn registry(&self, permission: Arc<dyn Permission>) -> Registry {
         let mut registry = Registry::new();
-        toolshed_tools::register_builtins(&mut registry);
+        toolshed_tools::register_builtins(&mut registry, &self.config);
         let edit_tools: HashMap<String, _> =
             self.agents.all().filter_map(|a| a.edit_tool.map(|t| (a.name.clone(), t))).collect();
         registry.add_hook(Arc::new(PermissionHook(permission)));

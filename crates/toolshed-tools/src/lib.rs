@@ -4,8 +4,9 @@
 pub mod bash_permission;
 
 use toolshed_core::Registry;
+use toolshed_core::config::Config;
 
-/// Registers every built-in tool, in the order a model sees them.
-pub fn register_builtins(registry: &mut Registry) {
-    let _ = registry;
+/// Registers every built-in tool, in the order a model sees them, configured by `config`.
+pub fn register_builtins(registry: &mut Registry, config: &Config) {
+    let _ = (registry, config);
 }

@@ -8,7 +8,7 @@ use super::convert::Failure;
 use super::{Executor, Session};
 use crate::context::{CallInfo, ToolContext};
 use crate::permission::{Action, ApprovalRequest, Approver, Asker, Permission, PermissionRequest, Reply};
-use crate::tool::{BoxFuture, Invocation, ToolError, ToolSpec};
+use crate::tool::{BoxFuture, ToolError, ToolSpec};
 
 /// Checks every permission the call needs; `Ok` means it may run.
 pub async fn permit(
@@ -16,10 +16,9 @@ pub async fn permit(
     session: &Session,
     ctx: &ToolContext,
     spec: &ToolSpec,
-    invocation: &(dyn Invocation + '_),
+    mut requests: Vec<PermissionRequest>,
     fingerprint: String,
 ) -> Result<(), Failure> {
-    let mut requests = super::run::guard(spec, || invocation.permissions(ctx))?;
     if session.note_call(fingerprint) {
         requests.insert(
             0,
@@ -65,8 +64,8 @@ impl Gate {
                         request.permission,
                     )));
                 }
-                Action::Allow => {}
-                Action::Ask => {
+                Action::Allow if request.minimum == Action::Allow => {}
+                Action::Allow | Action::Ask => {
                     if !self.session.approved(&request.permission, pattern) {
                         unanswered.push(pattern.clone());
                     }
@@ -123,7 +122,13 @@ mod tests {
     use std::sync::Mutex;
 
     fn info() -> CallInfo {
-        CallInfo { session_id: "s".into(), message_id: "m".into(), call_id: "c".into(), agent: "build".into(), tool: "read".into() }
+        CallInfo {
+            session_id: "s".into(),
+            message_id: "m".into(),
+            call_id: "c".into(),
+            agent: "build".into(),
+            tool: "read".into(),
+        }
     }
 
     struct Scripted(Mutex<Vec<Reply>>);
@@ -160,6 +165,18 @@ mod tests {
         // A second ask would panic the scripted approver (no replies left): it must not happen.
         gate.check(&info(), req).await.unwrap();
         assert!(session.approved("external_directory", "/etc/*"));
+    }
+
+    #[tokio::test]
+    async fn a_minimum_of_ask_is_not_covered_by_allow_rules() {
+        let gate = Gate::new(Arc::new(Ruleset::defaults()), Arc::new(RejectAll), Session::new("s", "build"));
+        let req = PermissionRequest::new("bash", ["eval \"$x\""]).at_least(Action::Ask);
+        let err = gate.check(&info(), req).await.unwrap_err();
+        assert!(err.to_string().contains("was not granted"), "{err}");
+        let deny = Ruleset::new(vec![Rule::new("bash", "*", Action::Deny)]);
+        let gate = Gate::new(Arc::new(deny), Arc::new(ApproveAll), Session::new("s", "build"));
+        let err = gate.check(&info(), PermissionRequest::new("bash", ["x"]).at_least(Action::Ask)).await.unwrap_err();
+        assert!(err.to_string().starts_with("Permission denied"), "{err}");
     }
 
     #[tokio::test]

@@ -1,0 +1,81 @@
+//! What every command needs: the worktree root, the merged config, the agent's permission
+//! rules and the registry of tools.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use toolshed_core::agents::Agents;
+use toolshed_core::config::Config;
+use toolshed_core::permission::Permission;
+use toolshed_core::registry::{ModelFamilyHook, PermissionHook, Registry};
+
+use crate::CliError;
+
+/// The worktree and its configuration.
+pub struct Workspace {
+    /// The worktree root (canonical).
+    pub root: PathBuf,
+    /// The directory relative paths start from (the current directory when it lies inside the
+    /// root, else the root).
+    pub cwd: PathBuf,
+    /// The merged config.
+    pub config: Config,
+    /// The agents and their rules (the permission engine).
+    pub agents: Arc<Agents>,
+}
+
+impl Workspace {
+    /// Finds the root and loads the config.
+    pub fn open(root: Option<&Path>, config_file: Option<&Path>) -> Result<Workspace, CliError> {
+        let current = std::env::current_dir()
+            .and_then(|d| d.canonicalize())
+            .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
+        let root = match root {
+            Some(dir) => {
+                let dir = dir.canonicalize().map_err(|e| CliError::usage(format!("--root {}: {e}", dir.display())))?;
+                if !dir.is_dir() {
+                    return Err(CliError::usage(format!("--root {}: not a directory", dir.display())));
+                }
+                dir
+            }
+            None => toolshed_core::paths::find_worktree(&current),
+        };
+        let cwd = if current.starts_with(&root) { current } else { root.clone() };
+        let config = Config::load(config_file, &root).map_err(|e| CliError::usage(format!("config error: {e}")))?;
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let agents = Arc::new(Agents::from_config(&config, &root, home.as_deref()));
+        Ok(Workspace { root, cwd, config, agents })
+    }
+
+    /// The agent to run as: the flag, else the config's default, else `build`.
+    pub fn agent(&self, flag: Option<&str>) -> Result<String, CliError> {
+        let name = flag.or(self.config.default_agent.as_deref()).unwrap_or("build");
+        if self.agents.get(name).is_some() {
+            return Ok(name.to_string());
+        }
+        let known: Vec<&str> = self.agents.all().map(|a| a.name.as_str()).collect();
+        Err(CliError::usage(format!("unknown agent `{name}`; known agents: {}", known.join(", "))))
+    }
+
+    /// The permission engine (every agent's rules).
+    pub fn permission(&self) -> Arc<dyn Permission> {
+        self.agents.clone()
+    }
+
+    /// Every tool, with the exposure hooks for permissions and model family.
+    pub fn registry(&self, permission: Arc<dyn Permission>) -> Registry {
+        let mut registry = Registry::new();
+        toolshed_tools::register_builtins(&mut registry, &self.config);
+        let edit_tools: HashMap<String, _> =
+            self.agents.all().filter_map(|a| a.edit_tool.map(|t| (a.name.clone(), t))).collect();
+        registry.add_hook(Arc::new(PermissionHook(permission)));
+        registry.add_hook(Arc::new(ModelFamilyHook::new(edit_tools)));
+        registry
+    }
+
+    /// The model to show tools for: the flag, else the config's default.
+    pub fn model<'a>(&'a self, flag: Option<&'a str>) -> Option<&'a str> {
+        flag.or(self.config.model.as_deref())
+    }
+}

@@ -3,7 +3,12 @@
 
 use toolshed_core::Registry;
 
+#[cfg(unix)]
+pub mod shell;
+
 /// Registers every built-in tool, in the order a model sees them.
 pub fn register_builtins(registry: &mut Registry) {
+    #[cfg(unix)]
+    shell::Shell::new(shell::SandboxPolicy::default()).register(registry);
     let _ = registry;
 }

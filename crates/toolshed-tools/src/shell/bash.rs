@@ -1,0 +1,333 @@
+//! `bash`: run a command; see the description below for what the model is told.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolshed_core::permission::PermissionRequest;
+use toolshed_core::tool::{ToolFlags, ToolSpec, TypedTool};
+use toolshed_core::{ToolContext, ToolError, ToolOutput};
+
+use super::process::{self, Exit, KILL_GRACE, SpawnRequest, StdinMode};
+use super::sandbox::{self, Plan, SandboxMode};
+use super::session::MAX_SESSIONS;
+use super::{MEMORY_BUDGET, Shell, exit_line, exit_metadata};
+
+/// Default `timeout_ms`.
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Largest `timeout_ms` (and `yield_ms`).
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// `yield_ms` of a `tty: true` command that did not set one.
+pub const DEFAULT_TTY_YIELD_MS: u64 = 10_000;
+/// The permission key asked when a sandboxed command failed and should rerun unsandboxed.
+pub const ESCALATION_PERMISSION: &str = "sandbox_escalation";
+/// Headroom above the shell's own deadline before the chain's time limit stops the call; an
+/// approval wait for escalation gets more.
+const CHAIN_HEADROOM: Duration = Duration::from_secs(5);
+const APPROVAL_HEADROOM: Duration = Duration::from_secs(300);
+
+/// Arguments of `bash`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashArgs {
+    /// The command, run with `bash -c`. Chain steps with `&&`; quote paths with spaces.
+    pub command: String,
+    /// Directory to run in, relative to the worktree root (default: the root). Use this instead of `cd`.
+    pub workdir: Option<String>,
+    /// Milliseconds after which the command and everything it started are stopped (default 120000, at most 600000).
+    #[schemars(range(min = 1, max = 600000))]
+    pub timeout_ms: Option<u64>,
+    /// Return after this many milliseconds if the command is still running, and keep it running in the background as a session (read it with bash_output, stop it with bash_kill). Without timeout_ms, a session runs until stopped.
+    #[schemars(range(min = 0, max = 600000))]
+    pub yield_ms: Option<u64>,
+    /// Run the command on a pseudo-terminal, for programs that need one (REPLs, full-screen programs, prompts that insist on a terminal). Implies yield_ms = 10000 unless set.
+    #[serde(default)]
+    pub tty: bool,
+    /// What the command does, in 5-10 words, shown to the user.
+    pub description: Option<String>,
+}
+
+impl BashArgs {
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS))
+    }
+
+    fn yield_after(&self) -> Option<Duration> {
+        let ms = match (self.yield_ms, self.tty) {
+            (Some(ms), _) => ms,
+            (None, true) => DEFAULT_TTY_YIELD_MS,
+            (None, false) => return None,
+        };
+        Some(Duration::from_millis(ms.min(MAX_TIMEOUT_MS)))
+    }
+}
+
+/// The permission patterns of a command: for now the whole command text. (The permissions work
+/// will split compound commands and check each part; this is the one place to change.)
+pub fn permission_patterns(command: &str) -> Vec<String> {
+    vec![command.trim().to_string()]
+}
+
+/// The `bash` tool.
+pub struct Bash {
+    shell: Shell,
+}
+
+impl Bash {
+    /// `bash` sharing `shell`'s policy and sessions.
+    pub fn new(shell: Shell) -> Self {
+        Bash { shell }
+    }
+}
+
+fn sandbox_sentence(shell: &Shell) -> String {
+    let policy = shell.policy();
+    let support = sandbox::support();
+    match policy.mode {
+        SandboxMode::FullAccess => String::new(),
+        _ if !support.available() && policy.allow_unsandboxed => {
+            "\n- Commands run without a sandbox on this machine (the kernel has no Landlock).".to_string()
+        }
+        _ if !support.available() => {
+            "\n- This machine cannot sandbox commands and running them unsandboxed is not allowed, so every command is refused.".to_string()
+        }
+        SandboxMode::ReadOnly => "\n- Commands run in a read-only sandbox: they can read files anywhere but write nowhere (writes fail with \"Permission denied\"). If the sandbox blocks a command you need, the user may be asked to let it run unsandboxed.".to_string(),
+        SandboxMode::WorkspaceWrite => "\n- Commands run in a sandbox: they can read files anywhere but write only inside the worktree, the temp directory and tool caches (~/.cache, ~/.cargo, ~/.npm, ...); other writes fail with \"Permission denied\". If the sandbox blocks a command you need, the user may be asked to let it run unsandboxed.".to_string(),
+    }
+}
+
+impl TypedTool for Bash {
+    type Args = BashArgs;
+
+    fn name(&self) -> &str {
+        "bash"
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Runs a shell command with `bash -c` in the worktree and returns its output (stdout and stderr interleaved, in the order printed) followed by the exit code.
+
+- Standard input is closed and the environment is non-interactive (no pagers, editors or prompts; NO_COLOR=1, TERM=dumb): a command that waits for input gets end of file instead of hanging.
+- Every call starts a fresh shell: `cd` and exported variables do not carry over. Use `workdir` instead of `cd`.
+- After `timeout_ms` (default {DEFAULT_TIMEOUT_MS}, at most {MAX_TIMEOUT_MS}) the command and every process it started are stopped, and you get the output printed so far.
+- The call returns when the shell exits, even if a background process (`cmd &`) is still running; that process keeps running, but its later output is not collected, so redirect it to a file if you need it.
+- For servers, watchers and other long-running commands set `yield_ms`: if the command still runs after that long you get its output so far and a session id; read new output or send input with bash_output, stop it with bash_kill. `tty: true` gives the command a terminal. At most {MAX_SESSIONS} sessions run at once.
+- Long output: you see its beginning and end, and the path of a file holding all of it.{}
+- To read, search or edit files, prefer the dedicated file tools over cat, grep, sed or echo redirection.",
+            sandbox_sentence(&self.shell)
+        )
+    }
+
+    fn flags(&self) -> ToolFlags {
+        ToolFlags::MUTATING
+    }
+
+    fn permissions(
+        &self,
+        spec: &ToolSpec,
+        args: &BashArgs,
+        ctx: &ToolContext,
+    ) -> Result<Vec<PermissionRequest>, ToolError> {
+        let mut requests = vec![
+            PermissionRequest::new(&spec.permission, permission_patterns(&args.command))
+                .with_metadata("command", args.command.clone()),
+        ];
+        let dir = resolve_workdir(ctx, args.workdir.as_deref())?;
+        if !dir.starts_with(ctx.root()) {
+            requests.push(
+                PermissionRequest::new("external_directory", [format!("{}/*", dir.display())])
+                    .with_metadata("path", dir.display().to_string()),
+            );
+        }
+        Ok(requests)
+    }
+
+    fn time_limit(&self, args: &BashArgs) -> Option<Duration> {
+        let own = args.yield_after().map_or(args.timeout(), |y| y.min(args.timeout()));
+        let once = own + KILL_GRACE + CHAIN_HEADROOM;
+        if self.shell.policy().mode == SandboxMode::FullAccess {
+            Some(once)
+        } else {
+            Some(once * 2 + APPROVAL_HEADROOM)
+        }
+    }
+
+    async fn run(&self, args: BashArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let cwd = resolve_workdir(&ctx, args.workdir.as_deref())?;
+        let extra = if cwd.starts_with(ctx.root()) { Vec::new() } else { vec![cwd.clone()] };
+        let policy = self.shell.policy();
+        let plan = sandbox::plan(policy, ctx.root(), &extra)?;
+        let label = plan.label(policy);
+        if args.yield_after().is_some() {
+            self.shell.state.sessions.check_capacity()?;
+        }
+        let (confinement, mut notes) = match plan {
+            Plan::Unsandboxed { note } => (None, note.into_iter().collect::<Vec<_>>()),
+            Plan::Sandboxed(confinement) => (Some(confinement), Vec::new()),
+        };
+        let sandboxed = confinement.is_some();
+        let first = self.attempt(&args, &cwd, confinement, &ctx).await?;
+        let mut escalated = false;
+        let result = if sandboxed && first.sandbox_refused() {
+            let request = PermissionRequest::new(ESCALATION_PERMISSION, permission_patterns(&args.command))
+                .with_metadata("command", args.command.clone())
+                .with_metadata(
+                    "reason",
+                    "the command failed in the sandbox with a permission error; rerun it without the sandbox?",
+                );
+            match ctx.ask(request).await {
+                Ok(()) => {
+                    escalated = true;
+                    notes.push("(The sandboxed run failed with a permission error; with the user's approval the command was run again WITHOUT the sandbox. This is that second run's output.)".to_string());
+                    self.attempt(&args, &cwd, None, &ctx).await?
+                }
+                Err(refusal) => {
+                    notes.push(format!(
+                        "(The {} sandbox appears to have refused this command. Rerunning it without the sandbox was not approved: {refusal})",
+                        sandbox::mode_name(policy.mode)
+                    ));
+                    first
+                }
+            }
+        } else {
+            first
+        };
+        let title = args.description.clone().unwrap_or_else(|| super::session::short(&args.command));
+        Ok(result
+            .render(&args, &notes)
+            .with_title(title)
+            .with_metadata("sandbox", if escalated { "none" } else { label })
+            .with_metadata("escalated", escalated))
+    }
+}
+
+impl Bash {
+    async fn attempt(
+        &self,
+        args: &BashArgs,
+        cwd: &Path,
+        confinement: Option<sandbox::Confinement>,
+        ctx: &ToolContext,
+    ) -> Result<Attempt, ToolError> {
+        let yield_after = args.yield_after();
+        let stdin = match (args.tty, yield_after) {
+            (true, _) => StdinMode::Tty,
+            (false, Some(_)) => StdinMode::Pipe,
+            (false, None) => StdinMode::Closed,
+        };
+        let request =
+            SpawnRequest { command: &args.command, cwd, stdin, confinement, sink: ctx.output_sink(MEMORY_BUDGET) };
+        let run = process::spawn(request).map_err(|e| {
+            ToolError::model(format!("Could not start the command: {e}. Check `workdir` and try again."))
+        })?;
+        let timeout = args.timeout();
+        // `None`: the command is still running when `yield_ms` passed.
+        let ending = tokio::select! {
+            _ = run.wait_done() => Some(match run.exit() {
+                Some(exit) => Ending::Exited(exit),
+                None => Ending::WaitFailed(run.wait_error().unwrap_or_default()),
+            }),
+            _ = tokio::time::sleep(timeout) => {
+                run.terminate().await;
+                Some(Ending::TimedOut(timeout))
+            },
+            _ = ctx.cancellation().cancelled() => {
+                run.terminate().await;
+                Some(Ending::Interrupted)
+            },
+            _ = tokio::time::sleep(yield_after.unwrap_or(Duration::MAX)), if yield_after.is_some() => None,
+        };
+        let elapsed = run.elapsed();
+        let output = run.take_output(ctx.output_sink(MEMORY_BUDGET));
+        let ending = match ending {
+            Some(ending) => ending,
+            None => {
+                let remaining = args.timeout_ms.map(|_| timeout.saturating_sub(elapsed));
+                Ending::Session(self.shell.state.sessions.insert(&args.command, run, remaining).id)
+            }
+        };
+        Ok(Attempt { output, ending, elapsed })
+    }
+}
+
+/// How one run ended.
+enum Ending {
+    Exited(Exit),
+    TimedOut(Duration),
+    Interrupted,
+    Session(u32),
+    WaitFailed(String),
+}
+
+struct Attempt {
+    output: toolshed_core::exec::bound::SinkOutput,
+    ending: Ending,
+    elapsed: Duration,
+}
+
+impl Attempt {
+    fn sandbox_refused(&self) -> bool {
+        match self.ending {
+            Ending::Exited(exit) => sandbox::looks_like_denial(exit.code, exit.signal, &self.output.text),
+            _ => false,
+        }
+    }
+
+    fn render(self, args: &BashArgs, notes: &[String]) -> ToolOutput {
+        let grace = KILL_GRACE.as_millis();
+        let (status, exit) = match &self.ending {
+            Ending::Exited(exit) => (exit_line(*exit), Some(*exit)),
+            Ending::TimedOut(limit) => (
+                format!(
+                    "Timed out after {} ms: the command and every process it started were stopped (SIGTERM, then SIGKILL after {grace} ms). The output above is what it printed until then. If it needs longer and is not waiting for input, rerun it with a larger timeout_ms (at most {MAX_TIMEOUT_MS}), or with yield_ms to keep it running in the background.",
+                    limit.as_millis()
+                ),
+                None,
+            ),
+            Ending::Interrupted => (
+                format!(
+                    "Interrupted by the user: the command and every process it started were stopped (SIGTERM, then SIGKILL after {grace} ms). The output above is partial."
+                ),
+                None,
+            ),
+            Ending::Session(id) => (
+                format!(
+                    "Still running after {} ms, as session {id}. Call bash_output with session_id {id} to read new output{}, and bash_kill to stop it.",
+                    self.elapsed.as_millis(),
+                    if args.tty { " or type into its terminal" } else { " or send input" }
+                ),
+                None,
+            ),
+            Ending::WaitFailed(error) => (format!("The command's exit status could not be read: {error}."), None),
+        };
+        let mut out = exit_metadata(super::compose(self.output, &status, notes), exit)
+            .with_metadata("duration_ms", self.elapsed.as_millis() as u64);
+        match self.ending {
+            Ending::TimedOut(_) => out = out.with_metadata("timed_out", true),
+            Ending::Interrupted => out = out.with_metadata("interrupted", true),
+            Ending::Session(id) => out = out.with_metadata("session_id", id),
+            _ => {}
+        }
+        out
+    }
+}
+
+/// The directory a command runs in: `workdir` resolved against the context's working
+/// directory (default: the working directory itself). It must exist.
+fn resolve_workdir(ctx: &ToolContext, workdir: Option<&str>) -> Result<PathBuf, ToolError> {
+    let dir = match workdir {
+        None | Some("") => ctx.cwd().to_path_buf(),
+        Some(dir) => ctx.cwd().join(dir),
+    };
+    let canonical = dir.canonicalize().map_err(|e| {
+        ToolError::model(format!(
+            "workdir `{}` cannot be used: {e}. Send an existing directory, relative to the worktree root.",
+            dir.display()
+        ))
+    })?;
+    if !canonical.is_dir() {
+        return Err(ToolError::model(format!("workdir `{}` is not a directory. Send a directory.", dir.display())));
+    }
+    Ok(canonical)
+}

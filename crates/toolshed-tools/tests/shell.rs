@@ -369,10 +369,8 @@ async fn workspace_write_writes_inside_the_worktree_and_is_refused_outside() {
         return;
     }
     let answer = Arc::new(Answer(Reply::Reject(None), Mutex::default()));
-    let mut rules = Ruleset::defaults();
-    rules.push(Rule::new("sandbox_escalation", "*", Action::Ask));
     let policy = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, ..FULL };
-    let h = Harness::with(policy, Arc::new(rules), answer.clone());
+    let h = Harness::with(policy, Arc::new(Ruleset::defaults()), answer.clone());
     let r =
         h.bash("echo inside > inside.txt && cat inside.txt && f=$(mktemp) && echo ok > $f && rm $f; echo tmp=$?").await;
     assert!(r.output.starts_with("inside\ntmp=0\n"), "{}", r.output);
@@ -395,10 +393,8 @@ async fn approved_escalation_reruns_the_command_unsandboxed() {
     if !landlock_or_skip("approved_escalation_reruns_the_command_unsandboxed") {
         return;
     }
-    let mut rules = Ruleset::defaults();
-    rules.push(Rule::new("sandbox_escalation", "*", Action::Ask));
     let policy = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, ..FULL };
-    let h = Harness::with(policy, Arc::new(rules), Arc::new(Answer(Reply::Once, Mutex::default())));
+    let h = Harness::new(policy);
     let target = outside_dir().join("escalated.txt");
     let r = h.bash(&format!("echo yes > {}", target.display())).await;
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "yes\n");

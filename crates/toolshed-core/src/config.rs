@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use crate::exec::bound::OutputLimits;
 use crate::permission::{Action, Rule};
@@ -336,7 +336,9 @@ fn parse_action<E: de::Error>(v: &str) -> Result<Action, E> {
         "allow" => Ok(Action::Allow),
         "ask" => Ok(Action::Ask),
         "deny" => Ok(Action::Deny),
-        other => Err(E::custom(format!("unknown permission action `{other}`, expected \"allow\", \"ask\" or \"deny\""))),
+        other => {
+            Err(E::custom(format!("unknown permission action `{other}`, expected \"allow\", \"ask\" or \"deny\"")))
+        }
     }
 }
 
@@ -436,7 +438,9 @@ impl Config {
         match std::fs::read_to_string(path) {
             Ok(text) => self.merge_str(path, &text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(()),
-            Err(e) => Err(ConfigError { path: path.to_path_buf(), location: None, message: format!("cannot read: {e}") }),
+            Err(e) => {
+                Err(ConfigError { path: path.to_path_buf(), location: None, message: format!("cannot read: {e}") })
+            }
         }
     }
 
@@ -476,7 +480,9 @@ impl Config {
         self.providers.extend(file.provider.unwrap_or_default());
         for (name, server) in file.mcp.unwrap_or_default() {
             if server.command.is_some() == server.url.is_some() {
-                return Err(invalid(format!("[mcp.{name}] needs exactly one of `command` (a local server) or `url` (a remote one)")));
+                return Err(invalid(format!(
+                    "[mcp.{name}] needs exactly one of `command` (a local server) or `url` (a remote one)"
+                )));
             }
             self.mcp.insert(name, server);
         }
@@ -579,7 +585,10 @@ extensions = ["rs"]
         assert_eq!(c.model.as_deref(), Some("openai/gpt-5.1"));
         assert_eq!(c.output, OutputLimits { max_lines: 500, max_bytes: 50 * 1024 });
         let rules: Vec<String> = c.permission.iter().map(|r| r.to_string()).collect();
-        assert_eq!(rules, [r#"edit "*" = ask"#, r#"bash "*" = ask"#, r#"bash "git status *" = allow"#, r#"bash "rm *" = deny"#]);
+        assert_eq!(
+            rules,
+            [r#"edit "*" = ask"#, r#"bash "*" = ask"#, r#"bash "git status *" = allow"#, r#"bash "rm *" = deny"#]
+        );
         let review = &c.agents["review"];
         assert_eq!(review.edit_tool, Some(EditTool::ApplyPatch));
         assert_eq!(review.permission.as_ref().unwrap().0, [Rule::new("edit", "*", Action::Deny)]);
@@ -620,12 +629,17 @@ extensions = ["rs"]
     #[test]
     fn permission_order_is_kept_and_project_rules_come_last() {
         let mut c = Config::default();
-        c.merge_str(Path::new("user.toml"), "[permission]\nbash = \"deny\"\nread = \"allow\"\nedit = \"ask\"\n").unwrap();
+        c.merge_str(Path::new("user.toml"), "[permission]\nbash = \"deny\"\nread = \"allow\"\nedit = \"ask\"\n")
+            .unwrap();
         c.merge_str(Path::new("toolshed.toml"), "permission = \"allow\"\n").unwrap();
         let keys: Vec<&str> = c.permission.iter().map(|r| r.permission.as_str()).collect();
         assert_eq!(keys, ["bash", "read", "edit", "*"]);
         let mut c = Config::default();
-        c.merge_str(Path::new("a.toml"), "[permission.bash]\n\"z*\" = \"deny\"\n\"a*\" = \"allow\"\n\"m*\" = \"ask\"\n").unwrap();
+        c.merge_str(
+            Path::new("a.toml"),
+            "[permission.bash]\n\"z*\" = \"deny\"\n\"a*\" = \"allow\"\n\"m*\" = \"ask\"\n",
+        )
+        .unwrap();
         let patterns: Vec<&str> = c.permission.iter().map(|r| r.pattern.as_str()).collect();
         assert_eq!(patterns, ["z*", "a*", "m*"]);
     }
@@ -633,8 +647,16 @@ extensions = ["rs"]
     #[test]
     fn later_files_override_scalars_and_merge_agents() {
         let mut c = Config::default();
-        c.merge_str(Path::new("user.toml"), "model = \"a/b\"\n[agent.x]\nprompt = \"p\"\npermission = { edit = \"deny\" }\n").unwrap();
-        c.merge_str(Path::new("toolshed.toml"), "model = \"c/d\"\n[agent.x]\nmodel = \"e/f\"\npermission = { edit = \"allow\" }\n").unwrap();
+        c.merge_str(
+            Path::new("user.toml"),
+            "model = \"a/b\"\n[agent.x]\nprompt = \"p\"\npermission = { edit = \"deny\" }\n",
+        )
+        .unwrap();
+        c.merge_str(
+            Path::new("toolshed.toml"),
+            "model = \"c/d\"\n[agent.x]\nmodel = \"e/f\"\npermission = { edit = \"allow\" }\n",
+        )
+        .unwrap();
         assert_eq!(c.model.as_deref(), Some("c/d"));
         let x = &c.agents["x"];
         assert_eq!((x.prompt.as_deref(), x.model.as_deref()), (Some("p"), Some("e/f")));

@@ -1,6 +1,6 @@
 //! `bash`: run a command; see the description below for what the model is told.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -8,6 +8,8 @@ use serde::Deserialize;
 use toolshed_core::permission::PermissionRequest;
 use toolshed_core::tool::{ToolFlags, ToolSpec, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
+
+use crate::path::{Confinement, Permitted, ResolvedPath};
 
 use super::process::{self, Exit, KILL_GRACE, SpawnRequest, StdinMode};
 use super::sandbox::{self, Plan, SandboxMode};
@@ -46,6 +48,10 @@ pub struct BashArgs {
     pub tty: bool,
     /// What the command does, in 5-10 words, shown to the user.
     pub description: Option<String>,
+    /// Where `workdir` led when permission was checked.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub permitted_workdir: Permitted,
 }
 
 impl BashArgs {
@@ -129,17 +135,10 @@ impl TypedTool for Bash {
         args: &BashArgs,
         ctx: &ToolContext,
     ) -> Result<Vec<PermissionRequest>, ToolError> {
-        let mut requests = vec![
-            PermissionRequest::new(&spec.permission, permission_patterns(&args.command))
-                .with_metadata("command", args.command.clone()),
-        ];
         let dir = resolve_workdir(ctx, args.workdir.as_deref())?;
-        if !dir.starts_with(ctx.root()) {
-            requests.push(
-                PermissionRequest::new("external_directory", [format!("{}/*", dir.display())])
-                    .with_metadata("path", dir.display().to_string()),
-            );
-        }
+        args.permitted_workdir.remember(&dir);
+        let mut requests: Vec<PermissionRequest> = dir.external_request().into_iter().collect();
+        requests.push(command_request(&spec.permission, &args.command));
         Ok(requests)
     }
 
@@ -154,8 +153,9 @@ impl TypedTool for Bash {
     }
 
     async fn run(&self, args: BashArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let cwd = resolve_workdir(&ctx, args.workdir.as_deref())?;
-        let extra = if cwd.starts_with(ctx.root()) { Vec::new() } else { vec![cwd.clone()] };
+        let dir = self.confirm_workdir(&args, &ctx).await?;
+        let extra = if dir.is_inside() { Vec::new() } else { vec![dir.external_dir().to_path_buf()] };
+        let cwd = dir.path().to_path_buf();
         let policy = self.shell.policy();
         let plan = sandbox::plan(policy, ctx.root(), &extra)?;
         let label = plan.label(policy);
@@ -203,6 +203,28 @@ impl TypedTool for Bash {
 }
 
 impl Bash {
+    /// Resolves `workdir` again just before running: it must lead where it led when permission
+    /// was checked. Outside the chain (no permission check happened) the requests are asked here.
+    async fn confirm_workdir(&self, args: &BashArgs, ctx: &ToolContext) -> Result<ResolvedPath, ToolError> {
+        let now = resolve_workdir(ctx, args.workdir.as_deref())?;
+        match args.permitted_workdir.get() {
+            Some(before) if before.same_target(&now) => Ok(now),
+            Some(before) => Err(ToolError::model(format!(
+                "workdir `{}` resolved to `{}` when permission was checked but to `{}` now (a symbolic link changed). Nothing was run. Check the directory and call again.",
+                now.input(),
+                before.path().display(),
+                now.path().display()
+            ))),
+            None => {
+                if let Some(request) = now.external_request() {
+                    ctx.ask(request).await?;
+                }
+                ctx.ask(command_request(self.name(), &args.command)).await?;
+                Ok(now)
+            }
+        }
+    }
+
     async fn attempt(
         &self,
         args: &BashArgs,
@@ -314,20 +336,21 @@ impl Attempt {
 }
 
 /// The directory a command runs in: `workdir` resolved against the context's working
-/// directory (default: the working directory itself). It must exist.
-fn resolve_workdir(ctx: &ToolContext, workdir: Option<&str>) -> Result<PathBuf, ToolError> {
-    let dir = match workdir {
-        None | Some("") => ctx.cwd().to_path_buf(),
-        Some(dir) => ctx.cwd().join(dir),
-    };
-    let canonical = dir.canonicalize().map_err(|e| {
-        ToolError::model(format!(
-            "workdir `{}` cannot be used: {e}. Send an existing directory, relative to the worktree root.",
+/// directory (default: the working directory itself) by the shared path rules. It must be an
+/// existing directory; outside the worktree it needs `external_directory`.
+fn resolve_workdir(ctx: &ToolContext, workdir: Option<&str>) -> Result<ResolvedPath, ToolError> {
+    let input = workdir.filter(|w| !w.trim().is_empty()).unwrap_or(".");
+    let dir = Confinement::from_context(ctx).resolve(input)?;
+    if !dir.is_dir() {
+        let what = if dir.exists() { "is not a directory" } else { "does not exist" };
+        return Err(ToolError::model(format!(
+            "workdir `{input}` {what} ({}). Send an existing directory, relative to the worktree root, or leave workdir out.",
             dir.display()
-        ))
-    })?;
-    if !canonical.is_dir() {
-        return Err(ToolError::model(format!("workdir `{}` is not a directory. Send a directory.", dir.display())));
+        )));
     }
-    Ok(canonical)
+    Ok(dir)
+}
+
+fn command_request(permission: &str, command: &str) -> PermissionRequest {
+    PermissionRequest::new(permission, permission_patterns(command)).with_metadata("command", command.to_string())
 }

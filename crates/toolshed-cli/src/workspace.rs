@@ -76,6 +76,9 @@ impl Workspace {
     pub fn registry(&self, permission: Arc<dyn Permission>) -> Registry {
         let mut registry = Registry::new();
         toolshed_tools::register_builtins(&mut registry);
+        // The shell again, with the sandbox the config asks for (replaces the default one).
+        #[cfg(unix)]
+        toolshed_tools::shell::Shell::new((&self.config.sandbox).into()).register(&mut registry);
         let edit_tools: HashMap<String, _> =
             self.config.agents.iter().filter_map(|(name, a)| a.edit_tool.map(|t| (name.clone(), t))).collect();
         registry.add_hook(Arc::new(PermissionHook(permission)));

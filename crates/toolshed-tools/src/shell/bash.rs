@@ -343,9 +343,10 @@ fn resolve_workdir(ctx: &ToolContext, workdir: Option<&str>) -> Result<ResolvedP
     let dir = Confinement::from_context(ctx).resolve(input)?;
     if !dir.is_dir() {
         let what = if dir.exists() { "is not a directory" } else { "does not exist" };
+        let shown = dir.display();
+        let resolved = if shown == input { String::new() } else { format!(" ({shown})") };
         return Err(ToolError::model(format!(
-            "workdir `{input}` {what} ({}). Send an existing directory, relative to the worktree root, or leave workdir out.",
-            dir.display()
+            "workdir `{input}`{resolved} {what}. Send an existing directory, relative to the worktree root, or leave workdir out."
         )));
     }
     Ok(dir)
@@ -353,4 +354,67 @@ fn resolve_workdir(ctx: &ToolContext, workdir: Option<&str>) -> Result<ResolvedP
 
 fn command_request(permission: &str, command: &str) -> PermissionRequest {
     PermissionRequest::new(permission, permission_patterns(command)).with_metadata("command", command.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shell::SandboxPolicy;
+
+    fn args(json: serde_json::Value) -> BashArgs {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn full_access() -> Bash {
+        Bash::new(Shell::new(SandboxPolicy { mode: SandboxMode::FullAccess, ..SandboxPolicy::default() }))
+    }
+
+    #[test]
+    fn chain_time_limit_stays_above_the_shells_own_timeout() {
+        let bash = full_access();
+        let limit = bash.time_limit(&args(serde_json::json!({"command": "x"}))).unwrap();
+        assert!(limit > Duration::from_millis(DEFAULT_TIMEOUT_MS) + KILL_GRACE);
+        let limit =
+            bash.time_limit(&args(serde_json::json!({"command": "x", "timeout_ms": 5000, "yield_ms": 100}))).unwrap();
+        assert!(limit < Duration::from_secs(30), "a session's call ends at yield_ms: {limit:?}");
+        let sandboxed = Bash::new(Shell::new(SandboxPolicy::default()));
+        let limit = sandboxed.time_limit(&args(serde_json::json!({"command": "x", "timeout_ms": 1000}))).unwrap();
+        assert!(limit > Duration::from_secs(2) + APPROVAL_HEADROOM, "room for an escalation's approval and rerun");
+    }
+
+    #[test]
+    fn tty_implies_a_yield() {
+        assert_eq!(args(serde_json::json!({"command": "x", "tty": true})).yield_after(), Some(Duration::from_secs(10)));
+        assert_eq!(args(serde_json::json!({"command": "x"})).yield_after(), None);
+    }
+
+    #[test]
+    fn permission_pattern_is_the_trimmed_command() {
+        assert_eq!(permission_patterns("  git status --short \n"), vec!["git status --short".to_string()]);
+    }
+
+    #[tokio::test]
+    async fn runs_outside_the_chain_with_a_standalone_context() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        let ctx = ToolContext::standalone(&root, root.join(".data"));
+        let out = full_access().run(args(serde_json::json!({"command": "pwd", "workdir": "sub"})), ctx).await.unwrap();
+        assert_eq!(out.text, format!("{}\n\nExit code: 0", root.join("sub").display()));
+        assert_eq!(out.metadata["exit_code"], 0);
+        assert!(!out.metadata.contains_key("signal"));
+    }
+
+    #[tokio::test]
+    async fn workdir_that_is_a_file_is_refused_with_an_instruction() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        std::fs::write(root.join("file.txt"), "x").unwrap();
+        let ctx = ToolContext::standalone(&root, root.join(".data"));
+        let err = full_access()
+            .run(args(serde_json::json!({"command": "pwd", "workdir": "file.txt"})), ctx)
+            .await
+            .unwrap_err();
+        insta::assert_snapshot!(err.to_string(), @"workdir `file.txt` is not a directory. Send an existing directory, relative to the worktree root, or leave workdir out.");
+    }
 }

@@ -76,3 +76,18 @@ impl TypedTool for BashKill {
         Ok(report(&self.shell, &session, &ctx, &[note]))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shell::SandboxPolicy;
+
+    #[tokio::test]
+    async fn unknown_session_lists_what_exists() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::standalone(tmp.path(), tmp.path());
+        let kill = BashKill::new(Shell::new(SandboxPolicy::default()));
+        let err = kill.run(BashKillArgs { session_id: 7 }, ctx).await.unwrap_err();
+        insta::assert_snapshot!(err.to_string(), @"No shell session 7: it never existed, or it ended and its final output was already returned. There are no sessions.");
+    }
+}

@@ -157,3 +157,34 @@ pub(super) fn report(shell: &Shell, session: &Session, ctx: &ToolContext, notes:
     }
     exit_metadata(compose(output, &status, notes), exit).with_metadata("session_id", id).with_metadata("running", !done)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shell::{Bash, BashArgs, SandboxMode, SandboxPolicy};
+
+    #[tokio::test]
+    async fn input_to_a_command_that_exited_is_not_sent_and_the_session_closes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let ctx = ToolContext::standalone(&root, root.join(".data"));
+        let shell = Shell::new(SandboxPolicy { mode: SandboxMode::FullAccess, ..SandboxPolicy::default() });
+        let args: BashArgs =
+            serde_json::from_value(serde_json::json!({"command": "sleep 0.3; echo bye", "yield_ms": 0})).unwrap();
+        let started = Bash::new(shell.clone()).run(args, ctx.clone()).await.unwrap();
+        let id = started.metadata["session_id"].as_u64().unwrap() as u32;
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let poll = BashOutput::new(shell.clone());
+        let args =
+            BashOutputArgs { session_id: id, input: Some("hello\n".into()), close_stdin: false, wait_ms: Some(0) };
+        let out = poll.run(args, ctx.clone()).await.unwrap();
+        assert!(out.text.contains("The input was not sent: the command had already exited."), "{}", out.text);
+        assert!(out.text.contains(&format!("Session {id} has ended")), "{}", out.text);
+        assert_eq!(out.metadata["running"], false);
+        assert!(
+            poll.run(BashOutputArgs { session_id: id, input: None, close_stdin: false, wait_ms: None }, ctx)
+                .await
+                .is_err()
+        );
+    }
+}

@@ -142,9 +142,13 @@ fn compose(output: SinkOutput, status: &str, notes: &[String]) -> ToolOutput {
     ToolOutput { text, spill: output.spill, ..Default::default() }
 }
 
+/// Records `exit_code` (or `signal`) in the metadata.
 fn exit_metadata(mut out: ToolOutput, exit: Option<Exit>) -> ToolOutput {
-    if let Some(exit) = exit {
-        out = out.with_metadata("exit_code", exit.code).with_metadata("signal", exit.signal);
+    if let Some(code) = exit.and_then(|e| e.code) {
+        out = out.with_metadata("exit_code", code);
+    }
+    if let Some(signal) = exit.and_then(|e| e.signal) {
+        out = out.with_metadata("signal", signal);
     }
     out
 }

@@ -370,10 +370,23 @@ async fn workdir_outside_the_worktree_asks_external_directory() {
     assert_eq!(*answer.1.lock().unwrap(), vec!["external_directory".to_string()]);
 }
 
-fn outside_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(unique("sandbox-outside"));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A scratch directory the workspace-write sandbox does not cover (for a worktree `root`): under
+/// the target dir, or else under `$HOME`, whichever lies outside every writable root. Removed on
+/// drop. `None` (after a SKIP line) when neither does, e.g. a checkout under /tmp with HOME unset.
+fn outside_dir(test: &str, root: &Path) -> Option<tempfile::TempDir> {
+    let writable = sandbox::writable_roots(root, &[]);
+    let candidates = [Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))), std::env::var_os("HOME").map(PathBuf::from)];
+    for base in candidates.into_iter().flatten() {
+        let Ok(base) = base.canonicalize() else { continue };
+        if writable.iter().any(|w| base.starts_with(w)) {
+            continue;
+        }
+        if let Ok(dir) = tempfile::Builder::new().prefix("toolshed-sandbox-outside-").tempdir_in(&base) {
+            return Some(dir);
+        }
+    }
+    let _ = writeln!(std::io::stderr(), "SKIP {test}: no scratch directory outside the sandbox's writable roots");
+    None
 }
 
 #[tokio::test]
@@ -391,7 +404,11 @@ async fn workspace_write_writes_inside_the_worktree_and_is_refused_outside() {
 
     // The path is hidden from the permission analysis in a variable, so no
     // `external_directory` approval widens the sandbox: the sandbox alone must stop the write.
-    let outside = outside_dir();
+    let Some(outside) = outside_dir("workspace_write_writes_inside_the_worktree_and_is_refused_outside", h.root.path())
+    else {
+        return;
+    };
+    let outside = outside.path();
     let target = outside.join("refused.txt");
     answer.1.lock().unwrap().clear();
     let r = h.bash(&format!("d={}; echo nope > $d/refused.txt", outside.display())).await;
@@ -411,7 +428,10 @@ async fn approved_escalation_reruns_the_command_unsandboxed() {
     }
     let policy = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, ..FULL };
     let h = Harness::new(policy);
-    let outside = outside_dir();
+    let Some(outside) = outside_dir("approved_escalation_reruns_the_command_unsandboxed", h.root.path()) else {
+        return;
+    };
+    let outside = outside.path();
     let target = outside.join("escalated.txt");
     let r = h.bash(&format!("d={}; echo yes > $d/escalated.txt", outside.display())).await;
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "yes\n");
@@ -509,8 +529,10 @@ async fn approved_external_directory_widens_the_sandbox() {
     let answer = Arc::new(Answer(Reply::Once, Mutex::default(), None));
     let policy = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, ..FULL };
     let h = Harness::with(policy, Arc::new(Ruleset::defaults()), answer.clone());
-    let outside = outside_dir();
-    let target = outside.join("approved.txt");
+    let Some(outside) = outside_dir("approved_external_directory_widens_the_sandbox", h.root.path()) else {
+        return;
+    };
+    let target = outside.path().join("approved.txt");
     let r = h.bash(&format!("touch {}", target.display())).await;
     assert!(target.exists(), "{}", r.output);
     assert_eq!(r.metadata["escalated"], false, "{}", r.output);

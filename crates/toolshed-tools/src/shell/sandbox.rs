@@ -171,7 +171,7 @@ fn plan_with(
 /// The directories a `workspace-write` command may write under: the worktree (and the git
 /// directory of a linked worktree), the temp dirs, tool caches, and approved directories.
 /// Only existing directories are returned.
-pub(crate) fn writable_roots(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
+pub fn writable_roots(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut dirs = vec![root.to_path_buf()];
     dirs.extend(linked_git_dirs(root));
     dirs.push(std::env::temp_dir());

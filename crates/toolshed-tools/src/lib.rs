@@ -2,6 +2,7 @@
 //! arguments, the description a model reads, `execute`, and its unit tests.
 
 pub mod bash_permission;
+pub mod custom;
 
 use toolshed_core::Registry;
 use toolshed_core::config::Config;

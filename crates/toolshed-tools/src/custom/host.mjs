@@ -102,6 +102,24 @@ async function zodFor(file) {
   return zod.z ?? zod.default ?? zod;
 }
 
+const SAFE_INTEGER_BOUNDS = [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
+
+/** Drops what zod adds to every integer (the safe-integer bounds): it costs context and says nothing. */
+function tidy(schema) {
+  if (Array.isArray(schema)) return schema.map(tidy);
+  if (schema === null || typeof schema !== "object") return schema;
+  const out = {};
+  for (const [key, value] of Object.entries(schema)) out[key] = tidy(value);
+  if (out.type === "integer" && out.minimum === SAFE_INTEGER_BOUNDS[0] && out.maximum === SAFE_INTEGER_BOUNDS[1]) {
+    delete out.minimum;
+    delete out.maximum;
+  } else if (out.type === "integer") {
+    if (out.minimum === SAFE_INTEGER_BOUNDS[0]) delete out.minimum;
+    if (out.maximum === SAFE_INTEGER_BOUNDS[1]) delete out.maximum;
+  }
+  return out;
+}
+
 const looksLikeTool = (v) =>
   v !== null && typeof v === "object" && "args" in v && "description" in v && typeof v.execute === "function";
 
@@ -126,7 +144,7 @@ async function load(file, stem) {
       let z = null;
       if (values.every(isZod)) {
         z = zod ??= await zodFor(file);
-        parameters = z.toJSONSchema(z.object(args), { io: "input", unrepresentable: "any" });
+        parameters = tidy(z.toJSONSchema(z.object(args), { io: "input", unrepresentable: "any" }));
         delete parameters.$schema;
       } else if (values.some((a) => a && typeof a === "object" && ("_def" in a || "_zod" in a))) {
         throw new Error("`args` mixes zod schemas with other values, or uses zod 3; use zod 4 (`tool.schema`) for every argument");

@@ -63,16 +63,18 @@ impl Runtime {
                 let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 (p.to_path_buf(), name.starts_with("bun"))
             }
-            None => match on_path("bun") {
-                Some(bun) => (bun, true),
-                None => match on_path("node") {
-                    Some(node) => (node, false),
-                    None => {
-                        return Err("needs Bun (or Node for .js files) on PATH to run OpenCode tool files; neither was found"
+            None => {
+                match on_path("bun") {
+                    Some(bun) => (bun, true),
+                    None => match on_path("node") {
+                        Some(node) => (node, false),
+                        None => {
+                            return Err("needs Bun (or Node for .js files) on PATH to run OpenCode tool files; neither was found"
                             .to_string());
-                    }
-                },
-            },
+                        }
+                    },
+                }
+            }
         };
         if is_bun {
             return Ok(Runtime { program, kind: RuntimeKind::Bun });
@@ -206,7 +208,8 @@ impl JsHost {
             return Err("the JS tool host started without its pipes".to_string());
         };
         let shared = Arc::new(Shared::default());
-        let process = Process { child: Mutex::new(child), stdin: Mutex::new(stdin), next_id: AtomicU64::new(1), shared };
+        let process =
+            Process { child: Mutex::new(child), stdin: Mutex::new(stdin), next_id: AtomicU64::new(1), shared };
         let err_shared = process.shared.clone();
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stderr);
@@ -333,9 +336,10 @@ impl Process {
         let mut line = message.to_string();
         line.push('\n');
         let mut stdin = self.stdin.lock().unwrap_or_else(PoisonError::into_inner);
-        stdin.write_all(line.as_bytes()).and_then(|()| stdin.flush()).map_err(|e| {
-            self.exit_reason().unwrap_or_else(|| format!("cannot write to the JS tool host: {e}"))
-        })
+        stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| stdin.flush())
+            .map_err(|e| self.exit_reason().unwrap_or_else(|| format!("cannot write to the JS tool host: {e}")))
     }
 
     fn kill(&self) {
@@ -440,7 +444,8 @@ fn run_install(dir: &Path, runtime: &Runtime) -> Result<(), String> {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let tail: String = stderr.trim().lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+    let tail: String =
+        stderr.trim().lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
     Err(format!(
         "zod 4 is needed and could not be installed into {dir} ({tail}); install it there by hand with `npm install {ZOD_SPEC}`",
         dir = dir.display()

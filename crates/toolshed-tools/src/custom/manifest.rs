@@ -153,7 +153,11 @@ pub(crate) fn load(file: &Path, root: &Path) -> Loaded {
     let stem = stem(file);
     let mut loaded = Loaded::default();
     let fail = |loaded: &mut Loaded, name: &str, line: Option<usize>, message: String| {
-        loaded.unavailable.push(Unavailable { name: name.to_string(), file: file.to_path_buf(), reason: message.clone() });
+        loaded.unavailable.push(Unavailable {
+            name: name.to_string(),
+            file: file.to_path_buf(),
+            reason: message.clone(),
+        });
         loaded.problems.push(Problem { file: file.to_path_buf(), line, message });
     };
     let text = match std::fs::read_to_string(file) {
@@ -243,11 +247,8 @@ impl Site<'_> {
                 .to_string(),
         ))?;
         let command_line = self.line(command.span());
-        let argv: Vec<String> = command
-            .into_inner()
-            .into_iter()
-            .map(|a| a.replace(DIR_PLACEHOLDER, &self.dir.to_string_lossy()))
-            .collect();
+        let argv: Vec<String> =
+            command.into_inner().into_iter().map(|a| a.replace(DIR_PLACEHOLDER, &self.dir.to_string_lossy())).collect();
         let Some((program, args)) = argv.split_first() else {
             return Err((command_line, "`command` is empty; give the program and its arguments".to_string()));
         };
@@ -340,18 +341,16 @@ fn property(value: &toml::Value) -> Result<(Value, bool), String> {
 }
 
 fn check_type(ty: &str) -> Result<(), String> {
-    if TYPES.contains(&ty) {
-        Ok(())
-    } else {
-        Err(format!("unknown type `{ty}`; use one of {}", TYPES.join(", ")))
-    }
+    if TYPES.contains(&ty) { Ok(()) } else { Err(format!("unknown type `{ty}`; use one of {}", TYPES.join(", "))) }
 }
 
 fn toml_to_json(value: &toml::Value) -> Result<Value, String> {
     Ok(match value {
         toml::Value::String(s) => Value::String(s.clone()),
         toml::Value::Integer(i) => Value::from(*i),
-        toml::Value::Float(f) => serde_json::Number::from_f64(*f).map(Value::Number).ok_or("NaN and infinity are not JSON")?,
+        toml::Value::Float(f) => {
+            serde_json::Number::from_f64(*f).map(Value::Number).ok_or("NaN and infinity are not JSON")?
+        }
         toml::Value::Boolean(b) => Value::Bool(*b),
         toml::Value::Datetime(d) => return Err(format!("dates are not JSON; quote it: \"{d}\"")),
         toml::Value::Array(items) => Value::Array(items.iter().map(toml_to_json).collect::<Result<_, _>>()?),
@@ -424,17 +423,38 @@ mod tests {
     fn each_problem_names_its_line() {
         let cases = [
             ("description = \"x\"\ncommand = [\"true\"]\ncolour = 1\n", "3: unknown field `colour`"),
-            ("description = \"x\"\ncommand = [\"true\"]\n[args]\npath = \"str\"\n", "4: [args.path]: unknown type `str`"),
+            (
+                "description = \"x\"\ncommand = [\"true\"]\n[args]\npath = \"str\"\n",
+                "4: [args.path]: unknown type `str`",
+            ),
             ("command = [\"true\"]\n", "1: missing `description`"),
             ("description = \"x\"\n\ncommand = []\n", "3: `command` is empty"),
-            ("description = \"x\"\ncommand = [\"no-such-program-xyz\"]\n", "2: the program `no-such-program-xyz` is not found (on PATH)"),
-            ("description = \"x\"\ncommand = [\"true\"]\n[args.n]\ntype = \"integer\"\nminimum = \"one\"\n", "3: [args.n]: not a valid JSON Schema: \"one\" is not of type \"number\""),
-            ("description = \"x\"\ncommand = [\"true\"]\n[args.n]\ndescription = \"?\"\n", "3: [args.n]: say what the argument accepts"),
-            ("description = \"x\"\ncommand = [\"true\"]\n[args.n]\ntype = \"string\"\noptional = \"yes\"\n", "3: [args.n]: `optional` must be true or false"),
+            (
+                "description = \"x\"\ncommand = [\"no-such-program-xyz\"]\n",
+                "2: the program `no-such-program-xyz` is not found (on PATH)",
+            ),
+            (
+                "description = \"x\"\ncommand = [\"true\"]\n[args.n]\ntype = \"integer\"\nminimum = \"one\"\n",
+                "3: [args.n]: not a valid JSON Schema: \"one\" is not of type \"number\"",
+            ),
+            (
+                "description = \"x\"\ncommand = [\"true\"]\n[args.n]\ndescription = \"?\"\n",
+                "3: [args.n]: say what the argument accepts",
+            ),
+            (
+                "description = \"x\"\ncommand = [\"true\"]\n[args.n]\ntype = \"string\"\noptional = \"yes\"\n",
+                "3: [args.n]: `optional` must be true or false",
+            ),
             ("description = \"x\"\ncommand = [\"true\"]\ntimeout_ms = 0\n", "3: `timeout_ms` must be more than 0"),
             ("description = \"x\"\ncommand = [\"true\"\n", "2: "),
-            ("description = \"x\"\n[tool.a]\ndescription = \"a\"\ncommand = [\"true\"]\n", "1: declare either one tool"),
-            ("[tool.a]\ncommand = [\"true\"]\n\n[tool.b]\ndescription = \"b\"\ncommand = [\"true\"]\n", "1: [tool.a]: missing `description`"),
+            (
+                "description = \"x\"\n[tool.a]\ndescription = \"a\"\ncommand = [\"true\"]\n",
+                "1: declare either one tool",
+            ),
+            (
+                "[tool.a]\ncommand = [\"true\"]\n\n[tool.b]\ndescription = \"b\"\ncommand = [\"true\"]\n",
+                "1: [tool.a]: missing `description`",
+            ),
             ("description = \"x\"\ncommand = [\"true\"]\nexposure = \"sometimes\"\n", "3: unknown variant `sometimes`"),
         ];
         for (text, expected) in cases {

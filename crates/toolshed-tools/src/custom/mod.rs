@@ -211,7 +211,9 @@ impl Discover {
                         let loaded = manifest::load(&file, &self.root);
                         found.problems.extend(loaded.problems);
                         found.unavailable.extend(loaded.unavailable);
-                        order.extend(loaded.tools.into_iter().map(|t| Slot::Ready(Arc::new(t) as Arc<dyn Tool>, file.clone())));
+                        order.extend(
+                            loaded.tools.into_iter().map(|t| Slot::Ready(Arc::new(t) as Arc<dyn Tool>, file.clone())),
+                        );
                     }
                     Kind::OpenCode => {
                         order.push(Slot::Js(js_files.len()));

@@ -11,9 +11,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{Value, json};
 use toolshed_core::permission::PermissionRequest;
-use toolshed_core::tool::{
-    Attachment, Invocation, Tool, ToolContext, ToolError, ToolFlags, ToolOutput, ToolSpec,
-};
+use toolshed_core::tool::{Attachment, Invocation, Tool, ToolContext, ToolError, ToolFlags, ToolOutput, ToolSpec};
 
 use super::cache::{JsSpec, SpecCache, Stamp, fingerprint};
 use super::host::{HOST_SOURCE, JsHost, PLUGIN_SHIM, Request, Runtime};
@@ -143,12 +141,16 @@ async fn stop(host: &JsHost, mut request: Request) -> Result<ToolOutput, ToolErr
 /// The permission request a tool's `ctx.ask({permission, patterns, always, metadata})` makes.
 fn permission_request(value: &Value) -> Result<PermissionRequest, String> {
     let strings = |key: &str| -> Vec<String> {
-        value.get(key).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(String::from).collect()
+        value
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect()
     };
-    let permission = value
-        .get("permission")
-        .and_then(Value::as_str)
-        .ok_or("ask() needs a `permission` string")?;
+    let permission = value.get("permission").and_then(Value::as_str).ok_or("ask() needs a `permission` string")?;
     let patterns = strings("patterns");
     let mut request = PermissionRequest::new(permission, patterns.clone());
     if value.get("always").is_some() {
@@ -174,8 +176,11 @@ fn result(reply: Value, title: Option<String>) -> Result<ToolOutput, ToolError> 
         match image(attachment) {
             Some(image) => output.attachments.push(image),
             None => {
-                let what = attachment.get("filename").or(attachment.get("mime")).and_then(Value::as_str).unwrap_or("file");
-                output.text.push_str(&format!("\n[attachment {what} omitted: only images given as data: URLs are passed on]"));
+                let what =
+                    attachment.get("filename").or(attachment.get("mime")).and_then(Value::as_str).unwrap_or("file");
+                output
+                    .text
+                    .push_str(&format!("\n[attachment {what} omitted: only images given as data: URLs are passed on]"));
             }
         }
     }
@@ -329,11 +334,15 @@ fn check_specs(file: &Path, reply: &Value) -> (Vec<JsSpec>, Vec<(Option<String>,
             continue;
         }
         if !spec.parameters.is_object() {
-            problems.push((Some(spec.name.clone()), format!("{}: `args` did not convert to a JSON Schema object", spec.name)));
+            problems.push((
+                Some(spec.name.clone()),
+                format!("{}: `args` did not convert to a JSON Schema object", spec.name),
+            ));
             continue;
         }
         if let Err(e) = jsonschema::validator_for(&spec.parameters) {
-            problems.push((Some(spec.name.clone()), format!("{}: its arguments' JSON Schema is invalid: {e}", spec.name)));
+            problems
+                .push((Some(spec.name.clone()), format!("{}: its arguments' JSON Schema is invalid: {e}", spec.name)));
             continue;
         }
         specs.push(spec);
@@ -341,7 +350,8 @@ fn check_specs(file: &Path, reply: &Value) -> (Vec<JsSpec>, Vec<(Option<String>,
     if specs.is_empty() && problems.is_empty() {
         problems.push((
             Some(stem(file)),
-            "exports no tool: export default tool({ description, args, execute }) from \"@opencode-ai/plugin\"".to_string(),
+            "exports no tool: export default tool({ description, args, execute }) from \"@opencode-ai/plugin\""
+                .to_string(),
         ));
     }
     (specs, problems)
@@ -353,7 +363,8 @@ fn tool_name(file: &Path, export: &str) -> String {
 
 fn js_tool(spec: &JsSpec, file: &Path, host: &Arc<JsHost>) -> Arc<dyn Tool> {
     let parameters = toolshed_core::schema::ensure_object_schema(spec.parameters.clone());
-    let spec_full = ToolSpec::new(spec.name.clone(), spec.description.clone(), parameters).with_flags(ToolFlags::MUTATING);
+    let spec_full =
+        ToolSpec::new(spec.name.clone(), spec.description.clone(), parameters).with_flags(ToolFlags::MUTATING);
     Arc::new(JsTool { spec: spec_full, file: file.to_path_buf(), export: spec.export.clone(), host: host.clone() })
 }
 
@@ -383,8 +394,10 @@ mod tests {
 
     #[test]
     fn ask_requests_carry_patterns_and_always() {
-        let req = permission_request(&json!({"permission": "deploy", "patterns": ["prod"], "always": ["*"], "metadata": {"a": 1}}))
-            .unwrap();
+        let req = permission_request(
+            &json!({"permission": "deploy", "patterns": ["prod"], "always": ["*"], "metadata": {"a": 1}}),
+        )
+        .unwrap();
         assert_eq!(req.permission, "deploy");
         assert_eq!(req.patterns, ["prod"]);
         assert_eq!(req.always, ["*"]);
@@ -419,6 +432,9 @@ mod tests {
         let (specs, problems) = check_specs(Path::new("/w/t.ts"), &reply);
         assert!(specs.is_empty());
         assert_eq!(problems.len(), 2);
-        assert_eq!(problems[0], (Some("t_b".to_string()), "export `b`: t_b: `description` must be a string".to_string()));
+        assert_eq!(
+            problems[0],
+            (Some("t_b".to_string()), "export `b`: t_b: `description` must be a string".to_string())
+        );
     }
 }

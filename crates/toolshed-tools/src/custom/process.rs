@@ -105,12 +105,14 @@ pub(crate) async fn run_command(command: Command, args: Value, ctx: ToolContext)
             }
         }
     };
-    let stdout = sink.finish();
+    let mut stdout = sink.finish();
+    stdout.text.truncate(stdout.text.trim_end_matches(['\n', '\r']).len());
     let Some(status) = status else {
         // Stopped: hand back what it printed; the chain says why it stopped.
         return Ok(ToolOutput { text: stdout.text, spill: stdout.spill, ..ToolOutput::default() });
     };
-    let status = status.map_err(|e| ToolError::model(format!("The custom tool {name} could not be waited for: {e}")))?;
+    let status =
+        status.map_err(|e| ToolError::model(format!("The custom tool {name} could not be waited for: {e}")))?;
     if status.success() {
         if stdout.spill.is_none()
             && let Some(output) = structured(&stdout.text)

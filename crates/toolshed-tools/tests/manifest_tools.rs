@@ -74,12 +74,12 @@ fn invalid_arguments_are_refused_before_the_tool_runs() {
     let executor = p.executor(&custom);
     let result = call(&executor, "touch", json!({"n": "three", "extra": true}));
     assert!(result.is_error);
-    insta::assert_snapshot!(result.output, @r"
+    insta::assert_snapshot!(result.output, @r#"
     Invalid arguments for touch:
     - `n` must be an integer, but got a string "three"
     - unknown parameter `extra`; the parameters are `n`
     Fix the arguments and call touch again.
-    ");
+    "#);
     assert!(!p.root.join("ran").exists());
     let result = call(&executor, "touch", json!({}));
     assert!(result.output.contains("missing required parameter `n`"), "{}", result.output);

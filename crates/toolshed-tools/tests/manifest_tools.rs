@@ -89,10 +89,7 @@ fn invalid_arguments_are_refused_before_the_tool_runs() {
 #[test]
 fn shell_tool_exit_code_is_an_error_carrying_stderr() {
     let p = Project::new();
-    p.write(
-        ".toolshed/tools/fail.toml",
-        "description = \"Always fails.\"\ncommand = [\"{dir}/fail.sh\"]\n",
-    );
+    p.write(".toolshed/tools/fail.toml", "description = \"Always fails.\"\ncommand = [\"{dir}/fail.sh\"]\n");
     p.write(".toolshed/tools/fail.sh", "#!/bin/sh\necho 'partial stdout'\necho 'no such branch: main2' >&2\nexit 3\n");
     let custom = p.custom(&Scope::All);
     let result = call(&p.executor(&custom), "fail", json!({}));
@@ -118,10 +115,7 @@ fn shell_tool_stdout_is_the_result_when_it_is_not_structured() {
 #[test]
 fn timeout_stops_the_tool_and_everything_it_started() {
     let p = Project::new();
-    p.write(
-        ".toolshed/tools/hang.toml",
-        "description = \"Hangs.\"\ncommand = [\"{dir}/hang.sh\"]\ntimeout_ms = 700\n",
-    );
+    p.write(".toolshed/tools/hang.toml", "description = \"Hangs.\"\ncommand = [\"{dir}/hang.sh\"]\ntimeout_ms = 700\n");
     p.write(
         ".toolshed/tools/hang.sh",
         "#!/bin/sh\nsleep 60 &\necho $! > \"$TOOLSHED_WORKTREE/child.pid\"\necho started\nsleep 60\n",
@@ -157,7 +151,11 @@ fn long_output_is_bounded_and_spilled_whole() {
     let result = call(&executor, "flood", json!({}));
     assert!(!result.is_error);
     assert!(result.output.len() <= 51200, "{} bytes", result.output.len());
-    assert!(result.output.contains("[Output truncated: 400000 lines"), "{}", &result.output[result.output.len() - 300..]);
+    assert!(
+        result.output.contains("[Output truncated: 400000 lines"),
+        "{}",
+        &result.output[result.output.len() - 300..]
+    );
     let spilled = std::fs::read_to_string(result.spill_path().unwrap()).unwrap();
     assert_eq!(spilled.lines().count(), 400000);
     assert!(spilled.ends_with("399999\n400000\n"));
@@ -172,7 +170,9 @@ fn a_custom_tool_replaces_a_builtin_of_its_name() {
     );
     let custom = p.custom(&Scope::All);
     let builtin_read = |r: &mut toolshed_core::Registry| {
-        r.register_builtin(tool_fn("read", "Built-in read.", |_: Value, _| async { Ok(ToolOutput::text("builtin read")) }));
+        r.register_builtin(tool_fn("read", "Built-in read.", |_: Value, _| async {
+            Ok(ToolOutput::text("builtin read"))
+        }));
     };
     let executor = p.executor_with(&custom, builtin_read, &Config::default(), Arc::new(ApproveAll), None);
     let entry = executor.registry().get("read").unwrap();
@@ -240,6 +240,10 @@ fn a_broken_manifest_is_unavailable_and_says_why_when_called() {
     let executor = p.executor(&custom);
     let result = call(&executor, "broken", json!({}));
     assert!(result.is_error);
-    assert!(result.output.starts_with("The custom tool broken cannot be used: [args.n]: unknown type `int`"), "{}", result.output);
+    assert!(
+        result.output.starts_with("The custom tool broken cannot be used: [args.n]: unknown type `int`"),
+        "{}",
+        result.output
+    );
     assert_eq!(call(&executor, "fine", json!({})).output, "fine");
 }

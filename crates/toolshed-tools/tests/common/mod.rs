@@ -9,7 +9,7 @@ use std::time::Duration;
 use toolshed_core::agents::Agents;
 use toolshed_core::config::Config;
 use toolshed_core::exec::{Executor, Session, ToolCall, ToolResult};
-use toolshed_core::permission::{Approver, ApproveAll};
+use toolshed_core::permission::{ApproveAll, Approver};
 use toolshed_core::registry::Registry;
 use toolshed_tools::custom::{CustomTools, Discover, Scope};
 

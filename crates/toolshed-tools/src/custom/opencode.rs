@@ -308,10 +308,7 @@ async fn import_all(
     for request in requests {
         let reply = match request {
             Err(e) => Some(Err(e)),
-            Ok(mut request) => match tokio::time::timeout_at(deadline, request.next()).await {
-                Ok(reply) => Some(reply),
-                Err(_) => None,
-            },
+            Ok(mut request) => tokio::time::timeout_at(deadline, request.next()).await.ok(),
         };
         replies.push(reply);
     }

@@ -188,3 +188,57 @@ export default tool({
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "42\n");
 }
+
+/// docs/custom.md's example works exactly as printed: every fenced block whose info string
+/// names a file (```toml path) is written into a fresh project, then every `$ command` of the
+/// console blocks runs there and must print what the doc shows.
+#[test]
+fn docs_example_works_as_printed() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/custom.md")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let modules = js_modules();
+    std::fs::create_dir_all(root.join(".data/custom-tools/node_modules")).unwrap();
+    std::os::unix::fs::symlink(modules.join("zod"), root.join(".data/custom-tools/node_modules/zod")).unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_toolshed")).parent().unwrap();
+    let path = format!("{}:{}:{}", bin.display(), modules.join(".bin").display(), std::env::var("PATH").unwrap());
+
+    let mut steps: Vec<(String, String)> = Vec::new();
+    let mut lines = doc.lines();
+    let mut files = 0;
+    while let Some(line) = lines.next() {
+        let Some(info) = line.strip_prefix("```") else { continue };
+        let body: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
+        match info.split_once(' ') {
+            Some((_, file)) => {
+                write(&root, file, &format!("{}\n", body.join("\n")));
+                files += 1;
+            }
+            None if info == "console" => {
+                for l in body {
+                    match l.strip_prefix("$ ") {
+                        Some(cmd) => steps.push((cmd.to_string(), String::new())),
+                        None => steps.last_mut().unwrap().1.push_str(&format!("{l}\n")),
+                    }
+                }
+            }
+            None => {}
+        }
+    }
+    assert_eq!(files, 4, "the doc shows four files");
+    assert!(steps.len() >= 4);
+    for (cmd, expected) in steps {
+        let out = Command::new("sh")
+            .args(["-c", &cmd])
+            .current_dir(&root)
+            .env("PATH", &path)
+            .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+            .env("TOOLSHED_DATA_DIR", root.join(".data"))
+            .env_remove("OPENCODE_CONFIG_DIR")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "$ {cmd}\n{}{}", stdout(&out), stderr(&out));
+        assert_eq!(stdout(&out), expected, "$ {cmd}");
+    }
+}

@@ -156,6 +156,9 @@ async function load(file, stem) {
       problems.push({ export: exportName, message: `${name}: ${error?.message ?? error}` });
     }
   }
+  // Module namespaces list exports alphabetically; the default export (the file's own name) comes first.
+  const rank = (t) => (t.export === "default" ? 0 : 1);
+  tools.sort((a, b) => rank(a) - rank(b));
   return { tools, problems };
 }
 

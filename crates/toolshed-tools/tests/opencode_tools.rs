@@ -282,3 +282,37 @@ fn a_project_that_installed_the_plugin_package_uses_its_own() {
     assert_eq!(spec.parameters["properties"]["a"]["description"], "First number");
     assert_eq!(call(&p.executor(&custom), "math", json!({"a": 1, "b": 2})).output, "3");
 }
+
+#[test]
+fn without_bun_node_runs_js_files_and_typescript_only_if_it_strips_types() {
+    let node = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("node"))
+        .find(|p| p.is_file())
+        .expect("node on PATH (npm, which .ci/run needs, brings it)");
+    let mut p = Project::new().with_bun();
+    p.runtime = Some(node.clone());
+    p.write(
+        ".opencode/tools/hello.js",
+        "import { tool } from \"@opencode-ai/plugin\"\nimport { z } from \"zod\"\nexport default tool({ description: \"Hello.\", args: { name: z.string().describe(\"Who\") }, async execute(args) { return `hello ${args.name}` } })\n",
+    );
+    p.write(
+        ".opencode/tools/typed.ts",
+        "export default { description: \"T.\", args: {}, async execute(): Promise<string> { return \"typed\" } }\n",
+    );
+    let custom = p.custom(&Scope::All);
+    let executor = p.executor(&custom);
+    let hello = executor.registry().get("hello").expect("hello.js loads under Node");
+    assert_eq!(hello.spec().parameters["properties"]["name"]["description"], "Who");
+    assert_eq!(call(&executor, "hello", json!({"name": "node"})).output, "hello node");
+
+    let version = std::process::Command::new(&node).arg("--version").output().unwrap();
+    let version = String::from_utf8_lossy(&version.stdout).trim().trim_start_matches('v').to_string();
+    let mut parts = version.split('.').map(|n| n.parse::<u32>().unwrap());
+    let (major, minor) = (parts.next().unwrap(), parts.next().unwrap());
+    if major > 22 || (major == 22 && minor >= 6) {
+        assert_eq!(call(&executor, "typed", json!({})).output, "typed");
+    } else {
+        let u = custom.unavailable().iter().find(|u| u.name == "typed").expect("typed.ts is unavailable");
+        assert!(u.reason.starts_with("needs Bun on PATH to run TypeScript"), "{}", u.reason);
+    }
+}

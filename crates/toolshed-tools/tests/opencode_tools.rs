@@ -225,7 +225,7 @@ fn a_call_that_ignores_its_abort_signal_is_cut_off_and_the_host_restarts() {
     p.write(
         ".opencode/tools/stuck.ts",
         r#"export default {
-  description: "Never returns unless told to stop, and even then only for `polite`.",
+  description: "Never returns, and ignores its abort signal.",
   args: {},
   async execute(_args: unknown, context: { abort: AbortSignal }) {
     await new Promise(() => {})

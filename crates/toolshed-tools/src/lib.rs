@@ -2,6 +2,7 @@
 //! arguments, the description a model reads, `execute`, and its unit tests.
 
 pub mod bash_permission;
+pub mod custom;
 pub mod fs;
 pub mod path;
 #[cfg(unix)]

@@ -4,13 +4,12 @@
 pub mod bash_permission;
 pub mod fs;
 pub mod path;
+#[cfg(unix)]
+pub mod shell;
 
 use toolshed_core::Registry;
 use toolshed_core::config::Config;
 use toolshed_core::tool::Typed;
-
-#[cfg(unix)]
-pub mod shell;
 
 /// Registers every built-in tool, in the order a model sees them, configured by `config`.
 pub fn register_builtins(registry: &mut Registry, config: &Config) {

@@ -68,25 +68,16 @@ pub struct ElicitingApprover {
 /// Why an `ask` is rejected when the client cannot be asked; the model reads this.
 pub const CANNOT_ASK: &str = "The MCP client cannot ask its user (it does not support elicitation), and toolshed's [mcp_server] ask setting is \"reject\". Ask the user to allow this in the [permission] rules of toolshed.toml, or to set [mcp_server] ask = \"allow\"";
 
-/// The answer a user gives in the approval form.
+/// The answer a user gives in the approval form (only flat string fields: what elicitation
+/// forms allow).
 #[derive(Deserialize, JsonSchema)]
 pub struct ApprovalAnswer {
     /// `once` runs this call, `always` also allows the same for the rest of the session, `reject` refuses.
-    pub decision: Decision,
+    #[schemars(extend("enum" = ["once", "always", "reject"]))]
+    pub decision: String,
     /// Optional: what the agent should do instead, when rejecting.
-    pub feedback: Option<String>,
-}
-
-/// The user's decision.
-#[derive(Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Decision {
-    /// Allow this call.
-    Once,
-    /// Allow this call and the same request for the rest of the session.
-    Always,
-    /// Do not run the call.
-    Reject,
+    #[serde(default)]
+    pub feedback: String,
 }
 
 rmcp::elicit_safe!(ApprovalAnswer);
@@ -119,15 +110,15 @@ impl Approver for ElicitingApprover {
                 request.request.patterns.join(", ")
             );
             match peer.elicit::<ApprovalAnswer>(message).await {
-                Ok(Some(ApprovalAnswer { decision: Decision::Once, .. })) => Reply::Once,
-                Ok(Some(ApprovalAnswer { decision: Decision::Always, .. })) => Reply::Always,
-                Ok(Some(ApprovalAnswer { decision: Decision::Reject, feedback })) => {
-                    Reply::Reject(feedback.filter(|f| !f.trim().is_empty()))
-                }
+                Ok(Some(answer)) => match answer.decision.as_str() {
+                    "once" => Reply::Once,
+                    "always" => Reply::Always,
+                    _ => Reply::Reject(Some(answer.feedback).filter(|f| !f.trim().is_empty())),
+                },
                 Ok(None) | Err(ElicitationError::UserDeclined | ElicitationError::UserCancelled) => {
                     Reply::Reject(Some("the user declined".to_string()))
                 }
-                Err(_) => self.fallback(),
+                Err(e) => Reply::Reject(Some(format!("asking the MCP client's user failed ({e})"))),
             }
         })
     }

@@ -3,8 +3,8 @@
 # and the cold start of `toolshed mcp serve` to a tools/list answer (median of 20 runs).
 # Run from the repository root: bash bench/mcp.sh
 set -euo pipefail
-cargo build --release -q -p toolshed-cli -p toolshed-mcp --bins
-BIN=$PWD/target/release
+cargo build ${PROFILE_FLAG:---release} -q -p toolshed-cli -p toolshed-mcp --bins
+BIN=$PWD/target/${PROFILE_DIR:-release}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 export XDG_CONFIG_HOME=$WORK/xdg TOOLSHED_DATA_DIR=$WORK/data

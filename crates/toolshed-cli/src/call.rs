@@ -50,7 +50,8 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
         None => "{}".to_string(),
     };
     let permission = ws.permission();
-    let registry = ws.registry(permission.clone());
+    let mut registry = ws.registry(permission.clone());
+    let _mcp = crate::mcp::attach(ws, &mut registry, crate::mcp::Scope::Tool(&args.tool))?;
     let approver = crate::approver::for_command(args.yes);
     let executor = Executor::builder(registry, ws.root.clone())
         .cwd(ws.cwd.clone())

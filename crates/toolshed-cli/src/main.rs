@@ -2,6 +2,7 @@
 
 mod approver;
 mod call;
+mod mcp;
 mod permission;
 mod tools;
 mod workspace;
@@ -33,6 +34,9 @@ enum Command {
     Tools(tools::ToolsArgs),
     /// Run one tool through the full execution chain (validation, permissions, limits).
     Call(call::CallArgs),
+    /// Serve tools over MCP, or manage the MCP servers whose tools are imported.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// Inspect permission rules.
     #[command(subcommand)]
     Permission(permission::PermissionCommand),
@@ -76,6 +80,7 @@ fn main() -> ExitCode {
         Command::Tools(args) => args.scope(),
         Command::Call(args) => args.scope(),
         Command::Permission(cmd) => cmd.scope(),
+        Command::Mcp(_) => toolshed_tools::custom::Scope::All,
     };
     let result =
         workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref(), &scope).and_then(|ws| {
@@ -83,6 +88,7 @@ fn main() -> ExitCode {
                 Command::Tools(args) => tools::run(&ws, args),
                 Command::Call(args) => call::run(&ws, args),
                 Command::Permission(cmd) => permission::run(&ws, cmd),
+                Command::Mcp(cmd) => mcp::run(&ws, cmd),
             }
         });
     match result {

@@ -60,7 +60,8 @@ fn parse_format(s: &str) -> Result<Format, String> {
 
 pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
     let agent = ws.agent(args.agent.as_deref())?;
-    let registry = ws.registry(ws.permission());
+    let mut registry = ws.registry(ws.permission());
+    let _mcp = crate::mcp::attach(ws, &mut registry, crate::mcp::Scope::All)?;
     if args.check {
         return Ok(check(ws, &registry));
     }

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use toolshed_core::agents::Agents;
 use toolshed_core::config::Config;
 use toolshed_core::permission::Permission;
-use toolshed_core::registry::{ModelFamilyHook, PermissionHook, Registry};
+use toolshed_core::registry::{ModelFamilyHook, PermissionHook, Registry, Source};
+use toolshed_core::search::{AutoDefer, ToolSearch};
+use toolshed_core::tool::Typed;
 use toolshed_tools::custom::{CustomTools, Discover, Scope};
 
 use crate::CliError;
@@ -77,7 +79,22 @@ impl Workspace {
             self.agents.all().filter_map(|a| a.edit_tool.map(|t| (a.name.clone(), t))).collect();
         registry.add_hook(Arc::new(PermissionHook(permission)));
         registry.add_hook(Arc::new(ModelFamilyHook::new(edit_tools)));
+        registry.register(Typed::new(ToolSearch::new()), Source::Runtime);
+        registry.add_hook(Arc::new(self.auto_defer()));
         registry
+    }
+
+    /// Defers MCP servers without an explicit `exposure` when the direct tools would take more
+    /// than `[tool_search] defer_when_share_exceeds` of the model's context.
+    fn auto_defer(&self) -> AutoDefer {
+        let auto = self.config.mcp.iter().filter(|(_, c)| c.exposure.is_none()).map(|(name, _)| name.clone());
+        let contexts = self
+            .config
+            .providers
+            .iter()
+            .flat_map(|(p, c)| c.models.iter().filter_map(move |(id, m)| m.context.map(|n| (format!("{p}/{id}"), n))))
+            .collect();
+        AutoDefer::new(self.config.tool_search.defer_when_share_exceeds, auto, contexts)
     }
 
     /// The model to show tools for: the flag, else the config's default.

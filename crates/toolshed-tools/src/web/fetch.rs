@@ -12,7 +12,7 @@ use std::time::Duration;
 use reqwest::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 use reqwest::{StatusCode, Url};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tokio::time::{Instant, timeout_at};
 use toolshed_core::permission::PermissionRequest;
 use toolshed_core::tool::{Attachment, ToolFlags, ToolSpec, TypedTool};
@@ -43,15 +43,13 @@ const DESCRIPTION: &str = "Fetch a URL and return its content for you to read.
 - It cannot log in, submit forms or run JavaScript: a page built by scripts may come back nearly empty.";
 
 /// How an HTML page is returned.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
-    /// Markdown (the default).
+    // Variants without doc comments so the schema is a plain `enum` of the three names.
     #[default]
     Markdown,
-    /// Plain text without markup.
     Text,
-    /// The HTML source as received.
     Html,
 }
 
@@ -79,14 +77,17 @@ impl Format {
 pub struct WebFetchArgs {
     /// The absolute URL to fetch, starting with http:// or https://.
     pub url: String,
-    /// How to return an HTML page: "markdown" (default), "text" or "html". Other content is
-    /// returned as it is.
+    /// How to return an HTML page; other content is returned as it is.
     #[serde(default)]
-    pub format: Option<Format>,
-    /// Give up after this many milliseconds (default 30000, at most 120000).
+    pub format: Format,
+    /// Give up after this many milliseconds (at most 120000).
     #[schemars(range(min = 1, max = 120000))]
-    #[serde(default)]
-    pub timeout_ms: Option<u64>,
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+fn default_timeout_ms() -> u64 {
+    DEFAULT_TIMEOUT_MS
 }
 
 /// The `webfetch` tool.
@@ -125,7 +126,7 @@ impl TypedTool for WebFetch {
 
     async fn run(&self, args: WebFetchArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let url = parse_url(&args.url)?;
-        let format = args.format.unwrap_or_default();
+        let format = args.format;
         let limit = timeout(&args);
         let fetched = fetch(&ctx, url, format, Instant::now() + limit, limit).await?;
         match fetched {
@@ -136,7 +137,7 @@ impl TypedTool for WebFetch {
 }
 
 fn timeout(args: &WebFetchArgs) -> Duration {
-    Duration::from_millis(args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS))
+    Duration::from_millis(args.timeout_ms.clamp(1, MAX_TIMEOUT_MS))
 }
 
 /// The permission request for fetching `url`: the pattern is the URL; "always" approves its

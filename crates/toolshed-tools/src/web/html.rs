@@ -264,6 +264,14 @@ const BLOCKS: &[&str] = &[
     "center",
 ];
 
+/// The 1-based position of a list item among its parent's `<li>` children.
+fn list_position(node: &Rc<Node>) -> usize {
+    let Some(list) = parent(node) else { return 1 };
+    let items = list.children.borrow();
+    let before = items.iter().take_while(|c| !Rc::ptr_eq(c, node)).filter(|c| tag(c) == Some("li")).count();
+    before + 1
+}
+
 /// Plain-text rendering of a DOM tree.
 #[derive(Default)]
 struct TextWriter {
@@ -296,7 +304,11 @@ impl TextWriter {
                     "br" => self.out.push('\n'),
                     "li" => {
                         self.newlines(1);
-                        self.out.push_str("- ");
+                        let marker = match parent(node).as_deref().and_then(tag) {
+                            Some("ol") => format!("{}. ", list_position(node)),
+                            _ => "- ".to_string(),
+                        };
+                        self.out.push_str(&marker);
                         self.children(node, pre);
                         self.newlines(1);
                     }

@@ -139,10 +139,14 @@ fn searxng_endpoint(mut url: Url) -> Url {
 pub struct WebSearchArgs {
     /// What to search for, as you would type it into a search engine.
     pub query: String,
-    /// How many results to return (default 8, at most 20).
+    /// How many results to return.
     #[schemars(range(min = 1, max = 20))]
-    #[serde(default)]
-    pub limit: Option<u32>,
+    #[serde(default = "default_limit")]
+    pub limit: u32,
+}
+
+fn default_limit() -> u32 {
+    DEFAULT_LIMIT
 }
 
 /// The `websearch` tool, bound to one backend.
@@ -196,7 +200,7 @@ impl TypedTool for WebSearch {
 
     async fn run(&self, args: WebSearchArgs, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let query = check_query(&args.query)?;
-        let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+        let limit = args.limit.clamp(1, MAX_LIMIT);
         let client = super::client().map_err(ToolError::fatal)?;
         let request = build_request(client, &self.backend, query, limit)?;
         let response = tokio::time::timeout(TIMEOUT, request.send())

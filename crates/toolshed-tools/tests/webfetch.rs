@@ -313,6 +313,6 @@ fn description_and_schema() {
     let registry = registry();
     let spec = registry.get("webfetch").unwrap().spec();
     assert!(spec.flags.parallel_safe && spec.flags.read_only);
-    insta::assert_snapshot!(spec.description);
-    insta::assert_json_snapshot!(spec.parameters);
+    insta::assert_snapshot!("description", spec.description);
+    insta::assert_json_snapshot!("parameters", spec.parameters);
 }

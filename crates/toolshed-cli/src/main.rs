@@ -2,6 +2,7 @@
 
 mod approver;
 mod call;
+mod doctor;
 mod permission;
 mod tools;
 mod workspace;
@@ -36,6 +37,8 @@ enum Command {
     /// Inspect permission rules.
     #[command(subcommand)]
     Permission(permission::PermissionCommand),
+    /// Check what works in this worktree (websearch, skills, instructions) and why not.
+    Doctor,
 }
 
 /// A command's failure: the message and the exit code (1 failure, 2 usage or configuration).
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
             Command::Tools(args) => tools::run(&ws, args),
             Command::Call(args) => call::run(&ws, args),
             Command::Permission(cmd) => permission::run(&ws, cmd),
+            Command::Doctor => doctor::run(&ws),
         });
     match result {
         Ok(code) => code,

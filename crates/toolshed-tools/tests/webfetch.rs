@@ -316,3 +316,22 @@ fn description_and_schema() {
     insta::assert_snapshot!("description", spec.description);
     insta::assert_json_snapshot!("parameters", spec.parameters);
 }
+
+#[tokio::test]
+async fn https_to_a_server_that_does_not_speak_tls_fails_cleanly() {
+    // A server that answers every connection with plain HTTP at once, whatever it is sent.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n").await;
+        }
+    });
+    let started = Instant::now();
+    let result = fetch(json!({"url": format!("https://{addr}/")})).await;
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(result.is_error);
+    assert!(result.output.starts_with("Could not fetch https://127.0.0.1:"), "{}", result.output);
+    assert!(result.metadata.get("panic").is_none());
+}

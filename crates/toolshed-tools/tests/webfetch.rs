@@ -335,3 +335,20 @@ async fn https_to_a_server_that_does_not_speak_tls_fails_cleanly() {
     assert!(result.output.starts_with("Could not fetch https://127.0.0.1:"), "{}", result.output);
     assert!(result.metadata.get("panic").is_none());
 }
+
+#[tokio::test]
+async fn a_page_built_by_javascript_says_why_it_is_empty() {
+    let page = "<html><head><title>App</title></head><body><div id=\"root\"></div><script src=\"/app.js\"></script></body></html>";
+    let server = serving(move || Reply::ok("text/html", page)).await;
+    let result = fetch(json!({"url": server.url("/app")})).await;
+    assert!(!result.is_error, "{}", result.output);
+    insta::assert_snapshot!(redact_port(&result.output, server.addr), @r#"
+    Fetched http://127.0.0.1:PORT/app (text/html, 109 bytes) as Markdown.
+    Title: App
+
+    The response has no readable text after conversion (the page may be built by JavaScript, which webfetch does not run). format "html" shows the source.
+    "#);
+    let empty = serving(|| Reply::ok("text/plain", "")).await;
+    let result = fetch(json!({"url": empty.url("/empty")})).await;
+    assert!(result.output.ends_with("\n\nThe response has no readable text."), "{}", result.output);
+}

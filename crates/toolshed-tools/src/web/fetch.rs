@@ -479,6 +479,7 @@ async fn render(mut response: Response, format: Format) -> Result<ToolOutput, To
     }
 
     let mut header = vec![];
+    let converted = kind == Kind::Html && format != Format::Html;
     let (content, title) = match kind {
         Kind::Image(image_mime) => {
             if truncated {
@@ -542,7 +543,7 @@ async fn render(mut response: Response, format: Format) -> Result<ToolOutput, To
     match content {
         Some(content) if content.trim().is_empty() => {
             text.push_str("\n\nThe response has no readable text");
-            if matches!(format, Format::Markdown | Format::Text) && output.title.is_some() {
+            if converted {
                 text.push_str(
                     " after conversion (the page may be built by JavaScript, which webfetch does not run). format \"html\" shows the source.",
                 );

@@ -134,6 +134,13 @@ impl Agents {
     /// The built-in agents and those of `config`, with rules normalised against `root` and the
     /// home directory `home`.
     pub fn from_config(config: &Config, root: &Path, home: Option<&Path>) -> Agents {
+        Agents::with_defaults(config, root, home, &[])
+    }
+
+    /// Like [`Agents::from_config`], with `extra_defaults` appended to the default rules (before
+    /// any agent or config rule): tool sources use this for their own defaults, e.g. custom
+    /// tools ask before they run unless the config says otherwise.
+    pub fn with_defaults(config: &Config, root: &Path, home: Option<&Path>, extra_defaults: &[Rule]) -> Agents {
         let norm = |rules: &[Rule]| -> Vec<Rule> { rules.iter().map(|r| normalise_rule(r, root, home)).collect() };
         let global = norm(&config.permission);
         let mut agents = BTreeMap::new();
@@ -173,6 +180,9 @@ impl Agents {
         }
         for agent in agents.values_mut() {
             let mut rules = Ruleset::defaults();
+            for r in extra_defaults {
+                rules.push(r.clone());
+            }
             rules.extend(&agent.rules);
             for r in &global {
                 rules.push(r.clone());
@@ -386,6 +396,17 @@ mod tests {
         assert_eq!(a.evaluate("build", "read", "secrets/key").action, Action::Deny);
         assert_eq!(a.evaluate("build", "read", "private/x").action, Action::Deny);
         assert_eq!(a.evaluate("build", "read", "public/x").action, Action::Allow);
+    }
+
+    #[test]
+    fn extra_defaults_sit_between_the_defaults_and_the_config() {
+        let mut c = Config::default();
+        c.merge_str(Path::new("/w/toolshed.toml"), "[permission]\nlint = \"allow\"\n").unwrap();
+        let extra = [Rule::new("lint", "*", Action::Ask), Rule::new("fmt", "*", Action::Ask)];
+        let a = Agents::with_defaults(&c, Path::new("/w"), None, &extra);
+        assert_eq!(a.evaluate("build", "lint", "*").action, Action::Allow);
+        assert_eq!(a.evaluate("build", "fmt", "*").action, Action::Ask);
+        assert_eq!(a.evaluate("explore", "fmt", "*").action, Action::Deny, "explore denies everything not listed");
     }
 
     #[test]

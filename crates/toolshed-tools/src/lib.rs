@@ -5,7 +5,11 @@
 //! puts in its system prompt.
 
 pub mod bash_permission;
+pub mod fs;
 pub mod instructions;
+pub mod path;
+#[cfg(unix)]
+pub mod shell;
 pub mod skill;
 pub mod web;
 
@@ -21,6 +25,14 @@ use toolshed_core::tool::Typed;
 /// ([`web::search::backend`] says why not). Nothing here touches the network: the HTTP client
 /// is built on the first call that needs it.
 pub fn register_builtins(registry: &mut Registry, config: &Config) {
+    registry.register_builtin(Typed::new(fs::ReadTool));
+    registry.register_builtin(Typed::new(fs::ListTool));
+    registry.register_builtin(Typed::new(fs::GlobTool));
+    registry.register_builtin(Typed::new(fs::GrepTool));
+    registry.register_builtin(Typed::new(fs::WriteTool));
+    registry.register_builtin(Typed::new(fs::EditTool));
+    #[cfg(unix)]
+    shell::Shell::new((&config.sandbox).into()).register(registry);
     registry.register_builtin(Typed::new(web::fetch::WebFetch));
     if let Ok(backend) = web::search::backend(config.websearch.as_ref()) {
         registry.register_builtin(Typed::new(web::search::WebSearch::new(backend)));

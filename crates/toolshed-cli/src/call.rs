@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use toolshed_core::exec::{Executor, Session, ToolCall};
+use toolshed_tools::custom::Scope;
 
 use crate::CliError;
 use crate::workspace::Workspace;
@@ -26,6 +27,13 @@ pub struct CallArgs {
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
+}
+
+impl CallArgs {
+    /// The custom tools this call needs loaded.
+    pub fn scope(&self) -> Scope {
+        Scope::Tool(self.tool.clone())
+    }
 }
 
 pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {

@@ -79,7 +79,7 @@ pub fn run(ws: &Workspace) -> Result<ExitCode, CliError> {
             }
         }
     }
-    print!("{out}");
+    crate::out(out.trim_end());
     Ok(if worst_is_problem { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 

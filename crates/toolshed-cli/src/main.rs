@@ -74,12 +74,21 @@ pub fn err(text: impl std::fmt::Display) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Only what the command needs is loaded: `call` never starts the JS host for another tool.
+    let scope = match &cli.command {
+        Command::Tools(args) => args.scope(),
+        Command::Call(args) => args.scope(),
+        Command::Permission(cmd) => cmd.scope(),
+        Command::Doctor => toolshed_tools::custom::Scope::All,
+    };
     let result =
-        workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref()).and_then(|ws| match cli.command {
-            Command::Tools(args) => tools::run(&ws, args),
-            Command::Call(args) => call::run(&ws, args),
-            Command::Permission(cmd) => permission::run(&ws, cmd),
-            Command::Doctor => doctor::run(&ws),
+        workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref(), &scope).and_then(|ws| {
+            match cli.command {
+                Command::Tools(args) => tools::run(&ws, args),
+                Command::Call(args) => call::run(&ws, args),
+                Command::Permission(cmd) => permission::run(&ws, cmd),
+                Command::Doctor => doctor::run(&ws),
+            }
         });
     match result {
         Ok(code) => code,

@@ -5,6 +5,7 @@
 //! puts in its system prompt.
 
 pub mod bash_permission;
+pub mod custom;
 pub mod fs;
 pub mod instructions;
 pub mod path;

@@ -2,6 +2,7 @@
 
 mod approver;
 mod call;
+mod doctor;
 mod mcp;
 mod permission;
 mod tools;
@@ -40,6 +41,8 @@ enum Command {
     /// Inspect permission rules.
     #[command(subcommand)]
     Permission(permission::PermissionCommand),
+    /// Check what works in this worktree (websearch, skills, instructions) and why not.
+    Doctor,
 }
 
 /// A command's failure: the message and the exit code (1 failure, 2 usage or configuration).
@@ -81,6 +84,7 @@ fn main() -> ExitCode {
         Command::Call(args) => args.scope(),
         Command::Permission(cmd) => cmd.scope(),
         Command::Mcp(_) => toolshed_tools::custom::Scope::All,
+        Command::Doctor => toolshed_tools::custom::Scope::All,
     };
     let result =
         workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref(), &scope).and_then(|ws| {
@@ -89,6 +93,7 @@ fn main() -> ExitCode {
                 Command::Call(args) => call::run(&ws, args),
                 Command::Permission(cmd) => permission::run(&ws, cmd),
                 Command::Mcp(cmd) => mcp::run(&ws, cmd),
+                Command::Doctor => doctor::run(&ws),
             }
         });
     match result {

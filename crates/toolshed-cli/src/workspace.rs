@@ -74,6 +74,8 @@ impl Workspace {
     pub fn registry(&self, permission: Arc<dyn Permission>) -> Registry {
         let mut registry = Registry::new();
         toolshed_tools::register_builtins(&mut registry, &self.config);
+        // Broken skills are left out here; `toolshed doctor` reports them.
+        toolshed_tools::register_worktree_tools(&mut registry, &self.root, &self.cwd);
         self.custom.register(&mut registry);
         let edit_tools: HashMap<String, _> =
             self.agents.all().filter_map(|a| a.edit_tool.map(|t| (a.name.clone(), t))).collect();

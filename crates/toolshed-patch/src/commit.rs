@@ -1,0 +1,360 @@
+//! Writing a [`Plan`](crate::Plan) all or nothing.
+//!
+//! 1. Create missing parent directories.
+//! 2. Stage every new file's data in a temporary file beside its target.
+//! 3. Make all staged data durable in one batch ([`FileSystem::sync_files`]).
+//! 4. Put each file in place: an atomic exchange with the old file where the file system can
+//!    (the old content then waits under the temporary name), else two renames; a deleted file
+//!    is renamed aside. If any step fails, every earlier step is undone in reverse order.
+//! 5. Make the directory entries durable, then remove the old contents.
+//!
+//! A crash can leave some of a multi-file patch applied, but never a torn or empty file.
+
+use std::collections::HashSet;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::CommitError;
+use crate::fs::{FileKind, FileSystem};
+use crate::plan::FileOp;
+
+/// How hard to try to make the result survive a crash.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Sync staged data before any rename and the directories after (the default).
+    #[default]
+    Durable,
+    /// Skip both syncs (tests, throwaway trees).
+    Relaxed,
+}
+
+/// Options for [`commit`].
+#[derive(Clone, Debug)]
+pub struct CommitOptions {
+    /// Whether to sync.
+    pub durability: Durability,
+    /// Marks temporary files (`.NAME.TAG-N.tmp`); include something unique to the process.
+    pub temp_tag: String,
+}
+
+impl Default for CommitOptions {
+    fn default() -> Self {
+        CommitOptions { durability: Durability::Durable, temp_tag: format!("patch{}", std::process::id()) }
+    }
+}
+
+/// One step that may need undoing.
+enum Step {
+    CreatedDir(PathBuf),
+    /// A staged (or reserved) temporary file that is not in place yet.
+    Temp(PathBuf),
+    /// `path` now holds the new content; the old one (if any) is at `backup`.
+    Installed {
+        path: PathBuf,
+        backup: Option<PathBuf>,
+    },
+    /// `path` was renamed aside to `backup`.
+    Deleted {
+        path: PathBuf,
+        backup: PathBuf,
+    },
+}
+
+struct Txn<'a, F: FileSystem + ?Sized> {
+    fs: &'a F,
+    opts: &'a CommitOptions,
+    steps: Vec<Step>,
+    counter: usize,
+}
+
+fn fail(action: &str, display: &str, e: &io::Error) -> CommitError {
+    CommitError { action: action.into(), path: display.into(), reason: e.to_string(), unrestored: Vec::new() }
+}
+
+/// Writes `ops` (from one plan) so that either all of them land or none does.
+pub fn commit<F: FileSystem + ?Sized>(fs: &F, ops: &[FileOp], opts: &CommitOptions) -> Result<(), CommitError> {
+    let mut txn = Txn { fs, opts, steps: Vec::new(), counter: 0 };
+    match txn.run(ops) {
+        Ok(()) => {
+            txn.cleanup();
+            Ok(())
+        }
+        Err(mut e) => {
+            e.unrestored = txn.rollback();
+            Err(e)
+        }
+    }
+}
+
+impl<F: FileSystem + ?Sized> Txn<'_, F> {
+    fn run(&mut self, ops: &[FileOp]) -> Result<(), CommitError> {
+        self.create_dirs(ops)?;
+        let mut staged = Vec::with_capacity(ops.len());
+        for op in ops {
+            if let FileOp::Write { path, display, contents, replaces } = op {
+                let like = replaces.then_some(path.as_path());
+                let tmp = self.new_temp(path, contents, like).map_err(|e| fail("write", display, &e))?;
+                staged.push(tmp);
+            }
+        }
+        if self.opts.durability == Durability::Durable && !staged.is_empty() {
+            self.fs.sync_files(&staged).map_err(|e| fail("sync the new data of", "the patched files", &e))?;
+        }
+        let mut staged = staged.into_iter();
+        for op in ops {
+            match op {
+                FileOp::Write { path, display, replaces, .. } => {
+                    let Some(tmp) = staged.next() else { break };
+                    self.install(path, tmp, *replaces).map_err(|e| fail("write", display, &e))?;
+                }
+                FileOp::Delete { path, display } => self.delete(path).map_err(|e| fail("delete file", display, &e))?,
+            }
+        }
+        if self.opts.durability == Durability::Durable {
+            let mut dirs: Vec<PathBuf> =
+                ops.iter().filter_map(|op| op.path().parent().map(Path::to_path_buf)).collect();
+            dirs.sort();
+            dirs.dedup();
+            self.fs.sync_dirs(&dirs).map_err(|e| fail("sync the directories of", "the patched files", &e))?;
+        }
+        Ok(())
+    }
+
+    /// Creates the missing parents of new files, outermost first.
+    fn create_dirs(&mut self, ops: &[FileOp]) -> Result<(), CommitError> {
+        let mut known: HashSet<PathBuf> = HashSet::new();
+        for op in ops {
+            let FileOp::Write { path, display, replaces: false, .. } = op else { continue };
+            let mut missing = Vec::new();
+            for dir in path.ancestors().skip(1) {
+                if dir.as_os_str().is_empty() || known.contains(dir) {
+                    break;
+                }
+                match self.fs.kind(dir).map_err(|e| fail("create the directory for", display, &e))? {
+                    FileKind::Dir => {
+                        known.insert(dir.to_path_buf());
+                        break;
+                    }
+                    FileKind::Missing => missing.push(dir.to_path_buf()),
+                    _ => {
+                        let e = io::Error::new(
+                            io::ErrorKind::NotADirectory,
+                            format!("{} is not a directory", dir.display()),
+                        );
+                        return Err(fail("write", display, &e));
+                    }
+                }
+            }
+            for dir in missing.into_iter().rev() {
+                self.fs.create_dir(&dir).map_err(|e| fail("create the directory for", display, &e))?;
+                known.insert(dir.clone());
+                self.steps.push(Step::CreatedDir(dir));
+            }
+        }
+        Ok(())
+    }
+
+    fn temp_name(&mut self, target: &Path) -> PathBuf {
+        self.counter += 1;
+        let name = target.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+        let mut short: String = name.chars().take(80).collect();
+        if short.is_empty() {
+            short.push('f');
+        }
+        target.with_file_name(format!(".{short}.{}-{}.tmp", self.opts.temp_tag, self.counter))
+    }
+
+    /// Creates a fresh temporary file beside `target` holding `data`.
+    fn new_temp(&mut self, target: &Path, data: &[u8], like: Option<&Path>) -> io::Result<PathBuf> {
+        loop {
+            let tmp = self.temp_name(target);
+            match self.fs.create_new(&tmp, data, like) {
+                Ok(()) => {
+                    self.steps.push(Step::Temp(tmp.clone()));
+                    return Ok(tmp);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && self.counter < 1_000_000 => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Forgets the `Temp` step of `tmp` (it is now accounted for by another step).
+    fn claim(&mut self, tmp: &Path) {
+        if let Some(i) = self.steps.iter().rposition(|s| matches!(s, Step::Temp(t) if t == tmp)) {
+            self.steps.remove(i);
+        }
+    }
+
+    fn install(&mut self, path: &Path, tmp: PathBuf, replaces: bool) -> io::Result<()> {
+        if !replaces {
+            self.fs.rename(&tmp, path)?;
+            self.claim(&tmp);
+            self.steps.push(Step::Installed { path: path.to_path_buf(), backup: None });
+            return Ok(());
+        }
+        match self.fs.exchange(&tmp, path) {
+            Ok(()) => {
+                self.claim(&tmp);
+                self.steps.push(Step::Installed { path: path.to_path_buf(), backup: Some(tmp) });
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                let backup = self.new_temp(path, b"", None)?;
+                self.fs.rename(path, &backup)?;
+                self.claim(&backup);
+                if let Err(e) = self.fs.rename(&tmp, path) {
+                    self.steps.push(Step::Deleted { path: path.to_path_buf(), backup });
+                    return Err(e);
+                }
+                self.claim(&tmp);
+                self.steps.push(Step::Installed { path: path.to_path_buf(), backup: Some(backup) });
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn delete(&mut self, path: &Path) -> io::Result<()> {
+        let backup = self.new_temp(path, b"", None)?;
+        self.fs.rename(path, &backup)?;
+        self.claim(&backup);
+        self.steps.push(Step::Deleted { path: path.to_path_buf(), backup });
+        Ok(())
+    }
+
+    /// Undoes every step, newest first; returns what could not be put back.
+    fn rollback(&mut self) -> Vec<String> {
+        let mut unrestored = Vec::new();
+        for step in self.steps.drain(..).rev() {
+            let result = match &step {
+                Step::CreatedDir(dir) => self.fs.remove_dir(dir),
+                Step::Temp(tmp) => self.fs.remove_file(tmp),
+                Step::Installed { path, backup: Some(backup) } | Step::Deleted { path, backup } => {
+                    self.fs.rename(backup, path)
+                }
+                Step::Installed { path, backup: None } => self.fs.remove_file(path),
+            };
+            if let Err(e) = result {
+                match step {
+                    Step::Installed { path, .. } | Step::Deleted { path, .. } => {
+                        unrestored.push(format!("{} ({e})", path.display()));
+                    }
+                    Step::CreatedDir(_) | Step::Temp(_) => {}
+                }
+            }
+        }
+        unrestored
+    }
+
+    /// Removes the old contents after success (best effort: a leftover is only clutter).
+    fn cleanup(&mut self) {
+        for step in self.steps.drain(..) {
+            match step {
+                Step::Installed { backup: Some(backup), .. } | Step::Deleted { backup, .. } | Step::Temp(backup) => {
+                    let _ = self.fs.remove_file(&backup);
+                }
+                Step::Installed { backup: None, .. } | Step::CreatedDir(_) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::{FailOn, MemFs};
+    use std::collections::BTreeMap;
+
+    fn write(path: &str, data: &str, replaces: bool) -> FileOp {
+        FileOp::Write { path: path.into(), display: path.into(), contents: data.into(), replaces }
+    }
+
+    fn tree() -> MemFs {
+        let fs = MemFs::new();
+        fs.insert_file("/w/a.txt", "old a\n");
+        fs.insert_file("/w/b.txt", "old b\n");
+        fs.insert_file("/w/gone.txt", "bye\n");
+        fs
+    }
+
+    fn ops() -> Vec<FileOp> {
+        vec![
+            write("/w/a.txt", "new a\n", true),
+            FileOp::Delete { path: "/w/gone.txt".into(), display: "gone.txt".into() },
+            write("/w/new/deep/c.txt", "c\n", false),
+            write("/w/b.txt", "new b\n", true),
+        ]
+    }
+
+    fn snapshot(fs: &MemFs) -> (BTreeMap<PathBuf, Vec<u8>>, Vec<PathBuf>) {
+        (fs.files(), fs.dirs())
+    }
+
+    #[test]
+    fn success_writes_everything_and_leaves_no_temporaries() {
+        for fs in [tree(), {
+            let fs = MemFs::without_exchange();
+            fs.insert_file("/w/a.txt", "old a\n");
+            fs.insert_file("/w/b.txt", "old b\n");
+            fs.insert_file("/w/gone.txt", "bye\n");
+            fs
+        }] {
+            commit(&fs, &ops(), &CommitOptions::default()).unwrap();
+            let files: Vec<_> = fs.files().into_iter().map(|(p, d)| (p, String::from_utf8(d).unwrap())).collect();
+            assert_eq!(
+                files,
+                [
+                    ("/w/a.txt".into(), "new a\n".into()),
+                    ("/w/b.txt".into(), "new b\n".into()),
+                    ("/w/new/deep/c.txt".into(), "c\n".into())
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn any_failure_restores_the_tree_exactly() {
+        let failures = [
+            (FailOn::CreateNew, "tmp"),
+            (FailOn::SyncFiles, "tmp"),
+            (FailOn::Rename, "a.txt"),
+            (FailOn::Rename, "b.txt"),
+            (FailOn::Rename, "c.txt"),
+            (FailOn::SyncDirs, "deep"),
+        ];
+        for exchange in [true, false] {
+            for (on, suffix) in failures {
+                let fs = if exchange { MemFs::new() } else { MemFs::without_exchange() };
+                for (p, d) in tree().files() {
+                    fs.insert_file(p, d);
+                }
+                let before = snapshot(&fs);
+                fs.fail(on, suffix);
+                let err = commit(&fs, &ops(), &CommitOptions::default()).unwrap_err();
+                assert!(err.unrestored.is_empty(), "{err}");
+                assert_eq!(snapshot(&fs), before, "{on:?} {suffix} exchange={exchange}");
+            }
+        }
+    }
+
+    #[test]
+    fn relaxed_skips_syncs() {
+        let fs = tree();
+        fs.fail(FailOn::SyncFiles, "tmp");
+        commit(&fs, &ops(), &CommitOptions { durability: Durability::Relaxed, ..Default::default() }).unwrap();
+        assert_eq!(fs.read(Path::new("/w/b.txt")).unwrap(), b"new b\n");
+    }
+
+    #[test]
+    fn failure_message_says_nothing_changed() {
+        let fs = tree();
+        fs.fail(FailOn::Rename, "b.txt");
+        let err = commit(&fs, &ops(), &CommitOptions::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Failed to write /w/b.txt: injected failure (Rename). No file was changed: everything written before \
+             the failure was undone."
+        );
+    }
+}

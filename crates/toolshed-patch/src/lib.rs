@@ -31,7 +31,7 @@ pub use commit::{CommitOptions, Durability, commit};
 pub use error::{ApplyError, ChunkPos, CommitError, NotFound, Region};
 pub use fs::{FileKind, FileSystem, MemFs};
 pub use os_fs::{OsFs, SyncStrategy};
-pub use parser::{Chunk, Hunk, ParseError, Patch, parse};
+pub use parser::{Chunk, ChunkLine, Hunk, ParseError, Patch, parse};
 pub use plan::{Action, FileOp, FileSummary, Plan, Summary, plan};
 
 /// Parses, plans and commits `text` in one go. `resolve` maps each path as written in the

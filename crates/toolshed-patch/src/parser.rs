@@ -79,12 +79,25 @@ pub struct Chunk<'a> {
     pub old_lines: Vec<&'a str>,
     /// Context and `+` lines: what it holds afterwards.
     pub new_lines: Vec<&'a str>,
+    /// The chunk's lines in order, each marked context, removed or added.
+    pub lines: Vec<ChunkLine<'a>>,
     /// Set by `*** End of File`: the old lines end the file.
     pub end_of_file: bool,
     /// Number of `+` lines.
     pub added: usize,
     /// Number of `-` lines.
     pub removed: usize,
+}
+
+/// One line of a chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChunkLine<'a> {
+    /// ` line` (or a bare empty line): stays as the file has it.
+    Context(&'a str),
+    /// `-line`: goes.
+    Removed(&'a str),
+    /// `+line`: comes.
+    Added(&'a str),
 }
 
 /// Why a patch text could not be parsed. Displays as Codex does.
@@ -347,17 +360,21 @@ impl<'l, 'a> Parser<'l, 'a> {
                 None => {
                     chunk.old_lines.push("");
                     chunk.new_lines.push("");
+                    chunk.lines.push(ChunkLine::Context(""));
                 }
                 Some(b' ') => {
                     chunk.old_lines.push(&line[1..]);
                     chunk.new_lines.push(&line[1..]);
+                    chunk.lines.push(ChunkLine::Context(&line[1..]));
                 }
                 Some(b'+') => {
                     chunk.new_lines.push(&line[1..]);
+                    chunk.lines.push(ChunkLine::Added(&line[1..]));
                     chunk.added += 1;
                 }
                 Some(b'-') => {
                     chunk.old_lines.push(&line[1..]);
+                    chunk.lines.push(ChunkLine::Removed(&line[1..]));
                     chunk.removed += 1;
                 }
                 Some(_) => {

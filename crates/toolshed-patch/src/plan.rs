@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{ApplyError, ChunkPos, NotFound, Region};
 use crate::fs::{FileKind, FileSystem};
-use crate::parser::{Chunk, Hunk, Patch};
+use crate::parser::{Chunk, ChunkLine, Hunk, Patch};
 use crate::seek::{closest, seek};
 use crate::text::{Piece, TextFile};
 
@@ -384,7 +384,8 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
 fn apply_chunks(current: &[u8], chunks: &[Chunk<'_>], path: &str) -> Result<Vec<u8>, ApplyError> {
     let file = TextFile::parse(current);
     let lines = file.lines();
-    let mut replacements: Vec<(usize, usize, &[&str])> = Vec::with_capacity(chunks.len());
+    // (where in the file, how many file lines it replaces, the chunk lines that replace them)
+    let mut replacements: Vec<(usize, usize, &[ChunkLine<'_>])> = Vec::with_capacity(chunks.len());
     let mut index = 0;
     for (k, chunk) in chunks.iter().enumerate() {
         let pos = |index: usize| ChunkPos {
@@ -412,43 +413,54 @@ fn apply_chunks(current: &[u8], chunks: &[Chunk<'_>], path: &str) -> Result<Vec<
             } else {
                 index
             };
-            replacements.push((at, 0, &chunk.new_lines));
+            replacements.push((at, 0, &chunk.lines));
             continue;
         }
         let mut old: &[&str] = &chunk.old_lines;
-        let mut new: &[&str] = &chunk.new_lines;
+        let mut body: &[ChunkLine<'_>] = &chunk.lines;
         let mut found = seek(lines, old, index, chunk.end_of_file);
-        if found.is_none() && old.last().is_some_and(|l| l.is_empty()) {
+        // A blank line that only separated this chunk from the next hunk is not part of the file.
+        while found.is_none() && body.last() == Some(&ChunkLine::Context("")) {
             old = &old[..old.len() - 1];
-            if new.last().is_some_and(|l| l.is_empty()) {
-                new = &new[..new.len() - 1];
-            }
+            body = &body[..body.len() - 1];
             found = seek(lines, old, index, chunk.end_of_file);
         }
         match found {
             Some((at, _)) => {
-                replacements.push((at, old.len(), new));
+                replacements.push((at, old.len(), body));
                 index = at + old.len();
             }
             None => {
+                let old = &chunk.old_lines;
                 let earlier_at = seek(lines, old, 0, false).map(|(at, _)| at + 1).filter(|&at| at <= index);
                 return Err(ApplyError::LinesNotFound(Box::new(NotFound {
                     pos: pos(index),
-                    lines: chunk.old_lines.iter().map(|l| l.to_string()).collect(),
+                    lines: old.iter().map(|l| l.to_string()).collect(),
                     earlier_at,
-                    closest: region(lines, 0, &chunk.old_lines),
+                    closest: region(lines, 0, old),
                 })));
             }
         }
     }
     replacements.sort_by_key(|r| r.0);
-    let mut pieces = Vec::with_capacity(replacements.len() * 4 + 1);
+    let mut pieces = Vec::with_capacity(replacements.len() * 8 + 1);
     let mut cursor = 0;
-    for (start, len, new) in replacements {
+    for (start, len, body) in replacements {
         if start > cursor {
             pieces.push(Piece::Keep(cursor, start));
         }
-        pieces.extend(new.iter().map(|l| Piece::New(l)));
+        // Context lines keep the file's own text (a fuzzy match must not rewrite them).
+        let mut at = start;
+        for line in body {
+            match *line {
+                ChunkLine::Context(_) if len > 0 => {
+                    pieces.push(Piece::Keep(at, at + 1));
+                    at += 1;
+                }
+                ChunkLine::Context(text) | ChunkLine::Added(text) => pieces.push(Piece::New(text)),
+                ChunkLine::Removed(_) => at += 1,
+            }
+        }
         cursor = cursor.max(start + len);
     }
     if cursor < lines.len() {

@@ -1,6 +1,8 @@
 //! toolshed's built-in tools, one module per tool family: each tool is one file holding its
 //! arguments, the description a model reads, `execute`, and its unit tests.
 
+pub mod path;
+
 use toolshed_core::Registry;
 
 /// Registers every built-in tool, in the order a model sees them.

@@ -1,1 +1,678 @@
-//! placeholder
+//! The config file: `~/.config/toolshed/config.toml` (XDG) first, then `toolshed.toml` in the
+//! worktree, so project settings come later and win. Every section is typed; an unknown key
+//! or a wrong value is an error naming the file, line and column.
+//!
+//! Merging: a scalar set in a later file replaces the earlier value; `[permission]` rules are
+//! concatenated in file order (the last matching rule wins, so project rules outrank user
+//! rules); `[agent.NAME]` tables merge field by field (their permission rules concatenate);
+//! other named tables (`[provider.NAME]`, `[mcp.NAME]`, `[lsp.NAME]`) are replaced whole.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+
+use crate::exec::bound::OutputLimits;
+use crate::permission::{Action, Rule};
+use crate::registry::EditTool;
+use crate::tool::Exposure;
+
+/// The name of the project config file in the worktree.
+pub const PROJECT_FILE: &str = "toolshed.toml";
+
+/// A config file that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}: {message}", path.display(), location.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default())]
+pub struct ConfigError {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line and column, when known.
+    pub location: Option<(usize, usize)>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// The merged configuration.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Config {
+    /// Default model for run / chat (`provider/model`).
+    pub model: Option<String>,
+    /// Default agent.
+    pub default_agent: Option<String>,
+    /// The bound stage's budget.
+    pub output: OutputLimits,
+    /// `[permission]` rules of every file, in order.
+    pub permission: Vec<Rule>,
+    /// `[agent.NAME]` definitions and overrides.
+    pub agents: BTreeMap<String, AgentConfig>,
+    /// `[sandbox]`.
+    pub sandbox: SandboxConfig,
+    /// `[provider.NAME]`.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// `[mcp.NAME]`: MCP servers whose tools are imported.
+    pub mcp: BTreeMap<String, McpConfig>,
+    /// `[mcp_server]`: how `toolshed mcp serve` behaves.
+    pub mcp_server: McpServerConfig,
+    /// `[tool_search]`.
+    pub tool_search: ToolSearchConfig,
+    /// `[session]`.
+    pub session: SessionConfig,
+    /// `[websearch]`, if a backend is configured.
+    pub websearch: Option<WebsearchConfig>,
+    /// `[lsp.NAME]`.
+    pub lsp: BTreeMap<String, LspConfig>,
+    /// The files that were read, in order.
+    pub sources: Vec<PathBuf>,
+}
+
+/// `[agent.NAME]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// What the agent is for (shown to the model when it can delegate to it).
+    pub description: Option<String>,
+    /// Its system prompt.
+    pub prompt: Option<String>,
+    /// Its model (`provider/model`).
+    pub model: Option<String>,
+    /// Whether it runs as a primary agent, a sub-agent, or both.
+    pub mode: Option<AgentMode>,
+    /// Its permission rules, applied after the global ones.
+    #[serde(default)]
+    pub permission: Option<PermissionRules>,
+    /// Which editing tools it gets, whatever its model.
+    pub edit_tool: Option<EditTool>,
+}
+
+/// How an agent may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentMode {
+    /// Talks to the user.
+    Primary,
+    /// Runs tasks for another agent.
+    Subagent,
+    /// Either.
+    All,
+}
+
+/// `[sandbox]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxConfig {
+    /// The sandbox mode; `None` means the default (workspace-write where supported).
+    pub mode: Option<SandboxMode>,
+    /// Whether commands may run without a sandbox where the kernel cannot provide one.
+    pub allow_unsandboxed: bool,
+    /// Whether sandboxed commands lose network access.
+    pub block_network: bool,
+}
+
+/// What a sandboxed command may touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Reads anywhere, writes nowhere.
+    ReadOnly,
+    /// Writes only under the worktree, the temp dir and tool caches.
+    WorkspaceWrite,
+    /// No sandbox.
+    FullAccess,
+}
+
+/// `[provider.NAME]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// The wire format it speaks.
+    pub kind: ProviderKind,
+    /// Its base URL (e.g. a local OpenAI-compatible server).
+    pub base_url: Option<String>,
+    /// The environment variable holding its API key.
+    pub api_key_env: Option<String>,
+    /// Per-model settings.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelConfig>,
+}
+
+/// A provider's wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions (and compatible servers).
+    OpenaiChat,
+    /// OpenAI Responses.
+    OpenaiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+/// `[provider.NAME.models.ID]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// The context window in tokens.
+    pub context: Option<u64>,
+}
+
+/// `[mcp.NAME]`: an MCP server, started as a child process (`command`) or reached over HTTP (`url`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// The program to start (stdio transport).
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment variables for it.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The server's URL (streamable HTTP transport).
+    pub url: Option<String>,
+    /// Extra HTTP headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Whether the server is used (default true).
+    pub enabled: Option<bool>,
+    /// Timeout of one call, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Only these tools (wildcards).
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// Not these tools (wildcards).
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Whether its tools are sent up front or found through tool_search.
+    pub exposure: Option<Exposure>,
+}
+
+/// `[mcp_server]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// What to answer when the MCP client cannot answer an approval request.
+    pub ask: Option<McpAsk>,
+}
+
+/// The answer `toolshed mcp serve` gives an `ask` when the client cannot be asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum McpAsk {
+    /// Reject the call.
+    Reject,
+    /// Allow the call.
+    Allow,
+}
+
+/// `[tool_search]`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSearchConfig {
+    /// Defer tools automatically when the direct tools' definitions would take more than this
+    /// share of the model's context.
+    #[serde(default = "default_defer_share")]
+    pub defer_when_share_exceeds: f64,
+}
+
+fn default_defer_share() -> f64 {
+    0.1
+}
+
+impl Default for ToolSearchConfig {
+    fn default() -> Self {
+        ToolSearchConfig { defer_when_share_exceeds: default_defer_share() }
+    }
+}
+
+/// `[session]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionConfig {
+    /// Most model steps in one run.
+    #[serde(default = "default_max_steps")]
+    pub max_steps: u32,
+}
+
+fn default_max_steps() -> u32 {
+    100
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig { max_steps: default_max_steps() }
+    }
+}
+
+/// `[websearch]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebsearchConfig {
+    /// The backend (`searxng`, `brave`, `exa`, ...).
+    pub backend: String,
+    /// Its URL.
+    pub url: Option<String>,
+    /// The environment variable holding its API key.
+    pub api_key_env: Option<String>,
+}
+
+/// `[lsp.NAME]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LspConfig {
+    /// The server program.
+    pub command: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// File extensions it handles (without the dot).
+    #[serde(default)]
+    pub extensions: Vec<String>,
+    /// Files that mark a project root for it.
+    #[serde(default)]
+    pub root_markers: Vec<String>,
+}
+
+/// Permission rules as written: a bare action (`permission = "ask"`) or a table whose keys
+/// are permission names and whose values are an action or a table of pattern → action. The
+/// written order is kept, since the last matching rule wins.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PermissionRules(pub Vec<Rule>);
+
+impl<'de> Deserialize<'de> for PermissionRules {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Rules;
+        impl<'de> Visitor<'de> for Rules {
+            type Value = PermissionRules;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("\"allow\", \"ask\", \"deny\", or a table of permission names")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(PermissionRules(vec![Rule::new("*", "*", parse_action(v)?)]))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut rules = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    for (pattern, action) in map.next_value::<PatternActions>()?.0 {
+                        rules.push(Rule::new(key.clone(), pattern, action));
+                    }
+                }
+                Ok(PermissionRules(rules))
+            }
+        }
+        d.deserialize_any(Rules)
+    }
+}
+
+/// The value of one permission key: an action for every pattern, or pattern → action in order.
+struct PatternActions(Vec<(String, Action)>);
+
+impl<'de> Deserialize<'de> for PatternActions {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Patterns;
+        impl<'de> Visitor<'de> for Patterns {
+            type Value = PatternActions;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("\"allow\", \"ask\", \"deny\", or a table of pattern = action")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(PatternActions(vec![("*".to_string(), parse_action(v)?)]))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(pattern) = map.next_key::<String>()? {
+                    let action: String = map.next_value()?;
+                    out.push((pattern, parse_action(&action)?));
+                }
+                Ok(PatternActions(out))
+            }
+        }
+        d.deserialize_any(Patterns)
+    }
+}
+
+fn parse_action<E: de::Error>(v: &str) -> Result<Action, E> {
+    match v {
+        "allow" => Ok(Action::Allow),
+        "ask" => Ok(Action::Ask),
+        "deny" => Ok(Action::Deny),
+        other => {
+            Err(E::custom(format!("unknown permission action `{other}`, expected \"allow\", \"ask\" or \"deny\"")))
+        }
+    }
+}
+
+/// `agent = "NAME"` (the default agent) or `[agent.NAME]` tables.
+#[derive(Debug, Default)]
+struct AgentSection {
+    default: Option<String>,
+    agents: Vec<(String, AgentConfig)>,
+}
+
+impl<'de> Deserialize<'de> for AgentSection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Agents;
+        impl<'de> Visitor<'de> for Agents {
+            type Value = AgentSection;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("the default agent's name, or [agent.NAME] tables")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(AgentSection { default: Some(v.to_string()), agents: Vec::new() })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut agents = Vec::new();
+                while let Some(name) = map.next_key::<String>()? {
+                    agents.push((name, map.next_value::<AgentConfig>()?));
+                }
+                Ok(AgentSection { default: None, agents })
+            }
+        }
+        d.deserialize_any(Agents)
+    }
+}
+
+/// One file as written; every field optional so files can be merged.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    model: Option<String>,
+    default_agent: Option<String>,
+    agent: Option<AgentSection>,
+    output: Option<OutputSection>,
+    permission: Option<PermissionRules>,
+    sandbox: Option<SandboxSection>,
+    provider: Option<BTreeMap<String, ProviderConfig>>,
+    mcp: Option<BTreeMap<String, McpConfig>>,
+    mcp_server: Option<McpServerConfig>,
+    tool_search: Option<ToolSearchConfig>,
+    session: Option<SessionConfig>,
+    websearch: Option<WebsearchConfig>,
+    lsp: Option<BTreeMap<String, LspConfig>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutputSection {
+    max_lines: Option<usize>,
+    max_bytes: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SandboxSection {
+    mode: Option<SandboxMode>,
+    allow_unsandboxed: Option<bool>,
+    block_network: Option<bool>,
+}
+
+impl Config {
+    /// Loads the user file (`user_file`, or the XDG default when `None`) and then the worktree's
+    /// `toolshed.toml`. A missing default file is fine; a missing explicit file is an error.
+    pub fn load(user_file: Option<&Path>, root: &Path) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        match user_file {
+            Some(path) => config.merge_file(path, true)?,
+            None => {
+                if let Some(dir) = crate::paths::config_dir() {
+                    config.merge_file(&dir.join("config.toml"), false)?;
+                }
+            }
+        }
+        config.merge_file(&root.join(PROJECT_FILE), false)?;
+        Ok(config)
+    }
+
+    /// Parses one file's text and merges it over this config.
+    pub fn merge_str(&mut self, path: &Path, text: &str) -> Result<(), ConfigError> {
+        let file: FileConfig = toml::from_str(text).map_err(|e| {
+            let location = e.span().map(|span| line_col(text, span.start));
+            ConfigError { path: path.to_path_buf(), location, message: e.message().trim().to_string() }
+        })?;
+        self.merge(path, file)?;
+        self.sources.push(path.to_path_buf());
+        Ok(())
+    }
+
+    fn merge_file(&mut self, path: &Path, required: bool) -> Result<(), ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => self.merge_str(path, &text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(()),
+            Err(e) => {
+                Err(ConfigError { path: path.to_path_buf(), location: None, message: format!("cannot read: {e}") })
+            }
+        }
+    }
+
+    fn merge(&mut self, path: &Path, file: FileConfig) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError { path: path.to_path_buf(), location: None, message };
+        set(&mut self.model, file.model);
+        set(&mut self.default_agent, file.default_agent);
+        if let Some(section) = file.agent {
+            set(&mut self.default_agent, section.default);
+            for (name, agent) in section.agents {
+                let merged = self.agents.entry(name).or_default();
+                set(&mut merged.description, agent.description);
+                set(&mut merged.prompt, agent.prompt);
+                set(&mut merged.model, agent.model);
+                set(&mut merged.mode, agent.mode);
+                set(&mut merged.edit_tool, agent.edit_tool);
+                if let Some(rules) = agent.permission {
+                    merged.permission.get_or_insert_with(PermissionRules::default).0.extend(rules.0);
+                }
+            }
+        }
+        if let Some(output) = file.output {
+            if output.max_lines == Some(0) || output.max_bytes.is_some_and(|b| b < 256) {
+                return Err(invalid("[output] max_lines must be at least 1 and max_bytes at least 256".into()));
+            }
+            self.output.max_lines = output.max_lines.unwrap_or(self.output.max_lines);
+            self.output.max_bytes = output.max_bytes.unwrap_or(self.output.max_bytes);
+        }
+        if let Some(rules) = file.permission {
+            self.permission.extend(rules.0);
+        }
+        if let Some(sandbox) = file.sandbox {
+            set(&mut self.sandbox.mode, sandbox.mode);
+            self.sandbox.allow_unsandboxed = sandbox.allow_unsandboxed.unwrap_or(self.sandbox.allow_unsandboxed);
+            self.sandbox.block_network = sandbox.block_network.unwrap_or(self.sandbox.block_network);
+        }
+        self.providers.extend(file.provider.unwrap_or_default());
+        for (name, server) in file.mcp.unwrap_or_default() {
+            if server.command.is_some() == server.url.is_some() {
+                return Err(invalid(format!(
+                    "[mcp.{name}] needs exactly one of `command` (a local server) or `url` (a remote one)"
+                )));
+            }
+            self.mcp.insert(name, server);
+        }
+        if let Some(server) = file.mcp_server {
+            set(&mut self.mcp_server.ask, server.ask);
+        }
+        if let Some(search) = file.tool_search {
+            if !(0.0..=1.0).contains(&search.defer_when_share_exceeds) {
+                return Err(invalid("[tool_search] defer_when_share_exceeds must be between 0 and 1".into()));
+            }
+            self.tool_search = search;
+        }
+        if let Some(session) = file.session {
+            self.session = session;
+        }
+        set(&mut self.websearch, file.websearch);
+        self.lsp.extend(file.lsp.unwrap_or_default());
+        Ok(())
+    }
+}
+
+fn set<T>(slot: &mut Option<T>, value: Option<T>) {
+    if value.is_some() {
+        *slot = value;
+    }
+}
+
+/// 1-based line and column of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        let mut c = Config::default();
+        c.merge_str(Path::new("/w/toolshed.toml"), text)?;
+        Ok(c)
+    }
+
+    #[test]
+    fn every_section_parses() {
+        let c = parse(
+            r#"
+model = "openai/gpt-5.1"
+default_agent = "build"
+
+[output]
+max_lines = 500
+
+[permission]
+edit = "ask"
+bash = { "*" = "ask", "git status *" = "allow", "rm *" = "deny" }
+
+[agent.review]
+description = "Reviews code"
+mode = "subagent"
+edit_tool = "apply_patch"
+permission = { edit = "deny" }
+
+[sandbox]
+mode = "read-only"
+allow_unsandboxed = true
+
+[provider.local]
+kind = "openai-chat"
+base_url = "http://127.0.0.1:8080/v1"
+[provider.local.models.qwen]
+context = 32768
+
+[mcp.github]
+command = "gh-mcp"
+args = ["--stdio"]
+exposure = "deferred"
+
+[mcp_server]
+ask = "reject"
+
+[tool_search]
+defer_when_share_exceeds = 0.2
+
+[session]
+max_steps = 20
+
+[websearch]
+backend = "searxng"
+url = "http://127.0.0.1:8888"
+
+[lsp.rust]
+command = "rust-analyzer"
+extensions = ["rs"]
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.model.as_deref(), Some("openai/gpt-5.1"));
+        assert_eq!(c.output, OutputLimits { max_lines: 500, max_bytes: 50 * 1024 });
+        let rules: Vec<String> = c.permission.iter().map(|r| r.to_string()).collect();
+        assert_eq!(
+            rules,
+            [r#"edit "*" = ask"#, r#"bash "*" = ask"#, r#"bash "git status *" = allow"#, r#"bash "rm *" = deny"#]
+        );
+        let review = &c.agents["review"];
+        assert_eq!(review.edit_tool, Some(EditTool::ApplyPatch));
+        assert_eq!(review.permission.as_ref().unwrap().0, [Rule::new("edit", "*", Action::Deny)]);
+        assert_eq!(c.sandbox.mode, Some(SandboxMode::ReadOnly));
+        assert_eq!(c.providers["local"].models["qwen"].context, Some(32768));
+        assert_eq!(c.mcp["github"].exposure, Some(Exposure::Deferred));
+        assert_eq!(c.tool_search.defer_when_share_exceeds, 0.2);
+        assert_eq!(c.session.max_steps, 20);
+        assert_eq!(c.lsp["rust"].extensions, ["rs"]);
+    }
+
+    #[test]
+    fn unknown_keys_are_reported_with_file_and_line() {
+        let err = parse("model = \"x\"\n\n[output]\nmax_line = 5\n").unwrap_err();
+        assert_eq!(err.location, Some((4, 1)));
+        insta::assert_snapshot!(err.to_string(), @"/w/toolshed.toml:4:1: unknown field `max_line`, expected `max_lines` or `max_bytes`");
+        let err = parse("[agent.x]\ncolour = \"red\"\n").unwrap_err();
+        assert_eq!(err.location.map(|l| l.0), Some(2), "{err}");
+    }
+
+    #[test]
+    fn bad_actions_and_values_are_reported_where_they_are() {
+        let err = parse("[permission]\nread = { \"*.env\" = \"alow\" }\n").unwrap_err();
+        assert_eq!(err.location.map(|l| l.0), Some(2), "{err}");
+        assert!(err.message.contains("unknown permission action `alow`"), "{err}");
+        let err = parse("[sandbox]\nmode = \"yolo\"\n").unwrap_err();
+        assert!(err.to_string().starts_with("/w/toolshed.toml:2:"), "{err}");
+        let err = parse("[mcp.a]\nargs = []\n").unwrap_err();
+        assert!(err.message.contains("exactly one of `command`"), "{err}");
+    }
+
+    #[test]
+    fn agent_may_be_the_default_agent_name() {
+        let c = parse("agent = \"plan\"\n").unwrap();
+        assert_eq!(c.default_agent.as_deref(), Some("plan"));
+    }
+
+    #[test]
+    fn permission_order_is_kept_and_project_rules_come_last() {
+        let mut c = Config::default();
+        c.merge_str(Path::new("user.toml"), "[permission]\nbash = \"deny\"\nread = \"allow\"\nedit = \"ask\"\n")
+            .unwrap();
+        c.merge_str(Path::new("toolshed.toml"), "permission = \"allow\"\n").unwrap();
+        let keys: Vec<&str> = c.permission.iter().map(|r| r.permission.as_str()).collect();
+        assert_eq!(keys, ["bash", "read", "edit", "*"]);
+        let mut c = Config::default();
+        c.merge_str(
+            Path::new("a.toml"),
+            "[permission.bash]\n\"z*\" = \"deny\"\n\"a*\" = \"allow\"\n\"m*\" = \"ask\"\n",
+        )
+        .unwrap();
+        let patterns: Vec<&str> = c.permission.iter().map(|r| r.pattern.as_str()).collect();
+        assert_eq!(patterns, ["z*", "a*", "m*"]);
+    }
+
+    #[test]
+    fn later_files_override_scalars_and_merge_agents() {
+        let mut c = Config::default();
+        c.merge_str(
+            Path::new("user.toml"),
+            "model = \"a/b\"\n[agent.x]\nprompt = \"p\"\npermission = { edit = \"deny\" }\n",
+        )
+        .unwrap();
+        c.merge_str(
+            Path::new("toolshed.toml"),
+            "model = \"c/d\"\n[agent.x]\nmodel = \"e/f\"\npermission = { edit = \"allow\" }\n",
+        )
+        .unwrap();
+        assert_eq!(c.model.as_deref(), Some("c/d"));
+        let x = &c.agents["x"];
+        assert_eq!((x.prompt.as_deref(), x.model.as_deref()), (Some("p"), Some("e/f")));
+        assert_eq!(x.permission.as_ref().unwrap().0.len(), 2);
+        assert_eq!(c.sources.len(), 2);
+    }
+
+    #[test]
+    fn load_reads_the_project_file_and_requires_an_explicit_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join(PROJECT_FILE), "[session]\nmax_steps = 7\n").unwrap();
+        let user = tmp.path().join("user.toml");
+        std::fs::write(&user, "model = \"openai/gpt-5\"\n").unwrap();
+        let c = Config::load(Some(&user), tmp.path()).unwrap();
+        assert_eq!((c.model.as_deref(), c.session.max_steps), (Some("openai/gpt-5"), 7));
+        let err = Config::load(Some(&tmp.path().join("missing.toml")), tmp.path()).unwrap_err();
+        assert!(err.message.starts_with("cannot read:"), "{err}");
+    }
+}

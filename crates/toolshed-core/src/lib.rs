@@ -41,3 +41,8 @@ pub mod wildcard;
 pub use exec::{Executor, Session, ToolCall, ToolResult};
 pub use registry::Registry;
 pub use tool::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

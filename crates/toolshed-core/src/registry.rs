@@ -223,7 +223,11 @@ impl EditTool {
     /// not `gpt-4` or `oss`) get `apply_patch`, all others `edit` and `write`.
     pub fn for_model(model: &str) -> EditTool {
         let id = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
-        if id.contains("gpt-") && !id.contains("gpt-4") && !id.contains("oss") { EditTool::ApplyPatch } else { EditTool::Edit }
+        if id.contains("gpt-") && !id.contains("gpt-4") && !id.contains("oss") {
+            EditTool::ApplyPatch
+        } else {
+            EditTool::Edit
+        }
     }
 }
 
@@ -280,8 +284,15 @@ mod tests {
     #[derive(serde::Deserialize, schemars::JsonSchema)]
     struct NoArgs {}
 
-    fn named(name: &str) -> FnTool<NoArgs, impl Fn(NoArgs, crate::tool::ToolContext) -> std::future::Ready<Result<ToolOutput, crate::tool::ToolError>> + use<>> {
-        tool_fn(name.to_string(), format!("The {name} tool."), |_: NoArgs, _| std::future::ready(Ok(ToolOutput::text("ok"))))
+    fn named(
+        name: &str,
+    ) -> FnTool<
+        NoArgs,
+        impl Fn(NoArgs, crate::tool::ToolContext) -> std::future::Ready<Result<ToolOutput, crate::tool::ToolError>> + use<>,
+    > {
+        tool_fn(name.to_string(), format!("The {name} tool."), |_: NoArgs, _| {
+            std::future::ready(Ok(ToolOutput::text("ok")))
+        })
     }
 
     fn names(v: &[Visible<'_>]) -> Vec<String> {

@@ -24,7 +24,8 @@ pub enum WireFormat {
 
 impl WireFormat {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [WireFormat; 4] = [WireFormat::OpenAiChat, WireFormat::OpenAiResponses, WireFormat::Anthropic, WireFormat::Mcp];
+    pub const ALL: [WireFormat; 4] =
+        [WireFormat::OpenAiChat, WireFormat::OpenAiResponses, WireFormat::Anthropic, WireFormat::Mcp];
 
     /// The format's name on the command line.
     pub fn as_str(self) -> &'static str {
@@ -153,9 +154,12 @@ mod tests {
     }
 
     fn patch_spec() -> ToolSpec {
-        ToolSpec::new("apply_patch", "Apply a patch.", freeform_parameters("The patch.")).with_flags(ToolFlags::MUTATING).with_freeform(
-            Grammar { syntax: GrammarSyntax::Lark, definition: "start: begin_patch hunk+ end_patch".into() },
-        )
+        ToolSpec::new("apply_patch", "Apply a patch.", freeform_parameters("The patch."))
+            .with_flags(ToolFlags::MUTATING)
+            .with_freeform(Grammar {
+                syntax: GrammarSyntax::Lark,
+                definition: "start: begin_patch hunk+ end_patch".into(),
+            })
     }
 
     #[test]
@@ -190,6 +194,9 @@ mod tests {
     #[test]
     fn definition_bytes_counts_compact_json() {
         let spec = ToolSpec::new("t", "d", json!({"type": "object", "properties": {}}));
-        assert_eq!(definition_bytes(&spec), r#"{"name":"t","description":"d","parameters":{"type":"object","properties":{}}}"#.len());
+        assert_eq!(
+            definition_bytes(&spec),
+            r#"{"name":"t","description":"d","parameters":{"type":"object","properties":{}}}"#.len()
+        );
     }
 }

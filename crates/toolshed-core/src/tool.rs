@@ -287,7 +287,12 @@ pub trait TypedTool: Send + Sync + 'static {
     }
 
     /// What a call with these arguments needs permission for.
-    fn permissions(&self, spec: &ToolSpec, _args: &Self::Args, _ctx: &ToolContext) -> Result<Vec<PermissionRequest>, ToolError> {
+    fn permissions(
+        &self,
+        spec: &ToolSpec,
+        _args: &Self::Args,
+        _ctx: &ToolContext,
+    ) -> Result<Vec<PermissionRequest>, ToolError> {
         Ok(vec![PermissionRequest::new(&spec.permission, ["*"])])
     }
 
@@ -309,7 +314,8 @@ pub struct Typed<T: TypedTool> {
 impl<T: TypedTool> Typed<T> {
     /// Builds the spec of `tool` from its argument type.
     pub fn new(tool: T) -> Self {
-        let spec = ToolSpec::new(tool.name(), tool.description(), crate::schema::schema_for::<T::Args>()).with_flags(tool.flags());
+        let spec = ToolSpec::new(tool.name(), tool.description(), crate::schema::schema_for::<T::Args>())
+            .with_flags(tool.flags());
         let spec = tool.customize(spec);
         Typed { inner: Arc::new(tool), spec }
     }
@@ -354,8 +360,9 @@ impl<T: TypedTool> Tool for Typed<T> {
 
 /// Deserializes validated arguments, reporting the path of a field serde rejects.
 pub fn decode_args<A: DeserializeOwned>(tool: &str, args: Value) -> Result<A, ToolError> {
-    serde_json::from_value(args)
-        .map_err(|e| ToolError::model(format!("Invalid arguments for {tool}: {e}. Fix the arguments and call {tool} again.")))
+    serde_json::from_value(args).map_err(|e| {
+        ToolError::model(format!("Invalid arguments for {tool}: {e}. Fix the arguments and call {tool} again."))
+    })
 }
 
 /// A tool built from an async function or closure by [`tool_fn`].
@@ -375,7 +382,11 @@ where
     F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
 {
-    FnTool { spec: ToolSpec::new(name, description, crate::schema::schema_for::<A>()), func: Arc::new(func), _args: PhantomData }
+    FnTool {
+        spec: ToolSpec::new(name, description, crate::schema::schema_for::<A>()),
+        func: Arc::new(func),
+        _args: PhantomData,
+    }
 }
 
 impl<A, F> FnTool<A, F> {
@@ -460,7 +471,9 @@ mod tests {
 
     #[test]
     fn fn_tool_builds_spec_from_args_type() {
-        let tool = tool_fn("double", "Doubles n.", |a: Args, _| async move { Ok(ToolOutput::text((a.n * 2).to_string())) }).read_only();
+        let tool =
+            tool_fn("double", "Doubles n.", |a: Args, _| async move { Ok(ToolOutput::text((a.n * 2).to_string())) })
+                .read_only();
         let spec = tool.spec();
         assert_eq!(spec.name, "double");
         assert_eq!(spec.permission, "double");

@@ -91,7 +91,8 @@ mod tests {
         let same = tokio::time::timeout(Duration::from_millis(50), locks.lock(Path::new("/w/a"))).await;
         assert!(same.is_err(), "the same path must wait");
         drop(a);
-        let many = tokio::time::timeout(Duration::from_millis(50), locks.lock_many(&["/w/b".into(), "/w/a".into()])).await;
+        let many =
+            tokio::time::timeout(Duration::from_millis(50), locks.lock_many(&["/w/b".into(), "/w/a".into()])).await;
         assert!(many.is_err(), "/w/b is still held by `other`");
     }
 

@@ -179,7 +179,8 @@ fn create_spill(dir: &Path, tool: &str) -> io::Result<(PathBuf, File)> {
     fs::create_dir_all(dir)?;
     clean_old_spills(dir);
     let millis = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or_default();
-    let safe: String = tool.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).take(40).collect();
+    let safe: String =
+        tool.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).take(40).collect();
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let path = dir.join(format!("{millis}-{}-{n}-{safe}.txt", std::process::id()));
     let file = File::options().write(true).create_new(true).open(&path)?;
@@ -297,7 +298,11 @@ impl OutputSink {
     /// The collected output.
     pub fn finish(self) -> SinkOutput {
         if !self.overflowed() {
-            return SinkOutput { text: String::from_utf8_lossy(&self.buf).into_owned(), spill: None, spill_error: None };
+            return SinkOutput {
+                text: String::from_utf8_lossy(&self.buf).into_owned(),
+                spill: None,
+                spill_error: None,
+            };
         }
         let head = utf8_prefix(&self.buf);
         let tail: Vec<u8> = self.tail.into_iter().collect();

@@ -21,12 +21,12 @@ pub enum Failure {
         /// The limit that passed.
         limit: Duration,
         /// Output the tool handed back within the grace period.
-        partial: Option<ToolOutput>,
+        partial: Option<Box<ToolOutput>>,
     },
     /// The user interrupted the turn.
     Cancelled {
         /// Output the tool handed back within the grace period.
-        partial: Option<ToolOutput>,
+        partial: Option<Box<ToolOutput>>,
     },
 }
 
@@ -37,7 +37,12 @@ impl From<ToolError> for Failure {
 }
 
 /// The result for `call` given its outcome.
-pub fn convert(call: &ToolCall, outcome: Result<ToolOutput, Failure>, ctx: &ToolContext, started: Instant) -> ToolResult {
+pub fn convert(
+    call: &ToolCall,
+    outcome: Result<ToolOutput, Failure>,
+    ctx: &ToolContext,
+    started: Instant,
+) -> ToolResult {
     let tool = &call.name;
     let mut result = ToolResult {
         call_id: call.id.clone(),
@@ -87,9 +92,9 @@ fn absorb(result: &mut ToolResult, output: ToolOutput) {
     result.spill = output.spill;
 }
 
-fn stopped(result: &mut ToolResult, partial: Option<ToolOutput>, note: String) {
+fn stopped(result: &mut ToolResult, partial: Option<Box<ToolOutput>>, note: String) {
     if let Some(partial) = partial {
-        absorb(result, partial);
+        absorb(result, *partial);
     }
     if result.output.trim().is_empty() {
         result.output = note;
@@ -112,7 +117,7 @@ mod tests {
 
     #[test]
     fn timeout_keeps_partial_output_and_says_so() {
-        let partial = Some(ToolOutput::text("line 1\nline 2\n"));
+        let partial = Some(Box::new(ToolOutput::text("line 1\nline 2\n")));
         let outcome = Err(Failure::TimedOut { limit: Duration::from_millis(1500), partial });
         let r = convert(&call(), outcome, &ctx(), Instant::now());
         assert!(r.is_error && !r.fatal);

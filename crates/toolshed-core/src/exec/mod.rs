@@ -293,7 +293,8 @@ impl Executor {
             let args = decode::decode(entry, &call.input)?;
             let fingerprint = decode::fingerprint(&call.name, &args);
             let invocation = run::guard(entry.spec(), || entry.tool.prepare(args))?;
-            permit::permit(self, session, &ctx, entry.spec(), invocation.as_ref(), fingerprint).await?;
+            let requests = run::guard(entry.spec(), || invocation.permissions(&ctx))?;
+            permit::permit(self, session, &ctx, entry.spec(), requests, fingerprint).await?;
             let _admission = admit::admit(session, entry.spec()).await;
             let limit = invocation.time_limit().unwrap_or(self.default_time_limit);
             run::run(invocation, ctx.clone(), limit).await

@@ -8,7 +8,7 @@ use super::convert::Failure;
 use super::{Executor, Session};
 use crate::context::{CallInfo, ToolContext};
 use crate::permission::{Action, ApprovalRequest, Approver, Asker, Permission, PermissionRequest, Reply};
-use crate::tool::{BoxFuture, Invocation, ToolError, ToolSpec};
+use crate::tool::{BoxFuture, ToolError, ToolSpec};
 
 /// Checks every permission the call needs; `Ok` means it may run.
 pub async fn permit(
@@ -16,10 +16,9 @@ pub async fn permit(
     session: &Session,
     ctx: &ToolContext,
     spec: &ToolSpec,
-    invocation: &(dyn Invocation + '_),
+    mut requests: Vec<PermissionRequest>,
     fingerprint: String,
 ) -> Result<(), Failure> {
-    let mut requests = super::run::guard(spec, || invocation.permissions(ctx))?;
     if session.note_call(fingerprint) {
         requests.insert(
             0,
@@ -123,7 +122,13 @@ mod tests {
     use std::sync::Mutex;
 
     fn info() -> CallInfo {
-        CallInfo { session_id: "s".into(), message_id: "m".into(), call_id: "c".into(), agent: "build".into(), tool: "read".into() }
+        CallInfo {
+            session_id: "s".into(),
+            message_id: "m".into(),
+            call_id: "c".into(),
+            agent: "build".into(),
+            tool: "read".into(),
+        }
     }
 
     struct Scripted(Mutex<Vec<Reply>>);

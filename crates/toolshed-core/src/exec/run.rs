@@ -17,25 +17,40 @@ use crate::tool::{Invocation, ToolError, ToolOutput, ToolSpec};
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs `invocation` to completion, timeout or cancellation.
-pub async fn run(invocation: Box<dyn Invocation + '_>, ctx: ToolContext, limit: Duration) -> Result<ToolOutput, Failure> {
+pub async fn run(
+    invocation: Box<dyn Invocation + '_>,
+    ctx: ToolContext,
+    limit: Duration,
+) -> Result<ToolOutput, Failure> {
     let token = ctx.cancellation().clone();
     let mut fut = CatchUnwind(invocation.run(ctx));
     let stop = tokio::select! {
         biased;
-        result = &mut fut => return finished(result),
+        result = &mut fut => {
+            // A tool that returns because it heard the cancellation was interrupted, whatever it says.
+            if !token.is_cancelled() {
+                return finished(result);
+            }
+            return Err(Failure::Cancelled { partial: partial(result) });
+        }
         _ = token.cancelled() => Stop::Cancelled,
         _ = tokio::time::sleep(limit) => Stop::TimedOut(limit),
     };
     token.cancel();
-    let partial = match tokio::time::timeout(STOP_GRACE, fut).await {
-        Ok(Ok(Ok(output))) => Some(output),
-        Ok(Ok(Err(ToolError::RespondToModel(text) | ToolError::Fatal(text)))) => Some(ToolOutput::text(text)),
-        Ok(Err(_)) | Err(_) => None,
-    };
+    let partial = tokio::time::timeout(STOP_GRACE, fut).await.ok().and_then(partial);
     Err(match stop {
         Stop::Cancelled => Failure::Cancelled { partial },
         Stop::TimedOut(limit) => Failure::TimedOut { limit, partial },
     })
+}
+
+/// What a stopped tool handed back, as output.
+fn partial(result: Result<Result<ToolOutput, ToolError>, String>) -> Option<Box<ToolOutput>> {
+    match result {
+        Ok(Ok(output)) => Some(Box::new(output)),
+        Ok(Err(ToolError::RespondToModel(text) | ToolError::Fatal(text))) => Some(Box::new(ToolOutput::text(text))),
+        Err(_) => None,
+    }
 }
 
 enum Stop {
@@ -56,7 +71,9 @@ pub fn guard<T>(spec: &ToolSpec, f: impl FnOnce() -> Result<T, ToolError>) -> Re
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(Failure::Tool(e)),
-        Err(payload) => Err(Failure::Panic(format!("{} (while preparing {})", panic_message(payload.as_ref()), spec.name))),
+        Err(payload) => {
+            Err(Failure::Panic(format!("{} (while preparing {})", panic_message(payload.as_ref()), spec.name)))
+        }
     }
 }
 

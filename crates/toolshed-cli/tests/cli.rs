@@ -1,0 +1,114 @@
+//! The CLI contract: output shapes and exit codes (0 ok, 1 tool error, 2 usage/config error).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Runs `toolshed` in `root` with an isolated config and data dir.
+fn toolshed(root: &Path, args: &[&str]) -> Output {
+    toolshed_stdin(root, args, "")
+}
+
+fn toolshed_stdin(root: &Path, args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", root.to_str().unwrap()])
+        .args(args)
+        .current_dir(root)
+        .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+        .env("TOOLSHED_DATA_DIR", root.join(".data"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn tools_json_lists_name_description_parameters_exposure_source_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = toolshed(tmp.path(), &["tools", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let tools = json(&out);
+    for tool in tools.as_array().unwrap() {
+        for key in ["name", "description", "parameters", "exposure", "source", "bytes"] {
+            assert!(tool.get(key).is_some(), "{key} missing in {tool}");
+        }
+        assert_eq!(tool["exposure"], "direct");
+        assert_eq!(tool["parameters"]["type"], "object");
+    }
+}
+
+#[test]
+fn every_wire_format_prints_a_tools_array() {
+    let tmp = tempfile::tempdir().unwrap();
+    for format in ["openai-chat", "openai-responses", "anthropic", "mcp"] {
+        let out = toolshed(tmp.path(), &["tools", "--format", format]);
+        assert_eq!(out.status.code(), Some(0), "{format}: {}", stderr(&out));
+        assert!(json(&out).is_array(), "{format}");
+    }
+}
+
+#[test]
+fn unknown_tool_exits_1_with_an_error_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = toolshed(tmp.path(), &["call", "nosuch", "{}", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let result = json(&out);
+    assert_eq!(result["tool"], "nosuch");
+    assert_eq!(result["is_error"], true);
+    assert!(result["output"].as_str().unwrap().starts_with("Unknown tool \"nosuch\"."), "{result}");
+    assert_eq!(result["attachments"], serde_json::json!([]));
+}
+
+#[test]
+fn bad_flags_and_formats_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    assert_eq!(toolshed(tmp.path(), &["tools", "--bogus"]).status.code(), Some(2));
+    assert_eq!(toolshed(tmp.path(), &["tools", "--format", "xml"]).status.code(), Some(2));
+    assert_eq!(toolshed(tmp.path(), &["frobnicate"]).status.code(), Some(2));
+    let out = toolshed(tmp.path(), &["tools", "--agent", "nobody"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("unknown agent `nobody`"), "{}", stderr(&out));
+}
+
+#[test]
+fn config_errors_exit_2_naming_file_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("toolshed.toml"), "[output]\nmax_lines = 10\nmax_byte = 5\n").unwrap();
+    let out = toolshed(tmp.path(), &["tools"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("toolshed.toml:3:1: unknown field `max_byte`"), "{err}");
+}
+
+#[test]
+fn missing_root_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", tmp.path().join("absent").to_str().unwrap(), "tools"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--root"), "{}", stderr(&out));
+}
+
+#[test]
+fn malformed_arguments_exit_1_with_a_clear_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = toolshed_stdin(tmp.path(), &["call", "nosuch", "-", "--json"], "{\"a\": ");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["is_error"], true);
+}

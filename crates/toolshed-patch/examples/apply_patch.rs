@@ -3,11 +3,14 @@
 //! the error on standard error (exit 1).
 //!
 //! `cargo run --release -p toolshed-patch --example apply_patch < patch.txt`
+//!
+//! `TOOLSHED_PATCH_SYNC` picks how writes are made durable: `fsync` (parallel `fdatasync`, the
+//! default), `syncfs` (one `syncfs` per file system) or `none` (no sync; for measuring).
 
 use std::io::Read;
 use std::process::ExitCode;
 
-use toolshed_patch::{ApplyError, CommitOptions, OsFs, apply};
+use toolshed_patch::{ApplyError, CommitOptions, Durability, OsFs, SyncStrategy, apply};
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -33,7 +36,20 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match apply(&text, &OsFs::new(), |p| Ok(cwd.join(p)), &CommitOptions::default()) {
+    let mut options = CommitOptions::default();
+    let fs = match std::env::var("TOOLSHED_PATCH_SYNC").as_deref() {
+        Ok("syncfs") => OsFs::with_sync(SyncStrategy::Syncfs),
+        Ok("none") => {
+            options.durability = Durability::Relaxed;
+            OsFs::new()
+        }
+        Ok("fsync") | Err(_) => OsFs::new(),
+        Ok(other) => {
+            eprintln!("Error: TOOLSHED_PATCH_SYNC must be fsync, syncfs or none, not {other:?}");
+            return ExitCode::from(2);
+        }
+    };
+    match apply(&text, &fs, |p| Ok(cwd.join(p)), &options) {
         Ok(summary) => {
             println!("{summary}");
             ExitCode::SUCCESS

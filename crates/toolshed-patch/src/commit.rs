@@ -45,6 +45,8 @@ impl Default for CommitOptions {
 
 /// One step that may need undoing.
 enum Step {
+    /// A temporary file that another step now accounts for.
+    Claimed,
     CreatedDir(PathBuf),
     /// A staged (or reserved) temporary file that is not in place yet.
     Temp(PathBuf),
@@ -93,12 +95,12 @@ impl<F: FileSystem + ?Sized> Txn<'_, F> {
         for op in ops {
             if let FileOp::Write { path, display, contents, replaces } = op {
                 let like = replaces.then_some(path.as_path());
-                let tmp = self.new_temp(path, contents, like).map_err(|e| fail("write", display, &e))?;
-                staged.push(tmp);
+                staged.push(self.new_temp(path, contents, like).map_err(|e| fail("write", display, &e))?);
             }
         }
         if self.opts.durability == Durability::Durable && !staged.is_empty() {
-            self.fs.sync_files(&staged).map_err(|e| fail("sync the new data of", "the patched files", &e))?;
+            let paths: Vec<PathBuf> = staged.iter().map(|(p, _)| p.clone()).collect();
+            self.fs.sync_files(&paths).map_err(|e| fail("sync the new data of", "the patched files", &e))?;
         }
         let mut staged = staged.into_iter();
         for op in ops {
@@ -164,14 +166,15 @@ impl<F: FileSystem + ?Sized> Txn<'_, F> {
         target.with_file_name(format!(".{short}.{}-{}.tmp", self.opts.temp_tag, self.counter))
     }
 
-    /// Creates a fresh temporary file beside `target` holding `data`.
-    fn new_temp(&mut self, target: &Path, data: &[u8], like: Option<&Path>) -> io::Result<PathBuf> {
+    /// Creates a fresh temporary file beside `target` holding `data`; returns its path and the
+    /// index of its step.
+    fn new_temp(&mut self, target: &Path, data: &[u8], like: Option<&Path>) -> io::Result<(PathBuf, usize)> {
         loop {
             let tmp = self.temp_name(target);
             match self.fs.create_new(&tmp, data, like) {
                 Ok(()) => {
                     self.steps.push(Step::Temp(tmp.clone()));
-                    return Ok(tmp);
+                    return Ok((tmp, self.steps.len() - 1));
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && self.counter < 1_000_000 => continue,
                 Err(e) => return Err(e),
@@ -179,35 +182,35 @@ impl<F: FileSystem + ?Sized> Txn<'_, F> {
         }
     }
 
-    /// Forgets the `Temp` step of `tmp` (it is now accounted for by another step).
-    fn claim(&mut self, tmp: &Path) {
-        if let Some(i) = self.steps.iter().rposition(|s| matches!(s, Step::Temp(t) if t == tmp)) {
-            self.steps.remove(i);
+    /// Marks the `Temp` step `index` as accounted for by another step.
+    fn claim(&mut self, index: usize) {
+        if let Some(step) = self.steps.get_mut(index) {
+            *step = Step::Claimed;
         }
     }
 
-    fn install(&mut self, path: &Path, tmp: PathBuf, replaces: bool) -> io::Result<()> {
+    fn install(&mut self, path: &Path, (tmp, tmp_step): (PathBuf, usize), replaces: bool) -> io::Result<()> {
         if !replaces {
             self.fs.rename(&tmp, path)?;
-            self.claim(&tmp);
+            self.claim(tmp_step);
             self.steps.push(Step::Installed { path: path.to_path_buf(), backup: None });
             return Ok(());
         }
         match self.fs.exchange(&tmp, path) {
             Ok(()) => {
-                self.claim(&tmp);
+                self.claim(tmp_step);
                 self.steps.push(Step::Installed { path: path.to_path_buf(), backup: Some(tmp) });
                 Ok(())
             }
             Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                let backup = self.new_temp(path, b"", None)?;
+                let (backup, backup_step) = self.new_temp(path, b"", None)?;
                 self.fs.rename(path, &backup)?;
-                self.claim(&backup);
+                self.claim(backup_step);
                 if let Err(e) = self.fs.rename(&tmp, path) {
                     self.steps.push(Step::Deleted { path: path.to_path_buf(), backup });
                     return Err(e);
                 }
-                self.claim(&tmp);
+                self.claim(tmp_step);
                 self.steps.push(Step::Installed { path: path.to_path_buf(), backup: Some(backup) });
                 Ok(())
             }
@@ -216,9 +219,9 @@ impl<F: FileSystem + ?Sized> Txn<'_, F> {
     }
 
     fn delete(&mut self, path: &Path) -> io::Result<()> {
-        let backup = self.new_temp(path, b"", None)?;
+        let (backup, backup_step) = self.new_temp(path, b"", None)?;
         self.fs.rename(path, &backup)?;
-        self.claim(&backup);
+        self.claim(backup_step);
         self.steps.push(Step::Deleted { path: path.to_path_buf(), backup });
         Ok(())
     }
@@ -228,6 +231,7 @@ impl<F: FileSystem + ?Sized> Txn<'_, F> {
         let mut unrestored = Vec::new();
         for step in self.steps.drain(..).rev() {
             let result = match &step {
+                Step::Claimed => Ok(()),
                 Step::CreatedDir(dir) => self.fs.remove_dir(dir),
                 Step::Temp(tmp) => self.fs.remove_file(tmp),
                 Step::Installed { path, backup: Some(backup) } | Step::Deleted { path, backup } => {
@@ -240,7 +244,7 @@ impl<F: FileSystem + ?Sized> Txn<'_, F> {
                     Step::Installed { path, .. } | Step::Deleted { path, .. } => {
                         unrestored.push(format!("{} ({e})", path.display()));
                     }
-                    Step::CreatedDir(_) | Step::Temp(_) => {}
+                    Step::Claimed | Step::CreatedDir(_) | Step::Temp(_) => {}
                 }
             }
         }
@@ -254,7 +258,7 @@ impl<F: FileSystem + ?Sized> Txn<'_, F> {
                 Step::Installed { backup: Some(backup), .. } | Step::Deleted { backup, .. } | Step::Temp(backup) => {
                     let _ = self.fs.remove_file(&backup);
                 }
-                Step::Installed { backup: None, .. } | Step::CreatedDir(_) => {}
+                Step::Installed { backup: None, .. } | Step::CreatedDir(_) | Step::Claimed => {}
             }
         }
     }

@@ -160,7 +160,15 @@ fn hunk_error(line: usize, message: impl Into<String>) -> ParseError {
 /// assert_eq!(patch.hunks[0].path(), "a.txt");
 /// ```
 pub fn parse(text: &str) -> Result<Patch<'_>, ParseError> {
-    let lines: Vec<&str> = text.trim().split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+    let text = text.trim();
+    let mut lines: Vec<&str> = Vec::with_capacity(memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', text.as_bytes()).chain(std::iter::once(text.len())) {
+        // '\n' is ASCII, so `start..end` always falls on character boundaries.
+        let line = text.get(start..end).unwrap_or_default();
+        lines.push(line.strip_suffix('\r').unwrap_or(line));
+        start = end + 1;
+    }
     let lines = unwrap_wrappers(&lines);
     let first = lines.first().map_or("", |l| l.trim());
     if first != BEGIN {
@@ -219,7 +227,7 @@ fn line_no(i: usize) -> usize {
 /// A line that ends the lines of an update: a hunk header or anything else starting `***`
 /// in the first column (Codex's rule; an indented `***` line is context).
 fn ends_update(line: &str) -> bool {
-    line.starts_with("***") && line.trim() != END_OF_FILE
+    line.starts_with("***") && line.trim_end() != END_OF_FILE
 }
 
 fn header_path<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
@@ -346,58 +354,66 @@ impl<'l, 'a> Parser<'l, 'a> {
                 format!("Expected update hunk to start with a @@ context marker, got: '{}'", self.lines[self.pos]),
             ));
         }
+        // First find where the chunk ends, so its vectors are allocated once.
         let start = self.pos;
-        while let Some(&line) = self.lines.get(self.pos) {
-            if line.trim() == END_OF_FILE {
-                if self.pos == start {
-                    return Err(hunk_error(line_no(self.pos), "Update hunk does not contain any lines"));
-                }
-                chunk.end_of_file = true;
-                self.pos += 1;
+        let mut end = start;
+        let (mut context, mut added, mut removed) = (0, 0, 0);
+        let mut end_of_file = false;
+        while let Some(&line) = self.lines.get(end) {
+            if line.starts_with("***") && line.trim_end() == END_OF_FILE {
+                end_of_file = true;
                 break;
             }
             match line.as_bytes().first() {
-                None => {
-                    chunk.old_lines.push("");
-                    chunk.new_lines.push("");
-                    chunk.lines.push(ChunkLine::Context(""));
+                None | Some(b' ') => context += 1,
+                Some(b'+') => added += 1,
+                Some(b'-') => removed += 1,
+                Some(_) => break,
+            }
+            end += 1;
+        }
+        if end == start {
+            let empty = || hunk_error(line_no(start), "Update hunk does not contain any lines");
+            return Err(match self.lines.get(start) {
+                Some(line)
+                    if !end_of_file && !(has_header && (ends_update(line) || context_header(line).is_some())) =>
+                {
+                    hunk_error(
+                        line_no(start),
+                        format!(
+                            "Unexpected line found in update hunk: '{line}'. Every line should start with ' ' \
+                             (context line), '+' (added line), or '-' (removed line)"
+                        ),
+                    )
                 }
-                Some(b' ') => {
-                    chunk.old_lines.push(&line[1..]);
-                    chunk.new_lines.push(&line[1..]);
-                    chunk.lines.push(ChunkLine::Context(&line[1..]));
-                }
+                _ => empty(),
+            });
+        }
+        chunk.old_lines.reserve_exact(context + removed);
+        chunk.new_lines.reserve_exact(context + added);
+        chunk.lines.reserve_exact(end - start);
+        for &line in &self.lines[start..end] {
+            match line.as_bytes().first() {
                 Some(b'+') => {
                     chunk.new_lines.push(&line[1..]);
                     chunk.lines.push(ChunkLine::Added(&line[1..]));
-                    chunk.added += 1;
                 }
                 Some(b'-') => {
                     chunk.old_lines.push(&line[1..]);
                     chunk.lines.push(ChunkLine::Removed(&line[1..]));
-                    chunk.removed += 1;
                 }
-                Some(_) => {
-                    if self.pos == start {
-                        if has_header && (ends_update(line) || context_header(line).is_some()) {
-                            return Err(hunk_error(line_no(self.pos), "Update hunk does not contain any lines"));
-                        }
-                        return Err(hunk_error(
-                            line_no(self.pos),
-                            format!(
-                                "Unexpected line found in update hunk: '{line}'. Every line should start with ' ' \
-                                 (context line), '+' (added line), or '-' (removed line)"
-                            ),
-                        ));
-                    }
-                    break;
+                _ => {
+                    let text = line.get(1..).unwrap_or("");
+                    chunk.old_lines.push(text);
+                    chunk.new_lines.push(text);
+                    chunk.lines.push(ChunkLine::Context(text));
                 }
             }
-            self.pos += 1;
         }
-        if self.pos == start {
-            return Err(hunk_error(line_no(self.pos), "Update hunk does not contain any lines"));
-        }
+        chunk.added = added;
+        chunk.removed = removed;
+        chunk.end_of_file = end_of_file;
+        self.pos = end + usize::from(end_of_file);
         Ok(chunk)
     }
 }

@@ -44,6 +44,23 @@ pub struct TextFile<'a> {
     preferred: Eol,
 }
 
+fn split_lines(body: &[u8]) -> Vec<Line<'_>> {
+    let mut lines = Vec::with_capacity(memchr::memchr_iter(b'\n', body).count() + 1);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', body) {
+        let (raw, eol) = match body[start..end].strip_suffix(b"\r") {
+            Some(raw) => (raw, Eol::CrLf),
+            None => (&body[start..end], Eol::Lf),
+        };
+        lines.push(Line { raw, eol });
+        start = end + 1;
+    }
+    if start < body.len() {
+        lines.push(Line { raw: &body[start..], eol: Eol::None });
+    }
+    lines
+}
+
 /// What goes into the rewritten file, in order.
 pub enum Piece<'p> {
     /// Original lines `start..end`, unchanged.
@@ -59,26 +76,20 @@ impl<'a> TextFile<'a> {
             Some(rest) => (true, rest),
             None => (false, bytes),
         };
-        let mut lines = Vec::with_capacity(body.len() / 32 + 1);
-        let mut rest = body;
-        while !rest.is_empty() {
-            match rest.iter().position(|&b| b == b'\n') {
-                Some(i) => {
-                    let (raw, eol) = match rest[..i].strip_suffix(b"\r") {
-                        Some(raw) => (raw, Eol::CrLf),
-                        None => (&rest[..i], Eol::Lf),
-                    };
-                    lines.push(Line { raw, eol });
-                    rest = &rest[i + 1..];
-                }
-                None => {
-                    lines.push(Line { raw: rest, eol: Eol::None });
-                    rest = &[];
-                }
-            }
-        }
+        let lines = split_lines(body);
         let preferred = lines.iter().map(|l| l.eol).find(|e| *e != Eol::None).unwrap_or(Eol::Lf);
-        let text = lines.iter().map(|l| String::from_utf8_lossy(l.raw)).collect();
+        let text = match std::str::from_utf8(body) {
+            // One check for the whole file; each line is then a slice of it ('\r' and '\n' are
+            // ASCII, so every line boundary is a character boundary).
+            Ok(all) => lines
+                .iter()
+                .map(|l| {
+                    let start = l.raw.as_ptr() as usize - body.as_ptr() as usize;
+                    Cow::Borrowed(all.get(start..start + l.raw.len()).unwrap_or_default())
+                })
+                .collect(),
+            Err(_) => lines.iter().map(|l| String::from_utf8_lossy(l.raw)).collect(),
+        };
         TextFile { bom, lines, text, preferred }
     }
 

@@ -207,43 +207,27 @@ impl TypedTool for ApplyPatch {
 
     async fn run(&self, args: ApplyPatchArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let ApplyPatchArgs { input, permitted } = args;
-        let (resolved, patch_paths) = {
-            let patch = parse(&input)?;
-            if patch.hunks.is_empty() {
-                return Err(verification_failed(&ApplyError::Empty));
-            }
-            let now = resolve_all(&Confinement::from_context(&ctx), &patch)?;
-            match permitted.get() {
-                Some(before) => {
-                    if let Some((was, is)) = before.iter().zip(&now).find(|(b, n)| !b.same_target(n)) {
-                        return Err(ToolError::model(format!(
-                            "`{}` resolved to `{}` when permission was checked but to `{}` now (a symbolic link \
-                             changed). Nothing was changed. Check the path and call again.",
-                            is.input(),
-                            was.path().display(),
-                            is.path().display()
-                        )));
-                    }
+        let confinement = Confinement::from_context(&ctx);
+        let permitted = match permitted.into_inner() {
+            Some(permitted) => permitted,
+            None => {
+                // Run outside the chain: nothing was asked yet.
+                let patch = parse(&input)?;
+                let now = resolve_all(&confinement, &patch)?;
+                for request in requests(&patch, &now, "edit") {
+                    ctx.ask(request).await?;
                 }
-                None => {
-                    for request in requests(&patch, &now, "edit") {
-                        ctx.ask(request).await?;
-                    }
-                }
+                now
             }
-            let paths: Vec<PathBuf> = now.iter().map(|r| r.path().to_path_buf()).collect();
-            (now, paths)
         };
-        let _guard = ctx.environment().path_locks.lock_many(&patch_paths).await;
+        let paths: Vec<PathBuf> = permitted.iter().map(|r| r.path().to_path_buf()).collect();
+        let _guard = ctx.environment().path_locks.lock_many(&paths).await;
         if ctx.is_cancelled() {
             return Err(ToolError::model("apply_patch was cancelled before it wrote anything. Nothing was changed."));
         }
-        let by_input: HashMap<String, PathBuf> =
-            resolved.iter().map(|r| (r.input().to_string(), r.path().to_path_buf())).collect();
-        let applied = tokio::task::spawn_blocking(move || apply_blocking(&input, &by_input))
+        let (summary, changed) = tokio::task::spawn_blocking(move || apply_blocking(&input, &confinement, &permitted))
             .await
-            .map_err(|e| ToolError::fatal(format!("apply_patch stopped unexpectedly: {e}")))?;
-        let (summary, changed) = applied.map_err(|e| verification_failed(&e))?;
+            .map_err(|e| ToolError::fatal(format!("apply_patch stopped unexpectedly: {e}")))??;
         let mut text = summary.to_string();
         if let Some(note) = ctx.files_changed(&changed).await {
             text.push_str("\n\n");
@@ -253,9 +237,14 @@ impl TypedTool for ApplyPatch {
             .files
             .iter()
             .map(|f| {
+                let action = match f.action {
+                    Action::Added => "added",
+                    Action::Modified => "modified",
+                    Action::Deleted => "deleted",
+                };
                 json!({
                     "path": f.path,
-                    "action": match f.action { Action::Added => "added", Action::Modified => "modified", Action::Deleted => "deleted" },
+                    "action": action,
                     "moved_from": f.moved_from,
                     "additions": f.added,
                     "deletions": f.removed,
@@ -270,15 +259,41 @@ impl TypedTool for ApplyPatch {
     }
 }
 
-/// Plans and writes the patch; returns the summary and the files written or removed.
-fn apply_blocking(input: &str, by_input: &HashMap<String, PathBuf>) -> Result<(Summary, Vec<PathBuf>), ApplyError> {
-    let patch = toolshed_patch::parse(input)?;
+/// Parses the patch, checks that every path still leads where it did when permission was
+/// given, then plans and writes. Returns the summary and the files written or removed.
+fn apply_blocking(
+    input: &str,
+    confinement: &Confinement,
+    permitted: &[ResolvedPath],
+) -> Result<(Summary, Vec<PathBuf>), ToolError> {
+    let patch = parse(input)?;
+    if patch.hunks.is_empty() {
+        return Err(verification_failed(&ApplyError::Empty));
+    }
+    let now = resolve_all(confinement, &patch)?;
+    if now.len() != permitted.len() {
+        return Err(ToolError::fatal("apply_patch: the patch changed between the permission check and the run"));
+    }
+    if let Some((was, is)) = permitted.iter().zip(&now).find(|(b, n)| !b.same_target(n)) {
+        return Err(ToolError::model(format!(
+            "`{}` resolved to `{}` when permission was checked but to `{}` now (a symbolic link changed). \
+             Nothing was changed. Check the path and call again.",
+            is.input(),
+            was.path().display(),
+            is.path().display()
+        )));
+    }
+    let by_input: HashMap<&str, &std::path::Path> = now.iter().map(|r| (r.input(), r.path())).collect();
     let fs = OsFs::new();
     let plan = toolshed_patch::plan(&patch, &fs, |p| {
-        by_input.get(p).cloned().ok_or_else(|| format!("The path `{p}` was not resolved. Send the patch again."))
-    })?;
+        by_input
+            .get(p)
+            .map(|p| p.to_path_buf())
+            .ok_or_else(|| format!("The path `{p}` was not resolved. Send the patch again."))
+    })
+    .map_err(|e| verification_failed(&e))?;
     let options = CommitOptions { temp_tag: format!("toolshed{}", std::process::id()), ..CommitOptions::default() };
-    toolshed_patch::commit(&fs, &plan.ops, &options)?;
+    toolshed_patch::commit(&fs, &plan.ops, &options).map_err(|e| verification_failed(&ApplyError::Commit(e)))?;
     let changed = plan.ops.iter().map(|op| op.path().to_path_buf()).collect();
     Ok((plan.summary, changed))
 }

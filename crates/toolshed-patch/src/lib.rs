@@ -51,18 +51,30 @@ impl Patch<'_> {
     /// Every path the patch names (sources and move destinations), as written, in order,
     /// without repeats.
     pub fn paths(&self) -> Vec<&str> {
+        let mut seen = std::collections::HashSet::new();
         let mut out: Vec<&str> = Vec::new();
         for hunk in &self.hunks {
             let dest = match hunk {
                 Hunk::Update { move_to, .. } => *move_to,
                 _ => None,
             };
-            for p in std::iter::once(hunk.path()).chain(dest) {
-                if !out.contains(&p) {
-                    out.push(p);
-                }
-            }
+            out.extend(std::iter::once(hunk.path()).chain(dest).filter(|p| seen.insert(*p)));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_lists_sources_and_destinations_once_in_order() {
+        let patch = parse(
+            "*** Begin Patch\n*** Update File: a\n*** Move to: b\n*** Add File: c\n+x\n*** Delete File: a\n\
+             *** Update File: b\n@@\n-x\n+y\n*** End Patch",
+        )
+        .unwrap();
+        assert_eq!(patch.paths(), ["a", "b", "c"]);
     }
 }

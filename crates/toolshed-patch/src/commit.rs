@@ -15,7 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::CommitError;
-use crate::fs::{FileKind, FileSystem};
+use crate::fs::{FileKind, FileSystem, NewFile};
 use crate::plan::FileOp;
 
 /// How hard to try to make the result survive a crash.
@@ -91,17 +91,7 @@ pub fn commit<F: FileSystem + ?Sized>(fs: &F, ops: &[FileOp], opts: &CommitOptio
 impl<F: FileSystem + ?Sized> Txn<'_, F> {
     fn run(&mut self, ops: &[FileOp]) -> Result<(), CommitError> {
         self.create_dirs(ops)?;
-        let mut staged = Vec::with_capacity(ops.len());
-        for op in ops {
-            if let FileOp::Write { path, display, contents, replaces } = op {
-                let like = replaces.then_some(path.as_path());
-                staged.push(self.new_temp(path, contents, like).map_err(|e| fail("write", display, &e))?);
-            }
-        }
-        if self.opts.durability == Durability::Durable && !staged.is_empty() {
-            let paths: Vec<PathBuf> = staged.iter().map(|(p, _)| p.clone()).collect();
-            self.fs.sync_files(&paths).map_err(|e| fail("sync the new data of", "the patched files", &e))?;
-        }
+        let staged = self.stage(ops)?;
         let mut staged = staged.into_iter();
         for op in ops {
             match op {
@@ -154,6 +144,66 @@ impl<F: FileSystem + ?Sized> Txn<'_, F> {
             }
         }
         Ok(())
+    }
+
+    /// Creates a temporary file beside each written target holding its new content, in one
+    /// batch, synced when durable. Returns each temporary path with the index of its step.
+    fn stage(&mut self, ops: &[FileOp]) -> Result<Vec<(PathBuf, usize)>, CommitError> {
+        let writes: Vec<(&Path, &str, &[u8], bool)> = ops
+            .iter()
+            .filter_map(|op| match op {
+                FileOp::Write { path, display, contents, replaces } => {
+                    Some((path.as_path(), display.as_str(), contents.as_slice(), *replaces))
+                }
+                FileOp::Delete { .. } => None,
+            })
+            .collect();
+        let durable = self.opts.durability == Durability::Durable;
+        let mut staged: Vec<Option<(PathBuf, usize)>> = vec![None; writes.len()];
+        let mut pending: Vec<usize> = (0..writes.len()).collect();
+        for _attempt in 0..100 {
+            if pending.is_empty() {
+                break;
+            }
+            let names: Vec<PathBuf> = pending.iter().map(|&i| self.temp_name(writes[i].0)).collect();
+            let files: Vec<NewFile<'_>> = pending
+                .iter()
+                .zip(&names)
+                .map(|(&i, tmp)| {
+                    let (path, _, data, replaces) = writes[i];
+                    NewFile { path: tmp, data, like: replaces.then_some(path) }
+                })
+                .collect();
+            let results = self.fs.create_many(&files, durable);
+            let mut retry = Vec::new();
+            let mut failure = None;
+            for ((&i, tmp), result) in pending.iter().zip(names).zip(results) {
+                match result {
+                    // Someone else's file: pick another name, and never remove it.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => retry.push(i),
+                    result => {
+                        self.steps.push(Step::Temp(tmp.clone()));
+                        staged[i] = Some((tmp, self.steps.len() - 1));
+                        if let Err(e) = result {
+                            failure.get_or_insert((i, e));
+                        }
+                    }
+                }
+            }
+            if let Some((i, e)) = failure {
+                return Err(fail("write", writes[i].1, &e));
+            }
+            pending = retry;
+        }
+        staged
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| {
+                s.ok_or_else(|| {
+                    fail("write", writes[i].1, &io::Error::new(io::ErrorKind::AlreadyExists, "no free temporary name"))
+                })
+            })
+            .collect()
     }
 
     fn temp_name(&mut self, target: &Path) -> PathBuf {
@@ -253,14 +303,17 @@ impl<F: FileSystem + ?Sized> Txn<'_, F> {
 
     /// Removes the old contents after success (best effort: a leftover is only clutter).
     fn cleanup(&mut self) {
-        for step in self.steps.drain(..) {
-            match step {
+        let old: Vec<PathBuf> = self
+            .steps
+            .drain(..)
+            .filter_map(|step| match step {
                 Step::Installed { backup: Some(backup), .. } | Step::Deleted { backup, .. } | Step::Temp(backup) => {
-                    let _ = self.fs.remove_file(&backup);
+                    Some(backup)
                 }
-                Step::Installed { backup: None, .. } | Step::CreatedDir(_) | Step::Claimed => {}
-            }
-        }
+                Step::Installed { backup: None, .. } | Step::CreatedDir(_) | Step::Claimed => None,
+            })
+            .collect();
+        self.fs.remove_many(&old);
     }
 }
 

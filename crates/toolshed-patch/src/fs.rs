@@ -20,6 +20,17 @@ pub enum FileKind {
     Other,
 }
 
+/// One file for [`FileSystem::create_many`].
+#[derive(Clone, Copy, Debug)]
+pub struct NewFile<'a> {
+    /// Where to create it (nothing may be there).
+    pub path: &'a Path,
+    /// Its content.
+    pub data: &'a [u8],
+    /// A file whose permissions it gets.
+    pub like: Option<&'a Path>,
+}
+
 /// The operations applying a patch needs. Staged files are created next to their targets, so a
 /// rename never crosses file systems.
 pub trait FileSystem {
@@ -39,6 +50,23 @@ pub trait FileSystem {
     /// `like`, the new file gets that file's permissions.
     fn create_new(&self, path: &Path, data: &[u8], like: Option<&Path>) -> io::Result<()>;
 
+    /// Creates every file as [`FileSystem::create_new`] does (possibly in parallel), and with
+    /// `durable` makes their data durable too. One result per file, in order; a file whose
+    /// result is an error other than `AlreadyExists` may have been created.
+    fn create_many(&self, files: &[NewFile<'_>], durable: bool) -> Vec<io::Result<()>> {
+        let mut results: Vec<io::Result<()>> = files.iter().map(|f| self.create_new(f.path, f.data, f.like)).collect();
+        if durable {
+            let created: Vec<PathBuf> =
+                files.iter().zip(&results).filter(|(_, r)| r.is_ok()).map(|(f, _)| f.path.to_path_buf()).collect();
+            if let Err(e) = self.sync_files(&created) {
+                for r in results.iter_mut().filter(|r| r.is_ok()) {
+                    *r = Err(io::Error::new(e.kind(), e.to_string()));
+                }
+            }
+        }
+        results
+    }
+
     /// Makes the data of these files durable, as one batched operation.
     fn sync_files(&self, paths: &[PathBuf]) -> io::Result<()>;
 
@@ -57,6 +85,13 @@ pub trait FileSystem {
 
     /// Removes a file.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
+
+    /// Removes files, ignoring failures (cleanup of leftovers), possibly in parallel.
+    fn remove_many(&self, paths: &[PathBuf]) {
+        for path in paths {
+            let _ = self.remove_file(path);
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

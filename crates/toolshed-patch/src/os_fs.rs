@@ -5,7 +5,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::fs::{FileKind, FileSystem};
+use crate::fs::{FileKind, FileSystem, NewFile};
 
 /// How [`OsFs`] makes a batch of files durable.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -48,6 +48,56 @@ fn parallel<T: Sync>(items: &[T], threads: usize, f: impl Fn(&T) -> io::Result<(
         let handles: Vec<_> = items.chunks(per).map(|chunk| scope.spawn(|| chunk.iter().try_for_each(&f))).collect();
         handles.into_iter().try_for_each(|h| h.join().unwrap_or_else(|_| Err(io::Error::other("sync thread panicked"))))
     })
+}
+
+/// Runs `f` on every item, on up to `threads` threads; one result per item, in order.
+fn map_parallel<T: Sync>(items: &[T], threads: usize, f: impl Fn(&T) -> io::Result<()> + Sync) -> Vec<io::Result<()>> {
+    if items.len() <= 1 || threads <= 1 {
+        return items.iter().map(&f).collect();
+    }
+    let per = items.len().div_ceil(threads.min(items.len()));
+    std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            items.chunks(per).map(|chunk| scope.spawn(|| chunk.iter().map(&f).collect::<Vec<_>>())).collect();
+        handles
+            .into_iter()
+            .zip(items.chunks(per))
+            .flat_map(|(h, chunk)| {
+                h.join()
+                    .unwrap_or_else(|_| chunk.iter().map(|_| Err(io::Error::other("worker thread panicked"))).collect())
+            })
+            .collect()
+    })
+}
+
+/// Creates `path` (which must not exist) holding `data`, with the permissions (and, for root,
+/// the owner) of `like`. On failure nothing is left behind.
+fn create_file(path: &Path, data: &[u8], like: Option<&Path>) -> io::Result<File> {
+    let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+    let result = (|| {
+        if let Some(like) = like {
+            let meta = fs::metadata(like)?;
+            file.set_permissions(meta.permissions())?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt;
+                let mine = file.metadata()?;
+                if (mine.uid(), mine.gid()) != (meta.uid(), meta.gid()) {
+                    // Only root may give a file away; anyone else keeps their own ownership.
+                    let _ = std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid()));
+                }
+            }
+        }
+        file.write_all(data)
+    })();
+    match result {
+        Ok(()) => Ok(file),
+        Err(e) => {
+            drop(file);
+            let _ = fs::remove_file(path);
+            Err(e)
+        }
+    }
 }
 
 const SYNC_THREADS: usize = 16;
@@ -139,28 +189,34 @@ impl FileSystem for OsFs {
     }
 
     fn create_new(&self, path: &Path, data: &[u8], like: Option<&Path>) -> io::Result<()> {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
-        let result = (|| {
-            if let Some(like) = like {
-                let meta = fs::metadata(like)?;
-                file.set_permissions(meta.permissions())?;
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::MetadataExt;
-                    let mine = file.metadata()?;
-                    if (mine.uid(), mine.gid()) != (meta.uid(), meta.gid()) {
-                        // Only root may give a file away; anyone else keeps their own ownership.
-                        let _ = std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid()));
-                    }
+        create_file(path, data, like).map(drop)
+    }
+
+    /// Creates and writes the files on several threads; with `durable`, each thread syncs its
+    /// files right after writing them, on the descriptor it already holds.
+    fn create_many(&self, files: &[NewFile<'_>], durable: bool) -> Vec<io::Result<()>> {
+        let create = |f: &NewFile<'_>| -> io::Result<()> {
+            let file = create_file(f.path, f.data, f.like)?;
+            if durable && self.sync == SyncStrategy::ParallelFsync {
+                file.sync_data()?;
+            }
+            Ok(())
+        };
+        let mut results = map_parallel(files, SYNC_THREADS, create);
+        if durable && self.sync == SyncStrategy::Syncfs {
+            let created: Vec<PathBuf> =
+                files.iter().zip(&results).filter(|(_, r)| r.is_ok()).map(|(f, _)| f.path.to_path_buf()).collect();
+            if let Err(e) = syncfs_all(&created) {
+                for r in results.iter_mut().filter(|r| r.is_ok()) {
+                    *r = Err(io::Error::new(e.kind(), e.to_string()));
                 }
             }
-            file.write_all(data)
-        })();
-        if result.is_err() {
-            drop(file);
-            let _ = fs::remove_file(path);
         }
-        result
+        results
+    }
+
+    fn remove_many(&self, paths: &[PathBuf]) {
+        map_parallel(paths, SYNC_THREADS, |p| fs::remove_file(p));
     }
 
     fn sync_files(&self, paths: &[PathBuf]) -> io::Result<()> {
@@ -206,6 +262,30 @@ mod tests {
         assert_eq!(fs::metadata(&tmp).unwrap().permissions().mode() & 0o777, 0o751);
         let again = OsFs::new().create_new(&tmp, b"x", None).unwrap_err();
         assert_eq!(again.kind(), io::ErrorKind::AlreadyExists);
+    }
+
+    #[test]
+    fn create_many_reports_each_file_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let taken = dir.path().join("taken");
+        fs::write(&taken, "mine").unwrap();
+        let paths: Vec<PathBuf> = (0..40).map(|i| dir.path().join(format!("n{i}"))).collect();
+        let mut files: Vec<NewFile<'_>> =
+            paths.iter().map(|p| NewFile { path: p, data: b"data", like: None }).collect();
+        files.insert(7, NewFile { path: &taken, data: b"theirs", like: None });
+        for durable in [true, false] {
+            for p in &paths {
+                let _ = fs::remove_file(p);
+            }
+            let results = OsFs::new().create_many(&files, durable);
+            assert_eq!(results.len(), 41);
+            assert_eq!(results[7].as_ref().unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+            assert!(results.iter().enumerate().all(|(i, r)| i == 7 || r.is_ok()));
+            assert_eq!(fs::read(&taken).unwrap(), b"mine");
+            assert_eq!(fs::read(&paths[39]).unwrap(), b"data");
+        }
+        OsFs::new().remove_many(&paths);
+        assert!(paths.iter().all(|p| !p.exists()));
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! 1. Create missing parent directories.
 //! 2. Stage every new file's data in a temporary file beside its target.
 //! 3. Make all staged data durable in one batch ([`FileSystem::sync_files`]).
-//! 4. Put each file in place: an atomic exchange with the old file where the file system can
-//!    (the old content then waits under the temporary name), else two renames; a deleted file
-//!    is renamed aside. If any step fails, every earlier step is undone in reverse order.
-//! 5. Make the directory entries durable, then remove the old contents.
+//! 4. Rename each staged file over its target (one atomic step per file); a deleted file is
+//!    renamed aside. If any step fails, every earlier step is undone in reverse order: a replaced
+//!    file gets its original bytes back (kept in memory from planning), a new file is removed, a
+//!    deleted one renamed back.
+//! 5. Make the directory entries durable, then remove the deleted files' bytes.
 //!
 //! A crash can leave some of a multi-file patch applied, but never a torn or empty file.
 
@@ -44,20 +45,20 @@ impl Default for CommitOptions {
 }
 
 /// One step that may need undoing.
-enum Step {
+enum Step<'a> {
     /// A temporary file that another step now accounts for.
     Claimed,
     CreatedDir(PathBuf),
     /// A staged (or reserved) temporary file that is not in place yet.
     Temp(PathBuf),
-    /// `path` now holds the new content; the old one (if any) is at `backup`.
+    /// `path` now holds the new content; `original` is what it held before, if anything.
     Installed {
-        path: PathBuf,
-        backup: Option<PathBuf>,
+        path: &'a Path,
+        original: Option<&'a [u8]>,
     },
     /// `path` was renamed aside to `backup`.
     Deleted {
-        path: PathBuf,
+        path: &'a Path,
         backup: PathBuf,
     },
 }
@@ -65,7 +66,7 @@ enum Step {
 struct Txn<'a, F: FileSystem + ?Sized> {
     fs: &'a F,
     opts: &'a CommitOptions,
-    steps: Vec<Step>,
+    steps: Vec<Step<'a>>,
     counter: usize,
 }
 
@@ -88,16 +89,16 @@ pub fn commit<F: FileSystem + ?Sized>(fs: &F, ops: &[FileOp], opts: &CommitOptio
     }
 }
 
-impl<F: FileSystem + ?Sized> Txn<'_, F> {
-    fn run(&mut self, ops: &[FileOp]) -> Result<(), CommitError> {
+impl<'a, F: FileSystem + ?Sized> Txn<'a, F> {
+    fn run(&mut self, ops: &'a [FileOp]) -> Result<(), CommitError> {
         self.create_dirs(ops)?;
         let staged = self.stage(ops)?;
         let mut staged = staged.into_iter();
         for op in ops {
             match op {
-                FileOp::Write { path, display, replaces, .. } => {
+                FileOp::Write { path, display, original, .. } => {
                     let Some(tmp) = staged.next() else { break };
-                    self.install(path, tmp, *replaces).map_err(|e| fail("write", display, &e))?;
+                    self.install(path, tmp, original.as_deref()).map_err(|e| fail("write", display, &e))?;
                 }
                 FileOp::Delete { path, display } => self.delete(path).map_err(|e| fail("delete file", display, &e))?,
             }
@@ -116,7 +117,7 @@ impl<F: FileSystem + ?Sized> Txn<'_, F> {
     fn create_dirs(&mut self, ops: &[FileOp]) -> Result<(), CommitError> {
         let mut known: HashSet<PathBuf> = HashSet::new();
         for op in ops {
-            let FileOp::Write { path, display, replaces: false, .. } = op else { continue };
+            let FileOp::Write { path, display, original: None, .. } = op else { continue };
             let mut missing = Vec::new();
             for dir in path.ancestors().skip(1) {
                 if dir.as_os_str().is_empty() || known.contains(dir) {
@@ -152,8 +153,8 @@ impl<F: FileSystem + ?Sized> Txn<'_, F> {
         let writes: Vec<(&Path, &str, &[u8], bool)> = ops
             .iter()
             .filter_map(|op| match op {
-                FileOp::Write { path, display, contents, replaces } => {
-                    Some((path.as_path(), display.as_str(), contents.as_slice(), *replaces))
+                FileOp::Write { path, display, contents, original } => {
+                    Some((path.as_path(), display.as_str(), contents.as_slice(), original.is_some()))
                 }
                 FileOp::Delete { .. } => None,
             })
@@ -239,78 +240,70 @@ impl<F: FileSystem + ?Sized> Txn<'_, F> {
         }
     }
 
-    fn install(&mut self, path: &Path, (tmp, tmp_step): (PathBuf, usize), replaces: bool) -> io::Result<()> {
-        if !replaces {
-            self.fs.rename(&tmp, path)?;
-            self.claim(tmp_step);
-            self.steps.push(Step::Installed { path: path.to_path_buf(), backup: None });
-            return Ok(());
-        }
-        match self.fs.exchange(&tmp, path) {
-            Ok(()) => {
-                self.claim(tmp_step);
-                self.steps.push(Step::Installed { path: path.to_path_buf(), backup: Some(tmp) });
-                Ok(())
-            }
-            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                let (backup, backup_step) = self.new_temp(path, b"", None)?;
-                self.fs.rename(path, &backup)?;
-                self.claim(backup_step);
-                if let Err(e) = self.fs.rename(&tmp, path) {
-                    self.steps.push(Step::Deleted { path: path.to_path_buf(), backup });
-                    return Err(e);
-                }
-                self.claim(tmp_step);
-                self.steps.push(Step::Installed { path: path.to_path_buf(), backup: Some(backup) });
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
+    fn install(
+        &mut self,
+        path: &'a Path,
+        (tmp, tmp_step): (PathBuf, usize),
+        original: Option<&'a [u8]>,
+    ) -> io::Result<()> {
+        self.fs.rename(&tmp, path)?;
+        self.claim(tmp_step);
+        self.steps.push(Step::Installed { path, original });
+        Ok(())
     }
 
-    fn delete(&mut self, path: &Path) -> io::Result<()> {
+    /// Puts `original` back at `path` through a temporary file (with the permissions the new
+    /// file carried over from it).
+    fn restore(&mut self, path: &Path, original: &[u8]) -> io::Result<()> {
+        let (tmp, step) = self.new_temp(path, original, Some(path))?;
+        self.fs.rename(&tmp, path)?;
+        self.claim(step);
+        Ok(())
+    }
+
+    fn delete(&mut self, path: &'a Path) -> io::Result<()> {
         let (backup, backup_step) = self.new_temp(path, b"", None)?;
         self.fs.rename(path, &backup)?;
         self.claim(backup_step);
-        self.steps.push(Step::Deleted { path: path.to_path_buf(), backup });
+        self.steps.push(Step::Deleted { path, backup });
         Ok(())
     }
 
     /// Undoes every step, newest first; returns what could not be put back.
     fn rollback(&mut self) -> Vec<String> {
         let mut unrestored = Vec::new();
-        for step in self.steps.drain(..).rev() {
-            let result = match &step {
-                Step::Claimed => Ok(()),
-                Step::CreatedDir(dir) => self.fs.remove_dir(dir),
-                Step::Temp(tmp) => self.fs.remove_file(tmp),
-                Step::Installed { path, backup: Some(backup) } | Step::Deleted { path, backup } => {
-                    self.fs.rename(backup, path)
-                }
-                Step::Installed { path, backup: None } => self.fs.remove_file(path),
+        let steps = std::mem::take(&mut self.steps);
+        for step in steps.into_iter().rev() {
+            let (result, path) = match step {
+                Step::Claimed => continue,
+                Step::CreatedDir(dir) => (self.fs.remove_dir(&dir), None),
+                Step::Temp(tmp) => (self.fs.remove_file(&tmp), None),
+                Step::Installed { path, original: Some(original) } => (self.restore(path, original), Some(path)),
+                Step::Installed { path, original: None } => (self.fs.remove_file(path), Some(path)),
+                Step::Deleted { path, backup } => (self.fs.rename(&backup, path), Some(path)),
             };
-            if let Err(e) = result {
-                match step {
-                    Step::Installed { path, .. } | Step::Deleted { path, .. } => {
-                        unrestored.push(format!("{} ({e})", path.display()));
-                    }
-                    Step::Claimed | Step::CreatedDir(_) | Step::Temp(_) => {}
-                }
+            if let (Err(e), Some(path)) = (result, path) {
+                unrestored.push(format!("{} ({e})", path.display()));
+            }
+        }
+        // Temporary files of restores that failed half-way.
+        for step in std::mem::take(&mut self.steps) {
+            if let Step::Temp(tmp) = step {
+                let _ = self.fs.remove_file(&tmp);
             }
         }
         unrestored
     }
 
-    /// Removes the old contents after success (best effort: a leftover is only clutter).
+    /// Removes what is left after success: the deleted files' bytes (best effort: a leftover
+    /// is only clutter).
     fn cleanup(&mut self) {
         let old: Vec<PathBuf> = self
             .steps
             .drain(..)
             .filter_map(|step| match step {
-                Step::Installed { backup: Some(backup), .. } | Step::Deleted { backup, .. } | Step::Temp(backup) => {
-                    Some(backup)
-                }
-                Step::Installed { backup: None, .. } | Step::CreatedDir(_) | Step::Claimed => None,
+                Step::Deleted { backup, .. } | Step::Temp(backup) => Some(backup),
+                Step::Installed { .. } | Step::CreatedDir(_) | Step::Claimed => None,
             })
             .collect();
         self.fs.remove_many(&old);
@@ -323,8 +316,13 @@ mod tests {
     use crate::fs::{FailOn, MemFs};
     use std::collections::BTreeMap;
 
-    fn write(path: &str, data: &str, replaces: bool) -> FileOp {
-        FileOp::Write { path: path.into(), display: path.into(), contents: data.into(), replaces }
+    fn write(path: &str, data: &str, original: Option<&str>) -> FileOp {
+        FileOp::Write {
+            path: path.into(),
+            display: path.into(),
+            contents: data.into(),
+            original: original.map(Into::into),
+        }
     }
 
     fn tree() -> MemFs {
@@ -337,10 +335,10 @@ mod tests {
 
     fn ops() -> Vec<FileOp> {
         vec![
-            write("/w/a.txt", "new a\n", true),
+            write("/w/a.txt", "new a\n", Some("old a\n")),
             FileOp::Delete { path: "/w/gone.txt".into(), display: "gone.txt".into() },
-            write("/w/new/deep/c.txt", "c\n", false),
-            write("/w/b.txt", "new b\n", true),
+            write("/w/new/deep/c.txt", "c\n", None),
+            write("/w/b.txt", "new b\n", Some("old b\n")),
         ]
     }
 
@@ -350,24 +348,17 @@ mod tests {
 
     #[test]
     fn success_writes_everything_and_leaves_no_temporaries() {
-        for fs in [tree(), {
-            let fs = MemFs::without_exchange();
-            fs.insert_file("/w/a.txt", "old a\n");
-            fs.insert_file("/w/b.txt", "old b\n");
-            fs.insert_file("/w/gone.txt", "bye\n");
-            fs
-        }] {
-            commit(&fs, &ops(), &CommitOptions::default()).unwrap();
-            let files: Vec<_> = fs.files().into_iter().map(|(p, d)| (p, String::from_utf8(d).unwrap())).collect();
-            assert_eq!(
-                files,
-                [
-                    ("/w/a.txt".into(), "new a\n".into()),
-                    ("/w/b.txt".into(), "new b\n".into()),
-                    ("/w/new/deep/c.txt".into(), "c\n".into())
-                ]
-            );
-        }
+        let fs = tree();
+        commit(&fs, &ops(), &CommitOptions::default()).unwrap();
+        let files: Vec<_> = fs.files().into_iter().map(|(p, d)| (p, String::from_utf8(d).unwrap())).collect();
+        assert_eq!(
+            files,
+            [
+                ("/w/a.txt".into(), "new a\n".into()),
+                ("/w/b.txt".into(), "new b\n".into()),
+                ("/w/new/deep/c.txt".into(), "c\n".into())
+            ]
+        );
     }
 
     #[test]
@@ -380,18 +371,13 @@ mod tests {
             (FailOn::Rename, "c.txt"),
             (FailOn::SyncDirs, "deep"),
         ];
-        for exchange in [true, false] {
-            for (on, suffix) in failures {
-                let fs = if exchange { MemFs::new() } else { MemFs::without_exchange() };
-                for (p, d) in tree().files() {
-                    fs.insert_file(p, d);
-                }
-                let before = snapshot(&fs);
-                fs.fail(on, suffix);
-                let err = commit(&fs, &ops(), &CommitOptions::default()).unwrap_err();
-                assert!(err.unrestored.is_empty(), "{err}");
-                assert_eq!(snapshot(&fs), before, "{on:?} {suffix} exchange={exchange}");
-            }
+        for (on, suffix) in failures {
+            let fs = tree();
+            let before = snapshot(&fs);
+            fs.fail(on, suffix);
+            let err = commit(&fs, &ops(), &CommitOptions::default()).unwrap_err();
+            assert!(err.unrestored.is_empty(), "{err}");
+            assert_eq!(snapshot(&fs), before, "{on:?} {suffix}");
         }
     }
 

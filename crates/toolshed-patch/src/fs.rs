@@ -76,13 +76,6 @@ pub trait FileSystem {
     /// Renames `from` to `to`, atomically replacing `to` if it exists.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
 
-    /// Atomically swaps `a` and `b`, which both exist. Fails with `Unsupported` where the
-    /// platform or file system cannot; callers then fall back to two renames.
-    fn exchange(&self, a: &Path, b: &Path) -> io::Result<()> {
-        let _ = (a, b);
-        Err(io::ErrorKind::Unsupported.into())
-    }
-
     /// Removes a file.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
 
@@ -124,17 +117,11 @@ struct Fault {
 pub struct MemFs {
     nodes: Mutex<BTreeMap<PathBuf, Node>>,
     faults: Mutex<Vec<Fault>>,
-    exchange_supported: bool,
 }
 
 impl MemFs {
-    /// An empty tree that supports atomic exchange.
+    /// An empty tree.
     pub fn new() -> Self {
-        MemFs { exchange_supported: true, ..Default::default() }
-    }
-
-    /// An empty tree without atomic exchange (like file systems that lack `RENAME_EXCHANGE`).
-    pub fn without_exchange() -> Self {
         MemFs::default()
     }
 
@@ -288,20 +275,6 @@ impl FileSystem for MemFs {
         if let Some(node) = nodes.remove(from) {
             nodes.insert(to.to_path_buf(), node);
         }
-        Ok(())
-    }
-
-    fn exchange(&self, a: &Path, b: &Path) -> io::Result<()> {
-        if !self.exchange_supported {
-            return Err(io::ErrorKind::Unsupported.into());
-        }
-        self.check(FailOn::Rename, b)?;
-        let mut nodes = self.nodes();
-        let (Some(na), Some(nb)) = (nodes.get(a).cloned(), nodes.get(b).cloned()) else {
-            return Err(io::ErrorKind::NotFound.into());
-        };
-        nodes.insert(a.to_path_buf(), nb);
-        nodes.insert(b.to_path_buf(), na);
         Ok(())
     }
 

@@ -1,5 +1,5 @@
 //! [`OsFs`]: the real file system, with batched durability (one `syncfs` per file system, or
-//! `fdatasync` on several threads) and atomic exchange through `renameat2` on Linux.
+//! `fdatasync` on several threads).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -146,30 +146,6 @@ fn syncfs_all(paths: &[PathBuf]) -> io::Result<()> {
     parallel(paths, SYNC_THREADS, |p| fdatasync(p))
 }
 
-#[cfg(target_os = "linux")]
-fn rename_exchange(a: &Path, b: &Path) -> io::Result<()> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let ca = CString::new(a.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
-    let cb = CString::new(b.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
-    // SAFETY: both pointers are NUL-terminated strings that live across the call.
-    let rc =
-        unsafe { libc::renameat2(libc::AT_FDCWD, ca.as_ptr(), libc::AT_FDCWD, cb.as_ptr(), libc::RENAME_EXCHANGE) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP) => Err(io::ErrorKind::Unsupported.into()),
-        _ => Err(e),
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn rename_exchange(_a: &Path, _b: &Path) -> io::Result<()> {
-    Err(io::ErrorKind::Unsupported.into())
-}
-
 impl FileSystem for OsFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         fs::read(path)
@@ -254,10 +230,6 @@ impl FileSystem for OsFs {
         fs::rename(from, to)
     }
 
-    fn exchange(&self, a: &Path, b: &Path) -> io::Result<()> {
-        rename_exchange(a, b)
-    }
-
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         fs::remove_file(path)
     }
@@ -303,18 +275,6 @@ mod tests {
         }
         OsFs::new().remove_many(&paths);
         assert!(paths.iter().all(|p| !p.exists()));
-    }
-
-    #[test]
-    fn exchange_swaps_two_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        fs::write(&a, "A").unwrap();
-        fs::write(&b, "B").unwrap();
-        match OsFs::new().exchange(&a, &b) {
-            Ok(()) => assert_eq!((fs::read(&a).unwrap(), fs::read(&b).unwrap()), (b"B".to_vec(), b"A".to_vec())),
-            Err(e) => assert_eq!(e.kind(), io::ErrorKind::Unsupported),
-        }
     }
 
     #[test]

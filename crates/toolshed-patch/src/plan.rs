@@ -15,7 +15,7 @@ use crate::text::{Piece, TextFile};
 /// One change to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FileOp {
-    /// Write `contents` to `path`, replacing the file there if `replaces`.
+    /// Write `contents` to `path`, replacing the file there if any (`original`).
     Write {
         /// Where.
         path: PathBuf,
@@ -23,8 +23,9 @@ pub enum FileOp {
         display: String,
         /// The new bytes.
         contents: Vec<u8>,
-        /// A file exists at `path` now.
-        replaces: bool,
+        /// The bytes of the file at `path` now, if there is one (to put back if a later write
+        /// fails).
+        original: Option<Vec<u8>>,
     },
     /// Remove the file at `path`.
     Delete {
@@ -154,6 +155,8 @@ struct Slot {
     by_add: bool,
     moved_from: Option<String>,
     moved_away: bool,
+    /// The file's bytes on disk, once read.
+    disk: Option<Vec<u8>>,
 }
 
 struct Planner<'f, F: FileSystem + ?Sized> {
@@ -208,7 +211,12 @@ where
                             reason: reason_for_kind(slot.original),
                         });
                     }
-                    State::Disk => fs.read(&slot.path).map(|b| count_lines(&b)).unwrap_or(0),
+                    State::Disk => {
+                        if slot.disk.is_none() {
+                            slot.disk = fs.read(&slot.path).ok();
+                        }
+                        slot.disk.as_deref().map_or(0, count_lines)
+                    }
                     State::New(data) => count_lines(data),
                 };
                 slot.state = State::Absent;
@@ -218,7 +226,7 @@ where
             Hunk::Update { path, move_to, chunks } => planner.update(path, *move_to, chunks, &resolve)?,
         }
     }
-    Ok(planner.finish())
+    planner.finish()
 }
 
 fn count_lines(data: &[u8]) -> usize {
@@ -263,6 +271,7 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
                     by_add: false,
                     moved_from: None,
                     moved_away: false,
+                    disk: None,
                 });
                 self.index.insert(path, self.slots.len() - 1);
                 self.slots.len() - 1
@@ -282,17 +291,17 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
         let source = resolve(path)?;
         let slot = self.slot(source.clone(), path)?;
         let read_error = |reason: String| ApplyError::Read { path: path.to_string(), reason };
-        let disk;
-        let current: &[u8] = match &slot.state {
+        let (current, from_disk): (Vec<u8>, bool) = match &slot.state {
             State::Absent => return Err(read_error(reason_for_kind(FileKind::Missing))),
             State::Disk if slot.original != FileKind::File => return Err(read_error(reason_for_kind(slot.original))),
-            State::Disk => {
-                disk = fs.read(&slot.path).map_err(|e| read_error(io_reason(&e)))?;
-                &disk
-            }
-            State::New(data) => data,
+            State::Disk => match slot.disk.take() {
+                Some(bytes) => (bytes, true),
+                None => (fs.read(&slot.path).map_err(|e| read_error(io_reason(&e)))?, true),
+            },
+            // A file an earlier hunk wrote: rarely large, so a copy is fine.
+            State::New(data) => (data.clone(), false),
         };
-        let new = if chunks.is_empty() { None } else { Some(apply_chunks(current, chunks, path)?) };
+        let new = if chunks.is_empty() { None } else { Some(apply_chunks(&current, chunks, path)?) };
         let (added, removed) = chunks.iter().fold((0, 0), |(a, r), c| (a + c.added, r + c.removed));
         let dest = match move_to {
             Some(dest_display) => Some((resolve(dest_display)?, dest_display)).filter(|(p, _)| *p != source),
@@ -302,14 +311,20 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
             if let Some(new) = new {
                 slot.state = State::New(new);
             }
+            if from_disk {
+                slot.disk = Some(current);
+            }
             slot.added += added;
             slot.removed += removed;
             return Ok(());
         };
         let contents = match new {
             Some(new) => new,
-            None => current.to_vec(),
+            None => current.clone(),
         };
+        if from_disk {
+            slot.disk = Some(current);
+        }
         slot.state = State::Absent;
         slot.moved_away = true;
         let origin = slot.moved_from.take().unwrap_or_else(|| slot.display.clone());
@@ -329,7 +344,7 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
         Ok(())
     }
 
-    fn finish(self) -> Plan {
+    fn finish(self) -> Result<Plan, ApplyError> {
         let mut ops = Vec::new();
         let mut files = Vec::new();
         for slot in self.slots {
@@ -350,16 +365,21 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
                     } else {
                         Action::Modified
                     };
+                    let original = match (existed, slot.disk) {
+                        (false, _) => None,
+                        (true, Some(bytes)) => Some(bytes),
+                        // Replaced without being read (Add File or a move onto it): keep its bytes
+                        // to put back if a later write fails.
+                        (true, None) => Some(self.fs.read(&slot.path).map_err(|e| ApplyError::Write {
+                            path: slot.display.clone(),
+                            reason: format!("cannot read the file it replaces: {}", io_reason(&e)),
+                        })?),
+                    };
                     if let State::New(contents) = slot.state {
                         if action == Action::Added {
                             added = count_lines(&contents);
                         }
-                        ops.push(FileOp::Write {
-                            path: slot.path,
-                            display: slot.display.clone(),
-                            contents,
-                            replaces: existed,
-                        });
+                        ops.push(FileOp::Write { path: slot.path, display: slot.display.clone(), contents, original });
                     }
                     Some(action)
                 }
@@ -376,7 +396,7 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
             }
         }
         files.sort_by_key(|f| f.action);
-        Plan { ops, summary: Summary { files } }
+        Ok(Plan { ops, summary: Summary { files } })
     }
 }
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use toolshed_patch::fs::NewFile;
 use toolshed_patch::{CommitOptions, FileKind, FileSystem, OsFs, apply};
 
-/// The real file system, failing the `fail_at`-th rename or exchange.
+/// The real file system, failing the `fail_at`-th rename.
 struct Flaky {
     inner: OsFs,
     fail_at: usize,
@@ -54,10 +54,6 @@ impl FileSystem for Flaky {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.tick()?;
         self.inner.rename(from, to)
-    }
-    fn exchange(&self, a: &Path, b: &Path) -> io::Result<()> {
-        self.tick()?;
-        self.inner.exchange(a, b)
     }
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         self.inner.remove_file(path)
@@ -132,5 +128,5 @@ fn a_failed_rename_at_any_step_restores_the_real_tree() {
             }
         }
     }
-    assert_eq!(failures, 6, "one failure per rename or exchange: five sections, the move being two");
+    assert_eq!(failures, 6, "one failure per rename: five sections, the move being two");
 }

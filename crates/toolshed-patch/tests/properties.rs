@@ -268,9 +268,8 @@ proptest! {
     fn a_failed_write_anywhere_restores_every_file(
         (old, _new, patch, eol) in edited_file(),
         fail_at in 0usize..5,
-        exchange in any::<bool>(),
     ) {
-        let fs = if exchange { MemFs::new() } else { MemFs::without_exchange() };
+        let fs = MemFs::new();
         fs.insert_file("/w/f.txt", render(&old, eol));
         fs.insert_file("/w/gone.txt", "bye\n");
         let body = patch.trim_start_matches("*** Begin Patch\n").trim_end_matches("*** End Patch\n");

@@ -85,13 +85,15 @@ impl Ruleset {
     }
 
     /// OpenCode's defaults: everything allowed, except `external_directory` and `doom_loop`
-    /// (ask) and reads of `.env` files (ask; `*.env.example` allowed).
+    /// (ask) and reads of `.env` files (ask; `*.env.example` allowed); plus
+    /// `sandbox_escalation` (ask), so a sandboxed command never reruns unsandboxed unasked.
     pub fn defaults() -> Self {
         use Action::*;
         Ruleset::new(vec![
             Rule::new("*", "*", Allow),
             Rule::new("doom_loop", "*", Ask),
             Rule::new("external_directory", "*", Ask),
+            Rule::new("sandbox_escalation", "*", Ask),
             Rule::new("read", "*", Allow),
             Rule::new("read", "*.env", Ask),
             Rule::new("read", "*.env.*", Ask),
@@ -165,6 +167,9 @@ pub struct PermissionRequest {
     pub always: Vec<String>,
     /// Extra facts for whoever approves (e.g. the diff of an edit).
     pub metadata: Map<String, Value>,
+    /// The least this request needs whatever the rules say: `Ask` for input the tool cannot
+    /// fully analyse (e.g. a shell command the parser cannot classify), so no allow rule covers it.
+    pub minimum: Action,
 }
 
 impl PermissionRequest {
@@ -175,7 +180,13 @@ impl PermissionRequest {
         S: Into<String>,
     {
         let patterns: Vec<String> = patterns.into_iter().map(Into::into).collect();
-        PermissionRequest { permission: permission.into(), always: patterns.clone(), patterns, metadata: Map::new() }
+        PermissionRequest {
+            permission: permission.into(),
+            always: patterns.clone(),
+            patterns,
+            metadata: Map::new(),
+            minimum: Action::Allow,
+        }
     }
 
     /// Sets what an "always" answer approves.
@@ -185,6 +196,12 @@ impl PermissionRequest {
         S: Into<String>,
     {
         self.always = always.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Requires at least `minimum` (see [`PermissionRequest::minimum`]).
+    pub fn at_least(mut self, minimum: Action) -> Self {
+        self.minimum = minimum;
         self
     }
 
@@ -283,6 +300,7 @@ mod tests {
         assert_eq!(rules.evaluate("read", "app/.env.example").action, Action::Allow);
         assert_eq!(rules.evaluate("external_directory", "/etc/*").action, Action::Ask);
         assert_eq!(rules.evaluate("doom_loop", "read").action, Action::Ask);
+        assert_eq!(rules.evaluate("sandbox_escalation", "make install").action, Action::Ask);
         assert_eq!(rules.evaluate("edit", "a.txt").action, Action::Allow);
         assert_eq!(rules.evaluate("bash", "rm -rf /").action, Action::Allow);
     }

@@ -59,13 +59,14 @@ impl Gate {
                 Action::Deny => {
                     let rule = decision.rule.map(|r| format!(" (rule: {r})")).unwrap_or_default();
                     return Err(ToolError::model(format!(
-                        "{}Permission denied: the configured rules forbid `{}` on `{pattern}`{rule}. The call was not run; do not retry it. Use another approach, or ask the user to change the rule.",
+                        "{}Permission denied: the rules of agent `{}` forbid `{}` on `{pattern}`{rule}. The call was not run; do not retry it. Use another approach, or ask the user to change the rule.",
                         doom_prefix(call, &request),
+                        call.agent,
                         request.permission,
                     )));
                 }
-                Action::Allow => {}
-                Action::Ask => {
+                Action::Allow if request.minimum == Action::Allow => {}
+                Action::Allow | Action::Ask => {
                     if !self.session.approved(&request.permission, pattern) {
                         unanswered.push(pattern.clone());
                     }
@@ -145,7 +146,7 @@ mod tests {
         rules.push(Rule::new("bash", "rm *", Action::Deny));
         let gate = Gate::new(Arc::new(rules), Arc::new(ApproveAll), Session::new("s", "build"));
         let err = gate.check(&info(), PermissionRequest::new("bash", ["ls", "rm -rf x"])).await.unwrap_err();
-        insta::assert_snapshot!(err.to_string(), @r#"Permission denied: the configured rules forbid `bash` on `rm -rf x` (rule: bash "rm *" = deny). The call was not run; do not retry it. Use another approach, or ask the user to change the rule."#);
+        insta::assert_snapshot!(err.to_string(), @r#"Permission denied: the rules of agent `build` forbid `bash` on `rm -rf x` (rule: bash "rm *" = deny). The call was not run; do not retry it. Use another approach, or ask the user to change the rule."#);
     }
 
     #[tokio::test]
@@ -165,6 +166,18 @@ mod tests {
         // A second ask would panic the scripted approver (no replies left): it must not happen.
         gate.check(&info(), req).await.unwrap();
         assert!(session.approved("external_directory", "/etc/*"));
+    }
+
+    #[tokio::test]
+    async fn a_minimum_of_ask_is_not_covered_by_allow_rules() {
+        let gate = Gate::new(Arc::new(Ruleset::defaults()), Arc::new(RejectAll), Session::new("s", "build"));
+        let req = PermissionRequest::new("bash", ["eval \"$x\""]).at_least(Action::Ask);
+        let err = gate.check(&info(), req).await.unwrap_err();
+        assert!(err.to_string().contains("was not granted"), "{err}");
+        let deny = Ruleset::new(vec![Rule::new("bash", "*", Action::Deny)]);
+        let gate = Gate::new(Arc::new(deny), Arc::new(ApproveAll), Session::new("s", "build"));
+        let err = gate.check(&info(), PermissionRequest::new("bash", ["x"]).at_least(Action::Ask)).await.unwrap_err();
+        assert!(err.to_string().starts_with("Permission denied"), "{err}");
     }
 
     #[tokio::test]

@@ -54,7 +54,7 @@ impl PostWriteHook for Changed {
 
 fn executor(root: &Path, rules: Ruleset, approver: Arc<dyn Approver>, hooks: Hooks) -> Executor {
     let mut registry = Registry::new();
-    crate::register_builtins(&mut registry);
+    crate::register_builtins(&mut registry, &toolshed_core::config::Config::default());
     Executor::builder(registry, root.to_path_buf())
         .data_dir(root.join(".data"))
         .permission(Arc::new(rules))
@@ -294,15 +294,16 @@ async fn standalone_run_asks_through_the_context() {
 }
 
 #[test]
-fn gpt5_models_see_apply_patch_and_others_do_not() {
+fn gpt5_models_see_apply_patch_and_others_see_edit_and_write() {
     let mut registry = Registry::new();
-    crate::register_builtins(&mut registry);
+    crate::register_builtins(&mut registry, &toolshed_core::config::Config::default());
     registry.add_hook(Arc::new(ModelFamilyHook::default()));
     let names = |model: &str| -> Vec<String> {
         let view = View { agent: "build", model: Some(model), found: None };
         registry.direct(&view).iter().map(|v| v.entry.spec().name.clone()).collect()
     };
-    assert!(names("openai/gpt-5.1").contains(&"apply_patch".to_string()));
-    // With no edit/write registered, every model keeps apply_patch as its editing tool.
-    assert!(names("anthropic/claude-sonnet-4").contains(&"apply_patch".to_string()));
+    let gpt = names("openai/gpt-5.1");
+    assert!(gpt.contains(&"apply_patch".to_string()) && !gpt.contains(&"edit".to_string()), "{gpt:?}");
+    let claude = names("anthropic/claude-sonnet-4");
+    assert!(!claude.contains(&"apply_patch".to_string()) && claude.contains(&"edit".to_string()), "{claude:?}");
 }

@@ -1,8 +1,8 @@
 //! Writing a [`Plan`](crate::Plan) all or nothing.
 //!
 //! 1. Create missing parent directories.
-//! 2. Stage every new file's data in a temporary file beside its target.
-//! 3. Make all staged data durable in one batch ([`FileSystem::sync_files`]).
+//! 2. Stage every new file's data in a temporary file beside its target, and
+//! 3. make all staged data durable, in one batch ([`FileSystem::create_many`]).
 //! 4. Rename each staged file over its target (one atomic step per file); a deleted file is
 //!    renamed aside. If any step fails, every earlier step is undone in reverse order: a replaced
 //!    file gets its original bytes back (kept in memory from planning), a new file is removed, a
@@ -48,6 +48,7 @@ impl Default for CommitOptions {
 enum Step<'a> {
     /// A temporary file that another step now accounts for.
     Claimed,
+    /// A directory this commit created.
     CreatedDir(PathBuf),
     /// A staged (or reserved) temporary file that is not in place yet.
     Temp(PathBuf),

@@ -53,15 +53,9 @@ enum Step<'a> {
     /// A staged (or reserved) temporary file that is not in place yet.
     Temp(PathBuf),
     /// `path` now holds the new content; `original` is what it held before, if anything.
-    Installed {
-        path: &'a Path,
-        original: Option<&'a [u8]>,
-    },
+    Installed { path: &'a Path, original: Option<&'a [u8]> },
     /// `path` was renamed aside to `backup`.
-    Deleted {
-        path: &'a Path,
-        backup: PathBuf,
-    },
+    Deleted { path: &'a Path, backup: PathBuf },
 }
 
 struct Txn<'a, F: FileSystem + ?Sized> {

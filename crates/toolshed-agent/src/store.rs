@@ -102,6 +102,7 @@ impl CallState {
 }
 
 /// One stored part of a message.
+#[allow(clippy::large_enum_variant)] // parts are few and short-lived; boxing would only add noise
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StoredPart {

@@ -99,7 +99,7 @@ impl ContextProvider for Subagents {
         let lines: Vec<String> = runtime
             .agents()
             .all()
-            .filter(|a| a.is_subagent())
+            .filter(|a| crate::runtime::is_subagent(a))
             .map(|a| format!("- {}: {}", a.name, a.description))
             .collect();
         (!lines.is_empty()).then(|| {

@@ -2,15 +2,15 @@
 //! execution chain and sends the results back; sessions in SQLite; context providers (todo
 //! list, plan / build mode, sub-agents, background tasks, AGENTS.md); and sub-agents.
 
-pub mod agents;
 pub mod context;
 pub mod events;
-pub mod permissions;
 pub mod runtime;
 pub mod store;
 pub mod tasks;
 
-pub use agents::{AgentCatalog, AgentProfile};
 pub use events::{Event, EventSink};
-pub use runtime::{AgentError, ConfiguredModels, LiveSession, ModelClient, ModelSource, Runtime, Settings};
+pub use runtime::{
+    AgentError, ConfiguredModels, LiveSession, ModelClient, ModelSource, Runtime, Settings, default_rules, is_primary,
+    is_subagent,
+};
 pub use store::Store;

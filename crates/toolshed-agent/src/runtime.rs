@@ -12,14 +12,15 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use futures_util::StreamExt;
 use futures_util::future::join_all;
 use tokio_util::sync::CancellationToken;
-use toolshed_core::config::Config;
+use toolshed_core::agents::{Agent, Agents};
+use toolshed_core::config::{AgentMode, Config};
 use toolshed_core::exec::{Executor, ExecutorBuilder, Session as CoreSession, ToolCall as CoreCall, ToolResult};
+use toolshed_core::permission::{Action, Rule};
 use toolshed_core::registry::{Registry, Source, View};
 use toolshed_core::tool::{Tool, ToolSpec};
 use toolshed_llm::provider::{self, ModelRef};
 use toolshed_llm::{Client, EventStream, LlmError, Request, RetryPolicy, StreamEvent, ToolCall, Usage};
 
-use crate::agents::AgentCatalog;
 use crate::context::{self, ContextProvider};
 use crate::events::{Event, EventSink};
 use crate::store::{Store, StoreError};
@@ -202,7 +203,7 @@ pub struct Runtime {
     executor: Executor,
     store: Arc<Store>,
     models: Arc<dyn ModelSource>,
-    agents: AgentCatalog,
+    agents: Arc<Agents>,
     settings: Settings,
     events: EventSink,
     providers: Vec<Arc<dyn ContextProvider>>,
@@ -215,7 +216,7 @@ pub struct RuntimeBuilder {
     registry: Registry,
     store: Arc<Store>,
     models: Arc<dyn ModelSource>,
-    agents: AgentCatalog,
+    agents: Arc<Agents>,
     settings: Settings,
     events: EventSink,
     providers: Vec<Arc<dyn ContextProvider>>,
@@ -228,7 +229,7 @@ impl Runtime {
         registry: Registry,
         store: Arc<Store>,
         models: Arc<dyn ModelSource>,
-        agents: AgentCatalog,
+        agents: Arc<Agents>,
         settings: Settings,
     ) -> RuntimeBuilder {
         RuntimeBuilder {
@@ -252,8 +253,8 @@ impl Runtime {
         &self.executor
     }
 
-    /// The agents.
-    pub fn agents(&self) -> &AgentCatalog {
+    /// The agents (profiles and rules).
+    pub fn agents(&self) -> &Agents {
         &self.agents
     }
 
@@ -284,10 +285,8 @@ impl Runtime {
         parent: Option<&LiveSession>,
     ) -> Result<Arc<LiveSession>, AgentError> {
         if self.agents.get(agent).is_none() {
-            return Err(AgentError::Usage(format!(
-                "unknown agent `{agent}`; known agents: {}",
-                self.agents.names().join(", ")
-            )));
+            let known: Vec<&str> = self.agents.all().map(|a| a.name.as_str()).collect();
+            return Err(AgentError::Usage(format!("unknown agent `{agent}`; known agents: {}", known.join(", "))));
         }
         let info = self.store.create_session(parent.map(|p| p.id.as_str()), agent, Some(model), &self.settings.root)?;
         let depth = parent.map_or(0, |p| p.depth + 1);
@@ -333,10 +332,9 @@ impl Runtime {
     /// Switches a session to another primary agent (plan ↔ build).
     pub fn switch_agent(&self, session: &LiveSession, to: &str) -> Result<(), AgentError> {
         match self.agents.get(to) {
-            Some(p) if p.is_primary() => {}
+            Some(p) if is_primary(p) => {}
             _ => {
-                let primary: Vec<&str> =
-                    self.agents.all().filter(|a| a.is_primary()).map(|a| a.name.as_str()).collect();
+                let primary: Vec<&str> = self.agents.all().filter(|a| is_primary(a)).map(|a| a.name.as_str()).collect();
                 return Err(AgentError::Usage(format!(
                     "`{to}` is not an agent you can switch to; primary agents: {}",
                     primary.join(", ")
@@ -356,15 +354,23 @@ impl Runtime {
         let agent = session.agent();
         let found = session.core().found();
         let view = View { agent: &agent, model: Some(&session.model), found: Some(&found) };
-        self.executor.registry().direct(&view).iter().map(|v| v.entry.spec().clone()).collect()
+        let nested_too_deep = session.depth >= self.settings.max_depth;
+        self.executor
+            .registry()
+            .direct(&view)
+            .iter()
+            .map(|v| v.entry.spec())
+            .filter(|spec| !(nested_too_deep && tasks::TASK_TOOLS.contains(&spec.name.as_str())))
+            .cloned()
+            .collect()
     }
 
     /// The system prompt for the session's next step.
     pub fn system_prompt(&self, session: &LiveSession) -> String {
         let agent = session.agent();
         let mut sections = vec![context::base_prompt(&self.settings)];
-        if let Some(profile) = self.agents.get(&agent).filter(|p| !p.prompt.is_empty()) {
-            sections.push(profile.prompt.clone());
+        if let Some(prompt) = self.agents.get(&agent).and_then(|p| p.prompt.clone()) {
+            sections.push(prompt);
         }
         for provider in &self.providers {
             if let Some(text) = provider.instructions(self, session) {
@@ -611,6 +617,22 @@ impl RuntimeBuilder {
         let _ = handle.0.set(Arc::downgrade(&runtime));
         runtime
     }
+}
+
+/// Whether `task` may start `agent`.
+pub fn is_subagent(agent: &Agent) -> bool {
+    matches!(agent.mode, AgentMode::Subagent | AgentMode::All)
+}
+
+/// Whether a user may run `agent` directly (and switch a session to it).
+pub fn is_primary(agent: &Agent) -> bool {
+    matches!(agent.mode, AgentMode::Primary | AgentMode::All)
+}
+
+/// Default rules the runtime's tools need in every agent: only the plan agent (whose built-in
+/// rules ask for it) may call `plan_exit`. Pass them to [`Agents::with_defaults`].
+pub fn default_rules() -> Vec<Rule> {
+    vec![Rule::new("plan_exit", "*", Action::Deny)]
 }
 
 /// A tool as registered by the runtime.

@@ -15,7 +15,7 @@ use toolshed_core::permission::PermissionRequest;
 use toolshed_core::tool::{ToolFlags, Typed, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
-use crate::runtime::{AgentError, LiveSession, Runtime, RuntimeHandle, RuntimeTool};
+use crate::runtime::{AgentError, LiveSession, Runtime, RuntimeHandle, RuntimeTool, is_subagent};
 use crate::store::{StoredTask, new_id};
 
 /// Longest `task_wait` may wait.
@@ -205,7 +205,7 @@ pub struct TaskArgs {
     pub description: String,
     /// The complete instructions for the sub-agent: it sees nothing of your conversation.
     pub prompt: String,
-    /// Which sub-agent to run (default `general`).
+    /// Which sub-agent to run (default `general` if defined, else `explore`).
     #[serde(default)]
     pub agent: Option<String>,
     /// Run in the background and return a task id at once (default false).
@@ -216,7 +216,13 @@ pub struct TaskArgs {
 /// `task`: runs a sub-agent.
 pub struct TaskTool(RuntimeHandle);
 
-const DEFAULT_SUBAGENT: &str = "general";
+/// The sub-agent `task` runs when none is named: `general` if one is defined, else `explore`.
+fn default_subagent(rt: &Runtime) -> &'static str {
+    if rt.agents().get("general").is_some_and(is_subagent) { "general" } else { "explore" }
+}
+
+/// The names of the task tools (hidden from sessions that may not start sub-agents).
+pub const TASK_TOOLS: &[&str] = &["task", "task_wait", "task_result", "task_continue", "task_cancel"];
 
 impl TypedTool for TaskTool {
     type Args = TaskArgs;
@@ -239,7 +245,11 @@ impl TypedTool for TaskTool {
         args: &TaskArgs,
         _ctx: &ToolContext,
     ) -> Result<Vec<PermissionRequest>, ToolError> {
-        let agent = args.agent.as_deref().unwrap_or(DEFAULT_SUBAGENT);
+        let agent = match (&args.agent, runtime(&self.0)) {
+            (Some(a), _) => a.clone(),
+            (None, Ok(rt)) => default_subagent(&rt).to_string(),
+            (None, Err(e)) => return Err(e),
+        };
         Ok(vec![PermissionRequest::new(&spec.permission, [agent]).with_always(["*"])])
     }
 
@@ -256,12 +266,12 @@ impl TypedTool for TaskTool {
                 "Sub-agent depth limit reached ({max}): a sub-agent cannot start another sub-agent. Do this part yourself."
             )));
         }
-        let name = args.agent.as_deref().unwrap_or(DEFAULT_SUBAGENT);
-        let Some(profile) = rt.agents().get(name).filter(|a| a.is_subagent()) else {
+        let name = args.agent.as_deref().unwrap_or(default_subagent(&rt));
+        let Some(profile) = rt.agents().get(name).filter(|a| is_subagent(a)) else {
             let available: Vec<String> = rt
                 .agents()
                 .all()
-                .filter(|a| a.is_subagent())
+                .filter(|a| is_subagent(a))
                 .map(|a| format!("{} ({})", a.name, a.description))
                 .collect();
             return Err(ToolError::model(format!(

@@ -2,11 +2,9 @@
 
 use std::io::Read;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
 use toolshed_core::exec::{Executor, Session, ToolCall};
-use toolshed_core::permission::{ApproveAll, Approver, RejectAll};
 
 use crate::CliError;
 use crate::workspace::Workspace;
@@ -43,9 +41,9 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
         Some(text) => text.to_string(),
         None => "{}".to_string(),
     };
-    let permission = ws.permission(&agent);
+    let permission = ws.permission();
     let registry = ws.registry(permission.clone());
-    let approver: Arc<dyn Approver> = if args.yes { Arc::new(ApproveAll) } else { Arc::new(RejectAll) };
+    let approver = crate::approver::for_command(args.yes);
     let executor = Executor::builder(registry, ws.root.clone())
         .cwd(ws.cwd.clone())
         .data_dir(toolshed_core::paths::data_dir())

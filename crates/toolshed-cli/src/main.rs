@@ -1,6 +1,8 @@
 //! The `toolshed` command: a thin layer that parses arguments and wires the crates together.
 
+mod approver;
 mod call;
+mod permission;
 mod tools;
 mod workspace;
 
@@ -31,6 +33,9 @@ enum Command {
     Tools(tools::ToolsArgs),
     /// Run one tool through the full execution chain (validation, permissions, limits).
     Call(call::CallArgs),
+    /// Inspect permission rules.
+    #[command(subcommand)]
+    Permission(permission::PermissionCommand),
 }
 
 /// A command's failure: the message and the exit code (1 failure, 2 usage or configuration).
@@ -58,6 +63,7 @@ fn main() -> ExitCode {
         workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref()).and_then(|ws| match cli.command {
             Command::Tools(args) => tools::run(&ws, args),
             Command::Call(args) => call::run(&ws, args),
+            Command::Permission(cmd) => permission::run(&ws, cmd),
         });
     match result {
         Ok(code) => code,

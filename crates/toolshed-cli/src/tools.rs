@@ -46,7 +46,7 @@ fn parse_format(s: &str) -> Result<Format, String> {
 
 pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
     let agent = ws.agent(args.agent.as_deref())?;
-    let registry = ws.registry(ws.permission(&agent));
+    let registry = ws.registry(ws.permission());
     let view = View { agent: &agent, model: ws.model(args.model.as_deref()), found: None };
     let shown: Vec<_> =
         registry.exposed(&view).into_iter().filter(|v| args.all || v.exposure == Exposure::Direct).collect();

@@ -5,14 +5,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use toolshed_core::agents::Agents;
 use toolshed_core::config::Config;
-use toolshed_core::permission::{Permission, Ruleset};
+use toolshed_core::permission::Permission;
 use toolshed_core::registry::{ModelFamilyHook, PermissionHook, Registry};
 
 use crate::CliError;
-
-/// Agents every installation has.
-const BUILTIN_AGENTS: &[&str] = &["build"];
 
 /// The worktree and its configuration.
 pub struct Workspace {
@@ -23,6 +21,8 @@ pub struct Workspace {
     pub cwd: PathBuf,
     /// The merged config.
     pub config: Config,
+    /// The agents and their rules (the permission engine).
+    pub agents: Arc<Agents>,
 }
 
 impl Workspace {
@@ -43,41 +43,32 @@ impl Workspace {
         };
         let cwd = if current.starts_with(&root) { current } else { root.clone() };
         let config = Config::load(config_file, &root).map_err(|e| CliError::usage(format!("config error: {e}")))?;
-        Ok(Workspace { root, cwd, config })
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let agents = Arc::new(Agents::from_config(&config, &root, home.as_deref()));
+        Ok(Workspace { root, cwd, config, agents })
     }
 
     /// The agent to run as: the flag, else the config's default, else `build`.
     pub fn agent(&self, flag: Option<&str>) -> Result<String, CliError> {
         let name = flag.or(self.config.default_agent.as_deref()).unwrap_or("build");
-        if BUILTIN_AGENTS.contains(&name) || self.config.agents.contains_key(name) {
+        if self.agents.get(name).is_some() {
             return Ok(name.to_string());
         }
-        let mut known: Vec<&str> = BUILTIN_AGENTS.to_vec();
-        known.extend(self.config.agents.keys().map(String::as_str));
+        let known: Vec<&str> = self.agents.all().map(|a| a.name.as_str()).collect();
         Err(CliError::usage(format!("unknown agent `{name}`; known agents: {}", known.join(", "))))
     }
 
-    /// The rules that apply to `agent`: OpenCode's defaults, then `[permission]`, then the
-    /// agent's own `permission` table.
-    pub fn permission(&self, agent: &str) -> Arc<dyn Permission> {
-        let mut rules = Ruleset::defaults();
-        for rule in &self.config.permission {
-            rules.push(rule.clone());
-        }
-        if let Some(own) = self.config.agents.get(agent).and_then(|a| a.permission.as_ref()) {
-            for rule in &own.0 {
-                rules.push(rule.clone());
-            }
-        }
-        Arc::new(rules)
+    /// The permission engine (every agent's rules).
+    pub fn permission(&self) -> Arc<dyn Permission> {
+        self.agents.clone()
     }
 
     /// Every tool, with the exposure hooks for permissions and model family.
     pub fn registry(&self, permission: Arc<dyn Permission>) -> Registry {
         let mut registry = Registry::new();
-        toolshed_tools::register_builtins(&mut registry);
+        toolshed_tools::register_builtins(&mut registry, &self.config);
         let edit_tools: HashMap<String, _> =
-            self.config.agents.iter().filter_map(|(name, a)| a.edit_tool.map(|t| (name.clone(), t))).collect();
+            self.agents.all().filter_map(|a| a.edit_tool.map(|t| (a.name.clone(), t))).collect();
         registry.add_hook(Arc::new(PermissionHook(permission)));
         registry.add_hook(Arc::new(ModelFamilyHook::new(edit_tools)));
         registry

@@ -26,6 +26,7 @@
 //! # });
 //! ```
 
+pub mod agents;
 pub mod config;
 pub mod context;
 pub mod exec;

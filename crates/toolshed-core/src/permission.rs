@@ -165,6 +165,9 @@ pub struct PermissionRequest {
     pub always: Vec<String>,
     /// Extra facts for whoever approves (e.g. the diff of an edit).
     pub metadata: Map<String, Value>,
+    /// The least this request needs whatever the rules say: `Ask` for input the tool cannot
+    /// fully analyse (e.g. a shell command the parser cannot classify), so no allow rule covers it.
+    pub minimum: Action,
 }
 
 impl PermissionRequest {
@@ -175,7 +178,13 @@ impl PermissionRequest {
         S: Into<String>,
     {
         let patterns: Vec<String> = patterns.into_iter().map(Into::into).collect();
-        PermissionRequest { permission: permission.into(), always: patterns.clone(), patterns, metadata: Map::new() }
+        PermissionRequest {
+            permission: permission.into(),
+            always: patterns.clone(),
+            patterns,
+            metadata: Map::new(),
+            minimum: Action::Allow,
+        }
     }
 
     /// Sets what an "always" answer approves.
@@ -185,6 +194,12 @@ impl PermissionRequest {
         S: Into<String>,
     {
         self.always = always.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Requires at least `minimum` (see [`PermissionRequest::minimum`]).
+    pub fn at_least(mut self, minimum: Action) -> Self {
+        self.minimum = minimum;
         self
     }
 

@@ -1,15 +1,18 @@
 //! toolshed's built-in tools, one module per tool family: each tool is one file holding its
 //! arguments, the description a model reads, `execute`, and its unit tests.
 
+pub mod bash_permission;
 pub mod todo;
 
 use std::sync::Arc;
 
 use toolshed_core::Registry;
+use toolshed_core::config::Config;
 use toolshed_core::tool::Typed;
 
-/// Registers every built-in tool, in the order a model sees them.
-pub fn register_builtins(registry: &mut Registry) {
+/// Registers every built-in tool, in the order a model sees them, configured by `config`.
+pub fn register_builtins(registry: &mut Registry, config: &Config) {
+    let _ = config;
     register_todo(registry, Arc::new(todo::MemoryTodos::default()));
 }
 

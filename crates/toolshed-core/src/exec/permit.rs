@@ -64,8 +64,8 @@ impl Gate {
                         request.permission,
                     )));
                 }
-                Action::Allow => {}
-                Action::Ask => {
+                Action::Allow if request.minimum == Action::Allow => {}
+                Action::Allow | Action::Ask => {
                     if !self.session.approved(&request.permission, pattern) {
                         unanswered.push(pattern.clone());
                     }
@@ -165,6 +165,18 @@ mod tests {
         // A second ask would panic the scripted approver (no replies left): it must not happen.
         gate.check(&info(), req).await.unwrap();
         assert!(session.approved("external_directory", "/etc/*"));
+    }
+
+    #[tokio::test]
+    async fn a_minimum_of_ask_is_not_covered_by_allow_rules() {
+        let gate = Gate::new(Arc::new(Ruleset::defaults()), Arc::new(RejectAll), Session::new("s", "build"));
+        let req = PermissionRequest::new("bash", ["eval \"$x\""]).at_least(Action::Ask);
+        let err = gate.check(&info(), req).await.unwrap_err();
+        assert!(err.to_string().contains("was not granted"), "{err}");
+        let deny = Ruleset::new(vec![Rule::new("bash", "*", Action::Deny)]);
+        let gate = Gate::new(Arc::new(deny), Arc::new(ApproveAll), Session::new("s", "build"));
+        let err = gate.check(&info(), PermissionRequest::new("bash", ["x"]).at_least(Action::Ask)).await.unwrap_err();
+        assert!(err.to_string().starts_with("Permission denied"), "{err}");
     }
 
     #[tokio::test]

@@ -1,0 +1,90 @@
+//! The terminal approver: asks the person at the keyboard about each `ask` decision.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::sync::Arc;
+
+use toolshed_core::permission::{ApprovalRequest, ApproveAll, Approver, RejectAll, Reply};
+use toolshed_core::tool::BoxFuture;
+
+/// Who answers `ask` for a command: everyone approved with `--yes`, the person at the terminal
+/// when there is one, else nobody (rejected, and the model is told why).
+pub fn for_command(yes: bool) -> Arc<dyn Approver> {
+    if yes {
+        Arc::new(ApproveAll)
+    } else if std::io::stderr().is_terminal() && File::open("/dev/tty").is_ok() {
+        Arc::new(TerminalApprover::default())
+    } else {
+        Arc::new(RejectAll)
+    }
+}
+
+/// Prompts on standard error and reads the answer from `/dev/tty` (standard input may carry
+/// the tool's arguments). One prompt at a time.
+#[derive(Default)]
+pub struct TerminalApprover {
+    one_at_a_time: tokio::sync::Mutex<()>,
+}
+
+impl Approver for TerminalApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
+        Box::pin(async move {
+            let _turn = self.one_at_a_time.lock().await;
+            let prompt = prompt_text(request);
+            tokio::task::spawn_blocking(move || ask(&prompt)).await.unwrap_or(Reply::Reject(None))
+        })
+    }
+}
+
+fn prompt_text(request: &ApprovalRequest) -> String {
+    let r = &request.request;
+    let mut text = format!("\n{} needs permission `{}` for:\n", request.tool, r.permission);
+    for p in &r.patterns {
+        text.push_str(&format!("  {p}\n"));
+    }
+    if let Some(why) = r.metadata.get("unclassified").and_then(|v| v.as_str()) {
+        text.push_str(&format!("  (asked because {why})\n"));
+    }
+    text.push_str(&format!(
+        "Allow? [o]nce, [a]lways this session ({}), [r]eject (or type a message for the model to reject with): ",
+        r.always.join(", ")
+    ));
+    text
+}
+
+fn ask(prompt: &str) -> Reply {
+    let mut err = std::io::stderr();
+    let _ = write!(err, "{prompt}");
+    let _ = err.flush();
+    let Ok(tty) = File::open("/dev/tty") else { return Reply::Reject(None) };
+    let mut line = String::new();
+    if BufReader::new(tty).read_line(&mut line).is_err() {
+        return Reply::Reject(None);
+    }
+    parse_answer(&line)
+}
+
+/// `o`/`once`/`y`/`yes` → once, `a`/`always` → always, `r`/`reject`/`n`/`no`/nothing → reject,
+/// anything else → reject with that text as the message for the model.
+pub fn parse_answer(line: &str) -> Reply {
+    let answer = line.trim();
+    match answer.to_ascii_lowercase().as_str() {
+        "o" | "once" | "y" | "yes" => Reply::Once,
+        "a" | "always" => Reply::Always,
+        "" | "r" | "reject" | "n" | "no" => Reply::Reject(None),
+        _ => Reply::Reject(Some(answer.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_parse() {
+        assert_eq!(parse_answer("o\n"), Reply::Once);
+        assert_eq!(parse_answer("Always"), Reply::Always);
+        assert_eq!(parse_answer(""), Reply::Reject(None));
+        assert_eq!(parse_answer("use the test database\n"), Reply::Reject(Some("use the test database".into())));
+    }
+}

@@ -1,0 +1,121 @@
+//! `toolshed permission explain`: which rules a call meets, and which one decides.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+use toolshed_core::context::{CallInfo, CancellationToken, Environment, ToolContext};
+use toolshed_core::exec::CallInput;
+use toolshed_core::exec::decode::decode;
+use toolshed_core::permission::{Action, AllowAll};
+
+use crate::CliError;
+use crate::workspace::Workspace;
+
+#[derive(Subcommand)]
+pub enum PermissionCommand {
+    /// Show the permission requests of a call, the rules each pattern meets and the decision.
+    Explain(ExplainArgs),
+}
+
+#[derive(Args)]
+pub struct ExplainArgs {
+    /// The tool.
+    tool: String,
+    /// The call's arguments as a JSON object (raw text for a freeform tool).
+    #[arg(value_name = "ARGS_JSON")]
+    args: String,
+    /// The agent whose rules apply.
+    #[arg(long)]
+    agent: Option<String>,
+    /// Print the explanation as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliError> {
+    let PermissionCommand::Explain(args) = command;
+    let agent = ws.agent(args.agent.as_deref())?;
+    let registry = ws.registry(ws.permission());
+    let entry = toolshed_core::exec::resolve::resolve(&registry, &args.tool).map_err(CliError::usage)?;
+    let value = decode(entry, &CallInput::Raw(args.args)).map_err(CliError::usage)?;
+    let invocation = entry.tool.prepare(value).map_err(CliError::usage)?;
+    let mut env = Environment::new(ws.root.clone(), toolshed_core::paths::data_dir());
+    env.cwd = ws.cwd.clone();
+    let info = CallInfo { agent: agent.clone(), tool: args.tool.clone(), ..CallInfo::default() };
+    let ctx = ToolContext::new(info, Arc::new(env), CancellationToken::new(), Arc::new(AllowAll));
+    let requests = invocation.permissions(&ctx).map_err(CliError::usage)?;
+
+    let mut overall = Action::Allow;
+    let mut report = Vec::new();
+    for request in &requests {
+        let mut patterns = Vec::new();
+        for pattern in &request.patterns {
+            let e = ws.agents.explain(&agent, &request.permission, pattern);
+            let action =
+                if e.action == Action::Allow && request.minimum == Action::Ask { Action::Ask } else { e.action };
+            overall = strictest(overall, action);
+            patterns.push((e, action));
+        }
+        report.push((request, patterns));
+    }
+
+    if args.json {
+        let requests: Vec<Value> = report
+            .iter()
+            .map(|(req, patterns)| {
+                json!({
+                    "permission": req.permission,
+                    "always": req.always,
+                    "minimum": req.minimum,
+                    "patterns": patterns.iter().map(|(e, action)| json!({
+                        "pattern": e.pattern,
+                        "action": action,
+                        "decided_by": e.decided_by,
+                        "considered": e.considered.iter().map(|(r, m)| json!({"rule": r, "matched": m})).collect::<Vec<_>>(),
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let out = json!({"agent": agent, "tool": args.tool, "decision": overall, "requests": requests});
+        println!("{out}");
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    println!("agent {agent}, tool {} (permission key `{}`)", args.tool, entry.spec().permission);
+    for (req, patterns) in &report {
+        println!("\nrequest `{}` (\"always\" would allow: {})", req.permission, req.always.join(", "));
+        if req.minimum == Action::Ask {
+            let why = req.metadata.get("unclassified").and_then(Value::as_str).unwrap_or("the tool cannot analyse it");
+            println!("  at least ask: {why}");
+        }
+        for (e, action) in patterns {
+            println!("  pattern `{}`", e.pattern);
+            for (rule, matched) in &e.considered {
+                let mark = if Some(rule) == e.decided_by.as_ref() && *matched {
+                    "  <- decides"
+                } else if *matched {
+                    "  (matches, overridden later)"
+                } else {
+                    ""
+                };
+                println!("    {rule}{mark}");
+            }
+            if e.decided_by.is_none() {
+                println!("    no rule matches: ask");
+            }
+            println!("    => {action}");
+        }
+    }
+    println!("\ndecision: {overall}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn strictest(a: Action, b: Action) -> Action {
+    match (a, b) {
+        (Action::Deny, _) | (_, Action::Deny) => Action::Deny,
+        (Action::Ask, _) | (_, Action::Ask) => Action::Ask,
+        _ => Action::Allow,
+    }
+}

@@ -1,8 +1,12 @@
 //! The `toolshed` command: a thin layer that parses arguments and wires the crates together.
 
+mod agent;
 mod approver;
 mod call;
+mod chat;
 mod permission;
+mod run;
+mod session;
 mod tools;
 mod workspace;
 
@@ -33,6 +37,13 @@ enum Command {
     Tools(tools::ToolsArgs),
     /// Run one tool through the full execution chain (validation, permissions, limits).
     Call(call::CallArgs),
+    /// Answer one prompt with the agent: the answer streams to stdout, tool calls to stderr.
+    Run(run::RunArgs),
+    /// An interactive session with the agent (Ctrl-C interrupts a turn).
+    Chat(chat::ChatArgs),
+    /// List, show or export stored sessions.
+    #[command(subcommand)]
+    Session(session::SessionCommand),
     /// Inspect permission rules.
     #[command(subcommand)]
     Permission(permission::PermissionCommand),
@@ -63,6 +74,9 @@ fn main() -> ExitCode {
         workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref()).and_then(|ws| match cli.command {
             Command::Tools(args) => tools::run(&ws, args),
             Command::Call(args) => call::run(&ws, args),
+            Command::Run(args) => run::run(&ws, args),
+            Command::Chat(args) => chat::run(&ws, args),
+            Command::Session(cmd) => session::run(cmd),
             Command::Permission(cmd) => permission::run(&ws, cmd),
         });
     match result {

@@ -99,11 +99,11 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
         }
     });
     if args.json {
-        println!("{}", result.to_json());
+        crate::out(format_args!("{}", result.to_json()));
     } else if result.is_error {
-        eprintln!("{}", result.output);
+        crate::err(format_args!("{}", result.output));
     } else {
-        println!("{}", result.output);
+        crate::out(format_args!("{}", result.output));
     }
     Ok(if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

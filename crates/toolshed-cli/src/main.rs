@@ -68,6 +68,18 @@ impl CliError {
     }
 }
 
+/// Prints a line to standard output; a closed pipe (`toolshed ... | head`) is not an error.
+pub fn out(text: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+/// Prints a line to standard error, ignoring a closed pipe.
+pub fn err(text: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result =
@@ -82,7 +94,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("toolshed: {}", e.message);
+            err(format_args!("toolshed: {}", e.message));
             ExitCode::from(e.code)
         }
     }

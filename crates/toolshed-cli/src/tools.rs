@@ -77,6 +77,6 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
         }
     };
     let text = serde_json::to_string_pretty(&out).map_err(CliError::failure)?;
-    println!("{text}");
+    crate::out(format_args!("{text}"));
     Ok(ExitCode::SUCCESS)
 }

@@ -19,6 +19,8 @@
 use std::path::{Component, Path, PathBuf};
 
 use toolshed_core::permission::{Action, PermissionRequest};
+
+use crate::path::{Confinement, ResolvedPath};
 use tree_sitter::{Node, Parser};
 
 /// How deep `bash -c` / `eval` strings are followed.
@@ -37,9 +39,7 @@ const READERS: &[&str] = &["cat", "head", "tail", "less", "more", "source", "."]
 /// The permission requests of one command line run in `workdir`.
 pub fn permission_requests(command: &str, workdir: &Path, root: &Path, home: Option<&Path>) -> Vec<PermissionRequest> {
     let mut a = Analyzer { root, home, workdir, cwd: Some(workdir.to_path_buf()), out: Collected::default() };
-    if !root_contains(root, workdir) {
-        a.out.external.push(dir_pattern(workdir));
-    }
+    a.check_outside(workdir);
     a.line(command, 0);
     a.out.into_requests(command)
 }
@@ -227,7 +227,7 @@ impl Analyzer<'_> {
         };
         match self.resolve(target) {
             Some(path) => {
-                self.check_outside(&path, true);
+                self.check_outside(&path);
                 self.cwd = Some(path);
             }
             None => {
@@ -258,7 +258,7 @@ impl Analyzer<'_> {
                 );
             }
             for path in paths {
-                let inside = self.check_outside(&path, false);
+                let inside = self.check_outside(&path);
                 if inside && READERS.contains(&program) {
                     let rel = self.relative(&path);
                     push_unique(&mut self.out.reads, rel);
@@ -291,7 +291,7 @@ impl Analyzer<'_> {
             );
         }
         for path in paths {
-            if self.check_outside(&path, false) {
+            if self.check_outside(&path) {
                 let rel = self.relative(&path);
                 if writes {
                     push_unique(&mut self.out.edits, rel);
@@ -299,7 +299,8 @@ impl Analyzer<'_> {
                     push_unique(&mut self.out.reads, rel);
                 }
             } else if writes {
-                push_unique(&mut self.out.edits, realpath(&path).to_string_lossy().into_owned());
+                let absolute = self.relative(&path);
+                push_unique(&mut self.out.edits, absolute);
             }
         }
     }
@@ -355,23 +356,34 @@ impl Analyzer<'_> {
         Some(lexical(&base.join(path)))
     }
 
-    /// Requests `external_directory` when `path` (or, after a `cd`, the same relative path from
-    /// the original working directory) lies outside the worktree. Returns whether it is inside.
-    fn check_outside(&mut self, path: &Path, is_dir: bool) -> bool {
-        let real = realpath(path);
-        if root_contains(self.root, &real) {
-            return true;
-        }
-        let dir =
-            if is_dir || real.is_dir() { real.clone() } else { real.parent().map_or(real.clone(), Path::to_path_buf) };
-        push_unique(&mut self.out.external, dir_pattern(&dir));
-        false
+    /// Resolves `path` with every symbolic link followed, as the file tools do.
+    fn locate(&self, path: &Path) -> Option<ResolvedPath> {
+        Confinement::new(self.root, self.root).resolve(path.to_str()?).ok()
     }
 
+    /// Requests `external_directory` when `path`, symlinks resolved, lies outside the worktree.
+    /// Returns whether it is inside.
+    fn check_outside(&mut self, path: &Path) -> bool {
+        match self.locate(path) {
+            Some(resolved) => match resolved.external_request() {
+                None => true,
+                Some(request) => {
+                    for p in request.patterns {
+                        push_unique(&mut self.out.external, p);
+                    }
+                    false
+                }
+            },
+            None => {
+                push_unique(&mut self.out.unclassified, format!("the path {} cannot be checked", path.display()));
+                false
+            }
+        }
+    }
+
+    /// The pattern file rules match for `path`: relative to the worktree, else absolute.
     fn relative(&self, path: &Path) -> String {
-        let real = realpath(path);
-        real.strip_prefix(self.root)
-            .map_or_else(|_| real.to_string_lossy().into_owned(), |p| p.to_string_lossy().into_owned())
+        self.locate(path).map_or_else(|| path.to_string_lossy().into_owned(), |r| r.pattern())
     }
 }
 
@@ -716,36 +728,6 @@ fn lexical(path: &Path) -> PathBuf {
         }
     }
     out
-}
-
-/// The path with symlinks resolved as far as it exists.
-fn realpath(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut out = real;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            return lexical(&out);
-        }
-        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
-}
-
-fn root_contains(root: &Path, path: &Path) -> bool {
-    path.starts_with(root)
-}
-
-fn dir_pattern(dir: &Path) -> String {
-    format!("{}/*", dir.to_string_lossy().trim_end_matches('/'))
 }
 
 #[cfg(test)]

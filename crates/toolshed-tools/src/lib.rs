@@ -2,6 +2,8 @@
 //! arguments, the description a model reads, `execute`, and its unit tests.
 
 pub mod bash_permission;
+pub mod fs;
+pub mod path;
 pub mod todo;
 
 use std::sync::Arc;
@@ -13,11 +15,17 @@ use toolshed_core::tool::Typed;
 /// Registers every built-in tool, in the order a model sees them, configured by `config`.
 pub fn register_builtins(registry: &mut Registry, config: &Config) {
     let _ = config;
+    registry.register_builtin(Typed::new(fs::ReadTool));
+    registry.register_builtin(Typed::new(fs::ListTool));
+    registry.register_builtin(Typed::new(fs::GlobTool));
+    registry.register_builtin(Typed::new(fs::GrepTool));
+    registry.register_builtin(Typed::new(fs::WriteTool));
+    registry.register_builtin(Typed::new(fs::EditTool));
     register_todo(registry, Arc::new(todo::MemoryTodos::default()));
 }
 
-/// Registers `todo_write` and `todo_read` over `store` (replacing earlier ones): the agent
-/// passes its session database here.
+/// Registers `todo_write` and `todo_read` over `store` (replacing earlier ones, in place): the
+/// agent passes its session database here.
 pub fn register_todo(registry: &mut Registry, store: Arc<dyn todo::TodoStore>) {
     registry.register_builtin(Typed::new(todo::TodoWriteTool::new(store.clone())));
     registry.register_builtin(Typed::new(todo::TodoReadTool::new(store)));

@@ -1,0 +1,295 @@
+//! `edit`: replaces one exact piece of a file, with a documented sequence of looser matchers
+//! for the usual slips (see [`matcher`]), and never a destructive guess: ambiguous, oversized
+//! and conflicting matches are refused with what the model needs to fix its call.
+
+pub mod matcher;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolshed_core::permission::PermissionRequest;
+use toolshed_core::tool::{ToolFlags, TypedTool};
+use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
+
+use super::{Sniff, TextStyle, blocking, not_found, plural, sniff, unified_diff};
+use crate::path::{self, Permitted, ResolvedPath};
+use matcher::{Applied, Edit, Refusal, Strategy};
+
+/// Largest file edit will load.
+const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
+/// Diff lines shown in an edit result.
+const RESULT_DIFF_LINES: usize = 120;
+
+const DESCRIPTION: &str = "Replaces text in a file: finds `old_string` and puts `new_string` in its place.
+
+- Read the file first, and copy `old_string` from what read showed, without the `N: ` line-number prefixes.
+- `old_string` must match exactly one place. Include enough surrounding lines (2-3 usually suffice) to make it unique; if it matches several places the edit is refused and you are told their line numbers. Set `replace_all: true` to change every occurrence (for example to rename a variable); it is literal, no regex or `$` patterns.
+- Keep `old_string` short: only the lines you change plus a little context. Do not rewrite whole functions to change one line.
+- Small slips are tolerated (indentation, trailing spaces, tabs for spaces, smart quotes, escaped `\\n`) as long as the match is unique and the lines you change match the file; `new_string` is then re-indented to fit. If nothing matches, the error shows the closest lines of the file: fix `old_string` from them rather than guessing.
+- An empty `old_string` creates a new file with `new_string` as its content; it is refused if the file exists (use write to replace a whole file).
+- Line endings (CRLF) and a byte-order mark are kept. The result shows a diff of the change.
+- To make several changes in one file, call edit once per change.";
+
+/// Arguments of `edit`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct EditArgs {
+    /// The file to change: relative to the working directory, or absolute.
+    pub file_path: String,
+    /// The exact text to replace, as the file has it (without read's line-number prefixes).
+    pub old_string: String,
+    /// The text to put in its place (must differ from old_string).
+    pub new_string: String,
+    /// Replace every occurrence of old_string instead of requiring exactly one. Default false.
+    #[serde(default)]
+    pub replace_all: Option<bool>,
+    #[serde(skip)]
+    #[schemars(skip)]
+    permitted: Permitted,
+}
+
+/// The `edit` tool.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EditTool;
+
+impl TypedTool for EditTool {
+    type Args = EditArgs;
+
+    fn name(&self) -> &str {
+        "edit"
+    }
+
+    fn description(&self) -> String {
+        DESCRIPTION.to_string()
+    }
+
+    fn flags(&self) -> ToolFlags {
+        ToolFlags::MUTATING
+    }
+
+    fn customize(&self, spec: ToolSpec) -> ToolSpec {
+        spec.with_permission("edit")
+    }
+
+    fn permissions(
+        &self,
+        spec: &ToolSpec,
+        args: &EditArgs,
+        ctx: &ToolContext,
+    ) -> Result<Vec<PermissionRequest>, ToolError> {
+        let resolved = path::resolve_for_write(ctx, &args.file_path)?;
+        args.permitted.remember(&resolved);
+        Ok(resolved.requests(&spec.permission))
+    }
+
+    async fn run(&self, args: EditArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        if args.old_string == args.new_string {
+            return Err(ToolError::model(
+                "No changes to apply: old_string and new_string are identical. Send the new text as new_string.",
+            ));
+        }
+        let now = path::resolve_for_write(&ctx, &args.file_path)?;
+        let resolved = path::confirm(&ctx, &args.permitted, now, "edit").await?;
+        let _lock = ctx.lock_path(resolved.path()).await;
+        let target = resolved.clone();
+        let request =
+            Request { old: args.old_string, new: args.new_string, replace_all: args.replace_all.unwrap_or(false) };
+        let mut output = blocking(move || edit_file(&target, &request)).await?;
+        if let Some(note) = ctx.files_changed(&[resolved.path().to_path_buf()]).await {
+            output.text.push_str("\n\n");
+            output.text.push_str(&note);
+        }
+        Ok(output)
+    }
+}
+
+/// What to change.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// The text to find.
+    pub old: String,
+    /// Its replacement.
+    pub new: String,
+    /// Replace every occurrence.
+    pub replace_all: bool,
+}
+
+/// Applies `request` to the file at `resolved` and writes it back atomically; the tool's
+/// result, or the refusal for the model. Callers hold the file's lock.
+pub fn edit_file(resolved: &ResolvedPath, request: &Request) -> Result<ToolOutput, ToolError> {
+    let display = resolved.display();
+    let path = resolved.path();
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => Some(meta),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(ToolError::model(format!("Cannot edit `{display}`: {e}."))),
+    };
+    if request.old.is_empty() {
+        if meta.is_some() {
+            return Err(ToolError::model(format!(
+                "old_string is empty, but `{display}` already exists. To change it, send the exact text to replace as old_string; to replace the whole file on purpose, use write."
+            )));
+        }
+        resolved.write_atomic(request.new.as_bytes())?;
+        return Ok(ToolOutput::text(format!(
+            "Created `{display}` ({}, {} bytes).",
+            plural(request.new.lines().count(), "line"),
+            request.new.len()
+        ))
+        .with_title(display)
+        .with_metadata("created", true));
+    }
+    let Some(meta) = meta else {
+        let err = not_found(resolved, "File");
+        return Err(ToolError::model(format!(
+            "{err}\nTo create a new file, call edit with an empty old_string, or use write."
+        )));
+    };
+    if meta.is_dir() {
+        return Err(ToolError::model(format!(
+            "`{display}` is a directory, not a file. Send the path of the file to edit."
+        )));
+    }
+    if meta.len() > MAX_EDIT_BYTES {
+        return Err(ToolError::model(format!(
+            "`{display}` is {} bytes, more than edit handles ({MAX_EDIT_BYTES}). Change it with the shell (for example `sed`) instead.",
+            meta.len()
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|e| ToolError::model(format!("Cannot edit `{display}`: {e}.")))?;
+    let sample = &bytes[..bytes.len().min(4096)];
+    match sniff(path, sample) {
+        Sniff::Text => {}
+        Sniff::Image(mime) => {
+            return Err(ToolError::model(format!("Cannot edit `{display}`: it is an image ({mime}), not text.")));
+        }
+        Sniff::Binary(reason) => {
+            return Err(ToolError::model(format!("Cannot edit `{display}`: it is a binary file ({reason}).")));
+        }
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        ToolError::model(format!(
+            "Cannot edit `{display}`: it is not valid UTF-8 text (invalid byte at offset {}).",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    let (style, body) = TextStyle::split(&text);
+    let old = normalise_input(&request.old);
+    let new = normalise_input(&request.new);
+    let applied = matcher::apply(&Edit { content: &body, old: &old, new: &new, replace_all: request.replace_all })
+        .map_err(|refusal| ToolError::model(explain(&display, refusal)))?;
+    if applied.content == body {
+        return Err(ToolError::model(format!(
+            "No changes to apply: the edit leaves `{display}` as it is (the text was matched {}). Check new_string.",
+            applied.strategy.describe()
+        )));
+    }
+    resolved.write_atomic(style.apply(&applied.content).as_bytes())?;
+    Ok(success(resolved, &body, &applied))
+}
+
+/// `\r\n` in the model's strings read as `\n` (the file's own endings are restored on write),
+/// and a leading byte-order mark dropped.
+fn normalise_input(text: &str) -> String {
+    text.strip_prefix('\u{feff}').unwrap_or(text).replace("\r\n", "\n")
+}
+
+fn success(resolved: &ResolvedPath, before: &str, applied: &Applied) -> ToolOutput {
+    let display = resolved.display();
+    let count = applied.lines.len();
+    let more = if count > 10 { format!(" and {} more", count - 10) } else { String::new() };
+    let single = applied.lines.iter().all(|(a, b)| a == b);
+    let places: Vec<String> =
+        applied.lines.iter().take(10).map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect();
+    let noun = if count == 1 && single { "line" } else { "lines" };
+    let mut text =
+        format!("Edited `{display}`: replaced {} ({noun} {}{more}).", plural(count, "occurrence"), places.join(", "));
+    if applied.strategy != Strategy::Exact {
+        text.push_str(&format!(" old_string was matched {}", applied.strategy.describe()));
+        match &applied.reindent {
+            Some(how) => text.push_str(&format!("; new_string was {how}.")),
+            None => text.push('.'),
+        }
+    }
+    if applied.stripped_line_numbers {
+        text.push_str(
+            " Line-number prefixes copied from read output were removed from old_string; do not include them.",
+        );
+    }
+    let diff = unified_diff(before, &applied.content, &resolved.pattern(), 3, RESULT_DIFF_LINES);
+    text.push_str("\n\n");
+    text.push_str(diff.trim_end());
+    ToolOutput::text(text)
+        .with_title(display)
+        .with_metadata("strategy", applied.strategy.name())
+        .with_metadata("replacements", count)
+        .with_metadata("diff", diff)
+}
+
+/// The model-facing text of a refusal.
+pub fn explain(display: &str, refusal: Refusal) -> String {
+    match refusal {
+        Refusal::NotFound { closest: None } => format!(
+            "Could not find old_string in `{display}`, and no part of the file looks like it. Read the file (or grep for a distinctive word) and copy old_string exactly from it."
+        ),
+        Refusal::NotFound { closest: Some(c) } => {
+            let range =
+                if c.first == c.last { format!("line {}", c.first) } else { format!("lines {}-{}", c.first, c.last) };
+            let diff = closest_diff(&c.old, &c.text);
+            let offset = c.first.saturating_sub(2).max(1);
+            format!(
+                "Could not find old_string in `{display}`. The most similar text is at {range}; it differs like this (- old_string, + the file):\n{diff}\nCopy old_string exactly from the file (read it with offset={offset} limit={}) and call edit again.",
+                c.last - c.first + 5
+            )
+        }
+        Refusal::Ambiguous { strategy, lines } => {
+            let how = if strategy == Strategy::Exact { String::new() } else { format!(" ({})", strategy.describe()) };
+            let mut distinct = lines.clone();
+            distinct.dedup();
+            let shown: Vec<String> = distinct.iter().take(20).map(usize::to_string).collect();
+            let more = if distinct.len() > 20 { format!(" and {} more", distinct.len() - 20) } else { String::new() };
+            let at = if distinct.len() == 1 { "line" } else { "lines" };
+            let shared = if distinct.len() < lines.len() { " (some overlap on one line)" } else { "" };
+            format!(
+                "old_string matches {} places in `{display}`{how}, starting at {at} {}{more}{shared}. Include more surrounding lines in old_string so it matches exactly one place, or set replace_all to true to change all of them.",
+                lines.len(),
+                shown.join(", ")
+            )
+        }
+        Refusal::TooLarge { strategy, first, last, old_lines } => format!(
+            "Refusing the edit: the only text matching old_string ({}) spans lines {first}-{last} of `{display}` ({} lines), far more than old_string's {}, so replacing it could destroy code you did not mean to touch. Read those lines and send the exact text to replace.",
+            strategy.describe(),
+            last - first + 1,
+            plural(old_lines, "line")
+        ),
+        Refusal::Conflict { strategy, first, last, detail } => format!(
+            "Refusing the edit: old_string only roughly matches lines {first}-{last} of `{display}` ({}), and {detail}. Nothing was changed. Read lines {first}-{last} and send old_string exactly as the file has it.",
+            strategy.describe()
+        ),
+    }
+}
+
+/// A short diff from `old` (what the model sent) to `found` (the file's text), lines marked
+/// `-` and `+`.
+fn closest_diff(old: &str, found: &str) -> String {
+    let diff = similar::TextDiff::configure().timeout(std::time::Duration::from_millis(200)).diff_lines(old, found);
+    let mut out = String::new();
+    for (lines, change) in diff.iter_all_changes().enumerate() {
+        if lines >= 40 {
+            out.push_str("...\n");
+            break;
+        }
+        let sign = match change.tag() {
+            similar::ChangeTag::Delete => '-',
+            similar::ChangeTag::Insert => '+',
+            similar::ChangeTag::Equal => ' ',
+        };
+        let line = change.value().trim_end_matches('\n');
+        out.push(sign);
+        out.push_str(&super::cut_line(line, 300));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+#[cfg(test)]
+mod tests;

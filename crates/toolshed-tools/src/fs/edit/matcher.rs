@@ -1,0 +1,1177 @@
+//! Finding `old_string` in a file and splicing in `new_string`, safely.
+//!
+//! Matchers run from strict to loose and the first that finds anything decides:
+//!
+//! 1. **exact** — `old_string` as a substring (any position, partial lines included);
+//! 2. the same after removing **line-number prefixes** copied from `read` output (`12: ` or
+//!    `cat -n`'s `    12<TAB>`), when every line of `old_string` carries one, numbered consecutively;
+//! 3. **trailing whitespace** ignored on each line;
+//! 4. **indentation**: lines equal apart from leading whitespace, shifted uniformly (including
+//!    tabs for spaces);
+//! 5. **trimmed lines**: lines equal apart from leading and trailing whitespace; the first line
+//!    of `old_string` may also be the tail of a file line (a partial first line);
+//! 6. **whitespace**: runs of whitespace inside lines treated as one (within one line for a
+//!    one-line `old_string`);
+//! 7. **escapes**: `\n`, `\t`, `\"`, `\'`, `` \` ``, `\\`, `\$` in `old_string` (and `new_string`)
+//!    read as the characters they stand for;
+//! 8. **punctuation**: typographic dashes, quotes and spaces read as their ASCII forms (Codex's table);
+//! 9. **block anchor**: first and last lines equal (trimmed), at least half of the lines equal,
+//!    the block within a quarter of `old_string`'s length.
+//!
+//! A loose match never overwrites text the model did not see: lines the model leaves unchanged
+//! keep the file's own text, lines it changes or deletes must equal their file counterparts
+//! (under the matcher's normalisation), and lines the file has but `old_string` lacks are kept
+//! where they sit between unchanged lines; anything else is a conflict and the edit is refused.
+//! New lines follow the matched block's indentation when it is a uniform shift of
+//! `old_string`'s. More than one candidate is refused with every candidate's line number; a
+//! candidate far larger than `old_string` is refused (OpenCode's rule as the floor).
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt;
+use std::ops::Range;
+
+use similar::{Algorithm, DiffOp};
+
+/// The matcher that found the text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// `old_string` verbatim.
+    Exact,
+    /// Trailing whitespace ignored.
+    TrailingWhitespace,
+    /// A uniform indentation shift ignored.
+    Indentation,
+    /// Leading and trailing whitespace ignored, line by line.
+    TrimmedLines,
+    /// Whitespace runs treated as one.
+    Whitespace,
+    /// Backslash escapes in `old_string` read as characters.
+    Escapes,
+    /// Typographic punctuation read as ASCII.
+    Punctuation,
+    /// First and last lines as anchors, small differences between.
+    BlockAnchor,
+}
+
+impl Strategy {
+    /// How the match was made, for the model.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Strategy::Exact => "exactly",
+            Strategy::TrailingWhitespace => "ignoring trailing whitespace",
+            Strategy::Indentation => "ignoring a uniform indentation shift",
+            Strategy::TrimmedLines => "ignoring leading and trailing whitespace on each line",
+            Strategy::Whitespace => "ignoring differences in whitespace",
+            Strategy::Escapes => {
+                "after reading backslash escapes (\\n, \\t, \\\") in old_string and new_string as characters"
+            }
+            Strategy::Punctuation => "treating typographic quotes, dashes and spaces as ASCII",
+            Strategy::BlockAnchor => "by its first and last lines, with small differences in lines you did not change",
+        }
+    }
+
+    /// A short name for metadata.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Exact => "exact",
+            Strategy::TrailingWhitespace => "trailing_whitespace",
+            Strategy::Indentation => "indentation",
+            Strategy::TrimmedLines => "trimmed_lines",
+            Strategy::Whitespace => "whitespace",
+            Strategy::Escapes => "escapes",
+            Strategy::Punctuation => "punctuation",
+            Strategy::BlockAnchor => "block_anchor",
+        }
+    }
+}
+
+/// One edit: replace `old` with `new` in `content` (all with `\n` line endings).
+#[derive(Clone, Copy, Debug)]
+pub struct Edit<'a> {
+    /// The file's text.
+    pub content: &'a str,
+    /// The text to find.
+    pub old: &'a str,
+    /// What to put in its place.
+    pub new: &'a str,
+    /// Replace every match instead of requiring exactly one.
+    pub replace_all: bool,
+}
+
+/// A successful edit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    /// The new text of the file.
+    pub content: String,
+    /// The matcher that found the text.
+    pub strategy: Strategy,
+    /// Line ranges (1-based, inclusive) of the replaced text in the original file.
+    pub lines: Vec<(usize, usize)>,
+    /// How `new_string` was re-indented, if it was.
+    pub reindent: Option<String>,
+    /// Line-number prefixes were removed from `old_string` (and `new_string`).
+    pub stripped_line_numbers: bool,
+}
+
+/// Why an edit was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Nothing matched; the closest region of the file, if any looked related.
+    NotFound {
+        /// The most similar region.
+        closest: Option<Closest>,
+    },
+    /// More than one place matched.
+    Ambiguous {
+        /// The matcher that found them.
+        strategy: Strategy,
+        /// The first line (1-based) of every candidate.
+        lines: Vec<usize>,
+    },
+    /// The only matches span far more lines than `old_string`.
+    TooLarge {
+        /// The matcher that found it.
+        strategy: Strategy,
+        /// The candidate's first and last lines (1-based).
+        first: usize,
+        /// Last line.
+        last: usize,
+        /// Lines in `old_string`.
+        old_lines: usize,
+    },
+    /// A loose match would change or delete lines that differ from what the model sent.
+    Conflict {
+        /// The matcher that found the block.
+        strategy: Strategy,
+        /// The block's first line (1-based).
+        first: usize,
+        /// The block's last line.
+        last: usize,
+        /// What is wrong, for the model.
+        detail: String,
+    },
+}
+
+/// The region of the file most like `old_string`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Closest {
+    /// First line (1-based).
+    pub first: usize,
+    /// Last line (1-based, inclusive).
+    pub last: usize,
+    /// The region's text.
+    pub text: String,
+    /// `old_string` as it was compared (line-number prefixes removed).
+    pub old: String,
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Finds `edit.old` in `edit.content` and replaces it, or says why not.
+pub fn apply(edit: &Edit<'_>) -> Result<Applied, Refusal> {
+    let text = Text::new(edit.content);
+    let mut too_large: Option<Refusal> = None;
+    if let Some(done) = exact(&text, edit.old, edit.new, edit.replace_all, Strategy::Exact, None, &mut too_large)? {
+        return Ok(done);
+    }
+    let (old, new, stripped) = match strip_line_numbers(edit.old, true) {
+        Some(old) => (old, strip_line_numbers(edit.new, false).unwrap_or_else(|| edit.new.to_string()), true),
+        None => (edit.old.to_string(), edit.new.to_string(), false),
+    };
+    let mark = |mut a: Applied| {
+        a.stripped_line_numbers = stripped;
+        a
+    };
+    if stripped && let Some(done) = exact(&text, &old, &new, edit.replace_all, Strategy::Exact, None, &mut too_large)? {
+        return Ok(mark(done));
+    }
+    let old_lines_count = split_lines(&old).0.len();
+    if !old.trim().is_empty() {
+        let plan = Plan::new(&text, &old, &new, edit.replace_all, old_lines_count);
+        for strategy in
+            [Strategy::TrailingWhitespace, Strategy::Indentation, Strategy::TrimmedLines, Strategy::Whitespace]
+        {
+            if let Some(outcome) = plan.run(strategy, &mut too_large) {
+                return outcome.map(mark);
+            }
+        }
+        let (old_u, new_u) = (unescape(&old), unescape(&new));
+        if old_u != old {
+            let raw = (old_lines_count, old.trim().len());
+            if let Some(done) =
+                exact(&text, &old_u, &new_u, edit.replace_all, Strategy::Escapes, Some(raw), &mut too_large)?
+            {
+                return Ok(mark(done));
+            }
+            let plan = Plan::new(&text, &old_u, &new_u, edit.replace_all, old_lines_count);
+            if let Some(outcome) = plan.run(Strategy::Escapes, &mut too_large) {
+                return outcome.map(mark);
+            }
+        }
+        for strategy in [Strategy::Punctuation, Strategy::BlockAnchor] {
+            if let Some(outcome) = plan.run(strategy, &mut too_large) {
+                return outcome.map(mark);
+            }
+        }
+    }
+    if let Some(refusal) = too_large {
+        return Err(refusal);
+    }
+    Err(Refusal::NotFound { closest: closest(&text, &old) })
+}
+
+/// The file split into lines, with the byte offset of each line's start.
+struct Text<'a> {
+    src: &'a str,
+    lines: Vec<&'a str>,
+    starts: Vec<usize>,
+}
+
+impl<'a> Text<'a> {
+    fn new(src: &'a str) -> Self {
+        let mut lines = Vec::new();
+        let mut starts = Vec::new();
+        let mut at = 0;
+        for line in src.split('\n') {
+            starts.push(at);
+            lines.push(line);
+            at += line.len() + 1;
+        }
+        Text { src, lines, starts }
+    }
+
+    /// The 0-based line holding byte `offset`.
+    fn line_of(&self, offset: usize) -> usize {
+        match self.starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i.saturating_sub(1),
+        }
+    }
+
+    /// Bytes of lines `first..=last`, without the final newline.
+    fn span(&self, first: usize, last: usize) -> Range<usize> {
+        self.starts[first]..self.starts[last] + self.lines[last].len()
+    }
+}
+
+/// Splits text into lines; a final newline ends the last line rather than starting an empty one.
+/// Returns the lines and whether there was a final newline.
+fn split_lines(text: &str) -> (Vec<&str>, bool) {
+    match text.strip_suffix('\n') {
+        Some(body) => (body.split('\n').collect(), true),
+        None => (text.split('\n').collect(), false),
+    }
+}
+
+/// Exact substring matching (for `old` verbatim, or after line numbers or escapes are removed).
+/// With `raw` (the lines and trimmed length of `old_string` as sent, when `old` was derived from
+/// it), a match that is disproportionate to what was sent is set aside as `too_large`.
+fn exact(
+    text: &Text<'_>,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+    strategy: Strategy,
+    raw: Option<(usize, usize)>,
+    too_large: &mut Option<Refusal>,
+) -> Result<Option<Applied>, Refusal> {
+    let Some(first_char) = old.chars().next() else { return Ok(None) };
+    let mut starts = Vec::new();
+    let mut from = 0;
+    while let Some(i) = text.src[from..].find(old) {
+        starts.push(from + i);
+        from += i + first_char.len_utf8();
+        if starts.len() > 10_000 {
+            break;
+        }
+    }
+    if starts.is_empty() {
+        return Ok(None);
+    }
+    if let Some((raw_lines, raw_len)) = raw {
+        let s = starts[0];
+        let (first, last) = (text.line_of(s), text.line_of(s + old.len().saturating_sub(1)));
+        if too_large_span(raw_lines, raw_len, last - first + 1, old.trim().len()) {
+            if too_large.is_none() {
+                *too_large =
+                    Some(Refusal::TooLarge { strategy, first: first + 1, last: last + 1, old_lines: raw_lines });
+            }
+            return Ok(None);
+        }
+    }
+    let mut chosen: Vec<usize> = Vec::new();
+    for s in &starts {
+        if chosen.last().is_none_or(|&prev| *s >= prev + old.len()) {
+            chosen.push(*s);
+        }
+    }
+    if starts.len() > 1 && !replace_all {
+        return Err(Refusal::Ambiguous { strategy, lines: starts.iter().map(|&s| text.line_of(s) + 1).collect() });
+    }
+    let mut content = String::with_capacity(text.src.len() + new.len());
+    let mut last = 0;
+    let mut lines = Vec::new();
+    for s in &chosen {
+        content.push_str(&text.src[last..*s]);
+        content.push_str(new);
+        last = s + old.len();
+        lines.push((text.line_of(*s) + 1, text.line_of(last.saturating_sub(1).max(*s)) + 1));
+    }
+    content.push_str(&text.src[last..]);
+    Ok(Some(Applied { content, strategy, lines, reindent: None, stripped_line_numbers: false }))
+}
+
+/// Removes `read`-style (`12: `) or `cat -n`-style (`    12<TAB>`) line-number prefixes when
+/// every line carries one; `consecutive` also requires the numbers to count up by one.
+fn strip_line_numbers(text: &str, consecutive: bool) -> Option<String> {
+    let (lines, trailing) = split_lines(text);
+    if lines.is_empty() || text.is_empty() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(lines.len());
+    let mut expected: Option<u64> = None;
+    for line in lines {
+        let (number, rest) = line_number_prefix(line)?;
+        if consecutive && expected.is_some_and(|e| e != number) {
+            return None;
+        }
+        expected = Some(number + 1);
+        out.push(rest);
+    }
+    let mut joined = out.join("\n");
+    if trailing {
+        joined.push('\n');
+    }
+    Some(joined)
+}
+
+fn line_number_prefix(line: &str) -> Option<(u64, &str)> {
+    let body = line.trim_start_matches(' ');
+    let digits = body.len() - body.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 || digits > 9 {
+        return None;
+    }
+    let number: u64 = body[..digits].parse().ok()?;
+    let after = &body[digits..];
+    let rest = if let Some(r) = after.strip_prefix(": ") {
+        r
+    } else if after == ":" {
+        ""
+    } else if let Some(r) = after.strip_prefix('\t') {
+        r
+    } else {
+        after.strip_prefix('→')?
+    };
+    Some((number, rest))
+}
+
+/// Backslash escapes read as the characters they stand for (others kept as they are).
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek().copied() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some(q @ ('\'' | '"' | '`' | '\\' | '$')) => out.push(q),
+            Some('\n') => out.push('\n'),
+            _ => {
+                out.push('\\');
+                continue;
+            }
+        }
+        chars.next();
+    }
+    out
+}
+
+/// Codex's table: typographic dashes, quotes and spaces, and their ASCII forms.
+fn ascii_punctuation(c: char) -> Option<char> {
+    match c {
+        '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}' | '\u{2212}' => Some('-'),
+        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' => Some('\''),
+        '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' => Some('"'),
+        '\u{00A0}' | '\u{2002}' | '\u{2003}' | '\u{2004}' | '\u{2005}' | '\u{2006}' | '\u{2007}' | '\u{2008}'
+        | '\u{2009}' | '\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => Some(' '),
+        _ => None,
+    }
+}
+
+fn punctuation_ascii(line: &str) -> Cow<'_, str> {
+    if line.is_ascii() || !line.chars().any(|c| ascii_punctuation(c).is_some()) {
+        return Cow::Borrowed(line);
+    }
+    Cow::Owned(line.chars().map(|c| ascii_punctuation(c).unwrap_or(c)).collect())
+}
+
+fn collapse_whitespace(line: &str) -> Cow<'_, str> {
+    let trimmed = line.trim();
+    if !trimmed.contains(|c: char| c.is_whitespace()) || !has_run(trimmed) {
+        return Cow::Borrowed(trimmed);
+    }
+    let mut out = String::with_capacity(trimmed.len());
+    let mut in_space = false;
+    for c in trimmed.chars() {
+        if c.is_whitespace() {
+            if !in_space {
+                out.push(' ');
+            }
+            in_space = true;
+        } else {
+            out.push(c);
+            in_space = false;
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn has_run(text: &str) -> bool {
+    let mut prev_space = false;
+    for c in text.chars() {
+        let space = c.is_whitespace();
+        if space && (prev_space || c != ' ') {
+            return true;
+        }
+        prev_space = space;
+    }
+    false
+}
+
+fn leading_ws(line: &str) -> &str {
+    &line[..line.len() - line.trim_start().len()]
+}
+
+fn is_blank(line: &str) -> bool {
+    line.trim().is_empty()
+}
+
+/// How one old line lines up with the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pair {
+    /// Old line `o` corresponds to block line `f`; `eq` when equal under the matcher.
+    Both { o: usize, f: usize, eq: bool },
+    /// Old line `o` has no counterpart in the file.
+    OldOnly { o: usize },
+    /// Block line `f` has no counterpart in `old_string`.
+    FileOnly { f: usize },
+}
+
+/// One place that matched.
+#[derive(Clone, Debug)]
+struct Candidate {
+    /// First and last file line (0-based, inclusive).
+    first: usize,
+    last: usize,
+    /// Bytes of the first line left untouched (the part before a partial first line).
+    prefix: usize,
+    /// For an in-line match: the exact byte span replaced by `new` verbatim.
+    inline: Option<Range<usize>>,
+    pairs: Vec<Pair>,
+}
+
+/// What a loose match needs: the file, `old_string` and `new_string` split into lines.
+struct Plan<'a> {
+    text: &'a Text<'a>,
+    old: &'a str,
+    old_lines: Vec<&'a str>,
+    new_lines: Vec<&'a str>,
+    replace_all: bool,
+    /// Lines of `old_string` as sent (before escapes were read), for the size rule.
+    raw_old_lines: usize,
+}
+
+impl<'a> Plan<'a> {
+    fn new(text: &'a Text<'a>, old: &'a str, new: &'a str, replace_all: bool, raw_old_lines: usize) -> Self {
+        let (old_lines, old_trailing) = split_lines(old);
+        let new_lines = if new.is_empty() || (old_trailing && new == "\n") {
+            Vec::new()
+        } else if old_trailing {
+            split_lines(new).0
+        } else {
+            new.split('\n').collect()
+        };
+        Plan { text, old, old_lines, new_lines, replace_all, raw_old_lines }
+    }
+
+    /// Runs one matcher: `None` when it found nothing usable, else the outcome.
+    fn run(&self, strategy: Strategy, too_large: &mut Option<Refusal>) -> Option<Result<Applied, Refusal>> {
+        let candidates = match strategy {
+            Strategy::TrailingWhitespace => self.windows(|l| Cow::Borrowed(l.trim_end()), false),
+            Strategy::Indentation => self
+                .windows(|l| Cow::Borrowed(l.trim()), false)
+                .into_iter()
+                .filter(|c| Shift::measure(self, c).is_some())
+                .collect(),
+            Strategy::TrimmedLines => self.windows(|l| Cow::Borrowed(l.trim()), true),
+            Strategy::Whitespace => {
+                let mut found = self.windows(collapse_whitespace, false);
+                if found.is_empty() && self.old_lines.len() == 1 {
+                    found = self.inline_whitespace();
+                }
+                found
+            }
+            Strategy::Escapes => self.windows(|l| Cow::Borrowed(l.trim()), false),
+            Strategy::Punctuation => self.windows(|l| Cow::Owned(punctuation_ascii(l).trim().to_string()), false),
+            Strategy::BlockAnchor => self.block_anchor(),
+            Strategy::Exact => Vec::new(),
+        };
+        if candidates.is_empty() {
+            return None;
+        }
+        let (fit, large): (Vec<Candidate>, Vec<Candidate>) =
+            candidates.into_iter().partition(|c| !self.disproportionate(c));
+        if fit.is_empty() {
+            if too_large.is_none()
+                && let Some(c) = large.first()
+            {
+                *too_large = Some(Refusal::TooLarge {
+                    strategy,
+                    first: c.first + 1,
+                    last: c.last + 1,
+                    old_lines: self.raw_old_lines,
+                });
+            }
+            return None;
+        }
+        if fit.len() > 1 && !self.replace_all {
+            return Some(Err(Refusal::Ambiguous { strategy, lines: fit.iter().map(|c| c.first + 1).collect() }));
+        }
+        Some(self.splice(strategy, fit))
+    }
+
+    /// Windows of `old_lines.len()` file lines equal to `old_string` line by line under `norm`.
+    /// With `partial_first`, the first old line may instead be the tail of its file line.
+    fn windows(&self, norm: impl Fn(&str) -> Cow<'_, str>, partial_first: bool) -> Vec<Candidate> {
+        let r = self.old_lines.len();
+        let n = self.text.lines.len();
+        if r == 0 || r > n {
+            return Vec::new();
+        }
+        let old: Vec<Cow<'_, str>> = self.old_lines.iter().map(|l| norm(l)).collect();
+        if old.iter().all(|l| l.trim().is_empty()) {
+            return Vec::new();
+        }
+        let file: Vec<Cow<'_, str>> = self.text.lines.iter().map(|l| norm(l)).collect();
+        let mut found = Vec::new();
+        for start in 0..=n - r {
+            let mut prefix = 0;
+            let first_ok = if file[start] == old[0] {
+                true
+            } else if partial_first {
+                match partial_prefix(self.text.lines[start], self.old_lines[0]) {
+                    Some(p) => {
+                        prefix = p;
+                        true
+                    }
+                    None => false,
+                }
+            } else {
+                false
+            };
+            if !first_ok || !(1..r).all(|k| file[start + k] == old[k]) {
+                continue;
+            }
+            if partial_first && prefix == 0 {
+                // The first line starts at the file line's indentation when old_string's first
+                // line has none of its own (a copy that began at the first visible character).
+                let file_ws = leading_ws(self.text.lines[start]);
+                if leading_ws(self.old_lines[0]).is_empty() && !file_ws.is_empty() && r > 1 {
+                    prefix = file_ws.len();
+                }
+            }
+            found.push(Candidate {
+                first: start,
+                last: start + r - 1,
+                prefix,
+                inline: None,
+                pairs: (0..r).map(|k| Pair::Both { o: k, f: k, eq: true }).collect(),
+            });
+        }
+        found
+    }
+
+    /// For a one-line `old_string`: places inside a line where its words appear in order,
+    /// separated by any whitespace (or none).
+    fn inline_whitespace(&self) -> Vec<Candidate> {
+        let words: Vec<&str> = self.old.split_whitespace().collect();
+        if words.is_empty() || words.concat().chars().count() < 3 {
+            return Vec::new();
+        }
+        let mut found = Vec::new();
+        for (i, line) in self.text.lines.iter().enumerate() {
+            let mut from = 0;
+            while let Some(pos) = line[from..].find(words[0]) {
+                let start = from + pos;
+                if let Some(end) = match_words(line, start, &words) {
+                    let base = self.text.starts[i];
+                    found.push(Candidate {
+                        first: i,
+                        last: i,
+                        prefix: 0,
+                        inline: Some(base + start..base + end),
+                        pairs: Vec::new(),
+                    });
+                    break;
+                }
+                from = start + words[0].len();
+            }
+        }
+        found
+    }
+
+    /// Blocks whose first and last lines equal `old_string`'s (trimmed), within a quarter of its
+    /// length, with at least half of the lines equal.
+    fn block_anchor(&self) -> Vec<Candidate> {
+        let r = self.old_lines.len();
+        if r < 3 {
+            return Vec::new();
+        }
+        let first = self.old_lines[0].trim();
+        let last = self.old_lines[r - 1].trim();
+        if first.is_empty() || last.is_empty() || (first.len() < 3 && last.len() < 3) {
+            return Vec::new();
+        }
+        let tolerance = (r / 4).max(1);
+        let old_t: Vec<&str> = self.old_lines.iter().map(|l| l.trim()).collect();
+        let lines = &self.text.lines;
+        let mut found = Vec::new();
+        for a in 0..lines.len() {
+            if lines[a].trim() != first {
+                continue;
+            }
+            let min_end = a + 2;
+            let max_end = (a + r - 1 + tolerance).min(lines.len().saturating_sub(1));
+            let Some(g) = (min_end..=max_end).find(|&g| lines[g].trim() == last) else { continue };
+            let c = g - a + 1;
+            if c.abs_diff(r) > tolerance {
+                continue;
+            }
+            let block_t: Vec<&str> = lines[a..=g].iter().map(|l| l.trim()).collect();
+            let pairs = align(&old_t, &block_t);
+            let equal = pairs.iter().filter(|p| matches!(p, Pair::Both { eq: true, .. })).count();
+            if equal * 2 < r.max(c) {
+                continue;
+            }
+            let ratio = similar::TextDiff::configure()
+                .timeout(std::time::Duration::from_millis(50))
+                .diff_chars(&old_t.join("\n"), &block_t.join("\n"))
+                .ratio();
+            if ratio < 0.7 {
+                continue;
+            }
+            found.push(Candidate { first: a, last: g, prefix: 0, inline: None, pairs });
+        }
+        found
+    }
+
+    /// Whether a candidate is far larger than `old_string` (see [`too_large_span`]).
+    fn disproportionate(&self, c: &Candidate) -> bool {
+        let span_len = match &c.inline {
+            Some(span) => span.len(),
+            None => self.text.src[self.text.span(c.first, c.last)].trim().len(),
+        };
+        too_large_span(self.raw_old_lines, self.old.trim().len(), c.last - c.first + 1, span_len)
+    }
+
+    /// Replaces every chosen candidate (greedily skipping overlaps), last first.
+    fn splice(&self, strategy: Strategy, mut candidates: Vec<Candidate>) -> Result<Applied, Refusal> {
+        candidates.sort_by_key(|c| c.first);
+        let mut chosen: Vec<Candidate> = Vec::new();
+        for c in candidates {
+            if chosen.last().is_none_or(|prev| c.first > prev.last) {
+                chosen.push(c);
+            }
+        }
+        let mut replacements = Vec::with_capacity(chosen.len());
+        let mut reindent = None;
+        for c in &chosen {
+            let (span, text, shift) = self.replacement(strategy, c)?;
+            if reindent.is_none() {
+                reindent = shift;
+            }
+            replacements.push((span, text));
+        }
+        let src = self.text.src;
+        let mut content = src.to_string();
+        for (span, text) in replacements.iter().rev() {
+            content.replace_range(span.clone(), text);
+        }
+        Ok(Applied {
+            content,
+            strategy,
+            lines: chosen.iter().map(|c| (c.first + 1, c.last + 1)).collect(),
+            reindent,
+            stripped_line_numbers: false,
+        })
+    }
+
+    /// The byte span a candidate replaces and its new text, merged line by line.
+    fn replacement(
+        &self,
+        strategy: Strategy,
+        c: &Candidate,
+    ) -> Result<(Range<usize>, String, Option<String>), Refusal> {
+        if let Some(span) = &c.inline {
+            return Ok((span.clone(), self.new_lines.join("\n"), None));
+        }
+        let block = &self.text.lines[c.first..=c.last];
+        let conflict = |detail: String| Refusal::Conflict { strategy, first: c.first + 1, last: c.last + 1, detail };
+        let global = Shift::measure(self, c);
+        let local: Vec<Shift> = match &global {
+            Some(_) => Vec::new(),
+            None => (0..=self.old_lines.len()).map(|o| self.local_shift(c, o)).collect(),
+        };
+        let shift_for = |o: usize| -> &Shift {
+            match &global {
+                Some(s) => s,
+                None => &local[o],
+            }
+        };
+        let old = &self.old_lines;
+        let new = &self.new_lines;
+        let mut kept = vec![false; old.len()];
+        let mut before: Vec<Vec<usize>> = vec![Vec::new(); old.len() + 1];
+        for op in similar::capture_diff_slices(Algorithm::Myers, old, new) {
+            match op {
+                DiffOp::Equal { old_index, len, .. } => {
+                    kept[old_index..old_index + len].iter_mut().for_each(|k| *k = true)
+                }
+                DiffOp::Delete { .. } => {}
+                DiffOp::Insert { old_index, new_index, new_len }
+                | DiffOp::Replace { old_index, new_index, new_len, .. } => {
+                    before[old_index].extend(new_index..new_index + new_len)
+                }
+            }
+        }
+        let crlf_block = block.iter().all(|l| l.ends_with('\r'));
+        let block_text = block.concat();
+        let translate = |line: String| -> String {
+            if strategy != Strategy::Punctuation {
+                return line;
+            }
+            line.chars()
+                .map(|ch| match ascii_punctuation(ch) {
+                    Some(ascii) if !block_text.contains(ch) => ascii,
+                    _ => ch,
+                })
+                .collect()
+        };
+        let prefix_is_indent = block[0][..c.prefix].trim().is_empty();
+        let mut out: Vec<String> = Vec::new();
+        let emit_new = |out: &mut Vec<String>, o: usize| {
+            for &j in &before[o] {
+                let mut line = if out.is_empty() && c.prefix > 0 {
+                    new[j].trim_start().to_string()
+                } else {
+                    shift_for(o).apply(new[j])
+                };
+                if crlf_block && !line.ends_with('\r') {
+                    line.push('\r');
+                }
+                out.push(translate(line));
+            }
+        };
+        let emit_file = |out: &mut Vec<String>, f: usize| -> Result<(), Refusal> {
+            if f > 0 || c.prefix == 0 {
+                out.push(block[f].to_string());
+            } else if out.is_empty() {
+                out.push(block[0][c.prefix..].to_string());
+            } else if prefix_is_indent {
+                out.push(block[0].to_string());
+            } else {
+                return Err(conflict(format!(
+                    "your edit adds lines before `{}`, which starts in the middle of line {}",
+                    old[0].trim(),
+                    c.first + 1
+                )));
+            }
+            Ok(())
+        };
+        let old_positions: Vec<(usize, usize)> =
+            c.pairs.iter().enumerate().filter_map(|(i, p)| old_index(p).map(|o| (i, o))).collect();
+        for (i, pair) in c.pairs.iter().enumerate() {
+            match *pair {
+                Pair::Both { o, f, eq } => {
+                    emit_new(&mut out, o);
+                    if kept[o] {
+                        emit_file(&mut out, f)?;
+                    } else if !eq {
+                        return Err(conflict(format!(
+                            "line {} of the file, which your edit changes, is `{}` but old_string has `{}`",
+                            c.first + f + 1,
+                            block[f].trim(),
+                            old[o].trim()
+                        )));
+                    }
+                }
+                Pair::OldOnly { o } => {
+                    emit_new(&mut out, o);
+                    if !kept[o] {
+                        return Err(conflict(format!(
+                            "your edit removes or changes `{}`, which is not in the file at that place",
+                            old[o].trim()
+                        )));
+                    }
+                }
+                Pair::FileOnly { f } => {
+                    let prev = old_positions.iter().rev().find(|(at, _)| *at < i).map(|&(_, o)| o);
+                    let next = old_positions.iter().find(|(at, _)| *at > i).map(|&(_, o)| o);
+                    let prev_ok = prev.is_none_or(|o| kept[o]);
+                    let next_ok = match next {
+                        Some(o) => kept[o] && before[o].is_empty(),
+                        None => before[old.len()].is_empty(),
+                    };
+                    if !(prev_ok && next_ok) {
+                        return Err(conflict(format!(
+                            "line {} of the file (`{}`) is not in old_string and sits inside the lines your edit changes",
+                            c.first + f + 1,
+                            block[f].trim()
+                        )));
+                    }
+                    emit_file(&mut out, f)?;
+                }
+            }
+        }
+        emit_new(&mut out, old.len());
+        let mut span = self.text.span(c.first, c.last);
+        span.start += c.prefix;
+        if out.is_empty() && c.prefix == 0 {
+            // The lines go away entirely, newline included.
+            if span.end < self.text.src.len() {
+                span.end += 1;
+            } else if span.start > 0 {
+                span.start -= 1;
+            }
+        }
+        let how = match global {
+            Some(shift) => shift.describe(),
+            None if local.iter().any(|s| *s != Shift::Same) => {
+                Some("re-indented line by line to match the lines around it".into())
+            }
+            None => None,
+        };
+        Ok((span, out.join("\n"), how))
+    }
+}
+
+/// OpenCode's size rule, the floor: a match of `lines` lines (`span_len` bytes, trimmed) is too
+/// large for an `old_string` of `old_lines` lines (`old_len` bytes, trimmed) when it has at
+/// least `max(r + 3, 2r)` lines, or, for several lines, more than `max(len + 500, 4 len)` bytes.
+fn too_large_span(old_lines: usize, old_len: usize, lines: usize, span_len: usize) -> bool {
+    let r = old_lines.max(1);
+    lines >= (r + 3).max(2 * r) || (r > 1 && span_len > (old_len + 500).max(4 * old_len))
+}
+
+impl Plan<'_> {
+    /// The indentation shift of the equal pair nearest to old line `o` (preferring `o` itself,
+    /// then earlier lines); used when the block as a whole has no uniform shift.
+    fn local_shift(&self, c: &Candidate, o: usize) -> Shift {
+        let block = &self.text.lines[c.first..=c.last];
+        let nearest = c
+            .pairs
+            .iter()
+            .filter_map(|p| match *p {
+                Pair::Both { o: po, f, eq: true } if !(f == 0 && c.prefix > 0) => Some((po, f)),
+                _ => None,
+            })
+            .filter(|&(po, f)| !is_blank(self.old_lines[po]) && !is_blank(block[f]))
+            .min_by_key(|&(po, _)| if po <= o { 2 * (o - po) } else { 2 * (po - o) + 1 });
+        nearest
+            .and_then(|(po, f)| Shift::between(&[(leading_ws(self.old_lines[po]), leading_ws(block[f]))]))
+            .unwrap_or(Shift::Same)
+    }
+}
+
+fn old_index(p: &Pair) -> Option<usize> {
+    match *p {
+        Pair::Both { o, .. } | Pair::OldOnly { o } => Some(o),
+        Pair::FileOnly { .. } => None,
+    }
+}
+
+/// Lines `old` and `block` in order: equal lines paired, replaced runs paired as far as they go.
+fn align(old: &[&str], block: &[&str]) -> Vec<Pair> {
+    let mut pairs = Vec::new();
+    for op in similar::capture_diff_slices(Algorithm::Myers, old, block) {
+        match op {
+            DiffOp::Equal { old_index, new_index, len } => {
+                pairs.extend((0..len).map(|k| Pair::Both { o: old_index + k, f: new_index + k, eq: true }))
+            }
+            DiffOp::Delete { old_index, old_len, .. } => {
+                pairs.extend((0..old_len).map(|k| Pair::OldOnly { o: old_index + k }))
+            }
+            DiffOp::Insert { new_index, new_len, .. } => {
+                pairs.extend((0..new_len).map(|k| Pair::FileOnly { f: new_index + k }))
+            }
+            DiffOp::Replace { old_index, old_len, new_index, new_len } => {
+                let both = old_len.min(new_len);
+                pairs.extend((0..both).map(|k| Pair::Both { o: old_index + k, f: new_index + k, eq: false }));
+                pairs.extend((both..old_len).map(|k| Pair::OldOnly { o: old_index + k }));
+                pairs.extend((both..new_len).map(|k| Pair::FileOnly { f: new_index + k }));
+            }
+        }
+    }
+    pairs
+}
+
+/// Where a partial first line starts in `file_line`: `old_first` (trimmed) is its tail, at a
+/// word boundary, and long enough to mean something.
+fn partial_prefix(file_line: &str, old_first: &str) -> Option<usize> {
+    let tail = old_first.trim();
+    let body = file_line.trim_end();
+    if tail.chars().count() < 4 || !body.ends_with(tail) || body.len() == tail.len() {
+        return None;
+    }
+    let at = body.len() - tail.len();
+    let before = body[..at].chars().next_back()?;
+    let first = tail.chars().next()?;
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    (!(word(before) && word(first))).then_some(at)
+}
+
+/// From `start` in `line`, the words in order with any whitespace between; the end offset.
+fn match_words(line: &str, start: usize, words: &[&str]) -> Option<usize> {
+    let mut at = start;
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            at = line.len() - line[at..].trim_start().len();
+        }
+        if !line[at..].starts_with(w) {
+            return None;
+        }
+        at += w.len();
+    }
+    Some(at)
+}
+
+/// How the matched block's indentation relates to `old_string`'s.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Shift {
+    /// The same.
+    Same,
+    /// The file has this much more in front of every line.
+    Add(String),
+    /// The file has this much less.
+    Remove(String),
+    /// Spaces for tabs or tabs for spaces (`width` spaces a tab), shifted by `delta` levels.
+    Convert { old_tabs: bool, width: usize, delta: isize },
+}
+
+impl Shift {
+    /// The uniform shift between old lines and their (equal) file lines, if there is one.
+    fn measure(plan: &Plan<'_>, c: &Candidate) -> Option<Shift> {
+        let block = &plan.text.lines[c.first..=c.last];
+        let pairs: Vec<(&str, &str)> = c
+            .pairs
+            .iter()
+            .filter_map(|p| match *p {
+                Pair::Both { o, f, eq: true } if !(f == 0 && c.prefix > 0) => Some((plan.old_lines[o], block[f])),
+                _ => None,
+            })
+            .filter(|(o, f)| !is_blank(o) && !is_blank(f))
+            .map(|(o, f)| (leading_ws(o), leading_ws(f)))
+            .collect();
+        Shift::between(&pairs)
+    }
+
+    fn between(pairs: &[(&str, &str)]) -> Option<Shift> {
+        if pairs.iter().all(|(o, f)| o == f) {
+            return Some(Shift::Same);
+        }
+        let (o0, f0) = pairs[0];
+        if f0.len() > o0.len() && f0.ends_with(o0) {
+            let add = &f0[..f0.len() - o0.len()];
+            if pairs.iter().all(|(o, f)| f.len() == o.len() + add.len() && f.starts_with(add) && f.ends_with(o)) {
+                return Some(Shift::Add(add.to_string()));
+            }
+        }
+        if o0.len() > f0.len() && o0.ends_with(f0) {
+            let remove = &o0[..o0.len() - f0.len()];
+            if pairs.iter().all(|(o, f)| o.len() == f.len() + remove.len() && o.starts_with(remove) && o.ends_with(f)) {
+                return Some(Shift::Remove(remove.to_string()));
+            }
+        }
+        let only = |s: &str, c: char| s.chars().all(|x| x == c);
+        for old_tabs in [false, true] {
+            let (old_c, file_c) = if old_tabs { ('\t', ' ') } else { (' ', '\t') };
+            if !pairs.iter().all(|(o, f)| only(o, old_c) && only(f, file_c)) {
+                continue;
+            }
+            for width in [4usize, 2, 8, 3] {
+                let levels = |(o, f): &(&str, &str)| -> Option<isize> {
+                    let (spaces, tabs) = if old_tabs { (f.len(), o.len()) } else { (o.len(), f.len()) };
+                    if spaces % width != 0 {
+                        return None;
+                    }
+                    let space_levels = (spaces / width) as isize;
+                    Some(if old_tabs { space_levels - tabs as isize } else { tabs as isize - space_levels })
+                };
+                let Some(delta) = levels(&pairs[0]) else { continue };
+                if pairs.iter().all(|p| levels(p) == Some(delta)) {
+                    return Some(Shift::Convert { old_tabs, width, delta });
+                }
+            }
+        }
+        None
+    }
+
+    /// `line` (from `new_string`) with the same shift applied.
+    fn apply(&self, line: &str) -> String {
+        if is_blank(line) {
+            return line.to_string();
+        }
+        match self {
+            Shift::Same => line.to_string(),
+            Shift::Add(p) => format!("{p}{line}"),
+            Shift::Remove(p) => match line.strip_prefix(p.as_str()) {
+                Some(rest) => rest.to_string(),
+                None => {
+                    let ws = leading_ws(line);
+                    let cut = ws.len().min(p.len());
+                    line[cut..].to_string()
+                }
+            },
+            Shift::Convert { old_tabs, width, delta } => {
+                let ws = leading_ws(line);
+                let rest = &line[ws.len()..];
+                if *old_tabs {
+                    if !ws.chars().all(|c| c == '\t') {
+                        return line.to_string();
+                    }
+                    let level = (ws.len() as isize + delta).max(0) as usize;
+                    format!("{}{rest}", " ".repeat(level * width))
+                } else {
+                    if !ws.chars().all(|c| c == ' ') {
+                        return line.to_string();
+                    }
+                    let level = ((ws.len() / width) as isize + delta).max(0) as usize;
+                    format!("{}{}{rest}", "\t".repeat(level), " ".repeat(ws.len() % width))
+                }
+            }
+        }
+    }
+
+    /// How new_string was re-indented, for the model; `None` when it was not.
+    fn describe(&self) -> Option<String> {
+        let amount = |s: &str| {
+            let tabs = s.chars().filter(|&c| c == '\t').count();
+            let spaces = s.len() - tabs;
+            match (spaces, tabs) {
+                (s, 0) => crate::fs::plural(s, "space"),
+                (0, t) => crate::fs::plural(t, "tab"),
+                (s, t) => format!("{} and {}", crate::fs::plural(s, "space"), crate::fs::plural(t, "tab")),
+            }
+        };
+        match self {
+            Shift::Same => None,
+            Shift::Add(p) => Some(format!("indented {} more to fit", amount(p))),
+            Shift::Remove(p) => Some(format!("indented {} less to fit", amount(p))),
+            Shift::Convert { old_tabs: false, width, .. } => {
+                Some(format!("indented with tabs ({width} spaces a tab) like the file"))
+            }
+            Shift::Convert { old_tabs: true, width, .. } => {
+                Some(format!("indented with spaces ({width} a tab) like the file"))
+            }
+        }
+    }
+}
+
+/// The region of the file most like `old`: the window with the most lines equal (trimmed) to
+/// one of its lines, else the most shared words.
+fn closest(text: &Text<'_>, old: &str) -> Option<Closest> {
+    let (old_lines, _) = split_lines(old);
+    let r = old_lines.len().max(1);
+    let n = text.lines.len();
+    if n == 0 {
+        return None;
+    }
+    let wanted: HashSet<&str> = old_lines.iter().map(|l| l.trim()).filter(|l| l.len() > 2).collect();
+    let words: HashSet<&str> =
+        old.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| w.len() >= 3).collect();
+    let line_score: Vec<u32> = text
+        .lines
+        .iter()
+        .map(|l| {
+            let t = l.trim();
+            if wanted.contains(t) {
+                return 1000;
+            }
+            t.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| words.contains(w)).count() as u32
+        })
+        .collect();
+    let width = r.min(n);
+    let mut sum: u32 = line_score[..width].iter().sum();
+    let (mut best, mut best_sum) = (0usize, sum);
+    for start in 1..=n - width {
+        sum = sum - line_score[start - 1] + line_score[start + width - 1];
+        if sum > best_sum {
+            best = start;
+            best_sum = sum;
+        }
+    }
+    if best_sum == 0 {
+        return None;
+    }
+    let last = best + width - 1;
+    Some(Closest { first: best + 1, last: last + 1, text: text.lines[best..=last].join("\n"), old: old.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(content: &str, old: &str, new: &str) -> Result<Applied, Refusal> {
+        apply(&Edit { content, old, new, replace_all: false })
+    }
+
+    #[test]
+    fn shift_between_recognises_adds_removes_and_tab_conversion() {
+        assert_eq!(Shift::between(&[("", "    "), ("  ", "      ")]), Some(Shift::Add("    ".into())));
+        assert_eq!(Shift::between(&[("    ", ""), ("      ", "  ")]), Some(Shift::Remove("    ".into())));
+        assert_eq!(
+            Shift::between(&[("    ", "\t"), ("        ", "\t\t")]),
+            Some(Shift::Convert { old_tabs: false, width: 4, delta: 0 })
+        );
+        assert_eq!(Shift::between(&[("  ", "    "), ("  ", "  ")]), None);
+        assert_eq!(Shift::Convert { old_tabs: false, width: 4, delta: 1 }.apply("    x"), "\t\tx");
+        assert_eq!(Shift::Convert { old_tabs: true, width: 2, delta: 0 }.apply("\t\tx"), "    x");
+    }
+
+    #[test]
+    fn line_number_prefixes_need_every_line_and_consecutive_numbers() {
+        assert_eq!(strip_line_numbers("12: a\n13: b", true).as_deref(), Some("a\nb"));
+        assert_eq!(strip_line_numbers("    12\ta\n    13\tb\n", true).as_deref(), Some("a\nb\n"));
+        assert_eq!(strip_line_numbers("12: a\n14: b", true), None);
+        assert_eq!(strip_line_numbers("12: a\nb", true), None);
+        assert_eq!(strip_line_numbers("7:\n8: x", true).as_deref(), Some("\nx"));
+    }
+
+    #[test]
+    fn unescape_reads_common_escapes_and_keeps_others() {
+        assert_eq!(unescape(r#"a\nb\t\"c\" \d"#), "a\nb\t\"c\" \\d");
+    }
+
+    #[test]
+    fn partial_prefix_needs_a_boundary_and_some_length() {
+        assert_eq!(partial_prefix("    let x = compute(a,", "compute(a,"), Some(12));
+        assert_eq!(partial_prefix("    recompute(a,", "compute(a,"), None);
+        assert_eq!(partial_prefix("    x = f(", "f("), None);
+    }
+
+    #[test]
+    fn deleting_lines_removes_their_newline() {
+        let out = run("a\n  b\n  c\nd\n", "b\nc\n", "").unwrap();
+        assert_eq!(out.content, "a\nd\n");
+        assert_eq!(out.strategy, Strategy::Indentation);
+    }
+}

@@ -1,0 +1,129 @@
+use super::*;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use toolshed_core::context::{CallInfo, CancellationToken, Environment};
+use toolshed_core::hooks::PostWriteHook;
+use toolshed_core::permission::AllowAll;
+use toolshed_core::tool::BoxFuture;
+
+fn root() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    (tmp, root)
+}
+
+fn args(file: &str, old: &str, new: &str) -> EditArgs {
+    serde_json::from_value(serde_json::json!({"file_path": file, "old_string": old, "new_string": new})).unwrap()
+}
+
+#[tokio::test]
+async fn edit_result_names_the_matcher_and_shows_the_diff() {
+    let (_tmp, root) = root();
+    fs::write(root.join("a.py"), "class A:\n    def f(self):\n        return 1\n").unwrap();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    let out =
+        EditTool.run(args("a.py", "def f(self):\n    return 1", "def f(self):\n    return 2"), ctx).await.unwrap();
+    insta::assert_snapshot!(out.text, @r"
+    Edited `a.py`: replaced 1 occurrence (lines 2-3). old_string was matched ignoring a uniform indentation shift; new_string was indented 4 spaces more to fit.
+
+    --- a/a.py
+    +++ b/a.py
+    @@ -1,3 +1,3 @@
+     class A:
+         def f(self):
+    -        return 1
+    +        return 2
+    ");
+    assert_eq!(out.metadata["strategy"], "indentation");
+}
+
+#[tokio::test]
+async fn edit_not_found_shows_the_closest_region() {
+    let (_tmp, root) = root();
+    fs::write(root.join("c.toml"), "[server]\nport = 8080\nhost = \"0.0.0.0\"\n").unwrap();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    let err = EditTool
+        .run(args("c.toml", "port = 8000\nhost = \"0.0.0.0\"", "port = 9000\nhost = \"0.0.0.0\""), ctx)
+        .await
+        .unwrap_err();
+    insta::assert_snapshot!(err.to_string(), @r#"
+    Could not find old_string in `c.toml`. The most similar text is at lines 2-3; it differs like this (- old_string, + the file):
+    -port = 8000
+    +port = 8080
+     host = "0.0.0.0"
+
+    Copy old_string exactly from the file (read it with offset=1 limit=6) and call edit again.
+    "#);
+}
+
+struct Diagnostics;
+
+impl PostWriteHook for Diagnostics {
+    fn after_write<'a>(&'a self, _ctx: &'a ToolContext, files: &'a [PathBuf]) -> BoxFuture<'a, Option<String>> {
+        let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+        Box::pin(async move { Some(format!("LSP errors detected in {name}: none")) })
+    }
+}
+
+fn context_with_hook(root: &Path) -> ToolContext {
+    let mut env = Environment::new(root, root.join(".data"));
+    env.hooks.add_post_write(Arc::new(Diagnostics));
+    ToolContext::new(CallInfo::default(), Arc::new(env), CancellationToken::new(), Arc::new(AllowAll))
+}
+
+#[tokio::test]
+async fn edit_appends_what_post_write_hooks_report() {
+    let (_tmp, root) = root();
+    fs::write(root.join("x.rs"), "let a = 1;\n").unwrap();
+    let out = EditTool.run(args("x.rs", "a = 1", "a = 2"), context_with_hook(&root)).await.unwrap();
+    assert!(out.text.ends_with("\n\nLSP errors detected in x.rs: none"), "{}", out.text);
+}
+
+#[tokio::test]
+async fn concurrent_edits_of_one_file_are_serialised_and_none_is_lost() {
+    let (_tmp, root) = root();
+    let text: String = (0..16).map(|i| format!("value_{i} = 0\n")).collect();
+    fs::write(root.join("many.txt"), text).unwrap();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let ctx = ctx.clone();
+        tasks.push(tokio::spawn(async move {
+            EditTool.run(args("many.txt", &format!("value_{i} = 0"), &format!("value_{i} = {}", i + 1)), ctx).await
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let after = fs::read_to_string(root.join("many.txt")).unwrap();
+    let expected: String = (0..16).map(|i| format!("value_{i} = {}\n", i + 1)).collect();
+    assert_eq!(after, expected);
+}
+
+#[tokio::test]
+async fn edit_refuses_directories_and_edits_that_change_nothing() {
+    let (_tmp, root) = root();
+    fs::create_dir(root.join("d")).unwrap();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    let err = EditTool.run(args("d", "a", "b"), ctx.clone()).await.unwrap_err();
+    assert!(err.to_string().contains("is a directory"), "{err}");
+    fs::write(root.join("t.txt"), "x = 1  \ny = 2\n").unwrap();
+    let err = EditTool.run(args("t.txt", "x = 1 \ny = 2", "x = 1  \ny = 2"), ctx).await.unwrap_err();
+    insta::assert_snapshot!(err.to_string(), @"No changes to apply: the edit leaves `t.txt` as it is (the text was matched ignoring trailing whitespace). Check new_string.");
+}
+
+#[tokio::test]
+async fn edit_refuses_to_write_through_a_link_out_of_the_worktree() {
+    let (tmp, root) = root();
+    let outside = tmp.path().join("outside.txt");
+    let root = root.join("wt");
+    fs::create_dir(&root).unwrap();
+    fs::write(&outside, "secret = 1\n").unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("link.txt")).unwrap();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    let err = EditTool.run(args("link.txt", "secret = 1", "secret = 2"), ctx).await.unwrap_err();
+    assert!(err.to_string().contains("never write through a link that leaves the worktree"), "{err}");
+    assert_eq!(fs::read_to_string(&outside).unwrap(), "secret = 1\n");
+}

@@ -1,0 +1,238 @@
+//! `glob`: files whose path matches a glob, gitignore-aware, newest-modified first, capped.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use ignore::WalkState;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolshed_core::permission::PermissionRequest;
+use toolshed_core::tool::{ToolFlags, TypedTool};
+use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
+
+use super::{PathGlob, blocking, walker};
+use crate::path::{self, Permitted, ResolvedPath, pattern_for};
+
+/// Most paths returned.
+pub const MAX_RESULTS: usize = 100;
+
+const DESCRIPTION: &str = "Finds files by name with a glob pattern, newest-modified first, at most 100.
+
+- `**` matches any number of directories and braces give alternatives: `**/*.rs`, `src/**/*.{ts,tsx}`, `**/test_*.py`.
+- A pattern without `/` matches file names at any depth (`*.md` finds every Markdown file); a pattern with `/` matches the path relative to `path`, and `*` then stays within one directory.
+- Files ignored by `.gitignore` are left out; hidden files are included; `.git` is skipped.
+- `path` is the directory to search (default: the working directory).
+- Returns one path per line, relative to the working directory. Use grep to search file contents instead.";
+
+/// Arguments of `glob`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GlobArgs {
+    /// The glob to match, e.g. `**/*.rs` or `src/**/*.{ts,tsx}`.
+    pub pattern: String,
+    /// The directory to search: relative to the working directory, or absolute. Default: the working directory.
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(skip)]
+    #[schemars(skip)]
+    permitted: Permitted,
+}
+
+impl GlobArgs {
+    fn target(&self) -> &str {
+        self.path.as_deref().filter(|p| !p.trim().is_empty()).unwrap_or(".")
+    }
+}
+
+/// The `glob` tool.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GlobTool;
+
+impl TypedTool for GlobTool {
+    type Args = GlobArgs;
+
+    fn name(&self) -> &str {
+        "glob"
+    }
+
+    fn description(&self) -> String {
+        DESCRIPTION.to_string()
+    }
+
+    fn flags(&self) -> ToolFlags {
+        ToolFlags::READ_ONLY
+    }
+
+    fn permissions(
+        &self,
+        spec: &ToolSpec,
+        args: &GlobArgs,
+        ctx: &ToolContext,
+    ) -> Result<Vec<PermissionRequest>, ToolError> {
+        let resolved = path::resolve(ctx, args.target())?;
+        args.permitted.remember(&resolved);
+        let mut requests: Vec<PermissionRequest> = resolved.external_request().into_iter().collect();
+        requests.push(PermissionRequest::new(&spec.permission, [args.pattern.clone()]));
+        Ok(requests)
+    }
+
+    async fn run(&self, args: GlobArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let now = path::resolve(&ctx, args.target())?;
+        let resolved = match args.permitted.get() {
+            Some(_) => path::confirm(&ctx, &args.permitted, now, "glob").await?,
+            None => {
+                if let Some(request) = now.external_request() {
+                    ctx.ask(request).await?;
+                }
+                ctx.ask(PermissionRequest::new("glob", [args.pattern.clone()])).await?;
+                now
+            }
+        };
+        if !resolved.is_dir() {
+            return Err(match resolved.exists() {
+                true => ToolError::model(format!(
+                    "`{}` is a file, not a directory. Send the directory to search as `path`.",
+                    resolved.display()
+                )),
+                false => super::not_found(&resolved, "Directory"),
+            });
+        }
+        let glob = PathGlob::new(&args.pattern, resolved.path())?;
+        let cwd = path::Confinement::from_context(&ctx).cwd().to_path_buf();
+        let cancel = ctx.cancellation().clone();
+        blocking(move || Ok(glob_files(&resolved, &glob, &args.pattern, &cwd, MAX_RESULTS, cancel))).await
+    }
+}
+
+fn glob_files(
+    dir: &ResolvedPath,
+    glob: &PathGlob,
+    pattern: &str,
+    cwd: &std::path::Path,
+    cap: usize,
+    cancel: toolshed_core::context::CancellationToken,
+) -> ToolOutput {
+    let found: Arc<Mutex<Vec<(SystemTime, PathBuf)>>> = Arc::default();
+    let base = dir.path().to_path_buf();
+    walker(&base).threads(worker_threads()).build_parallel().run(|| {
+        let found = found.clone();
+        let base = base.clone();
+        let glob = glob.clone();
+        let cancel = cancel.clone();
+        Box::new(move |entry| {
+            if cancel.is_cancelled() {
+                return WalkState::Quit;
+            }
+            let Ok(entry) = entry else { return WalkState::Continue };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            let rel = entry.path().strip_prefix(&base).unwrap_or(entry.path());
+            if glob.is_match(rel) {
+                let modified = entry.metadata().ok().and_then(|m| m.modified().ok()).unwrap_or(SystemTime::UNIX_EPOCH);
+                found.lock().unwrap_or_else(PoisonError::into_inner).push((modified, entry.into_path()));
+            }
+            WalkState::Continue
+        })
+    });
+    let mut found = std::mem::take(&mut *found.lock().unwrap_or_else(PoisonError::into_inner));
+    let total = found.len();
+    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    found.truncate(cap);
+    if found.is_empty() {
+        return ToolOutput::text(format!("No files match `{pattern}` under `{}`.", dir.display()))
+            .with_title(pattern.to_string())
+            .with_metadata("count", 0);
+    }
+    let mut out = String::new();
+    for (_, path) in &found {
+        out.push_str(&display_path(cwd, path));
+        out.push('\n');
+    }
+    if total > found.len() {
+        out.push_str(&format!(
+            "\n(Showing the {} most recently modified of {total} matching files. Use a more specific pattern or path to see the others.)",
+            found.len()
+        ));
+    }
+    ToolOutput::text(out.trim_end().to_string())
+        .with_title(pattern.to_string())
+        .with_metadata("count", total)
+        .with_metadata("truncated", total > found.len())
+}
+
+/// `path` relative to `cwd` when under it, else absolute, with `/` separators.
+pub(crate) fn display_path(cwd: &std::path::Path, path: &std::path::Path) -> String {
+    pattern_for(cwd, path)
+}
+
+/// Threads for the parallel walkers: the machine's cores, at most 8.
+pub(crate) fn worker_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().min(8))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::time::Duration;
+
+    async fn call(root: &std::path::Path, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
+        let ctx = ToolContext::standalone(root, root.join(".data"));
+        GlobTool.run(serde_json::from_value(args).unwrap(), ctx).await
+    }
+
+    fn touch(root: &std::path::Path, rel: &str, age_secs: u64) {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, "x").unwrap();
+        let when = SystemTime::now() - Duration::from_secs(age_secs);
+        fs::File::options().write(true).open(&p).unwrap().set_modified(when).unwrap();
+    }
+
+    #[tokio::test]
+    async fn glob_lists_newest_first_and_honours_gitignore() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        touch(&root, "old.rs", 300);
+        touch(&root, "src/new.rs", 10);
+        touch(&root, "src/mid.rs", 100);
+        touch(&root, "src/skip.txt", 5);
+        touch(&root, "gen/built.rs", 1);
+        touch(&root, ".hidden/h.rs", 200);
+        fs::write(root.join(".gitignore"), "gen/\n").unwrap();
+        let out = call(&root, serde_json::json!({"pattern": "**/*.rs"})).await.unwrap();
+        assert_eq!(out.text, "src/new.rs\nsrc/mid.rs\n.hidden/h.rs\nold.rs");
+        let out = call(&root, serde_json::json!({"pattern": "*.rs", "path": "src"})).await.unwrap();
+        assert_eq!(out.text, "src/new.rs\nsrc/mid.rs");
+        let out = call(&root, serde_json::json!({"pattern": "src/*.{rs,txt}"})).await.unwrap();
+        assert_eq!(out.text, "src/skip.txt\nsrc/new.rs\nsrc/mid.rs");
+    }
+
+    #[tokio::test]
+    async fn glob_caps_at_the_limit_with_a_note() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        for i in 0..105 {
+            touch(&root, &format!("f{i:03}.txt"), 1000 - i);
+        }
+        let out = call(&root, serde_json::json!({"pattern": "*.txt"})).await.unwrap();
+        let lines: Vec<&str> = out.text.lines().collect();
+        assert_eq!(lines[0], "f104.txt");
+        assert_eq!(lines.len(), 102);
+        insta::assert_snapshot!(lines[101], @"(Showing the 100 most recently modified of 105 matching files. Use a more specific pattern or path to see the others.)");
+    }
+
+    #[tokio::test]
+    async fn glob_explains_empty_results_and_bad_patterns() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        touch(&root, "a.txt", 1);
+        let out = call(&root, serde_json::json!({"pattern": "*.zig"})).await.unwrap();
+        assert_eq!(out.text, "No files match `*.zig` under `.`.");
+        let err = call(&root, serde_json::json!({"pattern": "a[.txt"})).await.unwrap_err();
+        assert!(err.to_string().contains("is invalid"), "{err}");
+        let err = call(&root, serde_json::json!({"pattern": "*", "path": "a.txt"})).await.unwrap_err();
+        assert!(err.to_string().contains("is a file, not a directory"), "{err}");
+    }
+}

@@ -1,0 +1,422 @@
+//! `grep`: regex search over file contents, in process with ripgrep's crates (`grep-regex`,
+//! `grep-searcher`, `ignore`'s parallel walker); no external `rg`. Hits are grouped by file in
+//! path order, long lines are cut around the match, binary files are skipped, and the output
+//! is capped with a note saying how much more there was.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use grep_matcher::Matcher;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use ignore::WalkState;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolshed_core::context::CancellationToken;
+use toolshed_core::permission::PermissionRequest;
+use toolshed_core::tool::{ToolFlags, TypedTool};
+use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
+
+use super::glob::{display_path, worker_threads};
+use super::{PathGlob, blocking, walker};
+use crate::path::{self, Permitted, ResolvedPath};
+
+/// Results shown when `limit` is not given.
+pub const DEFAULT_LIMIT: usize = 100;
+/// Largest `limit` accepted.
+const MAX_LIMIT: usize = 1000;
+/// Largest `context` accepted.
+const MAX_CONTEXT: usize = 10;
+/// Characters of a matching line shown; longer lines are cut around the match.
+pub const MAX_GREP_LINE_CHARS: usize = 400;
+/// Lines kept in memory across all files (matches and context); beyond it hits are only counted.
+const MAX_STORED_LINES: usize = 20_000;
+
+const DESCRIPTION: &str = "Searches file contents with a regular expression (ripgrep syntax), skipping binary files and files ignored by `.gitignore`.
+
+- `output_mode`: `content` (default) shows matching lines grouped under each file as `N: text`, with `context` lines before and after as `N- text`; `files_with_matches` lists only the files that match; `count` gives the number of matching lines per file.
+- Regex syntax: escape the literal characters `( ) [ ] { } . * + ? | ^ $ \\` with a backslash, e.g. `fn main\\(` or `map\\[string\\]`. A pattern matches within a single line.
+- `include` limits the search to files matching a glob: `*.rs`, `*.{ts,tsx}`, `src/**/*.py`. `path` is a directory or a single file (default: the working directory).
+- `case_insensitive: true` ignores case.
+- At most `limit` results are shown (default 100) and the output says how many more there were: narrow the pattern, `path` or `include` rather than raising the limit.
+- Use grep to find where something is defined or used; use glob to find files by name; read the lines you find with read.";
+
+/// What grep reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// Matching lines, grouped by file.
+    #[default]
+    Content,
+    /// Only the paths of files that match.
+    FilesWithMatches,
+    /// The number of matching lines per file.
+    Count,
+}
+
+/// Arguments of `grep`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GrepArgs {
+    /// The regular expression to search for (ripgrep syntax).
+    pub pattern: String,
+    /// The directory or file to search: relative to the working directory, or absolute. Default: the working directory.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Only search files matching this glob, e.g. `*.rs` or `*.{ts,tsx}`.
+    #[serde(default)]
+    pub include: Option<String>,
+    /// Ignore case. Default false.
+    #[serde(default)]
+    pub case_insensitive: Option<bool>,
+    /// Lines of context to show before and after each match in content mode (at most 10). Default 0.
+    #[serde(default)]
+    pub context: Option<u32>,
+    /// `content` (default), `files_with_matches` or `count`.
+    #[serde(default)]
+    pub output_mode: Option<OutputMode>,
+    /// Most results to show: matching lines in content mode, files otherwise. Default 100.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    #[serde(skip)]
+    #[schemars(skip)]
+    permitted: Permitted,
+}
+
+impl GrepArgs {
+    fn target(&self) -> &str {
+        self.path.as_deref().filter(|p| !p.trim().is_empty()).unwrap_or(".")
+    }
+}
+
+/// The `grep` tool.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GrepTool;
+
+impl TypedTool for GrepTool {
+    type Args = GrepArgs;
+
+    fn name(&self) -> &str {
+        "grep"
+    }
+
+    fn description(&self) -> String {
+        DESCRIPTION.to_string()
+    }
+
+    fn flags(&self) -> ToolFlags {
+        ToolFlags::READ_ONLY
+    }
+
+    fn permissions(
+        &self,
+        spec: &ToolSpec,
+        args: &GrepArgs,
+        ctx: &ToolContext,
+    ) -> Result<Vec<PermissionRequest>, ToolError> {
+        let resolved = path::resolve(ctx, args.target())?;
+        args.permitted.remember(&resolved);
+        let mut requests: Vec<PermissionRequest> = resolved.external_request().into_iter().collect();
+        requests.push(PermissionRequest::new(&spec.permission, [args.pattern.clone()]));
+        Ok(requests)
+    }
+
+    async fn run(&self, args: GrepArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let now = path::resolve(&ctx, args.target())?;
+        let resolved = match args.permitted.get() {
+            Some(_) => path::confirm(&ctx, &args.permitted, now, "grep").await?,
+            None => {
+                if let Some(request) = now.external_request() {
+                    ctx.ask(request).await?;
+                }
+                ctx.ask(PermissionRequest::new("grep", [args.pattern.clone()])).await?;
+                now
+            }
+        };
+        if !resolved.exists() {
+            return Err(super::not_found(&resolved, "Path"));
+        }
+        let query = Query::new(&args, &resolved)?;
+        let cwd = path::Confinement::from_context(&ctx).cwd().to_path_buf();
+        let cancel = ctx.cancellation().clone();
+        blocking(move || Ok(query.run(&resolved, &cwd, cancel))).await
+    }
+}
+
+/// A compiled search.
+pub struct Query {
+    pattern: String,
+    matcher: RegexMatcher,
+    include: Option<PathGlob>,
+    context: usize,
+    mode: OutputMode,
+    limit: usize,
+}
+
+/// The hits in one file.
+#[derive(Debug, Default)]
+struct FileHits {
+    path: PathBuf,
+    /// Matching lines.
+    count: u64,
+    /// Stored lines (matches and context), in order.
+    lines: Vec<Line>,
+}
+
+#[derive(Debug)]
+struct Line {
+    number: u64,
+    text: String,
+    is_match: bool,
+    /// A gap (`--`) comes before this line.
+    gap: bool,
+}
+
+impl Query {
+    /// Compiles the arguments, or explains to the model what is wrong with them.
+    pub fn new(args: &GrepArgs, dir: &ResolvedPath) -> Result<Query, ToolError> {
+        if args.pattern.is_empty() {
+            return Err(ToolError::model("The pattern is empty. Send the regular expression to search for."));
+        }
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(args.case_insensitive.unwrap_or(false))
+            .line_terminator(Some(b'\n'))
+            .build(&args.pattern)
+            .map_err(|e| {
+                ToolError::model(format!(
+                    "The pattern `{}` is not a valid regular expression: {e}\nEscape literal special characters with a backslash (for example `\\(` or `\\{{`) and call grep again.",
+                    args.pattern
+                ))
+            })?;
+        let include = args
+            .include
+            .as_deref()
+            .filter(|g| !g.trim().is_empty())
+            .map(|g| PathGlob::new(g, dir.path()))
+            .transpose()?;
+        Ok(Query {
+            pattern: args.pattern.clone(),
+            matcher,
+            include,
+            context: args.context.unwrap_or(0).min(MAX_CONTEXT as u32) as usize,
+            mode: args.output_mode.unwrap_or_default(),
+            limit: args.limit.map_or(DEFAULT_LIMIT, |l| (l as usize).clamp(1, MAX_LIMIT)),
+        })
+    }
+
+    /// Runs the search under `dir` and renders the result; paths are shown relative to `cwd`.
+    pub fn run(&self, dir: &ResolvedPath, cwd: &Path, cancel: CancellationToken) -> ToolOutput {
+        let files = self.search(dir.path(), cancel);
+        self.render(files, dir, cwd)
+    }
+
+    fn searcher(&self) -> Searcher {
+        let context = if self.mode == OutputMode::Content { self.context } else { 0 };
+        SearcherBuilder::new()
+            .line_number(true)
+            .binary_detection(BinaryDetection::quit(b'\0'))
+            .before_context(context)
+            .after_context(context)
+            .build()
+    }
+
+    fn search(&self, base: &Path, cancel: CancellationToken) -> Vec<FileHits> {
+        let found: Mutex<Vec<FileHits>> = Mutex::default();
+        let stored = AtomicUsize::new(0);
+        let explicit_file = base.is_file();
+        walker(base).threads(worker_threads()).build_parallel().run(|| {
+            let mut searcher = self.searcher();
+            let found = &found;
+            let stored = &stored;
+            let cancel = cancel.clone();
+            Box::new(move |entry| {
+                if cancel.is_cancelled() {
+                    return WalkState::Quit;
+                }
+                let Ok(entry) = entry else { return WalkState::Continue };
+                if !entry.file_type().is_some_and(|t| t.is_file()) {
+                    return WalkState::Continue;
+                }
+                if !explicit_file && let Some(include) = &self.include {
+                    let rel = entry.path().strip_prefix(base).unwrap_or(entry.path());
+                    if !include.is_match(rel) {
+                        return WalkState::Continue;
+                    }
+                }
+                let mut sink = Collect {
+                    matcher: &self.matcher,
+                    hits: FileHits { path: entry.path().to_path_buf(), ..Default::default() },
+                    store: self.mode == OutputMode::Content,
+                    stored,
+                    gap: false,
+                    stop_at_first: self.mode == OutputMode::FilesWithMatches,
+                };
+                if searcher.search_path(&self.matcher, entry.path(), &mut sink).is_ok() && sink.hits.count > 0 {
+                    found.lock().unwrap_or_else(PoisonError::into_inner).push(sink.hits);
+                }
+                WalkState::Continue
+            })
+        });
+        let mut files = found.into_inner().unwrap_or_else(PoisonError::into_inner);
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        files
+    }
+
+    fn render(&self, files: Vec<FileHits>, dir: &ResolvedPath, cwd: &Path) -> ToolOutput {
+        let total_matches: u64 = files.iter().map(|f| f.count).sum();
+        let total_files = files.len();
+        let title = self.pattern.clone();
+        if files.is_empty() {
+            return ToolOutput::text(format!("No matches for `{}` in `{}`.", self.pattern, dir.display()))
+                .with_title(title)
+                .with_metadata("matches", 0)
+                .with_metadata("files", 0);
+        }
+        let mut out = String::new();
+        let truncated;
+        match self.mode {
+            OutputMode::FilesWithMatches => {
+                for f in files.iter().take(self.limit) {
+                    out.push_str(&display_path(cwd, &f.path));
+                    out.push('\n');
+                }
+                truncated = total_files > self.limit;
+                if truncated {
+                    out.push_str(&format!(
+                        "\n({total_files} files match; showing the first {}. Narrow the pattern, path or include to see the others.)",
+                        self.limit
+                    ));
+                }
+            }
+            OutputMode::Count => {
+                for f in files.iter().take(self.limit) {
+                    out.push_str(&format!("{}: {}\n", display_path(cwd, &f.path), f.count));
+                }
+                out.push_str(&format!("\n({total_matches} matching lines in {total_files} files"));
+                truncated = total_files > self.limit;
+                if truncated {
+                    out.push_str(&format!("; showing the first {} files", self.limit));
+                }
+                out.push_str(".)");
+            }
+            OutputMode::Content => {
+                let shown = render_content(&files, cwd, self.limit, self.context, &mut out);
+                truncated = (shown as u64) < total_matches;
+                let header = format!("Found {total_matches} matching lines in {total_files} files.\n");
+                out.insert_str(0, &header);
+                if truncated {
+                    out.push_str(&format!(
+                        "\n({} more matching lines not shown. Narrow the pattern, path or include, or raise limit.)",
+                        total_matches - shown as u64
+                    ));
+                }
+            }
+        }
+        ToolOutput::text(out.trim_end().to_string())
+            .with_title(title)
+            .with_metadata("matches", total_matches)
+            .with_metadata("files", total_files)
+            .with_metadata("truncated", truncated)
+    }
+}
+
+/// Writes up to `limit` matching lines (with their context) grouped by file; returns how many
+/// matching lines were written. Context after the last shown match is kept; context leading up
+/// to a match that is not shown is not.
+fn render_content(files: &[FileHits], cwd: &Path, limit: usize, context: usize, out: &mut String) -> usize {
+    let mut shown = 0usize;
+    for file in files {
+        if shown >= limit {
+            break;
+        }
+        out.push_str(&display_path(cwd, &file.path));
+        out.push('\n');
+        let mut wrote_any = false;
+        let mut last_match = 0u64;
+        for line in &file.lines {
+            if line.is_match {
+                if shown >= limit {
+                    break;
+                }
+                shown += 1;
+                last_match = line.number;
+            } else if shown >= limit && line.number > last_match + context as u64 {
+                break;
+            }
+            if line.gap && wrote_any {
+                out.push_str("  --\n");
+            }
+            let sep = if line.is_match { ':' } else { '-' };
+            out.push_str(&format!("  {}{sep} {}\n", line.number, line.text));
+            wrote_any = true;
+        }
+    }
+    shown
+}
+
+/// Collects one file's hits.
+struct Collect<'a> {
+    matcher: &'a RegexMatcher,
+    hits: FileHits,
+    store: bool,
+    stored: &'a AtomicUsize,
+    gap: bool,
+    stop_at_first: bool,
+}
+
+impl Collect<'_> {
+    fn keep(&mut self, number: Option<u64>, bytes: &[u8], is_match: bool) {
+        if !self.store || self.stored.fetch_add(1, Ordering::Relaxed) >= MAX_STORED_LINES {
+            return;
+        }
+        let text = excerpt(self.matcher, bytes, is_match);
+        self.hits.lines.push(Line { number: number.unwrap_or(0), text, is_match, gap: std::mem::take(&mut self.gap) });
+    }
+}
+
+impl Sink for Collect<'_> {
+    type Error = io::Error;
+
+    fn matched(&mut self, _searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        self.hits.count += 1;
+        if self.stop_at_first {
+            return Ok(false);
+        }
+        self.keep(mat.line_number(), mat.bytes(), true);
+        Ok(true)
+    }
+
+    fn context(&mut self, _searcher: &Searcher, ctx: &SinkContext<'_>) -> Result<bool, io::Error> {
+        self.keep(ctx.line_number(), ctx.bytes(), false);
+        Ok(true)
+    }
+
+    fn context_break(&mut self, _searcher: &Searcher) -> Result<bool, io::Error> {
+        self.gap = true;
+        Ok(true)
+    }
+}
+
+/// The text of a line as shown: without its line ending, and cut around the first match when
+/// longer than [`MAX_GREP_LINE_CHARS`].
+fn excerpt(matcher: &RegexMatcher, bytes: &[u8], is_match: bool) -> String {
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    let text = String::from_utf8_lossy(bytes);
+    let chars = text.chars().count();
+    if chars <= MAX_GREP_LINE_CHARS {
+        return text.into_owned();
+    }
+    let match_at = if is_match { matcher.find(bytes).ok().flatten().map_or(0, |m| m.start()) } else { 0 };
+    let match_char = String::from_utf8_lossy(&bytes[..match_at.min(bytes.len())]).chars().count();
+    let start = match_char.saturating_sub(MAX_GREP_LINE_CHARS / 4);
+    let start = start.min(chars - MAX_GREP_LINE_CHARS);
+    let window: String = text.chars().skip(start).take(MAX_GREP_LINE_CHARS).collect();
+    let before = if start > 0 { "…" } else { "" };
+    format!("{before}{window}… (line of {chars} chars cut)")
+}
+
+#[cfg(test)]
+#[cfg(test)]
+mod tests;

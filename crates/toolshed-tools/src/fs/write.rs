@@ -1,0 +1,212 @@
+//! `write`: creates or replaces a whole file, atomically, keeping the existing file's mode,
+//! byte-order mark and line-ending style, and answering with a short diff summary.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolshed_core::permission::PermissionRequest;
+use toolshed_core::tool::{ToolFlags, TypedTool};
+use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
+
+use super::{TextStyle, blocking, diff_counts, plural, unified_diff};
+use crate::path::{self, Permitted, ResolvedPath};
+
+/// Diff lines shown in a write result.
+const SUMMARY_DIFF_LINES: usize = 40;
+
+const DESCRIPTION: &str = "Writes a whole file: creates it (and any missing parent directories) or replaces its entire content.
+
+- To change part of an existing file, use edit instead: it sends only the change and cannot lose the rest of the file by accident.
+- Read an existing file before replacing it, so nothing in it is lost.
+- The write is atomic. An existing file keeps its permissions, byte-order mark and line endings (CRLF stays CRLF); send plain `\\n` newlines.
+- `content` is the complete new file, written exactly as sent: no line numbers, no placeholders such as `// ... rest unchanged`.
+- Paths are relative to the working directory, or absolute. Writing outside the worktree needs the user's approval.";
+
+/// Arguments of `write`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WriteArgs {
+    /// The file to write: relative to the working directory, or absolute.
+    pub file_path: String,
+    /// The complete content of the file.
+    pub content: String,
+    #[serde(skip)]
+    #[schemars(skip)]
+    permitted: Permitted,
+}
+
+/// The `write` tool.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteTool;
+
+impl TypedTool for WriteTool {
+    type Args = WriteArgs;
+
+    fn name(&self) -> &str {
+        "write"
+    }
+
+    fn description(&self) -> String {
+        DESCRIPTION.to_string()
+    }
+
+    fn flags(&self) -> ToolFlags {
+        ToolFlags::MUTATING
+    }
+
+    fn customize(&self, spec: ToolSpec) -> ToolSpec {
+        spec.with_permission("edit")
+    }
+
+    fn permissions(
+        &self,
+        spec: &ToolSpec,
+        args: &WriteArgs,
+        ctx: &ToolContext,
+    ) -> Result<Vec<PermissionRequest>, ToolError> {
+        let resolved = path::resolve_for_write(ctx, &args.file_path)?;
+        args.permitted.remember(&resolved);
+        Ok(resolved.requests(&spec.permission))
+    }
+
+    async fn run(&self, args: WriteArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let now = path::resolve_for_write(&ctx, &args.file_path)?;
+        let resolved = path::confirm(&ctx, &args.permitted, now, "edit").await?;
+        let _lock = ctx.lock_path(resolved.path()).await;
+        let target = resolved.clone();
+        let mut output = blocking(move || write(&target, &args.content)).await?;
+        if output.metadata.get("changed").and_then(serde_json::Value::as_bool) == Some(true)
+            && let Some(note) = ctx.files_changed(&[resolved.path().to_path_buf()]).await
+        {
+            output.text.push_str("\n\n");
+            output.text.push_str(&note);
+        }
+        Ok(output)
+    }
+}
+
+fn write(resolved: &ResolvedPath, content: &str) -> Result<ToolOutput, ToolError> {
+    let display = resolved.display();
+    let path = resolved.path();
+    if path.is_dir() {
+        return Err(ToolError::model(format!(
+            "`{display}` is a directory. Send the path of a file inside it (for example `{display}/name.ext`)."
+        )));
+    }
+    let existing = match std::fs::read(path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(ToolError::model(format!("Cannot write `{display}`: reading the current file failed: {e}.")));
+        }
+    };
+    let old_text = existing.as_deref().map(String::from_utf8_lossy);
+    let (sent_style, body) = TextStyle::split(content);
+    let style = match &old_text {
+        Some(old) => {
+            let (old_style, _) = TextStyle::split(old);
+            let has_newlines = old.contains('\n');
+            TextStyle {
+                bom: old_style.bom || sent_style.bom,
+                crlf: if has_newlines { old_style.crlf } else { sent_style.crlf },
+            }
+        }
+        None => sent_style,
+    };
+    let final_text = style.apply(&body);
+    if existing.as_deref() == Some(final_text.as_bytes()) {
+        return Ok(ToolOutput::text(format!("No changes: `{display}` already has exactly this content."))
+            .with_title(display)
+            .with_metadata("changed", false));
+    }
+    resolved.write_atomic(final_text.as_bytes())?;
+    let lines = body.lines().count();
+    let bytes = final_text.len();
+    let mut text = match &old_text {
+        None => format!("Created `{display}` ({}, {bytes} bytes).", plural(lines, "line")),
+        Some(old) => {
+            let (_, old_body) = TextStyle::split(old);
+            let (added, removed) = diff_counts(&old_body, &body);
+            let mut t =
+                format!("Replaced `{display}` ({}, {bytes} bytes): +{added} -{removed} lines.", plural(lines, "line"));
+            if existing.as_deref().is_some_and(|b| std::str::from_utf8(b).is_err()) {
+                t.push_str(" The previous content was not UTF-8 text.");
+            }
+            let diff = unified_diff(&old_body, &body, &resolved.pattern(), 1, SUMMARY_DIFF_LINES);
+            if !diff.is_empty() {
+                t.push_str("\n\n");
+                t.push_str(diff.trim_end());
+            }
+            t
+        }
+    };
+    if style.crlf && !sent_style.crlf {
+        text.push_str("\n(Line endings written as CRLF, like the existing file.)");
+    }
+    Ok(ToolOutput::text(text)
+        .with_title(display)
+        .with_metadata("changed", true)
+        .with_metadata("created", old_text.is_none())
+        .with_metadata("lines", lines))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+
+    async fn call(root: &std::path::Path, file_path: &str, content: &str) -> Result<ToolOutput, ToolError> {
+        let ctx = ToolContext::standalone(root, root.join(".data"));
+        let args: WriteArgs =
+            serde_json::from_value(serde_json::json!({"file_path": file_path, "content": content})).unwrap();
+        WriteTool.run(args, ctx).await
+    }
+
+    fn root() -> (tempfile::TempDir, std::path::PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        (tmp, root)
+    }
+
+    #[tokio::test]
+    async fn write_creates_parents_and_reports_the_size() {
+        let (_tmp, root) = root();
+        let out = call(&root, "a/b/new.txt", "one\ntwo\n").await.unwrap();
+        assert_eq!(out.text, "Created `a/b/new.txt` (2 lines, 8 bytes).");
+        assert_eq!(fs::read_to_string(root.join("a/b/new.txt")).unwrap(), "one\ntwo\n");
+    }
+
+    #[tokio::test]
+    async fn write_keeps_mode_bom_and_crlf_and_shows_a_diff() {
+        let (_tmp, root) = root();
+        let file = root.join("run.bat");
+        fs::write(&file, "\u{feff}echo one\r\necho two\r\n").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o755)).unwrap();
+        let out = call(&root, "run.bat", "echo one\necho three\n").await.unwrap();
+        assert_eq!(fs::read(&file).unwrap(), "\u{feff}echo one\r\necho three\r\n".as_bytes());
+        assert_eq!(fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o755);
+        insta::assert_snapshot!(out.text, @r"
+        Replaced `run.bat` (2 lines, 25 bytes): +1 -1 lines.
+
+        --- a/run.bat
+        +++ b/run.bat
+        @@ -1,2 +1,2 @@
+         echo one
+        -echo two
+        +echo three
+        (Line endings written as CRLF, like the existing file.)
+        ");
+    }
+
+    #[tokio::test]
+    async fn write_refuses_directories_and_reports_no_op_writes() {
+        let (_tmp, root) = root();
+        fs::create_dir(root.join("dir")).unwrap();
+        let err = call(&root, "dir", "x").await.unwrap_err();
+        assert!(err.to_string().contains("is a directory"), "{err}");
+        fs::write(root.join("same.txt"), "same\n").unwrap();
+        let out = call(&root, "same.txt", "same\n").await.unwrap();
+        assert_eq!(out.text, "No changes: `same.txt` already has exactly this content.");
+        let err = call(&root, "dir/", "x").await.unwrap_err();
+        assert!(err.to_string().contains("ends with `/`"), "{err}");
+    }
+}

@@ -190,3 +190,39 @@ fn chat_answers_permission_requests_from_the_next_line() {
     assert!(err.contains("plan_exit needs permission `plan_exit`"), "{err}");
     assert!(err.contains("[agent: plan → build]"), "{err}");
 }
+
+#[test]
+fn run_reads_and_edits_a_file_with_the_builtin_tools_and_stores_the_session() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("c1", "read", r#"{"file_path":"src/lib.txt"}"#)])),
+        Reply::sse(chat::tool_calls(&[(
+            "c2",
+            "edit",
+            r#"{"file_path":"src/lib.txt","old_string":"answer = 41","new_string":"answer = 42"}"#,
+        )])),
+        Reply::sse(chat::text("Fixed the answer.")),
+    ])
+    .unwrap();
+    let dir = worktree(&server);
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/lib.txt"), "let answer = 41;\n").unwrap();
+    let out = toolshed(dir.path(), &["run", "fix the answer"], "");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("src/lib.txt")).unwrap(), "let answer = 42;\n");
+    let second = &server.received()[1].body["messages"];
+    let read_result = second.as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
+    assert!(read_result["content"].as_str().unwrap().contains("1: let answer = 41;"), "{read_result}");
+    let id = session_id(&err);
+    let out = toolshed(dir.path(), &["session", "export", &id], "");
+    let export: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools: Vec<(String, String)> = export["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap().clone())
+        .filter(|p| p["type"] == "tool")
+        .map(|p| (p["tool"].as_str().unwrap().to_string(), p["state"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(tools, [("read".into(), "completed".into()), ("edit".into(), "completed".into())]);
+}

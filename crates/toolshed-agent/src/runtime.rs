@@ -392,7 +392,14 @@ impl Runtime {
         let result = self.prompt_inner(session, text, cancel).await;
         match &result {
             Ok(text) => self.emit(Event::Finish { session_id: session.id.clone(), text: text.clone() }),
-            Err(e) => self.emit(Event::Error { session_id: session.id.clone(), message: e.to_string() }),
+            Err(e) => {
+                // Calls the model asked for that never ran (the turn ended first) are closed
+                // now, so the stored session reads the same as the model will see it.
+                if let Err(store) = self.store.mark_interrupted(&session.id) {
+                    self.emit(Event::Error { session_id: session.id.clone(), message: store.to_string() });
+                }
+                self.emit(Event::Error { session_id: session.id.clone(), message: e.to_string() })
+            }
         }
         result
     }

@@ -166,3 +166,46 @@ fn env_files_ask_and_yes_approves_but_never_a_deny() {
     assert_eq!(out.status.code(), Some(1));
     assert!(json(&out)["output"].as_str().unwrap().starts_with("Permission denied"), "{}", json(&out));
 }
+
+/// Whether this kernel can sandbox shell commands; prints a SKIP line (to the real stderr, so
+/// the test log shows it) when it cannot.
+#[cfg(unix)]
+fn sandbox_or_skip(test: &str) -> bool {
+    use std::io::Write;
+    let support = toolshed_tools::shell::sandbox::support();
+    if !support.available() {
+        let _ = writeln!(std::io::stderr(), "SKIP {test}: {support}");
+    }
+    support.available()
+}
+
+#[cfg(unix)]
+#[test]
+fn call_bash_prints_the_output_and_exit_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = toolshed(tmp.path(), &["call", "bash", r#"{"command":"echo hi"}"#, "--yes", "--json"]);
+    let result = json(&out);
+    if !sandbox_or_skip("call_bash_prints_the_output_and_exit_code (default workspace-write sandbox)") {
+        assert_eq!(out.status.code(), Some(1));
+        assert!(result["output"].as_str().unwrap().contains("allow_unsandboxed = true"), "{result}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(result["output"], "hi\n\nExit code: 0");
+    assert_eq!(result["metadata"]["exit_code"], 0);
+}
+
+#[cfg(unix)]
+#[test]
+fn sandbox_mode_from_the_config_applies_to_bash() {
+    let tmp = tempfile::tempdir().unwrap();
+    if !sandbox_or_skip("sandbox_mode_from_the_config_applies_to_bash") {
+        return;
+    }
+    std::fs::write(tmp.path().join("toolshed.toml"), "[sandbox]\nmode = \"read-only\"\n").unwrap();
+    let out = toolshed(tmp.path(), &["call", "bash", r#"{"command":"echo x > made.txt"}"#, "--json"]);
+    let result = json(&out);
+    assert!(result["output"].as_str().unwrap().contains("Permission denied"), "{result}");
+    assert_eq!(result["metadata"]["sandbox"], "read-only");
+    assert!(!tmp.path().join("made.txt").exists());
+}

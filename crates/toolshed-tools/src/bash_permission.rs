@@ -12,9 +12,11 @@
 //!
 //! Redirection targets are file writes (`edit`) or reads (`read`); path arguments of file
 //! commands and of `cd` that resolve outside the worktree, symlinks included, need
-//! `external_directory`. Anything the parser cannot classify — syntax errors, a program name
-//! that is an expansion, a shell reading a script from standard input, a dynamic `cd` or file
-//! argument — needs at least `ask`.
+//! `external_directory`. A path known only at run time (`> $f`, `rm "$dir"/x`) cannot be
+//! checked here; the sandbox confines what such a command may write. Anything the parser
+//! cannot classify — syntax errors, a program name that is an expansion, a shell reading a
+//! script from standard input, a `bash -c` or `eval` script computed at run time — needs at
+//! least `ask`.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -230,13 +232,7 @@ impl Analyzer<'_> {
                 self.check_outside(&path);
                 self.cwd = Some(path);
             }
-            None => {
-                push_unique(
-                    &mut self.out.unclassified,
-                    format!("`cd {}` goes to a directory known only at run time", target.text),
-                );
-                self.cwd = None;
-            }
+            None => self.cwd = None,
         }
     }
 
@@ -250,14 +246,7 @@ impl Analyzer<'_> {
             return;
         }
         for arg in path_args(program, args) {
-            let paths = self.resolve_all(&arg);
-            if paths.is_empty() {
-                push_unique(
-                    &mut self.out.unclassified,
-                    format!("`{program}` gets a path known only at run time ({})", arg.text),
-                );
-            }
-            for path in paths {
+            for path in self.resolve_all(&arg) {
                 let inside = self.check_outside(&path);
                 if inside && READERS.contains(&program) {
                     let rel = self.relative(&path);
@@ -283,14 +272,7 @@ impl Analyzer<'_> {
             return;
         }
         let writes = op.contains('>');
-        let paths = self.resolve_all(&dest_word);
-        if paths.is_empty() {
-            push_unique(
-                &mut self.out.unclassified,
-                format!("a redirection goes to a file known only at run time ({})", dest_word.text),
-            );
-        }
-        for path in paths {
+        for path in self.resolve_all(&dest_word) {
             if self.check_outside(&path) {
                 let rel = self.relative(&path);
                 if writes {
@@ -812,11 +794,15 @@ mod tests {
             "eval \"$X\"",
             "bash -c \"$X\"",
             "sudo -i",
-            "cd $DIR && rm x",
         ] {
             assert_eq!(bash(&c, cmd).minimum, Action::Ask, "{cmd}");
         }
         assert_eq!(bash(&c, "bash script.sh").minimum, Action::Allow);
+        assert_eq!(
+            bash(&c, "f=$(mktemp) && echo ok > $f && rm $f").minimum,
+            Action::Allow,
+            "the sandbox confines run-time paths"
+        );
     }
 
     #[test]

@@ -4,6 +4,8 @@
 pub mod bash_permission;
 pub mod fs;
 pub mod path;
+#[cfg(unix)]
+pub mod shell;
 pub mod todo;
 
 use std::sync::Arc;
@@ -14,13 +16,14 @@ use toolshed_core::tool::Typed;
 
 /// Registers every built-in tool, in the order a model sees them, configured by `config`.
 pub fn register_builtins(registry: &mut Registry, config: &Config) {
-    let _ = config;
     registry.register_builtin(Typed::new(fs::ReadTool));
     registry.register_builtin(Typed::new(fs::ListTool));
     registry.register_builtin(Typed::new(fs::GlobTool));
     registry.register_builtin(Typed::new(fs::GrepTool));
     registry.register_builtin(Typed::new(fs::WriteTool));
     registry.register_builtin(Typed::new(fs::EditTool));
+    #[cfg(unix)]
+    shell::Shell::new((&config.sandbox).into()).register(registry);
     register_todo(registry, Arc::new(todo::MemoryTodos::default()));
 }
 

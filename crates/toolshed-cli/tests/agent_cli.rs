@@ -192,7 +192,7 @@ fn chat_answers_permission_requests_from_the_next_line() {
 }
 
 #[test]
-fn run_reads_and_edits_a_file_with_the_builtin_tools_and_stores_the_session() {
+fn run_reads_edits_and_runs_a_command_with_the_builtin_tools_and_stores_the_session() {
     let server = FakeServer::start(vec![
         Reply::sse(chat::tool_calls(&[("c1", "read", r#"{"file_path":"src/lib.txt"}"#)])),
         Reply::sse(chat::tool_calls(&[(
@@ -200,6 +200,7 @@ fn run_reads_and_edits_a_file_with_the_builtin_tools_and_stores_the_session() {
             "edit",
             r#"{"file_path":"src/lib.txt","old_string":"answer = 41","new_string":"answer = 42"}"#,
         )])),
+        Reply::sse(chat::tool_calls(&[("c3", "bash", r#"{"command":"grep -c 42 src/lib.txt"}"#)])),
         Reply::sse(chat::text("Fixed the answer.")),
     ])
     .unwrap();
@@ -209,10 +210,15 @@ fn run_reads_and_edits_a_file_with_the_builtin_tools_and_stores_the_session() {
     let out = toolshed(dir.path(), &["run", "fix the answer"], "");
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(text(&out.stdout), "Fixed the answer.\n");
     assert_eq!(std::fs::read_to_string(dir.path().join("src/lib.txt")).unwrap(), "let answer = 42;\n");
-    let second = &server.received()[1].body["messages"];
-    let read_result = second.as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
-    assert!(read_result["content"].as_str().unwrap().contains("1: let answer = 41;"), "{read_result}");
+    let tool_message = |n: usize| {
+        let body = &server.received()[n].body["messages"];
+        let m = body.as_array().unwrap().iter().rev().find(|m| m["role"] == "tool").unwrap().clone();
+        m["content"].as_str().unwrap().to_string()
+    };
+    assert!(tool_message(1).contains("1: let answer = 41;"), "{}", tool_message(1));
+    assert!(tool_message(3).starts_with("1"), "bash output: {}", tool_message(3));
     let id = session_id(&err);
     let out = toolshed(dir.path(), &["session", "export", &id], "");
     let export: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -224,5 +230,8 @@ fn run_reads_and_edits_a_file_with_the_builtin_tools_and_stores_the_session() {
         .filter(|p| p["type"] == "tool")
         .map(|p| (p["tool"].as_str().unwrap().to_string(), p["state"].as_str().unwrap().to_string()))
         .collect();
-    assert_eq!(tools, [("read".into(), "completed".into()), ("edit".into(), "completed".into())]);
+    assert_eq!(
+        tools,
+        [("read".into(), "completed".into()), ("edit".into(), "completed".into()), ("bash".into(), "completed".into())]
+    );
 }

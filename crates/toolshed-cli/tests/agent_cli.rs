@@ -235,3 +235,48 @@ fn run_reads_edits_and_runs_a_command_with_the_builtin_tools_and_stores_the_sess
         [("read".into(), "completed".into()), ("edit".into(), "completed".into()), ("bash".into(), "completed".into())]
     );
 }
+
+#[test]
+fn a_run_killed_mid_call_resumes_with_the_call_marked_interrupted() {
+    use std::io::{BufRead, BufReader};
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("slow", "bash", r#"{"command":"sleep 5"}"#)])),
+        Reply::sse(chat::text("The command was cut off; I will check.")),
+    ])
+    .unwrap();
+    let dir = worktree(&server);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", dir.path().to_str().unwrap(), "run", "wait a bit", "--json"])
+        .current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", dir.path().join(".xdg-config"))
+        .env("TOOLSHED_DATA_DIR", dir.path().join(".data"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut session = None;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["type"] == "tool_call" {
+            session = Some(event["session_id"].as_str().unwrap().to_string());
+            break;
+        }
+    }
+    let id = session.expect("the run never started its tool call");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    child.kill().unwrap(); // SIGKILL: nothing gets to clean up
+    child.wait().unwrap();
+
+    let out = toolshed(dir.path(), &["run", "what happened?", "--session", &id], "");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let messages = &server.received()[1].body["messages"];
+    let result = messages.as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(result["tool_call_id"], "slow");
+    assert!(result["content"].as_str().unwrap().starts_with("[Tool execution was interrupted"), "{result}");
+    let out = toolshed(dir.path(), &["session", "export", &id], "");
+    let export: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let part = &export["messages"][1]["parts"][0];
+    assert_eq!((part["tool"].as_str(), part["state"].as_str()), (Some("bash"), Some("error")));
+    assert_eq!(part["metadata"]["interrupted"], true);
+}

@@ -44,20 +44,28 @@ pub fn open_store() -> Result<Arc<Store>, CliError> {
     Store::open(path).map(Arc::new).map_err(CliError::failure)
 }
 
-/// The agent runtime for this worktree.
-pub fn runtime(ws: &Workspace, store: Arc<Store>, approver: Arc<dyn Approver>, events: EventSink) -> Arc<Runtime> {
+/// The agent runtime for this worktree, with the MCP servers' tools attached (keep the returned
+/// connections alive while the runtime runs). Call it outside any async runtime.
+pub fn runtime(
+    ws: &Workspace,
+    store: Arc<Store>,
+    approver: Arc<dyn Approver>,
+    events: EventSink,
+) -> Result<(Arc<Runtime>, Option<crate::mcp::Attached>), CliError> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let agents =
         Arc::new(Agents::with_defaults(&ws.config, &ws.root, home.as_deref(), &toolshed_agent::default_rules()));
-    let registry = ws.registry(agents.clone());
+    let mut registry = ws.registry(agents.clone());
+    let mcp = crate::mcp::attach(ws, &mut registry, crate::mcp::Scope::All)?;
     let settings =
         Settings { max_steps: ws.config.session.max_steps, max_depth: 1, root: ws.root.clone(), cwd: ws.cwd.clone() };
     let models = Arc::new(ConfiguredModels::new(ws.config.clone()));
     let limits = ws.config.output;
     let (cwd, permission) = (ws.cwd.clone(), agents.clone());
-    Runtime::builder(registry, store, models, agents, settings).events(events).build(move |b| {
+    let runtime = Runtime::builder(registry, store, models, agents, settings).events(events).build(move |b| {
         b.cwd(cwd).data_dir(toolshed_core::paths::data_dir()).limits(limits).permission(permission).approver(approver)
-    })
+    });
+    Ok((runtime, mcp))
 }
 
 /// Prints events for a person: the main session's text on stdout as it streams; each tool call

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use toolshed_agent::store::new_id;
 use toolshed_core::exec::{Executor, Session, ToolCall};
+use toolshed_tools::custom::Scope;
 
 use crate::CliError;
 use crate::workspace::Workspace;
@@ -30,6 +31,13 @@ pub struct CallArgs {
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
+}
+
+impl CallArgs {
+    /// The custom tools this call needs loaded.
+    pub fn scope(&self) -> Scope {
+        Scope::Tool(self.tool.clone())
+    }
 }
 
 pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
@@ -59,6 +67,7 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
     };
     let permission = ws.permission();
     let mut registry = ws.registry(permission.clone());
+    let _mcp = crate::mcp::attach(ws, &mut registry, crate::mcp::Scope::Tool(&args.tool))?;
     let approver = crate::approver::for_command(args.yes);
     let (session, call) = match &stored {
         Some((store, info)) => {

@@ -84,14 +84,14 @@ pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
     let lines: Lines = Arc::new(tokio::sync::Mutex::new(rx));
     let printer = Printer::new(false);
     let interactive = std::io::stdin().is_terminal();
+    let approver = Arc::new(LineApprover { lines: lines.clone() });
+    let (rt, _mcp) = runtime(ws, store, approver, printer.sink())?;
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
     tokio_rt.block_on(async {
-        let approver = Arc::new(LineApprover { lines: lines.clone() });
-        let rt = runtime(ws, store, approver, printer.sink());
         let session = match &args.session {
             Some(id) => rt.resume_session(id, Some(&model), Some(&agent)),
             None => rt.create_session(&agent, &model, None),

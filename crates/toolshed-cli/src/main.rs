@@ -4,6 +4,8 @@ mod agent;
 mod approver;
 mod call;
 mod chat;
+mod doctor;
+mod mcp;
 mod permission;
 mod run;
 mod session;
@@ -44,9 +46,14 @@ enum Command {
     /// List, show or export stored sessions.
     #[command(subcommand)]
     Session(session::SessionCommand),
+    /// Serve tools over MCP, or manage the MCP servers whose tools are imported.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// Inspect permission rules.
     #[command(subcommand)]
     Permission(permission::PermissionCommand),
+    /// Check what works in this worktree (websearch, skills, instructions) and why not.
+    Doctor,
 }
 
 /// A command's failure: the message and the exit code (1 failure, 2 usage or configuration).
@@ -82,14 +89,29 @@ pub fn err(text: impl std::fmt::Display) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Only what the command needs is loaded: `call` never starts the JS host for another tool.
+    let scope = match &cli.command {
+        Command::Tools(args) => args.scope(),
+        Command::Call(args) => args.scope(),
+        Command::Permission(cmd) => cmd.scope(),
+        Command::Run(_) | Command::Chat(_) => toolshed_tools::custom::Scope::All,
+        // Reading stored sessions needs no tools: nothing is imported.
+        Command::Session(_) => toolshed_tools::custom::Scope::Tool(String::new()),
+        Command::Mcp(_) => toolshed_tools::custom::Scope::All,
+        Command::Doctor => toolshed_tools::custom::Scope::All,
+    };
     let result =
-        workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref()).and_then(|ws| match cli.command {
-            Command::Tools(args) => tools::run(&ws, args),
-            Command::Call(args) => call::run(&ws, args),
-            Command::Run(args) => run::run(&ws, args),
-            Command::Chat(args) => chat::run(&ws, args),
-            Command::Session(cmd) => session::run(cmd),
-            Command::Permission(cmd) => permission::run(&ws, cmd),
+        workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref(), &scope).and_then(|ws| {
+            match cli.command {
+                Command::Tools(args) => tools::run(&ws, args),
+                Command::Call(args) => call::run(&ws, args),
+                Command::Run(args) => run::run(&ws, args),
+                Command::Chat(args) => chat::run(&ws, args),
+                Command::Session(cmd) => session::run(cmd),
+                Command::Permission(cmd) => permission::run(&ws, cmd),
+                Command::Mcp(cmd) => mcp::run(&ws, cmd),
+                Command::Doctor => doctor::run(&ws),
+            }
         });
     match result {
         Ok(code) => code,

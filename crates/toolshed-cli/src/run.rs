@@ -56,13 +56,13 @@ pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
     };
     let printer = Printer::new(args.json);
     let approver = crate::approver::for_command(args.yes);
+    let (rt, _mcp) = runtime(ws, store, approver, printer.sink())?;
     let runtime_handle = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
     runtime_handle.block_on(async {
-        let rt = runtime(ws, store, approver, printer.sink());
         let session = match &args.session {
             Some(id) => rt.resume_session(id, Some(&model), Some(&agent)),
             None => rt.create_session(&agent, &model, None),

@@ -13,9 +13,6 @@ pub trait ContextProvider: Send + Sync {
     fn instructions(&self, runtime: &Runtime, session: &LiveSession) -> Option<String>;
 }
 
-/// Largest AGENTS.md taken into the prompt, in bytes.
-pub const AGENTS_MD_MAX_BYTES: usize = 64 * 1024;
-
 /// The opening of every system prompt.
 pub fn base_prompt(settings: &Settings) -> String {
     format!(
@@ -26,9 +23,9 @@ pub fn base_prompt(settings: &Settings) -> String {
 }
 
 /// The providers every runtime has, in order.
-pub fn builtin_providers(root: &Path) -> Vec<Arc<dyn ContextProvider>> {
+pub fn builtin_providers(root: &Path, cwd: &Path) -> Vec<Arc<dyn ContextProvider>> {
     vec![
-        Arc::new(AgentsMd::load(root)),
+        Arc::new(AgentsMd::load(root, cwd)),
         Arc::new(PlanMode),
         Arc::new(TodoList),
         Arc::new(Subagents),
@@ -36,25 +33,22 @@ pub fn builtin_providers(root: &Path) -> Vec<Arc<dyn ContextProvider>> {
     ]
 }
 
-/// The worktree's `AGENTS.md`, read once.
+/// The project instructions (the user's and the worktree's `AGENTS.md` / `CLAUDE.md` files,
+/// from the root down to the working directory), read once.
 pub struct AgentsMd {
-    text: Option<String>,
+    text: String,
 }
 
 impl AgentsMd {
-    /// Reads `root/AGENTS.md` (cut at [`AGENTS_MD_MAX_BYTES`]).
-    pub fn load(root: &Path) -> Self {
-        let text = std::fs::read(root.join("AGENTS.md")).ok().map(|bytes| {
-            let cut = &bytes[..bytes.len().min(AGENTS_MD_MAX_BYTES)];
-            String::from_utf8_lossy(cut).trim().to_string()
-        });
-        AgentsMd { text: text.filter(|t| !t.is_empty()) }
+    /// Reads the instructions that apply to `cwd` in the worktree `root`.
+    pub fn load(root: &Path, cwd: &Path) -> Self {
+        AgentsMd { text: toolshed_tools::instructions::load(root, cwd).render() }
     }
 }
 
 impl ContextProvider for AgentsMd {
     fn instructions(&self, _runtime: &Runtime, _session: &LiveSession) -> Option<String> {
-        self.text.as_ref().map(|t| format!("# Project instructions (AGENTS.md)\n\n{t}"))
+        (!self.text.is_empty()).then(|| self.text.clone())
     }
 }
 

@@ -608,7 +608,7 @@ impl RuntimeBuilder {
         let executor = configure(Executor::builder(self.registry, self.settings.root.clone()))
             .recorder(self.store.clone())
             .build();
-        let mut providers = context::builtin_providers(&self.settings.root);
+        let mut providers = context::builtin_providers(&self.settings.root, &self.settings.cwd);
         providers.extend(self.providers);
         let runtime = Arc::new(Runtime {
             executor,

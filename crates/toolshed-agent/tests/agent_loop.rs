@@ -497,7 +497,8 @@ async fn agents_md_is_part_of_the_system_prompt() {
     let s = rt.create_session("build", "fake/m", None).unwrap();
     rt.prompt(&s, "hi", &CancellationToken::new()).await.unwrap();
     let system = server.received()[0].body["messages"][0]["content"].as_str().unwrap().to_string();
-    assert!(system.contains("# Project instructions (AGENTS.md)\n\nAlways run `make check`."), "{system}");
+    assert!(system.contains("<instructions scope=\"project\""), "{system}");
+    assert!(system.contains("Always run `make check`."), "{system}");
 }
 
 #[tokio::test]

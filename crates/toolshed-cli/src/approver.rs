@@ -36,7 +36,7 @@ impl Approver for TerminalApprover {
     }
 }
 
-fn prompt_text(request: &ApprovalRequest) -> String {
+pub(crate) fn prompt_text(request: &ApprovalRequest) -> String {
     let r = &request.request;
     let mut text = format!("\n{} needs permission `{}` for:\n", request.tool, r.permission);
     for p in &r.patterns {

@@ -4,6 +4,7 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use clap::Args;
+use toolshed_agent::store::new_id;
 use toolshed_core::exec::{Executor, Session, ToolCall};
 use toolshed_tools::custom::Scope;
 
@@ -18,9 +19,12 @@ pub struct CallArgs {
     /// freeform tool (apply_patch), text that is not a JSON object is the raw input.
     #[arg(value_name = "ARGS_JSON")]
     args: Option<String>,
-    /// Run as this agent (its permissions apply).
+    /// Run as this agent (its permissions apply; default: the session's, else `build`).
     #[arg(long)]
     agent: Option<String>,
+    /// Record the call in this stored session (default: an in-memory session of its own).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
     /// Approve every permission request that asks (never one that denies).
     #[arg(long)]
     yes: bool,
@@ -37,7 +41,19 @@ impl CallArgs {
 }
 
 pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
-    let agent = ws.agent(args.agent.as_deref())?;
+    // The database is opened only for --session: a plain call starts nothing it does not need.
+    let stored = match &args.session {
+        Some(id) => {
+            let store = crate::agent::open_store()?;
+            let info = store.session(id).map_err(CliError::usage)?;
+            Some((store, info))
+        }
+        None => None,
+    };
+    let agent = match (&args.agent, &stored) {
+        (None, Some((_, info))) => ws.agent(Some(&info.agent))?,
+        (flag, _) => ws.agent(flag.as_deref())?,
+    };
     let input = match args.args.as_deref() {
         Some("-") => {
             let mut text = String::new();
@@ -53,15 +69,27 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
     let mut registry = ws.registry(permission.clone());
     let _mcp = crate::mcp::attach(ws, &mut registry, crate::mcp::Scope::Tool(&args.tool))?;
     let approver = crate::approver::for_command(args.yes);
-    let executor = Executor::builder(registry, ws.root.clone())
+    let (session, call) = match &stored {
+        Some((store, info)) => {
+            toolshed_tools::register_todo(&mut registry, store.clone());
+            let call = ToolCall::raw(new_id("call"), &args.tool, input).with_message(new_id("msg"));
+            (Session::new(info.id.clone(), agent), call)
+        }
+        None => {
+            (Session::new(format!("call-{}", std::process::id()), agent), ToolCall::raw("call_1", &args.tool, input))
+        }
+    };
+    let mut builder = Executor::builder(registry, ws.root.clone());
+    if let Some((store, _)) = &stored {
+        builder = builder.recorder(store.clone());
+    }
+    let executor = builder
         .cwd(ws.cwd.clone())
         .data_dir(toolshed_core::paths::data_dir())
         .limits(ws.config.output)
         .permission(permission)
         .approver(approver)
         .build();
-    let session = Session::new(format!("call-{}", std::process::id()), agent);
-    let call = ToolCall::raw("call_1", &args.tool, input);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -1,10 +1,14 @@
 //! The `toolshed` command: a thin layer that parses arguments and wires the crates together.
 
+mod agent;
 mod approver;
 mod call;
+mod chat;
 mod doctor;
 mod mcp;
 mod permission;
+mod run;
+mod session;
 mod tools;
 mod workspace;
 
@@ -35,6 +39,13 @@ enum Command {
     Tools(tools::ToolsArgs),
     /// Run one tool through the full execution chain (validation, permissions, limits).
     Call(call::CallArgs),
+    /// Answer one prompt with the agent: the answer streams to stdout, tool calls to stderr.
+    Run(run::RunArgs),
+    /// An interactive session with the agent (Ctrl-C interrupts a turn).
+    Chat(chat::ChatArgs),
+    /// List, show or export stored sessions.
+    #[command(subcommand)]
+    Session(session::SessionCommand),
     /// Serve tools over MCP, or manage the MCP servers whose tools are imported.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
@@ -83,6 +94,9 @@ fn main() -> ExitCode {
         Command::Tools(args) => args.scope(),
         Command::Call(args) => args.scope(),
         Command::Permission(cmd) => cmd.scope(),
+        Command::Run(_) | Command::Chat(_) => toolshed_tools::custom::Scope::All,
+        // Reading stored sessions needs no tools: nothing is imported.
+        Command::Session(_) => toolshed_tools::custom::Scope::Tool(String::new()),
         Command::Mcp(_) => toolshed_tools::custom::Scope::All,
         Command::Doctor => toolshed_tools::custom::Scope::All,
     };
@@ -91,6 +105,9 @@ fn main() -> ExitCode {
             match cli.command {
                 Command::Tools(args) => tools::run(&ws, args),
                 Command::Call(args) => call::run(&ws, args),
+                Command::Run(args) => run::run(&ws, args),
+                Command::Chat(args) => chat::run(&ws, args),
+                Command::Session(cmd) => session::run(cmd),
                 Command::Permission(cmd) => permission::run(&ws, cmd),
                 Command::Mcp(cmd) => mcp::run(&ws, cmd),
                 Command::Doctor => doctor::run(&ws),

@@ -250,6 +250,8 @@ fn builtin_agents() -> Vec<BuiltinAgent> {
     plan.extend(PLAN_ASK_FORMS.iter().map(|c| Rule::new("bash", *c, Ask)));
     plan.push(Rule::new("task", "*", Deny));
     plan.push(Rule::new("task", "explore", Allow));
+    // Leaving plan mode asks the user (the agent runtime's `plan_exit` tool).
+    plan.push(Rule::new("plan_exit", "*", Ask));
     let mut explore = vec![Rule::new("*", "*", Deny)];
     explore.extend(["read", "list", "glob", "grep", "webfetch"].map(|k| Rule::new(k, "*", Allow)));
     explore.push(Rule::new("external_directory", "*", Ask));

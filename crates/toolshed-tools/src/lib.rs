@@ -13,9 +13,11 @@ pub mod path;
 #[cfg(unix)]
 pub mod shell;
 pub mod skill;
+pub mod todo;
 pub mod web;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use toolshed_core::Registry;
 use toolshed_core::config::Config;
@@ -40,6 +42,14 @@ pub fn register_builtins(registry: &mut Registry, config: &Config) {
     if let Ok(backend) = web::search::backend(config.websearch.as_ref()) {
         registry.register_builtin(Typed::new(web::search::WebSearch::new(backend)));
     }
+    register_todo(registry, Arc::new(todo::MemoryTodos::default()));
+}
+
+/// Registers `todo_write` and `todo_read` over `store` (replacing earlier ones, in place): the
+/// agent passes its session database here.
+pub fn register_todo(registry: &mut Registry, store: Arc<dyn todo::TodoStore>) {
+    registry.register_builtin(Typed::new(todo::TodoWriteTool::new(store.clone())));
+    registry.register_builtin(Typed::new(todo::TodoReadTool::new(store)));
 }
 
 /// Registers the tools that depend on the worktree's files: `skill`, when skills are found

@@ -1,0 +1,126 @@
+//! What the loop reports while it runs: text as it streams, each tool call and result, step
+//! boundaries, agent switches. The CLI prints them (or emits them as JSON Lines).
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+/// One thing that happened in a session.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A session started or resumed.
+    SessionStart {
+        /// The session.
+        session_id: String,
+        /// The session that started it as a task.
+        parent_id: Option<String>,
+        /// The agent.
+        agent: String,
+        /// The model.
+        model: String,
+    },
+    /// A model step began.
+    StepStart {
+        /// The session.
+        session_id: String,
+        /// 1-based step number within the prompt.
+        step: u32,
+    },
+    /// Answer text streamed.
+    Text {
+        /// The session.
+        session_id: String,
+        /// The new text.
+        text: String,
+    },
+    /// A tool call started running.
+    ToolCall {
+        /// The session.
+        session_id: String,
+        /// The call id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The input as the model sent it.
+        input: String,
+    },
+    /// A tool call finished.
+    ToolResult {
+        /// The session.
+        session_id: String,
+        /// The call id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// The text the model reads.
+        output: String,
+        /// The tool's title.
+        title: Option<String>,
+        /// How long it took.
+        duration_ms: u64,
+    },
+    /// A model step ended.
+    StepFinish {
+        /// The session.
+        session_id: String,
+        /// The step number.
+        step: u32,
+        /// Why the model stopped.
+        stop: String,
+        /// Prompt tokens.
+        input_tokens: u64,
+        /// Generated tokens.
+        output_tokens: u64,
+    },
+    /// The session switched agents (plan ↔ build).
+    AgentSwitch {
+        /// The session.
+        session_id: String,
+        /// The previous agent.
+        from: String,
+        /// The new agent.
+        to: String,
+    },
+    /// The prompt is answered.
+    Finish {
+        /// The session.
+        session_id: String,
+        /// The final answer.
+        text: String,
+    },
+    /// The prompt failed.
+    Error {
+        /// The session.
+        session_id: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl Event {
+    /// The session the event belongs to.
+    pub fn session_id(&self) -> &str {
+        match self {
+            Event::SessionStart { session_id, .. }
+            | Event::StepStart { session_id, .. }
+            | Event::Text { session_id, .. }
+            | Event::ToolCall { session_id, .. }
+            | Event::ToolResult { session_id, .. }
+            | Event::StepFinish { session_id, .. }
+            | Event::AgentSwitch { session_id, .. }
+            | Event::Finish { session_id, .. }
+            | Event::Error { session_id, .. } => session_id,
+        }
+    }
+}
+
+/// Receives events; called from the loop's tasks, so it must be quick.
+pub type EventSink = Arc<dyn Fn(&Event) + Send + Sync>;
+
+/// A sink that drops everything.
+pub fn no_events() -> EventSink {
+    Arc::new(|_| {})
+}

@@ -1,0 +1,646 @@
+//! The agent loop. [`Runtime::prompt`] adds the user's text to the session, then repeats one
+//! step until the model answers without tool calls or the step limit is reached: build the
+//! system prompt (agent prompt, AGENTS.md, context providers), send the conversation and the
+//! tools the agent may see for this model, stream the answer, run every tool call of the
+//! response through the execution chain concurrently (admission decides what really runs in
+//! parallel), and store each part as it happens.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+
+use futures_util::StreamExt;
+use futures_util::future::join_all;
+use tokio_util::sync::CancellationToken;
+use toolshed_core::agents::{Agent, Agents};
+use toolshed_core::config::{AgentMode, Config};
+use toolshed_core::exec::{Executor, ExecutorBuilder, Session as CoreSession, ToolCall as CoreCall, ToolResult};
+use toolshed_core::permission::{Action, Rule};
+use toolshed_core::registry::{Registry, Source, View};
+use toolshed_core::tool::{Tool, ToolSpec};
+use toolshed_llm::provider::{self, ModelRef};
+use toolshed_llm::{Client, EventStream, LlmError, Request, RetryPolicy, StreamEvent, ToolCall, Usage};
+
+use crate::context::{self, ContextProvider};
+use crate::events::{Event, EventSink};
+use crate::store::{Store, StoreError};
+use crate::tasks::{self, Tasks};
+
+/// Why a prompt did not get an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The provider failed (after retries).
+    #[error("{0}")]
+    Model(#[from] LlmError),
+    /// The session database failed.
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    /// The model kept calling tools past the step limit.
+    #[error(
+        "the step limit ({0}) was reached before the model finished; raise [session] max_steps or continue with --session"
+    )]
+    StepLimit(u32),
+    /// The user interrupted the turn.
+    #[error("interrupted")]
+    Interrupted,
+    /// A tool failed in a way that ends the turn.
+    #[error("a tool failed fatally: {0}")]
+    Fatal(String),
+    /// The request cannot be served as asked (unknown agent, no model...).
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// Something that streams model responses (a provider client, or a test double).
+pub trait ModelClient: Send + Sync {
+    /// Sends one request.
+    fn stream<'a>(&'a self, request: &'a Request) -> toolshed_core::tool::BoxFuture<'a, Result<EventStream, LlmError>>;
+}
+
+impl ModelClient for Client {
+    fn stream<'a>(&'a self, request: &'a Request) -> toolshed_core::tool::BoxFuture<'a, Result<EventStream, LlmError>> {
+        Box::pin(Client::stream(self, request))
+    }
+}
+
+/// Hands out a client per model id, and knows each model's context window.
+pub trait ModelSource: Send + Sync {
+    /// The client for `model` (`provider/model`).
+    fn client(&self, model: &str) -> Result<Arc<dyn ModelClient>, LlmError>;
+    /// The context window of `model` in tokens.
+    fn context_window(&self, model: &str) -> u64;
+}
+
+/// Clients built from the config and the environment, cached per provider.
+pub struct ConfiguredModels {
+    config: Config,
+    retry: Option<RetryPolicy>,
+    cache: Mutex<HashMap<String, Arc<dyn ModelClient>>>,
+}
+
+impl ConfiguredModels {
+    /// Models from `config`, with the default retry policy.
+    pub fn new(config: Config) -> Self {
+        ConfiguredModels { config, retry: None, cache: Mutex::default() }
+    }
+
+    /// Uses `retry` for every client.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = Some(retry);
+        self
+    }
+}
+
+impl ModelSource for ConfiguredModels {
+    fn client(&self, model: &str) -> Result<Arc<dyn ModelClient>, LlmError> {
+        let model = ModelRef::parse(model)?;
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(c) = cache.get(&model.provider) {
+            return Ok(c.clone());
+        }
+        let settings = provider::resolve(&self.config, &model, &provider::process_env)?;
+        let mut client = Client::new(settings)?;
+        if let Some(retry) = self.retry {
+            client = client.with_retry(retry);
+        }
+        let client: Arc<dyn ModelClient> = Arc::new(client);
+        cache.insert(model.provider.clone(), client.clone());
+        Ok(client)
+    }
+
+    fn context_window(&self, model: &str) -> u64 {
+        ModelRef::parse(model).map_or(provider::DEFAULT_CONTEXT, |m| provider::context_window(&self.config, &m))
+    }
+}
+
+/// Limits and inputs of the loop.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Most model steps per prompt.
+    pub max_steps: u32,
+    /// How deep sub-agents may nest (1: the main agent may start sub-agents, they may not).
+    pub max_depth: u32,
+    /// The worktree.
+    pub root: PathBuf,
+    /// The working directory.
+    pub cwd: PathBuf,
+}
+
+/// A session being run in this process.
+pub struct LiveSession {
+    /// The session id.
+    pub id: String,
+    /// The session that started it as a task.
+    pub parent_id: Option<String>,
+    /// 0 for a user's session, 1 for its sub-agents, ...
+    pub depth: u32,
+    /// The model (`provider/model`).
+    pub model: String,
+    state: Mutex<LiveState>,
+}
+
+struct LiveState {
+    agent: String,
+    core: CoreSession,
+    pending_switch: Option<String>,
+}
+
+impl LiveSession {
+    fn new(id: String, parent_id: Option<String>, depth: u32, model: String, agent: String) -> Self {
+        let core = CoreSession::new(id.clone(), agent.clone());
+        LiveSession { id, parent_id, depth, model, state: Mutex::new(LiveState { agent, core, pending_switch: None }) }
+    }
+
+    fn state(&self) -> MutexGuard<'_, LiveState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The agent the session runs as now.
+    pub fn agent(&self) -> String {
+        self.state().agent.clone()
+    }
+
+    /// The chain's session (approvals, admission, found tools) for the current agent.
+    pub fn core(&self) -> CoreSession {
+        self.state().core.clone()
+    }
+
+    /// Asks for a switch to `agent` once the current step's calls are done.
+    pub fn request_switch(&self, agent: &str) {
+        self.state().pending_switch = Some(agent.to_string());
+    }
+
+    fn take_switch(&self) -> Option<String> {
+        self.state().pending_switch.take()
+    }
+
+    /// Runs as `agent` from now on; tools found through tool_search stay found.
+    fn set_agent(&self, agent: &str) -> String {
+        let mut s = self.state();
+        let core = CoreSession::new(self.id.clone(), agent.to_string());
+        for tool in s.core.found() {
+            core.mark_found(&tool);
+        }
+        s.core = core;
+        std::mem::replace(&mut s.agent, agent.to_string())
+    }
+}
+
+/// A late-bound reference to the runtime, for the runtime's own tools (which live in the
+/// registry the runtime owns).
+#[derive(Clone, Default)]
+pub struct RuntimeHandle(Arc<OnceLock<Weak<Runtime>>>);
+
+impl RuntimeHandle {
+    /// The runtime, while it lives.
+    pub fn get(&self) -> Option<Arc<Runtime>> {
+        self.0.get().and_then(Weak::upgrade)
+    }
+}
+
+/// Everything a process needs to run agents: the chain, the store, the models, the agents.
+pub struct Runtime {
+    executor: Executor,
+    store: Arc<Store>,
+    models: Arc<dyn ModelSource>,
+    agents: Arc<Agents>,
+    settings: Settings,
+    events: EventSink,
+    providers: Vec<Arc<dyn ContextProvider>>,
+    sessions: Mutex<HashMap<String, Arc<LiveSession>>>,
+    pub(crate) tasks: Tasks,
+}
+
+/// Builds a [`Runtime`].
+pub struct RuntimeBuilder {
+    registry: Registry,
+    store: Arc<Store>,
+    models: Arc<dyn ModelSource>,
+    agents: Arc<Agents>,
+    settings: Settings,
+    events: EventSink,
+    providers: Vec<Arc<dyn ContextProvider>>,
+}
+
+impl Runtime {
+    /// A builder. `registry` holds the tools (the runtime adds its own: todo tools over the
+    /// store, `task` and its background companions, `plan_exit`).
+    pub fn builder(
+        registry: Registry,
+        store: Arc<Store>,
+        models: Arc<dyn ModelSource>,
+        agents: Arc<Agents>,
+        settings: Settings,
+    ) -> RuntimeBuilder {
+        RuntimeBuilder {
+            registry,
+            store,
+            models,
+            agents,
+            settings,
+            events: crate::events::no_events(),
+            providers: Vec::new(),
+        }
+    }
+
+    /// The session store.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The execution chain.
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    /// The agents (profiles and rules).
+    pub fn agents(&self) -> &Agents {
+        &self.agents
+    }
+
+    /// The loop's settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub(crate) fn emit(&self, event: Event) {
+        (self.events)(&event);
+    }
+
+    /// The live session `id`, if this process runs it.
+    pub fn live(&self, id: &str) -> Option<Arc<LiveSession>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+    }
+
+    fn keep(&self, session: Arc<LiveSession>) -> Arc<LiveSession> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner).insert(session.id.clone(), session.clone());
+        session
+    }
+
+    /// Starts a new session as `agent` on `model`.
+    pub fn create_session(
+        &self,
+        agent: &str,
+        model: &str,
+        parent: Option<&LiveSession>,
+    ) -> Result<Arc<LiveSession>, AgentError> {
+        if self.agents.get(agent).is_none() {
+            let known: Vec<&str> = self.agents.all().map(|a| a.name.as_str()).collect();
+            return Err(AgentError::Usage(format!("unknown agent `{agent}`; known agents: {}", known.join(", "))));
+        }
+        let info = self.store.create_session(parent.map(|p| p.id.as_str()), agent, Some(model), &self.settings.root)?;
+        let depth = parent.map_or(0, |p| p.depth + 1);
+        let live =
+            LiveSession::new(info.id.clone(), info.parent_id.clone(), depth, model.to_string(), agent.to_string());
+        self.emit(Event::SessionStart {
+            session_id: info.id,
+            parent_id: info.parent_id,
+            agent: agent.to_string(),
+            model: model.to_string(),
+        });
+        Ok(self.keep(Arc::new(live)))
+    }
+
+    /// Resumes a stored session: calls that never finished are marked interrupted and
+    /// background tasks that were running are marked lost. `model` overrides the stored model;
+    /// `agent` the stored agent.
+    pub fn resume_session(
+        &self,
+        id: &str,
+        model: Option<&str>,
+        agent: Option<&str>,
+    ) -> Result<Arc<LiveSession>, AgentError> {
+        if let Some(live) = self.live(id) {
+            return Ok(live);
+        }
+        let info = self.store.session(id)?;
+        self.store.mark_interrupted(id)?;
+        self.store.mark_tasks_lost(id)?;
+        let model = model.map(str::to_string).or(info.model.clone()).ok_or_else(|| {
+            AgentError::Usage(format!("session {id} has no model stored; pass --model PROVIDER/MODEL"))
+        })?;
+        let agent = agent.unwrap_or(&info.agent).to_string();
+        if agent != info.agent {
+            self.store.set_agent(id, &agent)?;
+        }
+        let depth = if info.parent_id.is_some() { 1 } else { 0 };
+        let live = LiveSession::new(info.id.clone(), info.parent_id.clone(), depth, model.clone(), agent.clone());
+        self.emit(Event::SessionStart { session_id: info.id, parent_id: info.parent_id, agent, model });
+        Ok(self.keep(Arc::new(live)))
+    }
+
+    /// Switches a session to another primary agent (plan ↔ build).
+    pub fn switch_agent(&self, session: &LiveSession, to: &str) -> Result<(), AgentError> {
+        match self.agents.get(to) {
+            Some(p) if is_primary(p) => {}
+            _ => {
+                let primary: Vec<&str> = self.agents.all().filter(|a| is_primary(a)).map(|a| a.name.as_str()).collect();
+                return Err(AgentError::Usage(format!(
+                    "`{to}` is not an agent you can switch to; primary agents: {}",
+                    primary.join(", ")
+                )));
+            }
+        }
+        self.store.set_agent(&session.id, to)?;
+        let from = session.set_agent(to);
+        if from != to {
+            self.emit(Event::AgentSwitch { session_id: session.id.clone(), from, to: to.to_string() });
+        }
+        Ok(())
+    }
+
+    /// The tools `agent` is sent on `model` this step.
+    pub fn visible_tools(&self, session: &LiveSession) -> Vec<ToolSpec> {
+        let agent = session.agent();
+        let found = session.core().found();
+        let view = View { agent: &agent, model: Some(&session.model), found: Some(&found) };
+        let nested_too_deep = session.depth >= self.settings.max_depth;
+        self.executor
+            .registry()
+            .direct(&view)
+            .iter()
+            .map(|v| v.entry.spec())
+            .filter(|spec| !(nested_too_deep && tasks::TASK_TOOLS.contains(&spec.name.as_str())))
+            .cloned()
+            .collect()
+    }
+
+    /// The system prompt for the session's next step.
+    pub fn system_prompt(&self, session: &LiveSession) -> String {
+        let agent = session.agent();
+        let mut sections = vec![context::base_prompt(&self.settings)];
+        if let Some(prompt) = self.agents.get(&agent).and_then(|p| p.prompt.clone()) {
+            sections.push(prompt);
+        }
+        for provider in &self.providers {
+            if let Some(text) = provider.instructions(self, session) {
+                sections.push(text);
+            }
+        }
+        sections.join("\n\n")
+    }
+
+    /// Answers one user prompt: runs steps until the model stops calling tools. Returns the
+    /// final answer. Cancelling `cancel` interrupts the turn: calls in flight are stopped and
+    /// recorded as interrupted, and the session stays resumable.
+    pub async fn prompt(
+        &self,
+        session: &Arc<LiveSession>,
+        text: &str,
+        cancel: &CancellationToken,
+    ) -> Result<String, AgentError> {
+        let result = self.prompt_inner(session, text, cancel).await;
+        match &result {
+            Ok(text) => self.emit(Event::Finish { session_id: session.id.clone(), text: text.clone() }),
+            Err(e) => {
+                // Calls the model asked for that never ran (the turn ended first) are closed
+                // now, so the stored session reads the same as the model will see it.
+                if let Err(store) = self.store.mark_interrupted(&session.id) {
+                    self.emit(Event::Error { session_id: session.id.clone(), message: store.to_string() });
+                }
+                self.emit(Event::Error { session_id: session.id.clone(), message: e.to_string() })
+            }
+        }
+        result
+    }
+
+    async fn prompt_inner(
+        &self,
+        session: &Arc<LiveSession>,
+        text: &str,
+        cancel: &CancellationToken,
+    ) -> Result<String, AgentError> {
+        self.store.set_title_once(&session.id, text)?;
+        let user = self.store.add_message(&session.id, toolshed_llm::Role::User, None, None)?;
+        self.store.add_text(&session.id, &user, text)?;
+        for step in 1..=self.settings.max_steps {
+            if cancel.is_cancelled() {
+                return Err(AgentError::Interrupted);
+            }
+            if let Some(to) = session.take_switch() {
+                self.switch_agent(session, &to)?;
+            }
+            let (answer, calls, message) = self.step(session, step, cancel).await?;
+            if calls.is_empty() {
+                return Ok(answer);
+            }
+            let results = self.run_calls(session, &message, &calls, cancel).await;
+            if cancel.is_cancelled() {
+                return Err(AgentError::Interrupted);
+            }
+            if let Some(fatal) = results.iter().find(|r| r.fatal) {
+                return Err(AgentError::Fatal(fatal.output.clone()));
+            }
+        }
+        Err(AgentError::StepLimit(self.settings.max_steps))
+    }
+
+    /// One model step: send, stream, store. Returns the answer text and the tool calls.
+    async fn step(
+        &self,
+        session: &LiveSession,
+        step: u32,
+        cancel: &CancellationToken,
+    ) -> Result<(String, Vec<ToolCall>, String), AgentError> {
+        let agent = session.agent();
+        let model = ModelRef::parse(&session.model)?;
+        let client = self.models.client(&session.model)?;
+        let request = Request {
+            model: model.model.clone(),
+            system: self.system_prompt(session),
+            messages: self.store.history(&session.id)?,
+            tools: self.visible_tools(session),
+            max_tokens: None,
+        };
+        self.check_context(session, &request)?;
+        self.emit(Event::StepStart { session_id: session.id.clone(), step });
+        let message =
+            self.store.add_message(&session.id, toolshed_llm::Role::Assistant, Some(&agent), Some(&session.model))?;
+        let mut streamed = Streamed::default();
+        let outcome = tokio::select! {
+            r = self.stream_step(client.as_ref(), &request, session, &message, &mut streamed) => r,
+            _ = cancel.cancelled() => Err(AgentError::Interrupted),
+        };
+        if !streamed.pending_text.is_empty() {
+            self.store.add_text(&session.id, &message, &streamed.pending_text)?;
+        }
+        match outcome {
+            Ok((stop, usage)) => {
+                let stop = format!("{stop:?}").to_ascii_lowercase();
+                self.store.finish_message(&message, Some(usage), Some(&stop), None)?;
+                self.emit(Event::StepFinish {
+                    session_id: session.id.clone(),
+                    step,
+                    stop,
+                    input_tokens: usage.input_tokens,
+                    output_tokens: usage.output_tokens,
+                });
+                Ok((streamed.answer, streamed.calls, message))
+            }
+            Err(e) => {
+                self.store.finish_message(&message, None, None, Some(&e.to_string()))?;
+                Err(e)
+            }
+        }
+    }
+
+    async fn stream_step(
+        &self,
+        client: &dyn ModelClient,
+        request: &Request,
+        session: &LiveSession,
+        message: &str,
+        out: &mut Streamed,
+    ) -> Result<(toolshed_llm::StopReason, Usage), AgentError> {
+        let mut stream = client.stream(request).await?;
+        while let Some(event) = stream.next().await {
+            match event? {
+                StreamEvent::TextDelta(text) => {
+                    out.answer.push_str(&text);
+                    out.pending_text.push_str(&text);
+                    self.emit(Event::Text { session_id: session.id.clone(), text });
+                }
+                StreamEvent::ToolCall(call) => {
+                    if !out.pending_text.is_empty() {
+                        self.store.add_text(&session.id, message, &std::mem::take(&mut out.pending_text))?;
+                    }
+                    self.store.add_tool_call(&session.id, message, &call)?;
+                    out.calls.push(call);
+                }
+                StreamEvent::Finished { stop, usage } => return Ok((stop, usage)),
+                StreamEvent::ReasoningDelta(_) | StreamEvent::ToolCallStarted { .. } => {}
+            }
+        }
+        Err(AgentError::Model(LlmError::Stream {
+            provider: session.model.clone(),
+            message: "the stream ended without a finish event".into(),
+        }))
+    }
+
+    /// Refuses a request that cannot fit the model's context window (estimated at 4 bytes a
+    /// token), with what to do instead.
+    fn check_context(&self, session: &LiveSession, request: &Request) -> Result<(), AgentError> {
+        let window = self.models.context_window(&session.model);
+        let bytes = request.system.len()
+            + serde_json::to_string(&request.messages).map_or(0, |s| s.len())
+            + request.tools.iter().map(ToolSpec::definition_bytes).sum::<usize>();
+        let estimate = (bytes / 4) as u64;
+        if estimate > window {
+            return Err(AgentError::Model(LlmError::ContextOverflow {
+                message: format!(
+                    "about {estimate} tokens against {window} for {}; start a new session, or set the real window in [provider.NAME.models.ID] context",
+                    session.model
+                ),
+            }));
+        }
+        Ok(())
+    }
+
+    /// Runs the calls of one response through the chain, concurrently; results in call order.
+    async fn run_calls(
+        &self,
+        session: &LiveSession,
+        message: &str,
+        calls: &[ToolCall],
+        cancel: &CancellationToken,
+    ) -> Vec<ToolResult> {
+        let core = session.core();
+        let runs = calls.iter().map(|call| {
+            let core = core.clone();
+            async move {
+                if let Err(e) = self.store.set_running(&session.id, &call.id) {
+                    self.emit(Event::Error { session_id: session.id.clone(), message: e.to_string() });
+                }
+                self.emit(Event::ToolCall {
+                    session_id: session.id.clone(),
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    input: call.arguments.clone(),
+                });
+                let core_call = CoreCall::raw(&call.id, &call.name, &call.arguments)
+                    .with_message(message)
+                    .with_cancel(cancel.clone());
+                let result = self.executor.call(&core, core_call).await;
+                self.emit(Event::ToolResult {
+                    session_id: session.id.clone(),
+                    call_id: result.call_id.clone(),
+                    tool: result.tool.clone(),
+                    is_error: result.is_error,
+                    output: result.output.clone(),
+                    title: result.title.clone(),
+                    duration_ms: result.duration.as_millis() as u64,
+                });
+                result
+            }
+        });
+        join_all(runs).await
+    }
+}
+
+#[derive(Default)]
+struct Streamed {
+    answer: String,
+    pending_text: String,
+    calls: Vec<ToolCall>,
+}
+
+impl RuntimeBuilder {
+    /// Sets where events go.
+    pub fn events(mut self, events: EventSink) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// Adds a context provider after the built-in ones.
+    pub fn provider(mut self, provider: Arc<dyn ContextProvider>) -> Self {
+        self.providers.push(provider);
+        self
+    }
+
+    /// Builds the runtime; `configure` sets the executor's permission, approver, limits and
+    /// directories (the runtime sets the recorder: the store).
+    pub fn build(mut self, configure: impl FnOnce(ExecutorBuilder) -> ExecutorBuilder) -> Arc<Runtime> {
+        let handle = RuntimeHandle::default();
+        toolshed_tools::register_todo(&mut self.registry, self.store.clone());
+        for tool in tasks::runtime_tools(handle.clone()) {
+            self.registry.register_arc(tool, Source::Runtime);
+        }
+        let executor = configure(Executor::builder(self.registry, self.settings.root.clone()))
+            .recorder(self.store.clone())
+            .build();
+        let mut providers = context::builtin_providers(&self.settings.root, &self.settings.cwd);
+        providers.extend(self.providers);
+        let runtime = Arc::new(Runtime {
+            executor,
+            store: self.store,
+            models: self.models,
+            agents: self.agents,
+            settings: self.settings,
+            events: self.events,
+            providers,
+            sessions: Mutex::default(),
+            tasks: Tasks::default(),
+        });
+        let _ = handle.0.set(Arc::downgrade(&runtime));
+        runtime
+    }
+}
+
+/// Whether `task` may start `agent`.
+pub fn is_subagent(agent: &Agent) -> bool {
+    matches!(agent.mode, AgentMode::Subagent | AgentMode::All)
+}
+
+/// Whether a user may run `agent` directly (and switch a session to it).
+pub fn is_primary(agent: &Agent) -> bool {
+    matches!(agent.mode, AgentMode::Primary | AgentMode::All)
+}
+
+/// Default rules the runtime's tools need in every agent: only the plan agent (whose built-in
+/// rules ask for it) may call `plan_exit`. Pass them to [`Agents::with_defaults`].
+pub fn default_rules() -> Vec<Rule> {
+    vec![Rule::new("plan_exit", "*", Action::Deny)]
+}
+
+/// A tool as registered by the runtime.
+pub(crate) type RuntimeTool = Arc<dyn Tool>;

@@ -1,0 +1,858 @@
+//! Sessions in SQLite (WAL): sessions, their messages, and the messages' parts — text, and
+//! tool calls whose state moves pending → running → completed / error as they happen, so a
+//! `kill -9` loses at most the call in flight. The store is also the execution chain's
+//! [`Recorder`] and the todo tools' [`TodoStore`].
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use serde_json::{Value, json};
+use toolshed_core::exec::CallInput;
+use toolshed_core::exec::record::{CallRecord, Recorder};
+use toolshed_llm::{CallKind, Message, Part, Role, ToolCall, ToolResult, Usage};
+use toolshed_tools::todo::{Todo, TodoStore};
+
+/// What a model is told about a call that never finished (interrupted or lost in a crash).
+pub const INTERRUPTED: &str = "[Tool execution was interrupted before it finished; it may or may not have taken effect. Check before repeating it.]";
+
+/// A failure of the session database.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite failed.
+    #[error("session database {path}: {source}")]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// The error.
+        source: rusqlite::Error,
+    },
+    /// The database directory could not be created.
+    #[error("cannot create {path}: {source}")]
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// No session has this id.
+    #[error("no session `{0}`; `toolshed session list` shows the stored sessions")]
+    NoSession(String),
+}
+
+/// One stored session.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionInfo {
+    /// Its id.
+    pub id: String,
+    /// The session that started it as a sub-agent task.
+    pub parent_id: Option<String>,
+    /// A title (the first prompt, cut).
+    pub title: String,
+    /// The agent it runs as now.
+    pub agent: String,
+    /// The model id (`provider/model`).
+    pub model: Option<String>,
+    /// The worktree it worked in.
+    pub root: String,
+    /// Milliseconds since the epoch.
+    pub created_at: i64,
+    /// Milliseconds since the epoch.
+    pub updated_at: i64,
+    /// Number of messages.
+    pub messages: i64,
+}
+
+/// A tool call's progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallState {
+    /// The model asked for it; it has not started.
+    Pending,
+    /// It is running.
+    Running,
+    /// It finished and succeeded.
+    Completed,
+    /// It failed, was rejected, or was interrupted.
+    Error,
+}
+
+impl CallState {
+    fn as_str(self) -> &'static str {
+        match self {
+            CallState::Pending => "pending",
+            CallState::Running => "running",
+            CallState::Completed => "completed",
+            CallState::Error => "error",
+        }
+    }
+
+    fn parse(s: &str) -> CallState {
+        match s {
+            "pending" => CallState::Pending,
+            "running" => CallState::Running,
+            "completed" => CallState::Completed,
+            _ => CallState::Error,
+        }
+    }
+}
+
+/// One stored part of a message.
+#[allow(clippy::large_enum_variant)] // parts are few and short-lived; boxing would only add noise
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StoredPart {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A tool call and, once it finished, its result.
+    Tool {
+        /// The provider's call id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// JSON arguments or freeform input.
+        kind: CallKind,
+        /// The input as sent.
+        input: String,
+        /// Where it stands.
+        state: CallState,
+        /// The result text.
+        output: Option<String>,
+        /// Whether the result is an error.
+        is_error: bool,
+        /// The tool's title.
+        title: Option<String>,
+        /// The result's metadata.
+        metadata: Value,
+        /// Milliseconds since the epoch.
+        started_at: Option<i64>,
+        /// Milliseconds since the epoch.
+        finished_at: Option<i64>,
+    },
+}
+
+/// One stored message with its parts.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StoredMessage {
+    /// Its id.
+    pub id: String,
+    /// Who said it.
+    pub role: Role,
+    /// The agent that answered (assistant messages).
+    pub agent: Option<String>,
+    /// The model that answered (assistant messages).
+    pub model: Option<String>,
+    /// Milliseconds since the epoch.
+    pub created_at: i64,
+    /// When the response finished.
+    pub finished_at: Option<i64>,
+    /// Token counts.
+    pub usage: Option<Usage>,
+    /// Why the model stopped.
+    pub stop_reason: Option<String>,
+    /// Why the response failed, if it did.
+    pub error: Option<String>,
+    /// Its parts, in order.
+    pub parts: Vec<StoredPart>,
+}
+
+/// A background task as stored.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StoredTask {
+    /// The task id.
+    pub id: String,
+    /// The session that started it.
+    pub session_id: String,
+    /// The child session it runs in.
+    pub child_session_id: String,
+    /// The sub-agent.
+    pub agent: String,
+    /// What it is for.
+    pub description: String,
+    /// running, completed, failed, cancelled or lost.
+    pub status: String,
+    /// The final answer.
+    pub result: Option<String>,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// The session database.
+pub struct Store {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+  id TEXT PRIMARY KEY,
+  parent_id TEXT,
+  title TEXT NOT NULL DEFAULT '',
+  agent TEXT NOT NULL,
+  model TEXT,
+  root TEXT NOT NULL DEFAULT '',
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  todos TEXT NOT NULL DEFAULT '[]'
+);
+CREATE TABLE IF NOT EXISTS messages (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  role TEXT NOT NULL,
+  agent TEXT,
+  model TEXT,
+  created_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  input_tokens INTEGER,
+  output_tokens INTEGER,
+  stop_reason TEXT,
+  error TEXT
+);
+CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, seq);
+CREATE TABLE IF NOT EXISTS parts (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  message_id TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+  kind TEXT NOT NULL,
+  text TEXT,
+  call_id TEXT,
+  tool TEXT,
+  call_kind TEXT,
+  input TEXT,
+  state TEXT,
+  output TEXT,
+  is_error INTEGER NOT NULL DEFAULT 0,
+  title TEXT,
+  metadata TEXT,
+  started_at INTEGER,
+  finished_at INTEGER,
+  UNIQUE(session_id, call_id)
+);
+CREATE INDEX IF NOT EXISTS parts_by_message ON parts(message_id, id);
+CREATE TABLE IF NOT EXISTS tasks (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  child_session_id TEXT NOT NULL,
+  agent TEXT NOT NULL,
+  description TEXT NOT NULL,
+  status TEXT NOT NULL,
+  result TEXT,
+  error TEXT,
+  created_at INTEGER NOT NULL,
+  finished_at INTEGER
+);
+";
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A new id: the prefix, the time in milliseconds (so ids sort by creation) and 32 random bits.
+pub fn new_id(prefix: &str) -> String {
+    let random = RandomState::new().build_hasher().finish() as u32;
+    format!("{prefix}_{:011x}{random:08x}", now_ms())
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`.
+    pub fn open(path: impl Into<PathBuf>) -> Result<Store, StoreError> {
+        let path = path.into();
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io { path: dir.to_path_buf(), source })?;
+        }
+        let sql = |source| StoreError::Sqlite { path: path.clone(), source };
+        let conn = Connection::open(&path).map_err(sql)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(sql)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
+        conn.execute_batch(SCHEMA).map_err(sql)?;
+        Ok(Store { path, conn: Mutex::new(conn) })
+    }
+
+    /// The database under the data directory: `DATA_DIR/sessions.db`.
+    pub fn default_path(data_dir: &Path) -> PathBuf {
+        data_dir.join("sessions.db")
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite { path: self.path.clone(), source }
+    }
+
+    /// Creates a session.
+    pub fn create_session(
+        &self,
+        parent_id: Option<&str>,
+        agent: &str,
+        model: Option<&str>,
+        root: &Path,
+    ) -> Result<SessionInfo, StoreError> {
+        let id = new_id("ses");
+        let now = now_ms();
+        self.conn()
+            .execute(
+                "INSERT INTO sessions (id, parent_id, agent, model, root, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+                params![id, parent_id, agent, model, root.display().to_string(), now],
+            )
+            .map_err(|e| self.err(e))?;
+        self.session(&id)
+    }
+
+    /// The session `id`.
+    pub fn session(&self, id: &str) -> Result<SessionInfo, StoreError> {
+        let found = self
+            .conn()
+            .query_row(
+                "SELECT s.id, s.parent_id, s.title, s.agent, s.model, s.root, s.created_at, s.updated_at,
+                        (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)
+                 FROM sessions s WHERE s.id = ?1",
+                [id],
+                session_row,
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        found.ok_or_else(|| StoreError::NoSession(id.to_string()))
+    }
+
+    /// Every session, most recently updated first.
+    pub fn list_sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT s.id, s.parent_id, s.title, s.agent, s.model, s.root, s.created_at, s.updated_at,
+                        (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)
+                 FROM sessions s ORDER BY s.updated_at DESC, s.id DESC",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([], session_row).map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Changes the agent the session runs as (plan / build switching).
+    pub fn set_agent(&self, id: &str, agent: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute("UPDATE sessions SET agent = ?2, updated_at = ?3 WHERE id = ?1", params![id, agent, now_ms()])
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Sets the title if the session has none yet.
+    pub fn set_title_once(&self, id: &str, title: &str) -> Result<(), StoreError> {
+        let title: String = title.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(80).collect();
+        self.conn()
+            .execute("UPDATE sessions SET title = ?2 WHERE id = ?1 AND title = ''", params![id, title])
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Adds a message and returns its id.
+    pub fn add_message(
+        &self,
+        session_id: &str,
+        role: Role,
+        agent: Option<&str>,
+        model: Option<&str>,
+    ) -> Result<String, StoreError> {
+        let id = new_id("msg");
+        self.insert_message(session_id, &id, role, agent, model)?;
+        Ok(id)
+    }
+
+    fn insert_message(
+        &self,
+        session_id: &str,
+        id: &str,
+        role: Role,
+        agent: Option<&str>,
+        model: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let role = if role == Role::User { "user" } else { "assistant" };
+        let now = now_ms();
+        let conn = self.conn();
+        conn.execute(
+            "INSERT OR IGNORE INTO messages (id, session_id, seq, role, agent, model, created_at)
+             VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?2), ?3, ?4, ?5, ?6)",
+            params![id, session_id, role, agent, model, now],
+        )
+        .map_err(|e| self.err(e))?;
+        conn.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![session_id, now])
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Adds a text part.
+    pub fn add_text(&self, session_id: &str, message_id: &str, text: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "INSERT INTO parts (session_id, message_id, kind, text) VALUES (?1, ?2, 'text', ?3)",
+                params![session_id, message_id, text],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Adds a tool call the model made, in state pending.
+    pub fn add_tool_call(&self, session_id: &str, message_id: &str, call: &ToolCall) -> Result<(), StoreError> {
+        let kind = if call.kind == CallKind::Custom { "custom" } else { "function" };
+        self.conn()
+            .execute(
+                "INSERT INTO parts (session_id, message_id, kind, call_id, tool, call_kind, input, state)
+                 VALUES (?1, ?2, 'tool', ?3, ?4, ?5, ?6, 'pending')
+                 ON CONFLICT(session_id, call_id) DO NOTHING",
+                params![session_id, message_id, call.id, call.name, kind, call.arguments],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Marks a call running.
+    pub fn set_running(&self, session_id: &str, call_id: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE parts SET state = 'running', started_at = ?3 WHERE session_id = ?1 AND call_id = ?2 AND state = 'pending'",
+                params![session_id, call_id, now_ms()],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Records how a model response ended.
+    pub fn finish_message(
+        &self,
+        message_id: &str,
+        usage: Option<Usage>,
+        stop_reason: Option<&str>,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE messages SET finished_at = ?2, input_tokens = ?3, output_tokens = ?4, stop_reason = ?5, error = ?6 WHERE id = ?1",
+                params![
+                    message_id,
+                    now_ms(),
+                    usage.map(|u| u.input_tokens as i64),
+                    usage.map(|u| u.output_tokens as i64),
+                    stop_reason,
+                    error
+                ],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Marks every call of the session that never finished as interrupted; returns how many.
+    pub fn mark_interrupted(&self, session_id: &str) -> Result<usize, StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE parts SET state = 'error', is_error = 1, output = ?2, finished_at = ?3,
+                        metadata = json_object('interrupted', json('true'))
+                 WHERE session_id = ?1 AND kind = 'tool' AND state IN ('pending', 'running')",
+                params![session_id, INTERRUPTED, now_ms()],
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    /// The session's messages with their parts, in order.
+    pub fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT id, role, agent, model, created_at, finished_at, input_tokens, output_tokens, stop_reason, error
+                 FROM messages WHERE session_id = ?1 ORDER BY seq",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut messages: Vec<StoredMessage> = stmt
+            .query_map([session_id], |r| {
+                let input: Option<i64> = r.get(6)?;
+                let output: Option<i64> = r.get(7)?;
+                Ok(StoredMessage {
+                    id: r.get(0)?,
+                    role: if r.get::<_, String>(1)? == "user" { Role::User } else { Role::Assistant },
+                    agent: r.get(2)?,
+                    model: r.get(3)?,
+                    created_at: r.get(4)?,
+                    finished_at: r.get(5)?,
+                    usage: input.zip(output).map(|(i, o)| Usage { input_tokens: i as u64, output_tokens: o as u64 }),
+                    stop_reason: r.get(8)?,
+                    error: r.get(9)?,
+                    parts: Vec::new(),
+                })
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.err(e))?;
+        let mut stmt = conn
+            .prepare(
+                "SELECT message_id, kind, text, call_id, tool, call_kind, input, state, output, is_error, title, metadata, started_at, finished_at
+                 FROM parts WHERE session_id = ?1 ORDER BY id",
+            )
+            .map_err(|e| self.err(e))?;
+        let parts = stmt
+            .query_map([session_id], |r| {
+                let message_id: String = r.get(0)?;
+                let part = if r.get::<_, String>(1)? == "text" {
+                    StoredPart::Text { text: r.get::<_, Option<String>>(2)?.unwrap_or_default() }
+                } else {
+                    let metadata: Option<String> = r.get(11)?;
+                    StoredPart::Tool {
+                        call_id: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+                        tool: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                        kind: if r.get::<_, Option<String>>(5)?.as_deref() == Some("custom") {
+                            CallKind::Custom
+                        } else {
+                            CallKind::Function
+                        },
+                        input: r.get::<_, Option<String>>(6)?.unwrap_or_default(),
+                        state: CallState::parse(&r.get::<_, Option<String>>(7)?.unwrap_or_default()),
+                        output: r.get(8)?,
+                        is_error: r.get::<_, i64>(9)? != 0,
+                        title: r.get(10)?,
+                        metadata: metadata.and_then(|m| serde_json::from_str(&m).ok()).unwrap_or(json!({})),
+                        started_at: r.get(12)?,
+                        finished_at: r.get(13)?,
+                    }
+                };
+                Ok((message_id, part))
+            })
+            .map_err(|e| self.err(e))?;
+        for row in parts {
+            let (message_id, part) = row.map_err(|e| self.err(e))?;
+            if let Some(m) = messages.iter_mut().find(|m| m.id == message_id) {
+                m.parts.push(part);
+            }
+        }
+        Ok(messages)
+    }
+
+    /// The conversation as the model gets it: each assistant message with tool calls is
+    /// followed by a user message holding their results in call order; calls that never
+    /// finished get [`INTERRUPTED`].
+    pub fn history(&self, session_id: &str) -> Result<Vec<Message>, StoreError> {
+        Ok(history_of(&self.messages(session_id)?))
+    }
+
+    /// Replaces the session's todo list.
+    pub fn set_todos(&self, session_id: &str, todos: &[Todo]) -> Result<(), StoreError> {
+        let text = serde_json::to_string(todos).unwrap_or_else(|_| "[]".to_string());
+        let changed = self
+            .conn()
+            .execute("UPDATE sessions SET todos = ?2 WHERE id = ?1", params![session_id, text])
+            .map_err(|e| self.err(e))?;
+        if changed == 0 {
+            return Err(StoreError::NoSession(session_id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// The session's todo list.
+    pub fn todos(&self, session_id: &str) -> Result<Vec<Todo>, StoreError> {
+        let text: Option<String> = self
+            .conn()
+            .query_row("SELECT todos FROM sessions WHERE id = ?1", [session_id], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default())
+    }
+
+    /// Stores a new background task (status running).
+    pub fn add_task(&self, task: &StoredTask) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "INSERT OR REPLACE INTO tasks (id, session_id, child_session_id, agent, description, status, result, error, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    task.id,
+                    task.session_id,
+                    task.child_session_id,
+                    task.agent,
+                    task.description,
+                    task.status,
+                    task.result,
+                    task.error,
+                    now_ms()
+                ],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Updates a task's status and outcome.
+    pub fn update_task(
+        &self,
+        id: &str,
+        status: &str,
+        result: Option<&str>,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE tasks SET status = ?2, result = ?3, error = ?4, finished_at = ?5 WHERE id = ?1",
+                params![id, status, result, error, now_ms()],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// The session's background tasks, oldest first.
+    pub fn tasks(&self, session_id: &str) -> Result<Vec<StoredTask>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT id, session_id, child_session_id, agent, description, status, result, error
+                 FROM tasks WHERE session_id = ?1 ORDER BY created_at, id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([session_id], |r| {
+                Ok(StoredTask {
+                    id: r.get(0)?,
+                    session_id: r.get(1)?,
+                    child_session_id: r.get(2)?,
+                    agent: r.get(3)?,
+                    description: r.get(4)?,
+                    status: r.get(5)?,
+                    result: r.get(6)?,
+                    error: r.get(7)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Marks the session's tasks that were still running as lost (their process is gone);
+    /// returns how many.
+    pub fn mark_tasks_lost(&self, session_id: &str) -> Result<usize, StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE tasks SET status = 'lost', error = 'the process running it ended before it finished', finished_at = ?2
+                 WHERE session_id = ?1 AND status = 'running'",
+                params![session_id, now_ms()],
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    /// The whole session as JSON: the session, its messages and parts, and its tasks.
+    pub fn export(&self, session_id: &str) -> Result<Value, StoreError> {
+        let info = self.session(session_id)?;
+        let messages = self.messages(session_id)?;
+        let tasks = self.tasks(session_id)?;
+        let todos = self.todos(session_id)?;
+        Ok(json!({"session": info, "todos": todos, "messages": messages, "tasks": tasks}))
+    }
+}
+
+fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionInfo> {
+    Ok(SessionInfo {
+        id: r.get(0)?,
+        parent_id: r.get(1)?,
+        title: r.get(2)?,
+        agent: r.get(3)?,
+        model: r.get(4)?,
+        root: r.get(5)?,
+        created_at: r.get(6)?,
+        updated_at: r.get(7)?,
+        messages: r.get(8)?,
+    })
+}
+
+/// The model's view of stored messages (see [`Store::history`]).
+pub fn history_of(messages: &[StoredMessage]) -> Vec<Message> {
+    let mut out = Vec::new();
+    for m in messages {
+        let mut parts = Vec::new();
+        let mut results = Vec::new();
+        for p in &m.parts {
+            match p {
+                StoredPart::Text { text } => parts.push(Part::Text { text: text.clone() }),
+                StoredPart::Tool { call_id, tool, kind, input, state, output, is_error, .. } => {
+                    if m.role == Role::User {
+                        continue;
+                    }
+                    parts.push(Part::ToolCall(ToolCall {
+                        id: call_id.clone(),
+                        name: tool.clone(),
+                        arguments: input.clone(),
+                        kind: *kind,
+                    }));
+                    let finished = matches!(state, CallState::Completed | CallState::Error);
+                    results.push(Part::ToolResult(ToolResult {
+                        call_id: call_id.clone(),
+                        name: tool.clone(),
+                        output: if finished { output.clone().unwrap_or_default() } else { INTERRUPTED.to_string() },
+                        is_error: *is_error || !finished,
+                        kind: *kind,
+                    }));
+                }
+            }
+        }
+        if parts.is_empty() {
+            continue;
+        }
+        out.push(Message { role: m.role, parts });
+        if !results.is_empty() {
+            out.push(Message { role: Role::User, parts: results });
+        }
+    }
+    out
+}
+
+impl Recorder for Store {
+    fn record(&self, r: CallRecord<'_>) -> Result<(), String> {
+        let result = r.result;
+        let state = if result.is_error { CallState::Error } else { CallState::Completed };
+        let metadata = Value::Object(result.metadata.clone()).to_string();
+        let input = match &r.call.input {
+            CallInput::Json(v) => v.to_string(),
+            CallInput::Raw(text) => text.clone(),
+        };
+        let finished = r.finished_at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        let started = finished - result.duration.as_millis() as i64;
+        // A call the loop did not announce (e.g. `toolshed call --session`) gets a message of its own.
+        self.insert_message(r.session_id, &r.call.message_id, Role::Assistant, Some(r.agent), None)
+            .map_err(|e| e.to_string())?;
+        self.conn()
+            .execute(
+                "INSERT INTO parts (session_id, message_id, kind, call_id, tool, call_kind, input, state, output, is_error, title, metadata, started_at, finished_at)
+                 VALUES (?1, ?2, 'tool', ?3, ?4, 'function', ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                 ON CONFLICT(session_id, call_id) DO UPDATE SET
+                   state = excluded.state, output = excluded.output, is_error = excluded.is_error,
+                   title = excluded.title, metadata = excluded.metadata,
+                   started_at = COALESCE(parts.started_at, excluded.started_at), finished_at = excluded.finished_at",
+                params![
+                    r.session_id,
+                    r.call.message_id,
+                    r.call.id,
+                    r.call.name,
+                    input,
+                    state.as_str(),
+                    result.output,
+                    result.is_error,
+                    result.title,
+                    metadata,
+                    started,
+                    finished
+                ],
+            )
+            .map(drop)
+            .map_err(|e| format!("cannot record the call in {}: {e}", self.path.display()))
+    }
+}
+
+impl TodoStore for Store {
+    fn get(&self, session_id: &str) -> Result<Vec<Todo>, String> {
+        self.todos(session_id).map_err(|e| e.to_string())
+    }
+
+    fn set(&self, session_id: &str, todos: &[Todo]) -> Result<(), String> {
+        self.set_todos(session_id, todos).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("db/sessions.db")).unwrap();
+        (dir, store)
+    }
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall { id: id.into(), name: "read".into(), arguments: r#"{"path":"a"}"#.into(), kind: CallKind::Function }
+    }
+
+    #[test]
+    fn history_pairs_results_with_calls_and_marks_unfinished_ones_interrupted() {
+        let (_d, s) = store();
+        let ses = s.create_session(None, "build", Some("p/m"), Path::new("/w")).unwrap();
+        let u = s.add_message(&ses.id, Role::User, None, None).unwrap();
+        s.add_text(&ses.id, &u, "go").unwrap();
+        let a = s.add_message(&ses.id, Role::Assistant, Some("build"), Some("p/m")).unwrap();
+        s.add_text(&ses.id, &a, "reading").unwrap();
+        s.add_tool_call(&ses.id, &a, &call("c1")).unwrap();
+        s.add_tool_call(&ses.id, &a, &call("c2")).unwrap();
+        s.set_running(&ses.id, "c1").unwrap();
+        let history = s.history(&ses.id).unwrap();
+        assert_eq!(history.len(), 3);
+        assert_eq!(history[1].tool_calls().count(), 2);
+        let results: Vec<_> = history[2]
+            .parts
+            .iter()
+            .map(|p| match p {
+                Part::ToolResult(r) => (r.call_id.as_str(), r.is_error, r.output.as_str()),
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(results, [("c1", true, INTERRUPTED), ("c2", true, INTERRUPTED)]);
+        assert_eq!(s.mark_interrupted(&ses.id).unwrap(), 2);
+        let msgs = s.messages(&ses.id).unwrap();
+        assert!(
+            matches!(&msgs[1].parts[1], StoredPart::Tool { state: CallState::Error, metadata, .. } if metadata["interrupted"] == true)
+        );
+        assert_eq!(s.session(&ses.id).unwrap().messages, 2);
+    }
+
+    #[test]
+    fn sessions_survive_reopening_and_list_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let first;
+        {
+            let s = Store::open(&path).unwrap();
+            first = s.create_session(None, "build", None, Path::new("/w")).unwrap().id;
+            s.set_title_once(&first, "fix   the\nbug").unwrap();
+            s.set_title_once(&first, "ignored").unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            s.create_session(Some(&first), "explore", None, Path::new("/w")).unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        let list = s.list_sessions().unwrap();
+        assert_eq!(list.len(), 2);
+        assert_eq!(list[1].id, first);
+        assert_eq!(list[1].title, "fix the bug");
+        assert_eq!(list[0].parent_id.as_deref(), Some(first.as_str()));
+        assert!(matches!(s.session("nope"), Err(StoreError::NoSession(_))));
+    }
+
+    #[test]
+    fn todos_and_tasks_round_trip_and_running_tasks_become_lost() {
+        let (_d, s) = store();
+        let ses = s.create_session(None, "build", None, Path::new("/w")).unwrap().id;
+        let todos = vec![Todo { content: "a".into(), status: toolshed_tools::todo::TodoStatus::Pending }];
+        TodoStore::set(&s, &ses, &todos).unwrap();
+        assert_eq!(TodoStore::get(&s, &ses).unwrap(), todos);
+        assert!(TodoStore::set(&s, "nope", &todos).is_err());
+        let task = StoredTask {
+            id: "task_1".into(),
+            session_id: ses.clone(),
+            child_session_id: "ses_c".into(),
+            agent: "explore".into(),
+            description: "look".into(),
+            status: "running".into(),
+            result: None,
+            error: None,
+        };
+        s.add_task(&task).unwrap();
+        assert_eq!(s.mark_tasks_lost(&ses).unwrap(), 1);
+        assert_eq!(s.tasks(&ses).unwrap()[0].status, "lost");
+    }
+}

@@ -1,0 +1,636 @@
+//! The loop against fake models that are real HTTP servers on loopback, in a temp worktree
+//! with tools that touch real files and processes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use toolshed_agent::store::{CallState, StoredPart};
+use toolshed_agent::{AgentError, ConfiguredModels, Event, Runtime, Settings, Store, default_rules};
+use toolshed_core::agents::Agents;
+use toolshed_core::config::Config;
+use toolshed_core::permission::{ApproveAll, Approver, Permission, RejectAll};
+use toolshed_core::registry::{PermissionHook, Registry};
+use toolshed_core::tool::{ToolOutput, tool_fn};
+use toolshed_core::{ToolContext, ToolError};
+use toolshed_llm::RetryPolicy;
+use toolshed_llm::testing::{FakeServer, Reply, anthropic, chat, responses};
+
+#[derive(Deserialize, JsonSchema)]
+struct PathArgs {
+    /// File path relative to the worktree.
+    path: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct EditArgs {
+    /// File path.
+    path: String,
+    /// Text to replace.
+    old: String,
+    /// Replacement.
+    new: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct BashArgs {
+    /// Shell command.
+    command: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SleepArgs {
+    /// Milliseconds.
+    ms: u64,
+}
+
+fn test_registry(rules: Arc<dyn Permission>) -> Registry {
+    let mut r = Registry::new();
+    r.register_builtin(
+        tool_fn("read", "Read a file.", |a: PathArgs, ctx: ToolContext| async move {
+            std::fs::read_to_string(ctx.root().join(&a.path))
+                .map(ToolOutput::text)
+                .map_err(|_| ToolError::model(format!("File not found: {}", a.path)))
+        })
+        .read_only(),
+    );
+    r.register_builtin(
+        tool_fn("edit", "Replace text in a file.", |a: EditArgs, ctx: ToolContext| async move {
+            let path = ctx.root().join(&a.path);
+            let text = std::fs::read_to_string(&path).map_err(|_| ToolError::model("File not found"))?;
+            if !text.contains(&a.old) {
+                return Err(ToolError::model("old not found"));
+            }
+            std::fs::write(&path, text.replacen(&a.old, &a.new, 1)).map_err(ToolError::fatal)?;
+            Ok(ToolOutput::text("Edited."))
+        })
+        .mutating(),
+    );
+    r.register_builtin(
+        tool_fn("bash", "Run a shell command.", |a: BashArgs, ctx: ToolContext| async move {
+            let child = tokio::process::Command::new("sh")
+                .arg("-c")
+                .arg(&a.command)
+                .current_dir(ctx.root())
+                .kill_on_drop(true)
+                .output();
+            tokio::select! {
+                out = child => {
+                    let out = out.map_err(ToolError::fatal)?;
+                    Ok(ToolOutput::text(format!("{}exit {}", String::from_utf8_lossy(&out.stdout), out.status.code().unwrap_or(-1))))
+                }
+                _ = ctx.cancellation().cancelled() => Err(ToolError::model("killed")),
+            }
+        })
+        .mutating(),
+    );
+    r.register_builtin(
+        tool_fn("sleep", "Wait.", |a: SleepArgs, ctx: ToolContext| async move {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(a.ms)) => Ok(ToolOutput::text(format!("slept {}", a.ms))),
+                _ = ctx.cancellation().cancelled() => Err(ToolError::model("woken")),
+            }
+        })
+        .read_only(),
+    );
+    r.add_hook(Arc::new(PermissionHook(rules)));
+    r
+}
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    db: PathBuf,
+    server: FakeServer,
+    rt: Arc<Runtime>,
+    events: Arc<Mutex<Vec<Event>>>,
+}
+
+fn config(kind: &str, base_url: &str) -> Config {
+    let mut config = Config::default();
+    let text = format!(
+        "[provider.fake]\nkind = \"{kind}\"\nbase_url = \"{base_url}\"\n[agent.general]\ndescription = \"Does one task\"\nmode = \"subagent\"\n"
+    );
+    config.merge_str(Path::new("toolshed.toml"), &text).unwrap();
+    config
+}
+
+fn runtime(
+    root: &Path,
+    db: &Path,
+    config: &Config,
+    approver: Arc<dyn Approver>,
+    events: Arc<Mutex<Vec<Event>>>,
+) -> Arc<Runtime> {
+    let agents = Arc::new(Agents::with_defaults(config, root, None, &default_rules()));
+    let rules: Arc<dyn Permission> = agents.clone();
+    let models = ConfiguredModels::new(config.clone()).with_retry(RetryPolicy {
+        max_retries: 2,
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(20),
+        max_retry_after: Duration::from_secs(5),
+    });
+    let settings = Settings { max_steps: 8, max_depth: 1, root: root.to_path_buf(), cwd: root.to_path_buf() };
+    let store = Arc::new(Store::open(db).unwrap());
+    let data = root.join(".data");
+    Runtime::builder(test_registry(rules.clone()), store, Arc::new(models), agents, settings)
+        .events(Arc::new(move |e: &Event| events.lock().unwrap().push(e.clone())))
+        .build(|b| b.permission(rules).approver(approver).data_dir(data))
+}
+
+fn harness(kind: &str, replies: Vec<Reply>, approver: Arc<dyn Approver>) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("work");
+    std::fs::create_dir_all(&root).unwrap();
+    let db = dir.path().join("sessions.db");
+    let server = FakeServer::start(replies).unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let rt = runtime(&root, &db, &config(kind, &server.base_url()), approver, events.clone());
+    Harness { _dir: dir, root, db, server, rt, events }
+}
+
+/// The tool results the model was sent in request `n` (chat format), as (call id, content).
+fn chat_results(server: &FakeServer, n: usize) -> Vec<(String, String)> {
+    server.received()[n].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| (m["tool_call_id"].as_str().unwrap().to_string(), m["content"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+fn tool_names(body: &Value, key: &str) -> Vec<String> {
+    body["tools"].as_array().map_or(Vec::new(), |t| {
+        t.iter().map(|t| t.pointer(key).and_then(Value::as_str).unwrap_or_default().to_string()).collect()
+    })
+}
+
+#[tokio::test]
+async fn a_session_reads_edits_runs_a_command_and_finishes() {
+    let h = harness(
+        "openai-chat",
+        vec![
+            Reply::sse(chat::tool_calls(&[("c1", "read", r#"{"path":"greet.txt"}"#)])),
+            Reply::sse(chat::tool_calls(&[("c2", "edit", r#"{"path":"greet.txt","old":"hello","new":"goodbye"}"#)])),
+            Reply::sse(chat::tool_calls(&[("c3", "bash", r#"{"command":"cat greet.txt"}"#)])),
+            Reply::sse(chat::text("I changed hello to goodbye.")),
+        ],
+        Arc::new(RejectAll),
+    );
+    std::fs::write(h.root.join("greet.txt"), "hello world\n").unwrap();
+    let session = h.rt.create_session("build", "fake/test-model", None).unwrap();
+    let answer = h.rt.prompt(&session, "Change hello to goodbye", &CancellationToken::new()).await.unwrap();
+    assert_eq!(answer, "I changed hello to goodbye.");
+    assert_eq!(std::fs::read_to_string(h.root.join("greet.txt")).unwrap(), "goodbye world\n");
+    assert_eq!(chat_results(&h.server, 1), [("c1".into(), "hello world\n".into())]);
+    assert_eq!(chat_results(&h.server, 3)[2], ("c3".into(), "goodbye world\nexit 0".into()));
+    let first = &h.server.received()[0].body;
+    assert_eq!(first["model"], "test-model");
+    assert_eq!(
+        tool_names(first, "/function/name"),
+        [
+            "read",
+            "edit",
+            "bash",
+            "sleep",
+            "todo_write",
+            "todo_read",
+            "task",
+            "task_wait",
+            "task_result",
+            "task_continue",
+            "task_cancel"
+        ]
+    );
+    assert!(first["messages"][0]["content"].as_str().unwrap().contains("You are toolshed"));
+
+    let messages = h.rt.store().messages(&session.id).unwrap();
+    assert_eq!(messages.len(), 5, "user + 4 assistant steps");
+    let states: Vec<(String, CallState)> = messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match p {
+            StoredPart::Tool { tool, state, .. } => Some((tool.clone(), *state)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("read".into(), CallState::Completed),
+            ("edit".into(), CallState::Completed),
+            ("bash".into(), CallState::Completed)
+        ]
+    );
+    assert_eq!(h.rt.store().session(&session.id).unwrap().title, "Change hello to goodbye");
+    let kinds: Vec<&str> = h
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCall { tool, .. } => Some(if tool == "read" { "read" } else { "other" }),
+            Event::Finish { .. } => Some("finish"),
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(kinds, ["read", "other", "other", "finish"]);
+}
+
+#[tokio::test]
+async fn parallel_calls_in_one_response_run_together_and_return_in_call_order() {
+    let h = harness(
+        "openai-chat",
+        vec![
+            Reply::sse(chat::tool_calls(&[
+                ("slow", "sleep", r#"{"ms":400}"#),
+                ("fast", "sleep", r#"{"ms":350}"#),
+                ("miss", "read", r#"{"path":"nope.txt"}"#),
+            ])),
+            Reply::sse(chat::text("done")),
+        ],
+        Arc::new(RejectAll),
+    );
+    let session = h.rt.create_session("build", "fake/m", None).unwrap();
+    let started = Instant::now();
+    h.rt.prompt(&session, "wait twice", &CancellationToken::new()).await.unwrap();
+    assert!(started.elapsed() < Duration::from_millis(700), "ran one after the other: {:?}", started.elapsed());
+    assert_eq!(
+        chat_results(&h.server, 1),
+        [
+            ("slow".into(), "slept 400".into()),
+            ("fast".into(), "slept 350".into()),
+            ("miss".into(), "File not found: nope.txt".into())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn anthropic_results_carry_is_error_and_arguments_arrive_in_pieces() {
+    let h = harness(
+        "anthropic",
+        vec![
+            Reply::sse(anthropic::tool_calls(&[("t1", "read", r#"{"path":"missing.txt"}"#)])).split(7),
+            Reply::sse(anthropic::text("It is missing.")),
+        ],
+        Arc::new(RejectAll),
+    );
+    let session = h.rt.create_session("build", "fake/claude-x", None).unwrap();
+    let answer = h.rt.prompt(&session, "read it", &CancellationToken::new()).await.unwrap();
+    assert_eq!(answer, "It is missing.");
+    let second = &h.server.received()[1].body;
+    assert_eq!(
+        second["messages"][2]["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "t1", "content": "File not found: missing.txt", "is_error": true})
+    );
+    assert_eq!(tool_names(&h.server.received()[0].body, "/name")[0], "read");
+}
+
+#[tokio::test]
+async fn responses_pairs_every_call_with_its_output_by_call_id() {
+    let h = harness(
+        "openai-responses",
+        vec![
+            Reply::sse(responses::tool_calls(&[
+                ("call_a", "bash", r#"{"command":"echo hi > out.txt"}"#, false),
+                ("call_b", "read", r#"{"path":"out.txt"}"#, false),
+            ])),
+            Reply::sse(responses::text("ok")),
+        ],
+        Arc::new(RejectAll),
+    );
+    let session = h.rt.create_session("build", "fake/gpt-x", None).unwrap();
+    h.rt.prompt(&session, "go", &CancellationToken::new()).await.unwrap();
+    let input = h.server.received()[1].body["input"].as_array().unwrap().clone();
+    let calls: Vec<&str> =
+        input.iter().filter(|i| i["type"] == "function_call").map(|i| i["call_id"].as_str().unwrap()).collect();
+    let outputs: Vec<&str> =
+        input.iter().filter(|i| i["type"] == "function_call_output").map(|i| i["call_id"].as_str().unwrap()).collect();
+    assert_eq!(calls, ["call_a", "call_b"]);
+    assert_eq!(outputs, calls);
+    assert_eq!(std::fs::read_to_string(h.root.join("out.txt")).unwrap(), "hi\n");
+}
+
+#[tokio::test]
+async fn a_429_is_retried_and_the_turn_succeeds() {
+    let h = harness(
+        "openai-chat",
+        vec![
+            Reply::error(429, json!({"error": {"message": "slow down"}})).header("retry-after", "0"),
+            Reply::sse(chat::text("fine")),
+        ],
+        Arc::new(RejectAll),
+    );
+    let session = h.rt.create_session("build", "fake/m", None).unwrap();
+    assert_eq!(h.rt.prompt(&session, "hi", &CancellationToken::new()).await.unwrap(), "fine");
+    assert_eq!(h.server.received().len(), 2);
+}
+
+#[tokio::test]
+async fn a_provider_error_mid_stream_fails_the_turn_and_the_session_can_go_on() {
+    let h = harness(
+        "openai-chat",
+        vec![Reply::sse(chat::text("partial answer that breaks")).break_after(2), Reply::sse(chat::text("second try"))],
+        Arc::new(RejectAll),
+    );
+    let session = h.rt.create_session("build", "fake/m", None).unwrap();
+    let err = h.rt.prompt(&session, "hi", &CancellationToken::new()).await.unwrap_err();
+    assert!(matches!(err, AgentError::Model(toolshed_llm::LlmError::Stream { .. })), "{err:?}");
+    let messages = h.rt.store().messages(&session.id).unwrap();
+    assert!(messages[1].error.as_deref().unwrap().contains("stream"), "{:?}", messages[1]);
+    assert_eq!(h.rt.prompt(&session, "again", &CancellationToken::new()).await.unwrap(), "second try");
+}
+
+#[tokio::test]
+async fn an_interrupted_turn_is_recorded_and_resumes_in_a_new_process() {
+    let h = harness(
+        "openai-chat",
+        vec![Reply::sse(chat::tool_calls(&[("long", "sleep", r#"{"ms":30000}"#)])), Reply::sse(chat::text("resumed"))],
+        Arc::new(RejectAll),
+    );
+    let session = h.rt.create_session("build", "fake/m", None).unwrap();
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        trigger.cancel();
+    });
+    let started = Instant::now();
+    let err = h.rt.prompt(&session, "wait", &cancel).await.unwrap_err();
+    assert!(matches!(err, AgentError::Interrupted), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let parts = h.rt.store().messages(&session.id).unwrap()[1].parts.clone();
+    assert!(
+        matches!(&parts[0], StoredPart::Tool { state: CallState::Error, metadata, .. } if metadata["interrupted"] == true),
+        "{parts:?}"
+    );
+
+    // A new runtime on the same database (as after a restart) picks the session up.
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let rt2 = runtime(&h.root, &h.db, &config("openai-chat", &h.server.base_url()), Arc::new(RejectAll), events);
+    let resumed = rt2.resume_session(&session.id, None, None).unwrap();
+    assert_eq!(resumed.model, "fake/m");
+    assert_eq!(rt2.prompt(&resumed, "go on", &CancellationToken::new()).await.unwrap(), "resumed");
+    let results = chat_results(&h.server, 1);
+    assert_eq!(results[0].0, "long");
+    assert!(results[0].1.contains("interrupted by the user"), "{results:?}");
+}
+
+#[tokio::test]
+async fn a_crash_mid_call_leaves_the_call_marked_interrupted_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let store = Store::open(&db).unwrap();
+    let s = store.create_session(None, "build", Some("fake/m"), dir.path()).unwrap();
+    let m = store.add_message(&s.id, toolshed_llm::Role::Assistant, Some("build"), Some("fake/m")).unwrap();
+    let call = toolshed_llm::ToolCall {
+        id: "c9".into(),
+        name: "bash".into(),
+        arguments: "{}".into(),
+        kind: Default::default(),
+    };
+    store.add_tool_call(&s.id, &m, &call).unwrap();
+    store.set_running(&s.id, "c9").unwrap();
+    drop(store); // the process dies here: the call was running
+
+    let server = FakeServer::start(vec![Reply::sse(chat::text("ok"))]).unwrap();
+    let rt = runtime(dir.path(), &db, &config("openai-chat", &server.base_url()), Arc::new(RejectAll), Arc::default());
+    let live = rt.resume_session(&s.id, None, None).unwrap();
+    rt.prompt(&live, "what happened?", &CancellationToken::new()).await.unwrap();
+    let results = chat_results(&server, 0);
+    assert_eq!(results, [("c9".into(), toolshed_agent::store::INTERRUPTED.into())]);
+}
+
+#[tokio::test]
+async fn the_step_limit_ends_a_run_that_never_stops_calling_tools() {
+    let replies = (0..8).map(|i| Reply::sse(chat::tool_calls(&[(&format!("c{i}"), "sleep", r#"{"ms":1}"#)]))).collect();
+    let h = harness("openai-chat", replies, Arc::new(RejectAll));
+    let session = h.rt.create_session("build", "fake/m", None).unwrap();
+    let err = h.rt.prompt(&session, "loop", &CancellationToken::new()).await.unwrap_err();
+    assert!(matches!(err, AgentError::StepLimit(8)), "{err:?}");
+}
+
+#[tokio::test]
+async fn plan_mode_hides_edits_until_the_user_approves_plan_exit() {
+    let h = harness(
+        "openai-chat",
+        vec![
+            Reply::sse(chat::tool_calls(&[("p1", "plan_exit", "{}")])),
+            Reply::sse(chat::tool_calls(&[("e1", "edit", r#"{"path":"a.txt","old":"1","new":"2"}"#)])),
+            Reply::sse(chat::text("edited")),
+        ],
+        Arc::new(ApproveAll),
+    );
+    std::fs::write(h.root.join("a.txt"), "1").unwrap();
+    let session = h.rt.create_session("plan", "fake/m", None).unwrap();
+    h.rt.prompt(&session, "plan then do", &CancellationToken::new()).await.unwrap();
+    let got = h.server.received();
+    let plan_tools = tool_names(&got[0].body, "/function/name");
+    assert!(
+        !plan_tools.contains(&"edit".to_string()) && plan_tools.contains(&"plan_exit".to_string()),
+        "{plan_tools:?}"
+    );
+    assert!(got[0].body["messages"][0]["content"].as_str().unwrap().contains("# Plan mode"));
+    let build_tools = tool_names(&got[1].body, "/function/name");
+    assert!(build_tools.contains(&"edit".to_string()) && !build_tools.contains(&"plan_exit".to_string()));
+    assert_eq!(std::fs::read_to_string(h.root.join("a.txt")).unwrap(), "2");
+    assert_eq!(h.rt.store().session(&session.id).unwrap().agent, "build");
+}
+
+#[tokio::test]
+async fn plan_exit_rejected_by_the_user_keeps_plan_mode() {
+    let h = harness(
+        "openai-chat",
+        vec![Reply::sse(chat::tool_calls(&[("p1", "plan_exit", "{}")])), Reply::sse(chat::text("still planning"))],
+        Arc::new(RejectAll),
+    );
+    let session = h.rt.create_session("plan", "fake/m", None).unwrap();
+    h.rt.prompt(&session, "go", &CancellationToken::new()).await.unwrap();
+    assert_eq!(session.agent(), "plan");
+    let results = chat_results(&h.server, 1);
+    assert!(results[0].1.contains("non-interactive"), "{results:?}");
+}
+
+#[tokio::test]
+async fn todo_list_is_summarised_into_the_next_request() {
+    let h = harness(
+        "openai-chat",
+        vec![
+            Reply::sse(chat::tool_calls(&[(
+                "t1",
+                "todo_write",
+                r#"{"todos":[{"content":"Write the parser","status":"in_progress"},{"content":"Test it","status":"pending"}]}"#,
+            )])),
+            Reply::sse(chat::text("working")),
+        ],
+        Arc::new(RejectAll),
+    );
+    let session = h.rt.create_session("build", "fake/m", None).unwrap();
+    h.rt.prompt(&session, "plan the work", &CancellationToken::new()).await.unwrap();
+    let system = h.server.received()[1].body["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(
+        system
+            .contains("# Your todo list\n\n2 of 2 todos open:\n- [in_progress] Write the parser\n- [pending] Test it"),
+        "{system}"
+    );
+    assert_eq!(h.rt.store().todos(&session.id).unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn agents_md_is_part_of_the_system_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("AGENTS.md"), "Always run `make check`.\n").unwrap();
+    let server = FakeServer::start(vec![Reply::sse(chat::text("ok"))]).unwrap();
+    let rt = runtime(
+        dir.path(),
+        &dir.path().join("s.db"),
+        &config("openai-chat", &server.base_url()),
+        Arc::new(RejectAll),
+        Arc::default(),
+    );
+    let s = rt.create_session("build", "fake/m", None).unwrap();
+    rt.prompt(&s, "hi", &CancellationToken::new()).await.unwrap();
+    let system = server.received()[0].body["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(system.contains("<instructions scope=\"project\""), "{system}");
+    assert!(system.contains("Always run `make check`."), "{system}");
+}
+
+#[tokio::test]
+async fn a_foreground_task_runs_a_read_only_subagent_in_a_child_session() {
+    let h = harness(
+        "openai-chat",
+        vec![
+            Reply::sse(chat::tool_calls(&[(
+                "t1",
+                "task",
+                r#"{"description":"find it","prompt":"Where is the secret?","agent":"explore"}"#,
+            )])),
+            Reply::sse(chat::tool_calls(&[("r1", "read", r#"{"path":"notes.txt"}"#)])),
+            Reply::sse(chat::text("It is in notes.txt line 1.")),
+            Reply::sse(chat::text("The sub-agent found it in notes.txt.")),
+        ],
+        Arc::new(RejectAll),
+    );
+    std::fs::write(h.root.join("notes.txt"), "secret=42\n").unwrap();
+    let session = h.rt.create_session("build", "fake/m", None).unwrap();
+    let answer = h.rt.prompt(&session, "find the secret", &CancellationToken::new()).await.unwrap();
+    assert_eq!(answer, "The sub-agent found it in notes.txt.");
+    let got = h.server.received();
+    let child_tools = tool_names(&got[1].body, "/function/name");
+    assert_eq!(child_tools, ["read"], "explore sees read-only tools and no task");
+    assert_eq!(got[1].body["messages"][1], json!({"role": "user", "content": "Where is the secret?"}));
+    let result = &chat_results(&h.server, 3)[0].1;
+    assert!(result.contains("state=\"completed\"") && result.contains("It is in notes.txt line 1."), "{result}");
+    let sessions = h.rt.store().list_sessions().unwrap();
+    let child = sessions.iter().find(|s| s.parent_id.as_deref() == Some(session.id.as_str())).unwrap();
+    assert_eq!(child.agent, "explore");
+}
+
+#[tokio::test]
+async fn background_tasks_return_an_id_at_once_and_are_collected_with_task_wait() {
+    let h = harness(
+        "openai-chat",
+        vec![
+            Reply::sse(chat::tool_calls(&[(
+                "t1",
+                "task",
+                r#"{"description":"count","prompt":"Count to three","agent":"general","background":true}"#,
+            )])),
+            // The parent's next step and the child's first step race for the next replies, so
+            // both get the same kind of reply: plain text.
+            Reply::sse(chat::text("one two three")),
+            Reply::sse(chat::text("one two three")),
+            Reply::sse(chat::text("finished")),
+        ],
+        Arc::new(RejectAll),
+    );
+    let session = h.rt.create_session("build", "fake/m", None).unwrap();
+    let answer = h.rt.prompt(&session, "count in the background", &CancellationToken::new()).await.unwrap();
+    assert_eq!(answer, "one two three");
+    let started = &chat_results(&h.server, 1);
+    let started = if started.is_empty() { chat_results(&h.server, 2) } else { started.clone() };
+    assert!(started[0].1.starts_with("Started background task task_"), "{started:?}");
+    let id = started[0].1.split_whitespace().nth(3).unwrap().to_string();
+    // Wait for the background run to store its answer.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let tasks = h.rt.store().tasks(&session.id).unwrap();
+        if tasks[0].status != "running" {
+            assert_eq!(tasks[0].status, "completed");
+            assert_eq!(tasks[0].result.as_deref(), Some("one two three"));
+            assert_eq!(tasks[0].id, id);
+            break;
+        }
+        assert!(Instant::now() < deadline, "task never finished");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn task_wait_and_result_report_a_task_lost_with_its_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let parent;
+    {
+        let store = Store::open(&db).unwrap();
+        parent = store.create_session(None, "build", Some("fake/m"), dir.path()).unwrap().id;
+        let child = store.create_session(Some(&parent), "general", Some("fake/m"), dir.path()).unwrap().id;
+        store
+            .add_task(&toolshed_agent::store::StoredTask {
+                id: "task_lost".into(),
+                session_id: parent.clone(),
+                child_session_id: child,
+                agent: "general".into(),
+                description: "long job".into(),
+                status: "running".into(),
+                result: None,
+                error: None,
+            })
+            .unwrap();
+    }
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[
+            ("w", "task_wait", r#"{"ids":["task_lost"],"timeout_ms":5000}"#),
+            ("r", "task_result", r#"{"id":"task_lost"}"#),
+        ])),
+        Reply::sse(chat::text("it was lost")),
+    ])
+    .unwrap();
+    let rt = runtime(dir.path(), &db, &config("openai-chat", &server.base_url()), Arc::new(RejectAll), Arc::default());
+    let live = rt.resume_session(&parent, None, None).unwrap();
+    let started = Instant::now();
+    rt.prompt(&live, "how is the job?", &CancellationToken::new()).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(3), "task_wait waited on a dead task");
+    let system = server.received()[0].body["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(system.contains("- task_lost [lost] (general): long job"), "{system}");
+    let results = chat_results(&server, 1);
+    assert_eq!(results[0].1, "task_lost: lost");
+    assert!(results[1].1.starts_with("Task task_lost was lost: the process running it ended"), "{}", results[1].1);
+}
+
+#[tokio::test]
+async fn sub_agents_cannot_start_sub_agents() {
+    let h = harness(
+        "openai-chat",
+        vec![
+            Reply::sse(chat::tool_calls(&[("t1", "task", r#"{"description":"d","prompt":"p","agent":"general"}"#)])),
+            Reply::sse(chat::tool_calls(&[("t2", "task", r#"{"description":"d","prompt":"p","agent":"general"}"#)])),
+            Reply::sse(chat::text("child done")),
+            Reply::sse(chat::text("parent done")),
+        ],
+        Arc::new(RejectAll),
+    );
+    let session = h.rt.create_session("build", "fake/m", None).unwrap();
+    h.rt.prompt(&session, "go", &CancellationToken::new()).await.unwrap();
+    // The general sub-agent is not shown `task`; calling it anyway is refused.
+    let got = h.server.received();
+    assert!(!tool_names(&got[1].body, "/function/name").contains(&"task".to_string()));
+    let child_results = chat_results(&h.server, 2);
+    assert!(child_results[0].1.starts_with("Sub-agent depth limit reached (1)"), "{child_results:?}");
+}

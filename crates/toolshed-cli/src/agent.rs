@@ -1,0 +1,209 @@
+//! What `run` and `chat` share: choosing the model, building the agent runtime over the
+//! session database, and printing its events (text to stdout, tool calls to stderr, or JSON
+//! Lines with `--json`).
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use toolshed_agent::{ConfiguredModels, Event, EventSink, Runtime, Settings, Store};
+use toolshed_core::agents::Agents;
+use toolshed_core::permission::Approver;
+use toolshed_llm::provider::{self, ModelRef};
+
+use crate::CliError;
+use crate::workspace::Workspace;
+
+/// What to tell someone who has no model set up.
+pub const NO_MODEL: &str = "no model is configured. Pass --model PROVIDER/MODEL, or set `model = \"PROVIDER/MODEL\"` in toolshed.toml (or ~/.config/toolshed/config.toml). Then make the provider reachable: for openai/... set OPENAI_API_KEY, for anthropic/... set ANTHROPIC_API_KEY, or for a local OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio) add\n\n  [provider.local]\n  kind = \"openai-chat\"\n  base_url = \"http://127.0.0.1:8080/v1\"\n\nto toolshed.toml and use --model local/MODEL";
+
+/// The model to run: the flag, else the agent's own, else the config's `model`. Checks that its
+/// provider is configured (key set, base URL known); failures are configuration errors.
+pub fn choose_model(ws: &Workspace, agent: &str, flag: Option<&str>) -> Result<String, CliError> {
+    let model = flag
+        .map(str::to_string)
+        .or_else(|| ws.agents.get(agent).and_then(|a| a.model.clone()))
+        .or_else(|| ws.config.model.clone())
+        .ok_or_else(|| CliError::usage(NO_MODEL))?;
+    check_model(ws, &model)?;
+    Ok(model)
+}
+
+/// Checks that `model`'s provider can be reached as configured.
+pub fn check_model(ws: &Workspace, model: &str) -> Result<(), CliError> {
+    let parsed = ModelRef::parse(model).map_err(CliError::usage)?;
+    provider::resolve(&ws.config, &parsed, &provider::process_env).map_err(CliError::usage)?;
+    Ok(())
+}
+
+/// Opens the session database under the data directory.
+pub fn open_store() -> Result<Arc<Store>, CliError> {
+    let path = Store::default_path(&toolshed_core::paths::data_dir());
+    Store::open(path).map(Arc::new).map_err(CliError::failure)
+}
+
+/// The agent runtime for this worktree, with the MCP servers' tools attached (keep the returned
+/// connections alive while the runtime runs). Call it outside any async runtime.
+pub fn runtime(
+    ws: &Workspace,
+    store: Arc<Store>,
+    approver: Arc<dyn Approver>,
+    events: EventSink,
+) -> Result<(Arc<Runtime>, Option<crate::mcp::Attached>), CliError> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let agents =
+        Arc::new(Agents::with_defaults(&ws.config, &ws.root, home.as_deref(), &toolshed_agent::default_rules()));
+    let mut registry = ws.registry(agents.clone());
+    let mcp = crate::mcp::attach(ws, &mut registry, crate::mcp::Scope::All)?;
+    let settings =
+        Settings { max_steps: ws.config.session.max_steps, max_depth: 1, root: ws.root.clone(), cwd: ws.cwd.clone() };
+    let models = Arc::new(ConfiguredModels::new(ws.config.clone()));
+    let limits = ws.config.output;
+    let (cwd, permission) = (ws.cwd.clone(), agents.clone());
+    let runtime = Runtime::builder(registry, store, models, agents, settings).events(events).build(move |b| {
+        b.cwd(cwd).data_dir(toolshed_core::paths::data_dir()).limits(limits).permission(permission).approver(approver)
+    });
+    Ok((runtime, mcp))
+}
+
+/// Prints events for a person: the main session's text on stdout as it streams; each tool call
+/// on stderr as one line (sub-agents' indented), with a spinner while a call runs long.
+pub struct Printer {
+    main: Mutex<Option<String>>,
+    state: Mutex<PrintState>,
+    terminal: bool,
+    json: bool,
+}
+
+#[derive(Default)]
+struct PrintState {
+    text_open: bool,
+    spinner_shown: bool,
+    running: HashMap<String, (String, Instant)>,
+    frame: usize,
+}
+
+impl Printer {
+    /// A printer; `json` prints every event as one JSON line on stdout instead.
+    pub fn new(json: bool) -> Arc<Printer> {
+        Arc::new(Printer {
+            main: Mutex::new(None),
+            state: Mutex::default(),
+            terminal: std::io::stderr().is_terminal(),
+            json,
+        })
+    }
+
+    /// The events sink that prints through this printer.
+    pub fn sink(self: &Arc<Self>) -> EventSink {
+        let me = self.clone();
+        Arc::new(move |e: &Event| me.print(e))
+    }
+
+    /// Starts the spinner ticker (on a terminal only).
+    pub fn start_spinner(self: &Arc<Self>) {
+        if !self.terminal || self.json {
+            return;
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(120)).await;
+                me.tick();
+            }
+        });
+    }
+
+    fn tick(&self) {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some((tool, since)) = s.running.values().min_by_key(|(_, t)| *t).cloned() else { return };
+        if since.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        const FRAMES: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
+        s.frame = (s.frame + 1) % FRAMES.len();
+        let more = if s.running.len() > 1 { format!(" (+{} more)", s.running.len() - 1) } else { String::new() };
+        eprint!("\r\x1b[2K{} {tool} {}s{more}", FRAMES[s.frame], since.elapsed().as_secs());
+        s.spinner_shown = true;
+    }
+
+    fn is_main(&self, session: &str) -> bool {
+        let mut main = self.main.lock().unwrap_or_else(PoisonError::into_inner);
+        main.get_or_insert_with(|| session.to_string()) == session
+    }
+
+    /// Writes a line to stderr, clearing the spinner and ending streamed text first.
+    fn line(&self, s: &mut PrintState, text: &str) {
+        if s.spinner_shown {
+            eprint!("\r\x1b[2K");
+            s.spinner_shown = false;
+        }
+        if s.text_open {
+            println!();
+            s.text_open = false;
+        }
+        eprintln!("{text}");
+    }
+
+    fn print(&self, event: &Event) {
+        if self.json {
+            if let Ok(line) = serde_json::to_string(event) {
+                println!("{line}");
+            }
+            return;
+        }
+        let main = self.is_main(event.session_id());
+        let indent = if main { "" } else { "    " };
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        match event {
+            Event::Text { text, .. } if main => {
+                if s.spinner_shown {
+                    eprint!("\r\x1b[2K");
+                    s.spinner_shown = false;
+                }
+                print!("{text}");
+                let _ = std::io::stdout().flush();
+                s.text_open = !text.ends_with('\n');
+            }
+            Event::ToolCall { call_id, tool, input, .. } => {
+                s.running.insert(call_id.clone(), (tool.clone(), Instant::now()));
+                self.line(&mut s, &format!("{indent}→ {tool} {}", one_line(input, 100)));
+            }
+            Event::ToolResult { call_id, tool, is_error, output, title, duration_ms, .. } => {
+                s.running.remove(call_id);
+                let line = if *is_error {
+                    format!("{indent}  ✗ {tool}: {}", one_line(output, 160))
+                } else {
+                    let what = title.clone().unwrap_or_else(|| first_line(output));
+                    format!("{indent}  ✓ {tool} {} ({duration_ms} ms)", one_line(&what, 100))
+                };
+                self.line(&mut s, &line);
+            }
+            Event::AgentSwitch { from, to, .. } => self.line(&mut s, &format!("[agent: {from} → {to}]")),
+            Event::SessionStart { agent, parent_id: Some(_), .. } => {
+                self.line(&mut s, &format!("{indent}[sub-agent {agent} started]"))
+            }
+            Event::Finish { .. } if main && s.text_open => {
+                println!();
+                s.text_open = false;
+            }
+            _ => {}
+        }
+    }
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().to_string()
+}
+
+/// `text` on one line, cut to `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let cut: String = flat.chars().take(max).collect();
+    format!("{cut}…")
+}

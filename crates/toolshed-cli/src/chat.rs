@@ -1,0 +1,163 @@
+//! `toolshed chat`: an interactive line-based session. Each line is a prompt; `/plan` and
+//! `/build` switch agents; permission requests are answered on the next line; Ctrl-C
+//! interrupts the running turn, not the program.
+
+use std::io::{BufRead, IsTerminal};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use clap::Args;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use toolshed_agent::AgentError;
+use toolshed_core::permission::{ApprovalRequest, Approver, Reply};
+use toolshed_core::tool::BoxFuture;
+
+use crate::CliError;
+use crate::agent::{Printer, check_model, choose_model, open_store, runtime};
+use crate::workspace::Workspace;
+
+#[derive(Args)]
+pub struct ChatArgs {
+    /// The model (`provider/model`); default: the agent's, else the config's `model`.
+    #[arg(long)]
+    model: Option<String>,
+    /// Start as this agent (default: the config's, else `build`).
+    #[arg(long)]
+    agent: Option<String>,
+    /// Continue this stored session.
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+}
+
+type Lines = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>;
+
+/// Answers permission requests with the next line the user types.
+struct LineApprover {
+    lines: Lines,
+}
+
+impl Approver for LineApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
+        Box::pin(async move {
+            let mut lines = self.lines.lock().await;
+            eprint!("{}", crate::approver::prompt_text(request));
+            match lines.recv().await {
+                Some(line) => crate::approver::parse_answer(&line),
+                None => Reply::Reject(None),
+            }
+        })
+    }
+}
+
+const HELP: &str = "Type a prompt, or: /plan (plan mode: read and plan only), /build (build mode), /agent NAME, /session (show the session id), /exit. Ctrl-C interrupts a running turn; Ctrl-D quits.";
+
+pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
+    let (store, agent, model) = match &args.session {
+        Some(id) => {
+            let store = open_store()?;
+            let info = store.session(id).map_err(CliError::usage)?;
+            let agent = match &args.agent {
+                Some(a) => ws.agent(Some(a))?,
+                None => info.agent.clone(),
+            };
+            let model =
+                args.model.clone().or(info.model.clone()).ok_or_else(|| CliError::usage(crate::agent::NO_MODEL))?;
+            check_model(ws, &model)?;
+            (store, agent, model)
+        }
+        None => {
+            let agent = ws.agent(args.agent.as_deref())?;
+            let model = choose_model(ws, &agent, args.model.as_deref())?;
+            (open_store()?, agent, model)
+        }
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let lines: Lines = Arc::new(tokio::sync::Mutex::new(rx));
+    let printer = Printer::new(false);
+    let interactive = std::io::stdin().is_terminal();
+    let approver = Arc::new(LineApprover { lines: lines.clone() });
+    let (rt, _mcp) = runtime(ws, store, approver, printer.sink())?;
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
+    tokio_rt.block_on(async {
+        let session = match &args.session {
+            Some(id) => rt.resume_session(id, Some(&model), Some(&agent)),
+            None => rt.create_session(&agent, &model, None),
+        }
+        .map_err(CliError::failure)?;
+        printer.start_spinner();
+        eprintln!("toolshed chat: session {} ({}, {model}). {HELP}", session.id, session.agent());
+        let current: Arc<Mutex<Option<CancellationToken>>> = Arc::default();
+        let on_interrupt = current.clone();
+        tokio::spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                match on_interrupt.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                    Some(turn) => {
+                        turn.cancel();
+                        eprintln!("\n[interrupting the turn]");
+                    }
+                    None => eprintln!("\n(Ctrl-C interrupts a running turn; type /exit or press Ctrl-D to quit)"),
+                }
+            }
+        });
+        loop {
+            if interactive {
+                eprint!("{}> ", session.agent());
+            }
+            let line = { lines.lock().await.recv().await };
+            let Some(line) = line else { break };
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let switch_to = match line {
+                "/exit" | "/quit" => break,
+                "/help" => {
+                    eprintln!("{HELP}");
+                    continue;
+                }
+                "/session" => {
+                    eprintln!("session {}", session.id);
+                    continue;
+                }
+                "/plan" => Some("plan"),
+                "/build" => Some("build"),
+                other => other.strip_prefix("/agent ").map(str::trim),
+            };
+            if let Some(to) = switch_to {
+                match rt.switch_agent(&session, to) {
+                    Ok(()) => eprintln!("[now {}]", session.agent()),
+                    Err(e) => eprintln!("toolshed: {e}"),
+                }
+                continue;
+            }
+            if line.starts_with('/') {
+                eprintln!("unknown command {line}. {HELP}");
+                continue;
+            }
+            let cancel = CancellationToken::new();
+            *current.lock().unwrap_or_else(PoisonError::into_inner) = Some(cancel.clone());
+            let outcome = rt.prompt(&session, line, &cancel).await;
+            current.lock().unwrap_or_else(PoisonError::into_inner).take();
+            match outcome {
+                Ok(_) => {}
+                Err(AgentError::Interrupted) => eprintln!("[interrupted; the session is intact]"),
+                Err(e) => eprintln!("toolshed: {e}"),
+            }
+        }
+        eprintln!("session {}", session.id);
+        Ok(ExitCode::SUCCESS)
+    })
+}

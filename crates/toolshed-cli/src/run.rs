@@ -1,0 +1,91 @@
+//! `toolshed run PROMPT`: one prompt, answered by the agent loop; the answer streams to
+//! stdout, tool calls show on stderr, and the session is stored for `--session` and
+//! `toolshed session`.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+use toolshed_agent::AgentError;
+
+use crate::CliError;
+use crate::agent::{Printer, check_model, choose_model, open_store, runtime};
+use crate::workspace::Workspace;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// What to ask.
+    prompt: String,
+    /// The model (`provider/model`); default: the agent's, else the config's `model`.
+    #[arg(long)]
+    model: Option<String>,
+    /// Run as this agent (default: the config's, else `build`).
+    #[arg(long)]
+    agent: Option<String>,
+    /// Continue this stored session.
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// Approve every permission request that asks (never one that denies).
+    #[arg(long)]
+    yes: bool,
+    /// Print events as JSON Lines on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
+    let (store, agent, model) = match &args.session {
+        Some(id) => {
+            let store = open_store()?;
+            let info = store.session(id).map_err(CliError::usage)?;
+            let agent = match &args.agent {
+                Some(a) => ws.agent(Some(a))?,
+                None => info.agent.clone(),
+            };
+            let model =
+                args.model.clone().or(info.model.clone()).ok_or_else(|| CliError::usage(crate::agent::NO_MODEL))?;
+            check_model(ws, &model)?;
+            (store, agent, model)
+        }
+        None => {
+            // The model is checked before the database is touched: a missing key costs nothing.
+            let agent = ws.agent(args.agent.as_deref())?;
+            let model = choose_model(ws, &agent, args.model.as_deref())?;
+            (open_store()?, agent, model)
+        }
+    };
+    let printer = Printer::new(args.json);
+    let approver = crate::approver::for_command(args.yes);
+    let (rt, _mcp) = runtime(ws, store, approver, printer.sink())?;
+    let runtime_handle = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
+    runtime_handle.block_on(async {
+        let session = match &args.session {
+            Some(id) => rt.resume_session(id, Some(&model), Some(&agent)),
+            None => rt.create_session(&agent, &model, None),
+        }
+        .map_err(CliError::failure)?;
+        printer.start_spinner();
+        let cancel = CancellationToken::new();
+        let on_interrupt = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_interrupt.cancel();
+            }
+        });
+        let outcome = rt.prompt(&session, &args.prompt, &cancel).await;
+        if !args.json {
+            eprintln!("session {}", session.id);
+        }
+        match outcome {
+            Ok(_) => Ok(ExitCode::SUCCESS),
+            Err(AgentError::Interrupted) => {
+                Err(CliError::failure(format!("interrupted; continue with --session {}", session.id)))
+            }
+            Err(e) => Err(CliError::failure(e)),
+        }
+    })
+}

@@ -1,0 +1,309 @@
+//! Anthropic Messages (`POST /messages`): `tool_use` blocks whose `input_json_delta` pieces are
+//! joined and parsed at `content_block_stop`, and `tool_result` blocks with `is_error`, all
+//! results of one turn in the next user message. Consecutive messages of one role are merged,
+//! since the API wants them to alternate.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value, json};
+use toolshed_core::render::{WireFormat, render};
+
+use crate::client::{Decoder, PROVIDER_ERROR, parse};
+use crate::types::{CallKind, Message, Part, Request, Role, StopReason, StreamEvent, ToolCall, Usage};
+
+/// Output tokens asked for when the request sets no limit (the API requires one).
+pub const DEFAULT_MAX_TOKENS: u32 = 16_384;
+
+/// The request body for `request`.
+pub fn body(request: &Request) -> Value {
+    let mut messages: Vec<(Role, Vec<Value>)> = Vec::new();
+    for message in &request.messages {
+        let blocks = blocks(message);
+        if blocks.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            Some((role, existing)) if *role == message.role => existing.extend(blocks),
+            _ => messages.push((message.role, blocks)),
+        }
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(role, content)| {
+            let role = if role == Role::User { "user" } else { "assistant" };
+            json!({"role": role, "content": content})
+        })
+        .collect();
+    let mut body = json!({
+        "model": request.model,
+        "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "messages": messages,
+        "stream": true,
+    });
+    if !request.system.is_empty() {
+        body["system"] = json!(request.system);
+    }
+    if !request.tools.is_empty() {
+        let specs: Vec<_> = request.tools.iter().collect();
+        body["tools"] = render(WireFormat::Anthropic, &specs);
+    }
+    body
+}
+
+/// The tool input as the object Anthropic wants: freeform text goes in the fallback field
+/// `input`; JSON that is not an object is kept as text under `arguments`.
+fn input_object(call: &ToolCall) -> Value {
+    if call.kind == CallKind::Custom {
+        return json!({"input": call.arguments});
+    }
+    match serde_json::from_str::<Value>(&call.arguments) {
+        Ok(Value::Object(o)) => Value::Object(o),
+        _ if call.arguments.trim().is_empty() => Value::Object(Map::new()),
+        _ => json!({"arguments": call.arguments}),
+    }
+}
+
+fn blocks(message: &Message) -> Vec<Value> {
+    let mut out = Vec::new();
+    // In a user message, tool results come first: they answer the assistant turn before it.
+    for part in &message.parts {
+        if let Part::ToolResult(r) = part {
+            let mut block = json!({"type": "tool_result", "tool_use_id": r.call_id, "content": r.output});
+            if r.is_error {
+                block["is_error"] = json!(true);
+            }
+            out.push(block);
+        }
+    }
+    for part in &message.parts {
+        match part {
+            Part::Text { text } if !text.is_empty() => out.push(json!({"type": "text", "text": text})),
+            Part::ToolCall(c) => {
+                out.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input_object(c)}))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+struct Block {
+    id: String,
+    name: String,
+    json: String,
+    initial: Option<Value>,
+}
+
+/// Decodes Anthropic streaming events.
+#[derive(Default)]
+pub(crate) struct AnthropicDecoder {
+    blocks: HashMap<u64, Block>,
+    usage: Usage,
+    stop: Option<String>,
+    calls: usize,
+    finished: bool,
+}
+
+impl Decoder for AnthropicDecoder {
+    fn event(&mut self, name: &str, data: &str) -> Result<Vec<StreamEvent>, String> {
+        if data.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let v = parse(data)?;
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or(name);
+        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let mut out = Vec::new();
+        match kind {
+            "message_start" => {
+                let u = v.pointer("/message/usage");
+                let get = |k: &str| u.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
+                self.usage.input_tokens =
+                    get("input_tokens") + get("cache_read_input_tokens") + get("cache_creation_input_tokens");
+                self.usage.output_tokens = get("output_tokens");
+            }
+            "content_block_start" => {
+                let block = v.get("content_block").cloned().unwrap_or(Value::Null);
+                match block.get("type").and_then(Value::as_str) {
+                    Some("tool_use") => {
+                        let id = block.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+                        let name = block.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+                        out.push(StreamEvent::ToolCallStarted { id: id.clone(), name: name.clone() });
+                        let initial =
+                            block.get("input").filter(|i| i.as_object().is_some_and(|o| !o.is_empty())).cloned();
+                        self.blocks.insert(index, Block { id, name, json: String::new(), initial });
+                    }
+                    Some("text") => {
+                        if let Some(text) = block.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                            out.push(StreamEvent::TextDelta(text.to_string()));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_delta" => {
+                let delta = v.get("delta").cloned().unwrap_or(Value::Null);
+                let text = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => out.push(StreamEvent::TextDelta(text("text"))),
+                    Some("thinking_delta") => out.push(StreamEvent::ReasoningDelta(text("thinking"))),
+                    Some("input_json_delta") => {
+                        if let Some(b) = self.blocks.get_mut(&index) {
+                            b.json.push_str(&text("partial_json"));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                if let Some(b) = self.blocks.remove(&index) {
+                    let arguments = if !b.json.trim().is_empty() {
+                        b.json
+                    } else {
+                        b.initial.map(|i| i.to_string()).unwrap_or_else(|| "{}".to_string())
+                    };
+                    self.calls += 1;
+                    out.push(StreamEvent::ToolCall(ToolCall {
+                        id: b.id,
+                        name: b.name,
+                        arguments,
+                        kind: CallKind::Function,
+                    }));
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop = Some(reason.to_string());
+                }
+                if let Some(n) = v.pointer("/usage/output_tokens").and_then(Value::as_u64) {
+                    self.usage.output_tokens = n;
+                }
+            }
+            "message_stop" => {
+                self.finished = true;
+                let stop = match self.stop.as_deref() {
+                    Some("tool_use") => StopReason::ToolUse,
+                    Some("max_tokens") => StopReason::MaxTokens,
+                    Some("refusal") => StopReason::Refusal,
+                    Some("model_context_window_exceeded") => {
+                        return Err(format!("{PROVIDER_ERROR}the model's context window is exceeded"));
+                    }
+                    _ if self.calls > 0 => StopReason::ToolUse,
+                    Some("end_turn" | "stop_sequence") | None => StopReason::EndTurn,
+                    Some(_) => StopReason::Other,
+                };
+                out.push(StreamEvent::Finished { stop, usage: self.usage });
+            }
+            "error" => {
+                let message = v.pointer("/error/message").and_then(Value::as_str).unwrap_or("unknown error");
+                let kind = v.pointer("/error/type").and_then(Value::as_str).unwrap_or("error");
+                return Err(format!("{PROVIDER_ERROR}{kind}: {message}"));
+            }
+            _ => {}
+        }
+        Ok(out)
+    }
+
+    fn end(&mut self) -> Result<Vec<StreamEvent>, String> {
+        if self.finished {
+            return Ok(Vec::new());
+        }
+        Err("the stream ended before message_stop".to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ToolResult;
+
+    #[test]
+    fn input_json_pieces_join_into_one_call() {
+        let mut d = AnthropicDecoder::default();
+        let mut events = Vec::new();
+        for data in [
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":12,"output_tokens":1}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Reading."}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"ping"}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"read","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"path\": \"a"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":".txt\"}"}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":20}}"#,
+            r#"{"type":"message_stop"}"#,
+        ] {
+            events.extend(d.event("", data).unwrap());
+        }
+        assert_eq!(
+            events,
+            [
+                StreamEvent::TextDelta("Reading.".into()),
+                StreamEvent::ToolCallStarted { id: "toolu_1".into(), name: "read".into() },
+                StreamEvent::ToolCall(ToolCall {
+                    id: "toolu_1".into(),
+                    name: "read".into(),
+                    arguments: r#"{"path": "a.txt"}"#.into(),
+                    kind: CallKind::Function
+                }),
+                StreamEvent::Finished {
+                    stop: StopReason::ToolUse,
+                    usage: Usage { input_tokens: 12, output_tokens: 20 }
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn results_carry_is_error_and_roles_alternate() {
+        let request = Request {
+            model: "claude".into(),
+            messages: vec![
+                Message::user("go"),
+                Message {
+                    role: Role::Assistant,
+                    parts: vec![Part::ToolCall(ToolCall {
+                        id: "t1".into(),
+                        name: "read".into(),
+                        arguments: r#"{"path":"b"}"#.into(),
+                        kind: CallKind::Function,
+                    })],
+                },
+                Message {
+                    role: Role::User,
+                    parts: vec![Part::ToolResult(ToolResult {
+                        call_id: "t1".into(),
+                        name: "read".into(),
+                        output: "File not found: b".into(),
+                        is_error: true,
+                        kind: CallKind::Function,
+                    })],
+                },
+                Message::user("try c"),
+            ],
+            ..Default::default()
+        };
+        let body = body(&request);
+        assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "go"}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "b"}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "File not found: b", "is_error": true},
+                    {"type": "text", "text": "try c"}
+                ]}
+            ])
+        );
+    }
+
+    #[test]
+    fn an_error_event_mid_stream_is_the_providers() {
+        let mut d = AnthropicDecoder::default();
+        let err = d
+            .event("error", r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#)
+            .unwrap_err();
+        assert_eq!(err, format!("{PROVIDER_ERROR}overloaded_error: Overloaded"));
+    }
+}

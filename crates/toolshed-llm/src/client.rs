@@ -1,0 +1,301 @@
+//! The HTTP side shared by every wire format: one POST with the provider's headers, retries
+//! with backoff on 429 and 5xx (honouring `Retry-After`), and the SSE stream turned into
+//! [`StreamEvent`]s by the format's decoder.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Once;
+use std::time::Duration;
+
+use eventsource_stream::Eventsource;
+use futures_util::{Stream, StreamExt};
+use serde_json::Value;
+use toolshed_core::config::ProviderKind;
+
+use crate::error::{LlmError, classify_http, is_context_overflow, parse_retry_after};
+use crate::provider::ProviderSettings;
+use crate::types::{Request, StreamEvent};
+use crate::{anthropic, openai_chat, openai_responses};
+
+/// A stream of decoded events; ends after [`StreamEvent::Finished`] or the first error.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;
+
+/// When and how often to send a request again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// The first backoff; it doubles on each retry.
+    pub base_delay: Duration,
+    /// The longest backoff between attempts.
+    pub max_delay: Duration,
+    /// The longest `Retry-After` honoured; a longer one fails at once.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 4,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(120),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry number `attempt` (1-based), unless the server said otherwise.
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        let factor = 2u32.saturating_pow(attempt.saturating_sub(1));
+        self.base_delay.saturating_mul(factor).min(self.max_delay)
+    }
+}
+
+/// Turns one SSE event of a wire format into zero or more [`StreamEvent`]s.
+pub(crate) trait Decoder: Send {
+    /// One event: its `event:` name (empty when absent) and `data:`.
+    fn event(&mut self, name: &str, data: &str) -> Result<Vec<StreamEvent>, String>;
+    /// The byte stream ended; the remaining events, or why the response is incomplete.
+    fn end(&mut self) -> Result<Vec<StreamEvent>, String>;
+}
+
+/// A streaming client for one provider.
+pub struct Client {
+    settings: ProviderSettings,
+    http: reqwest::Client,
+    retry: RetryPolicy,
+    idle_timeout: Duration,
+}
+
+fn install_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // Another part of the process may have installed one already; either is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+impl Client {
+    /// A client for `settings` with default retries and a 5-minute idle timeout on streams.
+    pub fn new(settings: ProviderSettings) -> Result<Client, LlmError> {
+        install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| LlmError::Config(format!("cannot set up the HTTP client: {e}")))?;
+        Ok(Client { settings, http, retry: RetryPolicy::default(), idle_timeout: Duration::from_secs(300) })
+    }
+
+    /// Sets the retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sets how long a stream may stay silent before it counts as broken.
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// The provider this client talks to.
+    pub fn settings(&self) -> &ProviderSettings {
+        &self.settings
+    }
+
+    /// The request body this client would send for `request`.
+    pub fn body(&self, request: &Request) -> Value {
+        match self.settings.kind {
+            ProviderKind::OpenaiChat => openai_chat::body(request),
+            ProviderKind::OpenaiResponses => openai_responses::body(request),
+            ProviderKind::Anthropic => anthropic::body(request),
+        }
+    }
+
+    fn url(&self) -> String {
+        let path = match self.settings.kind {
+            ProviderKind::OpenaiChat => "chat/completions",
+            ProviderKind::OpenaiResponses => "responses",
+            ProviderKind::Anthropic => "messages",
+        };
+        format!("{}/{path}", self.settings.base_url)
+    }
+
+    fn decoder(&self) -> Box<dyn Decoder> {
+        match self.settings.kind {
+            ProviderKind::OpenaiChat => Box::new(openai_chat::ChatDecoder::default()),
+            ProviderKind::OpenaiResponses => Box::new(openai_responses::ResponsesDecoder::default()),
+            ProviderKind::Anthropic => Box::new(anthropic::AnthropicDecoder::default()),
+        }
+    }
+
+    fn post(&self, url: &str, body: &Value) -> reqwest::RequestBuilder {
+        let builder =
+            self.http.post(url).header("content-type", "application/json").header("accept", "text/event-stream");
+        let builder = match (self.settings.kind, &self.settings.api_key) {
+            (ProviderKind::Anthropic, key) => {
+                let b = builder.header("anthropic-version", "2023-06-01");
+                match key {
+                    Some(k) => b.header("x-api-key", k),
+                    None => b,
+                }
+            }
+            (_, Some(k)) => builder.bearer_auth(k),
+            (_, None) => builder,
+        };
+        builder.body(body.to_string())
+    }
+
+    /// Sends `request` and streams the response. Rate limits, server errors and failed
+    /// connections are retried with backoff before anything streams; errors after that end
+    /// the stream.
+    pub async fn stream(&self, request: &Request) -> Result<EventStream, LlmError> {
+        let body = self.body(request);
+        let url = self.url();
+        let name = self.settings.name.clone();
+        let mut attempt = 0u32;
+        let response = loop {
+            attempt += 1;
+            let (error, retry_after) = match self.post(&url, &body).send().await {
+                Ok(resp) if resp.status().is_success() => break resp,
+                Ok(resp) => {
+                    let status = resp.status().as_u16();
+                    let retry_after =
+                        resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+                    let text = resp.text().await.unwrap_or_default();
+                    (classify_http(&name, &request.model, status, &text, &self.settings.key_hint()), retry_after)
+                }
+                Err(e) => {
+                    (LlmError::Transport { provider: name.clone(), url: url.clone(), message: error_chain(&e) }, None)
+                }
+            };
+            if !error.is_retryable() || attempt > self.retry.max_retries {
+                return Err(match error {
+                    LlmError::RateLimited { provider, message, .. } => {
+                        LlmError::RateLimited { provider, attempts: attempt, message }
+                    }
+                    other => other,
+                });
+            }
+            let wait = match retry_after {
+                Some(d) if d > self.retry.max_retry_after => return Err(error),
+                Some(d) => d,
+                None => self.retry.backoff(attempt),
+            };
+            tokio::time::sleep(wait).await;
+        };
+        Ok(decode_stream(name, response, self.decoder(), self.idle_timeout))
+    }
+}
+
+/// An error with its sources, e.g. "error sending request: connection refused".
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
+
+struct State {
+    events: Pin<Box<dyn Stream<Item = Result<eventsource_stream::Event, String>> + Send>>,
+    decoder: Box<dyn Decoder>,
+    pending: VecDeque<StreamEvent>,
+    provider: String,
+    idle: Duration,
+    done: bool,
+}
+
+fn decode_stream(
+    provider: String,
+    response: reqwest::Response,
+    decoder: Box<dyn Decoder>,
+    idle: Duration,
+) -> EventStream {
+    let events = response.bytes_stream().eventsource().map(|r| r.map_err(|e| e.to_string())).boxed();
+    let state = State { events, decoder, pending: VecDeque::new(), provider, idle, done: false };
+    Box::pin(futures_util::stream::unfold(state, |mut s| async move {
+        loop {
+            if let Some(ev) = s.pending.pop_front() {
+                if matches!(ev, StreamEvent::Finished { .. }) {
+                    s.done = true;
+                    s.pending.clear();
+                }
+                return Some((Ok(ev), s));
+            }
+            if s.done {
+                return None;
+            }
+            let next = match tokio::time::timeout(s.idle, s.events.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    s.done = true;
+                    let message = format!("no data for {} s", s.idle.as_secs());
+                    return Some((Err(LlmError::Stream { provider: s.provider.clone(), message }), s));
+                }
+            };
+            let decoded = match next {
+                Some(Ok(event)) => s.decoder.event(&event.event, &event.data),
+                Some(Err(e)) => Err(format!("the connection broke: {e}")),
+                None => s.decoder.end().and_then(|evs| {
+                    if evs.iter().any(|e| matches!(e, StreamEvent::Finished { .. })) {
+                        Ok(evs)
+                    } else {
+                        Err("the stream ended before the response was complete".to_string())
+                    }
+                }),
+            };
+            match decoded {
+                Ok(evs) => s.pending.extend(evs),
+                Err(message) => {
+                    s.done = true;
+                    let provider = s.provider.clone();
+                    let error = match message.strip_prefix(PROVIDER_ERROR) {
+                        Some(m) if is_context_overflow(m) => LlmError::ContextOverflow { message: m.to_string() },
+                        Some(m) => LlmError::Provider { provider, message: m.to_string() },
+                        None => LlmError::Stream { provider, message },
+                    };
+                    return Some((Err(error), s));
+                }
+            }
+        }
+    }))
+}
+
+/// Decoders prefix a message with this when the provider itself reported the error.
+pub(crate) const PROVIDER_ERROR: &str = "provider:";
+
+/// Parses one event's JSON data.
+pub(crate) fn parse(data: &str) -> Result<Value, String> {
+    serde_json::from_str(data).map_err(|e| format!("an event is not valid JSON ({e}): {}", preview(data)))
+}
+
+fn preview(data: &str) -> String {
+    let cut: String = data.chars().take(200).collect();
+    if cut.len() < data.len() { format!("{cut}…") } else { cut }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let p = RetryPolicy {
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(350),
+            ..Default::default()
+        };
+        assert_eq!(p.backoff(1), Duration::from_millis(100));
+        assert_eq!(p.backoff(2), Duration::from_millis(200));
+        assert_eq!(p.backoff(3), Duration::from_millis(350));
+        assert_eq!(p.backoff(40), Duration::from_millis(350));
+    }
+}

@@ -1,0 +1,316 @@
+//! OpenAI Responses (`POST /responses`), stateless (`store: false`): the whole conversation is
+//! replayed as input items, every `function_call` / `custom_tool_call` followed by its
+//! `*_output` with the same `call_id`. Freeform tools (apply_patch) are `custom` tools.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+use toolshed_core::render::{WireFormat, render};
+
+use crate::client::{Decoder, PROVIDER_ERROR, parse};
+use crate::types::{CallKind, Message, Part, Request, Role, StopReason, StreamEvent, ToolCall, Usage};
+
+/// The request body for `request`.
+pub fn body(request: &Request) -> Value {
+    let mut input = Vec::new();
+    for message in &request.messages {
+        push_items(&mut input, message);
+    }
+    let mut body = json!({
+        "model": request.model,
+        "input": input,
+        "tool_choice": "auto",
+        "parallel_tool_calls": true,
+        "store": false,
+        "stream": true,
+    });
+    if !request.system.is_empty() {
+        body["instructions"] = json!(request.system);
+    }
+    if !request.tools.is_empty() {
+        let specs: Vec<_> = request.tools.iter().collect();
+        body["tools"] = render(WireFormat::OpenAiResponses, &specs);
+    }
+    if let Some(max) = request.max_tokens {
+        body["max_output_tokens"] = json!(max);
+    }
+    body
+}
+
+fn push_items(out: &mut Vec<Value>, message: &Message) {
+    match message.role {
+        Role::User => {
+            for part in &message.parts {
+                if let Part::ToolResult(r) = part {
+                    let kind = match r.kind {
+                        CallKind::Function => "function_call_output",
+                        CallKind::Custom => "custom_tool_call_output",
+                    };
+                    out.push(json!({"type": kind, "call_id": r.call_id, "output": r.output}));
+                }
+            }
+            let text = message.text();
+            if !text.is_empty() {
+                out.push(json!({"role": "user", "content": [{"type": "input_text", "text": text}]}));
+            }
+        }
+        Role::Assistant => {
+            for part in &message.parts {
+                match part {
+                    Part::Text { text } if !text.is_empty() => out.push(json!({
+                        "type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}]
+                    })),
+                    Part::ToolCall(c) => out.push(match c.kind {
+                        CallKind::Function => json!({
+                            "type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments
+                        }),
+                        CallKind::Custom => json!({
+                            "type": "custom_tool_call", "call_id": c.id, "name": c.name, "input": c.arguments
+                        }),
+                    }),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Decodes Responses streaming events.
+#[derive(Default)]
+pub(crate) struct ResponsesDecoder {
+    partial: HashMap<u64, PartialCall>,
+    calls: usize,
+    finished: bool,
+}
+
+fn call_of(item: &Value) -> Option<(CallKind, String, String)> {
+    let kind = match item.get("type").and_then(Value::as_str)? {
+        "function_call" => CallKind::Function,
+        "custom_tool_call" => CallKind::Custom,
+        _ => return None,
+    };
+    let id = item.get("call_id").or_else(|| item.get("id")).and_then(Value::as_str).unwrap_or_default();
+    let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+    Some((kind, id.to_string(), name.to_string()))
+}
+
+impl ResponsesDecoder {
+    fn finished(&mut self, stop: StopReason, response: &Value) -> Vec<StreamEvent> {
+        self.finished = true;
+        let u = response.get("usage");
+        let get = |k: &str| u.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
+        let usage = Usage { input_tokens: get("input_tokens"), output_tokens: get("output_tokens") };
+        let stop = if stop == StopReason::EndTurn && self.calls > 0 { StopReason::ToolUse } else { stop };
+        vec![StreamEvent::Finished { stop, usage }]
+    }
+}
+
+impl Decoder for ResponsesDecoder {
+    fn event(&mut self, name: &str, data: &str) -> Result<Vec<StreamEvent>, String> {
+        if data.trim().is_empty() || data.trim() == "[DONE]" {
+            return Ok(Vec::new());
+        }
+        let v = parse(data)?;
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or(name);
+        let index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0);
+        let delta = || v.get("delta").and_then(Value::as_str).unwrap_or_default().to_string();
+        let mut out = Vec::new();
+        match kind {
+            "response.output_text.delta" => out.push(StreamEvent::TextDelta(delta())),
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                out.push(StreamEvent::ReasoningDelta(delta()))
+            }
+            "response.output_item.added" => {
+                if let Some((_, id, name)) = v.get("item").and_then(call_of) {
+                    out.push(StreamEvent::ToolCallStarted { id: id.clone(), name: name.clone() });
+                    self.partial.insert(index, PartialCall { id, name, arguments: String::new() });
+                }
+            }
+            "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
+                if let Some(p) = self.partial.get_mut(&index) {
+                    p.arguments.push_str(&delta());
+                }
+            }
+            "response.output_item.done" => {
+                let item = v.get("item").cloned().unwrap_or(Value::Null);
+                if let Some((kind, id, name)) = call_of(&item) {
+                    let streamed = self.partial.remove(&index);
+                    let field = if kind == CallKind::Custom { "input" } else { "arguments" };
+                    let arguments = match item.get(field).and_then(Value::as_str) {
+                        Some(a) => a.to_string(),
+                        None => streamed.as_ref().map(|p| p.arguments.clone()).unwrap_or_default(),
+                    };
+                    let id =
+                        if id.is_empty() { streamed.as_ref().map(|p| p.id.clone()).unwrap_or_default() } else { id };
+                    let name = if name.is_empty() { streamed.map(|p| p.name).unwrap_or_default() } else { name };
+                    self.calls += 1;
+                    out.push(StreamEvent::ToolCall(ToolCall { id, name, arguments, kind }));
+                }
+            }
+            "response.completed" => {
+                out.extend(self.finished(StopReason::EndTurn, v.get("response").unwrap_or(&Value::Null)))
+            }
+            "response.incomplete" => {
+                let response = v.get("response").unwrap_or(&Value::Null);
+                let stop = match response.pointer("/incomplete_details/reason").and_then(Value::as_str) {
+                    Some("content_filter") => StopReason::Refusal,
+                    _ => StopReason::MaxTokens,
+                };
+                out.extend(self.finished(stop, response));
+            }
+            "response.failed" => {
+                let message = v
+                    .pointer("/response/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("the response failed without a message");
+                return Err(format!("{PROVIDER_ERROR}{message}"));
+            }
+            "error" => {
+                let message = v
+                    .get("message")
+                    .or_else(|| v.pointer("/error/message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown error");
+                return Err(format!("{PROVIDER_ERROR}{message}"));
+            }
+            _ => {}
+        }
+        Ok(out)
+    }
+
+    fn end(&mut self) -> Result<Vec<StreamEvent>, String> {
+        if self.finished {
+            return Ok(Vec::new());
+        }
+        Err("the stream ended before response.completed".to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ToolResult;
+
+    #[test]
+    fn custom_and_function_calls_decode_and_pair_by_call_id() {
+        let mut d = ResponsesDecoder::default();
+        let mut events = Vec::new();
+        for (name, data) in [
+            (
+                "response.output_item.added",
+                r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"custom_tool_call","call_id":"c1","name":"apply_patch","input":""}}"#,
+            ),
+            (
+                "response.custom_tool_call_input.delta",
+                r#"{"type":"response.custom_tool_call_input.delta","output_index":0,"delta":"*** Begin Patch\n"}"#,
+            ),
+            (
+                "response.custom_tool_call_input.delta",
+                r#"{"type":"response.custom_tool_call_input.delta","output_index":0,"delta":"*** End Patch"}"#,
+            ),
+            (
+                "response.output_item.done",
+                r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"custom_tool_call","call_id":"c1","name":"apply_patch"}}"#,
+            ),
+            (
+                "response.output_item.done",
+                r#"{"type":"response.output_item.done","output_index":1,"item":{"type":"function_call","call_id":"c2","name":"read","arguments":"{\"path\":\"a\"}"}}"#,
+            ),
+            (
+                "response.completed",
+                r#"{"type":"response.completed","response":{"id":"r","usage":{"input_tokens":7,"output_tokens":3}}}"#,
+            ),
+        ] {
+            events.extend(d.event(name, data).unwrap());
+        }
+        assert_eq!(events[0], StreamEvent::ToolCallStarted { id: "c1".into(), name: "apply_patch".into() });
+        assert_eq!(
+            events[1],
+            StreamEvent::ToolCall(ToolCall {
+                id: "c1".into(),
+                name: "apply_patch".into(),
+                arguments: "*** Begin Patch\n*** End Patch".into(),
+                kind: CallKind::Custom
+            })
+        );
+        assert_eq!(
+            events[3],
+            StreamEvent::Finished { stop: StopReason::ToolUse, usage: Usage { input_tokens: 7, output_tokens: 3 } }
+        );
+
+        let replay = Request {
+            model: "gpt-5".into(),
+            system: "sys".into(),
+            messages: vec![
+                Message {
+                    role: Role::Assistant,
+                    parts: events
+                        .iter()
+                        .filter_map(|e| match e {
+                            StreamEvent::ToolCall(c) => Some(Part::ToolCall(c.clone())),
+                            _ => None,
+                        })
+                        .collect(),
+                },
+                Message {
+                    role: Role::User,
+                    parts: vec![
+                        Part::ToolResult(ToolResult {
+                            call_id: "c1".into(),
+                            name: "apply_patch".into(),
+                            output: "Done".into(),
+                            is_error: false,
+                            kind: CallKind::Custom,
+                        }),
+                        Part::ToolResult(ToolResult {
+                            call_id: "c2".into(),
+                            name: "read".into(),
+                            output: "x".into(),
+                            is_error: false,
+                            kind: CallKind::Function,
+                        }),
+                    ],
+                },
+            ],
+            ..Default::default()
+        };
+        let body = body(&replay);
+        assert_eq!(body["instructions"], "sys");
+        assert_eq!(body["store"], false);
+        let kinds: Vec<(&str, &str)> = body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| (i["type"].as_str().unwrap(), i["call_id"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("custom_tool_call", "c1"),
+                ("function_call", "c2"),
+                ("custom_tool_call_output", "c1"),
+                ("function_call_output", "c2")
+            ]
+        );
+    }
+
+    #[test]
+    fn failed_responses_carry_the_providers_message() {
+        let mut d = ResponsesDecoder::default();
+        let err = d
+            .event(
+                "response.failed",
+                r#"{"type":"response.failed","response":{"error":{"code":"server_error","message":"boom"}}}"#,
+            )
+            .unwrap_err();
+        assert_eq!(err, format!("{PROVIDER_ERROR}boom"));
+        assert!(ResponsesDecoder::default().end().is_err());
+    }
+}

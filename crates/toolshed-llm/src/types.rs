@@ -1,0 +1,187 @@
+//! The conversation as the agent keeps it, independent of any wire format: messages made of
+//! parts, the request sent each step, and the events a streamed response yields.
+
+use serde::{Deserialize, Serialize};
+use toolshed_core::ToolSpec;
+
+/// Who said a message. The system prompt is not a message; it travels in [`Request::system`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user, and tool results sent back to the model.
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// How a tool call's input travels: JSON arguments, or a freeform tool's raw text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallKind {
+    /// `arguments` is a JSON object as text.
+    #[default]
+    Function,
+    /// `arguments` is the raw input of a freeform (custom) tool.
+    Custom,
+}
+
+/// A tool call the model made.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's call id (`call_id`, `tool_use.id`).
+    pub id: String,
+    /// The tool name.
+    pub name: String,
+    /// The arguments exactly as sent: JSON text (possibly invalid) or a freeform tool's input.
+    pub arguments: String,
+    /// Whether `arguments` is JSON or freeform text.
+    #[serde(default)]
+    pub kind: CallKind,
+}
+
+/// A tool result going back to the model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The id of the call it answers.
+    pub call_id: String,
+    /// The tool name (some formats want it).
+    pub name: String,
+    /// The text the model reads.
+    pub output: String,
+    /// Whether the call failed (only Anthropic has a flag for it; the text says so everywhere).
+    pub is_error: bool,
+    /// The kind of the call it answers (Responses pairs `custom_tool_call_output` with custom calls).
+    #[serde(default)]
+    pub kind: CallKind,
+}
+
+/// One part of a message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A tool call (assistant messages only).
+    ToolCall(ToolCall),
+    /// A tool result (user messages only).
+    ToolResult(ToolResult),
+}
+
+/// One message of the conversation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who said it.
+    pub role: Role,
+    /// What it holds, in order.
+    pub parts: Vec<Part>,
+}
+
+impl Message {
+    /// A user message of plain text.
+    pub fn user(text: impl Into<String>) -> Self {
+        Message { role: Role::User, parts: vec![Part::Text { text: text.into() }] }
+    }
+
+    /// An assistant message of plain text.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Message { role: Role::Assistant, parts: vec![Part::Text { text: text.into() }] }
+    }
+
+    /// The tool calls in this message, in order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolCall(c) => Some(c),
+            _ => None,
+        })
+    }
+
+    /// The message's text parts joined together.
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// What one model step is asked.
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    /// The model id as the provider knows it (without the `provider/` prefix).
+    pub model: String,
+    /// The system prompt.
+    pub system: String,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// The tools the model may call this step.
+    pub tools: Vec<ToolSpec>,
+    /// Most tokens to generate (Anthropic requires a value; others send it when set).
+    pub max_tokens: Option<u32>,
+}
+
+/// Token counts of one response.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens read (the prompt).
+    pub input_tokens: u64,
+    /// Tokens written.
+    pub output_tokens: u64,
+}
+
+/// Why the model stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// It finished its answer.
+    EndTurn,
+    /// It wants tool results.
+    ToolUse,
+    /// It ran out of output tokens.
+    MaxTokens,
+    /// It refused, or a content filter stopped it.
+    Refusal,
+    /// Anything else the provider reported.
+    Other,
+}
+
+/// One event of a streamed response, already decoded from the wire format.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StreamEvent {
+    /// More answer text.
+    TextDelta(String),
+    /// More reasoning text (shown, never sent back).
+    ReasoningDelta(String),
+    /// A tool call began (its arguments are still streaming).
+    ToolCallStarted {
+        /// The call id.
+        id: String,
+        /// The tool name.
+        name: String,
+    },
+    /// A tool call is complete.
+    ToolCall(ToolCall),
+    /// The response is complete.
+    Finished {
+        /// Why the model stopped.
+        stop: StopReason,
+        /// Token counts.
+        usage: Usage,
+    },
+}
+
+/// A whole response, as [`crate::collect`] assembles it from the stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Response {
+    /// The assistant message (text first, then tool calls, in the order they arrived).
+    pub message: Message,
+    /// Why the model stopped.
+    pub stop: StopReason,
+    /// Token counts.
+    pub usage: Usage,
+}

@@ -1,0 +1,272 @@
+//! The clients against real HTTP servers on loopback: wiremock for whole bodies, and the
+//! hand-written fake server where chunks must be split or the stream broken.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolshed_core::ToolSpec;
+use toolshed_core::config::ProviderKind;
+use toolshed_llm::provider::ProviderSettings;
+use toolshed_llm::testing::{FakeServer, Reply, anthropic, chat, responses};
+use toolshed_llm::{CallKind, Client, LlmError, Message, Part, Request, RetryPolicy, StopReason, StreamEvent, collect};
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+fn client(kind: ProviderKind, base_url: &str, key: Option<&str>) -> Client {
+    let settings = ProviderSettings {
+        name: "test".into(),
+        kind,
+        base_url: base_url.into(),
+        api_key: key.map(str::to_string),
+        api_key_env: Some("TEST_KEY".into()),
+    };
+    Client::new(settings).unwrap().with_retry(RetryPolicy {
+        max_retries: 3,
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_millis(50),
+        max_retry_after: Duration::from_secs(5),
+    })
+}
+
+fn request() -> Request {
+    Request {
+        model: "m1".into(),
+        system: "be brief".into(),
+        messages: vec![Message::user("read a.txt")],
+        tools: vec![ToolSpec::new(
+            "read",
+            "Read a file.",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        )],
+        max_tokens: None,
+    }
+}
+
+fn sse_body(events: Vec<String>) -> ResponseTemplate {
+    ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(events.concat())
+}
+
+fn calls(r: &toolshed_llm::Response) -> Vec<(String, String, String)> {
+    r.message.tool_calls().map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone())).collect()
+}
+
+#[tokio::test]
+async fn chat_completions_streams_parallel_tool_calls_from_wiremock() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(header("authorization", "Bearer sk-test"))
+        .respond_with(sse_body(chat::tool_calls(&[
+            ("c1", "read", r#"{"path":"a.txt"}"#),
+            ("c2", "read", r#"{"path":"b.txt"}"#),
+        ])))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let c = client(ProviderKind::OpenaiChat, &format!("{}/v1", server.uri()), Some("sk-test"));
+    let response = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap();
+    assert_eq!(response.stop, StopReason::ToolUse);
+    assert_eq!(
+        calls(&response),
+        [
+            ("c1".into(), "read".into(), r#"{"path":"a.txt"}"#.into()),
+            ("c2".into(), "read".into(), r#"{"path":"b.txt"}"#.into())
+        ]
+    );
+    assert_eq!(response.usage.input_tokens, 100);
+    let sent: serde_json::Value = server.received_requests().await.unwrap()[0].body_json().unwrap();
+    assert_eq!(sent["tools"][0]["function"]["name"], "read");
+    assert_eq!(sent["messages"][0], json!({"role": "system", "content": "be brief"}));
+    assert_eq!(sent["stream"], true);
+}
+
+#[tokio::test]
+async fn responses_streams_a_custom_tool_call_from_wiremock() {
+    let server = MockServer::start().await;
+    let patch = "*** Begin Patch\n*** Add File: x.txt\n+hi\n*** End Patch";
+    Mock::given(method("POST"))
+        .and(path("/v1/responses"))
+        .respond_with(sse_body(responses::tool_calls(&[("call_9", "apply_patch", patch, true)])))
+        .mount(&server)
+        .await;
+    let c = client(ProviderKind::OpenaiResponses, &format!("{}/v1", server.uri()), Some("sk"));
+    let response = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap();
+    let call = response.message.tool_calls().next().unwrap().clone();
+    assert_eq!((call.id.as_str(), call.kind, call.arguments.as_str()), ("call_9", CallKind::Custom, patch));
+    let sent: serde_json::Value = server.received_requests().await.unwrap()[0].body_json().unwrap();
+    assert_eq!(sent["store"], false);
+    assert_eq!(sent["tools"][0]["type"], "function");
+    assert_eq!(sent["tools"][0]["strict"], false);
+}
+
+#[tokio::test]
+async fn anthropic_sends_its_headers_and_streams_text_from_wiremock() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(header("x-api-key", "ak"))
+        .and(header("anthropic-version", "2023-06-01"))
+        .respond_with(sse_body(anthropic::text("All done here.")))
+        .mount(&server)
+        .await;
+    let c = client(ProviderKind::Anthropic, &format!("{}/v1", server.uri()), Some("ak"));
+    let mut streamed = String::new();
+    let response = collect(c.stream(&request()).await.unwrap(), |e| {
+        if let StreamEvent::TextDelta(t) = e {
+            streamed.push_str(t)
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(response.message.text(), "All done here.");
+    assert_eq!(streamed, "All done here.");
+    assert_eq!(response.stop, StopReason::EndTurn);
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_is_waited_out_then_succeeds() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "1")
+                .set_body_json(json!({"error": {"message": "slow down"}})),
+        )
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST")).respond_with(sse_body(chat::text("ok"))).with_priority(2).mount(&server).await;
+    let c = client(ProviderKind::OpenaiChat, &format!("{}/v1", server.uri()), None);
+    let started = Instant::now();
+    let response = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap();
+    assert_eq!(response.message.text(), "ok");
+    assert!(started.elapsed() >= Duration::from_millis(950), "Retry-After ignored: {:?}", started.elapsed());
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_with_backoff_and_then_reported() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503).set_body_string("overloaded"))
+        .mount(&server)
+        .await;
+    let c = client(ProviderKind::OpenaiChat, &format!("{}/v1", server.uri()), None);
+    let err = c.stream(&request()).await.err().unwrap();
+    assert_eq!(err, LlmError::Http { provider: "test".into(), status: 503, message: "overloaded".into() });
+    assert_eq!(server.received_requests().await.unwrap().len(), 4, "1 attempt + 3 retries");
+}
+
+#[tokio::test]
+async fn rate_limits_that_never_clear_say_how_often_they_were_tried() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).set_body_json(json!({"error": {"message": "quota"}})))
+        .mount(&server)
+        .await;
+    let c = client(ProviderKind::Anthropic, &format!("{}/v1", server.uri()), Some("k"));
+    let err = c.stream(&request()).await.err().unwrap();
+    assert_eq!(err.to_string(), "test is rate-limiting requests (HTTP 429) and still was after 4 attempts: quota");
+}
+
+#[tokio::test]
+async fn bad_keys_unknown_models_and_overflow_are_told_apart_without_retrying() {
+    let server = MockServer::start().await;
+    let cases = [
+        (401, json!({"error": {"message": "Incorrect API key provided"}}), "rejected the API key"),
+        (404, json!({"error": {"message": "The model `m1` does not exist"}}), "does not know the model `m1`"),
+        (
+            400,
+            json!({"error": {"code": "context_length_exceeded", "message": "maximum context length is 8192 tokens"}}),
+            "longer than the model's context window",
+        ),
+    ];
+    for (status, body, expected) in cases {
+        server.reset().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(status).set_body_json(body))
+            .mount(&server)
+            .await;
+        let c = client(ProviderKind::OpenaiChat, &format!("{}/v1", server.uri()), Some("bad"));
+        let err = c.stream(&request()).await.err().unwrap().to_string();
+        assert!(err.contains(expected), "{status}: {err}");
+        assert_eq!(server.received_requests().await.unwrap().len(), 1, "{status} must not be retried");
+    }
+}
+
+#[tokio::test]
+async fn arguments_split_into_single_bytes_and_utf8_halves_still_decode() {
+    for kind in [ProviderKind::OpenaiChat, ProviderKind::OpenaiResponses, ProviderKind::Anthropic] {
+        let args = r#"{"path":"naïve-日本.txt"}"#;
+        let events = match kind {
+            ProviderKind::OpenaiChat => chat::tool_calls(&[("c1", "read", args)]),
+            ProviderKind::OpenaiResponses => responses::tool_calls(&[("c1", "read", args, false)]),
+            ProviderKind::Anthropic => anthropic::tool_calls(&[("c1", "read", args)]),
+        };
+        let server = FakeServer::start(vec![Reply::sse(events).split(1)]).unwrap();
+        let c = client(kind, &server.base_url(), Some("k"));
+        let response = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap();
+        assert_eq!(calls(&response), [("c1".into(), "read".into(), args.into())], "{kind:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_broken_mid_response_is_an_error_not_a_truncated_answer() {
+    for kind in [ProviderKind::OpenaiChat, ProviderKind::OpenaiResponses, ProviderKind::Anthropic] {
+        let events = match kind {
+            ProviderKind::OpenaiChat => chat::text("one two three four"),
+            ProviderKind::OpenaiResponses => responses::text("one two three four"),
+            ProviderKind::Anthropic => anthropic::text("one two three four"),
+        };
+        let server = FakeServer::start(vec![Reply::sse(events).break_after(3)]).unwrap();
+        let c = client(kind, &server.base_url(), Some("k"));
+        let mut seen = Vec::new();
+        let err = collect(c.stream(&request()).await.unwrap(), |e| seen.push(e.clone())).await.unwrap_err();
+        assert!(matches!(err, LlmError::Stream { .. }), "{kind:?}: {err:?}");
+        assert!(!seen.iter().any(|e| matches!(e, StreamEvent::Finished { .. })), "{kind:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_provider_error_event_mid_stream_ends_the_response() {
+    let mut events = anthropic::text("partial answer");
+    events.truncate(3);
+    events.push("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n".into());
+    let server = FakeServer::start(vec![Reply::sse(events)]).unwrap();
+    let c = client(ProviderKind::Anthropic, &server.base_url(), Some("k"));
+    let err = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap_err();
+    assert_eq!(err.to_string(), "test reported an error mid-response: overloaded_error: Overloaded");
+}
+
+#[tokio::test]
+async fn a_silent_stream_times_out() {
+    let server = FakeServer::start(vec![Reply::sse(chat::text("late")).delay(Duration::from_millis(400))]).unwrap();
+    let c = client(ProviderKind::OpenaiChat, &server.base_url(), None).with_idle_timeout(Duration::from_millis(100));
+    let err = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap_err();
+    assert!(err.to_string().contains("no data for"), "{err}");
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_retried_then_reported_with_the_url() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let c = client(ProviderKind::OpenaiChat, &format!("http://127.0.0.1:{port}/v1"), None);
+    let err = c.stream(&request()).await.err().unwrap().to_string();
+    assert!(err.starts_with(&format!("cannot reach test at http://127.0.0.1:{port}/v1/chat/completions")), "{err}");
+}
+
+#[tokio::test]
+async fn the_fake_server_records_what_it_was_sent() {
+    let server = FakeServer::start(vec![Reply::sse(chat::text("hi"))]).unwrap();
+    let c = client(ProviderKind::OpenaiChat, &server.base_url(), Some("k"));
+    let r = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap();
+    assert_eq!(r.message.parts, vec![Part::Text { text: "hi".into() }]);
+    let got = server.received();
+    assert_eq!(got[0].path, "/v1/chat/completions");
+    assert_eq!(got[0].header("authorization"), Some("Bearer k"));
+    assert_eq!(got[0].body["model"], "m1");
+}

@@ -3,6 +3,7 @@
 
 pub mod bash_permission;
 pub mod fs;
+pub mod lsp;
 pub mod path;
 #[cfg(unix)]
 pub mod shell;
@@ -19,6 +20,7 @@ pub fn register_builtins(registry: &mut Registry, config: &Config) {
     registry.register_builtin(Typed::new(fs::GrepTool));
     registry.register_builtin(Typed::new(fs::WriteTool));
     registry.register_builtin(Typed::new(fs::EditTool));
+    registry.register_builtin(Typed::new(lsp::LspTool::new(lsp::shared(config))));
     #[cfg(unix)]
     shell::Shell::new((&config.sandbox).into()).register(registry);
 }

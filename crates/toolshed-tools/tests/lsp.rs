@@ -277,3 +277,50 @@ async fn a_server_that_never_answers_costs_the_edit_only_its_timeout() {
     ");
     assert_eq!(out.metadata["diagnostics"]["x.slow"]["unavailable"], "is still starting after 0.3 s");
 }
+
+#[test]
+fn doctor_tells_servers_that_start_from_missing_broken_and_incomplete_ones() {
+    let Some(program) = pyright::langserver() else { return };
+    let toml = format!(
+        r#"[pyright]
+command = {}
+[ghost]
+command = "/nonexistent/ghost-ls"
+extensions = ["gh"]
+[bad]
+command = "sh"
+args = ["-c", "echo 'bad: cannot run' >&2; exit 3"]
+extensions = ["bad"]
+[half]
+extensions = ["h1"]
+"#,
+        json!(program.to_str().unwrap())
+    );
+    let config = toolshed_core::config::Config { lsp: toml::from_str(&toml).unwrap(), ..Default::default() };
+    let tmp = tempfile::tempdir().unwrap();
+    let report = toolshed_tools::lsp::lsp_report(&config, tmp.path());
+    let lines = report.lines();
+    let line = |name: &str| lines.iter().find(|l| l.starts_with(&format!("{name} "))).cloned().unwrap();
+    assert!(
+        line("pyright").starts_with(&format!(
+            "pyright (configured; .py .pyi): {} starts (initialize answered in ",
+            program.display()
+        )),
+        "{lines:#?}"
+    );
+    assert_eq!(line("ghost"), "ghost (configured; .gh): not found: `/nonexistent/ghost-ls` is not an executable file");
+    assert!(
+        line("bad").ends_with(
+            "was found but does not start: exited with status 3 before answering `initialize`: bad: cannot run"
+        ),
+        "{lines:#?}"
+    );
+    assert_eq!(
+        line("half"),
+        "half (configured; .h1): cannot be used: it has no `command` (only built-in servers may leave it out)"
+    );
+    assert!(line("gopls").starts_with("gopls (built-in; .go): "), "{lines:#?}");
+    assert!(report.has_problem());
+    assert_eq!(report.status(), "problem");
+    assert!(report.to_string().starts_with("lsp: problem\n  half (configured; .h1)"), "{report}");
+}

@@ -371,13 +371,15 @@ impl Server {
                 _ = self.conn.closed().cancelled() => return Err(self.exited()),
             }
         };
+        // A revision of this file's diagnostics restarts the wait; other files' do not.
         let mut latest = accepted;
+        let mut settle = (Instant::now() + SETTLE).min(deadline);
         loop {
-            let settle = (Instant::now() + SETTLE).min(deadline);
             match tokio::time::timeout_at(settle, seq.changed()).await {
                 Ok(Ok(())) => {
                     if let Some(newer) = self.current(synced).filter(|p| p.seq > latest.seq) {
                         latest = newer;
+                        settle = (Instant::now() + SETTLE).min(deadline);
                     }
                 }
                 _ => return Ok(latest.diagnostics),

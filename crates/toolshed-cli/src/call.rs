@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use toolshed_core::exec::{Executor, Session, ToolCall};
+use toolshed_tools::custom::Scope;
 
 use crate::CliError;
 use crate::workspace::Workspace;
@@ -28,6 +29,13 @@ pub struct CallArgs {
     json: bool,
 }
 
+impl CallArgs {
+    /// The custom tools this call needs loaded.
+    pub fn scope(&self) -> Scope {
+        Scope::Tool(self.tool.clone())
+    }
+}
+
 pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
     let agent = ws.agent(args.agent.as_deref())?;
     let input = match args.args.as_deref() {
@@ -42,7 +50,8 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
         None => "{}".to_string(),
     };
     let permission = ws.permission();
-    let registry = ws.registry(permission.clone());
+    let mut registry = ws.registry(permission.clone());
+    let _mcp = crate::mcp::attach(ws, &mut registry, crate::mcp::Scope::Tool(&args.tool))?;
     let approver = crate::approver::for_command(args.yes);
     let executor = Executor::builder(registry, ws.root.clone())
         .cwd(ws.cwd.clone())

@@ -2,6 +2,8 @@
 
 mod approver;
 mod call;
+mod doctor;
+mod mcp;
 mod permission;
 mod tools;
 mod workspace;
@@ -33,9 +35,14 @@ enum Command {
     Tools(tools::ToolsArgs),
     /// Run one tool through the full execution chain (validation, permissions, limits).
     Call(call::CallArgs),
+    /// Serve tools over MCP, or manage the MCP servers whose tools are imported.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// Inspect permission rules.
     #[command(subcommand)]
     Permission(permission::PermissionCommand),
+    /// Check what works in this worktree (websearch, skills, instructions) and why not.
+    Doctor,
 }
 
 /// A command's failure: the message and the exit code (1 failure, 2 usage or configuration).
@@ -71,11 +78,23 @@ pub fn err(text: impl std::fmt::Display) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Only what the command needs is loaded: `call` never starts the JS host for another tool.
+    let scope = match &cli.command {
+        Command::Tools(args) => args.scope(),
+        Command::Call(args) => args.scope(),
+        Command::Permission(cmd) => cmd.scope(),
+        Command::Mcp(_) => toolshed_tools::custom::Scope::All,
+        Command::Doctor => toolshed_tools::custom::Scope::All,
+    };
     let result =
-        workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref()).and_then(|ws| match cli.command {
-            Command::Tools(args) => tools::run(&ws, args),
-            Command::Call(args) => call::run(&ws, args),
-            Command::Permission(cmd) => permission::run(&ws, cmd),
+        workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref(), &scope).and_then(|ws| {
+            match cli.command {
+                Command::Tools(args) => tools::run(&ws, args),
+                Command::Call(args) => call::run(&ws, args),
+                Command::Permission(cmd) => permission::run(&ws, cmd),
+                Command::Mcp(cmd) => mcp::run(&ws, cmd),
+                Command::Doctor => doctor::run(&ws),
+            }
         });
     match result {
         Ok(code) => code,

@@ -9,6 +9,7 @@ use toolshed_core::context::{CallInfo, CancellationToken, Environment, ToolConte
 use toolshed_core::exec::CallInput;
 use toolshed_core::exec::decode::decode;
 use toolshed_core::permission::{Action, AllowAll};
+use toolshed_tools::custom::Scope;
 
 use crate::CliError;
 use crate::workspace::Workspace;
@@ -32,6 +33,14 @@ pub struct ExplainArgs {
     /// Print the explanation as JSON.
     #[arg(long)]
     json: bool,
+}
+
+impl PermissionCommand {
+    /// The custom tools this command needs loaded.
+    pub fn scope(&self) -> Scope {
+        let PermissionCommand::Explain(args) = self;
+        Scope::Tool(args.tool.clone())
+    }
 }
 
 pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliError> {

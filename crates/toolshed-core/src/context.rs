@@ -6,10 +6,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Map, Value};
 pub use tokio_util::sync::CancellationToken;
 
+use crate::exec::Session;
 use crate::exec::admit::{PathGuard, PathLocks};
 use crate::exec::bound::{OutputLimits, OutputSink};
 use crate::hooks::Hooks;
 use crate::permission::{AllowAll, Asker, PermissionRequest};
+use crate::registry::Registry;
 use crate::tool::ToolError;
 
 /// Who is calling: the ids of the session, message and call, the agent and the tool.
@@ -72,12 +74,30 @@ pub struct ToolContext {
     cancel: CancellationToken,
     asker: Arc<dyn Asker>,
     metadata: Arc<Mutex<Map<String, Value>>>,
+    runtime: Option<(Arc<Registry>, Session)>,
 }
 
 impl ToolContext {
     /// A context for one call.
     pub fn new(info: CallInfo, env: Arc<Environment>, cancel: CancellationToken, asker: Arc<dyn Asker>) -> Self {
-        ToolContext { info: Arc::new(info), env, cancel, asker, metadata: Arc::default() }
+        ToolContext { info: Arc::new(info), env, cancel, asker, metadata: Arc::default(), runtime: None }
+    }
+
+    /// The same context with the registry and session of the executor running the call, for
+    /// tools that work on the runtime itself (`tool_search`).
+    pub fn with_runtime(mut self, registry: Arc<Registry>, session: Session) -> Self {
+        self.runtime = Some((registry, session));
+        self
+    }
+
+    /// The registry of the executor running this call, if any.
+    pub fn registry(&self) -> Option<&Arc<Registry>> {
+        self.runtime.as_ref().map(|(registry, _)| registry)
+    }
+
+    /// The session this call belongs to, if it runs inside an executor.
+    pub fn session(&self) -> Option<&Session> {
+        self.runtime.as_ref().map(|(_, session)| session)
     }
 
     /// A context outside any executor, rooted at `root`, that allows every permission request;

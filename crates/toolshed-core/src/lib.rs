@@ -36,6 +36,7 @@ pub mod permission;
 pub mod registry;
 pub mod render;
 pub mod schema;
+pub mod search;
 pub mod tool;
 pub mod wildcard;
 

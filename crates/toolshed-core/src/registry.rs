@@ -184,9 +184,11 @@ impl Registry {
     }
 
     /// Every tool with its exposure for `view`, hidden ones included, minus those a hook
-    /// removed (e.g. denied outright for the agent). Registration order.
+    /// removed (e.g. denied outright for the agent), and minus `tool_search` when nothing is
+    /// deferred. Registration order.
     pub fn exposed(&self, view: &View<'_>) -> Vec<Visible<'_>> {
-        self.entries
+        let mut visible: Vec<Visible<'_>> = self
+            .entries
             .iter()
             .filter_map(|entry| {
                 let spec = entry.spec();
@@ -199,13 +201,44 @@ impl Registry {
                 }
                 Some(Visible { entry, exposure })
             })
-            .collect()
+            .collect();
+        // `tool_search` is offered only while it has something to find.
+        if !visible.iter().any(|v| v.exposure == Exposure::Deferred) {
+            visible
+                .retain(|v| !(v.entry.source == Source::Runtime && v.entry.spec().name == crate::search::TOOL_SEARCH));
+        }
+        visible
     }
 
     /// The tools a model is sent for `view`: the direct ones.
     pub fn direct(&self, view: &View<'_>) -> Vec<Visible<'_>> {
         self.exposed(view).into_iter().filter(|v| v.exposure == Exposure::Direct).collect()
     }
+}
+
+/// The longest tool name providers accept.
+pub const MAX_TOOL_NAME: usize = 64;
+
+/// `name` with every character outside `[A-Za-z0-9_-]` replaced by `_`.
+pub fn sanitize_name(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+}
+
+/// The name of a tool imported from `namespace` (an MCP server): `NAMESPACE_TOOL`, sanitised,
+/// and when longer than [`MAX_TOOL_NAME`], cut and ended with `_` and 12 hex digits of a hash
+/// of the full name, so distinct long names stay distinct and stable across runs.
+pub fn qualified_name(namespace: &str, tool: &str) -> String {
+    let full = format!("{}_{}", sanitize_name(namespace), sanitize_name(tool));
+    if full.len() <= MAX_TOOL_NAME {
+        return full;
+    }
+    let suffix = format!("_{:012x}", fnv1a(format!("{namespace}\0{tool}").as_bytes()) & 0xffff_ffff_ffff);
+    format!("{}{suffix}", &full[..MAX_TOOL_NAME - suffix.len()])
+}
+
+/// FNV-1a, 64 bits: a hash whose value never changes between builds or platforms.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Which editing tools a model family gets.
@@ -297,6 +330,27 @@ mod tests {
 
     fn names(v: &[Visible<'_>]) -> Vec<String> {
         v.iter().map(|v| v.entry.spec().name.clone()).collect()
+    }
+
+    #[test]
+    fn qualified_names_are_sanitised_and_long_ones_hashed() {
+        assert_eq!(qualified_name("git hub", "create.issue"), "git_hub_create_issue");
+        let long = qualified_name("server", &"x".repeat(80));
+        assert_eq!(long.len(), MAX_TOOL_NAME);
+        assert!(long.starts_with("server_xxx"), "{long}");
+        assert_ne!(long, qualified_name("server", &"x".repeat(81)));
+        assert_eq!(long, qualified_name("server", &"x".repeat(80)));
+    }
+
+    #[test]
+    fn tool_search_is_listed_only_while_something_is_deferred() {
+        let mut r = Registry::new();
+        r.register_builtin(named("read"));
+        r.register(crate::tool::Typed::new(crate::search::ToolSearch::new()), Source::Runtime);
+        let view = View { agent: "build", model: None, found: None };
+        assert_eq!(names(&r.direct(&view)), ["read"]);
+        r.register(named("gh_pr").exposure(Exposure::Deferred), Source::Mcp("gh".into()));
+        assert_eq!(names(&r.direct(&view)), ["read", "tool_search"]);
     }
 
     #[test]

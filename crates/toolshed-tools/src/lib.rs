@@ -1,18 +1,32 @@
 //! toolshed's built-in tools, one module per tool family: each tool is one file holding its
 //! arguments, the description a model reads, `execute`, and its unit tests.
+//!
+//! Besides tools it provides [`instructions`], the project instructions (AGENTS.md) an agent
+//! puts in its system prompt.
 
 pub mod bash_permission;
+pub mod custom;
 pub mod fs;
+pub mod instructions;
 pub mod lsp;
+pub mod patch;
 pub mod path;
 #[cfg(unix)]
 pub mod shell;
+pub mod skill;
+pub mod web;
+
+use std::path::Path;
 
 use toolshed_core::Registry;
 use toolshed_core::config::Config;
 use toolshed_core::tool::Typed;
 
 /// Registers every built-in tool, in the order a model sees them, configured by `config`.
+///
+/// `websearch` is registered only when `[websearch]` names a usable backend
+/// ([`web::search::backend`] says why not). Nothing here touches the network: the HTTP client
+/// is built on the first call that needs it.
 pub fn register_builtins(registry: &mut Registry, config: &Config) {
     registry.register_builtin(Typed::new(fs::ReadTool));
     registry.register_builtin(Typed::new(fs::ListTool));
@@ -20,7 +34,21 @@ pub fn register_builtins(registry: &mut Registry, config: &Config) {
     registry.register_builtin(Typed::new(fs::GrepTool));
     registry.register_builtin(Typed::new(fs::WriteTool));
     registry.register_builtin(Typed::new(fs::EditTool));
+    registry.register_builtin(Typed::new(patch::ApplyPatch));
     registry.register_builtin(Typed::new(lsp::LspTool::new(lsp::shared(config))));
     #[cfg(unix)]
     shell::Shell::new((&config.sandbox).into()).register(registry);
+    registry.register_builtin(Typed::new(web::fetch::WebFetch));
+    if let Ok(backend) = web::search::backend(config.websearch.as_ref()) {
+        registry.register_builtin(Typed::new(web::search::WebSearch::new(backend)));
+    }
+}
+
+/// Registers the tools that depend on the worktree's files: `skill`, when skills are found
+/// from `cwd` up to `root` or in the user's config directory. Returns what discovery found,
+/// broken skills included (they are left out of the tool; `toolshed doctor` lists them).
+pub fn register_worktree_tools(registry: &mut Registry, root: &Path, cwd: &Path) -> skill::Skills {
+    let skills = skill::discover(root, cwd);
+    skill::register(registry, &skills);
+    skills
 }

@@ -28,7 +28,7 @@ struct Harness {
 
 impl Harness {
     fn new(policy: SandboxPolicy) -> Self {
-        Harness::with(policy, Arc::new(Ruleset::defaults()), Arc::new(Answer(Reply::Once, Mutex::default())))
+        Harness::with(policy, Arc::new(Ruleset::defaults()), Arc::new(Answer(Reply::Once, Mutex::default(), None)))
     }
 
     fn with(policy: SandboxPolicy, rules: Arc<Ruleset>, approver: Arc<dyn Approver>) -> Self {
@@ -54,13 +54,26 @@ impl Harness {
     }
 }
 
-/// An approver that gives one answer and remembers what it was asked.
-struct Answer(Reply, Mutex<Vec<String>>);
+/// An approver that gives one answer (or `escalation` for `sandbox_escalation`) and remembers
+/// what it was asked.
+struct Answer(Reply, Mutex<Vec<String>>, Option<Reply>);
+
+impl Answer {
+    /// Approves everything once except running without the sandbox.
+    fn all_but_escalation() -> Arc<Self> {
+        Arc::new(Answer(Reply::Once, Mutex::default(), Some(Reply::Reject(None))))
+    }
+}
 
 impl Approver for Answer {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
-        self.1.lock().unwrap().push(request.request.permission.clone());
-        Box::pin(async move { self.0.clone() })
+        let permission = request.request.permission.clone();
+        let reply = match (&self.2, permission.as_str()) {
+            (Some(reply), "sandbox_escalation") => reply.clone(),
+            _ => self.0.clone(),
+        };
+        self.1.lock().unwrap().push(permission);
+        Box::pin(async move { reply })
     }
 }
 
@@ -339,7 +352,7 @@ async fn session_timeout_stops_it() {
 #[tokio::test]
 async fn permission_request_uses_bash_key_and_command_pattern() {
     let rules = Ruleset::new(vec![Rule::new("*", "*", Action::Allow), Rule::new("bash", "rm *", Action::Deny)]);
-    let h = Harness::with(FULL, Arc::new(rules), Arc::new(Answer(Reply::Once, Mutex::default())));
+    let h = Harness::with(FULL, Arc::new(rules), Arc::new(Answer(Reply::Once, Mutex::default(), None)));
     let r = h.bash("rm -rf nothing-here").await;
     assert!(r.is_error);
     assert!(r.output.contains("forbid `bash` on `rm -rf nothing-here`"), "{}", r.output);
@@ -349,7 +362,7 @@ async fn permission_request_uses_bash_key_and_command_pattern() {
 #[tokio::test]
 async fn workdir_outside_the_worktree_asks_external_directory() {
     let outside = tempfile::tempdir().unwrap();
-    let answer = Arc::new(Answer(Reply::Reject(None), Mutex::default()));
+    let answer = Arc::new(Answer(Reply::Reject(None), Mutex::default(), None));
     let h = Harness::with(FULL, Arc::new(Ruleset::defaults()), answer.clone());
     let r = h.call("bash", json!({ "command": "pwd", "workdir": outside.path() })).await;
     assert!(r.is_error);
@@ -357,10 +370,23 @@ async fn workdir_outside_the_worktree_asks_external_directory() {
     assert_eq!(*answer.1.lock().unwrap(), vec!["external_directory".to_string()]);
 }
 
-fn outside_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(unique("sandbox-outside"));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A scratch directory the workspace-write sandbox does not cover (for a worktree `root`): under
+/// the target dir, or else under `$HOME`, whichever lies outside every writable root. Removed on
+/// drop. `None` (after a SKIP line) when neither does, e.g. a checkout under /tmp with HOME unset.
+fn outside_dir(test: &str, root: &Path) -> Option<tempfile::TempDir> {
+    let writable = sandbox::writable_roots(root, &[]);
+    let candidates = [Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))), std::env::var_os("HOME").map(PathBuf::from)];
+    for base in candidates.into_iter().flatten() {
+        let Ok(base) = base.canonicalize() else { continue };
+        if writable.iter().any(|w| base.starts_with(w)) {
+            continue;
+        }
+        if let Ok(dir) = tempfile::Builder::new().prefix("toolshed-sandbox-outside-").tempdir_in(&base) {
+            return Some(dir);
+        }
+    }
+    let _ = writeln!(std::io::stderr(), "SKIP {test}: no scratch directory outside the sandbox's writable roots");
+    None
 }
 
 #[tokio::test]
@@ -368,7 +394,7 @@ async fn workspace_write_writes_inside_the_worktree_and_is_refused_outside() {
     if !landlock_or_skip("workspace_write_writes_inside_the_worktree_and_is_refused_outside") {
         return;
     }
-    let answer = Arc::new(Answer(Reply::Reject(None), Mutex::default()));
+    let answer = Answer::all_but_escalation();
     let policy = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, ..FULL };
     let h = Harness::with(policy, Arc::new(Ruleset::defaults()), answer.clone());
     let r =
@@ -376,16 +402,22 @@ async fn workspace_write_writes_inside_the_worktree_and_is_refused_outside() {
     assert!(r.output.starts_with("inside\ntmp=0\n"), "{}", r.output);
     assert_eq!(r.metadata["sandbox"], "workspace-write");
 
-    let outside = outside_dir();
+    // The path is hidden from the permission analysis in a variable, so no
+    // `external_directory` approval widens the sandbox: the sandbox alone must stop the write.
+    let Some(outside) = outside_dir("workspace_write_writes_inside_the_worktree_and_is_refused_outside", h.root.path())
+    else {
+        return;
+    };
+    let outside = outside.path();
     let target = outside.join("refused.txt");
-    // A target known only at run time: the permission check cannot see it, the sandbox can.
-    let r = h.bash(&format!("t={}; echo nope > \"$t\"", target.display())).await;
+    answer.1.lock().unwrap().clear();
+    let r = h.bash(&format!("d={}; echo nope > $d/refused.txt", outside.display())).await;
     assert!(!target.exists(), "the sandbox let a write outside the worktree through");
     assert!(r.output.contains("Permission denied"), "{}", r.output);
     assert!(r.output.contains("Rerunning it without the sandbox was not approved"), "{}", r.output);
     assert_eq!(*answer.1.lock().unwrap(), vec!["sandbox_escalation".to_string()]);
     assert!(std::fs::read_to_string("/etc/hostname").is_ok() || Path::new("/etc/passwd").exists());
-    let r = h.bash("p=/etc/passwd; head -c 3 \"$p\"").await;
+    let r = h.bash("head -c 3 /etc/passwd").await;
     assert!(r.output.contains("Exit code: 0"), "reads stay allowed: {}", r.output);
 }
 
@@ -396,25 +428,15 @@ async fn approved_escalation_reruns_the_command_unsandboxed() {
     }
     let policy = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, ..FULL };
     let h = Harness::new(policy);
-    let target = outside_dir().join("escalated.txt");
-    let r = h.bash(&format!("t={}; echo yes > \"$t\"", target.display())).await;
+    let Some(outside) = outside_dir("approved_escalation_reruns_the_command_unsandboxed", h.root.path()) else {
+        return;
+    };
+    let outside = outside.path();
+    let target = outside.join("escalated.txt");
+    let r = h.bash(&format!("d={}; echo yes > $d/escalated.txt", outside.display())).await;
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "yes\n");
     assert!(r.output.contains("WITHOUT the sandbox"), "{}", r.output);
     assert_eq!(r.metadata["escalated"], true);
-}
-
-#[tokio::test]
-async fn an_approved_outside_path_is_writable_inside_the_sandbox() {
-    if !landlock_or_skip("an_approved_outside_path_is_writable_inside_the_sandbox") {
-        return;
-    }
-    let policy = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, ..FULL };
-    let h = Harness::new(policy);
-    let target = outside_dir().join("approved.txt");
-    let r = h.bash(&format!("echo yes > {}", target.display())).await;
-    assert_eq!(std::fs::read_to_string(&target).unwrap(), "yes\n", "{}", r.output);
-    assert_eq!(r.metadata["sandbox"], "workspace-write", "{}", r.output);
-    assert!(r.metadata.get("escalated").is_none_or(|e| e == false), "{}", r.output);
 }
 
 #[tokio::test]
@@ -425,7 +447,7 @@ async fn read_only_mode_refuses_writes_in_the_worktree_too() {
     let mut rules = Ruleset::defaults();
     rules.push(Rule::new("sandbox_escalation", "*", Action::Deny));
     let policy = SandboxPolicy { mode: SandboxMode::ReadOnly, ..FULL };
-    let h = Harness::with(policy, Arc::new(rules), Arc::new(Answer(Reply::Once, Mutex::default())));
+    let h = Harness::with(policy, Arc::new(rules), Arc::new(Answer(Reply::Once, Mutex::default(), None)));
     let r = h.bash("ls >/dev/null && echo listed; echo x > file.txt").await;
     assert!(r.output.starts_with("listed\n"), "{}", r.output);
     assert!(r.output.contains("Permission denied"), "{}", r.output);
@@ -456,7 +478,7 @@ async fn block_network_denies_internet_sockets_but_not_unix_sockets() {
     let policy = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, allow_unsandboxed: false, block_network: true };
     let mut rules = Ruleset::defaults();
     rules.push(Rule::new("sandbox_escalation", "*", Action::Deny));
-    let h = Harness::with(policy, Arc::new(rules), Arc::new(Answer(Reply::Once, Mutex::default())));
+    let h = Harness::with(policy, Arc::new(rules), Arc::new(Answer(Reply::Once, Mutex::default(), None)));
     let r = h.bash("exec 3<>/dev/tcp/127.0.0.1/9 && echo opened").await;
     assert!(r.output.contains("Permission denied"), "{}", r.output);
     assert!(!r.output.lines().any(|l| l == "opened"), "{}", r.output);
@@ -497,4 +519,22 @@ fn tool_descriptions_are_what_the_model_reads() {
         .map(|e| json!({ "name": e.spec().name, "description": e.spec().description, "parameters": e.spec().parameters }))
         .collect();
     insta::assert_json_snapshot!(specs);
+}
+
+#[tokio::test]
+async fn approved_external_directory_widens_the_sandbox() {
+    if !landlock_or_skip("approved_external_directory_widens_the_sandbox") {
+        return;
+    }
+    let answer = Arc::new(Answer(Reply::Once, Mutex::default(), None));
+    let policy = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, ..FULL };
+    let h = Harness::with(policy, Arc::new(Ruleset::defaults()), answer.clone());
+    let Some(outside) = outside_dir("approved_external_directory_widens_the_sandbox", h.root.path()) else {
+        return;
+    };
+    let target = outside.path().join("approved.txt");
+    let r = h.bash(&format!("touch {}", target.display())).await;
+    assert!(target.exists(), "{}", r.output);
+    assert_eq!(r.metadata["escalated"], false, "{}", r.output);
+    assert_eq!(*answer.1.lock().unwrap(), vec!["external_directory".to_string()]);
 }

@@ -160,6 +160,7 @@ struct SessionState {
     recent: VecDeque<String>,
     approvals: Ruleset,
     found: HashSet<String>,
+    model: Option<String>,
 }
 
 /// How many identical consecutive calls trigger the `doom_loop` permission.
@@ -227,6 +228,17 @@ impl Session {
     /// The deferred tools this session found.
     pub fn found(&self) -> HashSet<String> {
         self.state().found.clone()
+    }
+
+    /// Sets the model the session talks to (`provider/model`); exposure decisions such as
+    /// automatic deferral depend on its context size.
+    pub fn set_model(&self, model: Option<String>) {
+        self.state().model = model;
+    }
+
+    /// The model the session talks to, if known.
+    pub fn model(&self) -> Option<String> {
+        self.state().model.clone()
     }
 
     pub(crate) fn admission(&self) -> &tokio::sync::RwLock<()> {
@@ -316,6 +328,21 @@ impl Executor {
         };
         let gate = permit::Gate::new(self.permission.clone(), self.approver.clone(), session.clone());
         ToolContext::new(info, self.env.clone(), call.cancel.child_token(), Arc::new(gate))
+            .with_runtime(self.registry.clone(), session.clone())
+    }
+
+    /// An executor with the same rules, approver, recorder, environment (and so the same file
+    /// locks) over another registry; for when the tool set changes while calls may be running
+    /// (an MCP server's tool list changed).
+    pub fn with_registry(&self, registry: impl Into<Arc<Registry>>) -> Executor {
+        Executor {
+            registry: registry.into(),
+            permission: self.permission.clone(),
+            approver: self.approver.clone(),
+            recorder: self.recorder.clone(),
+            env: self.env.clone(),
+            default_time_limit: self.default_time_limit,
+        }
     }
 }
 

@@ -39,7 +39,6 @@ pub struct EditArgs {
     /// The text to put in its place (must differ from old_string).
     pub new_string: String,
     /// Replace every occurrence of old_string instead of requiring exactly one. Default false.
-    #[serde(default)]
     pub replace_all: Option<bool>,
     #[serde(skip)]
     #[schemars(skip)]

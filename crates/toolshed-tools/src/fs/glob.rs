@@ -31,7 +31,6 @@ pub struct GlobArgs {
     /// The glob to match, e.g. `**/*.rs` or `src/**/*.{ts,tsx}`.
     pub pattern: String,
     /// The directory to search: relative to the working directory, or absolute. Default: the working directory.
-    #[serde(default)]
     pub path: Option<String>,
     #[serde(skip)]
     #[schemars(skip)]
@@ -71,23 +70,12 @@ impl TypedTool for GlobTool {
     ) -> Result<Vec<PermissionRequest>, ToolError> {
         let resolved = path::resolve(ctx, args.target())?;
         args.permitted.remember(&resolved);
-        let mut requests: Vec<PermissionRequest> = resolved.external_request().into_iter().collect();
-        requests.push(PermissionRequest::new(&spec.permission, [args.pattern.clone()]));
-        Ok(requests)
+        Ok(resolved.requests(&spec.permission))
     }
 
     async fn run(&self, args: GlobArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let now = path::resolve(&ctx, args.target())?;
-        let resolved = match args.permitted.get() {
-            Some(_) => path::confirm(&ctx, &args.permitted, now, "glob").await?,
-            None => {
-                if let Some(request) = now.external_request() {
-                    ctx.ask(request).await?;
-                }
-                ctx.ask(PermissionRequest::new("glob", [args.pattern.clone()])).await?;
-                now
-            }
-        };
+        let resolved = path::confirm(&ctx, &args.permitted, now, "glob").await?;
         if !resolved.is_dir() {
             return Err(match resolved.exists() {
                 true => ToolError::model(format!(

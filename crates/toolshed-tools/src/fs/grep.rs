@@ -43,16 +43,14 @@ const DESCRIPTION: &str = "Searches file contents with a regular expression (rip
 - At most `limit` results are shown (default 100) and the output says how many more there were: narrow the pattern, `path` or `include` rather than raising the limit.
 - Use grep to find where something is defined or used; use glob to find files by name; read the lines you find with read.";
 
-/// What grep reports.
+/// What grep reports: matching lines grouped by file (`content`), only the paths of files that
+/// match (`files_with_matches`), or the number of matching lines per file (`count`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputMode {
-    /// Matching lines, grouped by file.
     #[default]
     Content,
-    /// Only the paths of files that match.
     FilesWithMatches,
-    /// The number of matching lines per file.
     Count,
 }
 
@@ -62,22 +60,16 @@ pub struct GrepArgs {
     /// The regular expression to search for (ripgrep syntax).
     pub pattern: String,
     /// The directory or file to search: relative to the working directory, or absolute. Default: the working directory.
-    #[serde(default)]
     pub path: Option<String>,
     /// Only search files matching this glob, e.g. `*.rs` or `*.{ts,tsx}`.
-    #[serde(default)]
     pub include: Option<String>,
     /// Ignore case. Default false.
-    #[serde(default)]
     pub case_insensitive: Option<bool>,
     /// Lines of context to show before and after each match in content mode (at most 10). Default 0.
-    #[serde(default)]
     pub context: Option<u32>,
     /// `content` (default), `files_with_matches` or `count`.
-    #[serde(default)]
     pub output_mode: Option<OutputMode>,
     /// Most results to show: matching lines in content mode, files otherwise. Default 100.
-    #[serde(default)]
     pub limit: Option<u32>,
     #[serde(skip)]
     #[schemars(skip)]
@@ -117,23 +109,12 @@ impl TypedTool for GrepTool {
     ) -> Result<Vec<PermissionRequest>, ToolError> {
         let resolved = path::resolve(ctx, args.target())?;
         args.permitted.remember(&resolved);
-        let mut requests: Vec<PermissionRequest> = resolved.external_request().into_iter().collect();
-        requests.push(PermissionRequest::new(&spec.permission, [args.pattern.clone()]));
-        Ok(requests)
+        Ok(resolved.requests(&spec.permission))
     }
 
     async fn run(&self, args: GrepArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let now = path::resolve(&ctx, args.target())?;
-        let resolved = match args.permitted.get() {
-            Some(_) => path::confirm(&ctx, &args.permitted, now, "grep").await?,
-            None => {
-                if let Some(request) = now.external_request() {
-                    ctx.ask(request).await?;
-                }
-                ctx.ask(PermissionRequest::new("grep", [args.pattern.clone()])).await?;
-                now
-            }
-        };
+        let resolved = path::confirm(&ctx, &args.permitted, now, "grep").await?;
         if !resolved.exists() {
             return Err(super::not_found(&resolved, "Path"));
         }

@@ -31,10 +31,8 @@ const DESCRIPTION: &str = "Lists a directory as a compact tree (two spaces of in
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListArgs {
     /// The directory to list: relative to the working directory, or absolute. Default: the working directory.
-    #[serde(default)]
     pub path: Option<String>,
     /// Glob patterns of entries to leave out, e.g. `["*.log", "fixtures/**"]`.
-    #[serde(default)]
     pub ignore: Option<Vec<String>>,
     #[serde(skip)]
     #[schemars(skip)]

@@ -40,10 +40,8 @@ pub struct ReadArgs {
     /// The file (or directory) to read: relative to the working directory, or absolute.
     pub file_path: String,
     /// The first line to show, counting from 1. Default 1.
-    #[serde(default)]
     pub offset: Option<u64>,
     /// How many lines to show. Default 2000.
-    #[serde(default)]
     pub limit: Option<u64>,
     #[serde(skip)]
     #[schemars(skip)]

@@ -1,6 +1,7 @@
 //! `bash`: run a command; see the description below for what the model is told.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -9,6 +10,7 @@ use toolshed_core::permission::PermissionRequest;
 use toolshed_core::tool::{ToolFlags, ToolSpec, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
 
+use crate::bash_permission;
 use crate::path::{Confinement, Permitted, ResolvedPath};
 
 use super::process::{self, Exit, KILL_GRACE, SpawnRequest, StdinMode};
@@ -52,11 +54,11 @@ pub struct BashArgs {
     #[serde(skip)]
     #[schemars(skip)]
     pub permitted_workdir: Permitted,
-    /// Directories outside the worktree the command's permission requests covered
-    /// (`external_directory`); the sandbox lets the command write there too.
+    /// Directories outside the worktree the permitted requests covered (`external_directory`):
+    /// the sandbox lets the command write there too.
     #[serde(skip)]
     #[schemars(skip)]
-    pub approved_outside: std::sync::OnceLock<Vec<std::path::PathBuf>>,
+    pub approved_dirs: OnceLock<Vec<PathBuf>>,
 }
 
 impl BashArgs {
@@ -74,8 +76,8 @@ impl BashArgs {
     }
 }
 
-/// The permission patterns of a command: for now the whole command text. (The permissions work
-/// will split compound commands and check each part; this is the one place to change.)
+/// The pattern of text the shell runs that is not analysed as a command line: the input sent to
+/// a session, and a command asked to rerun without the sandbox (the user approves the whole text).
 pub fn permission_patterns(command: &str) -> Vec<String> {
     vec![command.trim().to_string()]
 }
@@ -136,14 +138,14 @@ impl TypedTool for Bash {
 
     fn permissions(
         &self,
-        spec: &ToolSpec,
+        _spec: &ToolSpec,
         args: &BashArgs,
         ctx: &ToolContext,
     ) -> Result<Vec<PermissionRequest>, ToolError> {
         let dir = resolve_workdir(ctx, args.workdir.as_deref())?;
         args.permitted_workdir.remember(&dir);
-        let requests = command_requests(&spec.permission, &args.command, &dir, ctx);
-        let _ = args.approved_outside.set(outside_dirs(&requests));
+        let requests = command_requests(&args.command, &dir, ctx.root());
+        let _ = args.approved_dirs.set(external_dirs(&requests));
         Ok(requests)
     }
 
@@ -159,8 +161,7 @@ impl TypedTool for Bash {
 
     async fn run(&self, args: BashArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let dir = self.confirm_workdir(&args, &ctx).await?;
-        let mut extra = if dir.is_inside() { Vec::new() } else { vec![dir.external_dir().to_path_buf()] };
-        extra.extend(args.approved_outside.get().into_iter().flatten().cloned());
+        let extra = args.approved_dirs.get().cloned().unwrap_or_default();
         let cwd = dir.path().to_path_buf();
         let policy = self.shell.policy();
         let plan = sandbox::plan(policy, ctx.root(), &extra)?;
@@ -222,8 +223,8 @@ impl Bash {
                 now.path().display()
             ))),
             None => {
-                let requests = command_requests(self.name(), &args.command, &now, ctx);
-                let _ = args.approved_outside.set(outside_dirs(&requests));
+                let requests = command_requests(&args.command, &now, ctx.root());
+                let _ = args.approved_dirs.set(external_dirs(&requests));
                 for request in requests {
                     ctx.ask(request).await?;
                 }
@@ -359,33 +360,21 @@ fn resolve_workdir(ctx: &ToolContext, workdir: Option<&str>) -> Result<ResolvedP
     Ok(dir)
 }
 
-/// Everything a command line needs permission for (see [`crate::bash_permission`]): the
-/// commands under `permission` (`bash`), redirection targets as edits and reads, and
-/// `external_directory` for the working directory and any path outside the worktree.
-fn command_requests(
-    permission: &str,
-    command: &str,
-    workdir: &ResolvedPath,
-    ctx: &ToolContext,
-) -> Vec<PermissionRequest> {
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let mut requests =
-        crate::bash_permission::permission_requests(command, workdir.path(), ctx.root(), home.as_deref());
-    for r in &mut requests {
-        if r.permission == "bash" {
-            r.permission = permission.to_string();
-        }
-    }
-    requests
+/// What running `command` in `dir` needs permission for: the shell analysis splits compound
+/// commands and checks each part in several views, redirect targets, and paths outside the
+/// worktree (the workdir included).
+fn command_requests(command: &str, dir: &ResolvedPath, root: &Path) -> Vec<PermissionRequest> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    bash_permission::permission_requests(command, dir.path(), root, home.as_deref())
 }
 
-/// The directories of the `external_directory` requests (`<dir>/*`).
-fn outside_dirs(requests: &[PermissionRequest]) -> Vec<std::path::PathBuf> {
+/// The directories `external_directory` requests name (`<dir>/*` patterns).
+fn external_dirs(requests: &[PermissionRequest]) -> Vec<PathBuf> {
     requests
         .iter()
         .filter(|r| r.permission == "external_directory")
         .flat_map(|r| r.patterns.iter())
-        .filter_map(|p| p.strip_suffix("/*").map(std::path::PathBuf::from))
+        .map(|p| PathBuf::from(p.strip_suffix("/*").unwrap_or(p)))
         .collect()
 }
 

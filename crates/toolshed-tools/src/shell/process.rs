@@ -32,6 +32,8 @@ use super::sandbox::Confinement;
 pub(crate) const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(100);
 /// How long a stopped command gets between SIGTERM and SIGKILL.
 pub(crate) const KILL_GRACE: Duration = Duration::from_millis(1000);
+/// How long after the shell was reaped its process group id is still signalled.
+const PGID_REUSE_GUARD: Duration = Duration::from_secs(5);
 /// Size of one read from the output pipe.
 const CHUNK: usize = 64 * 1024;
 /// The terminal size a `tty: true` command sees.
@@ -99,6 +101,7 @@ struct State {
     sink: OutputSink,
     exit: Option<Exit>,
     wait_error: Option<String>,
+    reaped_at: Option<Instant>,
 }
 
 /// The shell to run commands with: bash where it exists, else `sh`.
@@ -201,7 +204,7 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
     let output = register(output)?;
     let input = input.map(register).transpose()?;
 
-    let state = Arc::new(Mutex::new(State { sink: req.sink, exit: None, wait_error: None }));
+    let state = Arc::new(Mutex::new(State { sink: req.sink, exit: None, wait_error: None, reaped_at: None }));
     let (tx, progress) = watch::channel(Progress::default());
     live::add(pgid, &marker);
     let pump_state = state.clone();
@@ -281,6 +284,7 @@ async fn pump(
                 exited = true;
                 drain_deadline = tokio::time::Instant::now() + DRAIN_AFTER_EXIT;
                 let mut s = lock(state);
+                s.reaped_at = Some(Instant::now());
                 match status {
                     Ok(status) => s.exit = Some(Exit::from_status(status)),
                     Err(e) => s.wait_error = Some(e.to_string()),
@@ -367,9 +371,16 @@ impl Run {
         out
     }
 
-    /// Sends `signal` to the process group and to every process carrying the marker.
+    /// Sends `signal` to every process carrying the marker, and to the process group unless the
+    /// shell was reaped more than [`PGID_REUSE_GUARD`] ago (by then the id could belong to an
+    /// unrelated group; pids are handed out sequentially, so not within seconds).
     pub(crate) fn signal(&self, signal: i32) {
-        signal_all(self.pgid, &self.marker, signal);
+        let reaped_at = lock(&self.state).reaped_at;
+        if reaped_at.is_some_and(|t| t.elapsed() > PGID_REUSE_GUARD) {
+            signal_marked(&self.marker, signal);
+        } else {
+            signal_all(self.pgid, &self.marker, signal);
+        }
     }
 
     /// Stops the command and everything it started: SIGTERM, then SIGKILL after
@@ -378,7 +389,7 @@ impl Run {
         self.signal(libc::SIGTERM);
         let deadline = Instant::now() + KILL_GRACE;
         while Instant::now() < deadline {
-            if self.is_done() && !group_alive(self.pgid) && marked_pids(&self.marker).is_empty() {
+            if self.is_done() && marked_pids(&self.marker).is_empty() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -413,7 +424,7 @@ impl Run {
 impl Drop for Run {
     fn drop(&mut self) {
         if !self.is_done() {
-            signal_all(self.pgid, &self.marker, libc::SIGKILL);
+            self.signal(libc::SIGKILL);
         }
     }
 }
@@ -423,17 +434,16 @@ fn signal_all(pgid: i32, marker: &str, signal: i32) {
     unsafe {
         libc::kill(-pgid, signal);
     }
+    signal_marked(marker, signal);
+}
+
+fn signal_marked(marker: &str, signal: i32) {
     for pid in marked_pids(marker) {
         // SAFETY: as above, for one process.
         unsafe {
             libc::kill(pid, signal);
         }
     }
-}
-
-fn group_alive(pgid: i32) -> bool {
-    // SAFETY: signal 0 only checks for existence.
-    unsafe { libc::kill(-pgid, 0) == 0 }
 }
 
 /// Processes (other than this one) whose environment holds `marker=`.

@@ -133,10 +133,19 @@ impl Plan {
 /// directories approved through `external_directory`. Builds the Landlock ruleset (and the
 /// seccomp program) now, before any fork.
 pub(crate) fn plan(policy: &SandboxPolicy, root: &Path, extra_writable: &[PathBuf]) -> Result<Plan, ToolError> {
+    plan_with(support(), policy, root, extra_writable)
+}
+
+fn plan_with(
+    support: &SandboxSupport,
+    policy: &SandboxPolicy,
+    root: &Path,
+    extra_writable: &[PathBuf],
+) -> Result<Plan, ToolError> {
     if policy.mode == SandboxMode::FullAccess {
         return Ok(Plan::Unsandboxed { note: None });
     }
-    match support() {
+    match support {
         SandboxSupport::Landlock { .. } => {
             let writable = match policy.mode {
                 SandboxMode::ReadOnly => Vec::new(),
@@ -162,7 +171,7 @@ pub(crate) fn plan(policy: &SandboxPolicy, root: &Path, extra_writable: &[PathBu
 /// The directories a `workspace-write` command may write under: the worktree (and the git
 /// directory of a linked worktree), the temp dirs, tool caches, and approved directories.
 /// Only existing directories are returned.
-pub(crate) fn writable_roots(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
+pub fn writable_roots(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut dirs = vec![root.to_path_buf()];
     dirs.extend(linked_git_dirs(root));
     dirs.push(std::env::temp_dir());
@@ -425,6 +434,19 @@ mod tests {
         std::fs::write(wt.join(".git"), format!("gitdir: {}\n", wt_git.display())).unwrap();
         let dirs = linked_git_dirs(&wt);
         assert_eq!(dirs, vec![wt_git.canonicalize().unwrap(), main_git.canonicalize().unwrap()]);
+    }
+
+    #[test]
+    fn without_landlock_commands_are_refused_unless_unsandboxed_is_allowed() {
+        let missing = SandboxSupport::Missing { reason: "the kernel is built without Landlock".into() };
+        let root = Path::new("/");
+        let Err(refusal) = plan_with(&missing, &SandboxPolicy::default(), root, &[]) else { panic!("not refused") };
+        insta::assert_snapshot!(refusal.to_string(), @r#"Shell commands cannot run here: the sandbox mode is workspace-write, but this kernel cannot sandbox commands (Landlock unavailable: the kernel is built without Landlock), and running unsandboxed is not allowed. Do not retry; tell the user. They can set `[sandbox] allow_unsandboxed = true` or `mode = "full-access"` in toolshed.toml to run commands without a sandbox."#);
+        let allowed = SandboxPolicy { allow_unsandboxed: true, ..SandboxPolicy::default() };
+        let Ok(Plan::Unsandboxed { note: Some(note) }) = plan_with(&missing, &allowed, root, &[]) else { panic!() };
+        assert!(note.starts_with("This command ran WITHOUT a sandbox"), "{note}");
+        let full = SandboxPolicy { mode: SandboxMode::FullAccess, ..SandboxPolicy::default() };
+        assert!(matches!(plan_with(&missing, &full, root, &[]), Ok(Plan::Unsandboxed { note: None })));
     }
 
     #[test]

@@ -1,0 +1,287 @@
+//! `toolshed mcp serve | list | import`, and attaching configured MCP servers' tools to a
+//! registry for `tools` and `call`, lazily: `call` of a built-in tool starts no server, and
+//! `call` of an MCP tool starts only the server(s) whose name prefixes the tool's.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+use tokio::sync::mpsc;
+use toolshed_core::config::{McpAsk, McpConfig};
+use toolshed_core::exec::Executor;
+use toolshed_core::registry::Registry;
+use toolshed_mcp::client::servers_for_tool;
+use toolshed_mcp::server::{ElicitingApprover, Exported, Peers};
+use toolshed_mcp::{ConnectOptions, McpClients, State};
+
+use crate::CliError;
+use crate::workspace::Workspace;
+
+/// `toolshed mcp ...`.
+#[derive(Subcommand)]
+pub enum McpCommand {
+    /// Serve an agent's tools to an MCP client, over stdio (default) or streamable HTTP.
+    Serve(ServeArgs),
+    /// Show each configured MCP server: connected (with its tools), disabled or unavailable (why).
+    List(ListArgs),
+    /// Add the servers of an `mcpServers` JSON file (Claude Desktop, Cursor, .mcp.json, VS Code)
+    /// to the worktree's toolshed.toml.
+    Import(ImportArgs),
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Serve this agent's tools, under its permission rules (default: build).
+    #[arg(long)]
+    agent: Option<String>,
+    /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8700; port 0 picks a free one).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// The JSON file with an `mcpServers` (or `servers`) object.
+    file: std::path::PathBuf,
+    /// Print the TOML instead of appending it to toolshed.toml.
+    #[arg(long)]
+    print: bool,
+}
+
+pub fn run(ws: &Workspace, command: McpCommand) -> Result<ExitCode, CliError> {
+    match command {
+        McpCommand::Serve(args) => serve(ws, args),
+        McpCommand::List(args) => list(ws, args),
+        McpCommand::Import(args) => import(ws, args),
+    }
+}
+
+/// Which servers a command needs.
+pub enum Scope<'a> {
+    /// Every enabled server (`tools`).
+    All,
+    /// Only what calling this tool needs: nothing if it is already registered.
+    Tool(&'a str),
+}
+
+/// MCP connections kept open for a command; dropping it closes them.
+pub struct Attached {
+    runtime: Option<tokio::runtime::Runtime>,
+    clients: McpClients,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.block_on(self.clients.shutdown());
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+        }
+    }
+}
+
+fn enabled(ws: &Workspace) -> impl Iterator<Item = (&String, &McpConfig)> {
+    ws.config.mcp.iter().filter(|(_, c)| c.enabled != Some(false))
+}
+
+fn io_runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("toolshed-mcp")
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))
+}
+
+/// Connects the servers `scope` needs and registers their tools; unavailable servers are
+/// reported on standard error. Returns `None` when no server was needed.
+pub fn attach(ws: &Workspace, registry: &mut Registry, scope: Scope<'_>) -> Result<Option<Attached>, CliError> {
+    let selected: Vec<(&String, &McpConfig)> = match scope {
+        // tool_search searches the servers' tools, so it needs them all.
+        Scope::All | Scope::Tool(toolshed_core::search::TOOL_SEARCH) => enabled(ws).collect(),
+        Scope::Tool(name) if registry.get(name).is_some() => return Ok(None),
+        Scope::Tool(name) => servers_for_tool(enabled(ws), name),
+    };
+    if selected.is_empty() {
+        return Ok(None);
+    }
+    // A thread of its own drives the connections, so the caller may block on its own runtime.
+    let runtime = io_runtime()?;
+    let options = ConnectOptions { cwd: Some(ws.root.clone()) };
+    let clients = runtime.block_on(McpClients::connect(selected, &options));
+    for status in clients.statuses() {
+        if let State::Unavailable(reason) = &status.state {
+            eprintln!("toolshed: MCP server `{}` is unavailable: {reason}", status.name);
+        }
+    }
+    clients.register(registry);
+    Ok(Some(Attached { runtime: Some(runtime), clients }))
+}
+
+fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
+    let agent = ws.agent(args.agent.as_deref())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
+    runtime
+        .block_on(async {
+            let options = ConnectOptions { cwd: Some(ws.root.clone()) };
+            let clients = McpClients::connect(enabled(ws), &options).await;
+            for status in clients.statuses() {
+                if let State::Unavailable(reason) = &status.state {
+                    eprintln!("toolshed: MCP server `{}` is unavailable: {reason}", status.name);
+                }
+            }
+            let permission = ws.permission();
+            let build = || {
+                let mut registry = ws.registry(permission.clone());
+                clients.register(&mut registry);
+                registry
+            };
+            let peers = Peers::default();
+            let approver = ElicitingApprover::new(peers.clone(), ws.config.mcp_server.ask.unwrap_or(McpAsk::Reject));
+            let executor = Executor::builder(build(), ws.root.clone())
+                .cwd(ws.cwd.clone())
+                .data_dir(toolshed_core::paths::data_dir())
+                .limits(ws.config.output)
+                .permission(permission.clone())
+                .approver(Arc::new(approver))
+                .build();
+            let exported = Exported::new(executor, agent, peers);
+            // An upstream server's changed tool list rebuilds the registry and tells our clients.
+            let (changed_tx, mut changed_rx) = mpsc::channel::<()>(8);
+            for server in clients.servers() {
+                let mut changes = server.subscribe();
+                let tx = changed_tx.clone();
+                tokio::spawn(async move {
+                    while changes.changed().await.is_ok() {
+                        if tx.send(()).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(changed_tx);
+            let follow = async {
+                while changed_rx.recv().await.is_some() {
+                    exported.replace_registry(build()).await;
+                }
+                std::future::pending::<()>().await;
+            };
+            let served = match args.http {
+                None => tokio::select! {
+                    served = exported.serve_stdio() => served,
+                    () = follow => Ok(()),
+                },
+                Some(addr) => {
+                    let listener =
+                        toolshed_mcp::server::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+                    let local = listener.local_addr().map_err(|e| e.to_string())?;
+                    eprintln!("toolshed: serving MCP (streamable HTTP) on http://{local}/mcp");
+                    let cancel = toolshed_core::context::CancellationToken::new();
+                    tokio::select! {
+                        () = exported.serve_http(listener, cancel.clone()) => Ok(()),
+                        _ = tokio::signal::ctrl_c() => { cancel.cancel(); Ok(()) },
+                        () = follow => Ok(()),
+                    }
+                }
+            };
+            clients.shutdown().await;
+            served
+        })
+        .map_err(CliError::failure)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(ws: &Workspace, args: ListArgs) -> Result<ExitCode, CliError> {
+    let runtime = io_runtime()?;
+    let options = ConnectOptions { cwd: Some(ws.root.clone()) };
+    let clients = runtime.block_on(McpClients::connect(ws.config.mcp.iter(), &options));
+    let statuses = clients.statuses();
+    runtime.block_on(clients.shutdown());
+    if args.json {
+        let items: Vec<_> = statuses
+            .iter()
+            .map(|s| {
+                let (state, reason) = match &s.state {
+                    State::Connected => ("connected", None),
+                    State::Disabled => ("disabled", None),
+                    State::Unavailable(reason) => ("unavailable", Some(reason.clone())),
+                };
+                json!({
+                    "name": s.name,
+                    "transport": s.transport,
+                    "status": state,
+                    "reason": reason,
+                    "tools": s.tools,
+                    "skipped": s.skipped.iter().map(|(tool, why)| json!({"tool": tool, "reason": why})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&items).map_err(CliError::failure)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if statuses.is_empty() {
+        println!(
+            "No MCP servers are configured. Add [mcp.NAME] tables to toolshed.toml, or run `toolshed mcp import FILE`."
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    for s in &statuses {
+        let state = match &s.state {
+            State::Connected => format!("connected, {} tool(s)", s.tools.len()),
+            State::Disabled => "disabled".to_string(),
+            State::Unavailable(reason) => format!("unavailable: {reason}"),
+        };
+        println!("{}  ({})\n  {state}", s.name, s.transport);
+        for (tool, why) in &s.skipped {
+            println!("  skipped tool `{tool}`: {why}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn import(ws: &Workspace, args: ImportArgs) -> Result<ExitCode, CliError> {
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", args.file.display())))?;
+    let imported =
+        toolshed_mcp::import::parse(&text).map_err(|e| CliError::usage(format!("{}: {e}", args.file.display())))?;
+    for note in &imported.skipped {
+        eprintln!("toolshed: skipped {note}");
+    }
+    let (existing, new): (Vec<_>, Vec<_>) =
+        imported.servers.into_iter().partition(|(name, _)| ws.config.mcp.contains_key(name));
+    for (name, _) in &existing {
+        eprintln!("toolshed: skipped {name}: already configured");
+    }
+    let toml = toolshed_mcp::import::to_toml(&new);
+    if args.print {
+        print!("{toml}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if new.is_empty() {
+        eprintln!("toolshed: nothing to add");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let path = ws.root.join(toolshed_core::config::PROJECT_FILE);
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
+    std::io::Write::write_all(&mut file, toml.as_bytes())
+        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
+    let names: Vec<&str> = new.iter().map(|(n, _)| n.as_str()).collect();
+    println!("Added {} MCP server(s) to {}: {}", new.len(), path.display(), names.join(", "));
+    Ok(ExitCode::SUCCESS)
+}

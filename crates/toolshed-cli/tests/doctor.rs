@@ -1,0 +1,155 @@
+//! `toolshed doctor`, and the web and skill tools as the CLI wires them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn toolshed(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", root.to_str().unwrap()])
+        .args(args)
+        .current_dir(root)
+        .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+        .env("TOOLSHED_DATA_DIR", root.join(".data"))
+        .env_remove("BRAVE_API_KEY")
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output, root: &Path) -> String {
+    String::from_utf8_lossy(&out.stdout).replace(&root.display().to_string(), "$ROOT")
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn worktree() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    // Canonical, so the paths doctor prints start with the redacted root.
+    let root = tmp.path().canonicalize().unwrap();
+    assert_eq!(root, tmp.path());
+    tmp
+}
+
+#[test]
+fn doctor_in_a_bare_worktree_says_what_is_off_and_why() {
+    let tmp = worktree();
+    let out = toolshed(tmp.path(), &["doctor"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    insta::assert_snapshot!(stdout(&out, tmp.path()), @r#"
+    websearch: off
+      no [websearch] section in the config, so the websearch tool is not offered. To enable it, add e.g.
+        [websearch]
+        backend = "searxng"
+        url = "http://localhost:8080"
+      or backend = "brave" / "exa" with the API key in BRAVE_API_KEY / EXA_API_KEY.
+    skills: off
+      no skills found; looked in:
+        $ROOT/.toolshed/skills
+        $ROOT/.opencode/skills
+        $ROOT/.claude/skills
+        $ROOT/.xdg-config/toolshed/skills
+    instructions: off
+      no AGENTS.md or CLAUDE.md from $ROOT down to $ROOT, nor in the user config directory
+    "#);
+}
+
+#[test]
+fn doctor_lists_skills_and_instructions_and_reports_a_broken_skill_with_its_line() {
+    let tmp = worktree();
+    let root = tmp.path();
+    write(
+        &root.join(".claude/skills/lint-fix/SKILL.md"),
+        "---\nname: lint-fix\ndescription: Fix lint errors.\n---\nRun the linter.\n",
+    );
+    write(&root.join(".xdg-config/toolshed/skills/broken/SKILL.md"), "---\nname: broken\n---\n");
+    write(&root.join("AGENTS.md"), "Be brief.\n");
+    write(&root.join("toolshed.toml"), "[websearch]\nbackend = \"searxng\"\nurl = \"http://127.0.0.1:9\"\n");
+    let out = toolshed(root, &["doctor"]);
+    assert_eq!(out.status.code(), Some(1), "a broken skill is a problem");
+    insta::assert_snapshot!(stdout(&out, root), @r"
+    websearch: ok
+      websearch is offered, using the searxng backend at http://127.0.0.1:9/search
+    skills: problem
+      lint-fix: $ROOT/.claude/skills/lint-fix/SKILL.md
+      broken, left out: $ROOT/.xdg-config/toolshed/skills/broken/SKILL.md:3: `description` is missing: say what the skill does and when to use it
+    instructions: ok
+      $ROOT/AGENTS.md (project, 9 bytes)
+    ");
+
+    // The broken skill does not break the tool list: the good one is offered.
+    let tools = toolshed(root, &["tools", "--format", "json"]);
+    assert_eq!(tools.status.code(), Some(0), "{}", String::from_utf8_lossy(&tools.stderr));
+    let list: Value = serde_json::from_slice(&tools.stdout).unwrap();
+    let names: Vec<&str> = list.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"skill") && names.contains(&"websearch") && names.contains(&"webfetch"), "{names:?}");
+    let skill = list.as_array().unwrap().iter().find(|t| t["name"] == "skill").unwrap();
+    assert!(skill["description"].as_str().unwrap().contains("- lint-fix: Fix lint errors."));
+}
+
+#[test]
+fn doctor_says_why_a_configured_websearch_is_not_offered() {
+    let tmp = worktree();
+    write(&tmp.path().join("toolshed.toml"), "[websearch]\nbackend = \"brave\"\n");
+    let out = toolshed(tmp.path(), &["doctor"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out, tmp.path());
+    assert!(
+        text.starts_with("websearch: problem\n  websearch is not offered: the brave backend needs an API key, but the environment variable BRAVE_API_KEY is not set\n"),
+        "{text}"
+    );
+    let tools = toolshed(tmp.path(), &["tools", "--format", "json"]);
+    assert!(!String::from_utf8_lossy(&tools.stdout).contains("\"websearch\""));
+}
+
+/// Serves one HTTP response on a loopback port from a thread; returns the URL.
+fn serve_once(content_type: &'static str, body: &'static [u8]) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let mut seen = Vec::new();
+        while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = stream.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(body).unwrap();
+    });
+    format!("http://{addr}/page")
+}
+
+#[test]
+fn call_webfetch_prints_the_page_and_attachments_as_json() {
+    let tmp = worktree();
+    let url = serve_once(
+        "text/html",
+        b"<html><head><title>T</title></head><body><nav>menu</nav><h1>Hello</h1><p>World</p></body></html>",
+    );
+    let out = toolshed(tmp.path(), &["call", "webfetch", &format!("{{\"url\": \"{url}\"}}"), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["is_error"], false);
+    assert!(result["output"].as_str().unwrap().ends_with("Title: T\n\n# Hello\n\nWorld"), "{result}");
+
+    let png: &'static [u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+    let url = serve_once("image/png", png);
+    let out = toolshed(tmp.path(), &["call", "webfetch", &format!("{{\"url\": \"{url}\"}}"), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["attachments"][0]["type"], "image");
+    assert_eq!(result["attachments"][0]["mime_type"], "image/png");
+}

@@ -1,0 +1,237 @@
+//! `toolshed mcp serve` driven by a real MCP client (rmcp) over stdio and streamable HTTP;
+//! `mcp list`, `mcp import`, and lazy MCP startup for `call` and `tools`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+const TOOLSHED: &str = env!("CARGO_BIN_EXE_toolshed");
+
+fn workspace(config: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("notes.txt"), "alpha\nneedle in a haystack\nomega\n").unwrap();
+    std::fs::write(tmp.path().join("toolshed.toml"), config).unwrap();
+    tmp
+}
+
+fn toolshed(root: &Path) -> Command {
+    let mut cmd = Command::new(TOOLSHED);
+    cmd.arg("--root")
+        .arg(root)
+        .current_dir(root)
+        .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+        .env("TOOLSHED_DATA_DIR", root.join(".data"));
+    cmd
+}
+
+/// A test client; `answer` is its reply to elicitations (`None`: it does not support them).
+#[derive(Clone)]
+struct Client {
+    answer: Option<&'static str>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let caps = if self.answer.is_some() {
+            ClientCapabilities::builder().enable_elicitation().build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(caps, Implementation::new("toolshed-test-client", "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let decision = self.answer.unwrap_or("reject");
+        let mut result = rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept);
+        result.content = Some(json!({"decision": decision}));
+        Ok(result)
+    }
+}
+
+async fn stdio_client(root: &Path, client: Client) -> RunningService<RoleClient, Client> {
+    let root = root.to_path_buf();
+    let cmd = tokio::process::Command::new(TOOLSHED).configure(|c| {
+        c.arg("--root")
+            .arg(&root)
+            .args(["mcp", "serve"])
+            .current_dir(&root)
+            .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+            .env("TOOLSHED_DATA_DIR", root.join(".data"));
+    });
+    client.serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap()
+}
+
+async fn call(client: &RunningService<RoleClient, Client>, tool: &str, args: Value) -> CallToolResult {
+    let mut params = CallToolRequestParams::new(tool.to_string());
+    params.arguments = args.as_object().cloned();
+    client.call_tool(params).await.unwrap()
+}
+
+fn text(result: &CallToolResult) -> String {
+    result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
+}
+
+/// initialize, tools/list, tools/call of read and grep, and an error result.
+async fn exercise(client: &RunningService<RoleClient, Client>) {
+    let info = client.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().map(|s| s.name.as_str()), Some("toolshed"));
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for expected in ["read", "grep"] {
+        assert!(names.contains(&expected), "{names:?}");
+    }
+    assert!(!names.contains(&"tool_search"), "nothing is deferred: {names:?}");
+    let read = call(client, "read", json!({"file_path": "notes.txt"})).await;
+    assert_ne!(read.is_error, Some(true), "{}", text(&read));
+    assert!(text(&read).contains("needle in a haystack"), "{}", text(&read));
+    let grep = call(client, "grep", json!({"pattern": "needle"})).await;
+    assert_ne!(grep.is_error, Some(true), "{}", text(&grep));
+    assert!(text(&grep).contains("notes.txt"), "{}", text(&grep));
+    let missing = call(client, "read", json!({"file_path": "nope.txt"})).await;
+    assert_eq!(missing.is_error, Some(true));
+    let invalid = call(client, "read", json!({"bogus": 1})).await;
+    assert_eq!(invalid.is_error, Some(true));
+    assert!(text(&invalid).contains("file_path"), "{}", text(&invalid));
+}
+
+#[tokio::test]
+async fn serve_over_stdio_lists_and_calls_tools_through_the_chain() {
+    let tmp = workspace("");
+    let client = stdio_client(tmp.path(), Client { answer: None }).await;
+    exercise(&client).await;
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn serve_over_http_lists_and_calls_tools_through_the_chain() {
+    let tmp = workspace("");
+    let mut server = toolshed(tmp.path())
+        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = Client { answer: None }.serve(StreamableHttpClientTransport::from_uri(url)).await.unwrap();
+    exercise(&client).await;
+    client.cancel().await.unwrap();
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
+#[tokio::test]
+async fn ask_uses_elicitation_when_the_client_supports_it_and_the_config_otherwise() {
+    let tmp = workspace("[permission]\nread = \"ask\"\n");
+    let yes = stdio_client(tmp.path(), Client { answer: Some("once") }).await;
+    let r = call(&yes, "read", json!({"file_path": "notes.txt"})).await;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    yes.cancel().await.unwrap();
+    let no = stdio_client(tmp.path(), Client { answer: Some("reject") }).await;
+    let r = call(&no, "read", json!({"file_path": "notes.txt"})).await;
+    assert_eq!(r.is_error, Some(true));
+    assert!(text(&r).contains("was not granted"), "{}", text(&r));
+    no.cancel().await.unwrap();
+    let cannot = stdio_client(tmp.path(), Client { answer: None }).await;
+    let r = call(&cannot, "read", json!({"file_path": "notes.txt"})).await;
+    assert_eq!(r.is_error, Some(true));
+    assert!(text(&r).contains("does not support elicitation"), "{}", text(&r));
+    cannot.cancel().await.unwrap();
+}
+
+/// A config with toolshed itself as an upstream MCP server (`inner`, serving the `sub`
+/// directory, which has no config of its own), plus servers that hang and crash.
+fn upstream_config(root: &Path, hang_ms: u64) -> String {
+    let sub = root.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(sub.join("inner.txt"), "needle from the inner server\n").unwrap();
+    format!(
+        r#"[mcp.inner]
+command = "{TOOLSHED}"
+args = ["--root", "{root}/sub", "mcp", "serve"]
+env = {{ XDG_CONFIG_HOME = "{root}/.xdg-inner" }}
+
+[mcp.stuck]
+command = "sleep"
+args = ["1000"]
+timeout_ms = {hang_ms}
+
+[mcp.gone]
+command = "false"
+"#,
+        root = root.display()
+    )
+}
+
+#[test]
+fn call_of_a_builtin_starts_no_mcp_server_and_an_mcp_call_starts_only_its_own() {
+    let tmp = workspace("");
+    std::fs::write(tmp.path().join("toolshed.toml"), upstream_config(tmp.path(), 20_000)).unwrap();
+    let started = Instant::now();
+    let out = toolshed(tmp.path()).args(["call", "read", r#"{"file_path": "notes.txt"}"#]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(started.elapsed() < Duration::from_secs(5), "waited for MCP servers: {:?}", started.elapsed());
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let started = Instant::now();
+    let out = toolshed(tmp.path()).args(["call", "inner_grep", r#"{"pattern": "needle"}"#, "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(result["output"].as_str().unwrap().contains("inner.txt"), "{result}");
+}
+
+#[test]
+fn tools_and_list_report_unavailable_servers_and_keep_the_rest() {
+    let tmp = workspace("");
+    std::fs::write(tmp.path().join("toolshed.toml"), upstream_config(tmp.path(), 500)).unwrap();
+    let out = toolshed(tmp.path()).args(["tools", "--all"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("MCP server `stuck` is unavailable: it did not answer within 500 ms"), "{stderr}");
+    assert!(stderr.contains("MCP server `gone` is unavailable"), "{stderr}");
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let inner: Vec<&Value> = tools.as_array().unwrap().iter().filter(|t| t["source"] == "mcp:inner").collect();
+    assert!(inner.iter().any(|t| t["name"] == "inner_read"), "{tools}");
+    let out = toolshed(tmp.path()).args(["mcp", "list", "--json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let status = |name: &str| list.as_array().unwrap().iter().find(|s| s["name"] == name).unwrap().clone();
+    assert_eq!(status("inner")["status"], "connected");
+    assert_eq!(status("stuck")["status"], "unavailable");
+    assert_eq!(status("gone")["status"], "unavailable");
+}
+
+#[test]
+fn import_appends_mcp_servers_to_the_project_config() {
+    let tmp = workspace("");
+    let file = tmp.path().join("claude.json");
+    std::fs::write(
+        &file,
+        r#"{"mcpServers": {"github": {"command": "github-mcp", "args": ["stdio"]}, "docs": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}"#,
+    )
+    .unwrap();
+    let out = toolshed(tmp.path()).args(["mcp", "import"]).arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let config = std::fs::read_to_string(tmp.path().join("toolshed.toml")).unwrap();
+    assert!(config.contains("[mcp.github]") && config.contains("[mcp.docs]"), "{config}");
+    let again = toolshed(tmp.path()).args(["mcp", "import"]).arg(&file).output().unwrap();
+    assert!(String::from_utf8_lossy(&again.stderr).contains("github: already configured"));
+    let out = toolshed(tmp.path()).args(["mcp", "list", "--json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 2);
+}

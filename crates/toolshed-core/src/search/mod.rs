@@ -1,0 +1,19 @@
+//! Tool search: what lets a model work with hundreds of tools without sending them all.
+//!
+//! - [`SearchIndex`]: BM25F over each tool's name (split into words), server, parameter names
+//!   and description, with stemming and a small table of developer-tool synonyms; a query over
+//!   10,000 tools takes well under a millisecond.
+//! - [`ToolSearch`]: the `tool_search` tool. It searches the tools that are deferred for the
+//!   caller's view and returns their full specs; each one found becomes direct for the rest of
+//!   the session. The registry shows it only while something is deferred.
+//! - [`AutoDefer`]: the exposure hook that defers MCP servers' tools when the direct tools'
+//!   definitions would take more than a configured share of the model's context.
+
+mod defer;
+mod index;
+pub mod text;
+mod tool;
+
+pub use defer::{AutoDefer, BYTES_PER_TOKEN, DEFAULT_CONTEXT_TOKENS};
+pub use index::{Hit, SearchDoc, SearchIndex};
+pub use tool::{DEFAULT_LIMIT, TOOL_SEARCH, ToolSearch, search_doc};

@@ -1,0 +1,174 @@
+//! The `tool_search` tool.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::index::{SearchDoc, SearchIndex};
+use crate::registry::{Entry, Registry, Source, View};
+use crate::tool::{Exposure, ToolContext, ToolError, ToolFlags, ToolOutput, ToolSpec, TypedTool};
+
+/// The tool's name.
+pub const TOOL_SEARCH: &str = "tool_search";
+
+/// How many tools a search returns when the model does not say.
+pub const DEFAULT_LIMIT: usize = 8;
+
+/// The most tools one search returns, whatever the model asks for.
+const MAX_LIMIT: usize = 50;
+
+const DESCRIPTION: &str = "Searches the tools that are available but not loaded yet (for example the tools of MCP servers) and loads the best matches. Describe the capability you need in a few words (\"create a pull request\", \"query prometheus metrics\"). The result lists each matching tool's name, description and parameters; from then on you can call those tools directly. Search again with other words if nothing fits.";
+
+/// Arguments of `tool_search`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSearchArgs {
+    /// What the tool you need should do, in a few words.
+    query: String,
+    /// How many tools to return at most (default 8).
+    #[schemars(range(min = 1))]
+    limit: Option<u32>,
+}
+
+/// The `tool_search` tool. Register one per registry, with [`Source::Runtime`].
+#[derive(Default)]
+pub struct ToolSearch {
+    cache: Mutex<Option<(u64, Arc<Catalog>)>>,
+}
+
+/// The deferred tools of one view, indexed.
+struct Catalog {
+    names: Vec<String>,
+    index: SearchIndex,
+}
+
+impl ToolSearch {
+    /// A `tool_search` tool with an empty cache.
+    pub fn new() -> Self {
+        ToolSearch::default()
+    }
+
+    /// The index over the tools deferred for `view`, reused while that set does not change.
+    fn catalog(&self, registry: &Registry, view: &View<'_>) -> Arc<Catalog> {
+        let deferred: Vec<&Entry> =
+            registry.exposed(view).into_iter().filter(|v| v.exposure == Exposure::Deferred).map(|v| v.entry).collect();
+        let mut hasher = DefaultHasher::new();
+        for entry in &deferred {
+            entry.spec().name.hash(&mut hasher);
+            (Arc::as_ptr(&entry.tool) as *const () as usize).hash(&mut hasher);
+        }
+        let key = hasher.finish();
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((cached_key, catalog)) = cache.as_ref()
+            && *cached_key == key
+        {
+            return catalog.clone();
+        }
+        let docs: Vec<SearchDoc> = deferred.iter().map(|e| search_doc(e.spec(), &e.source)).collect();
+        let catalog = Arc::new(Catalog {
+            names: deferred.iter().map(|e| e.spec().name.clone()).collect(),
+            index: SearchIndex::build(&docs),
+        });
+        *cache = Some((key, catalog.clone()));
+        catalog
+    }
+}
+
+/// What the index knows of a tool: its name, its MCP server (whose name prefixes the tool's),
+/// description, and parameter names and descriptions.
+pub fn search_doc(spec: &ToolSpec, source: &Source) -> SearchDoc {
+    let server = match source {
+        Source::Mcp(server) => Some(server.clone()),
+        _ => None,
+    };
+    let original_name = server.as_ref().and_then(|s| {
+        let prefix = format!("{}_", crate::registry::sanitize_name(s));
+        spec.name.strip_prefix(&prefix).map(str::to_string)
+    });
+    let mut params = Vec::new();
+    let mut param_descriptions = Vec::new();
+    if let Some(props) = spec.parameters.get("properties").and_then(Value::as_object) {
+        for (name, schema) in props {
+            params.push(name.clone());
+            if let Some(d) = schema.get("description").and_then(Value::as_str) {
+                param_descriptions.push(d.to_string());
+            }
+        }
+    }
+    SearchDoc {
+        name: spec.name.clone(),
+        original_name,
+        server,
+        description: spec.description.clone(),
+        params,
+        param_descriptions,
+    }
+}
+
+impl TypedTool for ToolSearch {
+    type Args = ToolSearchArgs;
+
+    fn name(&self) -> &str {
+        TOOL_SEARCH
+    }
+
+    fn description(&self) -> String {
+        DESCRIPTION.to_string()
+    }
+
+    fn flags(&self) -> ToolFlags {
+        ToolFlags::READ_ONLY
+    }
+
+    async fn run(&self, args: ToolSearchArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let query = args.query.trim();
+        if query.is_empty() {
+            return Err(ToolError::model(
+                "The query is empty. Send a few words describing the tool you need, e.g. {\"query\": \"list pull requests\"}.",
+            ));
+        }
+        let limit = args.limit.map_or(DEFAULT_LIMIT, |l| l as usize).clamp(1, MAX_LIMIT);
+        let registry = ctx
+            .registry()
+            .ok_or_else(|| ToolError::fatal("tool_search runs only inside an executor (it needs the registry)"))?;
+        let model = ctx.session().and_then(|s| s.model());
+        let view = View { agent: ctx.agent(), model: model.as_deref(), found: None };
+        let catalog = self.catalog(registry, &view);
+        if catalog.names.is_empty() {
+            return Ok(ToolOutput::text(
+                "No tools are waiting to be loaded: every available tool is already in your tool list.",
+            )
+            .with_metadata("tools", json!([])));
+        }
+        let hits = catalog.index.search(query, limit);
+        if hits.is_empty() {
+            return Ok(ToolOutput::text(format!(
+                "No tool matches \"{query}\" among the {} tools not loaded yet. Try other words for the capability you need (what it acts on, what it does).",
+                catalog.names.len()
+            ))
+            .with_metadata("tools", json!([])));
+        }
+        let mut found = Vec::new();
+        let mut specs = Vec::new();
+        for hit in &hits {
+            let name = &catalog.names[hit.doc];
+            let Some(entry) = registry.get(name) else { continue };
+            let spec = entry.spec();
+            if let Some(session) = ctx.session() {
+                session.mark_found(name);
+            }
+            specs.push(json!({"name": spec.name, "description": spec.description, "parameters": spec.parameters}));
+            found.push(name.clone());
+        }
+        let listing = serde_json::to_string_pretty(&specs).map_err(ToolError::fatal)?;
+        let text = format!(
+            "Found {} tool(s); they are loaded and can be called directly from now on:\n{listing}",
+            found.len()
+        );
+        Ok(ToolOutput::text(text).with_title(format!("tool_search: {query}")).with_metadata("tools", json!(found)))
+    }
+}

@@ -1,0 +1,542 @@
+//! The MCP client: connects to the servers of `[mcp.NAME]`, imports their tools into a
+//! [`Registry`] as `NAME_TOOL`, and keeps each server isolated. A server that fails to start,
+//! crashes, hangs or sends a tool with an invalid schema is marked unavailable (or that tool
+//! skipped) with the reason, and every other tool keeps working.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::watch;
+use toolshed_core::config::McpConfig;
+use toolshed_core::permission::PermissionRequest;
+use toolshed_core::registry::{Registry, Source, qualified_name};
+use toolshed_core::tool::{BoxFuture, Exposure, Invocation, Tool, ToolFlags};
+use toolshed_core::wildcard;
+use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
+
+use crate::convert;
+
+/// How long a server may take to start and list its tools when `timeout_ms` is not set.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long one tool call may take when `timeout_ms` is not set.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How many lines of a server's standard error are kept to explain a failure.
+const STDERR_LINES: usize = 20;
+
+/// What the client knows about one configured server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Connected; its tools are imported.
+    Connected,
+    /// `enabled = false`.
+    Disabled,
+    /// Not usable, and why.
+    Unavailable(String),
+}
+
+/// A server's status, as `toolshed mcp list` shows it.
+#[derive(Clone, Debug)]
+pub struct ServerStatus {
+    /// The config name.
+    pub name: String,
+    /// `stdio: COMMAND ARGS` or `http: URL`.
+    pub transport: String,
+    /// Connected, disabled or unavailable.
+    pub state: State,
+    /// The imported tools' full names.
+    pub tools: Vec<String>,
+    /// Tools left out, with the reason (invalid schema, name collision).
+    pub skipped: Vec<(String, String)>,
+}
+
+/// Options for connecting.
+#[derive(Clone, Debug, Default)]
+pub struct ConnectOptions {
+    /// The directory stdio servers start in (the worktree root); the current one if `None`.
+    pub cwd: Option<PathBuf>,
+}
+
+/// One imported tool: the server's name for it and the spec the model sees.
+#[derive(Clone, Debug)]
+struct Imported {
+    raw_name: String,
+    spec: ToolSpec,
+}
+
+#[derive(Default)]
+struct ToolTable {
+    tools: Vec<Imported>,
+    skipped: Vec<(String, String)>,
+}
+
+type Service = RunningService<RoleClient, Handler>;
+
+/// One configured MCP server and its connection.
+pub struct McpServer {
+    name: String,
+    config: McpConfig,
+    state: RwLock<State>,
+    service: RwLock<Option<Arc<Service>>>,
+    table: Arc<RwLock<ToolTable>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    changes: watch::Sender<u64>,
+}
+
+/// Receives the server's notifications: a changed tool list is fetched again.
+pub struct Handler {
+    server: String,
+    config: McpConfig,
+    table: Arc<RwLock<ToolTable>>,
+    changes: watch::Sender<u64>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new("toolshed", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        let peer = context.peer.clone();
+        let (server, config, table, changes) =
+            (self.server.clone(), self.config.clone(), self.table.clone(), self.changes.clone());
+        // Fetch outside the notification handler so the connection keeps reading meanwhile.
+        tokio::spawn(async move {
+            let timeout = startup_timeout(&config);
+            if let Ok(Ok(tools)) = tokio::time::timeout(timeout, peer.list_all_tools()).await {
+                *table.write().unwrap_or_else(PoisonError::into_inner) = build_table(&server, &config, tools);
+                changes.send_modify(|n| *n += 1);
+            }
+        });
+    }
+}
+
+fn startup_timeout(config: &McpConfig) -> Duration {
+    config.timeout_ms.map_or(DEFAULT_STARTUP_TIMEOUT, Duration::from_millis)
+}
+
+fn call_timeout(config: &McpConfig) -> Duration {
+    config.timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis)
+}
+
+/// Whether `config` lets a tool named `raw` (by the server) in.
+fn included(config: &McpConfig, raw: &str) -> bool {
+    (config.include.is_empty() || config.include.iter().any(|p| wildcard::matches(raw, p)))
+        && !config.exclude.iter().any(|p| wildcard::matches(raw, p))
+}
+
+/// The spec of each tool the server lists, or why it is left out.
+fn build_table(server: &str, config: &McpConfig, tools: Vec<rmcp::model::Tool>) -> ToolTable {
+    let mut table = ToolTable::default();
+    let mut names = HashSet::new();
+    for tool in tools {
+        let raw = tool.name.to_string();
+        if !included(config, &raw) {
+            continue;
+        }
+        let parameters = match crate::schema::normalize(&tool.input_schema) {
+            Ok(p) => p,
+            Err(reason) => {
+                table.skipped.push((raw, reason));
+                continue;
+            }
+        };
+        let mut name = qualified_name(server, &raw);
+        if names.contains(&name) {
+            // Two server names that sanitise alike: the later one gets a distinguishing suffix.
+            name = qualified_name(server, &format!("{raw}{}", "_".repeat(toolshed_core::registry::MAX_TOOL_NAME)));
+            if names.contains(&name) {
+                table.skipped.push((raw, format!("its name collides with another tool's (`{name}`)")));
+                continue;
+            }
+        }
+        names.insert(name.clone());
+        let description = tool
+            .description
+            .as_deref()
+            .filter(|d| !d.trim().is_empty())
+            .map(str::to_string)
+            .or_else(|| tool.title.clone())
+            .unwrap_or_else(|| format!("The `{raw}` tool of the MCP server `{server}`."));
+        let annotations = tool.annotations.as_ref();
+        let flags = if annotations.and_then(|a| a.read_only_hint) == Some(true) {
+            ToolFlags::READ_ONLY
+        } else {
+            ToolFlags { mutating: annotations.and_then(|a| a.destructive_hint) == Some(true), ..ToolFlags::default() }
+        };
+        let exposure = config.exposure.unwrap_or(Exposure::Direct);
+        let spec = ToolSpec::new(name, description, parameters).with_flags(flags).with_exposure(exposure);
+        table.tools.push(Imported { raw_name: raw, spec });
+    }
+    table
+}
+
+impl McpServer {
+    /// The config name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The current state.
+    pub fn state(&self) -> State {
+        self.state.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn set_unavailable(&self, reason: String) {
+        *self.state.write().unwrap_or_else(PoisonError::into_inner) = State::Unavailable(reason);
+    }
+
+    fn transport(&self) -> String {
+        match (&self.config.command, &self.config.url) {
+            (Some(command), _) => {
+                let mut parts = vec![command.clone()];
+                parts.extend(self.config.args.iter().cloned());
+                format!("stdio: {}", parts.join(" "))
+            }
+            (None, Some(url)) => format!("http: {url}"),
+            (None, None) => "none".to_string(),
+        }
+    }
+
+    /// The status `toolshed mcp list` shows.
+    pub fn status(&self) -> ServerStatus {
+        let table = self.table.read().unwrap_or_else(PoisonError::into_inner);
+        ServerStatus {
+            name: self.name.clone(),
+            transport: self.transport(),
+            state: self.state(),
+            tools: table.tools.iter().map(|t| t.spec.name.clone()).collect(),
+            skipped: table.skipped.clone(),
+        }
+    }
+
+    /// The last lines the server wrote to standard error.
+    fn stderr_tail(&self) -> String {
+        let lines = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+        let tail: Vec<&str> = lines.iter().rev().take(3).rev().map(String::as_str).collect();
+        if tail.is_empty() { String::new() } else { format!(" (its last output: {})", tail.join(" | ")) }
+    }
+
+    /// Connects to the server named `name` and lists its tools; never fails: a server that
+    /// cannot be used comes back unavailable, with the reason.
+    pub async fn connect(name: &str, config: &McpConfig, options: &ConnectOptions) -> Arc<McpServer> {
+        let server = Arc::new(McpServer {
+            name: name.to_string(),
+            config: config.clone(),
+            state: RwLock::new(State::Connected),
+            service: RwLock::new(None),
+            table: Arc::default(),
+            stderr: Arc::default(),
+            changes: watch::channel(0).0,
+        });
+        if config.enabled == Some(false) {
+            *server.state.write().unwrap_or_else(PoisonError::into_inner) = State::Disabled;
+            return server;
+        }
+        let timeout = startup_timeout(config);
+        match tokio::time::timeout(timeout, server.start(options)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(reason)) => server.set_unavailable(format!("{reason}{}", server.stderr_tail())),
+            Err(_) => {
+                server.service.write().unwrap_or_else(PoisonError::into_inner).take();
+                server.set_unavailable(format!(
+                    "it did not answer within {} ms while starting and listing its tools{}",
+                    timeout.as_millis(),
+                    server.stderr_tail()
+                ));
+            }
+        }
+        server
+    }
+
+    async fn start(&self, options: &ConnectOptions) -> Result<(), String> {
+        let handler = Handler {
+            server: self.name.clone(),
+            config: self.config.clone(),
+            table: self.table.clone(),
+            changes: self.changes.clone(),
+        };
+        let service = match (&self.config.command, &self.config.url) {
+            (Some(command), _) => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(&self.config.args).envs(&self.config.env);
+                if let Some(dir) = &options.cwd {
+                    cmd.current_dir(dir);
+                }
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                let mut reader = None;
+                if let Some(stderr) = stderr {
+                    let keep = self.stderr.clone();
+                    reader = Some(tokio::spawn(async move {
+                        let mut lines = tokio::io::BufReader::new(stderr).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            let mut kept = keep.lock().unwrap_or_else(PoisonError::into_inner);
+                            if kept.len() == STDERR_LINES {
+                                kept.pop_front();
+                            }
+                            kept.push_back(line);
+                        }
+                    }));
+                }
+                match handler.serve(transport).await {
+                    Ok(service) => service,
+                    Err(e) => {
+                        // A server that died on start usually said why: let its last words arrive.
+                        if let Some(reader) = reader {
+                            let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
+                        }
+                        return Err(format!("the MCP handshake failed: {e}"));
+                    }
+                }
+            }
+            (None, Some(url)) => {
+                install_crypto_provider();
+                let config = http_config(url, &self.config.headers)?;
+                let transport = StreamableHttpClientTransport::from_config(config);
+                handler.serve(transport).await.map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?
+            }
+            (None, None) => return Err("neither `command` nor `url` is set".to_string()),
+        };
+        let service = Arc::new(service);
+        *self.service.write().unwrap_or_else(PoisonError::into_inner) = Some(service.clone());
+        let tools = service.list_all_tools().await.map_err(|e| format!("listing its tools failed: {e}"))?;
+        *self.table.write().unwrap_or_else(PoisonError::into_inner) = build_table(&self.name, &self.config, tools);
+        Ok(())
+    }
+
+    /// Calls `raw_name` with `args`; a dead connection marks the server unavailable.
+    async fn call(&self, raw_name: &str, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if let State::Unavailable(reason) = self.state() {
+            return Err(self.unavailable_error(&reason));
+        }
+        let Some(service) = self.service.read().unwrap_or_else(PoisonError::into_inner).clone() else {
+            return Err(self.unavailable_error("it is not connected"));
+        };
+        if service.is_closed() {
+            let reason = format!("its connection closed (the server exited or crashed){}", self.stderr_tail());
+            self.set_unavailable(reason.clone());
+            return Err(self.unavailable_error(&reason));
+        }
+        let mut params = CallToolRequestParams::new(raw_name.to_string());
+        params.arguments = match args {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            other => {
+                return Err(ToolError::model(format!("Arguments must be a JSON object, not {other}. Send an object.")));
+            }
+        };
+        let result = tokio::select! {
+            result = service.call_tool(params) => result,
+            () = ctx.cancellation().cancelled() => {
+                return Err(ToolError::model(format!("The call to the MCP server `{}` was stopped.", self.name)));
+            }
+        };
+        match result {
+            Ok(result) => convert::from_mcp(result),
+            Err(rmcp::ServiceError::McpError(e)) => Err(ToolError::model(format!(
+                "The MCP server `{}` rejected the call: {}. Check the tool name and arguments.",
+                self.name, e.message
+            ))),
+            Err(e @ (rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_))) => {
+                let reason = format!("the connection failed during the call ({e}){}", self.stderr_tail());
+                self.set_unavailable(reason.clone());
+                Err(self.unavailable_error(&reason))
+            }
+            Err(e) => Err(ToolError::model(format!("The call to the MCP server `{}` failed: {e}.", self.name))),
+        }
+    }
+
+    fn unavailable_error(&self, reason: &str) -> ToolError {
+        ToolError::model(format!(
+            "The MCP server `{}` is unavailable: {reason}. Its tools cannot be used now; do not retry, use another approach.",
+            self.name
+        ))
+    }
+
+    /// Notified whenever the server's tool list changes.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// The server's tools as registry tools.
+    pub fn tools(self: &Arc<Self>) -> Vec<McpTool> {
+        if self.state() != State::Connected {
+            return Vec::new();
+        }
+        let table = self.table.read().unwrap_or_else(PoisonError::into_inner);
+        table
+            .tools
+            .iter()
+            .map(|t| McpTool { server: self.clone(), raw_name: t.raw_name.clone(), spec: t.spec.clone() })
+            .collect()
+    }
+
+    /// Closes the connection (a stdio server is asked to exit, then killed).
+    pub async fn shutdown(&self) {
+        let service = self.service.write().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(service) = service
+            && let Ok(mut service) = Arc::try_unwrap(service)
+        {
+            let _ = service.close_with_timeout(Duration::from_secs(2)).await;
+        }
+    }
+}
+
+/// Selects rustls's `ring` provider for HTTPS (no C toolchain needed); harmless if already set.
+fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+fn http_config(url: &str, headers: &BTreeMap<String, String>) -> Result<StreamableHttpClientTransportConfig, String> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+    let mut custom = std::collections::HashMap::new();
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("authorization") {
+            let token = value.strip_prefix("Bearer ").unwrap_or(value);
+            config = config.auth_header(token.to_string());
+            continue;
+        }
+        let name = http::HeaderName::try_from(name.as_str()).map_err(|e| format!("header `{name}`: {e}"))?;
+        let value = http::HeaderValue::try_from(value.as_str()).map_err(|e| format!("header `{name}`: {e}"))?;
+        custom.insert(name, value);
+    }
+    Ok(config.custom_headers(custom))
+}
+
+/// A tool of an MCP server, called through its connection.
+pub struct McpTool {
+    server: Arc<McpServer>,
+    raw_name: String,
+    spec: ToolSpec,
+}
+
+impl McpTool {
+    /// The server's own name for the tool.
+    pub fn raw_name(&self) -> &str {
+        &self.raw_name
+    }
+}
+
+struct McpInvocation {
+    server: Arc<McpServer>,
+    raw_name: String,
+    name: String,
+    args: Value,
+}
+
+impl Tool for McpTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn prepare(&self, args: Value) -> Result<Box<dyn Invocation + '_>, ToolError> {
+        Ok(Box::new(McpInvocation {
+            server: self.server.clone(),
+            raw_name: self.raw_name.clone(),
+            name: self.spec.name.clone(),
+            args,
+        }))
+    }
+}
+
+impl Invocation for McpInvocation {
+    /// MCP tools are guarded by their full name, as key and as pattern.
+    fn permissions(&self, _ctx: &ToolContext) -> Result<Vec<PermissionRequest>, ToolError> {
+        Ok(vec![PermissionRequest::new(&self.name, [self.name.as_str()])])
+    }
+
+    fn time_limit(&self) -> Option<Duration> {
+        Some(call_timeout(&self.server.config))
+    }
+
+    fn run(self: Box<Self>, ctx: ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        Box::pin(async move { self.server.call(&self.raw_name, self.args, &ctx).await })
+    }
+}
+
+/// The configured servers, connected.
+#[derive(Default)]
+pub struct McpClients {
+    servers: Vec<Arc<McpServer>>,
+}
+
+impl McpClients {
+    /// Connects to every server in `configs` concurrently.
+    pub async fn connect<'a>(
+        configs: impl IntoIterator<Item = (&'a String, &'a McpConfig)>,
+        options: &ConnectOptions,
+    ) -> McpClients {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (i, (name, config)) in configs.into_iter().enumerate() {
+            let (name, config, options) = (name.clone(), config.clone(), options.clone());
+            tasks.spawn(async move { (i, McpServer::connect(&name, &config, &options).await) });
+        }
+        let mut servers: Vec<(usize, Arc<McpServer>)> = Vec::new();
+        while let Some(done) = tasks.join_next().await {
+            if let Ok(pair) = done {
+                servers.push(pair);
+            }
+        }
+        servers.sort_by_key(|(i, _)| *i);
+        McpClients { servers: servers.into_iter().map(|(_, s)| s).collect() }
+    }
+
+    /// The servers, in config order.
+    pub fn servers(&self) -> &[Arc<McpServer>] {
+        &self.servers
+    }
+
+    /// Registers every connected server's tools with [`Source::Mcp`].
+    pub fn register(&self, registry: &mut Registry) {
+        for server in &self.servers {
+            for tool in server.tools() {
+                registry.register(tool, Source::Mcp(server.name.clone()));
+            }
+        }
+    }
+
+    /// Every server's status.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        self.servers.iter().map(|s| s.status()).collect()
+    }
+
+    /// Closes every connection.
+    pub async fn shutdown(&self) {
+        for server in &self.servers {
+            server.shutdown().await;
+        }
+    }
+}
+
+/// The servers among `configs` whose tools could be called `tool`: those whose sanitised name
+/// followed by `_` starts it (or, for names cut to 64 characters, the part that survived).
+pub fn servers_for_tool<'a>(
+    configs: impl IntoIterator<Item = (&'a String, &'a McpConfig)>,
+    tool: &str,
+) -> Vec<(&'a String, &'a McpConfig)> {
+    configs
+        .into_iter()
+        .filter(|(name, _)| {
+            let prefix = format!("{}_", toolshed_core::registry::sanitize_name(name));
+            let cut = (tool.len() == toolshed_core::registry::MAX_TOOL_NAME)
+                .then(|| tool.get(..tool.len() - 13))
+                .flatten()
+                .is_some_and(|kept| prefix.starts_with(kept) || kept.starts_with(&prefix));
+            tool.starts_with(&prefix) || cut
+        })
+        .collect()
+}

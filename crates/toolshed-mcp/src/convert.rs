@@ -1,0 +1,90 @@
+//! Tool results across the MCP boundary: an MCP `CallToolResult` as toolshed output (client
+//! side), and a toolshed result as a `CallToolResult` (server side).
+
+use base64::Engine;
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
+use toolshed_core::exec::ToolResult;
+use toolshed_core::tool::Attachment;
+use toolshed_core::{ToolError, ToolOutput};
+
+/// What the model sees of an MCP tool's result. Text parts are joined with blank lines;
+/// images become attachments; an embedded text resource is appended, a binary one described;
+/// with no content, the structured content is shown as JSON. `isError` makes it an error.
+pub fn from_mcp(result: CallToolResult) -> Result<ToolOutput, ToolError> {
+    let mut texts = Vec::new();
+    let mut output = ToolOutput::default();
+    for block in &result.content {
+        match block {
+            ContentBlock::Text(t) => texts.push(t.text.clone()),
+            ContentBlock::Image(image) => match base64::engine::general_purpose::STANDARD.decode(&image.data) {
+                Ok(data) => output.attachments.push(Attachment::Image { mime_type: image.mime_type.clone(), data }),
+                Err(_) => {
+                    texts.push(format!("[The server sent an image ({}) that is not valid base64]", image.mime_type))
+                }
+            },
+            ContentBlock::Resource(embedded) => match &embedded.resource {
+                ResourceContents::TextResourceContents { text, .. } => texts.push(text.clone()),
+                ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => texts.push(format!(
+                    "[Binary resource omitted: {uri} ({}, {} bytes base64)]",
+                    mime_type.as_deref().unwrap_or("unknown type"),
+                    blob.len()
+                )),
+                _ => texts.push("[A resource of a kind toolshed does not know was omitted]".to_string()),
+            },
+            ContentBlock::ResourceLink(link) => texts.push(format!("[Resource: {}]", link.uri)),
+            ContentBlock::Audio(audio) => texts.push(format!("[Audio omitted ({})]", audio.mime_type)),
+            _ => texts.push("[A content block of a kind toolshed does not know was omitted]".to_string()),
+        }
+    }
+    if texts.is_empty()
+        && output.attachments.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        texts.push(structured.to_string());
+    }
+    let text = texts.join("\n\n");
+    if result.is_error == Some(true) {
+        let message =
+            if text.trim().is_empty() { "The MCP tool returned an error without a message.".to_string() } else { text };
+        return Err(ToolError::model(message));
+    }
+    output.text = text;
+    Ok(output)
+}
+
+/// A toolshed result as an MCP result: the text, then images; `isError` when the call failed.
+pub fn to_mcp(result: &ToolResult) -> CallToolResult {
+    let mut content = vec![ContentBlock::text(result.output.clone())];
+    for attachment in &result.attachments {
+        match attachment {
+            Attachment::Image { mime_type, data } => content
+                .push(ContentBlock::image(base64::engine::general_purpose::STANDARD.encode(data), mime_type.clone())),
+        }
+    }
+    if result.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_parts_join_and_errors_carry_their_text() {
+        let ok = from_mcp(CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")])).unwrap();
+        assert_eq!(ok.text, "a\n\nb");
+        let err = from_mcp(CallToolResult::error(vec![ContentBlock::text("no such repo")])).unwrap_err();
+        assert_eq!(err, ToolError::model("no such repo"));
+        let err = from_mcp(CallToolResult::error(vec![])).unwrap_err();
+        assert_eq!(err.to_string(), "The MCP tool returned an error without a message.");
+    }
+
+    #[test]
+    fn images_become_attachments_and_structured_content_fills_empty_results() {
+        let png = base64::engine::general_purpose::STANDARD.encode([1u8, 2, 3]);
+        let out = from_mcp(CallToolResult::success(vec![ContentBlock::image(png, "image/png")])).unwrap();
+        assert_eq!(out.attachments, [Attachment::Image { mime_type: "image/png".into(), data: vec![1, 2, 3] }]);
+        let mut structured = CallToolResult::success(vec![]);
+        structured.structured_content = Some(serde_json::json!({"ok": true}));
+        assert_eq!(from_mcp(structured).unwrap().text, r#"{"ok":true}"#);
+    }
+}

@@ -1,0 +1,275 @@
+//! The MCP server: serves an agent's visible tools to any MCP client, over stdio or streamable
+//! HTTP. Every call runs through the execution chain (validation, permissions, limits), so an
+//! MCP client gets exactly the rules a toolshed agent gets. An `ask` becomes an elicitation when
+//! the client supports it; otherwise `[mcp_server] ask` decides. Failed calls set `isError`.
+//!
+//! It speaks MCP up to 2025-11-25, the stateful revision: HTTP clients get a session, which
+//! keeps "always" approvals and tools found through `tool_search` between calls, and lets the
+//! server ask the client questions (elicitation) mid-call.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{ElicitationError, RequestContext};
+use rmcp::transport::StreamableHttpServerConfig;
+use rmcp::transport::streamable_http_server::StreamableHttpService;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use toolshed_core::config::McpAsk;
+use toolshed_core::exec::{Executor, Session, ToolCall};
+use toolshed_core::permission::{ApprovalRequest, Approver, Reply};
+use toolshed_core::registry::{Registry, View};
+use toolshed_core::render::{WireFormat, render_one};
+use toolshed_core::tool::{BoxFuture, Exposure};
+
+use crate::convert;
+
+/// The newest MCP revision served (the last one with sessions and server-to-client requests).
+pub const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// Connected clients by toolshed session id, for elicitation and list-changed notices.
+#[derive(Clone, Default)]
+pub struct Peers(Arc<Mutex<HashMap<String, Peer<RoleServer>>>>);
+
+impl Peers {
+    fn insert(&self, session: &str, peer: Peer<RoleServer>) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(session.to_string(), peer);
+    }
+
+    fn get(&self, session: &str) -> Option<Peer<RoleServer>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).get(session).cloned()
+    }
+
+    fn all(&self) -> Vec<Peer<RoleServer>> {
+        let mut peers = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        peers.retain(|_, p| !p.is_transport_closed());
+        peers.values().cloned().collect()
+    }
+}
+
+/// Answers `ask` by asking the MCP client's user (elicitation), or by `[mcp_server] ask` when the
+/// client cannot ask.
+pub struct ElicitingApprover {
+    peers: Peers,
+    fallback: McpAsk,
+}
+
+/// Why an `ask` is rejected when the client cannot be asked; the model reads this.
+pub const CANNOT_ASK: &str = "The MCP client cannot ask its user (it does not support elicitation), and toolshed's [mcp_server] ask setting is \"reject\". Ask the user to allow this in the [permission] rules of toolshed.toml, or to set [mcp_server] ask = \"allow\"";
+
+/// The answer a user gives in the approval form (only flat string fields: what elicitation
+/// forms allow).
+#[derive(Deserialize, JsonSchema)]
+pub struct ApprovalAnswer {
+    /// `once` runs this call, `always` also allows the same for the rest of the session, `reject` refuses.
+    #[schemars(extend("enum" = ["once", "always", "reject"]))]
+    pub decision: String,
+    /// Optional: what the agent should do instead, when rejecting.
+    #[serde(default)]
+    pub feedback: String,
+}
+
+rmcp::elicit_safe!(ApprovalAnswer);
+
+impl ElicitingApprover {
+    /// An approver for the clients in `peers`.
+    pub fn new(peers: Peers, fallback: McpAsk) -> Self {
+        ElicitingApprover { peers, fallback }
+    }
+
+    fn fallback(&self) -> Reply {
+        match self.fallback {
+            McpAsk::Allow => Reply::Once,
+            McpAsk::Reject => Reply::Reject(Some(CANNOT_ASK.to_string())),
+        }
+    }
+}
+
+impl Approver for ElicitingApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
+        Box::pin(async move {
+            let Some(peer) = self.peers.get(&request.session_id) else { return self.fallback() };
+            if peer.supported_elicitation_modes().is_empty() {
+                return self.fallback();
+            }
+            let message = format!(
+                "The agent wants to call `{}`, which needs permission `{}` for: {}. Allow it?",
+                request.tool,
+                request.request.permission,
+                request.request.patterns.join(", ")
+            );
+            match peer.elicit::<ApprovalAnswer>(message).await {
+                Ok(Some(answer)) => match answer.decision.as_str() {
+                    "once" => Reply::Once,
+                    "always" => Reply::Always,
+                    _ => Reply::Reject(Some(answer.feedback).filter(|f| !f.trim().is_empty())),
+                },
+                Ok(None) | Err(ElicitationError::UserDeclined | ElicitationError::UserCancelled) => {
+                    Reply::Reject(Some("the user declined".to_string()))
+                }
+                Err(e) => Reply::Reject(Some(format!("asking the MCP client's user failed ({e})"))),
+            }
+        })
+    }
+}
+
+/// What every session of one `mcp serve` shares: the executor (replaced when the tool set
+/// changes), the agent whose tools are served, and the connected clients.
+pub struct Exported {
+    executor: RwLock<Arc<Executor>>,
+    agent: String,
+    peers: Peers,
+    next_session: AtomicU64,
+}
+
+impl Exported {
+    /// Serves `executor`'s registry as `agent`; `peers` must be the set the executor's
+    /// [`ElicitingApprover`] asks through.
+    pub fn new(executor: Executor, agent: impl Into<String>, peers: Peers) -> Arc<Exported> {
+        Arc::new(Exported {
+            executor: RwLock::new(Arc::new(executor)),
+            agent: agent.into(),
+            peers,
+            next_session: AtomicU64::new(1),
+        })
+    }
+
+    fn executor(&self) -> Arc<Executor> {
+        self.executor.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Serves `registry` from now on (calls already running finish on the old one) and tells
+    /// every client that the tool list changed.
+    pub async fn replace_registry(&self, registry: Registry) {
+        let next = Arc::new(self.executor().with_registry(registry));
+        *self.executor.write().unwrap_or_else(PoisonError::into_inner) = next;
+        for peer in self.peers.all() {
+            let _ = peer.notify_tool_list_changed().await;
+        }
+    }
+
+    /// A handler for one client connection, with its own toolshed session.
+    pub fn session(self: &Arc<Self>) -> McpSession {
+        let n = self.next_session.fetch_add(1, Ordering::Relaxed);
+        let id = format!("mcp-{}-{n}", std::process::id());
+        McpSession { shared: self.clone(), session: Session::new(id, self.agent.clone()) }
+    }
+
+    /// Serves one client over standard input and output until it disconnects.
+    pub async fn serve_stdio(self: &Arc<Self>) -> Result<(), String> {
+        let running = self.session().serve(rmcp::transport::stdio()).await.map_err(|e| e.to_string())?;
+        running.waiting().await.map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// Serves streamable HTTP on `listener` (path-independent) until `cancel` fires.
+    pub async fn serve_http(self: &Arc<Self>, listener: tokio::net::TcpListener, cancel: CancellationToken) {
+        let shared = self.clone();
+        let config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(true)
+            .with_cancellation_token(cancel.child_token());
+        let service =
+            StreamableHttpService::new(move || Ok(shared.session()), Arc::new(LocalSessionManager::default()), config);
+        loop {
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                () = cancel.cancelled() => return,
+            };
+            let Ok((stream, _)) = accepted else { continue };
+            let service = hyper_util::service::TowerToHyperService::new(service.clone());
+            tokio::spawn(async move {
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+            });
+        }
+    }
+}
+
+/// Binds `addr` for [`Exported::serve_http`].
+pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await
+}
+
+/// One client's connection: its session keeps approvals and found tools.
+#[derive(Clone)]
+pub struct McpSession {
+    shared: Arc<Exported>,
+    session: Session,
+}
+
+impl McpSession {
+    /// The tools this session's client is shown: the agent's direct tools (plus `tool_search`
+    /// when something is deferred), in MCP's `tools/list` format.
+    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
+        let executor = self.shared.executor();
+        let found = self.session.found();
+        let view = View { agent: &self.shared.agent, model: None, found: Some(&found) };
+        executor
+            .registry()
+            .exposed(&view)
+            .into_iter()
+            .filter(|v| v.exposure == Exposure::Direct)
+            .filter_map(|v| serde_json::from_value(render_one(WireFormat::Mcp, v.entry.spec())).ok())
+            .collect()
+    }
+}
+
+impl ServerHandler for McpSession {
+    fn get_info(&self) -> ServerConfig {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_protocol_version(PROTOCOL)
+            .with_server_info(Implementation::new("toolshed", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "toolshed's coding tools (files, search, patches, shell), confined to one worktree and governed by its permission rules. If a tool you need is missing, call tool_search.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&PROTOCOL))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        self.shared.peers.insert(self.session.id(), context.peer.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Default::default()));
+        let id = serde_json::to_string(&context.id).unwrap_or_default();
+        let call = ToolCall::json(id.trim_matches('"'), request.name.as_ref(), args).with_cancel(context.ct.clone());
+        let found_before = self.session.found().len();
+        let result = self.shared.executor().call(&self.session, call).await;
+        if self.session.found().len() != found_before {
+            let _ = context.peer.notify_tool_list_changed().await;
+        }
+        Ok(CallToolResponse::Complete(convert::to_mcp(&result)))
+    }
+}

@@ -1,0 +1,161 @@
+//! The MCP client against real child processes: the fixture server and its crashing, hanging
+//! and broken-schema variants.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolshed_core::config::McpConfig;
+use toolshed_core::exec::{Executor, Session, ToolCall, ToolResult};
+use toolshed_core::permission::{Action, Rule, Ruleset};
+use toolshed_core::registry::{PermissionHook, Registry, View};
+use toolshed_mcp::{ConnectOptions, McpClients, McpServer, State};
+
+fn fixture(mode: &str) -> McpConfig {
+    McpConfig {
+        command: Some(env!("CARGO_BIN_EXE_mcp-fixture-server").to_string()),
+        args: vec!["--mode".into(), mode.into()],
+        timeout_ms: Some(3000),
+        ..McpConfig::default()
+    }
+}
+
+async fn connect(servers: &[(&str, McpConfig)]) -> McpClients {
+    let owned: Vec<(String, McpConfig)> = servers.iter().map(|(n, c)| (n.to_string(), c.clone())).collect();
+    McpClients::connect(owned.iter().map(|(n, c)| (n, c)), &ConnectOptions::default()).await
+}
+
+fn executor(clients: &McpClients, rules: Ruleset) -> Executor {
+    let mut registry = Registry::new();
+    clients.register(&mut registry);
+    let rules = Arc::new(rules);
+    registry.add_hook(Arc::new(PermissionHook(rules.clone())));
+    Executor::builder(registry, std::env::temp_dir()).permission(rules).build()
+}
+
+async fn call(executor: &Executor, tool: &str, args: serde_json::Value) -> ToolResult {
+    executor.call(&Session::new("s", "build"), ToolCall::json("c", tool, args)).await
+}
+
+#[tokio::test]
+async fn tools_are_imported_as_server_prefixed_names_and_called_through_the_chain() {
+    let clients = connect(&[("fx", fixture("ok"))]).await;
+    let status = &clients.statuses()[0];
+    assert_eq!(status.state, State::Connected);
+    assert_eq!(status.tools, ["fx_echo", "fx_add", "fx_fail", "fx_slow", "fx_crash", "fx_image", "fx_grow"]);
+    let exec = executor(&clients, Ruleset::defaults());
+    let echo = exec.registry().get("fx_echo").unwrap();
+    assert_eq!(echo.spec().parameters["required"], json!(["text"]));
+    let r = call(&exec, "fx_echo", json!({"text": "hi"})).await;
+    assert_eq!((r.is_error, r.output.as_str()), (false, "hi"));
+    let r = call(&exec, "fx_add", json!({"a": 2, "b": 40})).await;
+    assert_eq!(r.output, "42");
+    let r = call(&exec, "fx_fail", json!({"message": "no such repository"})).await;
+    assert!(r.is_error);
+    assert_eq!(r.output, "no such repository");
+    let r = call(&exec, "fx_image", json!({})).await;
+    assert_eq!(r.attachments.len(), 1);
+    // Schema validation runs before anything reaches the server.
+    let r = call(&exec, "fx_add", json!({"a": "two"})).await;
+    assert!(r.is_error && r.output.contains("`b`"), "{}", r.output);
+    clients.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_that_crashes_at_start_is_unavailable_with_its_own_words() {
+    let clients = connect(&[("boom", fixture("crash")), ("fx", fixture("ok"))]).await;
+    let statuses = clients.statuses();
+    let State::Unavailable(reason) = &statuses[0].state else { panic!("{:?}", statuses[0].state) };
+    assert!(reason.contains("crashing on purpose"), "{reason}");
+    assert_eq!(statuses[1].state, State::Connected);
+    let exec = executor(&clients, Ruleset::defaults());
+    assert!(exec.registry().get("boom_echo").is_none());
+    assert_eq!(call(&exec, "fx_echo", json!({"text": "still here"})).await.output, "still here");
+}
+
+#[tokio::test]
+async fn a_server_that_hangs_is_given_up_on_after_its_timeout() {
+    let mut hang = fixture("hang");
+    hang.timeout_ms = Some(500);
+    let started = Instant::now();
+    let clients = connect(&[("stuck", hang), ("fx", fixture("ok"))]).await;
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    let statuses = clients.statuses();
+    let State::Unavailable(reason) = &statuses[0].state else { panic!("{:?}", statuses[0].state) };
+    assert!(reason.starts_with("it did not answer within 500 ms"), "{reason}");
+    assert_eq!(statuses[1].state, State::Connected);
+}
+
+#[tokio::test]
+async fn a_tool_with_a_broken_schema_is_skipped_with_the_reason_and_the_rest_work() {
+    let clients = connect(&[("br", fixture("broken-schema"))]).await;
+    let status = &clients.statuses()[0];
+    assert_eq!(status.state, State::Connected);
+    assert_eq!(status.tools, ["br_echo"]);
+    assert_eq!(status.skipped.len(), 1);
+    assert_eq!(status.skipped[0].0, "bad");
+    assert!(status.skipped[0].1.contains("not valid JSON Schema"), "{}", status.skipped[0].1);
+    let exec = executor(&clients, Ruleset::defaults());
+    assert_eq!(call(&exec, "br_echo", json!({"text": "ok"})).await.output, "ok");
+}
+
+#[tokio::test]
+async fn a_server_crashing_mid_call_becomes_unavailable_and_others_keep_working() {
+    let clients = connect(&[("fx", fixture("ok")), ("other", fixture("ok"))]).await;
+    let exec = executor(&clients, Ruleset::defaults());
+    let r = call(&exec, "fx_crash", json!({})).await;
+    assert!(r.is_error);
+    assert!(r.output.starts_with("The MCP server `fx` is unavailable"), "{}", r.output);
+    let r = call(&exec, "fx_echo", json!({"text": "x"})).await;
+    assert!(r.is_error && r.output.contains("unavailable"), "{}", r.output);
+    assert!(matches!(clients.statuses()[0].state, State::Unavailable(_)));
+    assert_eq!(call(&exec, "other_echo", json!({"text": "fine"})).await.output, "fine");
+}
+
+#[tokio::test]
+async fn calls_time_out_and_the_server_stays_usable() {
+    let mut config = fixture("ok");
+    config.timeout_ms = Some(400);
+    let clients = connect(&[("fx", config)]).await;
+    let exec = executor(&clients, Ruleset::defaults());
+    let started = Instant::now();
+    let r = call(&exec, "fx_slow", json!({"ms": 10_000})).await;
+    assert!(r.is_error, "{}", r.output);
+    assert!(r.output.to_lowercase().contains("time"), "{}", r.output);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(call(&exec, "fx_echo", json!({"text": "after"})).await.output, "after");
+}
+
+#[tokio::test]
+async fn a_changed_tool_list_is_fetched_again() {
+    let config = fixture("ok");
+    let server = McpServer::connect("fx", &config, &ConnectOptions::default()).await;
+    let mut changes = server.subscribe();
+    let mut registry = Registry::new();
+    for tool in server.tools() {
+        registry.register(tool, toolshed_core::registry::Source::Mcp("fx".into()));
+    }
+    let exec = Executor::builder(registry, std::env::temp_dir()).build();
+    assert_eq!(call(&exec, "fx_grow", json!({})).await.output, "added extra");
+    tokio::time::timeout(Duration::from_secs(5), changes.changed()).await.unwrap().unwrap();
+    let names: Vec<String> = server.tools().iter().map(|t| toolshed_core::Tool::spec(t).name.clone()).collect();
+    assert!(names.contains(&"fx_extra".to_string()), "{names:?}");
+}
+
+#[tokio::test]
+async fn include_exclude_and_permission_rules_apply_to_full_names() {
+    let mut config = fixture("ok");
+    config.include = vec!["e*".into(), "a*".into(), "f*".into()];
+    config.exclude = vec!["fail".into()];
+    let clients = connect(&[("fx", config)]).await;
+    assert_eq!(clients.statuses()[0].tools, ["fx_echo", "fx_add"]);
+    let mut rules = Ruleset::defaults();
+    rules.push(Rule::new("fx_add", "*", Action::Deny));
+    let exec = executor(&clients, rules);
+    let view = View { agent: "build", model: None, found: None };
+    let shown: Vec<String> = exec.registry().direct(&view).iter().map(|v| v.entry.spec().name.clone()).collect();
+    assert_eq!(shown, ["fx_echo"]);
+    let r = call(&exec, "fx_add", json!({"a": 1, "b": 2})).await;
+    assert!(r.is_error && r.output.starts_with("Permission denied"), "{}", r.output);
+}

@@ -1,0 +1,469 @@
+//! HTML for a model to read: Markdown (through `htmd`) or plain text, with scripts, styles,
+//! forms, embedded media and navigation chrome dropped, and links made absolute so the model
+//! can fetch them next.
+//!
+//! A `<header>` or `<footer>` is page chrome when it stands on its own, but part of the content
+//! inside an `<article>` or `<main>` (where it usually holds the title and byline), so it is
+//! kept there.
+
+use std::rc::Rc;
+
+use htmd::element_handler::{HandlerResult, Handlers};
+use htmd::options::{BulletListMarker, HrStyle, Options};
+use htmd::{Element, HtmlToMarkdown, Node};
+use markup5ever_rcdom::NodeData;
+use reqwest::Url;
+
+/// Elements whose content never reaches the model.
+const DROPPED: &[&str] = &[
+    "script", "style", "noscript", "template", "iframe", "frame", "frameset", "object", "embed", "canvas", "svg",
+    "math", "form", "button", "select", "input", "textarea", "nav", "aside", "dialog", "head", "title", "meta", "link",
+];
+
+/// Elements dropped only outside `<article>` and `<main>`.
+const CHROME: &[&str] = &["header", "footer"];
+
+/// Container elements checked for `hidden`, `aria-hidden="true"` and `role="navigation"`.
+const CONTAINERS: &[&str] = &["div", "section", "ul", "ol", "p", "table"];
+
+/// A converted page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Page {
+    /// The document's `<title>`, whitespace collapsed.
+    pub title: Option<String>,
+    /// The readable content.
+    pub content: String,
+}
+
+/// Converts an HTML document to Markdown; relative links and images resolve against `base`
+/// (or the document's `<base href>`).
+pub fn to_markdown(html: &str, base: Option<&Url>) -> Page {
+    let converter = markdown_converter();
+    let tree = match converter.html_to_tree(html) {
+        Ok(tree) => tree,
+        // html5ever parses any input; an I/O error cannot happen when reading from a string.
+        Err(_) => return Page { title: None, content: String::new() },
+    };
+    let title = title(&tree);
+    absolutize(&tree, base);
+    Page { title, content: tidy(&converter.tree_to_markdown(&tree)) }
+}
+
+/// Converts an HTML document to plain text: one paragraph per block, list items prefixed with
+/// `- `, table cells separated by ` | `, no markup.
+pub fn to_text(html: &str) -> Page {
+    let tree = match HtmlToMarkdown::new().html_to_tree(html) {
+        Ok(tree) => tree,
+        Err(_) => return Page { title: None, content: String::new() },
+    };
+    let title = title(&tree);
+    let mut text = TextWriter::default();
+    text.children(&tree, false);
+    Page { title, content: tidy(&text.out) }
+}
+
+fn markdown_converter() -> HtmlToMarkdown {
+    let options = Options {
+        bullet_list_marker: BulletListMarker::Dash,
+        ul_bullet_spacing: 1,
+        ol_number_spacing: 1,
+        hr_style: HrStyle::Dashes,
+        ..Options::default()
+    };
+    HtmlToMarkdown::builder()
+        .options(options)
+        .skip_tags(DROPPED.to_vec())
+        .add_handler(
+            CHROME.to_vec(),
+            |handlers: &dyn Handlers, element: Element| {
+                if inside_content(element.node) { handlers.fallback(element) } else { None }
+            },
+        )
+        .add_handler(CONTAINERS.to_vec(), |handlers: &dyn Handlers, element: Element| {
+            if hidden_or_navigation(element.node) { None } else { handlers.fallback(element) }
+        })
+        .add_handler(vec!["img"], |handlers: &dyn Handlers, element: Element| {
+            // An inline `data:` image would put kilobytes of base64 in front of the model.
+            match attr(element.node, "src") {
+                Some(src) if src.starts_with("data:") => {
+                    attr(element.node, "alt").filter(|a| !a.trim().is_empty()).map(HandlerResult::from)
+                }
+                _ => handlers.fallback(element),
+            }
+        })
+        .build()
+}
+
+fn tag(node: &Node) -> Option<&str> {
+    match &node.data {
+        NodeData::Element { name, .. } => Some(&name.local),
+        _ => None,
+    }
+}
+
+fn attr(node: &Node, name: &str) -> Option<String> {
+    match &node.data {
+        NodeData::Element { attrs, .. } => {
+            attrs.borrow().iter().find(|a| &*a.name.local == name).map(|a| a.value.to_string())
+        }
+        _ => None,
+    }
+}
+
+fn parent(node: &Node) -> Option<Rc<Node>> {
+    let weak = node.parent.take();
+    let parent = weak.as_ref().and_then(|w| w.upgrade());
+    node.parent.set(weak);
+    parent
+}
+
+fn inside_content(node: &Node) -> bool {
+    let mut current = parent(node);
+    while let Some(n) = current {
+        if matches!(tag(&n), Some("article" | "main")) {
+            return true;
+        }
+        current = parent(&n);
+    }
+    false
+}
+
+fn hidden_or_navigation(node: &Node) -> bool {
+    attr(node, "hidden").is_some()
+        || attr(node, "aria-hidden").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        || attr(node, "role").is_some_and(|v| v.eq_ignore_ascii_case("navigation"))
+}
+
+fn dropped(node: &Node) -> bool {
+    match tag(node) {
+        Some(t) if DROPPED.contains(&t) => true,
+        Some(t) if CHROME.contains(&t) => !inside_content(node),
+        Some(t) if CONTAINERS.contains(&t) => hidden_or_navigation(node),
+        _ => false,
+    }
+}
+
+/// The text of the first `<title>`, whitespace collapsed.
+fn title(node: &Rc<Node>) -> Option<String> {
+    if tag(node) == Some("title") {
+        let mut text = String::new();
+        for child in node.children.borrow().iter() {
+            if let NodeData::Text { contents } = &child.data {
+                text.push_str(&contents.borrow());
+            }
+        }
+        let text = collapse_whitespace(&text);
+        return (!text.is_empty()).then_some(text);
+    }
+    if matches!(tag(node), Some("body" | "svg")) {
+        return None;
+    }
+    node.children.borrow().iter().find_map(title)
+}
+
+/// Rewrites `a[href]` and `img[src]` to absolute URLs against the document's `<base href>`
+/// (itself resolved against `base`) or `base`.
+fn absolutize(tree: &Rc<Node>, base: Option<&Url>) {
+    let declared = find(tree, "base").and_then(|b| attr(&b, "href"));
+    let base = match (declared, base) {
+        (Some(href), Some(base)) => base.join(&href).ok(),
+        (Some(href), None) => Url::parse(&href).ok(),
+        (None, base) => base.cloned(),
+    };
+    let Some(base) = base else { return };
+    let mut stack = vec![tree.clone()];
+    while let Some(node) = stack.pop() {
+        if let NodeData::Element { name, attrs, .. } = &node.data {
+            let key = match &*name.local {
+                "a" => Some("href"),
+                "img" => Some("src"),
+                _ => None,
+            };
+            if let Some(key) = key {
+                for a in attrs.borrow_mut().iter_mut().filter(|a| &*a.name.local == key) {
+                    let value = a.value.trim();
+                    if value.starts_with('#') || value.starts_with("data:") || value.is_empty() {
+                        continue;
+                    }
+                    if let Ok(url) = base.join(value) {
+                        a.value = url.as_str().into();
+                    }
+                }
+            }
+        }
+        stack.extend(node.children.borrow().iter().cloned());
+    }
+}
+
+fn find(node: &Rc<Node>, name: &str) -> Option<Rc<Node>> {
+    if tag(node) == Some(name) {
+        return Some(node.clone());
+    }
+    node.children.borrow().iter().find_map(|c| find(c, name))
+}
+
+/// Collapses runs of whitespace to one space and trims the ends.
+pub fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Trims trailing spaces on each line and squeezes three or more newlines to two.
+fn tidy(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut blank_run = 0;
+    for line in text.lines() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            blank_run += 1;
+            if blank_run > 1 || out.is_empty() {
+                continue;
+            }
+        } else {
+            blank_run = 0;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.trim_end().to_string()
+}
+
+const BLOCKS: &[&str] = &[
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "blockquote",
+    "pre",
+    "ul",
+    "ol",
+    "dl",
+    "dt",
+    "dd",
+    "table",
+    "tr",
+    "figure",
+    "figcaption",
+    "address",
+    "details",
+    "summary",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "li",
+    "hr",
+    "body",
+    "caption",
+    "fieldset",
+    "legend",
+    "center",
+];
+
+/// The 1-based position of a list item among its parent's `<li>` children.
+fn list_position(node: &Rc<Node>) -> usize {
+    let Some(list) = parent(node) else { return 1 };
+    let items = list.children.borrow();
+    let before = items.iter().take_while(|c| !Rc::ptr_eq(c, node)).filter(|c| tag(c) == Some("li")).count();
+    before + 1
+}
+
+/// Plain-text rendering of a DOM tree.
+#[derive(Default)]
+struct TextWriter {
+    out: String,
+}
+
+impl TextWriter {
+    fn children(&mut self, node: &Rc<Node>, pre: bool) {
+        for child in node.children.borrow().iter() {
+            self.node(child, pre);
+        }
+    }
+
+    fn node(&mut self, node: &Rc<Node>, pre: bool) {
+        match &node.data {
+            NodeData::Text { contents } => {
+                let contents = contents.borrow();
+                if pre {
+                    self.out.push_str(&contents);
+                } else {
+                    self.inline(&contents);
+                }
+            }
+            NodeData::Element { name, .. } => {
+                if dropped(node) {
+                    return;
+                }
+                let t = &*name.local;
+                match t {
+                    "br" => self.out.push('\n'),
+                    "li" => {
+                        self.newlines(1);
+                        let marker = match parent(node).as_deref().and_then(tag) {
+                            Some("ol") => format!("{}. ", list_position(node)),
+                            _ => "- ".to_string(),
+                        };
+                        self.out.push_str(&marker);
+                        self.children(node, pre);
+                        self.newlines(1);
+                    }
+                    "td" | "th" => {
+                        if !self.out.ends_with('\n') && !self.out.is_empty() {
+                            self.out.push_str(" | ");
+                        }
+                        self.children(node, pre);
+                    }
+                    "tr" | "dt" | "dd" => {
+                        self.newlines(1);
+                        self.children(node, pre);
+                        self.newlines(1);
+                    }
+                    "pre" => {
+                        self.newlines(2);
+                        self.children(node, true);
+                        self.newlines(2);
+                    }
+                    "img" => {}
+                    _ if BLOCKS.contains(&t) => {
+                        self.newlines(2);
+                        self.children(node, pre);
+                        self.newlines(2);
+                    }
+                    _ => self.children(node, pre),
+                }
+            }
+            NodeData::Document => self.children(node, pre),
+            _ => {}
+        }
+    }
+
+    /// Appends inline text with whitespace collapsed, keeping one space between words that
+    /// came from different nodes.
+    fn inline(&mut self, text: &str) {
+        let starts_with_space = text.starts_with(char::is_whitespace);
+        let ends_with_space = text.ends_with(char::is_whitespace);
+        let words = collapse_whitespace(text);
+        if words.is_empty() {
+            if starts_with_space && !self.out.is_empty() && !self.out.ends_with([' ', '\n']) {
+                self.out.push(' ');
+            }
+            return;
+        }
+        if starts_with_space && !self.out.is_empty() && !self.out.ends_with([' ', '\n']) {
+            self.out.push(' ');
+        }
+        self.out.push_str(&words);
+        if ends_with_space {
+            self.out.push(' ');
+        }
+    }
+
+    /// Ends the current line and makes sure `n` line breaks separate it from what follows.
+    fn newlines(&mut self, n: usize) {
+        if self.out.is_empty() {
+            return;
+        }
+        let trimmed = self.out.trim_end_matches(' ').len();
+        self.out.truncate(trimmed);
+        let have = self.out.len() - self.out.trim_end_matches('\n').len();
+        for _ in have..n {
+            self.out.push('\n');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: &str = r#"<!doctype html>
+<html><head><title> An   Article </title><style>body{color:red}</style>
+<script>var tracking = 1;</script></head>
+<body>
+<header><a href="/">Home</a> <a href="/blog">Blog</a></header>
+<nav><ul><li><a href="/a">A</a></li></ul></nav>
+<div role="navigation">Breadcrumbs</div>
+<main><article>
+<header><h1>Real Title</h1><p>By Ada</p></header>
+<p>First <em>paragraph</em> with a <a href="posts/next.html">relative link</a>.</p>
+<ul><li>one</li><li>two</li></ul>
+<pre><code>let x = 1;
+let y = 2;</code></pre>
+<img src="data:image/png;base64,AAAA" alt="inline chart">
+<img src="/img/photo.png" alt="photo">
+<table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>1</td></tr></table>
+</article></main>
+<aside>Related posts</aside>
+<form><input name="q"><button>Search</button></form>
+<footer>Copyright</footer>
+<noscript>Enable JS</noscript>
+</body></html>"#;
+
+    #[test]
+    fn markdown_drops_chrome_and_keeps_the_article() {
+        let base = Url::parse("https://example.com/blog/post.html").unwrap();
+        let page = to_markdown(PAGE, Some(&base));
+        assert_eq!(page.title.as_deref(), Some("An Article"));
+        insta::assert_snapshot!(page.content, @r"
+        # Real Title
+
+        By Ada
+
+        First *paragraph* with a [relative link](https://example.com/blog/posts/next.html).
+
+        - one
+        - two
+
+        ```
+        let x = 1;
+        let y = 2;
+        ```
+
+        inline chart ![photo](https://example.com/img/photo.png)
+
+        | k | v |
+        | - | - |
+        | a | 1 |
+        ");
+    }
+
+    #[test]
+    fn text_has_no_markup_and_separates_blocks() {
+        let page = to_text(PAGE);
+        insta::assert_snapshot!(page.content, @r"
+        Real Title
+
+        By Ada
+
+        First paragraph with a relative link.
+
+        - one
+        - two
+
+        let x = 1;
+        let y = 2;
+
+        k | v
+        a | 1
+        ");
+    }
+
+    #[test]
+    fn base_href_overrides_the_page_url() {
+        let html =
+            r#"<html><head><base href="https://cdn.example.org/docs/"></head><body><a href="x">x</a></body></html>"#;
+        let page = to_markdown(html, Url::parse("https://example.com/").ok().as_ref());
+        assert_eq!(page.content, "[x](https://cdn.example.org/docs/x)");
+    }
+
+    #[test]
+    fn header_outside_article_is_dropped_but_kept_inside() {
+        let html = "<body><header>Site</header><article><header><h2>T</h2></header>Body</article></body>";
+        assert_eq!(to_markdown(html, None).content, "## T\n\nBody");
+    }
+}

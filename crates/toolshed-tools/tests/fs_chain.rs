@@ -1,0 +1,265 @@
+//! The file tools through the whole execution chain: permissions (rules, `external_directory`,
+//! approvers) decide with the patterns the tools send, and no path a model can send makes a
+//! tool read or write outside the worktree without approval.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolshed_core::config::Config;
+use toolshed_core::exec::{Executor, Session, ToolCall, ToolResult};
+use toolshed_core::permission::{Action, ApproveAll, Approver, RejectAll, Rule, Ruleset};
+use toolshed_core::registry::Registry;
+
+struct World {
+    _tmp: tempfile::TempDir,
+    base: PathBuf,
+    root: PathBuf,
+}
+
+fn world() -> World {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let root = base.join("root");
+    fs::create_dir_all(root.join("folder")).unwrap();
+    fs::write(root.join("file.md"), "inside\n").unwrap();
+    fs::create_dir_all(base.join("outside")).unwrap();
+    fs::write(base.join("outside/secret.txt"), "secret\n").unwrap();
+    fs::write(base.join("escape.txt"), "outside\n").unwrap();
+    World { _tmp: tmp, base, root }
+}
+
+fn executor(w: &World, rules: Ruleset, approver: Arc<dyn Approver>) -> Executor {
+    let mut registry = Registry::new();
+    toolshed_tools::register_builtins(&mut registry, &Config::default());
+    Executor::builder(registry, &w.root)
+        .data_dir(w.base.join("data"))
+        .permission(Arc::new(rules))
+        .approver(approver)
+        .build()
+}
+
+async fn call(exec: &Executor, tool: &str, args: Value) -> ToolResult {
+    exec.call(&Session::new("s", "build"), ToolCall::json("c", tool, args)).await
+}
+
+/// Every file under `dir`, relative, sorted.
+fn snapshot_tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let meta = fs::symlink_metadata(&p).unwrap();
+            if meta.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.strip_prefix(dir).unwrap().display().to_string(), fs::read(&p).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The MAF path cases (reference/maf.md §3), with absolute paths outside the worktree pointed
+/// at the scratch directory so a failure could never touch the real system.
+fn adversarial_paths(w: &World) -> Vec<String> {
+    let base = w.base.display();
+    let mut cases: Vec<String> = [
+        "file.md",
+        "folder/file.md",
+        "a/b/c.txt",
+        "folder\\file.md",
+        "a\\b\\c.txt",
+        "folder//file.md",
+        "a///b////c.txt",
+        "file.md/",
+        "notes..md",
+        "subdir/",
+        "../file.md",
+        "folder/../file.md",
+        "./file.md",
+        "folder/./file.md",
+        "C:\\file.md",
+        "C:/file.md",
+        "D:file.md",
+        "",
+        "   ",
+        "../folder",
+        "../escape.txt",
+        "C:\\temp\\file.txt",
+        "./file.txt",
+        "../other",
+        "folder/../../escape.md",
+        "C:\\temp\\file.md",
+        "../../escape.txt",
+        "foo/",
+        "foo\\",
+        "foo/../bar.txt",
+        "./bar.txt",
+        "C:/abs/path",
+        "\\rooted",
+        ".",
+        "..",
+        "../escape",
+        "C:/Windows",
+        "../../escape",
+        "user/../../escape",
+        "a\\b",
+        "a\0b",
+        "../outside/secret.txt",
+        "folder/../../outside/new.txt",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    cases.extend([
+        format!("{base}/escape.txt"),
+        format!("{base}/outside/secret.txt"),
+        format!("{base}/root-evil/x.txt"),
+        format!("{base}/root/../escape.txt"),
+        format!("file://{base}/escape.txt"),
+    ]);
+    cases
+}
+
+#[tokio::test]
+async fn no_adversarial_path_writes_outside_the_worktree_without_approval() {
+    let w = world();
+    std::os::unix::fs::symlink(w.base.join("outside"), w.root.join("linked")).unwrap();
+    std::os::unix::fs::symlink(w.base.join("escape.txt"), w.root.join("leak.txt")).unwrap();
+    let outside_before = snapshot_tree(&w.base.join("outside"));
+    let escape_before = fs::read(w.base.join("escape.txt")).unwrap();
+    let exec = executor(&w, Ruleset::defaults(), Arc::new(RejectAll));
+    let mut paths = adversarial_paths(&w);
+    paths.extend(["linked/new.txt", "linked/secret.txt", "leak.txt", "linked/../escape.txt"].map(String::from));
+    for p in &paths {
+        call(&exec, "write", json!({"file_path": p, "content": "pwned\n"})).await;
+        call(&exec, "edit", json!({"file_path": p, "old_string": "secret", "new_string": "pwned"})).await;
+        call(&exec, "edit", json!({"file_path": p, "old_string": "", "new_string": "pwned\n"})).await;
+    }
+    assert_eq!(snapshot_tree(&w.base.join("outside")), outside_before);
+    assert_eq!(fs::read(w.base.join("escape.txt")).unwrap(), escape_before);
+    let mut top: Vec<String> = fs::read_dir(&w.base)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "data")
+        .collect();
+    top.sort();
+    assert_eq!(top, ["escape.txt", "outside", "root"], "something was created next to the worktree");
+}
+
+#[tokio::test]
+async fn no_adversarial_path_reads_outside_the_worktree_without_approval() {
+    let w = world();
+    std::os::unix::fs::symlink(w.base.join("outside"), w.root.join("linked")).unwrap();
+    let exec = executor(&w, Ruleset::defaults(), Arc::new(RejectAll));
+    let mut paths = adversarial_paths(&w);
+    paths.extend(["linked/secret.txt", "/etc/passwd", "../../../../../../etc/passwd", "~/.bashrc"].map(String::from));
+    for p in &paths {
+        for (tool, args) in [
+            ("read", json!({"file_path": p})),
+            ("list", json!({"path": p})),
+            ("glob", json!({"pattern": "*", "path": p})),
+            ("grep", json!({"pattern": "secret|root:", "path": p})),
+        ] {
+            let r = call(&exec, tool, args).await;
+            assert!(
+                !r.output.contains("secret\n") && !r.output.contains("root:x:"),
+                "{tool} {p:?} leaked: {}",
+                r.output
+            );
+            if r.output.contains("external_directory") {
+                assert!(r.is_error, "{tool} {p:?}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn outside_reads_ask_for_external_directory_and_run_when_approved() {
+    let w = world();
+    let rejecting = executor(&w, Ruleset::defaults(), Arc::new(RejectAll));
+    let r = call(&rejecting, "read", json!({"file_path": "../outside/secret.txt"})).await;
+    assert!(r.is_error);
+    let dir = w.base.join("outside").display().to_string();
+    assert!(
+        r.output.starts_with(&format!("Permission for `external_directory` on `{dir}/*` was not granted")),
+        "{}",
+        r.output
+    );
+    let approving = executor(&w, Ruleset::defaults(), Arc::new(ApproveAll));
+    let r = call(&approving, "read", json!({"file_path": "../outside/secret.txt"})).await;
+    assert!(!r.is_error, "{}", r.output);
+    assert!(r.output.starts_with("1: secret"), "{}", r.output);
+}
+
+#[tokio::test]
+async fn symlink_escapes_are_refused_for_writes_even_when_everything_is_approved() {
+    let w = world();
+    std::os::unix::fs::symlink(w.base.join("outside"), w.root.join("linked")).unwrap();
+    let exec = executor(&w, Ruleset::defaults(), Arc::new(ApproveAll));
+    let r = call(&exec, "write", json!({"file_path": "linked/planted.txt", "content": "x"})).await;
+    assert!(r.is_error && r.output.contains("never write through a link that leaves the worktree"), "{}", r.output);
+    assert!(!w.base.join("outside/planted.txt").exists());
+    // Named by its real path, the outside file is an ordinary approved external write.
+    let real = w.base.join("outside/planted.txt");
+    let r = call(&exec, "write", json!({"file_path": real, "content": "x"})).await;
+    assert!(!r.is_error, "{}", r.output);
+}
+
+#[tokio::test]
+async fn rules_see_worktree_relative_paths() {
+    let w = world();
+    fs::create_dir_all(w.root.join("secrets")).unwrap();
+    fs::write(w.root.join("secrets/key.txt"), "k\n").unwrap();
+    let mut rules = Ruleset::defaults();
+    rules.push(Rule::new("edit", "secrets/*", Action::Deny));
+    rules.push(Rule::new("read", "secrets/*", Action::Deny));
+    rules.push(Rule::new("grep", "secrets", Action::Deny));
+    let exec = executor(&w, rules, Arc::new(RejectAll));
+    let r = call(&exec, "write", json!({"file_path": "secrets/new.txt", "content": "x"})).await;
+    assert!(r.is_error && r.output.contains("forbid `edit` on `secrets/new.txt`"), "{}", r.output);
+    let abs = w.root.join("secrets/key.txt");
+    let r = call(&exec, "read", json!({"file_path": abs})).await;
+    assert!(r.is_error && r.output.contains("forbid `read` on `secrets/key.txt`"), "{}", r.output);
+    let r = call(&exec, "grep", json!({"pattern": "k", "path": "./secrets/"})).await;
+    assert!(r.is_error && r.output.contains("forbid `grep` on `secrets`"), "{}", r.output);
+    let r = call(&exec, "write", json!({"file_path": "ok.txt", "content": "x"})).await;
+    assert!(!r.is_error, "{}", r.output);
+    let r = call(&exec, "read", json!({"file_path": ".env"})).await;
+    assert!(r.is_error && r.output.contains("Permission for `read` on `.env` was not granted"), "{}", r.output);
+}
+
+#[tokio::test]
+async fn spilled_outputs_are_readable_without_asking() {
+    let w = world();
+    let exec = executor(&w, Ruleset::defaults(), Arc::new(RejectAll));
+    let big: String = (0..5000).map(|i| format!("match {i} {}\n", "x".repeat(300))).collect();
+    fs::write(w.root.join("big.txt"), big).unwrap();
+    let r = call(&exec, "grep", json!({"pattern": "match", "limit": 1000})).await;
+    let spill = r.spill_path().expect("grep output over the budget is spilled");
+    let r = call(&exec, "read", json!({"file_path": spill, "limit": 3})).await;
+    assert!(!r.is_error, "{}", r.output);
+    assert!(r.output.starts_with("1: Found 5000 matching lines"), "{}", r.output);
+}
+
+#[tokio::test]
+async fn read_only_tools_are_parallel_safe_and_writers_use_the_edit_key() {
+    let mut registry = Registry::new();
+    toolshed_tools::register_builtins(&mut registry, &Config::default());
+    for name in ["read", "list", "glob", "grep"] {
+        let spec = registry.get(name).unwrap().spec();
+        assert!(spec.flags.read_only && spec.flags.parallel_safe, "{name}");
+        assert_eq!(spec.permission, name);
+    }
+    for name in ["write", "edit"] {
+        let spec = registry.get(name).unwrap().spec();
+        assert!(spec.flags.mutating && !spec.flags.parallel_safe, "{name}");
+        assert_eq!(spec.permission, "edit");
+    }
+}

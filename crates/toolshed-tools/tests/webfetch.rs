@@ -1,0 +1,354 @@
+//! `webfetch` against HTTP servers on loopback started by the tests, through the full chain.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::{Body, Reply, Server, call, executor, redact_port};
+use toolshed_core::config::Config;
+use toolshed_core::permission::{Action, Rule, Ruleset};
+use toolshed_core::registry::Registry;
+use toolshed_core::tool::Attachment;
+
+const ARTICLE: &str = include_str!("fixtures/article.html");
+
+/// A 1×1 PNG.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0a, 0x49,
+    0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x00, 0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00, 0x00,
+    0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+fn registry() -> Registry {
+    let mut registry = Registry::new();
+    toolshed_tools::register_builtins(&mut registry, &Config::default());
+    registry
+}
+
+async fn fetch(args: serde_json::Value) -> toolshed_core::ToolResult {
+    let tmp = tempfile::tempdir().unwrap();
+    call(&executor(registry(), tmp.path()), "webfetch", args).await
+}
+
+/// A server answering every path with `reply()`.
+async fn serving(reply: impl Fn() -> Reply + Send + Sync + 'static) -> Server {
+    Server::start(move |_| reply()).await
+}
+
+#[tokio::test]
+async fn article_page_becomes_markdown_without_scripts_styles_or_navigation() {
+    let server = serving(|| Reply::ok("text/html; charset=utf-8", ARTICLE)).await;
+    let result = fetch(json!({"url": server.url("/posts/async-cancellation")})).await;
+    assert!(!result.is_error, "{}", result.output);
+    for gone in [
+        "gtag",
+        "dataLayer",
+        "font-family",
+        "Careers",
+        "Breadcrumbs",
+        "cookies",
+        "Related posts",
+        "©",
+        "JavaScript",
+        "Search",
+    ] {
+        assert!(!result.output.contains(gone), "{gone} should be dropped:\n{}", result.output);
+    }
+    assert_eq!(result.metadata["status"], 200);
+    assert_eq!(
+        result.title.as_deref().map(|t| redact_port(t, server.addr)).as_deref(),
+        Some("http://127.0.0.1:PORT/posts/async-cancellation (text/html)")
+    );
+    insta::assert_snapshot!(redact_port(&result.output, server.addr));
+}
+
+#[tokio::test]
+async fn article_page_as_plain_text() {
+    let server = serving(|| Reply::ok("text/html", ARTICLE)).await;
+    let result = fetch(json!({"url": server.url("/post"), "format": "text"})).await;
+    assert!(!result.is_error, "{}", result.output);
+    insta::assert_snapshot!(redact_port(&result.output, server.addr));
+}
+
+#[tokio::test]
+async fn html_format_returns_the_source() {
+    let server = serving(|| Reply::ok("text/html", ARTICLE)).await;
+    let result = fetch(json!({"url": server.url("/post"), "format": "html"})).await;
+    assert!(!result.is_error, "{}", result.output);
+    assert!(result.output.contains("<script>\n    window.dataLayer"), "{}", result.output);
+    assert!(result.output.ends_with("</html>\n") || result.output.ends_with("</html>"));
+}
+
+#[tokio::test]
+async fn json_passes_through_unchanged() {
+    let body = r#"{"name": "toolshed", "tags": ["rust", "agents"], "nested": {"ok": true}}"#;
+    let server = serving(move || Reply::ok("application/json", body)).await;
+    let result = fetch(json!({"url": server.url("/api/info.json")})).await;
+    assert!(!result.is_error, "{}", result.output);
+    assert!(result.output.ends_with(body));
+    insta::assert_snapshot!(redact_port(&result.output, server.addr), @r#"
+    Fetched http://127.0.0.1:PORT/api/info.json (application/json, 72 bytes).
+
+    {"name": "toolshed", "tags": ["rust", "agents"], "nested": {"ok": true}}
+    "#);
+}
+
+#[tokio::test]
+async fn a_redirect_chain_on_the_same_host_is_followed() {
+    let chain = Server::start(|req| match req.path() {
+        "/a" => Reply::redirect(301, "/b"),
+        "/b" => Reply::redirect(302, "c"),
+        "/c" => Reply::redirect(307, "/d?page=2"),
+        "/d" => Reply::redirect(308, "/final"),
+        _ => Reply::ok("text/plain; charset=utf-8", "arrived"),
+    })
+    .await;
+    let result = fetch(json!({"url": chain.url("/a")})).await;
+    assert!(!result.is_error, "{}", result.output);
+    assert_eq!(result.metadata["redirects"].as_array().unwrap().len(), 4);
+    insta::assert_snapshot!(redact_port(&result.output, chain.addr), @r"
+    Fetched http://127.0.0.1:PORT/final (text/plain, 7 bytes).
+    Redirected from http://127.0.0.1:PORT/a.
+
+    arrived
+    ");
+    let paths: Vec<String> = chain.requests().iter().map(|r| r.target.clone()).collect();
+    assert_eq!(paths, ["/a", "/b", "/c", "/d?page=2", "/final"]);
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_port_counts_as_another_host() {
+    let server = Server::start(|req| match req.path() {
+        "/old" => Reply::redirect(301, "/older"),
+        "/older" => Reply::redirect(302, "/new?x=1"),
+        _ => Reply::redirect(307, "http://127.0.0.1:1/unreachable"),
+    })
+    .await;
+    let result = fetch(json!({"url": server.url("/old")})).await;
+    assert!(!result.is_error);
+    assert!(result.output.contains("to another host (after 2 redirects on the same host)"), "{}", result.output);
+    assert_eq!(result.metadata["redirect"], "http://127.0.0.1:1/unreachable");
+}
+
+#[tokio::test]
+async fn more_than_ten_redirects_is_an_error() {
+    let server = Server::start(|req| {
+        let n: u32 = req.path().trim_start_matches("/r").parse().unwrap_or(0);
+        Reply::redirect(302, &format!("/r{}", n + 1))
+    })
+    .await;
+    let result = fetch(json!({"url": server.url("/r0")})).await;
+    assert!(result.is_error);
+    assert_eq!(server.requests().len(), 11);
+    insta::assert_snapshot!(redact_port(&result.output, server.addr), @"http://127.0.0.1:PORT/r0 redirected more than 10 times (last to http://127.0.0.1:PORT/r11); giving up. The server may be in a redirect loop.");
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_host_is_reported_not_followed() {
+    let server = Server::start(|req| match req.path() {
+        "/moved" => Reply::redirect(302, "/moved-again"),
+        "/moved-again" => Reply::redirect(
+            301,
+            &format!(
+                "http://localhost:{}/elsewhere",
+                req.header("Host").unwrap_or("").rsplit(':').next().unwrap_or("")
+            ),
+        ),
+        _ => Reply::ok("text/plain", "should not be fetched"),
+    })
+    .await;
+    let result = fetch(json!({"url": server.url("/moved")})).await;
+    assert!(!result.is_error, "{}", result.output);
+    assert_eq!(server.requests().len(), 2, "the other host must not be contacted");
+    assert_eq!(result.metadata["redirect"], server.localhost_url("/elsewhere"));
+    insta::assert_snapshot!(redact_port(&result.output, server.addr), @r#"
+    http://127.0.0.1:PORT/moved-again redirects (HTTP 301 Moved Permanently) to another host (after 1 redirect on the same host):
+    http://localhost:PORT/elsewhere
+
+    webfetch does not follow a redirect to another host by itself. To read that page, call webfetch again with url "http://localhost:PORT/elsewhere".
+    "#);
+}
+
+#[tokio::test]
+async fn a_slow_response_hits_the_timeout() {
+    let server =
+        serving(|| Reply::ok("text/plain", "").with(Body::AfterDelay(Duration::from_secs(5), b"late".to_vec()))).await;
+    let started = Instant::now();
+    let result = fetch(json!({"url": server.url("/slow"), "timeout_ms": 300})).await;
+    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+    assert!(result.is_error);
+    insta::assert_snapshot!(redact_port(&result.output, server.addr), @"Fetching http://127.0.0.1:PORT/slow timed out after 300 ms waiting for the response. The server is slow or not answering; retry with a larger timeout_ms (at most 120000) or try another URL.");
+}
+
+#[tokio::test]
+async fn a_body_that_trickles_in_hits_the_timeout_while_reading() {
+    let chunks = vec![b"first part ".to_vec(), b"second part".to_vec()];
+    let server = Server::start(move |_| {
+        Reply::ok("text/plain", "").with(Body::Trickle { chunks: chunks.clone(), interval: Duration::from_secs(5) })
+    })
+    .await;
+    let result = fetch(json!({"url": server.url("/trickle"), "timeout_ms": 400})).await;
+    assert!(result.is_error);
+    insta::assert_snapshot!(redact_port(&result.output, server.addr), @"Fetching http://127.0.0.1:PORT/trickle timed out after 400 ms while reading the body (11 bytes received). The server is slow or not answering; retry with a larger timeout_ms (at most 120000) or try another URL.");
+}
+
+#[tokio::test]
+async fn a_20_mb_body_is_cut_at_5_mib_with_a_note() {
+    let server = serving(|| Reply::ok("text/plain", "").with(Body::Large { total: 20_000_000, fill: b'x' })).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let result = call(&executor(registry(), tmp.path()), "webfetch", json!({"url": server.url("/huge.txt")})).await;
+    assert!(!result.is_error, "{}", &result.output[..200]);
+    assert_eq!(result.metadata["bytes"], 5 * 1024 * 1024);
+    assert_eq!(result.metadata["truncated"], true);
+    let head: String = result.output.lines().take(2).collect::<Vec<_>>().join("\n");
+    insta::assert_snapshot!(redact_port(&head, server.addr), @r"
+    Fetched http://127.0.0.1:PORT/huge.txt (text/plain, 5.0 MiB).
+    Note: the response is larger than 5.0 MiB; only its first 5.0 MiB of 19.1 MiB was read, so the end is missing.
+    ");
+    // The chain's output bound then keeps head and tail and spills the whole text to a file.
+    let spill = result.spill_path().expect("the 5 MiB text is spilled");
+    assert!(std::fs::metadata(spill).unwrap().len() >= 5 * 1024 * 1024);
+}
+
+#[tokio::test]
+async fn an_image_comes_back_as_an_attachment() {
+    let server = serving(|| Reply::ok("image/png", PNG)).await;
+    let result = fetch(json!({"url": server.url("/pixel.png")})).await;
+    assert!(!result.is_error, "{}", result.output);
+    assert_eq!(result.attachments, vec![Attachment::Image { mime_type: "image/png".into(), data: PNG.to_vec() }]);
+    insta::assert_snapshot!(redact_port(&result.output, server.addr), @"Fetched http://127.0.0.1:PORT/pixel.png (image/png, 67 bytes); the image is attached.");
+}
+
+#[tokio::test]
+async fn an_unlabelled_image_is_recognised_by_its_bytes() {
+    let server = serving(|| Reply::new(200).header("Content-Type", "application/octet-stream").body(PNG)).await;
+    let result = fetch(json!({"url": server.url("/download?id=7")})).await;
+    assert!(!result.is_error, "{}", result.output);
+    assert_eq!(result.attachments.len(), 1);
+}
+
+#[tokio::test]
+async fn binary_types_are_refused_with_a_reason() {
+    let server = serving(|| Reply::ok("application/pdf", b"%PDF-1.7 binary".to_vec())).await;
+    let result = fetch(json!({"url": server.url("/paper.pdf")})).await;
+    assert!(result.is_error);
+    insta::assert_snapshot!(redact_port(&result.output, server.addr), @"http://127.0.0.1:PORT/paper.pdf is application/pdf, 15 bytes, a binary format webfetch cannot show as text. webfetch returns HTML pages, text, JSON and images (PNG, JPEG, GIF, WebP). Look for an HTML or text version of this content instead.");
+
+    let zip = serving(|| Reply::new(200).body(b"PK\x03\x04\x14\0\0\0binary\0zip".to_vec())).await;
+    let result = fetch(json!({"url": zip.url("/archive")})).await;
+    assert!(result.is_error);
+    assert!(result.output.contains("binary data without a Content-Type"), "{}", result.output);
+}
+
+#[tokio::test]
+async fn a_404_reports_the_status_and_what_the_server_said() {
+    let page = "<html><head><title>Not found</title><script>x()</script></head><body><nav>Home</nav><h1>404</h1><p>No page at this address.</p></body></html>";
+    let server = serving(move || Reply::new(404).header("Content-Type", "text/html").body(page)).await;
+    let result = fetch(json!({"url": server.url("/missing")})).await;
+    assert!(result.is_error);
+    insta::assert_snapshot!(redact_port(&result.output, server.addr), @r"
+    HTTP 404 Not Found from http://127.0.0.1:PORT/missing. The page does not exist (any more); check the URL, or search for where it moved.
+
+    The server said: 404 No page at this address.
+    ");
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_reported() {
+    let server = serving(|| Reply::new(200)).await;
+    let url = server.url("/");
+    drop(server);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let result = fetch(json!({"url": url})).await;
+    assert!(result.is_error);
+    assert!(result.output.starts_with("Could not fetch http://127.0.0.1:"), "{}", result.output);
+    assert!(result.output.to_lowercase().contains("refused"), "{}", result.output);
+}
+
+#[tokio::test]
+async fn only_http_and_https_urls_are_fetched() {
+    let result = fetch(json!({"url": "file:///etc/passwd"})).await;
+    assert!(result.is_error);
+    insta::assert_snapshot!(result.output, @r#"webfetch fetches http:// and https:// URLs only; "file:///etc/passwd" uses file:. To read a local file, use the read tool."#);
+}
+
+#[tokio::test]
+async fn a_timeout_above_the_maximum_is_rejected_by_the_schema() {
+    let result = fetch(json!({"url": "http://127.0.0.1:1/", "timeout_ms": 500000})).await;
+    assert!(result.is_error);
+    assert!(result.output.contains("timeout_ms"), "{}", result.output);
+}
+
+#[tokio::test]
+async fn permission_rules_apply_to_the_url_and_to_each_redirect() {
+    let server = Server::start(|req| match req.path() {
+        "/public" => Reply::redirect(302, "/private/secret"),
+        _ => Reply::ok("text/plain", "secret"),
+    })
+    .await;
+    let rules = Ruleset::new(vec![
+        Rule::new("*", "*", Action::Allow),
+        Rule::new("webfetch", "http://127.0.0.1:*/private/*", Action::Deny),
+    ]);
+    let tmp = tempfile::tempdir().unwrap();
+    let exec = toolshed_core::exec::Executor::builder(registry(), tmp.path().to_path_buf())
+        .data_dir(tmp.path().join(".data"))
+        .permission(Arc::new(rules))
+        .build();
+    let direct = call(&exec, "webfetch", json!({"url": server.url("/private/secret")})).await;
+    assert!(direct.is_error);
+    assert!(direct.output.contains("denied") || direct.output.contains("deny"), "{}", direct.output);
+    let redirected = call(&exec, "webfetch", json!({"url": server.url("/public")})).await;
+    assert!(redirected.is_error, "{}", redirected.output);
+    let paths: Vec<String> = server.requests().iter().map(|r| r.target.clone()).collect();
+    assert_eq!(paths, ["/public"], "the denied redirect target must not be fetched");
+}
+
+#[test]
+fn description_and_schema() {
+    let registry = registry();
+    let spec = registry.get("webfetch").unwrap().spec();
+    assert!(spec.flags.parallel_safe && spec.flags.read_only);
+    insta::assert_snapshot!("description", spec.description);
+    insta::assert_json_snapshot!("parameters", spec.parameters);
+}
+
+#[tokio::test]
+async fn https_to_a_server_that_does_not_speak_tls_fails_cleanly() {
+    // A server that answers every connection with plain HTTP at once, whatever it is sent.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n").await;
+        }
+    });
+    let started = Instant::now();
+    let result = fetch(json!({"url": format!("https://{addr}/")})).await;
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(result.is_error);
+    assert!(result.output.starts_with("Could not fetch https://127.0.0.1:"), "{}", result.output);
+    assert!(result.metadata.get("panic").is_none());
+}
+
+#[tokio::test]
+async fn a_page_built_by_javascript_says_why_it_is_empty() {
+    let page = "<html><head><title>App</title></head><body><div id=\"root\"></div><script src=\"/app.js\"></script></body></html>";
+    let server = serving(move || Reply::ok("text/html", page)).await;
+    let result = fetch(json!({"url": server.url("/app")})).await;
+    assert!(!result.is_error, "{}", result.output);
+    insta::assert_snapshot!(redact_port(&result.output, server.addr), @r#"
+    Fetched http://127.0.0.1:PORT/app (text/html, 109 bytes) as Markdown.
+    Title: App
+
+    The response has no readable text after conversion (the page may be built by JavaScript, which webfetch does not run). format "html" shows the source.
+    "#);
+    let empty = serving(|| Reply::ok("text/plain", "")).await;
+    let result = fetch(json!({"url": empty.url("/empty")})).await;
+    assert!(result.output.ends_with("\n\nThe response has no readable text."), "{}", result.output);
+}

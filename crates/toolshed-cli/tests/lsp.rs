@@ -136,3 +136,56 @@ fn a_one_shot_write_reports_pyrights_errors_and_leaves_no_server_running() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn doctor_lists_the_servers_that_start_and_the_ones_found_that_do_not() {
+    let Some(program) = pyright::langserver() else { return };
+    let (tmp, root) = worktree();
+    std::fs::write(
+        root.join("toolshed.toml"),
+        format!("[lsp.pyright]\ncommand = {}\n", Value::String(program.to_str().unwrap().into())),
+    )
+    .unwrap();
+    // PATH holds only node (pyright runs on it) and a rust-analyzer that fails like a rustup
+    // proxy without the component.
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let node = String::from_utf8(Command::new("sh").args(["-c", "command -v node"]).output().unwrap().stdout).unwrap();
+    std::os::unix::fs::symlink(node.trim(), bin.join("node")).unwrap();
+    let proxy = bin.join("rust-analyzer");
+    std::fs::write(
+        &proxy,
+        "#!/bin/sh\necho \"error: Unknown binary 'rust-analyzer' in official toolchain 'stable'.\" >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&proxy, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", root.to_str().unwrap(), "doctor"])
+        .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+        .env("TOOLSHED_DATA_DIR", root.join(".data"))
+        .env("PATH", &bin)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "a broken built-in is a warning, not a problem");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let section = &text[text.find("lsp: ").expect(&text)..];
+    let lines: Vec<&str> = section.lines().collect();
+    assert_eq!(lines[0], "lsp: warning", "{section}");
+    assert!(
+        lines[1].starts_with(&format!(
+            "  pyright (configured; .py .pyi): {} starts (initialize answered in ",
+            program.display()
+        )),
+        "{section}"
+    );
+    assert_eq!(
+        lines[2],
+        format!(
+            "  rust-analyzer (built-in; .rs): {} was found but does not start: exited with status 1 before answering `initialize`: error: Unknown binary 'rust-analyzer' in official toolchain 'stable'.",
+            proxy.display()
+        )
+    );
+    assert_eq!(lines[3], "  not found on PATH: typescript-language-server, gopls, clangd");
+    assert_eq!(lines.len(), 4, "{section}");
+}

@@ -51,7 +51,7 @@ fn bench_warm_edit(c: &mut Criterion) {
             b.to_async(&runtime).iter(|| {
                 // Alternate between two bodies so every edit changes the file.
                 let i = n.fetch_add(1, Ordering::Relaxed);
-                let (old, new) = if i % 2 == 0 { ("2 * n", "n + n") } else { ("n + n", "2 * n") };
+                let (old, new) = if i.is_multiple_of(2) { ("2 * n", "n + n") } else { ("n + n", "2 * n") };
                 let call = ToolCall::json(
                     format!("c{i}"),
                     "edit",

@@ -44,6 +44,8 @@ pub enum Finding {
 pub struct ServerReport {
     /// The server's name.
     pub name: String,
+    /// Its program as configured.
+    pub command: String,
     /// The extensions it handles.
     pub extensions: Vec<String>,
     /// Set in the config (then a missing or broken server is a problem, not just absent).
@@ -92,30 +94,39 @@ impl LspReport {
         }
     }
 
-    /// The report's lines, one per server.
+    /// The report's lines: one per server configured or found, then one naming the built-in
+    /// servers not found (or, when nothing is configured or found, what was looked for).
     pub fn lines(&self) -> Vec<String> {
-        self.servers
-            .iter()
-            .map(|s| {
-                let exts: Vec<String> = s.extensions.iter().map(|e| format!(".{e}")).collect();
-                let origin = if s.configured { "configured" } else { "built-in" };
-                let head = format!("{} ({origin}; {})", s.name, exts.join(" "));
-                match &s.finding {
-                    Finding::Starts { program, took } => {
-                        format!(
-                            "{head}: {} starts (initialize answered in {:.1} s)",
-                            program.display(),
-                            took.as_secs_f64()
-                        )
-                    }
-                    Finding::Broken { program, why } => {
-                        format!("{head}: {} was found but does not start: {why}", program.display())
-                    }
-                    Finding::Missing(why) => format!("{head}: not found: {why}"),
-                    Finding::Invalid(why) => format!("{head}: cannot be used: {why}"),
+        let mut lines = Vec::new();
+        let mut absent = Vec::new();
+        for s in &self.servers {
+            let exts: Vec<String> = s.extensions.iter().map(|e| format!(".{e}")).collect();
+            let origin = if s.configured { "configured" } else { "built-in" };
+            let head = format!("{} ({origin}; {})", s.name, exts.join(" "));
+            lines.push(match &s.finding {
+                Finding::Starts { program, took } => {
+                    format!("{head}: {} starts (initialize answered in {:.1} s)", program.display(), took.as_secs_f64())
                 }
-            })
-            .collect()
+                Finding::Broken { program, why } => {
+                    format!("{head}: {} was found but does not start: {why}", program.display())
+                }
+                Finding::Missing(_) if !s.configured => {
+                    absent.push(s.command.clone());
+                    continue;
+                }
+                Finding::Missing(why) => format!("{head}: not found: {why}"),
+                Finding::Invalid(why) => format!("{head}: cannot be used: {why}"),
+            });
+        }
+        if lines.is_empty() {
+            lines.push(format!(
+                "no language server is configured or found on PATH (looked for {}); install one, or add an [lsp.NAME] section to toolshed.toml",
+                absent.join(", ")
+            ));
+        } else if !absent.is_empty() {
+            lines.push(format!("not found on PATH: {}", absent.join(", ")));
+        }
+        lines
     }
 }
 
@@ -139,6 +150,7 @@ pub async fn check(config: &Config, root: &Path) -> LspReport {
         .iter()
         .map(|i| ServerReport {
             name: i.name.clone(),
+            command: String::new(),
             extensions: i.extensions.clone(),
             configured: true,
             finding: Finding::Invalid(i.reason.clone()),
@@ -155,6 +167,7 @@ pub async fn check(config: &Config, root: &Path) -> LspReport {
     for ((_, finding), spec) in found.into_iter().zip(table.servers()) {
         servers.push(ServerReport {
             name: spec.name.clone(),
+            command: spec.command.clone(),
             extensions: spec.extensions.clone(),
             configured: spec.configured,
             finding,
@@ -187,6 +200,7 @@ pub fn lsp_report(config: &Config, root: &Path) -> LspReport {
         Err(e) => LspReport {
             servers: vec![ServerReport {
                 name: "lsp".into(),
+                command: String::new(),
                 extensions: Vec::new(),
                 configured: true,
                 finding: Finding::Invalid(format!("cannot start the async runtime: {e}")),

@@ -362,3 +362,75 @@ extensions = ["h1"]
     assert_eq!(report.status(), "problem");
     assert!(report.to_string().starts_with("lsp: problem\n  half (configured; .h1)"), "{report}");
 }
+
+/// A minimal language server in Python: publishes diagnostics without a version, first none and
+/// then, 50 ms later, a revision with one error; asks the client for its configuration first.
+const FAKE_SERVER: &str = r#"
+import json, sys, threading, time
+out = sys.stdout.buffer
+lock = threading.Lock()
+def send(msg):
+    body = json.dumps(msg).encode()
+    with lock:
+        out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        out.flush()
+def publish(uri, text):
+    send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {"uri": uri, "diagnostics": []}})
+    time.sleep(0.05)
+    line = text.split("\n").index("boom") if "boom" in text.split("\n") else None
+    diags = [] if line is None else [{"range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 4}},
+                                       "severity": 1, "message": "boom is not allowed", "code": 7}]
+    send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {"uri": uri, "diagnostics": diags}})
+inp = sys.stdin.buffer
+while True:
+    headers = {}
+    while True:
+        line = inp.readline()
+        if not line:
+            sys.exit(0)
+        line = line.strip()
+        if not line:
+            break
+        k, v = line.split(b":", 1)
+        headers[k.strip().lower()] = v.strip()
+    msg = json.loads(inp.read(int(headers[b"content-length"])))
+    method = msg.get("method")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": 900, "method": "workspace/configuration", "params": {"items": [{"section": "fake"}]}})
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {"textDocumentSync": 1}}})
+    elif method == "shutdown":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+    elif method == "exit":
+        sys.exit(0)
+    elif method == "textDocument/didOpen":
+        doc = msg["params"]["textDocument"]
+        threading.Thread(target=publish, args=(doc["uri"], doc["text"])).start()
+    elif method == "textDocument/didChange":
+        threading.Thread(target=publish, args=(msg["params"]["textDocument"]["uri"], msg["params"]["contentChanges"][0]["text"])).start()
+"#;
+
+#[tokio::test]
+async fn diagnostics_without_versions_wait_for_the_servers_revision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("fake_server.py");
+    std::fs::write(&script, FAKE_SERVER).unwrap();
+    let toml = format!(
+        "[fake]\ncommand = \"python3\"\nargs = [{}]\nextensions = [\"fake\"]\ntimeout_ms = 10000\n",
+        json!(script.to_str().unwrap())
+    );
+    let p = Project::new(&[], &toml);
+    let out = p.call("write", json!({"file_path": "x.fake", "content": "ok\nboom\n"})).await;
+    insta::assert_snapshot!(ok(&out), @r"
+    Created `x.fake` (2 lines, 8 bytes).
+
+    fake reports 1 error in `x.fake` after this change; fix it:
+    x.fake:2:1: error: boom is not allowed [7]
+      | boom
+    ");
+    let out = p.call("write", json!({"file_path": "x.fake", "content": "ok\nfine\n"})).await;
+    assert_eq!(out.metadata["diagnostics"]["x.fake"], json!({"server": "fake", "errors": 0}));
+    let out = p.lsp(json!({"operation": "hover", "file_path": "x.fake", "line": 1, "character": 1})).await;
+    insta::assert_snapshot!(err(&out), @"fake does not support hover; try another operation.");
+    let out = p.lsp(json!({"operation": "diagnostics", "file_path": "x.fake"})).await;
+    insta::assert_snapshot!(ok(&out), @"fake reports no errors or warnings in `x.fake`.");
+}

@@ -251,13 +251,13 @@ impl Server {
         self.exit.borrow().is_none() && !self.conn.closed().is_cancelled()
     }
 
-    /// Why it is no longer running (exit status and last words), once it is not.
-    pub fn death(&self) -> Option<String> {
+    /// Why it is no longer running (exit status and last words), once it is not. When the
+    /// connection closed first, waits a moment for the exit status.
+    pub async fn death(&self) -> Option<String> {
         if self.is_alive() {
             return None;
         }
-        let how = self.exit.borrow().clone().or_else(|| self.conn.close_reason()).unwrap_or_else(|| "stopped".into());
-        Some(format!("{how}{}", self.last_words()))
+        Some(format!("{}{}", self.wait_exit().await, self.last_words()))
     }
 
     /// Waits briefly for the exit status after the connection closed; describes it.
@@ -270,14 +270,16 @@ impl Server {
         }
     }
 
-    /// The first lines of the server's standard error, as `: line; line`, or nothing.
+    /// The first lines of the server's standard error (at most 3, up to the first blank line,
+    /// which usually ends the message before a backtrace), as `: line / line`, or nothing.
     fn last_words(&self) -> String {
         let bytes = self.stderr.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let text = String::from_utf8_lossy(&bytes);
         let lines: Vec<String> = text
             .lines()
             .map(str::trim)
-            .filter(|l| !l.is_empty())
+            .skip_while(|l| l.is_empty())
+            .take_while(|l| !l.is_empty())
             .take(3)
             .map(|l| {
                 if l.chars().count() > 200 {
@@ -365,10 +367,10 @@ impl Server {
                 break found;
             }
             tokio::select! {
-                changed = seq.changed() => if changed.is_err() { return Err(self.exited()) },
+                changed = seq.changed() => if changed.is_err() { return Err(self.exited().await) },
                 _ = tokio::time::sleep_until(deadline) => return Err(WaitError::Timeout),
-                _ = exit.wait_for(Option::is_some) => return Err(self.exited()),
-                _ = self.conn.closed().cancelled() => return Err(self.exited()),
+                () = until_exited(&mut exit) => return Err(self.exited().await),
+                _ = self.conn.closed().cancelled() => return Err(self.exited().await),
             }
         };
         // A revision of this file's diagnostics restarts the wait; other files' do not.
@@ -398,8 +400,8 @@ impl Server {
         fits.then(|| found.clone())
     }
 
-    fn exited(&self) -> WaitError {
-        WaitError::Exited(self.death().unwrap_or_else(|| "stopped".into()))
+    async fn exited(&self) -> WaitError {
+        WaitError::Exited(self.death().await.unwrap_or_else(|| "stopped".into()))
     }
 
     /// Asks the server to shut down and exit; kills it if it does not within a moment.
@@ -414,6 +416,11 @@ impl Server {
         }
         self.process.kill();
     }
+}
+
+/// Resolves once the process has exited (the status guard is released before returning).
+async fn until_exited(exit: &mut watch::Receiver<Option<String>>) {
+    let _ = exit.wait_for(Option::is_some).await;
 }
 
 fn client_capabilities() -> ClientCapabilities {

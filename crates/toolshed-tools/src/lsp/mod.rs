@@ -224,7 +224,7 @@ impl Slot {
                     return Lookup::Ready { server: server.clone(), deadline, restarted: None };
                 }
                 Phase::Running(server) => {
-                    let death = server.death().unwrap_or_else(|| "stopped".into());
+                    let death = server.death().await.unwrap_or_else(|| "stopped".into());
                     state.crashes += 1;
                     state.phase = Phase::Idle;
                     if state.crashes > MAX_CRASHES {

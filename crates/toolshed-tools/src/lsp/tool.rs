@@ -275,7 +275,15 @@ impl Ask<'_> {
         TextDocumentPositionParams::new(TextDocumentIdentifier::new(self.synced.uri.clone()), position)
     }
 
-    fn failed(&self, e: RpcError) -> ToolError {
+    /// Sends one request; a failure becomes an error for the model.
+    async fn call<R: lsp_types::request::Request>(&self, params: R::Params) -> Result<R::Result, ToolError> {
+        match self.server.connection().call::<R>(params, self.deadline).await {
+            Ok(answer) => Ok(answer),
+            Err(e) => Err(self.failed(e).await),
+        }
+    }
+
+    async fn failed(&self, e: RpcError) -> ToolError {
         let name = self.server.name();
         ToolError::model(match e {
             RpcError::Timeout => format!(
@@ -284,7 +292,7 @@ impl Ask<'_> {
             ),
             RpcError::Closed(_) => format!(
                 "{name} stopped while answering ({}). Call again to restart it.",
-                self.server.death().unwrap_or_else(|| "connection closed".into())
+                self.server.death().await.unwrap_or_else(|| "connection closed".into())
             ),
             RpcError::Server { message, .. } => format!("{name} could not answer: {message}"),
             RpcError::Decode(why) => format!("{name} sent an answer toolshed cannot read: {why}"),
@@ -351,8 +359,7 @@ impl Ask<'_> {
             work_done_progress_params: WorkDoneProgressParams::default(),
             partial_result_params: PartialResultParams::default(),
         };
-        let answer =
-            self.server.connection().call::<GotoDefinition>(params, self.deadline).await.map_err(|e| self.failed(e))?;
+        let answer = self.call::<GotoDefinition>(params).await?;
         let locations: Vec<(lsp_types::Uri, Position)> = match answer {
             None => Vec::new(),
             Some(GotoDefinitionResponse::Scalar(l)) => vec![(l.uri, l.range.start)],
@@ -377,8 +384,7 @@ impl Ask<'_> {
             partial_result_params: PartialResultParams::default(),
             context: ReferenceContext { include_declaration: true },
         };
-        let answer =
-            self.server.connection().call::<References>(params, self.deadline).await.map_err(|e| self.failed(e))?;
+        let answer = self.call::<References>(params).await?;
         let mut locations: Vec<Location> = answer.unwrap_or_default();
         if locations.is_empty() {
             return Ok(format!("No references found for {named}."));
@@ -403,8 +409,7 @@ impl Ask<'_> {
             text_document_position_params: self.text_position(position),
             work_done_progress_params: WorkDoneProgressParams::default(),
         };
-        let answer =
-            self.server.connection().call::<HoverRequest>(params, self.deadline).await.map_err(|e| self.failed(e))?;
+        let answer = self.call::<HoverRequest>(params).await?;
         let text = answer.map(|h| hover_text(h.contents)).unwrap_or_default();
         let text = text.trim();
         if text.is_empty() {
@@ -426,12 +431,7 @@ impl Ask<'_> {
             work_done_progress_params: WorkDoneProgressParams::default(),
             partial_result_params: PartialResultParams::default(),
         };
-        let answer = self
-            .server
-            .connection()
-            .call::<DocumentSymbolRequest>(params, self.deadline)
-            .await
-            .map_err(|e| self.failed(e))?;
+        let answer = self.call::<DocumentSymbolRequest>(params).await?;
         let display = self.resolved.display();
         let mut files = self.files();
         let mut lines = Vec::new();
@@ -470,12 +470,7 @@ impl Ask<'_> {
             work_done_progress_params: WorkDoneProgressParams::default(),
             query: query.to_string(),
         };
-        let answer = self
-            .server
-            .connection()
-            .call::<WorkspaceSymbolRequest>(params, self.deadline)
-            .await
-            .map_err(|e| self.failed(e))?;
+        let answer = self.call::<WorkspaceSymbolRequest>(params).await?;
         let found: Vec<FoundSymbol> = match answer {
             None => Vec::new(),
             Some(WorkspaceSymbolResponse::Flat(symbols)) => symbols
@@ -605,6 +600,7 @@ mod tests {
         let spec = tool.spec();
         assert_eq!(spec.permission, "lsp");
         assert!(spec.flags.read_only);
-        insta::assert_json_snapshot!(spec.parameters);
+        insta::assert_json_snapshot!("parameters", spec.parameters);
+        insta::assert_snapshot!("description", format!("{}\n\nbytes: {}", spec.description, spec.definition_bytes()));
     }
 }

@@ -50,9 +50,18 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
     Err(ToolError::RespondToModel(message))
 }
 
-/// A stable identity of a call, for spotting identical consecutive calls.
-pub fn fingerprint(tool: &str, args: &Value) -> String {
-    format!("{tool}\u{0}{args}")
+/// A stable identity of a call, for spotting identical consecutive calls: a hash of the tool
+/// name and the input as sent (raw text is hashed as it came, never re-serialised, so a
+/// megabyte patch costs one pass over its bytes).
+pub fn fingerprint(tool: &str, input: &CallInput) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    tool.hash(&mut h);
+    match input {
+        CallInput::Raw(text) => text.hash(&mut h),
+        CallInput::Json(value) => value.to_string().hash(&mut h),
+    }
+    h.finish()
 }
 
 /// One validation error as a line for the model.

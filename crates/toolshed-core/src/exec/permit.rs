@@ -17,7 +17,7 @@ pub async fn permit(
     ctx: &ToolContext,
     spec: &ToolSpec,
     mut requests: Vec<PermissionRequest>,
-    fingerprint: String,
+    fingerprint: u64,
 ) -> Result<(), Failure> {
     if session.note_call(fingerprint) {
         requests.insert(

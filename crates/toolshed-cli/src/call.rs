@@ -89,6 +89,7 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
         .limits(ws.config.output)
         .permission(permission)
         .approver(approver)
+        .hooks(toolshed_tools::lsp::hooks(&ws.config))
         .build();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -114,5 +115,8 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
     } else {
         crate::out(format_args!("{}", result.output));
     }
+    // Language servers a write or the lsp tool started get `shutdown` and `exit` (nothing to do
+    // when none started).
+    runtime.block_on(toolshed_tools::lsp::shared(&ws.config).shutdown());
     Ok(if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -26,6 +26,7 @@ pub const CHECKS: &[Check] = &[
     Check { name: "websearch", run: websearch },
     Check { name: "skills", run: skills },
     Check { name: "instructions", run: instructions },
+    Check { name: "lsp", run: lsp },
 ];
 
 /// How a section stands.
@@ -148,4 +149,19 @@ fn instructions(ws: &Workspace) -> Report {
         Status::Ok
     };
     Report::new(status, lines)
+}
+
+fn lsp(ws: &Workspace) -> Report {
+    // Starts each server found (an `initialize` handshake, then shutdown) to see that it runs.
+    let report = toolshed_tools::lsp::lsp_report(&ws.config, &ws.root);
+    let status = if report.has_problem() {
+        Status::Problem
+    } else if report.has_warning() {
+        Status::Warning
+    } else if report.any_starts() {
+        Status::Ok
+    } else {
+        Status::Off
+    };
+    Report::new(status, report.lines())
 }

@@ -156,6 +156,7 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                 .limits(ws.config.output)
                 .permission(permission.clone())
                 .approver(Arc::new(approver))
+                .hooks(toolshed_tools::lsp::hooks(&ws.config))
                 .build();
             let exported = Exported::new(executor, agent, peers);
             // An upstream server's changed tool list rebuilds the registry and tells our clients.
@@ -197,6 +198,7 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                 }
             };
             clients.shutdown().await;
+            toolshed_tools::lsp::shared(&ws.config).shutdown().await;
             served
         })
         .map_err(CliError::failure)?;

@@ -15,6 +15,8 @@ fn toolshed(root: &Path, args: &[&str]) -> Output {
         .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
         .env("TOOLSHED_DATA_DIR", root.join(".data"))
         .env_remove("BRAVE_API_KEY")
+        // No language server on PATH, so the lsp section is the same on every machine.
+        .env("PATH", root.join(".no-path"))
         .output()
         .unwrap()
 }
@@ -56,6 +58,8 @@ fn doctor_in_a_bare_worktree_says_what_is_off_and_why() {
         $ROOT/.xdg-config/toolshed/skills
     instructions: off
       no AGENTS.md or CLAUDE.md from $ROOT down to $ROOT, nor in the user config directory
+    lsp: off
+      no language server is configured or found on PATH (looked for rust-analyzer, pyright-langserver, typescript-language-server, gopls, clangd); install one, or add an [lsp.NAME] section to toolshed.toml
     "#);
 }
 
@@ -80,6 +84,8 @@ fn doctor_lists_skills_and_instructions_and_reports_a_broken_skill_with_its_line
       broken, left out: $ROOT/.xdg-config/toolshed/skills/broken/SKILL.md:3: `description` is missing: say what the skill does and when to use it
     instructions: ok
       $ROOT/AGENTS.md (project, 9 bytes)
+    lsp: off
+      no language server is configured or found on PATH (looked for rust-analyzer, pyright-langserver, typescript-language-server, gopls, clangd); install one, or add an [lsp.NAME] section to toolshed.toml
     ");
 
     // The broken skill does not break the tool list: the good one is offered.

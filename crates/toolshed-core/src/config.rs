@@ -260,7 +260,9 @@ pub struct WebsearchConfig {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LspConfig {
-    /// The server program.
+    /// The server program. May be left out to adjust a built-in server of the same name
+    /// (`[lsp.pyright] timeout_ms = 60000`).
+    #[serde(default)]
     pub command: String,
     /// Its arguments.
     #[serde(default)]
@@ -271,6 +273,11 @@ pub struct LspConfig {
     /// Files that mark a project root for it.
     #[serde(default)]
     pub root_markers: Vec<String>,
+    /// `false` turns the server (or the built-in one of this name) off.
+    pub enabled: Option<bool>,
+    /// How long to wait for the server's first diagnostics after a file changes, in
+    /// milliseconds (starting it included).
+    pub timeout_ms: Option<u64>,
 }
 
 /// Permission rules as written: a bare action (`permission = "ask"`) or a table whose keys

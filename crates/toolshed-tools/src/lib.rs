@@ -8,6 +8,7 @@ pub mod bash_permission;
 pub mod custom;
 pub mod fs;
 pub mod instructions;
+pub mod lsp;
 pub mod patch;
 pub mod path;
 #[cfg(unix)]
@@ -36,6 +37,7 @@ pub fn register_builtins(registry: &mut Registry, config: &Config) {
     registry.register_builtin(Typed::new(fs::WriteTool));
     registry.register_builtin(Typed::new(fs::EditTool));
     registry.register_builtin(Typed::new(patch::ApplyPatch));
+    registry.register_builtin(Typed::new(lsp::LspTool::new(lsp::shared(config))));
     #[cfg(unix)]
     shell::Shell::new((&config.sandbox).into()).register(registry);
     registry.register_builtin(Typed::new(web::fetch::WebFetch));

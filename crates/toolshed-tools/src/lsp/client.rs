@@ -1,0 +1,556 @@
+//! One running language server: the child process, the `initialize` handshake, the documents
+//! it has open, and the diagnostics it has published.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use lsp_types::notification::{DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, DidSaveTextDocument};
+use lsp_types::{
+    ClientCapabilities, ClientInfo, Diagnostic, DidChangeTextDocumentParams, DidCloseTextDocumentParams,
+    DidOpenTextDocumentParams, DidSaveTextDocumentParams, InitializeParams, InitializeResult, PublishDiagnosticsParams,
+    ServerCapabilities, TextDocumentContentChangeEvent, TextDocumentIdentifier, TextDocumentItem,
+    TextDocumentSyncCapability, TextDocumentSyncSaveOptions, Uri, VersionedTextDocumentIdentifier, WorkspaceFolder,
+};
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::position::file_uri;
+use super::rpc::{Connection, Handler, METHOD_NOT_FOUND, RpcError};
+use super::servers::{ServerSpec, language_id};
+
+/// Largest file handed to a server.
+const MAX_DOCUMENT_BYTES: u64 = 8 * 1024 * 1024;
+/// Bytes of the server's standard error kept for error messages.
+const STDERR_TAIL_BYTES: usize = 8 * 1024;
+/// After a file's diagnostics arrive, how long to wait for a revision of them.
+const SETTLE: Duration = Duration::from_millis(150);
+/// How long `shutdown` and `exit` may take before the server is killed.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// Diagnostics a server published for one file.
+#[derive(Clone, Debug)]
+struct Published {
+    version: Option<i32>,
+    seq: u64,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// What the server's own messages update.
+struct Inbox {
+    diagnostics: Mutex<HashMap<Uri, Published>>,
+    seq: watch::Sender<u64>,
+    folders: Value,
+}
+
+impl Handler for Inbox {
+    fn notification(&self, method: &str, params: Value) {
+        if method != "textDocument/publishDiagnostics" {
+            return;
+        }
+        let Ok(params) = serde_json::from_value::<PublishDiagnosticsParams>(params) else { return };
+        let mut map = self.diagnostics.lock().unwrap_or_else(PoisonError::into_inner);
+        let seq = *self.seq.borrow() + 1;
+        map.insert(params.uri, Published { version: params.version, seq, diagnostics: params.diagnostics });
+        drop(map);
+        self.seq.send_replace(seq);
+    }
+
+    fn request(&self, method: &str, params: Value) -> Result<Value, (i64, String)> {
+        match method {
+            // No settings of our own: the server's defaults (and its project files) apply.
+            "workspace/configuration" => {
+                let items = params.get("items").and_then(Value::as_array).map_or(0, Vec::len);
+                Ok(Value::Array(vec![Value::Null; items]))
+            }
+            "workspace/workspaceFolders" => Ok(self.folders.clone()),
+            "workspace/applyEdit" => Ok(json!({"applied": false, "failureReason": "toolshed applies no server edits"})),
+            "client/registerCapability"
+            | "client/unregisterCapability"
+            | "window/workDoneProgress/create"
+            | "window/showMessageRequest"
+            | "window/showDocument" => Ok(Value::Null),
+            m if m.starts_with("workspace/") && m.ends_with("/refresh") => Ok(Value::Null),
+            _ => Err((METHOD_NOT_FOUND, format!("toolshed does not handle {method}"))),
+        }
+    }
+}
+
+/// A document as last sent to the server.
+struct Document {
+    uri: Uri,
+    version: i32,
+    text: String,
+}
+
+/// A file brought up to date on the server: what to wait for its diagnostics by.
+#[derive(Clone, Debug)]
+pub struct Synced {
+    /// The file's URI.
+    pub uri: Uri,
+    /// The version the server now has.
+    pub version: i32,
+    /// The text the server now has.
+    pub text: String,
+    /// Whether this sync sent anything (a new or changed document).
+    pub changed: bool,
+    /// The diagnostics sequence number before the change was sent.
+    seq_before: u64,
+}
+
+/// Why diagnostics did not come.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WaitError {
+    /// The deadline passed.
+    Timeout,
+    /// The server exited; the reason.
+    Exited(String),
+}
+
+/// A running language server.
+pub struct Server {
+    spec: ServerSpec,
+    root: PathBuf,
+    program: PathBuf,
+    conn: Connection,
+    inbox: Arc<Inbox>,
+    capabilities: ServerCapabilities,
+    documents: tokio::sync::Mutex<HashMap<PathBuf, Document>>,
+    exit: watch::Receiver<Option<String>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    process: ProcessGroup,
+}
+
+impl Server {
+    /// Starts `program` for `spec` in `root` and completes the `initialize` handshake within
+    /// `limit`. The error says what went wrong, with the server's last words if it exited.
+    pub async fn start(spec: &ServerSpec, root: &Path, program: &Path, limit: Duration) -> Result<Server, String> {
+        let deadline = Instant::now() + limit;
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(&spec.args)
+            .current_dir(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        #[cfg(unix)]
+        command.process_group(0);
+        let mut child = command.spawn().map_err(|e| format!("could not be started (`{}`): {e}", program.display()))?;
+        let process = ProcessGroup::new(child.id());
+        let (Some(stdin), Some(stdout), Some(stderr_pipe)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err("could not be started: its standard streams were not available".into());
+        };
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        tokio::spawn(keep_tail(stderr_pipe, stderr.clone()));
+        let (exit_tx, exit) = watch::channel(None);
+        let exited = process.exited.clone();
+        tokio::spawn(async move {
+            let status = match child.wait().await {
+                Ok(status) => describe_exit(status),
+                Err(e) => format!("could not be waited for: {e}"),
+            };
+            exited.store(true, Ordering::SeqCst);
+            exit_tx.send_replace(Some(status));
+        });
+
+        let root_uri = file_uri(root).ok_or_else(|| format!("`{}` cannot be named by a file URI", root.display()))?;
+        let folder_name = root.file_name().map_or_else(|| "root".to_string(), |n| n.to_string_lossy().into_owned());
+        let folders = vec![WorkspaceFolder { uri: root_uri.clone(), name: folder_name }];
+        let (seq, _) = watch::channel(0);
+        let inbox = Arc::new(Inbox {
+            diagnostics: Mutex::default(),
+            seq,
+            folders: serde_json::to_value(&folders).unwrap_or(Value::Null),
+        });
+        let conn = Connection::start(stdout, stdin, inbox.clone());
+
+        #[allow(deprecated)] // root_uri: older servers read it instead of the workspace folders
+        let params = InitializeParams {
+            process_id: Some(std::process::id()),
+            root_uri: Some(root_uri),
+            workspace_folders: Some(folders),
+            capabilities: client_capabilities(),
+            client_info: Some(ClientInfo { name: "toolshed".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
+            ..InitializeParams::default()
+        };
+        let mut server = Server {
+            spec: spec.clone(),
+            root: root.to_path_buf(),
+            program: program.to_path_buf(),
+            conn,
+            inbox,
+            capabilities: ServerCapabilities::default(),
+            documents: tokio::sync::Mutex::default(),
+            exit,
+            stderr,
+            process,
+        };
+        match server.conn.call::<lsp_types::request::Initialize>(params, deadline).await {
+            Ok(InitializeResult { capabilities, .. }) => server.capabilities = capabilities,
+            Err(RpcError::Timeout) => {
+                return Err(format!("did not answer `initialize` within {}", seconds(limit)));
+            }
+            Err(RpcError::Closed(_)) => {
+                return Err(format!(
+                    "{} before answering `initialize`{}",
+                    server.wait_exit().await,
+                    server.last_words()
+                ));
+            }
+            Err(e) => return Err(format!("failed to initialize: {e}{}", server.last_words())),
+        }
+        server.conn.notify("initialized", json!({})).await.map_err(|e| e.to_string())?;
+        Ok(server)
+    }
+
+    /// The server's name (`pyright`).
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// Its spec.
+    pub fn spec(&self) -> &ServerSpec {
+        &self.spec
+    }
+
+    /// The project root it was opened on.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The program that runs.
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.pid
+    }
+
+    /// What it said it can do.
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.capabilities
+    }
+
+    /// The JSON-RPC connection, for requests.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Whether it is still running and connected.
+    pub fn is_alive(&self) -> bool {
+        self.exit.borrow().is_none() && !self.conn.closed().is_cancelled()
+    }
+
+    /// Why it is no longer running (exit status and last words), once it is not. When the
+    /// connection closed first, waits a moment for the exit status.
+    pub async fn death(&self) -> Option<String> {
+        if self.is_alive() {
+            return None;
+        }
+        Some(format!("{}{}", self.wait_exit().await, self.last_words()))
+    }
+
+    /// Waits briefly for the exit status after the connection closed; describes it.
+    async fn wait_exit(&self) -> String {
+        let mut exit = self.exit.clone();
+        let waited = tokio::time::timeout(Duration::from_millis(500), exit.wait_for(Option::is_some)).await;
+        match waited {
+            Ok(Ok(status)) => status.clone().unwrap_or_default(),
+            _ => self.conn.close_reason().unwrap_or_else(|| "closed its connection".into()),
+        }
+    }
+
+    /// The first lines of the server's standard error (at most 3, up to the first blank line,
+    /// which usually ends the message before a backtrace), as `: line / line`, or nothing.
+    fn last_words(&self) -> String {
+        let bytes = self.stderr.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<String> = text
+            .lines()
+            .map(str::trim)
+            .skip_while(|l| l.is_empty())
+            .take_while(|l| !l.is_empty())
+            .take(3)
+            .map(|l| {
+                if l.chars().count() > 200 {
+                    format!("{}…", l.chars().take(200).collect::<String>())
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        if lines.is_empty() { String::new() } else { format!(": {}", lines.join(" / ")) }
+    }
+
+    /// Sends the file's current content: opens it the first time, sends a change when it
+    /// differs from what the server has, and nothing when it does not.
+    pub async fn sync(&self, path: &Path) -> Result<Synced, String> {
+        let text = read_document(path)?;
+        let mut documents = self.documents.lock().await;
+        let seq_before = *self.inbox.seq.borrow();
+        let failed = |e: RpcError| format!("{} {}", self.spec.name, e);
+        match documents.get_mut(path) {
+            Some(doc) if doc.text == text => {
+                Ok(Synced { uri: doc.uri.clone(), version: doc.version, text, changed: false, seq_before })
+            }
+            Some(doc) => {
+                doc.version += 1;
+                doc.text = text.clone();
+                let params = DidChangeTextDocumentParams {
+                    text_document: VersionedTextDocumentIdentifier { uri: doc.uri.clone(), version: doc.version },
+                    content_changes: vec![TextDocumentContentChangeEvent {
+                        range: None,
+                        range_length: None,
+                        text: text.clone(),
+                    }],
+                };
+                self.conn.notify_typed::<DidChangeTextDocument>(params).await.map_err(failed)?;
+                self.saved(&doc.uri, &text).await.map_err(failed)?;
+                Ok(Synced { uri: doc.uri.clone(), version: doc.version, text, changed: true, seq_before })
+            }
+            None => {
+                let uri =
+                    file_uri(path).ok_or_else(|| format!("`{}` cannot be named by a file URI", path.display()))?;
+                let item = TextDocumentItem::new(uri.clone(), language_id(path), 1, text.clone());
+                self.conn
+                    .notify_typed::<DidOpenTextDocument>(DidOpenTextDocumentParams { text_document: item })
+                    .await
+                    .map_err(failed)?;
+                documents.insert(path.to_path_buf(), Document { uri: uri.clone(), version: 1, text: text.clone() });
+                Ok(Synced { uri, version: 1, text, changed: true, seq_before })
+            }
+        }
+    }
+
+    /// Tells a server that wants saves that the file was saved (some check only on save).
+    async fn saved(&self, uri: &Uri, text: &str) -> Result<(), RpcError> {
+        let include_text = match &self.capabilities.text_document_sync {
+            Some(TextDocumentSyncCapability::Options(options)) => match &options.save {
+                Some(TextDocumentSyncSaveOptions::Supported(true)) => false,
+                Some(TextDocumentSyncSaveOptions::SaveOptions(save)) => save.include_text.unwrap_or(false),
+                _ => return Ok(()),
+            },
+            _ => return Ok(()),
+        };
+        let params = DidSaveTextDocumentParams {
+            text_document: TextDocumentIdentifier { uri: uri.clone() },
+            text: include_text.then(|| text.to_string()),
+        };
+        self.conn.notify_typed::<DidSaveTextDocument>(params).await
+    }
+
+    /// Closes the file if it is open (it was deleted) and forgets its diagnostics.
+    pub async fn close(&self, path: &Path) {
+        let Some(doc) = self.documents.lock().await.remove(path) else { return };
+        self.inbox.diagnostics.lock().unwrap_or_else(PoisonError::into_inner).remove(&doc.uri);
+        let params = DidCloseTextDocumentParams { text_document: TextDocumentIdentifier { uri: doc.uri } };
+        let _ = self.conn.notify_typed::<DidCloseTextDocument>(params).await;
+    }
+
+    /// Waits until `deadline` for the diagnostics of the synced file's version, then a moment
+    /// more in case the server revises them.
+    pub async fn diagnostics(&self, synced: &Synced, deadline: Instant) -> Result<Vec<Diagnostic>, WaitError> {
+        let mut seq = self.inbox.seq.subscribe();
+        let mut exit = self.exit.clone();
+        let accepted = loop {
+            if let Some(found) = self.current(synced) {
+                break found;
+            }
+            tokio::select! {
+                changed = seq.changed() => if changed.is_err() { return Err(self.exited().await) },
+                _ = tokio::time::sleep_until(deadline) => return Err(WaitError::Timeout),
+                () = until_exited(&mut exit) => return Err(self.exited().await),
+                _ = self.conn.closed().cancelled() => return Err(self.exited().await),
+            }
+        };
+        // A revision of this file's diagnostics restarts the wait; other files' do not.
+        let mut latest = accepted;
+        let mut settle = (Instant::now() + SETTLE).min(deadline);
+        loop {
+            match tokio::time::timeout_at(settle, seq.changed()).await {
+                Ok(Ok(())) => {
+                    if let Some(newer) = self.current(synced).filter(|p| p.seq > latest.seq) {
+                        latest = newer;
+                        settle = (Instant::now() + SETTLE).min(deadline);
+                    }
+                }
+                _ => return Ok(latest.diagnostics),
+            }
+        }
+    }
+
+    /// The published diagnostics that answer `synced`, if they have arrived.
+    fn current(&self, synced: &Synced) -> Option<Published> {
+        let map = self.inbox.diagnostics.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = map.get(&synced.uri)?;
+        let fits = match found.version {
+            Some(version) => version >= synced.version,
+            None => !synced.changed || found.seq > synced.seq_before,
+        };
+        fits.then(|| found.clone())
+    }
+
+    async fn exited(&self) -> WaitError {
+        WaitError::Exited(self.death().await.unwrap_or_else(|| "stopped".into()))
+    }
+
+    /// Asks the server to shut down and exit; kills it if it does not within a moment.
+    pub async fn shutdown(&self) {
+        if self.is_alive() {
+            let deadline = Instant::now() + SHUTDOWN_GRACE;
+            if self.conn.request("shutdown", Value::Null, deadline).await.is_ok() {
+                let _ = self.conn.notify("exit", Value::Null).await;
+                let mut exit = self.exit.clone();
+                let _ = tokio::time::timeout_at(deadline, exit.wait_for(Option::is_some)).await;
+            }
+        }
+        self.process.kill();
+    }
+}
+
+/// Resolves once the process has exited (the status guard is released before returning).
+async fn until_exited(exit: &mut watch::Receiver<Option<String>>) {
+    let _ = exit.wait_for(Option::is_some).await;
+}
+
+fn client_capabilities() -> ClientCapabilities {
+    serde_json::from_value(json!({
+        "general": {"positionEncodings": ["utf-16"]},
+        "workspace": {"configuration": true, "workspaceFolders": true, "symbol": {}},
+        "textDocument": {
+            "synchronization": {"didSave": true, "dynamicRegistration": false},
+            "publishDiagnostics": {"relatedInformation": false, "versionSupport": true},
+            "hover": {"contentFormat": ["markdown", "plaintext"]},
+            "definition": {"linkSupport": true},
+            "references": {},
+            "documentSymbol": {"hierarchicalDocumentSymbolSupport": true}
+        }
+    }))
+    .unwrap_or_default()
+}
+
+fn read_document(path: &Path) -> Result<String, String> {
+    let size = std::fs::metadata(path).map_err(|e| format!("`{}` cannot be read: {e}", path.display()))?.len();
+    if size > MAX_DOCUMENT_BYTES {
+        return Err(format!("`{}` is {size} bytes, too large to hand to a language server", path.display()));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("`{}` cannot be read: {e}", path.display()))?;
+    Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+async fn keep_tail(mut pipe: tokio::process::ChildStderr, tail: Arc<Mutex<Vec<u8>>>) {
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = pipe.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let mut kept = tail.lock().unwrap_or_else(PoisonError::into_inner);
+        // Keep the beginning (where errors are usually explained) and stop growing after that.
+        let room = STDERR_TAIL_BYTES.saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+    }
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("was killed by signal {signal}");
+        }
+    }
+    match status.code() {
+        Some(code) => format!("exited with status {code}"),
+        None => "exited".into(),
+    }
+}
+
+/// `20 s`, `1.5 s`.
+pub fn seconds(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{:.1} s", d.as_secs_f64()) }
+}
+
+/// The server's process group: signalled when the server is dropped, and at exit.
+struct ProcessGroup {
+    pid: Option<u32>,
+    exited: Arc<AtomicBool>,
+}
+
+impl ProcessGroup {
+    fn new(pid: Option<u32>) -> Self {
+        if let Some(pid) = pid {
+            live::add(pid);
+        }
+        ProcessGroup { pid, exited: Arc::default() }
+    }
+
+    fn kill(&self) {
+        if let Some(pid) = self.pid {
+            if !self.exited.swap(true, Ordering::SeqCst) {
+                live::signal(pid);
+            }
+            live::remove(pid);
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Servers still running, so they can be stopped when toolshed exits (`atexit` also runs on
+/// `std::process::exit`, where no destructor does).
+mod live {
+    use std::sync::{Mutex, Once, PoisonError};
+
+    static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+    static HOOK: Once = Once::new();
+
+    pub(super) fn add(pid: u32) {
+        #[cfg(unix)]
+        HOOK.call_once(|| {
+            // SAFETY: registering a plain `extern "C"` function.
+            unsafe {
+                libc::atexit(stop_all_at_exit);
+            }
+        });
+        LIVE.lock().unwrap_or_else(PoisonError::into_inner).push(pid);
+    }
+
+    pub(super) fn remove(pid: u32) {
+        LIVE.lock().unwrap_or_else(PoisonError::into_inner).retain(|p| *p != pid);
+    }
+
+    /// Terminates the process group `pid` leads (the server and anything it started).
+    pub(super) fn signal(pid: u32) {
+        #[cfg(unix)]
+        if let Ok(pid) = i32::try_from(pid) {
+            // SAFETY: kill(2) with a negative pid signals a process group; errors (ESRCH) are fine.
+            unsafe {
+                libc::kill(-pid, libc::SIGTERM);
+            }
+        }
+    }
+
+    #[cfg(unix)]
+    extern "C" fn stop_all_at_exit() {
+        if let Ok(live) = LIVE.try_lock() {
+            for pid in live.iter() {
+                signal(*pid);
+            }
+        }
+    }
+}

@@ -62,8 +62,14 @@ pub fn runtime(
     let models = Arc::new(ConfiguredModels::new(ws.config.clone()));
     let limits = ws.config.output;
     let (cwd, permission) = (ws.cwd.clone(), agents.clone());
+    let hooks = toolshed_tools::lsp::hooks(&ws.config);
     let runtime = Runtime::builder(registry, store, models, agents, settings).events(events).build(move |b| {
-        b.cwd(cwd).data_dir(toolshed_core::paths::data_dir()).limits(limits).permission(permission).approver(approver)
+        b.cwd(cwd)
+            .data_dir(toolshed_core::paths::data_dir())
+            .limits(limits)
+            .permission(permission)
+            .approver(approver)
+            .hooks(hooks)
     });
     Ok((runtime, mcp))
 }

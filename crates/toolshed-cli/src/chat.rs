@@ -91,7 +91,7 @@ pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
-    tokio_rt.block_on(async {
+    let outcome = tokio_rt.block_on(async {
         let session = match &args.session {
             Some(id) => rt.resume_session(id, Some(&model), Some(&agent)),
             None => rt.create_session(&agent, &model, None),
@@ -159,5 +159,8 @@ pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
         }
         eprintln!("session {}", session.id);
         Ok(ExitCode::SUCCESS)
-    })
+    });
+    // Language servers started for post-edit diagnostics end with the command.
+    tokio_rt.block_on(toolshed_tools::lsp::shared(&ws.config).shutdown());
+    outcome
 }

@@ -62,7 +62,7 @@ pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
-    runtime_handle.block_on(async {
+    let outcome = runtime_handle.block_on(async {
         let session = match &args.session {
             Some(id) => rt.resume_session(id, Some(&model), Some(&agent)),
             None => rt.create_session(&agent, &model, None),
@@ -87,5 +87,8 @@ pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
             }
             Err(e) => Err(CliError::failure(e)),
         }
-    })
+    });
+    // Language servers started for post-edit diagnostics end with the command.
+    runtime_handle.block_on(toolshed_tools::lsp::shared(&ws.config).shutdown());
+    outcome
 }

@@ -95,11 +95,11 @@ with open(sys.argv[1], "w") as f:
     for i in range(4000):
         f.write(f"class Handler{i}:\n    def handle(self, request):\n        value = request.get('k{i}')\n        return value\n\n")
 EOF
-    # old_string copied with 2-space instead of 4-space indentation: only the indentation matcher finds it.
+    # old_string copied without the class's indentation: only the indentation matcher finds it.
     local args; args=$(python3 -c "
 import json
-old = 'def handle(self, request):\n  value = request.get(\'k3999\')\n  return value'
-new = 'def handle(self, request):\n  value = request.get(\'k3999\', None)\n  return value'
+old = 'def handle(self, request):\n    value = request.get(\'k3999\')\n    return value'
+new = 'def handle(self, request):\n    value = request.get(\'k3999\', None)\n    return value'
 print(json.dumps({'file_path': 'work.py', 'old_string': old, 'new_string': new}))")
     cp "$dir/base.py" "$dir/work.py"
     "$toolshed" --root "$dir" call edit "$args" --json | python3 -c 'import json,sys; r=json.load(sys.stdin); assert not r["is_error"], r["output"]; print("edit strategy:", r["metadata"]["strategy"])' >&2

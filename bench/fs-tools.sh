@@ -33,6 +33,8 @@ command -v hyperfine >/dev/null && command -v rg >/dev/null || { echo "apt-get i
 json() { python3 -c 'import json,sys; print(json.dumps(dict(zip(sys.argv[1::2], sys.argv[2::2]))))' "$@"; }
 median() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; print(" ".join("%.4f" % x["median"] for x in r))' "$1"; }
 say() { echo "$*" | tee -a "$summary"; }
+# One command line for hyperfine -N, each argument quoted.
+cmd() { python3 -c 'import shlex,sys; print(" ".join(shlex.quote(a) for a in sys.argv[1:]))' "$@"; }
 
 bench_grep() {
     local args; args=$(json pattern "$grep_pattern")
@@ -41,8 +43,8 @@ bench_grep() {
     theirs=$(rg --hidden --no-require-git -c "$grep_pattern" "$stdlib" | awk -F: '{s+=$NF} END {print s+0}')
     say "grep: pattern '$grep_pattern' over $stdlib: toolshed $ours matching lines, rg $theirs"
     hyperfine -N --warmup 2 --runs "$runs" --export-json "$out/grep.json" \
-        -n "toolshed call grep" "$toolshed --root $stdlib call grep '$args'" \
-        -n "rg" "rg --hidden --no-require-git -n '$grep_pattern' $stdlib" >/dev/null
+        -n "toolshed call grep" "$(cmd "$toolshed" --root "$stdlib" call grep "$args")" \
+        -n "rg" "$(cmd rg --hidden --no-require-git -n "$grep_pattern" "$stdlib")" >/dev/null
     read -r a b < <(median "$out/grep.json")
     say "grep: median toolshed ${a}s, rg ${b}s, ratio $(python3 -c "print(round($a/$b, 2))")x"
 }
@@ -54,8 +56,8 @@ bench_glob() {
     theirs=$(rg --files --hidden --no-require-git -g "$glob_pattern" "$stdlib" | wc -l)
     say "glob: pattern '$glob_pattern' over $stdlib: toolshed $ours files, rg $theirs"
     hyperfine -N --warmup 2 --runs "$runs" --export-json "$out/glob.json" \
-        -n "toolshed call glob" "$toolshed --root $stdlib call glob '$args'" \
-        -n "rg --files -g" "rg --files --hidden --no-require-git -g '$glob_pattern' $stdlib" >/dev/null
+        -n "toolshed call glob" "$(cmd "$toolshed" --root "$stdlib" call glob "$args")" \
+        -n "rg --files -g" "$(cmd rg --files --hidden --no-require-git -g "$glob_pattern" "$stdlib")" >/dev/null
     read -r a b < <(median "$out/glob.json")
     say "glob: median toolshed ${a}s, rg ${b}s, ratio $(python3 -c "print(round($a/$b, 2))")x"
 }
@@ -76,7 +78,7 @@ EOF
     local offset=$(( lines - 1999 ))
     local args; args=$(python3 -c "import json; print(json.dumps({'file_path': 'big.txt', 'offset': $offset, 'limit': 2000}))")
     hyperfine -N --warmup 1 --runs "$runs" --export-json "$out/read.json" \
-        -n "toolshed call read (last 2000 lines of $big_mb MiB)" "$toolshed --root $out call read '$args'" >/dev/null
+        -n "toolshed call read (last 2000 lines of $big_mb MiB)" "$(cmd "$toolshed" --root "$out" call read "$args")" >/dev/null
     local peak=0
     for _ in 1 2 3 4 5; do
         kb=$( { /usr/bin/time -f '%M' "$toolshed" --root "$out" call read "$args" >/dev/null; } 2>&1 | tail -n 1)
@@ -103,8 +105,8 @@ new = 'def handle(self, request):\n    value = request.get(\'k3999\', None)\n   
 print(json.dumps({'file_path': 'work.py', 'old_string': old, 'new_string': new}))")
     cp "$dir/base.py" "$dir/work.py"
     "$toolshed" --root "$dir" call edit "$args" --json | python3 -c 'import json,sys; r=json.load(sys.stdin); assert not r["is_error"], r["output"]; print("edit strategy:", r["metadata"]["strategy"])' >&2
-    hyperfine -N --warmup 2 --runs "$runs" --export-json "$out/edit.json" --prepare "cp $dir/base.py $dir/work.py" \
-        -n "toolshed call edit (fuzzy, 20000 lines)" "$toolshed --root $dir call edit '$args'" >/dev/null
+    hyperfine -N --warmup 2 --runs "$runs" --export-json "$out/edit.json" --prepare "$(cmd cp "$dir/base.py" "$dir/work.py")" \
+        -n "toolshed call edit (fuzzy, 20000 lines)" "$(cmd "$toolshed" --root "$dir" call edit "$args")" >/dev/null
     read -r a < <(median "$out/edit.json")
     say "edit: fuzzy (indentation) match in a $(wc -l <"$dir/base.py")-line file, whole process: median ${a}s"
 }

@@ -97,7 +97,8 @@ path, n = sys.argv[1], int(sys.argv[2])
 with open(path, "w") as f:
     chunk = 100_000
     for start in range(0, n, chunk):
-        f.write("".join("%012d the quick brown fox jumps over the lazy dog...\n" % i for i in range(start, min(n, start + chunk))))
+        # 64 bytes a line: 12 digits, a space, 50 characters, a newline.
+        f.write("".join("%012d %s\n" % (i, "the quick brown fox jumps over the lazy dog, again") for i in range(start, min(n, start + chunk))))
 EOF
     fi
     local offset=$(( lines - 1999 ))

@@ -67,7 +67,7 @@ fn read(c: &mut Criterion) {
         use std::io::Write;
         let mut f = std::io::BufWriter::new(std::fs::File::create(root.join("big.txt")).unwrap());
         for i in 0..lines {
-            writeln!(f, "{i:012} the quick brown fox jumps over the lazy dog...").unwrap();
+            writeln!(f, "{i:012} the quick brown fox jumps over the lazy dog, again").unwrap();
         }
     }
     let rt = runtime();

@@ -20,7 +20,7 @@ use toolshed_core::tool::{ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::glob::{display_path, worker_threads};
-use super::{PathGlob, blocking, plural, walker};
+use super::{PathGlob, blocking, path_order, plural, walker};
 use crate::path::{self, Permitted, ResolvedPath};
 
 /// Results shown when `limit` is not given.
@@ -219,11 +219,11 @@ impl Query {
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     return WalkState::Continue;
                 }
-                if !explicit_file && let Some(include) = &self.include {
-                    let rel = entry.path().strip_prefix(base).unwrap_or(entry.path());
-                    if !include.is_match(rel) {
-                        return WalkState::Continue;
-                    }
+                if !explicit_file
+                    && let Some(include) = &self.include
+                    && !include.matches_under(base, entry.path())
+                {
+                    return WalkState::Continue;
                 }
                 let mut sink = Collect {
                     matcher: &self.matcher,
@@ -240,7 +240,7 @@ impl Query {
             })
         });
         let mut files = found.into_inner().unwrap_or_else(PoisonError::into_inner);
-        files.sort_by(|a, b| a.path.cmp(&b.path));
+        files.sort_by(|a, b| path_order(&a.path, &b.path));
         files
     }
 

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use toolshed_core::exec::{Executor, Session, ToolCall};
+use toolshed_tools::custom::Scope;
 
 use crate::CliError;
 use crate::workspace::Workspace;
@@ -26,6 +27,13 @@ pub struct CallArgs {
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
+}
+
+impl CallArgs {
+    /// The custom tools this call needs loaded.
+    pub fn scope(&self) -> Scope {
+        Scope::Tool(self.tool.clone())
+    }
 }
 
 pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
@@ -71,11 +79,11 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
         }
     });
     if args.json {
-        println!("{}", result.to_json());
+        crate::out(format_args!("{}", result.to_json()));
     } else if result.is_error {
-        eprintln!("{}", result.output);
+        crate::err(format_args!("{}", result.output));
     } else {
-        println!("{}", result.output);
+        crate::out(format_args!("{}", result.output));
     }
     Ok(if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -57,18 +57,38 @@ impl CliError {
     }
 }
 
+/// Prints a line to standard output; a closed pipe (`toolshed ... | head`) is not an error.
+pub fn out(text: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+/// Prints a line to standard error, ignoring a closed pipe.
+pub fn err(text: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Only what the command needs is loaded: `call` never starts the JS host for another tool.
+    let scope = match &cli.command {
+        Command::Tools(args) => args.scope(),
+        Command::Call(args) => args.scope(),
+        Command::Permission(cmd) => cmd.scope(),
+    };
     let result =
-        workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref()).and_then(|ws| match cli.command {
-            Command::Tools(args) => tools::run(&ws, args),
-            Command::Call(args) => call::run(&ws, args),
-            Command::Permission(cmd) => permission::run(&ws, cmd),
+        workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref(), &scope).and_then(|ws| {
+            match cli.command {
+                Command::Tools(args) => tools::run(&ws, args),
+                Command::Call(args) => call::run(&ws, args),
+                Command::Permission(cmd) => permission::run(&ws, cmd),
+            }
         });
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("toolshed: {}", e.message);
+            err(format_args!("toolshed: {}", e.message));
             ExitCode::from(e.code)
         }
     }

@@ -9,6 +9,7 @@ use toolshed_core::context::{CallInfo, CancellationToken, Environment, ToolConte
 use toolshed_core::exec::CallInput;
 use toolshed_core::exec::decode::decode;
 use toolshed_core::permission::{Action, AllowAll};
+use toolshed_tools::custom::Scope;
 
 use crate::CliError;
 use crate::workspace::Workspace;
@@ -32,6 +33,14 @@ pub struct ExplainArgs {
     /// Print the explanation as JSON.
     #[arg(long)]
     json: bool,
+}
+
+impl PermissionCommand {
+    /// The custom tools this command needs loaded.
+    pub fn scope(&self) -> Scope {
+        let PermissionCommand::Explain(args) = self;
+        Scope::Tool(args.tool.clone())
+    }
 }
 
 pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliError> {
@@ -79,19 +88,19 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
             })
             .collect();
         let out = json!({"agent": agent, "tool": args.tool, "decision": overall, "requests": requests});
-        println!("{out}");
+        crate::out(format_args!("{out}"));
         return Ok(ExitCode::SUCCESS);
     }
 
-    println!("agent {agent}, tool {} (permission key `{}`)", args.tool, entry.spec().permission);
+    crate::out(format_args!("agent {agent}, tool {} (permission key `{}`)", args.tool, entry.spec().permission));
     for (req, patterns) in &report {
-        println!("\nrequest `{}` (\"always\" would allow: {})", req.permission, req.always.join(", "));
+        crate::out(format_args!("\nrequest `{}` (\"always\" would allow: {})", req.permission, req.always.join(", ")));
         if req.minimum == Action::Ask {
             let why = req.metadata.get("unclassified").and_then(Value::as_str).unwrap_or("the tool cannot analyse it");
-            println!("  at least ask: {why}");
+            crate::out(format_args!("  at least ask: {why}"));
         }
         for (e, action) in patterns {
-            println!("  pattern `{}`", e.pattern);
+            crate::out(format_args!("  pattern `{}`", e.pattern));
             for (rule, matched) in &e.considered {
                 let mark = if Some(rule) == e.decided_by.as_ref() && *matched {
                     "  <- decides"
@@ -100,15 +109,15 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
                 } else {
                     ""
                 };
-                println!("    {rule}{mark}");
+                crate::out(format_args!("    {rule}{mark}"));
             }
             if e.decided_by.is_none() {
-                println!("    no rule matches: ask");
+                crate::out(format_args!("    no rule matches: ask"));
             }
-            println!("    => {action}");
+            crate::out(format_args!("    => {action}"));
         }
     }
-    println!("\ndecision: {overall}");
+    crate::out(format_args!("\ndecision: {overall}"));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,13 +1,16 @@
 //! `toolshed tools`: what a model would see for (agent, model), as JSON or as a provider's
-//! exact `tools` payload.
+//! exact `tools` payload; `--check` validates every custom tool instead.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::{Value, json};
+use toolshed_core::registry::Registry;
 use toolshed_core::registry::View;
 use toolshed_core::render::{WireFormat, render};
 use toolshed_core::tool::Exposure;
+use toolshed_tools::custom::{Problem, Scope};
 
 use crate::CliError;
 use crate::workspace::Workspace;
@@ -26,6 +29,17 @@ pub struct ToolsArgs {
     /// `json`, or a provider's wire format: openai-chat, openai-responses, anthropic, mcp.
     #[arg(long, default_value = "json", value_name = "FORMAT", value_parser = parse_format)]
     format: Format,
+    /// Validate every custom tool (importing OpenCode tool files afresh) and print each problem
+    /// with its file and line; exit 1 if there is any.
+    #[arg(long)]
+    check: bool,
+}
+
+impl ToolsArgs {
+    /// The custom tools this command needs loaded.
+    pub fn scope(&self) -> Scope {
+        if self.check { Scope::Fresh } else { Scope::All }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -47,6 +61,17 @@ fn parse_format(s: &str) -> Result<Format, String> {
 pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
     let agent = ws.agent(args.agent.as_deref())?;
     let registry = ws.registry(ws.permission());
+    if args.check {
+        return Ok(check(ws, &registry));
+    }
+    for u in ws.custom.unavailable() {
+        eprintln!(
+            "toolshed: custom tool `{}` is unavailable: {} ({}); see `toolshed tools --check`",
+            u.name,
+            u.reason,
+            shown(&u.file, &ws.root)
+        );
+    }
     let view = View { agent: &agent, model: ws.model(args.model.as_deref()), found: None };
     let shown: Vec<_> =
         registry.exposed(&view).into_iter().filter(|v| args.all || v.exposure == Exposure::Direct).collect();
@@ -67,6 +92,11 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
                     if let Some(replaced) = &v.entry.overrides {
                         item["overrides"] = Value::String(replaced.to_string());
                     }
+                    if let Some(u) = ws.custom.unavailable().iter().find(|u| {
+                        u.name == spec.name && v.entry.source == toolshed_core::registry::Source::Custom(u.file.clone())
+                    }) {
+                        item["unavailable"] = Value::String(u.reason.clone());
+                    }
                     item
                 })
                 .collect(),
@@ -77,6 +107,37 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
         }
     };
     let text = serde_json::to_string_pretty(&out).map_err(CliError::failure)?;
-    println!("{text}");
+    crate::out(format_args!("{text}"));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `toolshed tools --check`: one line per working custom tool, then each problem as
+/// `file:line: message`; exit 1 if there is any problem.
+fn check(ws: &Workspace, registry: &Registry) -> ExitCode {
+    let mut working = 0;
+    for (spec, file) in ws.custom.tools() {
+        working += 1;
+        let replaces = match registry.get(&spec.name).and_then(|e| e.overrides.as_ref()) {
+            Some(old) => format!(" (replaces {old})"),
+            None => String::new(),
+        };
+        println!("ok  {}  {}{replaces}", spec.name, shown(file, &ws.root));
+    }
+    let problems = ws.custom.problems();
+    for problem in problems {
+        let relative = Problem { file: shown(&problem.file, &ws.root).into(), ..problem.clone() };
+        println!("{relative}");
+    }
+    println!(
+        "{working} custom tool{} ok, {} problem{}",
+        if working == 1 { "" } else { "s" },
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" }
+    );
+    if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+/// `file` relative to the worktree when it lies inside it.
+fn shown(file: &Path, root: &Path) -> String {
+    file.strip_prefix(root).unwrap_or(file).display().to_string()
 }

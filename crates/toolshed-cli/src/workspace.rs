@@ -1,5 +1,5 @@
-//! What every command needs: the worktree root, the merged config, the agent's permission
-//! rules and the registry of tools.
+//! What every command needs: the worktree root, the merged config, the custom tools, the
+//! agents' permission rules and the registry of tools.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -9,6 +9,7 @@ use toolshed_core::agents::Agents;
 use toolshed_core::config::Config;
 use toolshed_core::permission::Permission;
 use toolshed_core::registry::{ModelFamilyHook, PermissionHook, Registry};
+use toolshed_tools::custom::{CustomTools, Discover, Scope};
 
 use crate::CliError;
 
@@ -21,13 +22,15 @@ pub struct Workspace {
     pub cwd: PathBuf,
     /// The merged config.
     pub config: Config,
-    /// The agents and their rules (the permission engine).
+    /// The agents and their rules (the permission engine); custom tools ask by default.
     pub agents: Arc<Agents>,
+    /// The custom tools found for this command.
+    pub custom: CustomTools,
 }
 
 impl Workspace {
-    /// Finds the root and loads the config.
-    pub fn open(root: Option<&Path>, config_file: Option<&Path>) -> Result<Workspace, CliError> {
+    /// Finds the root, loads the config and discovers the custom tools `scope` asks for.
+    pub fn open(root: Option<&Path>, config_file: Option<&Path>, scope: &Scope) -> Result<Workspace, CliError> {
         let current = std::env::current_dir()
             .and_then(|d| d.canonicalize())
             .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
@@ -44,8 +47,9 @@ impl Workspace {
         let cwd = if current.starts_with(&root) { current } else { root.clone() };
         let config = Config::load(config_file, &root).map_err(|e| CliError::usage(format!("config error: {e}")))?;
         let home = std::env::var_os("HOME").map(PathBuf::from);
-        let agents = Arc::new(Agents::from_config(&config, &root, home.as_deref()));
-        Ok(Workspace { root, cwd, config, agents })
+        let custom = Discover::new(&root, &cwd, toolshed_core::paths::data_dir()).run(scope);
+        let agents = Arc::new(Agents::with_defaults(&config, &root, home.as_deref(), &custom.default_rules()));
+        Ok(Workspace { root, cwd, config, agents, custom })
     }
 
     /// The agent to run as: the flag, else the config's default, else `build`.
@@ -63,10 +67,12 @@ impl Workspace {
         self.agents.clone()
     }
 
-    /// Every tool, with the exposure hooks for permissions and model family.
+    /// Every tool (custom tools replacing built-ins of their name), with the exposure hooks for
+    /// permissions and model family.
     pub fn registry(&self, permission: Arc<dyn Permission>) -> Registry {
         let mut registry = Registry::new();
         toolshed_tools::register_builtins(&mut registry, &self.config);
+        self.custom.register(&mut registry);
         let edit_tools: HashMap<String, _> =
             self.agents.all().filter_map(|a| a.edit_tool.map(|t| (a.name.clone(), t))).collect();
         registry.add_hook(Arc::new(PermissionHook(permission)));

@@ -71,6 +71,10 @@ fn unknown_tool_exits_1_with_an_error_result() {
     assert_eq!(result["is_error"], true);
     assert!(result["output"].as_str().unwrap().starts_with("Unknown tool \"nosuch\"."), "{result}");
     assert_eq!(result["attachments"], serde_json::json!([]));
+    let out = toolshed(tmp.path(), &["call", "raed", "{}", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let output = json(&out)["output"].as_str().unwrap().to_string();
+    assert!(output.contains("Did you mean") && output.contains("\"read\""), "{output}");
 }
 
 #[test]
@@ -108,7 +112,100 @@ fn missing_root_is_a_usage_error() {
 #[test]
 fn malformed_arguments_exit_1_with_a_clear_message() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = toolshed_stdin(tmp.path(), &["call", "nosuch", "-", "--json"], "{\"a\": ");
+    let out = toolshed_stdin(tmp.path(), &["call", "read", "-", "--json"], "{\"file_path\": ");
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(json(&out)["is_error"], true);
+    let result = json(&out);
+    assert_eq!(result["is_error"], true);
+    assert!(result["output"].as_str().unwrap().starts_with("The arguments for read are not valid JSON"), "{result}");
+    let out = toolshed(tmp.path(), &["call", "read", "{\"file_path\": 3}", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(json(&out)["output"].as_str().unwrap().contains("`file_path` must be a string"), "{}", json(&out));
+}
+
+#[test]
+fn call_runs_a_tool_and_reads_arguments_from_stdin() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let out = toolshed_stdin(tmp.path(), &["call", "read", "-"], "{\"file_path\": \"notes.txt\"}");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("1: alpha\n2: beta\n"), "{text}");
+}
+
+#[test]
+fn plan_agent_sees_no_editing_tools_and_is_denied_edits_with_the_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("a.txt"), "one\n").unwrap();
+    let out = toolshed(tmp.path(), &["tools", "--agent", "plan", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let names: Vec<String> =
+        json(&out).as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
+    for hidden in ["edit", "write", "apply_patch"] {
+        assert!(!names.contains(&hidden.to_string()), "{hidden} shown to plan: {names:?}");
+    }
+    assert!(names.contains(&"read".to_string()));
+    let args = r#"{"file_path": "a.txt", "old_string": "one", "new_string": "two"}"#;
+    let out = toolshed(tmp.path(), &["call", "edit", args, "--agent", "plan", "--yes", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let output = json(&out)["output"].as_str().unwrap().to_string();
+    assert!(output.starts_with("Permission denied: the rules of agent `plan` forbid `edit` on `a.txt`"), "{output}");
+    assert_eq!(std::fs::read_to_string(tmp.path().join("a.txt")).unwrap(), "one\n", "nothing may change");
+}
+
+#[test]
+fn env_files_ask_and_yes_approves_but_never_a_deny() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join(".env"), "TOKEN=1\n").unwrap();
+    let out = toolshed(tmp.path(), &["call", "read", r#"{"file_path": ".env"}"#, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(json(&out)["output"].as_str().unwrap().contains("rerun with --yes"), "{}", json(&out));
+    let out = toolshed(tmp.path(), &["call", "read", r#"{"file_path": ".env"}"#, "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    std::fs::write(tmp.path().join("toolshed.toml"), "[permission]\nread = { \"*.env\" = \"deny\" }\n").unwrap();
+    let out = toolshed(tmp.path(), &["call", "read", r#"{"file_path": ".env"}"#, "--yes", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(json(&out)["output"].as_str().unwrap().starts_with("Permission denied"), "{}", json(&out));
+}
+
+/// Whether this kernel can sandbox shell commands; prints a SKIP line (to the real stderr, so
+/// the test log shows it) when it cannot.
+#[cfg(unix)]
+fn sandbox_or_skip(test: &str) -> bool {
+    use std::io::Write;
+    let support = toolshed_tools::shell::sandbox::support();
+    if !support.available() {
+        let _ = writeln!(std::io::stderr(), "SKIP {test}: {support}");
+    }
+    support.available()
+}
+
+#[cfg(unix)]
+#[test]
+fn call_bash_prints_the_output_and_exit_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = toolshed(tmp.path(), &["call", "bash", r#"{"command":"echo hi"}"#, "--yes", "--json"]);
+    let result = json(&out);
+    if !sandbox_or_skip("call_bash_prints_the_output_and_exit_code (default workspace-write sandbox)") {
+        assert_eq!(out.status.code(), Some(1));
+        assert!(result["output"].as_str().unwrap().contains("allow_unsandboxed = true"), "{result}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(result["output"], "hi\n\nExit code: 0");
+    assert_eq!(result["metadata"]["exit_code"], 0);
+}
+
+#[cfg(unix)]
+#[test]
+fn sandbox_mode_from_the_config_applies_to_bash() {
+    let tmp = tempfile::tempdir().unwrap();
+    if !sandbox_or_skip("sandbox_mode_from_the_config_applies_to_bash") {
+        return;
+    }
+    std::fs::write(tmp.path().join("toolshed.toml"), "[sandbox]\nmode = \"read-only\"\n").unwrap();
+    let out = toolshed(tmp.path(), &["call", "bash", r#"{"command":"echo x > made.txt"}"#, "--json"]);
+    let result = json(&out);
+    assert!(result["output"].as_str().unwrap().contains("Permission denied"), "{result}");
+    assert_eq!(result["metadata"]["sandbox"], "read-only");
+    assert!(!tmp.path().join("made.txt").exists());
 }

@@ -85,13 +85,15 @@ impl Ruleset {
     }
 
     /// OpenCode's defaults: everything allowed, except `external_directory` and `doom_loop`
-    /// (ask) and reads of `.env` files (ask; `*.env.example` allowed).
+    /// (ask) and reads of `.env` files (ask; `*.env.example` allowed); plus
+    /// `sandbox_escalation` (ask), so a sandboxed command never reruns unsandboxed unasked.
     pub fn defaults() -> Self {
         use Action::*;
         Ruleset::new(vec![
             Rule::new("*", "*", Allow),
             Rule::new("doom_loop", "*", Ask),
             Rule::new("external_directory", "*", Ask),
+            Rule::new("sandbox_escalation", "*", Ask),
             Rule::new("read", "*", Allow),
             Rule::new("read", "*.env", Ask),
             Rule::new("read", "*.env.*", Ask),
@@ -298,6 +300,7 @@ mod tests {
         assert_eq!(rules.evaluate("read", "app/.env.example").action, Action::Allow);
         assert_eq!(rules.evaluate("external_directory", "/etc/*").action, Action::Ask);
         assert_eq!(rules.evaluate("doom_loop", "read").action, Action::Ask);
+        assert_eq!(rules.evaluate("sandbox_escalation", "make install").action, Action::Ask);
         assert_eq!(rules.evaluate("edit", "a.txt").action, Action::Allow);
         assert_eq!(rules.evaluate("bash", "rm -rf /").action, Action::Allow);
     }

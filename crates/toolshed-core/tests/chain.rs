@@ -235,7 +235,7 @@ async fn deny_rules_stop_the_call_before_it_runs() {
         .build();
     let r = exec.call(&Session::new("s", "build"), ToolCall::json("c", "slow_write", json!({"ms": 1}))).await;
     assert!(r.is_error);
-    assert!(r.output.starts_with("Permission denied: the configured rules forbid `slow_write`"), "{}", r.output);
+    assert!(r.output.starts_with("Permission denied: the rules of agent `build` forbid `slow_write`"), "{}", r.output);
     assert!(timeline.spans.lock().unwrap().is_empty());
 }
 

@@ -12,13 +12,17 @@
 //!
 //! Redirection targets are file writes (`edit`) or reads (`read`); path arguments of file
 //! commands and of `cd` that resolve outside the worktree, symlinks included, need
-//! `external_directory`. Anything the parser cannot classify — syntax errors, a program name
-//! that is an expansion, a shell reading a script from standard input, a dynamic `cd` or file
-//! argument — needs at least `ask`.
+//! `external_directory`. A path known only at run time (`> $f`, `rm "$dir"/x`) cannot be
+//! checked here; the sandbox confines what such a command may write. Anything the parser
+//! cannot classify — syntax errors, a program name that is an expansion, a shell reading a
+//! script from standard input, a `bash -c` or `eval` script computed at run time — needs at
+//! least `ask`.
 
 use std::path::{Component, Path, PathBuf};
 
 use toolshed_core::permission::{Action, PermissionRequest};
+
+use crate::path::{Confinement, ResolvedPath};
 use tree_sitter::{Node, Parser};
 
 /// How deep `bash -c` / `eval` strings are followed.
@@ -37,9 +41,7 @@ const READERS: &[&str] = &["cat", "head", "tail", "less", "more", "source", "."]
 /// The permission requests of one command line run in `workdir`.
 pub fn permission_requests(command: &str, workdir: &Path, root: &Path, home: Option<&Path>) -> Vec<PermissionRequest> {
     let mut a = Analyzer { root, home, workdir, cwd: Some(workdir.to_path_buf()), out: Collected::default() };
-    if !root_contains(root, workdir) {
-        a.out.external.push(dir_pattern(workdir));
-    }
+    a.check_outside(workdir);
     a.line(command, 0);
     a.out.into_requests(command)
 }
@@ -227,16 +229,10 @@ impl Analyzer<'_> {
         };
         match self.resolve(target) {
             Some(path) => {
-                self.check_outside(&path, true);
+                self.check_outside(&path);
                 self.cwd = Some(path);
             }
-            None => {
-                push_unique(
-                    &mut self.out.unclassified,
-                    format!("`cd {}` goes to a directory known only at run time", target.text),
-                );
-                self.cwd = None;
-            }
+            None => self.cwd = None,
         }
     }
 
@@ -250,15 +246,8 @@ impl Analyzer<'_> {
             return;
         }
         for arg in path_args(program, args) {
-            let paths = self.resolve_all(&arg);
-            if paths.is_empty() {
-                push_unique(
-                    &mut self.out.unclassified,
-                    format!("`{program}` gets a path known only at run time ({})", arg.text),
-                );
-            }
-            for path in paths {
-                let inside = self.check_outside(&path, false);
+            for path in self.resolve_all(&arg) {
+                let inside = self.check_outside(&path);
                 if inside && READERS.contains(&program) {
                     let rel = self.relative(&path);
                     push_unique(&mut self.out.reads, rel);
@@ -283,15 +272,8 @@ impl Analyzer<'_> {
             return;
         }
         let writes = op.contains('>');
-        let paths = self.resolve_all(&dest_word);
-        if paths.is_empty() {
-            push_unique(
-                &mut self.out.unclassified,
-                format!("a redirection goes to a file known only at run time ({})", dest_word.text),
-            );
-        }
-        for path in paths {
-            if self.check_outside(&path, false) {
+        for path in self.resolve_all(&dest_word) {
+            if self.check_outside(&path) {
                 let rel = self.relative(&path);
                 if writes {
                     push_unique(&mut self.out.edits, rel);
@@ -299,7 +281,8 @@ impl Analyzer<'_> {
                     push_unique(&mut self.out.reads, rel);
                 }
             } else if writes {
-                push_unique(&mut self.out.edits, realpath(&path).to_string_lossy().into_owned());
+                let absolute = self.relative(&path);
+                push_unique(&mut self.out.edits, absolute);
             }
         }
     }
@@ -355,23 +338,34 @@ impl Analyzer<'_> {
         Some(lexical(&base.join(path)))
     }
 
-    /// Requests `external_directory` when `path` (or, after a `cd`, the same relative path from
-    /// the original working directory) lies outside the worktree. Returns whether it is inside.
-    fn check_outside(&mut self, path: &Path, is_dir: bool) -> bool {
-        let real = realpath(path);
-        if root_contains(self.root, &real) {
-            return true;
-        }
-        let dir =
-            if is_dir || real.is_dir() { real.clone() } else { real.parent().map_or(real.clone(), Path::to_path_buf) };
-        push_unique(&mut self.out.external, dir_pattern(&dir));
-        false
+    /// Resolves `path` with every symbolic link followed, as the file tools do.
+    fn locate(&self, path: &Path) -> Option<ResolvedPath> {
+        Confinement::new(self.root, self.root).resolve(path.to_str()?).ok()
     }
 
+    /// Requests `external_directory` when `path`, symlinks resolved, lies outside the worktree.
+    /// Returns whether it is inside.
+    fn check_outside(&mut self, path: &Path) -> bool {
+        match self.locate(path) {
+            Some(resolved) => match resolved.external_request() {
+                None => true,
+                Some(request) => {
+                    for p in request.patterns {
+                        push_unique(&mut self.out.external, p);
+                    }
+                    false
+                }
+            },
+            None => {
+                push_unique(&mut self.out.unclassified, format!("the path {} cannot be checked", path.display()));
+                false
+            }
+        }
+    }
+
+    /// The pattern file rules match for `path`: relative to the worktree, else absolute.
     fn relative(&self, path: &Path) -> String {
-        let real = realpath(path);
-        real.strip_prefix(self.root)
-            .map_or_else(|_| real.to_string_lossy().into_owned(), |p| p.to_string_lossy().into_owned())
+        self.locate(path).map_or_else(|| path.to_string_lossy().into_owned(), |r| r.pattern())
     }
 }
 
@@ -718,36 +712,6 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
-/// The path with symlinks resolved as far as it exists.
-fn realpath(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut out = real;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            return lexical(&out);
-        }
-        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
-}
-
-fn root_contains(root: &Path, path: &Path) -> bool {
-    path.starts_with(root)
-}
-
-fn dir_pattern(dir: &Path) -> String {
-    format!("{}/*", dir.to_string_lossy().trim_end_matches('/'))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -830,11 +794,15 @@ mod tests {
             "eval \"$X\"",
             "bash -c \"$X\"",
             "sudo -i",
-            "cd $DIR && rm x",
         ] {
             assert_eq!(bash(&c, cmd).minimum, Action::Ask, "{cmd}");
         }
         assert_eq!(bash(&c, "bash script.sh").minimum, Action::Allow);
+        assert_eq!(
+            bash(&c, "f=$(mktemp) && echo ok > $f && rm $f").minimum,
+            Action::Allow,
+            "the sandbox confines run-time paths"
+        );
     }
 
     #[test]

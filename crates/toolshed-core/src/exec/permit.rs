@@ -59,8 +59,9 @@ impl Gate {
                 Action::Deny => {
                     let rule = decision.rule.map(|r| format!(" (rule: {r})")).unwrap_or_default();
                     return Err(ToolError::model(format!(
-                        "{}Permission denied: the configured rules forbid `{}` on `{pattern}`{rule}. The call was not run; do not retry it. Use another approach, or ask the user to change the rule.",
+                        "{}Permission denied: the rules of agent `{}` forbid `{}` on `{pattern}`{rule}. The call was not run; do not retry it. Use another approach, or ask the user to change the rule.",
                         doom_prefix(call, &request),
+                        call.agent,
                         request.permission,
                     )));
                 }
@@ -145,7 +146,7 @@ mod tests {
         rules.push(Rule::new("bash", "rm *", Action::Deny));
         let gate = Gate::new(Arc::new(rules), Arc::new(ApproveAll), Session::new("s", "build"));
         let err = gate.check(&info(), PermissionRequest::new("bash", ["ls", "rm -rf x"])).await.unwrap_err();
-        insta::assert_snapshot!(err.to_string(), @r#"Permission denied: the configured rules forbid `bash` on `rm -rf x` (rule: bash "rm *" = deny). The call was not run; do not retry it. Use another approach, or ask the user to change the rule."#);
+        insta::assert_snapshot!(err.to_string(), @r#"Permission denied: the rules of agent `build` forbid `bash` on `rm -rf x` (rule: bash "rm *" = deny). The call was not run; do not retry it. Use another approach, or ask the user to change the rule."#);
     }
 
     #[tokio::test]

@@ -1,0 +1,490 @@
+//! The JS host: one long-lived Bun (or Node) process per toolshed process that imports
+//! OpenCode tool files and runs them, spoken to in JSON lines over its standard input and
+//! output. Started on first need and restarted if it dies.
+//!
+//! Its files live in `<data dir>/custom-tools/`: `host.mjs` (embedded in toolshed and written on
+//! first use), and `node_modules/` with zod 4 (installed from the npm registry on first use
+//! when a tool file's project lacks it) and toolshed's stand-in for `@opencode-ai/plugin`.
+//!
+//! The host is driven from plain threads (a reader for its output, one for its standard error),
+//! not from an async runtime, so it can serve synchronous discovery and calls on any runtime.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// The host program, written to the data directory on first use.
+pub(crate) const HOST_SOURCE: &str = include_str!("host.mjs");
+/// toolshed's `@opencode-ai/plugin` stand-in (`tool()` and `tool.schema`).
+pub(crate) const PLUGIN_SHIM: &str = include_str!("plugin_shim.mjs");
+const PLUGIN_SHIM_PACKAGE: &str = r#"{"name":"@opencode-ai/plugin","version":"0.0.0-toolshed","type":"module","exports":{".":"./index.js","./tool":"./index.js"}}
+"#;
+/// The zod the host installs when a project has none.
+const ZOD_SPEC: &str = "zod@^4";
+/// How much of the host's standard error is kept for error messages.
+const STDERR_KEPT: usize = 8 * 1024;
+/// How long an install by another toolshed process is waited for.
+const INSTALL_WAIT: Duration = Duration::from_secs(180);
+
+/// Which program runs the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum RuntimeKind {
+    /// Bun: runs `.ts` and `.js`.
+    Bun,
+    /// Node: runs `.js`, and `.ts` when it can strip types (22.6 and later).
+    Node {
+        /// Whether it can strip TypeScript types (`--experimental-strip-types`).
+        strips_types: bool,
+        /// `node --version`.
+        version: String,
+    },
+}
+
+/// The JS runtime found for this process.
+#[derive(Clone, Debug)]
+pub(crate) struct Runtime {
+    pub program: PathBuf,
+    pub kind: RuntimeKind,
+}
+
+impl Runtime {
+    /// Finds the runtime: `program` when given (a name starting with `bun` is Bun, anything else
+    /// Node), else `bun` then `node` on `PATH`. Node's version is asked only when `ts` files need it.
+    pub(crate) fn find(program: Option<&Path>, need_ts: bool) -> Result<Runtime, String> {
+        let (program, is_bun) = match program {
+            Some(p) => {
+                let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                (p.to_path_buf(), name.starts_with("bun"))
+            }
+            None => {
+                match on_path("bun") {
+                    Some(bun) => (bun, true),
+                    None => match on_path("node") {
+                        Some(node) => (node, false),
+                        None => {
+                            return Err("needs Bun (or Node for .js files) on PATH to run OpenCode tool files; neither was found"
+                            .to_string());
+                        }
+                    },
+                }
+            }
+        };
+        if is_bun {
+            return Ok(Runtime { program, kind: RuntimeKind::Bun });
+        }
+        let (version, strips_types) = if need_ts {
+            let version = std::process::Command::new(&program)
+                .arg("--version")
+                .stdin(Stdio::null())
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default();
+            let strips = node_strips_types(&version);
+            (version, strips)
+        } else {
+            (String::new(), false)
+        };
+        Ok(Runtime { program, kind: RuntimeKind::Node { strips_types, version } })
+    }
+
+    /// Why this runtime cannot run `file`, if it cannot.
+    pub(crate) fn cannot_run(&self, file: &Path) -> Option<String> {
+        let ts = file.extension().is_some_and(|e| e == "ts");
+        match &self.kind {
+            RuntimeKind::Node { strips_types: false, version } if ts => Some(format!(
+                "needs Bun on PATH to run TypeScript (Node {} cannot strip types; Node 22.6 or later can)",
+                if version.is_empty() { "here" } else { version }
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `node --version` output names a Node that strips TypeScript types (22.6+).
+fn node_strips_types(version: &str) -> bool {
+    let mut parts = version.trim().trim_start_matches('v').split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    major > 22 || (major == 22 && minor >= 6)
+}
+
+/// `name` on `PATH`.
+pub(crate) fn on_path(name: &str) -> Option<PathBuf> {
+    super::find_program(name, Path::new("/"))
+}
+
+/// The host of one toolshed process; cheap to share, started on first use.
+pub(crate) struct JsHost {
+    runtime: Runtime,
+    root: PathBuf,
+    dir: PathBuf,
+    needs_zod: bool,
+    process: Mutex<Option<Arc<Process>>>,
+}
+
+impl JsHost {
+    /// A host (not started) running in `root`, keeping its files in `dir`. `needs_zod`: some
+    /// tool file's project lacks `@opencode-ai/plugin`, so zod must be installed in `dir`.
+    pub(crate) fn new(runtime: Runtime, root: PathBuf, dir: PathBuf, needs_zod: bool) -> Self {
+        JsHost { runtime, root, dir, needs_zod, process: Mutex::new(None) }
+    }
+
+    /// Sends a request and returns the channel its replies arrive on (closed if the host dies).
+    pub(crate) fn request(&self, mut message: Value) -> Result<Request, String> {
+        let process = self.running()?;
+        let id = process.next_id.fetch_add(1, Ordering::Relaxed);
+        message["id"] = json!(id);
+        let (tx, rx) = mpsc::unbounded_channel();
+        process.pending().insert(id, tx);
+        let request = Request { id, process: process.clone(), replies: rx };
+        process.send(&message)?;
+        Ok(request)
+    }
+
+    /// Stops the host (a later request starts a new one).
+    pub(crate) fn stop(&self) {
+        if let Some(process) = self.slot().take() {
+            process.kill();
+        }
+    }
+
+    /// Stops `process` if it is still the running host.
+    fn stop_if(&self, process: &Arc<Process>) {
+        let mut slot = self.slot();
+        if slot.as_ref().is_some_and(|p| Arc::ptr_eq(p, process)) {
+            slot.take();
+            process.kill();
+        }
+    }
+
+    fn slot(&self) -> MutexGuard<'_, Option<Arc<Process>>> {
+        self.process.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The running host process, started if needed.
+    fn running(&self) -> Result<Arc<Process>, String> {
+        let mut slot = self.slot();
+        if let Some(p) = slot.as_ref()
+            && p.exit_reason().is_none()
+        {
+            return Ok(p.clone());
+        }
+        let process = Arc::new(self.start()?);
+        *slot = Some(process.clone());
+        Ok(process)
+    }
+
+    fn start(&self) -> Result<Process, String> {
+        let host = prepare(&self.dir, self.needs_zod, &self.runtime)?;
+        let mut cmd = std::process::Command::new(&self.runtime.program);
+        match &self.runtime.kind {
+            RuntimeKind::Bun => {
+                // Never fetch missing packages at run time.
+                cmd.arg("--no-install");
+            }
+            RuntimeKind::Node { strips_types: true, .. } => {
+                cmd.arg("--experimental-strip-types");
+            }
+            RuntimeKind::Node { .. } => {}
+        }
+        cmd.arg(&host)
+            .arg(&self.dir)
+            .current_dir(&self.root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start the JS tool host `{}`: {e}", self.runtime.program.display()))?;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            let _ = child.kill();
+            return Err("the JS tool host started without its pipes".to_string());
+        };
+        let shared = Arc::new(Shared::default());
+        let process =
+            Process { child: Mutex::new(child), stdin: Mutex::new(stdin), next_id: AtomicU64::new(1), shared };
+        let err_shared = process.shared.clone();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stderr);
+            let mut line = Vec::new();
+            while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                err_shared.keep_stderr(&line);
+                line.clear();
+            }
+        });
+        let out_shared = process.shared.clone();
+        std::thread::spawn(move || {
+            let reader = BufReader::new(stdout);
+            for line in reader.split(b'\n') {
+                let Ok(line) = line else { break };
+                let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+                    out_shared.keep_stderr(&line);
+                    continue;
+                };
+                let Some(id) = message.get("id").and_then(Value::as_u64) else { continue };
+                let sender = out_shared.pending.lock().unwrap_or_else(PoisonError::into_inner).get(&id).cloned();
+                if let Some(sender) = sender {
+                    let _ = sender.send(message);
+                }
+            }
+            out_shared.ended();
+        });
+        Ok(process)
+    }
+}
+
+impl Drop for JsHost {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One request in flight: its replies, and its entry in the host's table (removed on drop).
+pub(crate) struct Request {
+    id: u64,
+    process: Arc<Process>,
+    replies: mpsc::UnboundedReceiver<Value>,
+}
+
+impl Request {
+    /// The next reply; `Err` with the reason when the host is gone.
+    pub(crate) async fn next(&mut self) -> Result<Value, String> {
+        match self.replies.recv().await {
+            Some(reply) => Ok(reply),
+            None => Err(self.process.exit_reason().unwrap_or_else(|| "the JS tool host stopped".to_string())),
+        }
+    }
+
+    /// Sends a follow-up message about this request (an answer, a cancel).
+    pub(crate) fn send(&self, mut message: Value) -> Result<(), String> {
+        message["id"] = json!(self.id);
+        self.process.send(&message)
+    }
+
+    /// Stops the host this request runs in, if it is still the current one (for a call that
+    /// will not stop when cancelled).
+    pub(crate) fn stop_host(&self, host: &JsHost) {
+        host.stop_if(&self.process);
+    }
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        self.process.pending().remove(&self.id);
+    }
+}
+
+/// A running host process.
+struct Process {
+    child: Mutex<Child>,
+    stdin: Mutex<ChildStdin>,
+    next_id: AtomicU64,
+    shared: Arc<Shared>,
+}
+
+/// What the reader threads share with the process handle.
+#[derive(Default)]
+struct Shared {
+    pending: Mutex<HashMap<u64, mpsc::UnboundedSender<Value>>>,
+    stderr: Mutex<Vec<u8>>,
+    exited: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn keep_stderr(&self, data: &[u8]) {
+        let mut tail = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+        tail.extend_from_slice(data);
+        if !data.ends_with(b"\n") {
+            tail.push(b'\n');
+        }
+        if tail.len() > STDERR_KEPT {
+            let cut = tail.len() - STDERR_KEPT;
+            tail.drain(..cut);
+        }
+    }
+
+    /// The host's output ended: it is gone; every request in flight learns why.
+    fn ended(&self) {
+        let stderr = String::from_utf8_lossy(&self.stderr.lock().unwrap_or_else(PoisonError::into_inner)).into_owned();
+        let reason = if stderr.trim().is_empty() {
+            "the JS tool host exited".to_string()
+        } else {
+            format!("the JS tool host exited: {}", stderr.trim())
+        };
+        *self.exited.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason);
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+}
+
+impl Process {
+    fn pending(&self) -> MutexGuard<'_, HashMap<u64, mpsc::UnboundedSender<Value>>> {
+        self.shared.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn exit_reason(&self) -> Option<String> {
+        self.shared.exited.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn send(&self, message: &Value) -> Result<(), String> {
+        let mut line = message.to_string();
+        line.push('\n');
+        let mut stdin = self.stdin.lock().unwrap_or_else(PoisonError::into_inner);
+        stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| stdin.flush())
+            .map_err(|e| self.exit_reason().unwrap_or_else(|| format!("cannot write to the JS tool host: {e}")))
+    }
+
+    fn kill(&self) {
+        let mut child = self.child.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Writes the host program and the plugin stand-in into `dir`, installing zod first when it is
+/// needed and missing. Returns the host program's path.
+fn prepare(dir: &Path, needs_zod: bool, runtime: &Runtime) -> Result<PathBuf, String> {
+    let io = |what: &str, e: std::io::Error| format!("cannot write {what} in {}: {e}", dir.display());
+    std::fs::create_dir_all(dir).map_err(|e| io("the JS host's directory", e))?;
+    let host = dir.join("host.mjs");
+    write_if_changed(&host, HOST_SOURCE).map_err(|e| io("host.mjs", e))?;
+    if needs_zod && !zod_installed(dir) {
+        install_zod(dir, runtime)?;
+    }
+    let shim = dir.join("node_modules/@opencode-ai/plugin");
+    std::fs::create_dir_all(&shim).map_err(|e| io("the @opencode-ai/plugin stand-in", e))?;
+    write_if_changed(&shim.join("package.json"), PLUGIN_SHIM_PACKAGE).map_err(|e| io("the plugin stand-in", e))?;
+    write_if_changed(&shim.join("index.js"), PLUGIN_SHIM).map_err(|e| io("the plugin stand-in", e))?;
+    Ok(host)
+}
+
+/// Whether `dir/node_modules/zod` holds zod 4 or later.
+pub(crate) fn zod_installed(dir: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(dir.join("node_modules/zod/package.json")) else { return false };
+    let version = serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| v.get("version").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_default();
+    version.split('.').next().and_then(|m| m.parse::<u32>().ok()).is_some_and(|major| major >= 4)
+}
+
+/// Installs zod 4 into `dir` with npm (or Bun when npm is missing), one toolshed process at a time.
+fn install_zod(dir: &Path, runtime: &Runtime) -> Result<(), String> {
+    let lock = dir.join("install.lock");
+    let started = SystemTime::now();
+    loop {
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&lock) {
+            Ok(_) => break,
+            Err(_) => {
+                let stale = std::fs::metadata(&lock)
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > INSTALL_WAIT));
+                if stale {
+                    let _ = std::fs::remove_file(&lock);
+                    continue;
+                }
+                if zod_installed(dir) {
+                    return Ok(());
+                }
+                if started.elapsed().is_ok_and(|e| e > INSTALL_WAIT) {
+                    return Err(format!("waited too long for another toolshed to install zod in {}", dir.display()));
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+    let result = run_install(dir, runtime);
+    let _ = std::fs::remove_file(&lock);
+    result
+}
+
+fn run_install(dir: &Path, runtime: &Runtime) -> Result<(), String> {
+    if !dir.join("package.json").exists() {
+        std::fs::write(dir.join("package.json"), "{\"private\": true}\n")
+            .map_err(|e| format!("cannot write package.json in {}: {e}", dir.display()))?;
+    }
+    let mut cmd = match (on_path("npm"), &runtime.kind) {
+        (Some(npm), _) => {
+            let mut cmd = std::process::Command::new(npm);
+            cmd.args(["install", "--no-audit", "--no-fund", "--loglevel=error", ZOD_SPEC]);
+            cmd
+        }
+        (None, RuntimeKind::Bun) => {
+            let mut cmd = std::process::Command::new(&runtime.program);
+            cmd.args(["add", ZOD_SPEC]);
+            cmd
+        }
+        (None, RuntimeKind::Node { .. }) => {
+            return Err(format!(
+                "zod 4 is needed and not installed in {dir}, and npm is not on PATH to install it; run `npm install {ZOD_SPEC}` in {dir}",
+                dir = dir.display()
+            ));
+        }
+    };
+    let out = cmd
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run the installer for zod: {e}"))?;
+    if out.status.success() && zod_installed(dir) {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let tail: String =
+        stderr.trim().lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+    Err(format!(
+        "zod 4 is needed and could not be installed into {dir} ({tail}); install it there by hand with `npm install {ZOD_SPEC}`",
+        dir = dir.display()
+    ))
+}
+
+/// Writes `text` to `path` unless it already holds it (atomically, so concurrent processes
+/// never see half a file).
+fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
+    if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
+        return Ok(());
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_strips_types_from_22_6() {
+        assert!(!node_strips_types("v20.20.2"));
+        assert!(!node_strips_types("v22.5.1"));
+        assert!(node_strips_types("v22.6.0"));
+        assert!(node_strips_types("v24.1.0"));
+        assert!(!node_strips_types(""));
+    }
+
+    #[test]
+    fn zod_installed_needs_major_4() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(!zod_installed(tmp.path()));
+        let pkg = tmp.path().join("node_modules/zod");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("package.json"), r#"{"version": "3.25.0"}"#).unwrap();
+        assert!(!zod_installed(tmp.path()));
+        std::fs::write(pkg.join("package.json"), r#"{"version": "4.1.8"}"#).unwrap();
+        assert!(zod_installed(tmp.path()));
+    }
+}

@@ -1,0 +1,442 @@
+//! `bash`: run a command; see the description below for what the model is told.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolshed_core::permission::PermissionRequest;
+use toolshed_core::tool::{ToolFlags, ToolSpec, TypedTool};
+use toolshed_core::{ToolContext, ToolError, ToolOutput};
+
+use crate::bash_permission;
+use crate::path::{Confinement, Permitted, ResolvedPath};
+
+use super::process::{self, Exit, KILL_GRACE, SpawnRequest, StdinMode};
+use super::sandbox::{self, Plan, SandboxMode};
+use super::session::MAX_SESSIONS;
+use super::{MEMORY_BUDGET, Shell, exit_line, exit_metadata};
+
+/// Default `timeout_ms`.
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Largest `timeout_ms` (and `yield_ms`).
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// `yield_ms` of a `tty: true` command that did not set one.
+pub const DEFAULT_TTY_YIELD_MS: u64 = 10_000;
+/// The permission key asked when a sandboxed command failed and should rerun unsandboxed.
+pub const ESCALATION_PERMISSION: &str = "sandbox_escalation";
+/// Headroom above the shell's own deadline before the chain's time limit stops the call; an
+/// approval wait for escalation gets more.
+const CHAIN_HEADROOM: Duration = Duration::from_secs(5);
+const APPROVAL_HEADROOM: Duration = Duration::from_secs(300);
+
+/// Arguments of `bash`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashArgs {
+    /// The command, run with `bash -c`. Chain steps with `&&`; quote paths with spaces.
+    pub command: String,
+    /// Directory to run in, relative to the worktree root (default: the root). Use this instead of `cd`.
+    pub workdir: Option<String>,
+    /// Milliseconds after which the command and everything it started are stopped (default 120000, at most 600000).
+    #[schemars(range(min = 1, max = 600000))]
+    pub timeout_ms: Option<u64>,
+    /// Return after this many milliseconds if the command is still running, and keep it running in the background as a session (read it with bash_output, stop it with bash_kill). Without timeout_ms, a session runs until stopped.
+    #[schemars(range(min = 0, max = 600000))]
+    pub yield_ms: Option<u64>,
+    /// Run the command on a pseudo-terminal, for programs that need one (REPLs, full-screen programs, prompts that insist on a terminal). Implies yield_ms = 10000 unless set.
+    #[serde(default)]
+    pub tty: bool,
+    /// What the command does, in 5-10 words, shown to the user.
+    pub description: Option<String>,
+    /// Where `workdir` led when permission was checked.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub permitted_workdir: Permitted,
+    /// Directories outside the worktree the permitted requests covered (`external_directory`):
+    /// the sandbox lets the command write there too.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub approved_dirs: OnceLock<Vec<PathBuf>>,
+}
+
+impl BashArgs {
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS))
+    }
+
+    fn yield_after(&self) -> Option<Duration> {
+        let ms = match (self.yield_ms, self.tty) {
+            (Some(ms), _) => ms,
+            (None, true) => DEFAULT_TTY_YIELD_MS,
+            (None, false) => return None,
+        };
+        Some(Duration::from_millis(ms.min(MAX_TIMEOUT_MS)))
+    }
+}
+
+/// The pattern of text the shell runs that is not analysed as a command line: the input sent to
+/// a session, and a command asked to rerun without the sandbox (the user approves the whole text).
+pub fn permission_patterns(command: &str) -> Vec<String> {
+    vec![command.trim().to_string()]
+}
+
+/// The `bash` tool.
+pub struct Bash {
+    shell: Shell,
+}
+
+impl Bash {
+    /// `bash` sharing `shell`'s policy and sessions.
+    pub fn new(shell: Shell) -> Self {
+        Bash { shell }
+    }
+}
+
+fn sandbox_sentence(shell: &Shell) -> String {
+    let policy = shell.policy();
+    let support = sandbox::support();
+    match policy.mode {
+        SandboxMode::FullAccess => String::new(),
+        _ if !support.available() && policy.allow_unsandboxed => {
+            "\n- Commands run without a sandbox on this machine (the kernel has no Landlock).".to_string()
+        }
+        _ if !support.available() => {
+            "\n- This machine cannot sandbox commands and running them unsandboxed is not allowed, so every command is refused.".to_string()
+        }
+        SandboxMode::ReadOnly => "\n- Commands run in a read-only sandbox: they can read files anywhere but write nowhere (writes fail with \"Permission denied\"). If the sandbox blocks a command you need, the user may be asked to let it run unsandboxed.".to_string(),
+        SandboxMode::WorkspaceWrite => "\n- Commands run in a sandbox: they can read files anywhere but write only inside the worktree, the temp directory and tool caches (~/.cache, ~/.cargo, ~/.npm, ...); other writes fail with \"Permission denied\". If the sandbox blocks a command you need, the user may be asked to let it run unsandboxed.".to_string(),
+    }
+}
+
+impl TypedTool for Bash {
+    type Args = BashArgs;
+
+    fn name(&self) -> &str {
+        "bash"
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "Runs a shell command with `bash -c` in the worktree and returns its output (stdout and stderr interleaved, in the order printed) followed by the exit code.
+
+- Standard input is closed and the environment is non-interactive (no pagers, editors or prompts; NO_COLOR=1, TERM=dumb): a command that waits for input gets end of file instead of hanging.
+- Every call starts a fresh shell: `cd` and exported variables do not carry over. Use `workdir` instead of `cd`.
+- After `timeout_ms` (default {DEFAULT_TIMEOUT_MS}, at most {MAX_TIMEOUT_MS}) the command and every process it started are stopped, and you get the output printed so far.
+- The call returns when the shell exits, even if a background process (`cmd &`) is still running; that process keeps running, but its later output is not collected, so redirect it to a file if you need it.
+- For servers, watchers and other long-running commands set `yield_ms`: if the command still runs after that long you get its output so far and a session id; read new output or send input with bash_output, stop it with bash_kill. `tty: true` gives the command a terminal. At most {MAX_SESSIONS} sessions run at once.
+- Long output: you see its beginning and end, and the path of a file holding all of it.{}
+- To read, search or edit files, prefer the dedicated file tools over cat, grep, sed or echo redirection.",
+            sandbox_sentence(&self.shell)
+        )
+    }
+
+    fn flags(&self) -> ToolFlags {
+        ToolFlags::MUTATING
+    }
+
+    fn permissions(
+        &self,
+        _spec: &ToolSpec,
+        args: &BashArgs,
+        ctx: &ToolContext,
+    ) -> Result<Vec<PermissionRequest>, ToolError> {
+        let dir = resolve_workdir(ctx, args.workdir.as_deref())?;
+        args.permitted_workdir.remember(&dir);
+        let requests = command_requests(&args.command, &dir, ctx.root());
+        let _ = args.approved_dirs.set(external_dirs(&requests));
+        Ok(requests)
+    }
+
+    fn time_limit(&self, args: &BashArgs) -> Option<Duration> {
+        let own = args.yield_after().map_or(args.timeout(), |y| y.min(args.timeout()));
+        let once = own + KILL_GRACE + CHAIN_HEADROOM;
+        if self.shell.policy().mode == SandboxMode::FullAccess {
+            Some(once)
+        } else {
+            Some(once * 2 + APPROVAL_HEADROOM)
+        }
+    }
+
+    async fn run(&self, args: BashArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let dir = self.confirm_workdir(&args, &ctx).await?;
+        let extra = args.approved_dirs.get().cloned().unwrap_or_default();
+        let cwd = dir.path().to_path_buf();
+        let policy = self.shell.policy();
+        let plan = sandbox::plan(policy, ctx.root(), &extra)?;
+        let label = plan.label(policy);
+        if args.yield_after().is_some() {
+            self.shell.state.sessions.check_capacity()?;
+        }
+        let (confinement, mut notes) = match plan {
+            Plan::Unsandboxed { note } => (None, note.into_iter().collect::<Vec<_>>()),
+            Plan::Sandboxed(confinement) => (Some(confinement), Vec::new()),
+        };
+        let sandboxed = confinement.is_some();
+        let first = self.attempt(&args, &cwd, confinement, &ctx).await?;
+        let mut escalated = false;
+        let result = if sandboxed && first.sandbox_refused() {
+            let request = PermissionRequest::new(ESCALATION_PERMISSION, permission_patterns(&args.command))
+                .with_metadata("command", args.command.clone())
+                .with_metadata(
+                    "reason",
+                    "the command failed in the sandbox with a permission error; rerun it without the sandbox?",
+                );
+            match ctx.ask(request).await {
+                Ok(()) => {
+                    escalated = true;
+                    notes.push("(The sandboxed run failed with a permission error; with the user's approval the command was run again WITHOUT the sandbox. This is that second run's output.)".to_string());
+                    self.attempt(&args, &cwd, None, &ctx).await?
+                }
+                Err(refusal) => {
+                    notes.push(format!(
+                        "(The {} sandbox appears to have refused this command. Rerunning it without the sandbox was not approved: {refusal})",
+                        sandbox::mode_name(policy.mode)
+                    ));
+                    first
+                }
+            }
+        } else {
+            first
+        };
+        let title = args.description.clone().unwrap_or_else(|| super::session::short(&args.command));
+        Ok(result
+            .render(&args, &notes)
+            .with_title(title)
+            .with_metadata("sandbox", if escalated { "none" } else { label })
+            .with_metadata("escalated", escalated))
+    }
+}
+
+impl Bash {
+    /// Resolves `workdir` again just before running: it must lead where it led when permission
+    /// was checked. Outside the chain (no permission check happened) the requests are asked here.
+    async fn confirm_workdir(&self, args: &BashArgs, ctx: &ToolContext) -> Result<ResolvedPath, ToolError> {
+        let now = resolve_workdir(ctx, args.workdir.as_deref())?;
+        match args.permitted_workdir.get() {
+            Some(before) if before.same_target(&now) => Ok(now),
+            Some(before) => Err(ToolError::model(format!(
+                "workdir `{}` resolved to `{}` when permission was checked but to `{}` now (a symbolic link changed). Nothing was run. Check the directory and call again.",
+                now.input(),
+                before.path().display(),
+                now.path().display()
+            ))),
+            None => {
+                let requests = command_requests(&args.command, &now, ctx.root());
+                let _ = args.approved_dirs.set(external_dirs(&requests));
+                for request in requests {
+                    ctx.ask(request).await?;
+                }
+                Ok(now)
+            }
+        }
+    }
+
+    async fn attempt(
+        &self,
+        args: &BashArgs,
+        cwd: &Path,
+        confinement: Option<sandbox::Confinement>,
+        ctx: &ToolContext,
+    ) -> Result<Attempt, ToolError> {
+        let yield_after = args.yield_after();
+        let stdin = match (args.tty, yield_after) {
+            (true, _) => StdinMode::Tty,
+            (false, Some(_)) => StdinMode::Pipe,
+            (false, None) => StdinMode::Closed,
+        };
+        let request =
+            SpawnRequest { command: &args.command, cwd, stdin, confinement, sink: ctx.output_sink(MEMORY_BUDGET) };
+        let run = process::spawn(request).map_err(|e| {
+            ToolError::model(format!("Could not start the command: {e}. Check `workdir` and try again."))
+        })?;
+        let timeout = args.timeout();
+        // `None`: the command is still running when `yield_ms` passed.
+        let ending = tokio::select! {
+            _ = run.wait_done() => Some(match run.exit() {
+                Some(exit) => Ending::Exited(exit),
+                None => Ending::WaitFailed(run.wait_error().unwrap_or_default()),
+            }),
+            _ = tokio::time::sleep(timeout) => {
+                run.terminate().await;
+                Some(Ending::TimedOut(timeout))
+            },
+            _ = ctx.cancellation().cancelled() => {
+                run.terminate().await;
+                Some(Ending::Interrupted)
+            },
+            _ = tokio::time::sleep(yield_after.unwrap_or(Duration::MAX)), if yield_after.is_some() => None,
+        };
+        let elapsed = run.elapsed();
+        let output = run.take_output(ctx.output_sink(MEMORY_BUDGET));
+        let ending = match ending {
+            Some(ending) => ending,
+            None => {
+                let remaining = args.timeout_ms.map(|_| timeout.saturating_sub(elapsed));
+                Ending::Session(self.shell.state.sessions.insert(&args.command, run, remaining).id)
+            }
+        };
+        Ok(Attempt { output, ending, elapsed })
+    }
+}
+
+/// How one run ended.
+enum Ending {
+    Exited(Exit),
+    TimedOut(Duration),
+    Interrupted,
+    Session(u32),
+    WaitFailed(String),
+}
+
+struct Attempt {
+    output: toolshed_core::exec::bound::SinkOutput,
+    ending: Ending,
+    elapsed: Duration,
+}
+
+impl Attempt {
+    fn sandbox_refused(&self) -> bool {
+        match self.ending {
+            Ending::Exited(exit) => sandbox::looks_like_denial(exit.code, exit.signal, &self.output.text),
+            _ => false,
+        }
+    }
+
+    fn render(self, args: &BashArgs, notes: &[String]) -> ToolOutput {
+        let grace = KILL_GRACE.as_millis();
+        let (status, exit) = match &self.ending {
+            Ending::Exited(exit) => (exit_line(*exit), Some(*exit)),
+            Ending::TimedOut(limit) => (
+                format!(
+                    "Timed out after {} ms: the command and every process it started were stopped (SIGTERM, then SIGKILL after {grace} ms). The output above is what it printed until then. If it needs longer and is not waiting for input, rerun it with a larger timeout_ms (at most {MAX_TIMEOUT_MS}), or with yield_ms to keep it running in the background.",
+                    limit.as_millis()
+                ),
+                None,
+            ),
+            Ending::Interrupted => (
+                format!(
+                    "Interrupted by the user: the command and every process it started were stopped (SIGTERM, then SIGKILL after {grace} ms). The output above is partial."
+                ),
+                None,
+            ),
+            Ending::Session(id) => (
+                format!(
+                    "Still running after {} ms, as session {id}. Call bash_output with session_id {id} to read new output{}, and bash_kill to stop it.",
+                    self.elapsed.as_millis(),
+                    if args.tty { " or type into its terminal" } else { " or send input" }
+                ),
+                None,
+            ),
+            Ending::WaitFailed(error) => (format!("The command's exit status could not be read: {error}."), None),
+        };
+        let mut out = exit_metadata(super::compose(self.output, &status, notes), exit)
+            .with_metadata("duration_ms", self.elapsed.as_millis() as u64);
+        match self.ending {
+            Ending::TimedOut(_) => out = out.with_metadata("timed_out", true),
+            Ending::Interrupted => out = out.with_metadata("interrupted", true),
+            Ending::Session(id) => out = out.with_metadata("session_id", id),
+            _ => {}
+        }
+        out
+    }
+}
+
+/// The directory a command runs in: `workdir` resolved against the context's working
+/// directory (default: the working directory itself) by the shared path rules. It must be an
+/// existing directory; outside the worktree it needs `external_directory`.
+fn resolve_workdir(ctx: &ToolContext, workdir: Option<&str>) -> Result<ResolvedPath, ToolError> {
+    let input = workdir.filter(|w| !w.trim().is_empty()).unwrap_or(".");
+    let dir = Confinement::from_context(ctx).resolve(input)?;
+    if !dir.is_dir() {
+        let what = if dir.exists() { "is not a directory" } else { "does not exist" };
+        let shown = dir.display();
+        let resolved = if shown == input { String::new() } else { format!(" ({shown})") };
+        return Err(ToolError::model(format!(
+            "workdir `{input}`{resolved} {what}. Send an existing directory, relative to the worktree root, or leave workdir out."
+        )));
+    }
+    Ok(dir)
+}
+
+/// What running `command` in `dir` needs permission for: the shell analysis splits compound
+/// commands and checks each part in several views, redirect targets, and paths outside the
+/// worktree (the workdir included).
+fn command_requests(command: &str, dir: &ResolvedPath, root: &Path) -> Vec<PermissionRequest> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    bash_permission::permission_requests(command, dir.path(), root, home.as_deref())
+}
+
+/// The directories `external_directory` requests name (`<dir>/*` patterns).
+fn external_dirs(requests: &[PermissionRequest]) -> Vec<PathBuf> {
+    requests
+        .iter()
+        .filter(|r| r.permission == "external_directory")
+        .flat_map(|r| r.patterns.iter())
+        .map(|p| PathBuf::from(p.strip_suffix("/*").unwrap_or(p)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shell::SandboxPolicy;
+
+    fn args(json: serde_json::Value) -> BashArgs {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn full_access() -> Bash {
+        Bash::new(Shell::new(SandboxPolicy { mode: SandboxMode::FullAccess, ..SandboxPolicy::default() }))
+    }
+
+    #[test]
+    fn chain_time_limit_stays_above_the_shells_own_timeout() {
+        let bash = full_access();
+        let limit = bash.time_limit(&args(serde_json::json!({"command": "x"}))).unwrap();
+        assert!(limit > Duration::from_millis(DEFAULT_TIMEOUT_MS) + KILL_GRACE);
+        let limit =
+            bash.time_limit(&args(serde_json::json!({"command": "x", "timeout_ms": 5000, "yield_ms": 100}))).unwrap();
+        assert!(limit < Duration::from_secs(30), "a session's call ends at yield_ms: {limit:?}");
+        let sandboxed = Bash::new(Shell::new(SandboxPolicy::default()));
+        let limit = sandboxed.time_limit(&args(serde_json::json!({"command": "x", "timeout_ms": 1000}))).unwrap();
+        assert!(limit > Duration::from_secs(2) + APPROVAL_HEADROOM, "room for an escalation's approval and rerun");
+    }
+
+    #[test]
+    fn tty_implies_a_yield() {
+        assert_eq!(args(serde_json::json!({"command": "x", "tty": true})).yield_after(), Some(Duration::from_secs(10)));
+        assert_eq!(args(serde_json::json!({"command": "x"})).yield_after(), None);
+    }
+
+    #[test]
+    fn permission_pattern_is_the_trimmed_command() {
+        assert_eq!(permission_patterns("  git status --short \n"), vec!["git status --short".to_string()]);
+    }
+
+    #[tokio::test]
+    async fn runs_outside_the_chain_with_a_standalone_context() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        let ctx = ToolContext::standalone(&root, root.join(".data"));
+        let out = full_access().run(args(serde_json::json!({"command": "pwd", "workdir": "sub"})), ctx).await.unwrap();
+        assert_eq!(out.text, format!("{}\n\nExit code: 0", root.join("sub").display()));
+        assert_eq!(out.metadata["exit_code"], 0);
+        assert!(!out.metadata.contains_key("signal"));
+    }
+
+    #[tokio::test]
+    async fn workdir_that_is_a_file_is_refused_with_an_instruction() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        std::fs::write(root.join("file.txt"), "x").unwrap();
+        let ctx = ToolContext::standalone(&root, root.join(".data"));
+        let err = full_access()
+            .run(args(serde_json::json!({"command": "pwd", "workdir": "file.txt"})), ctx)
+            .await
+            .unwrap_err();
+        insta::assert_snapshot!(err.to_string(), @"workdir `file.txt` is not a directory. Send an existing directory, relative to the worktree root, or leave workdir out.");
+    }
+}

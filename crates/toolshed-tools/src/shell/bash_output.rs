@@ -1,0 +1,190 @@
+//! `bash_output`: read new output of a background session, optionally after writing to its
+//! standard input (or terminal).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolshed_core::permission::PermissionRequest;
+use toolshed_core::tool::{ToolFlags, ToolSpec, TypedTool};
+use toolshed_core::{ToolContext, ToolError, ToolOutput};
+
+use super::bash::{MAX_TIMEOUT_MS, permission_patterns};
+use super::session::Session;
+use super::{MEMORY_BUDGET, Shell, compose, exit_line, exit_metadata};
+
+/// Default `wait_ms`.
+pub const DEFAULT_WAIT_MS: u64 = 1_000;
+/// How long a write may wait for the command to read its input.
+const WRITE_LIMIT: Duration = Duration::from_secs(5);
+/// Headroom above `wait_ms` before the chain's time limit stops the call.
+const CHAIN_HEADROOM: Duration = Duration::from_secs(10);
+
+/// Arguments of `bash_output`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashOutputArgs {
+    /// The session id that bash returned.
+    pub session_id: u32,
+    /// Text to write to the command's standard input first. End a line with "\n" to submit it; "\u0003" sends Ctrl-C (SIGINT).
+    pub input: Option<String>,
+    /// Close the command's standard input after writing (end of file; Ctrl-D on a terminal).
+    #[serde(default)]
+    pub close_stdin: bool,
+    /// How long to wait for the command to exit, collecting output, before returning (default 1000, at most 600000). Returns as soon as it exits.
+    #[schemars(range(min = 0, max = 600000))]
+    pub wait_ms: Option<u64>,
+}
+
+/// The `bash_output` tool.
+pub struct BashOutput {
+    shell: Shell,
+}
+
+impl BashOutput {
+    /// `bash_output` over `shell`'s sessions.
+    pub fn new(shell: Shell) -> Self {
+        BashOutput { shell }
+    }
+}
+
+impl TypedTool for BashOutput {
+    type Args = BashOutputArgs;
+
+    fn name(&self) -> &str {
+        "bash_output"
+    }
+
+    fn description(&self) -> String {
+        "Reads what a background shell session (started by bash with yield_ms) printed since the last read, and whether it is still running. Optionally writes `input` to its standard input first (its terminal, for a session started with tty: true), e.g. an answer to a prompt or a line for a REPL. Waits up to `wait_ms` for the command to exit. A session whose exit was reported is closed.".to_string()
+    }
+
+    fn flags(&self) -> ToolFlags {
+        ToolFlags::MUTATING
+    }
+
+    fn customize(&self, spec: ToolSpec) -> ToolSpec {
+        spec.with_permission("bash")
+    }
+
+    fn permissions(
+        &self,
+        spec: &ToolSpec,
+        args: &BashOutputArgs,
+        _ctx: &ToolContext,
+    ) -> Result<Vec<PermissionRequest>, ToolError> {
+        Ok(match &args.input {
+            Some(input) if !input.trim().is_empty() => vec![
+                PermissionRequest::new(&spec.permission, permission_patterns(input))
+                    .with_metadata("input", input.clone()),
+            ],
+            _ => Vec::new(),
+        })
+    }
+
+    fn time_limit(&self, args: &BashOutputArgs) -> Option<Duration> {
+        Some(wait(args) + WRITE_LIMIT + CHAIN_HEADROOM)
+    }
+
+    async fn run(&self, args: BashOutputArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let session = self.shell.state.sessions.get(args.session_id)?;
+        let mut notes = Vec::new();
+        if let Some(input) = args.input.as_deref().filter(|i| !i.is_empty())
+            && let Some(note) = send_input(&session, input).await
+        {
+            notes.push(note);
+        }
+        if args.close_stdin
+            && let Err(e) = session.run.close_input().await
+        {
+            notes.push(format!("(Closing standard input failed: {e}.)"));
+        }
+        tokio::select! {
+            _ = session.run.wait_done() => {},
+            _ = tokio::time::sleep(wait(&args)) => {},
+            _ = ctx.cancellation().cancelled() => {},
+        }
+        Ok(report(&self.shell, &session, &ctx, &notes))
+    }
+}
+
+fn wait(args: &BashOutputArgs) -> Duration {
+    Duration::from_millis(args.wait_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_TIMEOUT_MS))
+}
+
+async fn send_input(session: &Session, input: &str) -> Option<String> {
+    let run = &session.run;
+    if run.is_done() {
+        return Some("(The input was not sent: the command had already exited.)".to_string());
+    }
+    if input == "\u{3}" && !run.is_tty() {
+        run.signal(libc::SIGINT);
+        return None;
+    }
+    match run.write_input(input.as_bytes(), WRITE_LIMIT).await {
+        Ok(()) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Some(format!(
+            "(The input was not sent: the command's standard input is closed ({e}). Start the command again if it needs input.)"
+        )),
+        Err(e) => Some(format!("(Sending the input failed: {e}.)")),
+    }
+}
+
+/// New output of `session` and its state; closes the session once its exit is reported.
+pub(super) fn report(shell: &Shell, session: &Session, ctx: &ToolContext, notes: &[String]) -> ToolOutput {
+    let run = &session.run;
+    let done = run.is_done();
+    let output = run.take_output(ctx.output_sink(MEMORY_BUDGET));
+    let id = session.id;
+    let secs = run.elapsed().as_secs();
+    let exit = run.exit().filter(|_| done);
+    let status = if !done {
+        format!(
+            "Session {id} is still running ({secs} s since it started). Call bash_output again to read more, or bash_kill to stop it."
+        )
+    } else {
+        let how = match exit {
+            Some(exit) => exit_line(exit),
+            None => "Exit status unknown.".to_string(),
+        };
+        let timed_out =
+            if session.timed_out.load(Ordering::Relaxed) { " It was stopped by its timeout_ms." } else { "" };
+        format!("{how}\nSession {id} has ended ({secs} s after it started) and is now closed.{timed_out}")
+    };
+    if done {
+        shell.state.sessions.remove(id);
+    }
+    exit_metadata(compose(output, &status, notes), exit).with_metadata("session_id", id).with_metadata("running", !done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shell::{Bash, BashArgs, SandboxMode, SandboxPolicy};
+
+    #[tokio::test]
+    async fn input_to_a_command_that_exited_is_not_sent_and_the_session_closes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let ctx = ToolContext::standalone(&root, root.join(".data"));
+        let shell = Shell::new(SandboxPolicy { mode: SandboxMode::FullAccess, ..SandboxPolicy::default() });
+        let args: BashArgs =
+            serde_json::from_value(serde_json::json!({"command": "sleep 0.3; echo bye", "yield_ms": 0})).unwrap();
+        let started = Bash::new(shell.clone()).run(args, ctx.clone()).await.unwrap();
+        let id = started.metadata["session_id"].as_u64().unwrap() as u32;
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let poll = BashOutput::new(shell.clone());
+        let args =
+            BashOutputArgs { session_id: id, input: Some("hello\n".into()), close_stdin: false, wait_ms: Some(0) };
+        let out = poll.run(args, ctx.clone()).await.unwrap();
+        assert!(out.text.contains("The input was not sent: the command had already exited."), "{}", out.text);
+        assert!(out.text.contains(&format!("Session {id} has ended")), "{}", out.text);
+        assert_eq!(out.metadata["running"], false);
+        assert!(
+            poll.run(BashOutputArgs { session_id: id, input: None, close_stdin: false, wait_ms: None }, ctx)
+                .await
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,154 @@
+//! Shell tools: `bash` runs a command and returns when the shell exits (never waiting on a
+//! background process that holds the output open), with bounded memory, a timeout that stops
+//! the whole process group, and a Landlock sandbox; a command still running after `yield_ms`
+//! becomes a session that `bash_output` polls and feeds and `bash_kill` stops.
+//!
+//! ```no_run
+//! use toolshed_core::Registry;
+//! use toolshed_tools::shell::{SandboxPolicy, Shell};
+//!
+//! let mut registry = Registry::new();
+//! Shell::new(SandboxPolicy::default()).register(&mut registry);
+//! ```
+
+mod bash;
+mod bash_kill;
+mod bash_output;
+mod process;
+pub mod sandbox;
+mod session;
+
+use std::sync::Arc;
+
+use toolshed_core::Registry;
+use toolshed_core::exec::bound::SinkOutput;
+use toolshed_core::tool::{ToolOutput, Typed};
+
+pub use bash::{Bash, BashArgs};
+pub use bash_kill::{BashKill, BashKillArgs};
+pub use bash_output::{BashOutput, BashOutputArgs};
+pub use sandbox::{SandboxMode, SandboxPolicy, SandboxSupport};
+pub use session::MAX_SESSIONS;
+
+use process::Exit;
+
+/// Bytes of output kept in memory per command (head and tail, half each); the rest goes to a
+/// spill file.
+pub const MEMORY_BUDGET: usize = 1024 * 1024;
+
+/// The shell tools' shared state: the sandbox policy and the running sessions. Cheap to clone.
+#[derive(Clone)]
+pub struct Shell {
+    state: Arc<ShellState>,
+}
+
+struct ShellState {
+    policy: SandboxPolicy,
+    sessions: session::Sessions,
+}
+
+impl Shell {
+    /// Shell tools that sandbox commands as `policy` says.
+    pub fn new(policy: SandboxPolicy) -> Self {
+        Shell { state: Arc::new(ShellState { policy, sessions: session::Sessions::default() }) }
+    }
+
+    /// The sandbox policy.
+    pub fn policy(&self) -> &SandboxPolicy {
+        &self.state.policy
+    }
+
+    /// Registers `bash`, `bash_output` and `bash_kill` (replacing tools of those names).
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register_builtin(Typed::new(Bash::new(self.clone())));
+        registry.register_builtin(Typed::new(BashOutput::new(self.clone())));
+        registry.register_builtin(Typed::new(BashKill::new(self.clone())));
+    }
+
+    /// How many background sessions are running.
+    pub fn running_sessions(&self) -> usize {
+        self.state.sessions.running()
+    }
+
+    /// Stops every background session (SIGTERM, then SIGKILL). Sessions are also killed when
+    /// the last handle is dropped and when the process exits.
+    pub async fn shutdown(&self) {
+        self.state.sessions.shutdown().await;
+    }
+}
+
+/// Kills (SIGKILL) every command any shell tool of this process still runs, sessions included.
+/// Also registered with `atexit`, so `std::process::exit` does it too.
+pub fn kill_all_commands() {
+    process::kill_all();
+}
+
+/// The name of a common signal.
+fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGSYS => "SIGSYS",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => return None,
+    })
+}
+
+/// `Exit code: N`, or the signal that killed the shell.
+fn exit_line(exit: Exit) -> String {
+    match (exit.code, exit.signal) {
+        (Some(code), _) => format!("Exit code: {code}"),
+        (None, Some(signal)) => match signal_name(signal) {
+            Some(name) => format!("Killed by signal {signal} ({name})."),
+            None => format!("Killed by signal {signal}."),
+        },
+        (None, None) => "Exit status unknown.".to_string(),
+    }
+}
+
+/// Puts the collected output, a status line and notes together into the model's text, and
+/// hands the spill file (if the output outgrew memory) to the chain's bound stage.
+fn compose(output: SinkOutput, status: &str, notes: &[String]) -> ToolOutput {
+    let mut text = output.text;
+    if text.is_empty() {
+        text.push_str("(no output)");
+    }
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push('\n');
+    text.push_str(status);
+    if let Some(error) = &output.spill_error {
+        text.push_str(&format!("\n(The complete output could not be saved: {error}.)"));
+    }
+    for note in notes {
+        text.push('\n');
+        text.push_str(note);
+    }
+    ToolOutput { text, spill: output.spill, ..Default::default() }
+}
+
+/// Records `exit_code` (or `signal`) in the metadata.
+fn exit_metadata(mut out: ToolOutput, exit: Option<Exit>) -> ToolOutput {
+    if let Some(code) = exit.and_then(|e| e.code) {
+        out = out.with_metadata("exit_code", code);
+    }
+    if let Some(signal) = exit.and_then(|e| e.signal) {
+        out = out.with_metadata("signal", signal);
+    }
+    out
+}

@@ -1,0 +1,504 @@
+//! One running command: spawned as the leader of a new session (so of a new process group,
+//! with no controlling terminal unless it gets a PTY), with a non-interactive environment, its
+//! stdout and stderr on one pipe (arrival order kept), and a pump task that streams the output
+//! into a bounded [`OutputSink`] and notices when the shell exits.
+//!
+//! The pump does not wait for the pipe to close: a background grandchild may hold it open
+//! forever. Once the shell exits it drains what is already there for at most
+//! [`DRAIN_AFTER_EXIT`] and finishes.
+//!
+//! Every process a command starts carries a unique marker variable in its environment
+//! (`TOOLSHED_RUN_<id>=1`), so stopping a command also finds the processes that left its process
+//! group (`setsid`, `disown` into a new session) by scanning `/proc/*/environ`.
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Once, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::io::unix::AsyncFd;
+use tokio::sync::watch;
+use toolshed_core::exec::bound::{OutputSink, SinkOutput};
+
+use super::sandbox::Confinement;
+
+/// How long the pump keeps reading after the shell exited, for output still in the pipe.
+pub(crate) const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(100);
+/// How long a stopped command gets between SIGTERM and SIGKILL.
+pub(crate) const KILL_GRACE: Duration = Duration::from_millis(1000);
+/// How long after the shell was reaped its process group id is still signalled.
+const PGID_REUSE_GUARD: Duration = Duration::from_secs(5);
+/// Size of one read from the output pipe.
+const CHUNK: usize = 64 * 1024;
+/// The terminal size a `tty: true` command sees.
+const TTY_ROWS: u16 = 30;
+const TTY_COLS: u16 = 120;
+
+/// Variables that keep commands from waiting for a person: no pagers, no editors, no prompts,
+/// no colour codes in the output.
+pub(crate) const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
+    ("NO_COLOR", "1"),
+    ("CLICOLOR", "0"),
+    ("TERM", "dumb"),
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("GH_PAGER", "cat"),
+    ("MANPAGER", "cat"),
+    ("SYSTEMD_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("GCM_INTERACTIVE", "never"),
+    ("GIT_EDITOR", "true"),
+    ("GIT_SEQUENCE_EDITOR", "true"),
+    ("EDITOR", "true"),
+    ("VISUAL", "true"),
+    ("DEBIAN_FRONTEND", "noninteractive"),
+    ("PIP_NO_INPUT", "1"),
+    ("PYTHONUNBUFFERED", "1"),
+    ("npm_config_yes", "true"),
+    ("HOMEBREW_NO_AUTO_UPDATE", "1"),
+    ("TOOLSHED", "1"),
+];
+
+/// What the command's standard input is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StdinMode {
+    /// `/dev/null`: reads see end of file at once.
+    Closed,
+    /// A pipe the caller can write to.
+    Pipe,
+    /// A pseudo-terminal (stdin, stdout and stderr), the command's controlling terminal.
+    Tty,
+}
+
+/// How a command ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Exit {
+    /// The exit code, when it exited.
+    pub code: Option<i32>,
+    /// The signal that killed it, when one did.
+    pub signal: Option<i32>,
+}
+
+impl Exit {
+    fn from_status(status: std::process::ExitStatus) -> Self {
+        Exit { code: status.code(), signal: status.signal() }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Progress {
+    bytes: u64,
+    done: bool,
+}
+
+struct State {
+    sink: OutputSink,
+    exit: Option<Exit>,
+    wait_error: Option<String>,
+    reaped_at: Option<Instant>,
+}
+
+/// The shell to run commands with: bash where it exists, else `sh`.
+pub(crate) fn shell_path() -> &'static str {
+    ["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap_or("/bin/sh")
+}
+
+/// A command that was started; see the module docs.
+pub(crate) struct Run {
+    pgid: i32,
+    marker: String,
+    tty: bool,
+    started: Instant,
+    state: Arc<Mutex<State>>,
+    progress: watch::Receiver<Progress>,
+    input: tokio::sync::Mutex<Option<AsyncFd<OwnedFd>>>,
+}
+
+/// What [`spawn`] needs.
+pub(crate) struct SpawnRequest<'a> {
+    /// The command text, run with `<shell> -c`.
+    pub command: &'a str,
+    /// The working directory.
+    pub cwd: &'a Path,
+    /// Standard input.
+    pub stdin: StdinMode,
+    /// The sandbox, if any.
+    pub confinement: Option<Confinement>,
+    /// Where output goes.
+    pub sink: OutputSink,
+}
+
+/// Starts a command. Must be called inside a tokio runtime.
+pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let id = format!("{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    let marker = format!("TOOLSHED_RUN_{id}");
+    let tty = req.stdin == StdinMode::Tty;
+
+    let mut cmd = std::process::Command::new(shell_path());
+    cmd.arg("-c").arg(req.command).current_dir(req.cwd);
+    cmd.env_remove("COLORTERM");
+    for (key, value) in NON_INTERACTIVE_ENV {
+        cmd.env(key, value);
+    }
+    cmd.env(OsStr::new(&marker), "1");
+
+    let output;
+    let mut input = None;
+    let mut _pty_keepalive = None;
+    if tty {
+        let (master, slave) = open_pty()?;
+        output = nonblocking_dup(master.as_raw_fd())?;
+        input = Some(nonblocking_dup(master.as_raw_fd())?);
+        cmd.stdin(Stdio::from(slave.try_clone()?)).stdout(Stdio::from(slave.try_clone()?)).stderr(Stdio::from(slave));
+        _pty_keepalive = Some(master);
+    } else {
+        let (reader, writer) = std::io::pipe()?;
+        cmd.stdout(Stdio::from(writer.try_clone()?)).stderr(Stdio::from(writer));
+        output = nonblocking(OwnedFd::from(reader))?;
+        match req.stdin {
+            StdinMode::Pipe => {
+                let (reader, writer) = std::io::pipe()?;
+                cmd.stdin(Stdio::from(reader));
+                input = Some(nonblocking(OwnedFd::from(writer))?);
+            }
+            _ => {
+                cmd.stdin(Stdio::null());
+            }
+        }
+    }
+
+    let confinement = req.confinement;
+    // SAFETY: the closure runs in the child between fork and exec and only makes raw system
+    // calls (setsid, ioctl, prctl, landlock_restrict_self, seccomp) on data prepared before the
+    // fork: no allocation, no locks.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            if tty && libc::ioctl(0, libc::TIOCSCTTY as _, 0) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            if let Some(confinement) = &confinement {
+                confinement.apply_in_child()?;
+            }
+            Ok(())
+        });
+    }
+    let mut child = tokio::process::Command::from(cmd).spawn()?;
+    // `cmd` (moved into the tokio command, now dropped) held our copies of the child's ends of
+    // the pipes; only the child has them now, so end of file means the child side closed.
+    let pgid =
+        child.id().map(|pid| pid as i32).ok_or_else(|| io::Error::other("the child exited before it had an id"))?;
+    drop(_pty_keepalive);
+    let output = register(output)?;
+    let input = input.map(register).transpose()?;
+
+    let state = Arc::new(Mutex::new(State { sink: req.sink, exit: None, wait_error: None, reaped_at: None }));
+    let (tx, progress) = watch::channel(Progress::default());
+    live::add(pgid, &marker);
+    let pump_state = state.clone();
+    let pump_marker = marker.clone();
+    tokio::spawn(async move {
+        pump(&mut child, output, &pump_state, &tx).await;
+        live::remove(pgid, &pump_marker);
+        tx.send_modify(|p| p.done = true);
+    });
+    Ok(Run { pgid, marker, tty, started: Instant::now(), state, progress, input: tokio::sync::Mutex::new(input) })
+}
+
+/// Opens a PTY pair with portable-pty; returns the master and a fresh slave fd opened by name
+/// (so the child can be spawned with our own `pre_exec`: portable-pty's own spawn allocates
+/// between fork and exec).
+fn open_pty() -> io::Result<(Box<dyn portable_pty::MasterPty + Send>, OwnedFd)> {
+    let size = portable_pty::PtySize { rows: TTY_ROWS, cols: TTY_COLS, pixel_width: 0, pixel_height: 0 };
+    let pair = portable_pty::native_pty_system().openpty(size).map_err(|e| io::Error::other(e.to_string()))?;
+    let name = pair.master.tty_name().ok_or_else(|| io::Error::other("the PTY has no device name"))?;
+    let slave =
+        std::fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC).open(name)?;
+    drop(pair.slave);
+    Ok((pair.master, OwnedFd::from(slave)))
+}
+
+fn register(fd: OwnedFd) -> io::Result<AsyncFd<OwnedFd>> {
+    // SAFETY: the AsyncFd owns `fd`, so it stays open and the same for the AsyncFd's lifetime.
+    Ok(unsafe { AsyncFd::register(fd) }?)
+}
+
+fn nonblocking_dup(fd: Option<RawFd>) -> io::Result<OwnedFd> {
+    let fd = fd.ok_or_else(|| io::Error::other("the PTY master has no file descriptor"))?;
+    // SAFETY: duplicating a valid descriptor into a new, owned, close-on-exec one.
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if dup < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `dup` is a fresh descriptor we own.
+    nonblocking(unsafe { OwnedFd::from_raw_fd(dup) })
+}
+
+fn nonblocking(fd: OwnedFd) -> io::Result<OwnedFd> {
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(fd)
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+async fn pump(
+    child: &mut tokio::process::Child,
+    output: AsyncFd<OwnedFd>,
+    state: &Mutex<State>,
+    tx: &watch::Sender<Progress>,
+) {
+    let mut buf = vec![0u8; CHUNK];
+    let mut eof = false;
+    let mut exited = false;
+    let mut drain_deadline = tokio::time::Instant::now();
+    while !(eof && exited) {
+        tokio::select! {
+            read = read_chunk(&output, &mut buf), if !eof => match read {
+                Ok(0) | Err(_) => eof = true,
+                Ok(n) => {
+                    lock(state).sink.push(&buf[..n]);
+                    tx.send_modify(|p| p.bytes += n as u64);
+                }
+            },
+            status = child.wait(), if !exited => {
+                exited = true;
+                drain_deadline = tokio::time::Instant::now() + DRAIN_AFTER_EXIT;
+                let mut s = lock(state);
+                s.reaped_at = Some(Instant::now());
+                match status {
+                    Ok(status) => s.exit = Some(Exit::from_status(status)),
+                    Err(e) => s.wait_error = Some(e.to_string()),
+                }
+            },
+            _ = tokio::time::sleep_until(drain_deadline), if exited && !eof => break,
+        }
+    }
+}
+
+async fn read_chunk(fd: &AsyncFd<OwnedFd>, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        let mut guard = fd.readable().await?;
+        let result = guard.try_io(|inner| {
+            // SAFETY: reading into a buffer we own, of the length we pass.
+            let n = unsafe { libc::read(inner.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+        });
+        match result {
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Ok(result) => return result,
+            Err(_would_block) => continue,
+        }
+    }
+}
+
+async fn write_all(fd: &AsyncFd<OwnedFd>, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        let mut guard = fd.writable().await?;
+        let result = guard.try_io(|inner| {
+            // SAFETY: writing from a buffer we own, of the length we pass.
+            let n = unsafe { libc::write(inner.as_raw_fd(), data.as_ptr().cast(), data.len()) };
+            if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
+        });
+        match result {
+            Ok(Ok(n)) => data = &data[n..],
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_would_block) => {}
+        }
+    }
+    Ok(())
+}
+
+impl Run {
+    /// Whether the command runs on a PTY.
+    pub(crate) fn is_tty(&self) -> bool {
+        self.tty
+    }
+
+    /// Time since the command started.
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Whether the shell exited and its output was collected.
+    pub(crate) fn is_done(&self) -> bool {
+        self.progress.borrow().done
+    }
+
+    /// How the shell ended, once it did.
+    pub(crate) fn exit(&self) -> Option<Exit> {
+        lock(&self.state).exit
+    }
+
+    /// Why waiting for the shell failed, if it did.
+    pub(crate) fn wait_error(&self) -> Option<String> {
+        lock(&self.state).wait_error.clone()
+    }
+
+    /// Waits until the shell exited and its output was collected.
+    pub(crate) async fn wait_done(&self) {
+        let mut rx = self.progress.clone();
+        let _ = rx.wait_for(|p| p.done).await;
+    }
+
+    /// Hands over the output collected so far and starts collecting into `fresh`.
+    pub(crate) fn take_output(&self, fresh: OutputSink) -> SinkOutput {
+        let old = std::mem::replace(&mut lock(&self.state).sink, fresh);
+        let mut out = old.finish();
+        if self.tty {
+            out.text = out.text.replace("\r\n", "\n");
+        }
+        out
+    }
+
+    /// Sends `signal` to every process carrying the marker, and to the process group unless the
+    /// shell was reaped more than [`PGID_REUSE_GUARD`] ago (by then the id could belong to an
+    /// unrelated group; pids are handed out sequentially, so not within seconds).
+    pub(crate) fn signal(&self, signal: i32) {
+        let reaped_at = lock(&self.state).reaped_at;
+        if reaped_at.is_some_and(|t| t.elapsed() > PGID_REUSE_GUARD) {
+            signal_marked(&self.marker, signal);
+        } else {
+            signal_all(self.pgid, &self.marker, signal);
+        }
+    }
+
+    /// Stops the command and everything it started: SIGTERM, then SIGKILL after
+    /// [`KILL_GRACE`] to whatever is left, then waits (briefly) for the output to be collected.
+    pub(crate) async fn terminate(&self) {
+        self.signal(libc::SIGTERM);
+        let deadline = Instant::now() + KILL_GRACE;
+        while Instant::now() < deadline {
+            if self.is_done() && marked_pids(&self.marker).is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.signal(libc::SIGKILL);
+        let _ = tokio::time::timeout(Duration::from_millis(500), self.wait_done()).await;
+    }
+
+    /// Writes `data` to the command's standard input; fails when it has none (closed) or the
+    /// command does not read it within `limit`.
+    pub(crate) async fn write_input(&self, data: &[u8], limit: Duration) -> io::Result<()> {
+        let input = self.input.lock().await;
+        let Some(fd) = input.as_ref() else {
+            return Err(io::Error::new(io::ErrorKind::BrokenPipe, "standard input is closed"));
+        };
+        match tokio::time::timeout(limit, write_all(fd, data)).await {
+            Ok(result) => result,
+            Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "the command did not read its input")),
+        }
+    }
+
+    /// Closes standard input (end of file for a pipe; Ctrl-D for a terminal).
+    pub(crate) async fn close_input(&self) -> io::Result<()> {
+        if self.tty {
+            return self.write_input(b"\x04", Duration::from_secs(1)).await;
+        }
+        self.input.lock().await.take();
+        Ok(())
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if !self.is_done() {
+            self.signal(libc::SIGKILL);
+        }
+    }
+}
+
+fn signal_all(pgid: i32, marker: &str, signal: i32) {
+    // SAFETY: kill(2) with a negative pid signals a process group; errors (ESRCH) are fine.
+    unsafe {
+        libc::kill(-pgid, signal);
+    }
+    signal_marked(marker, signal);
+}
+
+fn signal_marked(marker: &str, signal: i32) {
+    for pid in marked_pids(marker) {
+        // SAFETY: as above, for one process.
+        unsafe {
+            libc::kill(pid, signal);
+        }
+    }
+}
+
+/// Processes (other than this one) whose environment holds `marker=`.
+pub(crate) fn marked_pids(marker: &str) -> Vec<i32> {
+    let needle = format!("{marker}=");
+    let me = std::process::id() as i32;
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var.starts_with(needle.as_bytes())))
+        })
+        .collect()
+}
+
+/// Commands still running, so they can be killed when toolshed exits (`atexit`, which also
+/// runs on `std::process::exit`).
+mod live {
+    use super::*;
+
+    static LIVE: Mutex<Vec<(i32, String)>> = Mutex::new(Vec::new());
+    static HOOK: Once = Once::new();
+
+    pub(super) fn add(pgid: i32, marker: &str) {
+        HOOK.call_once(|| {
+            // SAFETY: registering a plain `extern "C"` function.
+            unsafe {
+                libc::atexit(kill_all_at_exit);
+            }
+        });
+        LIVE.lock().unwrap_or_else(PoisonError::into_inner).push((pgid, marker.to_string()));
+    }
+
+    pub(super) fn remove(pgid: i32, marker: &str) {
+        LIVE.lock().unwrap_or_else(PoisonError::into_inner).retain(|(p, m)| !(*p == pgid && m == marker));
+    }
+
+    /// Kills every command still running. Also what happens at exit.
+    pub(crate) fn kill_all() {
+        let live = match LIVE.try_lock() {
+            Ok(live) => live,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        for (pgid, marker) in live.iter() {
+            signal_all(*pgid, marker, libc::SIGKILL);
+        }
+    }
+
+    extern "C" fn kill_all_at_exit() {
+        kill_all();
+    }
+}
+
+pub(crate) use live::kill_all;

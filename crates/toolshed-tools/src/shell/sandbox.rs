@@ -1,0 +1,464 @@
+//! The Linux sandbox for shell commands: Landlock filesystem rules (and, optionally, a seccomp
+//! filter that takes the network away), built in the parent and applied in the child between
+//! `fork` and `exec` with raw system calls only.
+//!
+//! Modes (`[sandbox] mode`): `read-only` reads and executes anywhere and writes nowhere but a
+//! few device files; `workspace-write` (the default) may also write under the worktree, the
+//! temp dirs, the tool caches and any directory approved through `external_directory`;
+//! `full-access` runs without a sandbox. Where the kernel has no Landlock, a command is refused
+//! unless `[sandbox] allow_unsandboxed = true`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use toolshed_core::ToolError;
+use toolshed_core::config::SandboxConfig;
+pub use toolshed_core::config::SandboxMode;
+
+/// What the shell's sandbox enforces: the mode, whether running unsandboxed is allowed where
+/// the kernel cannot sandbox, and whether sandboxed commands lose the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    /// What a sandboxed command may touch.
+    pub mode: SandboxMode,
+    /// Run commands without a sandbox where the kernel has no Landlock (otherwise refuse them).
+    pub allow_unsandboxed: bool,
+    /// Take network access (every socket but Unix sockets) away from sandboxed commands.
+    pub block_network: bool,
+}
+
+impl Default for SandboxPolicy {
+    fn default() -> Self {
+        SandboxPolicy { mode: SandboxMode::WorkspaceWrite, allow_unsandboxed: false, block_network: false }
+    }
+}
+
+impl From<&SandboxConfig> for SandboxPolicy {
+    fn from(config: &SandboxConfig) -> Self {
+        SandboxPolicy {
+            mode: config.mode.unwrap_or(SandboxMode::WorkspaceWrite),
+            allow_unsandboxed: config.allow_unsandboxed,
+            block_network: config.block_network,
+        }
+    }
+}
+
+/// The name of a mode as written in the config file.
+pub fn mode_name(mode: SandboxMode) -> &'static str {
+    match mode {
+        SandboxMode::ReadOnly => "read-only",
+        SandboxMode::WorkspaceWrite => "workspace-write",
+        SandboxMode::FullAccess => "full-access",
+    }
+}
+
+/// Whether this machine can sandbox commands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SandboxSupport {
+    /// Landlock works; `abi` is the kernel's Landlock ABI version.
+    Landlock {
+        /// The kernel's Landlock ABI version (1 = Linux 5.13, ...).
+        abi: i32,
+    },
+    /// No Landlock: why not.
+    Missing {
+        /// A plain explanation (kernel built without it, disabled at boot, not Linux).
+        reason: String,
+    },
+}
+
+impl SandboxSupport {
+    /// Whether commands can be sandboxed.
+    pub fn available(&self) -> bool {
+        matches!(self, SandboxSupport::Landlock { .. })
+    }
+}
+
+impl fmt::Display for SandboxSupport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SandboxSupport::Landlock { abi } => write!(f, "Landlock ABI {abi} available"),
+            SandboxSupport::Missing { reason } => write!(f, "Landlock unavailable: {reason}"),
+        }
+    }
+}
+
+/// Probes the kernel once per process: can Landlock rulesets be created here?
+pub fn support() -> &'static SandboxSupport {
+    static SUPPORT: OnceLock<SandboxSupport> = OnceLock::new();
+    SUPPORT.get_or_init(imp::probe)
+}
+
+/// One line for `toolshed doctor`: the policy, and whether this kernel can enforce it.
+pub fn report(policy: &SandboxPolicy) -> String {
+    let support = support();
+    let network = if policy.block_network { "; network blocked (seccomp)" } else { "" };
+    match (policy.mode, support.available()) {
+        (SandboxMode::FullAccess, _) => format!("sandbox: full-access (commands run unsandboxed); {support}"),
+        (mode, true) => format!("sandbox: {} enforced with {support}{network}", mode_name(mode)),
+        (mode, false) if policy.allow_unsandboxed => format!(
+            "sandbox: {} requested but {support}; commands run UNSANDBOXED because allow_unsandboxed = true",
+            mode_name(mode)
+        ),
+        (mode, false) => format!(
+            "sandbox: {} requested but {support}; shell commands are refused (set [sandbox] allow_unsandboxed = true to run them unsandboxed)",
+            mode_name(mode)
+        ),
+    }
+}
+
+/// How one command will run.
+pub(crate) enum Plan {
+    /// Without a sandbox; `note` says why when the policy wanted one.
+    Unsandboxed {
+        /// Shown to the model when the command ran unsandboxed against the configured mode.
+        note: Option<String>,
+    },
+    /// Confined by a prebuilt ruleset (and maybe a seccomp filter).
+    Sandboxed(Confinement),
+}
+
+impl Plan {
+    /// The mode's name, or `none` when the command runs unsandboxed.
+    pub(crate) fn label(&self, policy: &SandboxPolicy) -> &'static str {
+        match self {
+            Plan::Unsandboxed { .. } => "none",
+            Plan::Sandboxed(_) => mode_name(policy.mode),
+        }
+    }
+}
+
+/// Decides how a command runs under `policy`: `root` is the worktree, `extra_writable` the
+/// directories approved through `external_directory`. Builds the Landlock ruleset (and the
+/// seccomp program) now, before any fork.
+pub(crate) fn plan(policy: &SandboxPolicy, root: &Path, extra_writable: &[PathBuf]) -> Result<Plan, ToolError> {
+    plan_with(support(), policy, root, extra_writable)
+}
+
+fn plan_with(
+    support: &SandboxSupport,
+    policy: &SandboxPolicy,
+    root: &Path,
+    extra_writable: &[PathBuf],
+) -> Result<Plan, ToolError> {
+    if policy.mode == SandboxMode::FullAccess {
+        return Ok(Plan::Unsandboxed { note: None });
+    }
+    match support {
+        SandboxSupport::Landlock { .. } => {
+            let writable = match policy.mode {
+                SandboxMode::ReadOnly => Vec::new(),
+                _ => writable_roots(root, extra_writable),
+            };
+            imp::confinement(&writable, policy.block_network)
+                .map(Plan::Sandboxed)
+                .map_err(|e| ToolError::fatal(format!("could not build the {} sandbox: {e}", mode_name(policy.mode))))
+        }
+        SandboxSupport::Missing { reason } if policy.allow_unsandboxed => Ok(Plan::Unsandboxed {
+            note: Some(format!(
+                "This command ran WITHOUT a sandbox: the configured mode is {}, but Landlock is unavailable ({reason}) and allow_unsandboxed = true.",
+                mode_name(policy.mode)
+            )),
+        }),
+        SandboxSupport::Missing { reason } => Err(ToolError::model(format!(
+            "Shell commands cannot run here: the sandbox mode is {}, but this kernel cannot sandbox commands (Landlock unavailable: {reason}), and running unsandboxed is not allowed. Do not retry; tell the user. They can set `[sandbox] allow_unsandboxed = true` or `mode = \"full-access\"` in toolshed.toml to run commands without a sandbox.",
+            mode_name(policy.mode)
+        ))),
+    }
+}
+
+/// The directories a `workspace-write` command may write under: the worktree (and the git
+/// directory of a linked worktree), the temp dirs, tool caches, and approved directories.
+/// Only existing directories are returned.
+pub fn writable_roots(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs = vec![root.to_path_buf()];
+    dirs.extend(linked_git_dirs(root));
+    dirs.push(std::env::temp_dir());
+    dirs.extend(["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from));
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(home) = env("HOME") {
+        for cache in [".cache", ".cargo", ".npm", ".pnpm-store", ".yarn", ".m2", ".gradle", "go", ".bun"] {
+            dirs.push(home.join(cache));
+        }
+    }
+    for var in ["XDG_CACHE_HOME", "CARGO_HOME", "GOPATH", "GOMODCACHE", "GOCACHE", "npm_config_cache"] {
+        dirs.extend(env(var));
+    }
+    dirs.extend(extra.iter().cloned());
+    let mut seen = Vec::new();
+    for dir in dirs {
+        if dir.is_dir() && !seen.contains(&dir) {
+            seen.push(dir);
+        }
+    }
+    seen
+}
+
+/// For a linked worktree (`.git` is a file `gitdir: ...`), its git directory and the main
+/// repository's common git directory: `git commit` writes there.
+fn linked_git_dirs(root: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(root.join(".git")) else { return Vec::new() };
+    let Some(gitdir) = text.trim().strip_prefix("gitdir:") else { return Vec::new() };
+    let gitdir = root.join(gitdir.trim());
+    let mut dirs = vec![gitdir.clone()];
+    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        dirs.push(gitdir.join(common.trim()));
+    }
+    dirs.into_iter().filter_map(|d| d.canonicalize().ok()).collect()
+}
+
+/// Whether a failed sandboxed command looks like the sandbox refused it. The heuristic (after
+/// Codex's): a non-zero exit that is not 2 (usage), 126 or 127 (not executable / not found),
+/// with output mentioning `Permission denied`, `Operation not permitted` or `Read-only file
+/// system` (what Landlock's `EACCES`, seccomp's `EPERM` and read-only mounts print), or a
+/// death by `SIGSYS`.
+pub(crate) fn looks_like_denial(exit_code: Option<i32>, signal: Option<i32>, output: &str) -> bool {
+    if signal == Some(libc::SIGSYS) {
+        return true;
+    }
+    match exit_code {
+        None | Some(0 | 2 | 126 | 127) => return false,
+        Some(_) => {}
+    }
+    let lower = output.to_ascii_lowercase();
+    ["permission denied", "operation not permitted", "read-only file system"].iter().any(|p| lower.contains(p))
+}
+
+#[cfg(target_os = "linux")]
+pub(crate) use imp::Confinement;
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use std::io;
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::path::PathBuf;
+
+    use landlock::{
+        ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+        RulesetCreatedAttr,
+    };
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+        TargetArch,
+    };
+
+    use super::SandboxSupport;
+
+    /// The Landlock ABI whose access rights we handle. Newer kernels keep enforcing these;
+    /// older ones get the subset they know (best effort).
+    const TARGET_ABI: ABI = ABI::V5;
+
+    /// Device files every command may use read-write (and `ioctl` on, for terminals).
+    const DEVICE_FILES: [&str; 8] =
+        ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"];
+
+    pub(super) fn probe() -> SandboxSupport {
+        let created = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(ABI::V1))
+            .and_then(|r| r.create());
+        match created {
+            Ok(_) => {
+                // SAFETY: landlock_create_ruleset with a null attribute, size 0 and the VERSION
+                // flag only returns the ABI version.
+                let abi =
+                    unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
+                SandboxSupport::Landlock { abi: abi as i32 }
+            }
+            Err(_) => {
+                // SAFETY: as above.
+                let rc =
+                    unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
+                let errno = io::Error::last_os_error().raw_os_error();
+                let reason = match (rc, errno) {
+                    (r, Some(libc::EOPNOTSUPP)) if r < 0 => {
+                        "the kernel has Landlock but it is disabled at boot (add `landlock` to the `lsm=` kernel parameter)"
+                            .to_string()
+                    }
+                    (r, Some(libc::ENOSYS)) if r < 0 => "the kernel is built without Landlock (Linux 5.13+ with CONFIG_SECURITY_LANDLOCK is needed)".to_string(),
+                    _ => "creating a Landlock ruleset failed".to_string(),
+                };
+                SandboxSupport::Missing { reason }
+            }
+        }
+    }
+
+    /// A sandbox ready to apply in a child process: the Landlock ruleset's file descriptor and
+    /// an optional compiled seccomp program.
+    pub(crate) struct Confinement {
+        ruleset: OwnedFd,
+        seccomp: Option<BpfProgram>,
+    }
+
+    /// Builds the ruleset: read and execute everywhere, everything under `writable`, and the
+    /// usual device files.
+    pub(super) fn confinement(writable: &[PathBuf], block_network: bool) -> Result<Confinement, String> {
+        let all = AccessFs::from_all(TARGET_ABI);
+        let read = AccessFs::from_read(TARGET_ABI);
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(all)
+            .and_then(|r| r.create())
+            .map_err(|e| e.to_string())?;
+        ruleset = ruleset.add_rule(rule("/", read)?).map_err(|e| e.to_string())?;
+        let devices = DEVICE_FILES.iter().map(PathBuf::from);
+        for path in writable.iter().cloned().chain(devices) {
+            if !path.exists() {
+                continue;
+            }
+            ruleset = ruleset.add_rule(rule(&path, all)?).map_err(|e| e.to_string())?;
+        }
+        let fd: Option<OwnedFd> = ruleset.into();
+        let ruleset = fd.ok_or("the kernel refused to create a Landlock ruleset")?;
+        let seccomp = if block_network { Some(network_filter()?) } else { None };
+        Ok(Confinement { ruleset, seccomp })
+    }
+
+    fn rule(path: impl AsRef<std::path::Path>, access: BitFlags<AccessFs>) -> Result<PathBeneath<PathFd>, String> {
+        let path = path.as_ref();
+        let access = if path.is_dir() { access } else { access & AccessFs::from_file(TARGET_ABI) };
+        let fd = PathFd::new(path).map_err(|e| e.to_string())?;
+        Ok(PathBeneath::new(fd, access))
+    }
+
+    /// Denies `socket()` for every address family but `AF_UNIX`, and `io_uring_setup` (which
+    /// could open sockets behind the filter's back), with `EACCES`.
+    fn network_filter() -> Result<BpfProgram, String> {
+        let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+        let not_unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)
+            .and_then(|c| SeccompRule::new(vec![c]))
+            .map_err(|e| e.to_string())?;
+        let rules = [(libc::SYS_socket, vec![not_unix]), (libc::SYS_io_uring_setup, vec![])].into_iter().collect();
+        let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EACCES as u32), arch)
+            .map_err(|e| e.to_string())?;
+        BpfProgram::try_from(filter).map_err(|e| e.to_string())
+    }
+
+    impl Confinement {
+        /// Confines the calling process. Runs in the child between `fork` and `exec`: raw
+        /// system calls only, no allocation, no locks.
+        pub(crate) fn apply_in_child(&self) -> io::Result<()> {
+            // SAFETY: plain system calls on a valid fd and a program that outlives the call;
+            // the kernel copies the program.
+            unsafe {
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::syscall(libc::SYS_landlock_restrict_self, self.ruleset.as_raw_fd(), 0u32) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if let Some(program) = &self.seccomp {
+                    let prog = libc::sock_fprog {
+                        len: program.len() as u16,
+                        filter: program.as_ptr() as *mut libc::sock_filter,
+                    };
+                    let rc = libc::syscall(
+                        libc::SYS_seccomp,
+                        libc::SECCOMP_SET_MODE_FILTER,
+                        0u32,
+                        &prog as *const libc::sock_fprog,
+                    );
+                    if rc != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use std::io;
+    use std::path::PathBuf;
+
+    use super::SandboxSupport;
+
+    pub(super) fn probe() -> SandboxSupport {
+        SandboxSupport::Missing { reason: "Landlock exists only on Linux".to_string() }
+    }
+
+    /// Never built off Linux: `probe` reports no support.
+    pub(crate) struct Confinement;
+
+    pub(super) fn confinement(_writable: &[PathBuf], _block_network: bool) -> Result<Confinement, String> {
+        Err("no sandbox on this platform".to_string())
+    }
+
+    impl Confinement {
+        pub(crate) fn apply_in_child(&self) -> io::Result<()> {
+            Err(io::Error::from(io::ErrorKind::Unsupported))
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) use imp::Confinement;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn denial_heuristic_needs_a_failure_and_a_permission_message() {
+        assert!(looks_like_denial(Some(1), None, "touch: cannot touch '/etc/x': Permission denied\n"));
+        assert!(looks_like_denial(Some(1), None, "cp: cannot create regular file: Read-only file system"));
+        assert!(!looks_like_denial(Some(0), None, "Permission denied"));
+        assert!(!looks_like_denial(Some(127), None, "bash: x: Permission denied"));
+        assert!(!looks_like_denial(Some(1), None, "error: file not found"));
+        assert!(looks_like_denial(None, Some(libc::SIGSYS), ""));
+        assert!(!looks_like_denial(None, Some(libc::SIGKILL), "Permission denied"));
+    }
+
+    #[test]
+    fn workspace_write_roots_include_worktree_and_temp_but_only_existing_dirs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = tmp.path().join("missing");
+        let roots = writable_roots(tmp.path(), std::slice::from_ref(&missing));
+        assert_eq!(roots[0], tmp.path());
+        assert!(roots.contains(&std::env::temp_dir()));
+        assert!(!roots.contains(&missing));
+    }
+
+    #[test]
+    fn linked_worktree_git_dirs_are_writable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let main_git = tmp.path().join("main/.git");
+        let wt_git = main_git.join("worktrees/wt");
+        std::fs::create_dir_all(&wt_git).unwrap();
+        std::fs::write(wt_git.join("commondir"), "../..\n").unwrap();
+        let wt = tmp.path().join("wt");
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", wt_git.display())).unwrap();
+        let dirs = linked_git_dirs(&wt);
+        assert_eq!(dirs, vec![wt_git.canonicalize().unwrap(), main_git.canonicalize().unwrap()]);
+    }
+
+    #[test]
+    fn without_landlock_commands_are_refused_unless_unsandboxed_is_allowed() {
+        let missing = SandboxSupport::Missing { reason: "the kernel is built without Landlock".into() };
+        let root = Path::new("/");
+        let Err(refusal) = plan_with(&missing, &SandboxPolicy::default(), root, &[]) else { panic!("not refused") };
+        insta::assert_snapshot!(refusal.to_string(), @r#"Shell commands cannot run here: the sandbox mode is workspace-write, but this kernel cannot sandbox commands (Landlock unavailable: the kernel is built without Landlock), and running unsandboxed is not allowed. Do not retry; tell the user. They can set `[sandbox] allow_unsandboxed = true` or `mode = "full-access"` in toolshed.toml to run commands without a sandbox."#);
+        let allowed = SandboxPolicy { allow_unsandboxed: true, ..SandboxPolicy::default() };
+        let Ok(Plan::Unsandboxed { note: Some(note) }) = plan_with(&missing, &allowed, root, &[]) else { panic!() };
+        assert!(note.starts_with("This command ran WITHOUT a sandbox"), "{note}");
+        let full = SandboxPolicy { mode: SandboxMode::FullAccess, ..SandboxPolicy::default() };
+        assert!(matches!(plan_with(&missing, &full, root, &[]), Ok(Plan::Unsandboxed { note: None })));
+    }
+
+    #[test]
+    fn report_says_plainly_what_happens() {
+        let policy = SandboxPolicy::default();
+        let line = report(&policy);
+        if support().available() {
+            assert!(line.starts_with("sandbox: workspace-write enforced with Landlock ABI"), "{line}");
+        } else {
+            assert!(line.contains("shell commands are refused"), "{line}");
+        }
+        let full = SandboxPolicy { mode: SandboxMode::FullAccess, ..policy };
+        assert!(report(&full).starts_with("sandbox: full-access"));
+    }
+}

@@ -1,8 +1,9 @@
 //! In-process benchmarks of the file tools (`cargo bench -p toolshed-tools --bench fs`).
 //! The whole-process comparisons with ripgrep are in `bench/fs-tools.sh`.
 //!
-//! - `edit/fuzzy_match_20k_lines`: the matcher alone, old_string indented wrongly so the exact
-//!   matcher misses and the indentation matcher finds it, in a 20,000-line file;
+//! - `edit/fuzzy_match_20k_lines`: the matcher alone, old_string copied without the class's
+//!   indentation so the exact matcher misses and the indentation matcher finds it, in a
+//!   20,000-line file;
 //! - `edit/tool_20k_lines`: the whole edit (read, match, atomic write, diff) of that file;
 //! - `read/last_window_64mib`: the last 2,000 lines of a 64 MiB file;
 //! - `grep/stdlib` and `glob/stdlib`: python3's standard library (skipped if python3 is missing).
@@ -23,8 +24,8 @@ fn handlers(n: usize) -> String {
         .collect()
 }
 
-const OLD: &str = "def handle(self, request):\n  value = request.get('k3999')\n  return value";
-const NEW: &str = "def handle(self, request):\n  value = request.get('k3999', None)\n  return value";
+const OLD: &str = "def handle(self, request):\n    value = request.get('k3999')\n    return value";
+const NEW: &str = "def handle(self, request):\n    value = request.get('k3999', None)\n    return value";
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
@@ -52,7 +53,7 @@ fn edit(c: &mut Criterion) {
                 (serde_json::from_value(args).unwrap(), ToolContext::standalone(&root, root.join(".data")))
             },
             |(args, ctx)| async move { EditTool.run(args, ctx).await.unwrap() },
-            BatchSize::SmallInput,
+            BatchSize::PerIteration,
         )
     });
     group.finish();
@@ -66,7 +67,7 @@ fn read(c: &mut Criterion) {
         use std::io::Write;
         let mut f = std::io::BufWriter::new(std::fs::File::create(root.join("big.txt")).unwrap());
         for i in 0..lines {
-            writeln!(f, "{i:012} the quick brown fox jumps over the lazy dog...").unwrap();
+            writeln!(f, "{i:012} the quick brown fox jumps over the lazy dog, again").unwrap();
         }
     }
     let rt = runtime();

@@ -11,7 +11,7 @@ use toolshed_core::permission::PermissionRequest;
 use toolshed_core::tool::{ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
-use super::{PathGlob, blocking, walker};
+use super::{PathGlob, blocking, path_order, walker};
 use crate::path::{self, Permitted, ResolvedPath, pattern_for};
 
 /// Most paths returned.
@@ -103,7 +103,7 @@ fn glob_files(
     let found: Arc<Mutex<Vec<(SystemTime, PathBuf)>>> = Arc::default();
     let base = dir.path().to_path_buf();
     walker(&base).threads(worker_threads()).build_parallel().run(|| {
-        let found = found.clone();
+        let mut local = Local { found: Vec::new(), shared: found.clone() };
         let base = base.clone();
         let glob = glob.clone();
         let cancel = cancel.clone();
@@ -115,18 +115,22 @@ fn glob_files(
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            let rel = entry.path().strip_prefix(&base).unwrap_or(entry.path());
-            if glob.is_match(rel) {
+            if glob.matches_under(&base, entry.path()) {
                 let modified = entry.metadata().ok().and_then(|m| m.modified().ok()).unwrap_or(SystemTime::UNIX_EPOCH);
-                found.lock().unwrap_or_else(PoisonError::into_inner).push((modified, entry.into_path()));
+                local.found.push((modified, entry.into_path()));
             }
             WalkState::Continue
         })
     });
     let mut found = std::mem::take(&mut *found.lock().unwrap_or_else(PoisonError::into_inner));
     let total = found.len();
-    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-    found.truncate(cap);
+    let newest_first =
+        |a: &(SystemTime, PathBuf), b: &(SystemTime, PathBuf)| b.0.cmp(&a.0).then_with(|| path_order(&a.1, &b.1));
+    if found.len() > cap {
+        found.select_nth_unstable_by(cap, newest_first);
+        found.truncate(cap);
+    }
+    found.sort_by(newest_first);
     if found.is_empty() {
         return ToolOutput::text(format!("No files match `{pattern}` under `{}`.", dir.display()))
             .with_title(pattern.to_string())
@@ -147,6 +151,18 @@ fn glob_files(
         .with_title(pattern.to_string())
         .with_metadata("count", total)
         .with_metadata("truncated", total > found.len())
+}
+
+/// One walker thread's finds, handed over when the thread is done with them.
+struct Local {
+    found: Vec<(SystemTime, PathBuf)>,
+    shared: Arc<Mutex<Vec<(SystemTime, PathBuf)>>>,
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner).append(&mut self.found);
+    }
 }
 
 /// `path` relative to `cwd` when under it, else absolute, with `/` separators.

@@ -20,7 +20,7 @@ use toolshed_core::tool::{ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::glob::{display_path, worker_threads};
-use super::{PathGlob, blocking, walker};
+use super::{PathGlob, blocking, path_order, plural, walker};
 use crate::path::{self, Permitted, ResolvedPath};
 
 /// Results shown when `limit` is not given.
@@ -219,11 +219,11 @@ impl Query {
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     return WalkState::Continue;
                 }
-                if !explicit_file && let Some(include) = &self.include {
-                    let rel = entry.path().strip_prefix(base).unwrap_or(entry.path());
-                    if !include.is_match(rel) {
-                        return WalkState::Continue;
-                    }
+                if !explicit_file
+                    && let Some(include) = &self.include
+                    && !include.matches_under(base, entry.path())
+                {
+                    return WalkState::Continue;
                 }
                 let mut sink = Collect {
                     matcher: &self.matcher,
@@ -240,7 +240,7 @@ impl Query {
             })
         });
         let mut files = found.into_inner().unwrap_or_else(PoisonError::into_inner);
-        files.sort_by(|a, b| a.path.cmp(&b.path));
+        files.sort_by(|a, b| path_order(&a.path, &b.path));
         files
     }
 
@@ -274,7 +274,11 @@ impl Query {
                 for f in files.iter().take(self.limit) {
                     out.push_str(&format!("{}: {}\n", display_path(cwd, &f.path), f.count));
                 }
-                out.push_str(&format!("\n({total_matches} matching lines in {total_files} files"));
+                out.push_str(&format!(
+                    "\n({} in {}",
+                    plural(total_matches as usize, "matching line"),
+                    plural(total_files, "file")
+                ));
                 truncated = total_files > self.limit;
                 if truncated {
                     out.push_str(&format!("; showing the first {} files", self.limit));
@@ -284,12 +288,17 @@ impl Query {
             OutputMode::Content => {
                 let shown = render_content(&files, cwd, self.limit, self.context, &mut out);
                 truncated = (shown as u64) < total_matches;
-                let header = format!("Found {total_matches} matching lines in {total_files} files.\n");
+                let header = format!(
+                    "Found {} in {}.\n",
+                    plural(total_matches as usize, "matching line"),
+                    plural(total_files, "file")
+                );
                 out.insert_str(0, &header);
                 if truncated {
+                    let more = total_matches - shown as u64;
+                    let noun = if more == 1 { "matching line" } else { "matching lines" };
                     out.push_str(&format!(
-                        "\n({} more matching lines not shown. Narrow the pattern, path or include, or raise limit.)",
-                        total_matches - shown as u64
+                        "\n({more} more {noun} not shown. Narrow the pattern, path or include, or raise limit.)"
                     ));
                 }
             }

@@ -940,16 +940,30 @@ fn partial_prefix(file_line: &str, old_first: &str) -> Option<usize> {
 }
 
 /// From `start` in `line`, the words in order with any whitespace between; the end offset.
+/// The match never starts or ends inside a word of the line, and two words that would join
+/// into one (both sides word characters) need whitespace between them.
 fn match_words(line: &str, start: usize, words: &[&str]) -> Option<usize> {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let joins = |left: Option<char>, right: Option<char>| left.is_some_and(word) && right.is_some_and(word);
+    if joins(line[..start].chars().next_back(), words.first()?.chars().next()) {
+        return None;
+    }
     let mut at = start;
     for (i, w) in words.iter().enumerate() {
         if i > 0 {
-            at = line.len() - line[at..].trim_start().len();
+            let skipped = line.len() - line[at..].trim_start().len();
+            if skipped == at && joins(line[..at].chars().next_back(), w.chars().next()) {
+                return None;
+            }
+            at = skipped;
         }
         if !line[at..].starts_with(w) {
             return None;
         }
         at += w.len();
+    }
+    if joins(line[..at].chars().next_back(), line[at..].chars().next()) {
+        return None;
     }
     Some(at)
 }
@@ -1166,6 +1180,14 @@ mod tests {
         assert_eq!(partial_prefix("    let x = compute(a,", "compute(a,"), Some(12));
         assert_eq!(partial_prefix("    recompute(a,", "compute(a,"), None);
         assert_eq!(partial_prefix("    x = f(", "f("), None);
+    }
+
+    #[test]
+    fn words_never_match_inside_identifiers() {
+        assert_eq!(match_words("max=10", 2, &["x", "=", "1"]), None);
+        assert_eq!(match_words("x=1;", 0, &["x", "=", "1;"]), Some(4));
+        assert_eq!(match_words("foobar()", 0, &["foo", "bar()"]), None);
+        assert_eq!(match_words("if (a &&  b) {", 4, &["a", "&&", "b)"]), Some(12));
     }
 
     #[test]

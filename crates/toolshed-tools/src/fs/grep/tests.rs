@@ -64,7 +64,7 @@ async fn grep_modes_include_and_case() {
     .unwrap();
     assert_eq!(out.text, "src/lib.rs\nsrc/main.rs");
     let out = call(&root, serde_json::json!({"pattern": "fn", "path": "src/main.rs"})).await.unwrap();
-    assert!(out.text.starts_with("Found 1 matching lines in 1 files.\nsrc/main.rs\n  1: fn main() {"), "{}", out.text);
+    assert!(out.text.starts_with("Found 1 matching line in 1 file.\nsrc/main.rs\n  1: fn main() {"), "{}", out.text);
 }
 
 #[tokio::test]
@@ -75,7 +75,7 @@ async fn grep_shows_context_with_gaps() {
     write(&root, "f.txt", &text);
     let out = call(&root, serde_json::json!({"pattern": "hit", "context": 1})).await.unwrap();
     insta::assert_snapshot!(out.text, @r"
-    Found 2 matching lines in 1 files.
+    Found 2 matching lines in 1 file.
     f.txt
       2- line 2
       3: hit 3
@@ -103,7 +103,7 @@ async fn grep_caps_hits_and_says_how_many_more() {
     let out =
         call(&root, serde_json::json!({"pattern": "hit", "path": "sub", "limit": 2, "context": 1})).await.unwrap();
     insta::assert_snapshot!(out.text, @r"
-    Found 3 matching lines in 1 files.
+    Found 3 matching lines in 1 file.
     sub/g.txt
       1- x
       2: hit a
@@ -112,7 +112,7 @@ async fn grep_caps_hits_and_says_how_many_more() {
       5: hit b
       6- x
 
-    (1 more matching lines not shown. Narrow the pattern, path or include, or raise limit.)
+    (1 more matching line not shown. Narrow the pattern, path or include, or raise limit.)
     ");
 }
 

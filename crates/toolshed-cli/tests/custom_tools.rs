@@ -201,12 +201,12 @@ export default tool({
     assert_eq!(stdout(&out), "42\n");
 }
 
-/// docs/custom.md's example works exactly as printed: every fenced block whose info string
+/// The README's custom tools example works exactly as printed: every fenced block whose info string
 /// names a file (```toml path) is written into a fresh project, then every `$ command` of the
 /// console blocks runs there and must print what the doc shows.
 #[test]
 fn docs_example_works_as_printed() {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/custom.md")).unwrap();
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
     let modules = js_modules();

@@ -8,7 +8,7 @@
 //! normalised to what tools send: paths relative to the worktree, absolute paths outside it.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -303,7 +303,7 @@ pub fn normalise_path_pattern(pattern: &str, root: &Path, home: Option<&Path>) -
         p = rest.to_string();
     }
     if p.starts_with('/') {
-        let lexical = lexical_normalise(Path::new(&p));
+        let lexical = crate::paths::lexical_normalise(Path::new(&p));
         if let Ok(rel) = lexical.strip_prefix(root) {
             let rel = rel.to_string_lossy().into_owned();
             return if rel.is_empty() { "*".to_string() } else { rel };
@@ -311,21 +311,6 @@ pub fn normalise_path_pattern(pattern: &str, root: &Path, home: Option<&Path>) -
         return lexical.to_string_lossy().into_owned();
     }
     p
-}
-
-/// Removes `.` and resolves `..` without touching the file system (wildcards stay as written).
-fn lexical_normalise(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

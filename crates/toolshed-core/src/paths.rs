@@ -2,7 +2,7 @@
 //! worktree a command works in.
 
 use std::env;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 fn env_path(name: &str) -> Option<PathBuf> {
     env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
@@ -35,9 +35,31 @@ pub fn find_worktree(dir: &Path) -> PathBuf {
     dir.ancestors().find(|d| d.join(".git").exists()).unwrap_or(dir).to_path_buf()
 }
 
+/// `path` with `.` removed and `..` resolved against the components before it, without
+/// touching the file system (so symbolic links are not followed, and wildcards stay as written).
+pub fn lexical_normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lexical_normalisation_resolves_dots_without_the_file_system() {
+        assert_eq!(lexical_normalise(Path::new("/w/a/./b/../c/*")), PathBuf::from("/w/a/c/*"));
+        assert_eq!(lexical_normalise(Path::new("/../x")), PathBuf::from("/x"));
+    }
 
     #[test]
     fn worktree_is_the_nearest_git_ancestor() {

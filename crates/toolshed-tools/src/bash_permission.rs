@@ -18,8 +18,9 @@
 //! script from standard input, a `bash -c` or `eval` script computed at run time — needs at
 //! least `ask`.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
+use toolshed_core::paths::lexical_normalise;
 use toolshed_core::permission::{Action, PermissionRequest};
 
 use crate::path::{Confinement, ResolvedPath};
@@ -332,10 +333,10 @@ impl Analyzer<'_> {
         }
         let path = Path::new(&text);
         if path.is_absolute() {
-            return Some(lexical(path));
+            return Some(lexical_normalise(path));
         }
         let base = self.cwd.as_deref()?;
-        Some(lexical(&base.join(path)))
+        Some(lexical_normalise(&base.join(path)))
     }
 
     /// Resolves `path` with every symbolic link followed, as the file tools do.
@@ -696,20 +697,6 @@ fn unescape_in_quotes(s: &str) -> String {
 
 fn basename(program: &str) -> &str {
     program.rsplit('/').next().filter(|b| !b.is_empty()).unwrap_or(program)
-}
-
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
 use serde_json::json;
+use toolshed_core::paths::lexical_normalise;
 use toolshed_core::permission::PermissionRequest;
 use toolshed_core::{ToolContext, ToolError};
 
@@ -246,7 +247,7 @@ impl Confinement {
             Some(_) => (PathBuf::from("/"), cleaned.as_str()),
             None => (self.cwd.clone(), cleaned.as_str()),
         };
-        let lexical = lexical_normal(&start.join(rest));
+        let lexical = lexical_normalise(&start.join(rest));
         let walk = walk(&start, Path::new(rest), input)?;
         let inside = walk.path.starts_with(&self.root);
         if access == Access::Write && walk.via_symlink && !inside && lexical.starts_with(&self.root) {
@@ -557,22 +558,7 @@ fn slashed(path: &Path) -> String {
 }
 
 fn canonical_or_self(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| lexical_normal(path))
-}
-
-/// `.` dropped and `..` applied to the name before it, without looking at the file system.
-fn lexical_normal(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for comp in path.components() {
-        match comp {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
+    std::fs::canonicalize(path).unwrap_or_else(|_| lexical_normalise(path))
 }
 
 struct Walk {

@@ -44,6 +44,35 @@ pub fn open_store() -> Result<Arc<Store>, CliError> {
     Store::open(path).map(Arc::new).map_err(CliError::failure)
 }
 
+/// The store, agent and model a `run` or `chat` uses: a stored session's unless the flags say
+/// otherwise, else the flags' or the config's. A new session's model is checked before the
+/// database is touched, so a missing key costs nothing.
+pub fn session_target(
+    ws: &Workspace,
+    session: Option<&str>,
+    agent: Option<&str>,
+    model: Option<&str>,
+) -> Result<(Arc<Store>, String, String), CliError> {
+    match session {
+        Some(id) => {
+            let store = open_store()?;
+            let info = store.session(id).map_err(CliError::usage)?;
+            let agent = match agent {
+                Some(a) => ws.agent(Some(a))?,
+                None => info.agent.clone(),
+            };
+            let model = model.map(str::to_string).or(info.model.clone()).ok_or_else(|| CliError::usage(NO_MODEL))?;
+            check_model(ws, &model)?;
+            Ok((store, agent, model))
+        }
+        None => {
+            let agent = ws.agent(agent)?;
+            let model = choose_model(ws, &agent, model)?;
+            Ok((open_store()?, agent, model))
+        }
+    }
+}
+
 /// The agent runtime for this worktree, with the MCP servers' tools attached (keep the returned
 /// connections alive while the runtime runs). Call it outside any async runtime.
 pub fn runtime(

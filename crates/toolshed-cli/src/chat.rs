@@ -14,7 +14,7 @@ use toolshed_core::permission::{ApprovalRequest, Approver, Reply};
 use toolshed_core::tool::BoxFuture;
 
 use crate::CliError;
-use crate::agent::{Printer, check_model, choose_model, open_store, runtime};
+use crate::agent::{Printer, runtime};
 use crate::workspace::Workspace;
 
 #[derive(Args)]
@@ -53,25 +53,8 @@ impl Approver for LineApprover {
 const HELP: &str = "Type a prompt, or: /plan (plan mode: read and plan only), /build (build mode), /agent NAME, /session (show the session id), /exit. Ctrl-C interrupts a running turn; Ctrl-D quits.";
 
 pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
-    let (store, agent, model) = match &args.session {
-        Some(id) => {
-            let store = open_store()?;
-            let info = store.session(id).map_err(CliError::usage)?;
-            let agent = match &args.agent {
-                Some(a) => ws.agent(Some(a))?,
-                None => info.agent.clone(),
-            };
-            let model =
-                args.model.clone().or(info.model.clone()).ok_or_else(|| CliError::usage(crate::agent::NO_MODEL))?;
-            check_model(ws, &model)?;
-            (store, agent, model)
-        }
-        None => {
-            let agent = ws.agent(args.agent.as_deref())?;
-            let model = choose_model(ws, &agent, args.model.as_deref())?;
-            (open_store()?, agent, model)
-        }
-    };
+    let (store, agent, model) =
+        crate::agent::session_target(ws, args.session.as_deref(), args.agent.as_deref(), args.model.as_deref())?;
     let (tx, rx) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines() {

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use toolshed_agent::AgentError;
 
 use crate::CliError;
-use crate::agent::{Printer, check_model, choose_model, open_store, runtime};
+use crate::agent::{Printer, runtime};
 use crate::workspace::Workspace;
 
 #[derive(Args)]
@@ -34,26 +34,8 @@ pub struct RunArgs {
 }
 
 pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
-    let (store, agent, model) = match &args.session {
-        Some(id) => {
-            let store = open_store()?;
-            let info = store.session(id).map_err(CliError::usage)?;
-            let agent = match &args.agent {
-                Some(a) => ws.agent(Some(a))?,
-                None => info.agent.clone(),
-            };
-            let model =
-                args.model.clone().or(info.model.clone()).ok_or_else(|| CliError::usage(crate::agent::NO_MODEL))?;
-            check_model(ws, &model)?;
-            (store, agent, model)
-        }
-        None => {
-            // The model is checked before the database is touched: a missing key costs nothing.
-            let agent = ws.agent(args.agent.as_deref())?;
-            let model = choose_model(ws, &agent, args.model.as_deref())?;
-            (open_store()?, agent, model)
-        }
-    };
+    let (store, agent, model) =
+        crate::agent::session_target(ws, args.session.as_deref(), args.agent.as_deref(), args.model.as_deref())?;
     let printer = Printer::new(args.json);
     let approver = crate::approver::for_command(args.yes);
     let (rt, _mcp) = runtime(ws, store, approver, printer.sink())?;

@@ -186,9 +186,13 @@ async fn probe(spec: &ServerSpec, root: &Path) -> Finding {
         Ok(server) => {
             let took = started.elapsed();
             server.shutdown().await;
+            super::failures::clear(&super::failures::key(&spec.name, &program, &spec.args, root));
             Finding::Starts { program, took }
         }
-        Err(why) => Finding::Broken { program, why },
+        Err(why) => {
+            super::failures::record(&super::failures::key(&spec.name, &program, &spec.args, root), &why);
+            Finding::Broken { program, why }
+        }
     }
 }
 

@@ -53,6 +53,7 @@ struct Pending {
 impl Diagnostics {
     async fn report(&self, ctx: &ToolContext, files: &[PathBuf]) -> Option<String> {
         let mut notes = Vec::new();
+        let mut unavailable = Unavailable::default();
         let mut metadata = Map::new();
         let shown = Files::new(ctx.root());
         let mut pending = Vec::new();
@@ -67,7 +68,7 @@ impl Diagnostics {
             match self.service.server_for(path, ctx.root()).await {
                 Lookup::NoServer(_) => {}
                 Lookup::Unavailable { server, reason } => {
-                    notes.push(format!("Diagnostics unavailable for `{display}`: {server} {reason}."));
+                    unavailable.add(format!("{server} {reason}"), &display);
                     metadata.insert(display, json!({"server": server, "unavailable": reason}));
                 }
                 Lookup::Ready { server, deadline, restarted } => {
@@ -77,7 +78,7 @@ impl Diagnostics {
                     match server.sync(path).await {
                         Ok(synced) => pending.push(Pending { path: path.clone(), server, synced, deadline }),
                         Err(why) => {
-                            notes.push(format!("Diagnostics unavailable for `{display}`: {why}."));
+                            unavailable.add(why.clone(), &display);
                             metadata.insert(display, json!({"server": server.name(), "unavailable": why}));
                         }
                     }
@@ -114,19 +115,74 @@ impl Diagnostics {
                 }
                 Err(WaitError::Timeout) => {
                     let why = format!("{name} did not report within {}", seconds(item.server.spec().timeout));
-                    notes.push(format!("Diagnostics unavailable for `{display}`: {why}."));
+                    unavailable.add(why.clone(), &display);
                     metadata.insert(display, json!({"server": name, "unavailable": why}));
                 }
                 Err(WaitError::Exited(death)) => {
                     let why = format!("{name} {death}");
-                    notes.push(format!("Diagnostics unavailable for `{display}`: {why}."));
+                    unavailable.add(why.clone(), &display);
                     metadata.insert(display, json!({"server": name, "unavailable": why}));
                 }
             }
         }
+        notes.extend(unavailable.notes());
         if !metadata.is_empty() {
             ctx.set_metadata("diagnostics", Value::Object(metadata));
         }
         (!notes.is_empty()).then(|| notes.join("\n\n"))
+    }
+}
+
+/// Files whose diagnostics were unavailable, grouped by the reason, so a patch of 200 files
+/// whose server cannot start gets one line, not 200.
+#[derive(Default)]
+struct Unavailable {
+    groups: Vec<(String, Vec<String>)>,
+}
+
+impl Unavailable {
+    /// How many files a note names before it counts the rest.
+    const NAMED: usize = 3;
+
+    fn add(&mut self, why: String, file: &str) {
+        match self.groups.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, files)) => files.push(file.to_string()),
+            None => self.groups.push((why, vec![file.to_string()])),
+        }
+    }
+
+    fn notes(self) -> impl Iterator<Item = String> {
+        self.groups.into_iter().map(|(why, files)| {
+            let named: Vec<String> = files.iter().take(Self::NAMED).map(|f| format!("`{f}`")).collect();
+            let list = match (files.len(), named.split_last()) {
+                (1, _) | (_, None) => named.join(""),
+                (n, Some((last, rest))) if n <= Self::NAMED => format!("{} and {last}", rest.join(", ")),
+                (n, _) => format!("{} and {} more files", named.join(", "), n - Self::NAMED),
+            };
+            format!("Diagnostics unavailable for {list}: {why}.")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Unavailable;
+
+    #[test]
+    fn unavailable_files_are_grouped_by_reason() {
+        let mut u = Unavailable::default();
+        for i in 0..200 {
+            u.add("rust-analyzer cannot start".into(), &format!("src/m{i}.rs"));
+        }
+        u.add("pyright did not report within 20 s".into(), "a.py");
+        u.add("pyright did not report within 20 s".into(), "b.py");
+        let notes: Vec<String> = u.notes().collect();
+        assert_eq!(
+            notes,
+            [
+                "Diagnostics unavailable for `src/m0.rs`, `src/m1.rs`, `src/m2.rs` and 197 more files: rust-analyzer cannot start.",
+                "Diagnostics unavailable for `a.py` and `b.py`: pyright did not report within 20 s.",
+            ]
+        );
     }
 }

@@ -15,6 +15,7 @@
 
 mod client;
 pub mod doctor;
+pub mod failures;
 mod format;
 mod hook;
 pub mod position;
@@ -44,6 +45,9 @@ const MAX_FAILED_STARTS: u32 = 3;
 const MAX_CRASHES: u32 = 5;
 /// The longest a start may take in the background, whatever the caller waits.
 const START_LIMIT: Duration = Duration::from_secs(60);
+/// After a failed start, how long before the server is tried again in this process (so one
+/// write of many files tries it once, not once per file).
+const RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// The language servers of one session (or process): which server handles a file, and the
 /// running ones, one per server and project root.
@@ -200,6 +204,7 @@ struct Slot {
 struct SlotState {
     phase: Phase,
     failed_starts: u32,
+    failed_at: Option<Instant>,
     crashes: u32,
     last_failure: Option<String>,
 }
@@ -245,6 +250,28 @@ impl Slot {
                         reason: format!("is not started again this session: it {last}"),
                     };
                 }
+                _ if state.failed_at.is_some_and(|at| at.elapsed() < RETRY_AFTER) => {
+                    let last = state.last_failure.clone().unwrap_or_default();
+                    return Lookup::Unavailable {
+                        server: self.spec.name.clone(),
+                        reason: format!("(`{}`) {last}", self.program.display()),
+                    };
+                }
+                _ if restarted.is_none()
+                    && let Some((why, age)) = failures::recent(&self.failure_key()) =>
+                {
+                    state.failed_starts = MAX_FAILED_STARTS;
+                    state.last_failure = Some(format!("failed to start {} s ago: {why}", age.as_secs()));
+                    return Lookup::Unavailable {
+                        server: self.spec.name.clone(),
+                        reason: format!(
+                            "(`{}`) failed to start {} s ago: {why} (not tried again for {} minutes; `toolshed doctor` checks it now)",
+                            self.program.display(),
+                            age.as_secs(),
+                            failures::REMEMBER.as_secs() / 60
+                        ),
+                    };
+                }
                 _ => {
                     let rx = self.clone().start();
                     state.phase = Phase::Starting(rx.clone());
@@ -268,6 +295,11 @@ impl Slot {
         }
     }
 
+    /// What identifies this server in the record of failed starts.
+    fn failure_key(&self) -> String {
+        failures::key(&self.spec.name, &self.program, &self.spec.args, &self.root)
+    }
+
     /// Starts the server in a background task; the receiver gets the outcome.
     fn start(self: Arc<Self>) -> Starting {
         let (tx, rx) = watch::channel(None);
@@ -278,10 +310,16 @@ impl Slot {
             match &outcome {
                 Ok(server) => {
                     state.phase = Phase::Running(server.clone());
+                    if state.failed_starts > 0 {
+                        failures::clear(&self.failure_key());
+                    }
                     state.failed_starts = 0;
+                    state.failed_at = None;
                 }
                 Err(why) => {
+                    failures::record(&self.failure_key(), why);
                     state.phase = Phase::Idle;
+                    state.failed_at = Some(Instant::now());
                     state.failed_starts += 1;
                     state.last_failure = Some(if state.failed_starts >= MAX_FAILED_STARTS {
                         format!("failed to start {} times; the last time it {why}", state.failed_starts)

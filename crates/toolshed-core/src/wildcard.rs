@@ -8,6 +8,21 @@ pub fn matches(text: &str, pattern: &str) -> bool {
     if pattern == "*" {
         return true;
     }
+    // Fast paths without allocation: rules are mostly plain names or `*`-only globs. On valid
+    // UTF-8, `*` and literal characters match the same byte runs as character runs; `?` (one
+    // character) and backslashes (read as `/`) take the general path below.
+    if !pattern.contains(['?', '\\']) && !text.contains('\\') {
+        if !pattern.contains('*') {
+            return text == pattern || pattern.strip_suffix(" *").is_some_and(|bare| text == bare);
+        }
+        let (t, p) = (text.as_bytes(), pattern.as_bytes());
+        if let Some(bare) = p.strip_suffix(b" *")
+            && glob(t, bare)
+        {
+            return true;
+        }
+        return glob(t, p);
+    }
     let text: Vec<char> = text.chars().map(slash).collect();
     let pat: Vec<char> = pattern.chars().map(slash).collect();
     if let Some(bare) = pat.strip_suffix(&[' ', '*'])
@@ -23,16 +38,16 @@ fn slash(c: char) -> char {
 }
 
 /// Iterative glob matching with single-star backtracking: linear in practice, no recursion.
-fn glob(text: &[char], pat: &[char]) -> bool {
+fn glob<T: Copy + PartialEq + Wild>(text: &[T], pat: &[T]) -> bool {
     let (mut t, mut p) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while t < text.len() {
         match pat.get(p) {
-            Some('*') => {
+            Some(&c) if c.is_star() => {
                 star = Some((p, t));
                 p += 1;
             }
-            Some(&c) if c == '?' || c == text[t] => {
+            Some(&c) if c.is_any_one() || c == text[t] => {
                 t += 1;
                 p += 1;
             }
@@ -46,7 +61,32 @@ fn glob(text: &[char], pat: &[char]) -> bool {
             },
         }
     }
-    pat[p..].iter().all(|&c| c == '*')
+    pat[p..].iter().all(|c| c.is_star())
+}
+
+/// The wildcard roles of a pattern element: characters in the general path, bytes in the fast
+/// one (where `?` never occurs).
+trait Wild {
+    fn is_star(&self) -> bool;
+    fn is_any_one(&self) -> bool;
+}
+
+impl Wild for char {
+    fn is_star(&self) -> bool {
+        *self == '*'
+    }
+    fn is_any_one(&self) -> bool {
+        *self == '?'
+    }
+}
+
+impl Wild for u8 {
+    fn is_star(&self) -> bool {
+        *self == b'*'
+    }
+    fn is_any_one(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ pub struct Check {
 
 /// Every check, in the order printed.
 pub const CHECKS: &[Check] = &[
+    Check { name: "sandbox", run: sandbox },
     Check { name: "websearch", run: websearch },
     Check { name: "skills", run: skills },
     Check { name: "instructions", run: instructions },
@@ -149,6 +150,27 @@ fn instructions(ws: &Workspace) -> Report {
         Status::Ok
     };
     Report::new(status, lines)
+}
+
+/// Whether shell commands run sandboxed, as `[sandbox]` asks and the kernel allows.
+#[cfg(unix)]
+fn sandbox(ws: &Workspace) -> Report {
+    use toolshed_tools::shell::{SandboxMode, SandboxPolicy, sandbox};
+    let policy = SandboxPolicy::from(&ws.config.sandbox);
+    let line = sandbox::report(&policy);
+    let line = line.strip_prefix("sandbox: ").unwrap_or(&line).to_string();
+    let status = match (policy.mode, sandbox::support().available()) {
+        (SandboxMode::FullAccess, _) => Status::Off,
+        (_, true) => Status::Ok,
+        (_, false) if policy.allow_unsandboxed => Status::Warning,
+        (_, false) => Status::Problem,
+    };
+    Report::new(status, [line])
+}
+
+#[cfg(not(unix))]
+fn sandbox(_ws: &Workspace) -> Report {
+    Report::new(Status::Off, ["the shell tools and their sandbox are available on Unix only".to_string()])
 }
 
 fn lsp(ws: &Workspace) -> Report {

@@ -21,8 +21,48 @@ fn toolshed(root: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Doctor's output with the root redacted and without the sandbox section, which depends on
+/// the kernel (its own test checks it).
 fn stdout(out: &Output, root: &Path) -> String {
-    String::from_utf8_lossy(&out.stdout).replace(&root.display().to_string(), "$ROOT")
+    let text = String::from_utf8_lossy(&out.stdout).replace(&root.display().to_string(), "$ROOT");
+    let (_, rest) = sections(&text, "sandbox");
+    rest
+}
+
+/// Splits off one section (`name: status` and its indented lines) from doctor's output.
+fn sections(text: &str, name: &str) -> (String, String) {
+    let (mut section, mut rest) = (String::new(), String::new());
+    let mut inside = false;
+    for line in text.lines() {
+        if !line.starts_with(' ') {
+            inside = line.starts_with(&format!("{name}: "));
+        }
+        let target = if inside { &mut section } else { &mut rest };
+        target.push_str(line);
+        target.push('\n');
+    }
+    (section, rest)
+}
+
+#[test]
+fn doctor_reports_the_sandbox_the_shell_will_use() {
+    let tmp = worktree();
+    let out = toolshed(tmp.path(), &["doctor"]);
+    let (sandbox, _) = sections(&String::from_utf8_lossy(&out.stdout), "sandbox");
+    let landlock = sandbox.contains("Landlock ABI");
+    if landlock {
+        assert!(sandbox.starts_with("sandbox: ok\n  workspace-write enforced with Landlock ABI"), "{sandbox}");
+    } else {
+        eprintln!(
+            "SKIP doctor_reports_the_sandbox_the_shell_will_use (enforced case): Landlock unavailable: {sandbox}"
+        );
+        assert!(sandbox.starts_with("sandbox: problem\n  workspace-write requested but"), "{sandbox}");
+        assert_eq!(out.status.code(), Some(1));
+    }
+    write(&tmp.path().join("toolshed.toml"), "[sandbox]\nmode = \"full-access\"\n");
+    let out = toolshed(tmp.path(), &["doctor"]);
+    let (sandbox, _) = sections(&String::from_utf8_lossy(&out.stdout), "sandbox");
+    assert!(sandbox.starts_with("sandbox: off\n  full-access (commands run unsandboxed)"), "{sandbox}");
 }
 
 fn write(path: &Path, text: &str) {
@@ -42,7 +82,10 @@ fn worktree() -> tempfile::TempDir {
 fn doctor_in_a_bare_worktree_says_what_is_off_and_why() {
     let tmp = worktree();
     let out = toolshed(tmp.path(), &["doctor"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // Only a kernel without Landlock makes the default sandbox a problem here.
+    let (sandbox, _) = sections(&String::from_utf8_lossy(&out.stdout), "sandbox");
+    let expected = if sandbox.starts_with("sandbox: problem") { 1 } else { 0 };
+    assert_eq!(out.status.code(), Some(expected), "{}", String::from_utf8_lossy(&out.stderr));
     insta::assert_snapshot!(stdout(&out, tmp.path()), @r#"
     websearch: off
       no [websearch] section in the config, so the websearch tool is not offered. To enable it, add e.g.

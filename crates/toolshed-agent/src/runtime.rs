@@ -359,7 +359,7 @@ impl Runtime {
             .registry()
             .direct(&view)
             .iter()
-            .map(|v| v.entry.spec())
+            .map(|v| v.spec())
             .filter(|spec| !(nested_too_deep && tasks::TASK_TOOLS.contains(&spec.name.as_str())))
             .cloned()
             .collect()

@@ -81,7 +81,7 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
             shown
                 .iter()
                 .map(|v| {
-                    let spec = v.entry.spec();
+                    let spec = v.spec();
                     let mut item = json!({
                         "name": spec.name,
                         "description": spec.description,
@@ -103,7 +103,7 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
                 .collect(),
         ),
         Format::Wire(format) => {
-            let specs: Vec<_> = shown.iter().map(|v| v.entry.spec()).collect();
+            let specs: Vec<_> = shown.iter().map(|v| v.spec()).collect();
             render(format, &specs)
         }
     };

@@ -80,18 +80,33 @@ pub struct View<'a> {
 }
 
 /// A tool as one view sees it.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Visible<'a> {
     /// The registered tool.
     pub entry: &'a Entry,
     /// Its exposure in this view.
     pub exposure: Exposure,
+    /// The spec this view is shown instead of the tool's own, when a hook adapted it.
+    pub adapted: Option<Box<ToolSpec>>,
+}
+
+impl Visible<'_> {
+    /// The spec this view is shown: the adapted one, else the tool's.
+    pub fn spec(&self) -> &ToolSpec {
+        self.adapted.as_deref().unwrap_or_else(|| self.entry.spec())
+    }
 }
 
 /// Adjusts what a view sees of one tool: keep its exposure, change it, or hide it (`None`).
 pub trait VisibilityHook: Send + Sync {
     /// The tool's exposure for `view`, given the exposure so far.
     fn apply(&self, registry: &Registry, view: &View<'_>, spec: &ToolSpec, exposure: Exposure) -> Option<Exposure>;
+
+    /// A spec to show `view` instead of the tool's own (e.g. without what the agent may not
+    /// use). Runs for tools the hooks kept; `None` leaves the spec as it is.
+    fn adapt(&self, _view: &View<'_>, _tool: &dyn Tool) -> Option<ToolSpec> {
+        None
+    }
 }
 
 /// Tools by name, in registration order, plus the visibility hooks.
@@ -199,7 +214,8 @@ impl Registry {
                 for hook in &self.hooks {
                     exposure = hook.apply(self, view, spec, exposure)?;
                 }
-                Some(Visible { entry, exposure })
+                let adapted = self.hooks.iter().find_map(|hook| hook.adapt(view, entry.tool.as_ref())).map(Box::new);
+                Some(Visible { entry, exposure, adapted })
             })
             .collect();
         // `tool_search` is offered only while it has something to find.
@@ -305,6 +321,10 @@ pub struct PermissionHook(pub Arc<dyn Permission>);
 impl VisibilityHook for PermissionHook {
     fn apply(&self, _registry: &Registry, view: &View<'_>, spec: &ToolSpec, exposure: Exposure) -> Option<Exposure> {
         (!self.0.disabled(view.agent, &spec.permission)).then_some(exposure)
+    }
+
+    fn adapt(&self, view: &View<'_>, tool: &dyn Tool) -> Option<ToolSpec> {
+        tool.spec_for(view.agent, self.0.as_ref())
     }
 }
 

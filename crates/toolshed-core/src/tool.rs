@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use crate::context::ToolContext;
-use crate::permission::PermissionRequest;
+use crate::permission::{Permission, PermissionRequest};
 
 /// A boxed, sendable future; the return type of object-safe async tool methods.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -245,6 +245,13 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Decodes arguments that already passed schema validation into an invocation.
     fn prepare(&self, args: Value) -> Result<Box<dyn Invocation + '_>, ToolError>;
+
+    /// The spec `agent` is shown when it differs from [`Tool::spec`] because the agent's rules
+    /// deny part of what the tool offers (`skill` leaves out the skills the agent may not
+    /// load). `None` keeps the spec.
+    fn spec_for(&self, _agent: &str, _permission: &dyn Permission) -> Option<ToolSpec> {
+        None
+    }
 }
 
 /// One decoded call of a tool, ready to be permitted and run.
@@ -274,6 +281,12 @@ pub trait TypedTool: Send + Sync + 'static {
 
     /// The description the model reads.
     fn description(&self) -> String;
+
+    /// The description `agent` reads when it differs from [`TypedTool::description`] because
+    /// the agent's rules deny part of what the tool offers. `None` keeps the description.
+    fn description_for(&self, _agent: &str, _permission: &dyn Permission) -> Option<String> {
+        None
+    }
 
     /// Scheduling and side-effect flags.
     fn flags(&self) -> ToolFlags {
@@ -355,6 +368,11 @@ impl<T: TypedTool> Tool for Typed<T> {
     fn prepare(&self, args: Value) -> Result<Box<dyn Invocation + '_>, ToolError> {
         let args = decode_args::<T::Args>(&self.spec.name, args)?;
         Ok(Box::new(TypedInvocation { tool: self.inner.clone(), spec: &self.spec, args }))
+    }
+
+    fn spec_for(&self, agent: &str, permission: &dyn Permission) -> Option<ToolSpec> {
+        let description = self.inner.description_for(agent, permission)?;
+        Some(ToolSpec { description, ..self.spec.clone() })
     }
 }
 

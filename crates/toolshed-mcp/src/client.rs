@@ -1,7 +1,8 @@
 //! The MCP client: connects to the servers of `[mcp.NAME]`, imports their tools into a
 //! [`Registry`] as `NAME_TOOL`, and keeps each server isolated. A server that fails to start,
-//! crashes, hangs or sends a tool with an invalid schema is marked unavailable (or that tool
-//! skipped) with the reason, and every other tool keeps working.
+//! crashes or hangs is marked unavailable with the reason, and every other tool keeps working.
+//! A tool with an invalid schema is left out with its reason while the server's other tools
+//! stay usable; a server none of whose tools can be used is marked unavailable.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -314,8 +315,16 @@ impl McpServer {
         let service = Arc::new(service);
         *self.service.write().unwrap_or_else(PoisonError::into_inner) = Some(service.clone());
         let tools = service.list_all_tools().await.map_err(|e| format!("listing its tools failed: {e}"))?;
-        *self.table.write().unwrap_or_else(PoisonError::into_inner) = build_table(&self.name, &self.config, tools);
-        Ok(())
+        let table = build_table(&self.name, &self.config, tools);
+        let unusable = table.tools.is_empty() && !table.skipped.is_empty();
+        let reason = unusable.then(|| {
+            let (tool, why) = &table.skipped[0];
+            let more = table.skipped.len() - 1;
+            let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+            format!("none of its tools can be used: `{tool}` {why}{more}")
+        });
+        *self.table.write().unwrap_or_else(PoisonError::into_inner) = table;
+        reason.map_or(Ok(()), Err)
     }
 
     /// Calls `raw_name` with `args`; a dead connection marks the server unavailable.

@@ -220,7 +220,7 @@ impl McpSession {
             .exposed(&view)
             .into_iter()
             .filter(|v| v.exposure == Exposure::Direct)
-            .filter_map(|v| serde_json::from_value(render_one(WireFormat::Mcp, v.entry.spec())).ok())
+            .filter_map(|v| serde_json::from_value(render_one(WireFormat::Mcp, v.spec())).ok())
             .collect()
     }
 }

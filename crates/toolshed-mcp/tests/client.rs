@@ -101,6 +101,23 @@ async fn a_tool_with_a_broken_schema_is_skipped_with_the_reason_and_the_rest_wor
 }
 
 #[tokio::test]
+async fn a_server_none_of_whose_schemas_is_valid_is_unavailable_and_others_keep_working() {
+    let clients = connect(&[("br", fixture("all-broken")), ("fx", fixture("ok"))]).await;
+    let statuses = clients.statuses();
+    let State::Unavailable(reason) = &statuses[0].state else { panic!("{:?}", statuses[0].state) };
+    assert!(
+        reason.starts_with("none of its tools can be used: `bad` the input schema is not valid JSON Schema"),
+        "{reason}"
+    );
+    assert!(reason.ends_with("(and 1 more)"), "{reason}");
+    assert_eq!(statuses[0].skipped.len(), 2);
+    assert_eq!(statuses[1].state, State::Connected);
+    let exec = executor(&clients, Ruleset::defaults());
+    assert!(exec.registry().get("br_bad").is_none());
+    assert_eq!(call(&exec, "fx_echo", json!({"text": "fine"})).await.output, "fine");
+}
+
+#[tokio::test]
 async fn a_server_crashing_mid_call_becomes_unavailable_and_others_keep_working() {
     let clients = connect(&[("fx", fixture("ok")), ("other", fixture("ok"))]).await;
     let exec = executor(&clients, Ruleset::defaults());

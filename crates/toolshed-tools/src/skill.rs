@@ -21,7 +21,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_norway::Value;
-use toolshed_core::permission::PermissionRequest;
+use toolshed_core::permission::{Action, Permission, PermissionRequest};
 use toolshed_core::tool::{ToolFlags, ToolSpec, Typed, TypedTool};
 use toolshed_core::{Registry, ToolContext, ToolError, ToolOutput};
 
@@ -357,17 +357,16 @@ impl TypedTool for SkillTool {
     }
 
     fn description(&self) -> String {
-        let mut text = String::from(
-            "Load a skill: instructions for a kind of task, written by the user or for this project, sometimes with scripts, templates or reference files beside them.\n\nWhen a task matches one of the skills below, load it before you start and follow its instructions. The result gives the skill's directory and the files in it; paths in the instructions are relative to that directory.\n\nAvailable skills:",
-        );
-        for skill in self.skills.iter() {
-            text.push_str(&format!(
-                "\n- {}: {}",
-                skill.name,
-                super::web::html::collapse_whitespace(&skill.description)
-            ));
+        describe(self.skills.iter())
+    }
+
+    /// Skills the agent's rules deny are left out of the list (OpenCode hides them too).
+    fn description_for(&self, agent: &str, permission: &dyn Permission) -> Option<String> {
+        let denied = |s: &&Skill| permission.evaluate(agent, "skill", &s.name).action == Action::Deny;
+        if !self.skills.iter().any(|s| denied(&s)) {
+            return None;
         }
-        text
+        Some(describe(self.skills.iter().filter(|s| !denied(s))))
     }
 
     fn flags(&self) -> ToolFlags {
@@ -391,6 +390,22 @@ impl TypedTool for SkillTool {
             .map_err(|e| ToolError::fatal(format!("loading the skill failed: {e}")))??;
         Ok(loaded)
     }
+}
+
+/// The `skill` tool's description, listing `skills`.
+fn describe<'a>(skills: impl Iterator<Item = &'a Skill>) -> String {
+    let mut text = String::from(
+        "Load a skill: instructions for a kind of task, written by the user or for this project, sometimes with scripts, templates or reference files beside them.\n\nWhen a task matches one of the skills below, load it before you start and follow its instructions. The result gives the skill's directory and the files in it; paths in the instructions are relative to that directory.\n\nAvailable skills:",
+    );
+    let mut any = false;
+    for skill in skills {
+        any = true;
+        text.push_str(&format!("\n- {}: {}", skill.name, super::web::html::collapse_whitespace(&skill.description)));
+    }
+    if !any {
+        text.push_str(" none that you may load.");
+    }
+    text
 }
 
 /// Reads a skill's current instructions and lists its files.

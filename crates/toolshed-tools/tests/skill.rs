@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::json;
 use support::{call, executor};
 use toolshed_core::permission::{Action, Rule, Ruleset};
-use toolshed_core::registry::Registry;
+use toolshed_core::registry::{PermissionHook, Registry, View};
 use toolshed_tools::skill;
 
 fn write(path: &Path, text: &str) {
@@ -121,6 +121,28 @@ async fn permission_rules_match_the_skill_name() {
     assert!(denied.output.contains("pdf-forms"), "{}", denied.output);
     let allowed = call(&exec, "skill", json!({"name": "release-notes"})).await;
     assert!(!allowed.is_error, "{}", allowed.output);
+}
+
+#[test]
+fn skills_an_agent_may_not_load_are_left_out_of_its_description() {
+    let tmp = worktree();
+    let (mut registry, _) = registry_for(tmp.path());
+    let rules = Ruleset::new(vec![Rule::new("*", "*", Action::Allow), Rule::new("skill", "pdf-*", Action::Deny)]);
+    registry.add_hook(Arc::new(PermissionHook(Arc::new(rules))));
+    let view = View { agent: "build", ..View::default() };
+    let shown = registry.direct(&view);
+    let description = &shown.iter().find(|v| v.entry.spec().name == "skill").unwrap().spec().description;
+    assert!(description.contains("- release-notes: "), "{description}");
+    assert!(!description.contains("pdf-forms"), "{description}");
+    // The tool's own spec still lists every skill.
+    assert!(registry.get("skill").unwrap().spec().description.contains("pdf-forms"));
+
+    let (mut registry, _) = registry_for(tmp.path());
+    let rules = Ruleset::new(vec![Rule::new("*", "*", Action::Allow), Rule::new("skill", "*-*", Action::Deny)]);
+    registry.add_hook(Arc::new(PermissionHook(Arc::new(rules))));
+    let shown = registry.direct(&view);
+    let description = &shown.iter().find(|v| v.entry.spec().name == "skill").unwrap().spec().description;
+    assert!(description.ends_with("Available skills: none that you may load."), "{description}");
 }
 
 #[tokio::test]

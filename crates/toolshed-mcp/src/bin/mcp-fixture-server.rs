@@ -5,7 +5,8 @@
 //!   `crash` (exits mid-call), `image`, and `grow` (adds a tool and announces the change);
 //! - `crash`: exits at once with a message on standard error;
 //! - `hang`: reads its input and never answers;
-//! - `broken-schema`: `echo`, plus `bad` whose input schema is not valid JSON Schema.
+//! - `broken-schema`: `echo`, plus `bad` whose input schema is not valid JSON Schema;
+//! - `all-broken`: only tools whose input schemas are not valid JSON Schema.
 //!
 //! `--tools N` adds N synthetic tools with realistic schemas (`tool_0000`, ...).
 
@@ -63,6 +64,11 @@ fn synthetic(i: usize) -> Tool {
 }
 
 fn base_tools(mode: &str) -> Vec<Tool> {
+    if mode == "all-broken" {
+        return ["bad", "worse"]
+            .map(|name| tool(name, "Has an invalid input schema.", json!({"type": "object", "required": "x"})))
+            .into();
+    }
     let mut tools = vec![tool("echo", "Returns the text it is given.", text_schema("text", "What to send back."))];
     if mode == "broken-schema" {
         tools.push(tool(

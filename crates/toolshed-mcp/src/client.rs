@@ -1,12 +1,16 @@
 //! The MCP client: connects to the servers of `[mcp.NAME]`, imports their tools into a
 //! [`Registry`] as `NAME_TOOL`, and keeps each server isolated. A server that fails to start,
 //! crashes or hangs is marked unavailable with the reason, and every other tool keeps working.
+//! A server that crashes after a good start is started again on the next call of one of its
+//! tools, up to [`MAX_RESTARTS`] times per process; the call that saw the crash is not repeated
+//! (it may have had effects), the model is told what happened.
 //! A tool with an invalid schema is left out with its reason while the server's other tools
 //! stay usable; a server none of whose tools can be used is marked unavailable.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -32,6 +36,9 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long one tool call may take when `timeout_ms` is not set.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How many times a server that crashed is started again in one process.
+pub const MAX_RESTARTS: u32 = 3;
 
 /// How many lines of a server's standard error are kept to explain a failure.
 const STDERR_LINES: usize = 20;
@@ -93,6 +100,11 @@ pub struct McpServer {
     table: Arc<RwLock<ToolTable>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     changes: watch::Sender<u64>,
+    options: ConnectOptions,
+    /// Set when a connection that worked closed; cleared by a restart or a failed one.
+    crashed: AtomicBool,
+    restarts: AtomicU32,
+    restarting: tokio::sync::Mutex<()>,
 }
 
 /// Receives the server's notifications: a changed tool list is fetched again.
@@ -240,6 +252,10 @@ impl McpServer {
             table: Arc::default(),
             stderr: Arc::default(),
             changes: watch::channel(0).0,
+            options: options.clone(),
+            crashed: AtomicBool::new(false),
+            restarts: AtomicU32::new(0),
+            restarting: tokio::sync::Mutex::new(()),
         });
         if config.enabled == Some(false) {
             *server.state.write().unwrap_or_else(PoisonError::into_inner) = State::Disabled;
@@ -327,18 +343,79 @@ impl McpServer {
         reason.map_or(Ok(()), Err)
     }
 
-    /// Calls `raw_name` with `args`; a dead connection marks the server unavailable.
+    /// Marks the server crashed and says so to the model: unavailable, and whether the next
+    /// call starts it again.
+    fn crashed_error(&self, reason: String) -> ToolError {
+        self.set_unavailable(reason.clone());
+        let left = MAX_RESTARTS.saturating_sub(self.restarts.load(Ordering::SeqCst));
+        if left == 0 {
+            return self.unavailable_error(&format!("{reason}; it was already restarted {MAX_RESTARTS} times"));
+        }
+        self.crashed.store(true, Ordering::SeqCst);
+        ToolError::model(format!(
+            "The MCP server `{}` crashed: {reason}. The call's outcome is unknown. The server is started again on the next call of one of its tools; check whether this call took effect before repeating it.",
+            self.name
+        ))
+    }
+
+    /// Starts a crashed server again, if it may be; whether it is connected afterwards.
+    async fn restart_after_crash(&self) -> bool {
+        let _one_at_a_time = self.restarting.lock().await;
+        if self.state() == State::Connected {
+            return true;
+        }
+        if !self.crashed.swap(false, Ordering::SeqCst) || self.restarts.load(Ordering::SeqCst) >= MAX_RESTARTS {
+            return false;
+        }
+        let attempt = self.restarts.fetch_add(1, Ordering::SeqCst) + 1;
+        drop(self.service.write().unwrap_or_else(PoisonError::into_inner).take());
+        self.stderr.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        let timeout = startup_timeout(&self.config);
+        let failure = match tokio::time::timeout(timeout, self.start(&self.options)).await {
+            Ok(Ok(())) => None,
+            Ok(Err(reason)) => Some(reason),
+            Err(_) => Some(format!("it did not answer within {} ms", timeout.as_millis())),
+        };
+        match failure {
+            None => {
+                *self.state.write().unwrap_or_else(PoisonError::into_inner) = State::Connected;
+                self.changes.send_modify(|n| *n += 1);
+                true
+            }
+            Some(reason) => {
+                self.service.write().unwrap_or_else(PoisonError::into_inner).take();
+                self.set_unavailable(format!(
+                    "it crashed, and starting it again (attempt {attempt}) failed: {reason}{}",
+                    self.stderr_tail()
+                ));
+                false
+            }
+        }
+    }
+
+    /// Calls `raw_name` with `args`; a dead connection marks the server crashed.
     async fn call(&self, raw_name: &str, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        if let State::Unavailable(reason) = self.state() {
+        if self.state() != State::Connected && !self.restart_after_crash().await {
+            let reason = match self.state() {
+                State::Unavailable(reason) => reason,
+                _ => "it is not connected".to_string(),
+            };
             return Err(self.unavailable_error(&reason));
         }
         let Some(service) = self.service.read().unwrap_or_else(PoisonError::into_inner).clone() else {
             return Err(self.unavailable_error("it is not connected"));
         };
-        if service.is_closed() {
-            let reason = format!("its connection closed (the server exited or crashed){}", self.stderr_tail());
-            self.set_unavailable(reason.clone());
-            return Err(self.unavailable_error(&reason));
+        if service.is_closed() || service.peer().is_transport_closed() {
+            // It died between calls; nothing was sent, so this call may go to a fresh start.
+            self.crashed_error(format!("its connection closed (the server exited){}", self.stderr_tail()));
+            if !self.restart_after_crash().await {
+                let reason = match self.state() {
+                    State::Unavailable(reason) => reason,
+                    _ => "it is not connected".to_string(),
+                };
+                return Err(self.unavailable_error(&reason));
+            }
+            return Box::pin(self.call(raw_name, args, ctx)).await;
         }
         let mut params = CallToolRequestParams::new(raw_name.to_string());
         params.arguments = match args {
@@ -361,9 +438,9 @@ impl McpServer {
                 self.name, e.message
             ))),
             Err(e @ (rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_))) => {
-                let reason = format!("the connection failed during the call ({e}){}", self.stderr_tail());
-                self.set_unavailable(reason.clone());
-                Err(self.unavailable_error(&reason))
+                // Let the server's last words arrive before quoting them.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Err(self.crashed_error(format!("the connection failed during the call ({e}){}", self.stderr_tail())))
             }
             Err(e) => Err(ToolError::model(format!("The call to the MCP server `{}` failed: {e}.", self.name))),
         }

@@ -43,7 +43,7 @@ async fn tools_are_imported_as_server_prefixed_names_and_called_through_the_chai
     let clients = connect(&[("fx", fixture("ok"))]).await;
     let status = &clients.statuses()[0];
     assert_eq!(status.state, State::Connected);
-    assert_eq!(status.tools, ["fx_echo", "fx_add", "fx_fail", "fx_slow", "fx_crash", "fx_image", "fx_grow"]);
+    assert_eq!(status.tools, ["fx_echo", "fx_add", "fx_fail", "fx_slow", "fx_crash", "fx_quit", "fx_image", "fx_grow"]);
     let exec = executor(&clients, Ruleset::defaults());
     let echo = exec.registry().get("fx_echo").unwrap();
     assert_eq!(echo.spec().parameters["required"], json!(["text"]));
@@ -118,16 +118,43 @@ async fn a_server_none_of_whose_schemas_is_valid_is_unavailable_and_others_keep_
 }
 
 #[tokio::test]
-async fn a_server_crashing_mid_call_becomes_unavailable_and_others_keep_working() {
+async fn a_server_crashing_mid_call_is_restarted_on_the_next_call_a_bounded_number_of_times() {
     let clients = connect(&[("fx", fixture("ok")), ("other", fixture("ok"))]).await;
     let exec = executor(&clients, Ruleset::defaults());
+    for restart in 1..=toolshed_mcp::client::MAX_RESTARTS {
+        let r = call(&exec, "fx_crash", json!({})).await;
+        assert!(r.is_error);
+        assert!(
+            r.output.starts_with("The MCP server `fx` crashed: the connection failed during the call"),
+            "{}",
+            r.output
+        );
+        assert!(r.output.contains("started again on the next call"), "{}", r.output);
+        assert!(matches!(clients.statuses()[0].state, State::Unavailable(_)));
+        // The others never notice.
+        assert_eq!(call(&exec, "other_echo", json!({"text": "fine"})).await.output, "fine");
+        let r = call(&exec, "fx_echo", json!({"text": format!("back {restart}")})).await;
+        assert_eq!(r.output, format!("back {restart}"), "restart {restart}");
+        assert_eq!(clients.statuses()[0].state, State::Connected);
+    }
+    // A server that keeps crashing is given up on.
     let r = call(&exec, "fx_crash", json!({})).await;
-    assert!(r.is_error);
     assert!(r.output.starts_with("The MCP server `fx` is unavailable"), "{}", r.output);
+    assert!(r.output.contains("already restarted 3 times"), "{}", r.output);
     let r = call(&exec, "fx_echo", json!({"text": "x"})).await;
     assert!(r.is_error && r.output.contains("unavailable"), "{}", r.output);
-    assert!(matches!(clients.statuses()[0].state, State::Unavailable(_)));
-    assert_eq!(call(&exec, "other_echo", json!({"text": "fine"})).await.output, "fine");
+    assert_eq!(call(&exec, "other_echo", json!({"text": "still fine"})).await.output, "still fine");
+}
+
+#[tokio::test]
+async fn a_server_that_exited_between_calls_is_started_again_before_the_next_one() {
+    let clients = connect(&[("fx", fixture("ok"))]).await;
+    let exec = executor(&clients, Ruleset::defaults());
+    assert_eq!(call(&exec, "fx_quit", json!({})).await.output, "bye");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let r = call(&exec, "fx_echo", json!({"text": "fresh"})).await;
+    assert_eq!(r.output, "fresh", "{r:?}");
+    assert_eq!(clients.statuses()[0].state, State::Connected);
 }
 
 #[tokio::test]

@@ -2,7 +2,8 @@
 //!
 //! `mcp-fixture-server [--mode MODE] [--tools N]`, where MODE is
 //! - `ok` (default): tools `echo`, `add`, `fail` (an `isError` result), `slow` (sleeps),
-//!   `crash` (exits mid-call), `image`, and `grow` (adds a tool and announces the change);
+//!   `crash` (exits mid-call), `quit` (answers, then exits 100 ms later), `image`, and `grow`
+//!   (adds a tool and announces the change);
 //! - `crash`: exits at once with a message on standard error;
 //! - `hang`: reads its input and never answers;
 //! - `broken-schema`: `echo`, plus `bad` whose input schema is not valid JSON Schema;
@@ -91,6 +92,7 @@ fn base_tools(mode: &str) -> Vec<Tool> {
             json!({"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}),
         ),
         tool("crash", "Exits the server process in the middle of the call.", json!({"type": "object"})),
+        tool("quit", "Answers, then exits the server process 100 ms later.", json!({"type": "object"})),
         tool("image", "Returns a tiny PNG image.", json!({"type": "object"})),
         tool("grow", "Adds a tool named `extra` and tells the client its tool list changed.", json!({"type": "object"})),
     ]);
@@ -137,6 +139,14 @@ impl ServerHandler for Fixture {
             "crash" => {
                 eprintln!("fixture: crashing in the middle of a call");
                 std::process::exit(3);
+            }
+            "quit" => {
+                tokio::spawn(async {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    eprintln!("fixture: quitting between calls");
+                    std::process::exit(0);
+                });
+                CallToolResult::success(vec![ContentBlock::text("bye")])
             }
             "image" => {
                 // The 8-byte PNG signature is enough for a client to pass through.

@@ -396,11 +396,7 @@ impl McpServer {
     /// Calls `raw_name` with `args`; a dead connection marks the server crashed.
     async fn call(&self, raw_name: &str, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         if self.state() != State::Connected && !self.restart_after_crash().await {
-            let reason = match self.state() {
-                State::Unavailable(reason) => reason,
-                _ => "it is not connected".to_string(),
-            };
-            return Err(self.unavailable_error(&reason));
+            return Err(self.unavailable_now());
         }
         let Some(service) = self.service.read().unwrap_or_else(PoisonError::into_inner).clone() else {
             return Err(self.unavailable_error("it is not connected"));
@@ -409,11 +405,7 @@ impl McpServer {
             // It died between calls; nothing was sent, so this call may go to a fresh start.
             self.crashed_error(format!("its connection closed (the server exited){}", self.stderr_tail()));
             if !self.restart_after_crash().await {
-                let reason = match self.state() {
-                    State::Unavailable(reason) => reason,
-                    _ => "it is not connected".to_string(),
-                };
-                return Err(self.unavailable_error(&reason));
+                return Err(self.unavailable_now());
             }
             return Box::pin(self.call(raw_name, args, ctx)).await;
         }
@@ -443,6 +435,14 @@ impl McpServer {
                 Err(self.crashed_error(format!("the connection failed during the call ({e}){}", self.stderr_tail())))
             }
             Err(e) => Err(ToolError::model(format!("The call to the MCP server `{}` failed: {e}.", self.name))),
+        }
+    }
+
+    /// The error for a call while the server is not connected, with the current reason.
+    fn unavailable_now(&self) -> ToolError {
+        match self.state() {
+            State::Unavailable(reason) => self.unavailable_error(&reason),
+            _ => self.unavailable_error("it is not connected"),
         }
     }
 

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 use toolshed_core::render::{WireFormat, render};
 
-use crate::client::{Decoder, PROVIDER_ERROR, parse};
+use crate::client::{DecodeError, Decoder, parse};
 use crate::types::{CallKind, Message, Part, Request, Role, StopReason, StreamEvent, ToolCall, Usage};
 
 /// Output tokens asked for when the request sets no limit (the API requires one).
@@ -105,7 +105,7 @@ pub(crate) struct AnthropicDecoder {
 }
 
 impl Decoder for AnthropicDecoder {
-    fn event(&mut self, name: &str, data: &str) -> Result<Vec<StreamEvent>, String> {
+    fn event(&mut self, name: &str, data: &str) -> Result<Vec<StreamEvent>, DecodeError> {
         if data.trim().is_empty() {
             return Ok(Vec::new());
         }
@@ -185,7 +185,7 @@ impl Decoder for AnthropicDecoder {
                     Some("max_tokens") => StopReason::MaxTokens,
                     Some("refusal") => StopReason::Refusal,
                     Some("model_context_window_exceeded") => {
-                        return Err(format!("{PROVIDER_ERROR}the model's context window is exceeded"));
+                        return Err(DecodeError::provider("the model's context window is exceeded", "stop_reason"));
                     }
                     _ if self.calls > 0 => StopReason::ToolUse,
                     Some("end_turn" | "stop_sequence") | None => StopReason::EndTurn,
@@ -196,18 +196,18 @@ impl Decoder for AnthropicDecoder {
             "error" => {
                 let message = v.pointer("/error/message").and_then(Value::as_str).unwrap_or("unknown error");
                 let kind = v.pointer("/error/type").and_then(Value::as_str).unwrap_or("error");
-                return Err(format!("{PROVIDER_ERROR}{kind}: {message}"));
+                return Err(DecodeError::provider(format!("{kind}: {message}"), kind));
             }
             _ => {}
         }
         Ok(out)
     }
 
-    fn end(&mut self) -> Result<Vec<StreamEvent>, String> {
+    fn end(&mut self) -> Result<Vec<StreamEvent>, DecodeError> {
         if self.finished {
             return Ok(Vec::new());
         }
-        Err("the stream ended before message_stop".to_string())
+        Err(DecodeError::Stream("the stream ended before message_stop".to_string()))
     }
 }
 
@@ -304,6 +304,6 @@ mod tests {
         let err = d
             .event("error", r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#)
             .unwrap_err();
-        assert_eq!(err, format!("{PROVIDER_ERROR}overloaded_error: Overloaded"));
+        assert_eq!(err, DecodeError::Provider { message: "overloaded_error: Overloaded".into(), transient: true });
     }
 }

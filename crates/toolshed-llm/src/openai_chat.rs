@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 use toolshed_core::render::{WireFormat, render};
 
-use crate::client::{Decoder, PROVIDER_ERROR, parse};
+use crate::client::{DecodeError, Decoder, parse};
 use crate::error::error_message;
 use crate::types::{CallKind, Message, Part, Request, Role, StopReason, StreamEvent, ToolCall, Usage};
 
@@ -182,7 +182,7 @@ impl ChatDecoder {
 }
 
 impl Decoder for ChatDecoder {
-    fn event(&mut self, _name: &str, data: &str) -> Result<Vec<StreamEvent>, String> {
+    fn event(&mut self, _name: &str, data: &str) -> Result<Vec<StreamEvent>, DecodeError> {
         let data = data.trim();
         if data == "[DONE]" {
             return Ok(self.finish());
@@ -192,7 +192,10 @@ impl Decoder for ChatDecoder {
         }
         let v = parse(data)?;
         if let Some(error) = v.get("error") {
-            return Err(format!("{PROVIDER_ERROR}{}", error_message(&json!({"error": error}).to_string())));
+            let kind =
+                ["type", "code"].iter().filter_map(|k| error.get(*k).and_then(Value::as_str)).collect::<Vec<_>>();
+            let message = error_message(&json!({"error": error}).to_string());
+            return Err(DecodeError::provider(message, &kind.join(" ")));
         }
         if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
             self.usage.input_tokens = u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(self.usage.input_tokens);
@@ -224,11 +227,13 @@ impl Decoder for ChatDecoder {
         Ok(out)
     }
 
-    fn end(&mut self) -> Result<Vec<StreamEvent>, String> {
+    fn end(&mut self) -> Result<Vec<StreamEvent>, DecodeError> {
         if self.finished || self.finish_reason.is_some() {
             return Ok(self.finish());
         }
-        Err("the stream ended before the response was complete (no finish_reason and no [DONE])".to_string())
+        Err(DecodeError::Stream(
+            "the stream ended before the response was complete (no finish_reason and no [DONE])".to_string(),
+        ))
     }
 }
 
@@ -297,14 +302,18 @@ mod tests {
     fn a_stream_cut_before_the_finish_is_an_error() {
         let mut d = ChatDecoder::default();
         feed(&mut d, &[r#"{"choices":[{"delta":{"content":"Hel"}}]}"#]);
-        assert!(d.end().unwrap_err().contains("ended before the response was complete"));
+        assert!(
+            matches!(d.end().unwrap_err(), DecodeError::Stream(m) if m.contains("ended before the response was complete"))
+        );
     }
 
     #[test]
     fn an_error_chunk_is_reported_as_the_providers() {
         let mut d = ChatDecoder::default();
         let err = d.event("", r#"{"error":{"message":"model overloaded"}}"#).unwrap_err();
-        assert_eq!(err, format!("{PROVIDER_ERROR}model overloaded"));
+        assert_eq!(err, DecodeError::Provider { message: "model overloaded".into(), transient: true });
+        let err = d.event("", r#"{"error":{"message":"bad tools","type":"invalid_request_error"}}"#).unwrap_err();
+        assert_eq!(err, DecodeError::Provider { message: "bad tools".into(), transient: false });
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 use toolshed_core::render::{WireFormat, render};
 
-use crate::client::{Decoder, PROVIDER_ERROR, parse};
+use crate::client::{DecodeError, Decoder, parse};
 use crate::types::{CallKind, Message, Part, Request, Role, StopReason, StreamEvent, ToolCall, Usage};
 
 /// The request body for `request`.
@@ -113,7 +113,7 @@ impl ResponsesDecoder {
 }
 
 impl Decoder for ResponsesDecoder {
-    fn event(&mut self, name: &str, data: &str) -> Result<Vec<StreamEvent>, String> {
+    fn event(&mut self, name: &str, data: &str) -> Result<Vec<StreamEvent>, DecodeError> {
         if data.trim().is_empty() || data.trim() == "[DONE]" {
             return Ok(Vec::new());
         }
@@ -170,7 +170,8 @@ impl Decoder for ResponsesDecoder {
                     .pointer("/response/error/message")
                     .and_then(Value::as_str)
                     .unwrap_or("the response failed without a message");
-                return Err(format!("{PROVIDER_ERROR}{message}"));
+                let code = v.pointer("/response/error/code").and_then(Value::as_str).unwrap_or_default();
+                return Err(DecodeError::provider(message, code));
             }
             "error" => {
                 let message = v
@@ -178,18 +179,22 @@ impl Decoder for ResponsesDecoder {
                     .or_else(|| v.pointer("/error/message"))
                     .and_then(Value::as_str)
                     .unwrap_or("unknown error");
-                return Err(format!("{PROVIDER_ERROR}{message}"));
+                let code = ["/code", "/error/code", "/error/type"]
+                    .iter()
+                    .find_map(|p| v.pointer(p).and_then(Value::as_str))
+                    .unwrap_or_default();
+                return Err(DecodeError::provider(message, code));
             }
             _ => {}
         }
         Ok(out)
     }
 
-    fn end(&mut self) -> Result<Vec<StreamEvent>, String> {
+    fn end(&mut self) -> Result<Vec<StreamEvent>, DecodeError> {
         if self.finished {
             return Ok(Vec::new());
         }
-        Err("the stream ended before response.completed".to_string())
+        Err(DecodeError::Stream("the stream ended before response.completed".to_string()))
     }
 }
 
@@ -310,7 +315,7 @@ mod tests {
                 r#"{"type":"response.failed","response":{"error":{"code":"server_error","message":"boom"}}}"#,
             )
             .unwrap_err();
-        assert_eq!(err, format!("{PROVIDER_ERROR}boom"));
+        assert_eq!(err, DecodeError::Provider { message: "boom".into(), transient: true });
         assert!(ResponsesDecoder::default().end().is_err());
     }
 }

@@ -507,6 +507,13 @@ impl Runtime {
                     self.store.add_tool_call(&session.id, message, &call)?;
                     out.calls.push(call);
                 }
+                StreamEvent::Reasoning(reasoning) => {
+                    // Kept in arrival order: it is replayed before the items it led to.
+                    if !out.pending_text.is_empty() {
+                        self.store.add_text(&session.id, message, &std::mem::take(&mut out.pending_text))?;
+                    }
+                    self.store.add_reasoning(&session.id, message, &reasoning)?;
+                }
                 StreamEvent::Finished { stop, usage } => return Ok((stop, usage)),
                 StreamEvent::ReasoningDelta(_) | StreamEvent::ToolCallStarted { .. } => {}
             }

@@ -1,6 +1,6 @@
-//! Sessions in SQLite (WAL): sessions, their messages, and the messages' parts — text, and
-//! tool calls whose state moves pending → running → completed / error as they happen, so a
-//! `kill -9` loses at most the call in flight. The store is also the execution chain's
+//! Sessions in SQLite (WAL): sessions, their messages, and the messages' parts — text,
+//! providers' reasoning items, and tool calls whose state moves pending → running → completed /
+//! error as they happen, so a `kill -9` loses at most the call in flight. The store is also the execution chain's
 //! [`Recorder`] and the todo tools' [`TodoStore`].
 
 use std::collections::hash_map::RandomState;
@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use toolshed_core::exec::CallInput;
 use toolshed_core::exec::record::{CallRecord, Recorder};
-use toolshed_llm::{CallKind, Message, Part, Role, ToolCall, ToolResult, Usage};
+use toolshed_llm::{CallKind, Message, Part, Reasoning, Role, ToolCall, ToolResult, Usage};
 use toolshed_tools::todo::{Todo, TodoStore};
 
 /// What a model is told about a call that never finished (interrupted or lost in a crash).
@@ -110,6 +110,15 @@ pub enum StoredPart {
     Text {
         /// The text.
         text: String,
+    },
+    /// A provider's reasoning item, replayed to the wire format that produced it.
+    Reasoning {
+        /// The wire format that produced it (`openai-responses`).
+        format: String,
+        /// Its readable summary (may be empty: the reasoning itself is encrypted).
+        summary: String,
+        /// The item as the provider sent it.
+        item: Value,
     },
     /// A tool call and, once it finished, its result.
     Tool {
@@ -409,6 +418,18 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// Adds a provider's reasoning item: its summary as text, the item itself as metadata.
+    pub fn add_reasoning(&self, session_id: &str, message_id: &str, reasoning: &Reasoning) -> Result<(), StoreError> {
+        let kept = json!({"format": reasoning.format, "item": reasoning.item}).to_string();
+        self.conn()
+            .execute(
+                "INSERT INTO parts (session_id, message_id, kind, text, metadata) VALUES (?1, ?2, 'reasoning', ?3, ?4)",
+                params![session_id, message_id, reasoning.summary(), kept],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
     /// Adds a tool call the model made, in state pending.
     pub fn add_tool_call(&self, session_id: &str, message_id: &str, call: &ToolCall) -> Result<(), StoreError> {
         let kind = if call.kind == CallKind::Custom { "custom" } else { "function" };
@@ -508,8 +529,17 @@ impl Store {
         let parts = stmt
             .query_map([session_id], |r| {
                 let message_id: String = r.get(0)?;
-                let part = if r.get::<_, String>(1)? == "text" {
+                let kind: String = r.get(1)?;
+                let part = if kind == "text" {
                     StoredPart::Text { text: r.get::<_, Option<String>>(2)?.unwrap_or_default() }
+                } else if kind == "reasoning" {
+                    let kept: Value =
+                        r.get::<_, Option<String>>(11)?.and_then(|m| serde_json::from_str(&m).ok()).unwrap_or_default();
+                    StoredPart::Reasoning {
+                        format: kept.get("format").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        summary: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                        item: kept.get("item").cloned().unwrap_or_default(),
+                    }
                 } else {
                     let metadata: Option<String> = r.get(11)?;
                     StoredPart::Tool {
@@ -682,6 +712,11 @@ pub fn history_of(messages: &[StoredMessage]) -> Vec<Message> {
         for p in &m.parts {
             match p {
                 StoredPart::Text { text } => parts.push(Part::Text { text: text.clone() }),
+                StoredPart::Reasoning { format, item, .. } => {
+                    if m.role == Role::Assistant {
+                        parts.push(Part::Reasoning(Reasoning { format: format.clone(), item: item.clone() }));
+                    }
+                }
                 StoredPart::Tool { call_id, tool, kind, input, state, output, is_error, .. } => {
                     if m.role == Role::User {
                         continue;

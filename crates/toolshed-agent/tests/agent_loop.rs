@@ -634,3 +634,51 @@ async fn sub_agents_cannot_start_sub_agents() {
     let child_results = chat_results(&h.server, 2);
     assert!(child_results[0].1.starts_with("Sub-agent depth limit reached (1)"), "{child_results:?}");
 }
+
+#[tokio::test]
+async fn responses_reasoning_items_are_stored_and_replayed_before_their_calls() {
+    let reasoning = responses::reasoning_item("rs_1", "Read the file before answering.", "gAAAA-secret");
+    let h = harness(
+        "openai-responses",
+        vec![
+            Reply::sse(responses::reasoning_then_tool_calls(
+                reasoning.clone(),
+                &[("call_r", "read", r#"{"path":"a.txt"}"#, false)],
+            )),
+            Reply::sse(responses::text("It says hi.")),
+            Reply::sse(responses::text("Still hi.")),
+        ],
+        Arc::new(RejectAll),
+    );
+    std::fs::write(h.root.join("a.txt"), "hi\n").unwrap();
+    let session = h.rt.create_session("build", "fake/gpt-x", None).unwrap();
+    h.rt.prompt(&session, "what does a.txt say?", &CancellationToken::new()).await.unwrap();
+
+    let got = h.server.received();
+    assert_eq!(got[0].body["include"], json!(["reasoning.encrypted_content"]));
+    // The reasoning item comes back without its id (a stateless request cannot resolve it),
+    // right before the call it led to.
+    let expected_reasoning =
+        json!({"type": "reasoning", "summary": reasoning["summary"], "encrypted_content": "gAAAA-secret"});
+    let second = got[1].body["input"].as_array().unwrap().clone();
+    let kinds: Vec<&str> = second.iter().map(|i| i["type"].as_str().unwrap_or("message")).collect();
+    assert_eq!(kinds, ["message", "reasoning", "function_call", "function_call_output"]);
+    assert_eq!(second[1], expected_reasoning);
+    assert_eq!(second[2]["call_id"], "call_r");
+
+    // The part is stored with its summary, and a resumed session in a new runtime replays it.
+    let parts = h.rt.store().messages(&session.id).unwrap()[1].parts.clone();
+    assert!(
+        matches!(&parts[0], StoredPart::Reasoning { format, summary, item }
+            if format == "openai-responses" && summary == "Read the file before answering." && item["id"] == "rs_1"),
+        "{parts:?}"
+    );
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let rt2 = runtime(&h.root, &h.db, &config("openai-responses", &h.server.base_url()), Arc::new(RejectAll), events);
+    let resumed = rt2.resume_session(&session.id, None, None).unwrap();
+    rt2.prompt(&resumed, "and now?", &CancellationToken::new()).await.unwrap();
+    let third = h.server.received()[2].body["input"].as_array().unwrap().clone();
+    let reasoning_at = third.iter().position(|i| i["type"] == "reasoning").unwrap();
+    assert_eq!(third[reasoning_at], expected_reasoning);
+    assert_eq!(third[reasoning_at + 1]["call_id"], "call_r");
+}

@@ -74,6 +74,10 @@ pub fn run(cmd: SessionCommand) -> Result<ExitCode, CliError> {
                 for p in &m.parts {
                     match p {
                         StoredPart::Text { text } => println!("{}", text.trim_end()),
+                        StoredPart::Reasoning { summary, .. } => match summary.lines().next() {
+                            Some(first) => println!("[reasoning] {first}"),
+                            None => println!("[reasoning]"),
+                        },
                         StoredPart::Tool { tool, input, state, output, .. } => {
                             let state = serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string));
                             println!("[{tool} {}] {}", state.unwrap_or_default(), input);

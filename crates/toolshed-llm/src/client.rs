@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use eventsource_stream::Eventsource;
@@ -89,6 +90,9 @@ pub struct Client {
     http: reqwest::Client,
     retry: RetryPolicy,
     idle_timeout: Duration,
+    /// Cleared once the provider refused `include: ["reasoning.encrypted_content"]` (models
+    /// without reasoning do), so later requests leave it out.
+    encrypted_reasoning: AtomicBool,
 }
 
 fn install_crypto_provider() {
@@ -107,7 +111,13 @@ impl Client {
             .connect_timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| LlmError::Config(format!("cannot set up the HTTP client: {e}")))?;
-        Ok(Client { settings, http, retry: RetryPolicy::default(), idle_timeout: Duration::from_secs(300) })
+        Ok(Client {
+            settings,
+            http,
+            retry: RetryPolicy::default(),
+            idle_timeout: Duration::from_secs(300),
+            encrypted_reasoning: AtomicBool::new(true),
+        })
     }
 
     /// Sets the retry policy.
@@ -131,9 +141,29 @@ impl Client {
     pub fn body(&self, request: &Request) -> Value {
         match self.settings.kind {
             ProviderKind::OpenaiChat => openai_chat::body(request),
-            ProviderKind::OpenaiResponses => openai_responses::body(request),
+            ProviderKind::OpenaiResponses => {
+                let mut body = openai_responses::body(request);
+                if !self.encrypted_reasoning.load(Ordering::Relaxed)
+                    && let Some(o) = body.as_object_mut()
+                {
+                    o.remove("include");
+                }
+                body
+            }
             ProviderKind::Anthropic => anthropic::body(request),
         }
+    }
+
+    /// Whether `error` is the provider refusing encrypted reasoning for a model without
+    /// reasoning ("Encrypted content is not supported with this model"); if so, stops asking.
+    fn refuses_encrypted_reasoning(&self, error: &LlmError, body: &Value) -> bool {
+        let refused = matches!(error, LlmError::Http { status: 400, message, .. }
+            if message.to_ascii_lowercase().contains("encrypted content"));
+        if refused && body.get("include").is_some() {
+            self.encrypted_reasoning.store(false, Ordering::Relaxed);
+            return true;
+        }
+        false
     }
 
     fn url(&self) -> String {
@@ -175,7 +205,7 @@ impl Client {
     /// provider error such as `overloaded_error`) are retried with backoff; once an event has
     /// been yielded, an error ends the stream.
     pub async fn stream(&self, request: &Request) -> Result<EventStream, LlmError> {
-        let body = self.body(request);
+        let mut body = self.body(request);
         let url = self.url();
         let name = self.settings.name.clone();
         let mut attempt = 0u32;
@@ -199,6 +229,12 @@ impl Client {
                         resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
                     let text = resp.text().await.unwrap_or_default();
                     let error = classify_http(&name, &request.model, status, &text, &self.settings.key_hint());
+                    if self.refuses_encrypted_reasoning(&error, &body) {
+                        // The same request without the option, not counted as a retry.
+                        body = self.body(request);
+                        attempt -= 1;
+                        continue;
+                    }
                     let retryable = error.is_retryable();
                     (error, retry_after, retryable)
                 }

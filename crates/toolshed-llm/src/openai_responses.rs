@@ -1,6 +1,8 @@
 //! OpenAI Responses (`POST /responses`), stateless (`store: false`): the whole conversation is
 //! replayed as input items, every `function_call` / `custom_tool_call` followed by its
 //! `*_output` with the same `call_id`. Freeform tools (apply_patch) are `custom` tools.
+//! Reasoning items are asked for with their `encrypted_content` and replayed (without their
+//! `id`, which a stateless request cannot resolve) before the items they led to.
 
 use std::collections::HashMap;
 
@@ -8,7 +10,13 @@ use serde_json::{Value, json};
 use toolshed_core::render::{WireFormat, render};
 
 use crate::client::{DecodeError, Decoder, parse};
-use crate::types::{CallKind, Message, Part, Request, Role, StopReason, StreamEvent, ToolCall, Usage};
+use crate::types::{CallKind, Message, Part, Reasoning, Request, Role, StopReason, StreamEvent, ToolCall, Usage};
+
+/// The format tag of the reasoning items this format produces and replays.
+pub const FORMAT: &str = "openai-responses";
+
+/// What the body asks to be included in the output: reasoning items' encrypted content.
+pub const INCLUDE_REASONING: &str = "reasoning.encrypted_content";
 
 /// The request body for `request`.
 pub fn body(request: &Request) -> Value {
@@ -23,6 +31,7 @@ pub fn body(request: &Request) -> Value {
         "parallel_tool_calls": true,
         "store": false,
         "stream": true,
+        "include": [INCLUDE_REASONING],
     });
     if !request.system.is_empty() {
         body["instructions"] = json!(request.system);
@@ -55,8 +64,11 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
             }
         }
         Role::Assistant => {
-            for part in &message.parts {
+            for (i, part) in message.parts.iter().enumerate() {
                 match part {
+                    Part::Reasoning(r) if r.format == FORMAT && leads_somewhere(&message.parts[i + 1..]) => {
+                        out.extend(replayable(r))
+                    }
                     Part::Text { text } if !text.is_empty() => out.push(json!({
                         "type": "message", "role": "assistant",
                         "content": [{"type": "output_text", "text": text}]
@@ -74,6 +86,27 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
             }
         }
     }
+}
+
+/// Whether a reasoning item is followed by an item it led to (the API refuses a reasoning item
+/// without one, as when a response broke off right after it).
+fn leads_somewhere(rest: &[Part]) -> bool {
+    rest.iter().any(|p| matches!(p, Part::ToolCall(_)) || matches!(p, Part::Text { text } if !text.is_empty()))
+}
+
+/// A stored reasoning item as input: without `id` and `status` (a stateless request cannot
+/// resolve ids), with its summary, and only when it carries encrypted content to replay.
+fn replayable(reasoning: &Reasoning) -> Option<Value> {
+    let Value::Object(mut item) = reasoning.item.clone() else { return None };
+    let encrypted = item.get("encrypted_content").and_then(Value::as_str).is_some_and(|c| !c.is_empty());
+    if !encrypted {
+        return None;
+    }
+    item.remove("id");
+    item.remove("status");
+    item.insert("type".into(), json!("reasoning"));
+    item.entry("summary").or_insert_with(|| json!([]));
+    Some(Value::Object(item))
 }
 
 struct PartialCall {
@@ -140,7 +173,9 @@ impl Decoder for ResponsesDecoder {
             }
             "response.output_item.done" => {
                 let item = v.get("item").cloned().unwrap_or(Value::Null);
-                if let Some((kind, id, name)) = call_of(&item) {
+                if item.get("type").and_then(Value::as_str) == Some("reasoning") {
+                    out.push(StreamEvent::Reasoning(Reasoning { format: FORMAT.to_string(), item }));
+                } else if let Some((kind, id, name)) = call_of(&item) {
                     let streamed = self.partial.remove(&index);
                     let field = if kind == CallKind::Custom { "input" } else { "arguments" };
                     let arguments = match item.get(field).and_then(Value::as_str) {
@@ -304,6 +339,86 @@ mod tests {
                 ("function_call_output", "c2")
             ]
         );
+    }
+
+    #[test]
+    fn reasoning_items_are_captured_whole_and_replayed_before_the_calls_they_led_to() {
+        let mut d = ResponsesDecoder::default();
+        let item = json!({"type": "reasoning", "id": "rs_1", "status": "completed",
+            "summary": [{"type": "summary_text", "text": "Look at the file first."}],
+            "encrypted_content": "gAAAA-opaque"});
+        let mut events = Vec::new();
+        for (name, data) in [
+            (
+                "response.output_item.added",
+                json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "reasoning", "id": "rs_1", "summary": []}}),
+            ),
+            (
+                "response.reasoning_summary_text.delta",
+                json!({"type": "response.reasoning_summary_text.delta", "output_index": 0, "delta": "Look"}),
+            ),
+            (
+                "response.output_item.done",
+                json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+            ),
+            (
+                "response.output_item.done",
+                json!({"type": "response.output_item.done", "output_index": 1, "item": {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"}}),
+            ),
+            ("response.completed", json!({"type": "response.completed", "response": {"id": "r"}})),
+        ] {
+            events.extend(d.event(name, &data.to_string()).unwrap());
+        }
+        let reasoning = Reasoning { format: FORMAT.into(), item: item.clone() };
+        assert_eq!(events[0], StreamEvent::ReasoningDelta("Look".into()));
+        assert_eq!(events[1], StreamEvent::Reasoning(reasoning.clone()));
+        assert_eq!(reasoning.summary(), "Look at the file first.");
+        assert!(matches!(&events[2], StreamEvent::ToolCall(c) if c.id == "c1"));
+
+        let call = ToolCall { id: "c1".into(), name: "read".into(), arguments: "{}".into(), kind: CallKind::Function };
+        let foreign = Reasoning { format: "elsewhere".into(), item: item.clone() };
+        let request = Request {
+            model: "gpt-5".into(),
+            messages: vec![
+                Message::user("go"),
+                Message {
+                    role: Role::Assistant,
+                    parts: vec![
+                        Part::Reasoning(foreign),
+                        Part::Reasoning(reasoning.clone()),
+                        Part::ToolCall(call.clone()),
+                        // A reasoning item nothing followed (the response broke off) is not sent.
+                        Part::Reasoning(reasoning.clone()),
+                    ],
+                },
+                Message {
+                    role: Role::User,
+                    parts: vec![Part::ToolResult(ToolResult {
+                        call_id: "c1".into(),
+                        name: "read".into(),
+                        output: "x".into(),
+                        is_error: false,
+                        kind: CallKind::Function,
+                    })],
+                },
+            ],
+            ..Default::default()
+        };
+        let body = body(&request);
+        assert_eq!(body["include"], json!([INCLUDE_REASONING]));
+        assert_eq!(
+            body["input"],
+            json!([
+                {"role": "user", "content": [{"type": "input_text", "text": "go"}]},
+                {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Look at the file first."}], "encrypted_content": "gAAAA-opaque"},
+                {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "x"}
+            ])
+        );
+        // The other formats never send reasoning items.
+        let chat = crate::openai_chat::body(&request).to_string();
+        let anthropic = crate::anthropic::body(&request).to_string();
+        assert!(!chat.contains("opaque") && !anthropic.contains("opaque"), "{chat}\n{anthropic}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! parts, the request sent each step, and the events a streamed response yields.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use toolshed_core::ToolSpec;
 
 /// Who said a message. The system prompt is not a message; it travels in [`Request::system`].
@@ -55,6 +56,27 @@ pub struct ToolResult {
     pub kind: CallKind,
 }
 
+/// A reasoning item a provider returned, kept as sent and replayed only to the wire format that
+/// produced it (OpenAI Responses, whose `encrypted_content` carries a reasoning model's
+/// thinking from one stateless request to the next).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// The wire format that produced it, e.g. [`crate::openai_responses::FORMAT`].
+    pub format: String,
+    /// The item exactly as the provider sent it (for Responses: `id`, `summary`,
+    /// `encrypted_content`).
+    pub item: Value,
+}
+
+impl Reasoning {
+    /// The readable summary the provider gave, if any (the `summary[].text` of a Responses item).
+    pub fn summary(&self) -> String {
+        let parts = self.item.get("summary").and_then(Value::as_array);
+        let texts = parts.into_iter().flatten().filter_map(|p| p.get("text").and_then(Value::as_str));
+        texts.collect::<Vec<_>>().join("\n\n")
+    }
+}
+
 /// One part of a message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -68,6 +90,8 @@ pub enum Part {
     ToolCall(ToolCall),
     /// A tool result (user messages only).
     ToolResult(ToolResult),
+    /// A provider's reasoning item (assistant messages only), sent back only to its own format.
+    Reasoning(Reasoning),
 }
 
 /// One message of the conversation.
@@ -166,6 +190,8 @@ pub enum StreamEvent {
     },
     /// A tool call is complete.
     ToolCall(ToolCall),
+    /// A reasoning item is complete (to keep and replay, not to show).
+    Reasoning(Reasoning),
     /// The response is complete.
     Finished {
         /// Why the model stopped.

@@ -362,3 +362,25 @@ async fn streams_that_keep_failing_before_output_use_up_the_retries() {
     assert_eq!(server.received().len(), 4, "1 attempt + 3 retries");
     assert_eq!(server.remaining(), 1);
 }
+
+#[tokio::test]
+async fn a_model_that_refuses_encrypted_reasoning_is_asked_again_without_it() {
+    let server = FakeServer::start(vec![
+        Reply::error(
+            400,
+            json!({"error": {"message": "Encrypted content is not supported with this model.", "type": "invalid_request_error", "param": "include"}}),
+        ),
+        Reply::sse(responses::text("first")),
+        Reply::sse(responses::text("second")),
+    ])
+    .unwrap();
+    let c = client(ProviderKind::OpenaiResponses, &server.base_url(), Some("k"));
+    assert_eq!(c.body(&request())["include"], json!(["reasoning.encrypted_content"]));
+    let first = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap();
+    let second = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap();
+    assert_eq!((first.message.text().as_str(), second.message.text().as_str()), ("first", "second"));
+    let got = server.received();
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[0].body["include"], json!(["reasoning.encrypted_content"]));
+    assert!(got[1].body.get("include").is_none() && got[2].body.get("include").is_none());
+}

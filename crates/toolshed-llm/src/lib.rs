@@ -30,7 +30,8 @@ use futures_util::StreamExt;
 pub use client::{Client, EventStream, RetryPolicy};
 pub use error::LlmError;
 pub use types::{
-    CallKind, Message, Part, Reasoning, Request, Response, Role, StopReason, StreamEvent, ToolCall, ToolResult, Usage,
+    CallKind, Image, Message, Part, Reasoning, Request, Response, Role, StopReason, StreamEvent, ToolCall, ToolResult,
+    Usage,
 };
 
 /// Drains a stream into one [`Response`], handing every event to `on_event` as it arrives

@@ -45,6 +45,9 @@ fn push_message(out: &mut Vec<Value>, message: &Message) {
                     out.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": r.output}));
                 }
             }
+            if let Some(images) = result_images(message) {
+                out.push(images);
+            }
             let text = message.text();
             if !text.is_empty() {
                 out.push(json!({"role": "user", "content": text}));
@@ -73,6 +76,24 @@ fn push_message(out: &mut Vec<Value>, message: &Message) {
             out.push(m);
         }
     }
+}
+
+/// Tool messages hold only text, so the images of a turn's results follow them in one user
+/// message: for each call with images, a line naming the call, then its images as data URLs.
+fn result_images(message: &Message) -> Option<Value> {
+    let mut content = Vec::new();
+    for part in &message.parts {
+        let Part::ToolResult(r) = part else { continue };
+        if r.images.is_empty() {
+            continue;
+        }
+        let what = if r.images.len() == 1 { "The image" } else { "The images" };
+        content.push(json!({"type": "text", "text": format!("{what} returned by the {} call {}:", r.name, r.call_id)}));
+        for image in &r.images {
+            content.push(json!({"type": "image_url", "image_url": {"url": image.data_url()}}));
+        }
+    }
+    (!content.is_empty()).then(|| json!({"role": "user", "content": content}))
 }
 
 #[derive(Default)]
@@ -240,7 +261,7 @@ impl Decoder for ChatDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::ToolResult;
+    use crate::types::{Image, ToolResult};
 
     fn feed(d: &mut ChatDecoder, chunks: &[&str]) -> Vec<StreamEvent> {
         chunks.iter().flat_map(|c| d.event("", c).unwrap()).collect()
@@ -317,6 +338,49 @@ mod tests {
     }
 
     #[test]
+    fn images_follow_the_tool_messages_in_one_user_message_naming_their_call() {
+        let png = Image { media_type: "image/png".into(), data_base64: "iVBORw0KGgo=".into() };
+        let result = |id: &str, images: Vec<Image>| {
+            Part::ToolResult(ToolResult {
+                call_id: id.into(),
+                name: "read".into(),
+                output: format!("read {id}"),
+                is_error: false,
+                kind: CallKind::Function,
+                images,
+            })
+        };
+        let call = |id: &str| {
+            Part::ToolCall(ToolCall {
+                id: id.into(),
+                name: "read".into(),
+                arguments: "{}".into(),
+                kind: CallKind::Function,
+            })
+        };
+        let request = Request {
+            model: "m".into(),
+            messages: vec![
+                Message { role: Role::Assistant, parts: vec![call("c1"), call("c2")] },
+                Message { role: Role::User, parts: vec![result("c1", vec![png.clone()]), result("c2", Vec::new())] },
+            ],
+            ..Default::default()
+        };
+        let body = body(&request);
+        assert_eq!(
+            body["messages"].as_array().unwrap()[1..],
+            [
+                json!({"role": "tool", "tool_call_id": "c1", "content": "read c1"}),
+                json!({"role": "tool", "tool_call_id": "c2", "content": "read c2"}),
+                json!({"role": "user", "content": [
+                    {"type": "text", "text": "The image returned by the read call c1:"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+                ]})
+            ]
+        );
+    }
+
+    #[test]
     fn body_pairs_tool_results_with_their_calls() {
         let request = Request {
             model: "m".into(),
@@ -343,6 +407,7 @@ mod tests {
                         output: "x".into(),
                         is_error: false,
                         kind: CallKind::Function,
+                        images: Vec::new(),
                     })],
                 },
             ],

@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 use toolshed_core::render::{WireFormat, render};
 
 use crate::client::{DecodeError, Decoder, parse};
-use crate::types::{CallKind, Message, Part, Reasoning, Request, Role, StopReason, StreamEvent, ToolCall, Usage};
+use crate::types::{
+    CallKind, Message, Part, Reasoning, Request, Role, StopReason, StreamEvent, ToolCall, ToolResult, Usage,
+};
 
 /// The format tag of the reasoning items this format produces and replays.
 pub const FORMAT: &str = "openai-responses";
@@ -55,7 +57,7 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
                         CallKind::Function => "function_call_output",
                         CallKind::Custom => "custom_tool_call_output",
                     };
-                    out.push(json!({"type": kind, "call_id": r.call_id, "output": r.output}));
+                    out.push(json!({"type": kind, "call_id": r.call_id, "output": output(r)}));
                 }
             }
             let text = message.text();
@@ -86,6 +88,17 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
             }
         }
     }
+}
+
+/// A tool result's `output`: its text, or with images a list of `input_text` and `input_image`
+/// items (data URLs); `custom_tool_call_output` takes the same list.
+fn output(result: &ToolResult) -> Value {
+    if result.images.is_empty() {
+        return json!(result.output);
+    }
+    let text = (!result.output.is_empty()).then(|| json!({"type": "input_text", "text": result.output}));
+    let images = result.images.iter().map(|i| json!({"type": "input_image", "image_url": i.data_url()}));
+    Value::Array(text.into_iter().chain(images).collect())
 }
 
 /// Whether a reasoning item is followed by an item it led to (the API refuses a reasoning item
@@ -236,7 +249,7 @@ impl Decoder for ResponsesDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::ToolResult;
+    use crate::types::Image;
 
     #[test]
     fn custom_and_function_calls_decode_and_pair_by_call_id() {
@@ -308,6 +321,7 @@ mod tests {
                             output: "Done".into(),
                             is_error: false,
                             kind: CallKind::Custom,
+                            images: Vec::new(),
                         }),
                         Part::ToolResult(ToolResult {
                             call_id: "c2".into(),
@@ -315,6 +329,7 @@ mod tests {
                             output: "x".into(),
                             is_error: false,
                             kind: CallKind::Function,
+                            images: Vec::new(),
                         }),
                     ],
                 },
@@ -399,6 +414,7 @@ mod tests {
                         output: "x".into(),
                         is_error: false,
                         kind: CallKind::Function,
+                        images: Vec::new(),
                     })],
                 },
             ],
@@ -419,6 +435,47 @@ mod tests {
         let chat = crate::openai_chat::body(&request).to_string();
         let anthropic = crate::anthropic::body(&request).to_string();
         assert!(!chat.contains("opaque") && !anthropic.contains("opaque"), "{chat}\n{anthropic}");
+    }
+
+    #[test]
+    fn images_go_in_the_call_output_as_input_image_items_after_the_text() {
+        let png = Image { media_type: "image/png".into(), data_base64: "iVBORw0KGgo=".into() };
+        let result = |id: &str, images: Vec<Image>| {
+            Part::ToolResult(ToolResult {
+                call_id: id.into(),
+                name: "read".into(),
+                output: format!("read {id}"),
+                is_error: false,
+                kind: CallKind::Function,
+                images,
+            })
+        };
+        let call = |id: &str| {
+            Part::ToolCall(ToolCall {
+                id: id.into(),
+                name: "read".into(),
+                arguments: "{}".into(),
+                kind: CallKind::Function,
+            })
+        };
+        let request = Request {
+            model: "m".into(),
+            messages: vec![
+                Message { role: Role::Assistant, parts: vec![call("c1"), call("c2")] },
+                Message { role: Role::User, parts: vec![result("c1", vec![png.clone()]), result("c2", Vec::new())] },
+            ],
+            ..Default::default()
+        };
+        let body = body(&request);
+        let input = body["input"].as_array().unwrap();
+        assert_eq!(
+            input[2],
+            json!({"type": "function_call_output", "call_id": "c1", "output": [
+                {"type": "input_text", "text": "read c1"},
+                {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+            ]})
+        );
+        assert_eq!(input[3], json!({"type": "function_call_output", "call_id": "c2", "output": "read c2"}));
     }
 
     #[test]

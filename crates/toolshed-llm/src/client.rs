@@ -1,6 +1,6 @@
 //! The HTTP side shared by every wire format: one POST with the provider's headers, retries
-//! with backoff on 429 and 5xx (honouring `Retry-After`), and the SSE stream turned into
-//! [`StreamEvent`]s by the format's decoder.
+//! with backoff on 429 and 5xx (honouring `Retry-After`) and on streams that fail before their
+//! first event, and the SSE stream turned into [`StreamEvent`]s by the format's decoder.
 
 use std::collections::VecDeque;
 use std::pin::Pin;

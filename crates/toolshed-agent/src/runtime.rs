@@ -19,12 +19,16 @@ use toolshed_core::permission::{Action, Rule};
 use toolshed_core::registry::{Registry, Source, View};
 use toolshed_core::tool::{Tool, ToolSpec};
 use toolshed_llm::provider::{self, ModelRef};
-use toolshed_llm::{Client, EventStream, LlmError, Request, RetryPolicy, StreamEvent, ToolCall, Usage};
+use toolshed_llm::{Client, EventStream, LlmError, Part, Request, RetryPolicy, StreamEvent, ToolCall, Usage};
 
 use crate::context::{self, ContextProvider};
 use crate::events::{Event, EventSink};
 use crate::store::{Store, StoreError};
 use crate::tasks::{self, Tasks};
+
+/// What one image is counted as against the context window: about what the providers charge
+/// for a large one (Anthropic caps an image near 1,600 tokens), not its base64 length.
+pub const IMAGE_TOKENS: u64 = 1_600;
 
 /// Why a prompt did not get an answer.
 #[derive(Debug, thiserror::Error)]
@@ -507,6 +511,13 @@ impl Runtime {
                     self.store.add_tool_call(&session.id, message, &call)?;
                     out.calls.push(call);
                 }
+                StreamEvent::Reasoning(reasoning) => {
+                    // Kept in arrival order: it is replayed before the items it led to.
+                    if !out.pending_text.is_empty() {
+                        self.store.add_text(&session.id, message, &std::mem::take(&mut out.pending_text))?;
+                    }
+                    self.store.add_reasoning(&session.id, message, &reasoning)?;
+                }
                 StreamEvent::Finished { stop, usage } => return Ok((stop, usage)),
                 StreamEvent::ReasoningDelta(_) | StreamEvent::ToolCallStarted { .. } => {}
             }
@@ -518,13 +529,18 @@ impl Runtime {
     }
 
     /// Refuses a request that cannot fit the model's context window (estimated at 4 bytes a
-    /// token), with what to do instead.
+    /// token, and [`IMAGE_TOKENS`] an image whatever its size), with what to do instead.
     fn check_context(&self, session: &LiveSession, request: &Request) -> Result<(), AgentError> {
         let window = self.models.context_window(&session.model);
+        let images = request.messages.iter().flat_map(|m| &m.parts).flat_map(|p| match p {
+            Part::ToolResult(r) => r.images.as_slice(),
+            _ => &[],
+        });
+        let (image_count, image_bytes) = images.fold((0u64, 0usize), |(n, b), i| (n + 1, b + i.data_base64.len()));
         let bytes = request.system.len()
-            + serde_json::to_string(&request.messages).map_or(0, |s| s.len())
+            + serde_json::to_string(&request.messages).map_or(0, |s| s.len()).saturating_sub(image_bytes)
             + request.tools.iter().map(ToolSpec::definition_bytes).sum::<usize>();
-        let estimate = (bytes / 4) as u64;
+        let estimate = (bytes / 4) as u64 + image_count * IMAGE_TOKENS;
         if estimate > window {
             return Err(AgentError::Model(LlmError::ContextOverflow {
                 message: format!(

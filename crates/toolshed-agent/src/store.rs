@@ -1,6 +1,6 @@
-//! Sessions in SQLite (WAL): sessions, their messages, and the messages' parts — text, and
-//! tool calls whose state moves pending → running → completed / error as they happen, so a
-//! `kill -9` loses at most the call in flight. The store is also the execution chain's
+//! Sessions in SQLite (WAL): sessions, their messages, and the messages' parts — text,
+//! providers' reasoning items, and tool calls whose state moves pending → running → completed /
+//! error as they happen, so a `kill -9` loses at most the call in flight. The store is also the execution chain's
 //! [`Recorder`] and the todo tools' [`TodoStore`].
 
 use std::collections::hash_map::RandomState;
@@ -9,12 +9,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use base64::Engine;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::{Value, json};
 use toolshed_core::exec::CallInput;
 use toolshed_core::exec::record::{CallRecord, Recorder};
-use toolshed_llm::{CallKind, Message, Part, Role, ToolCall, ToolResult, Usage};
+use toolshed_core::tool::Attachment;
+use toolshed_llm::types::{IMAGE_MEDIA_TYPES, MAX_IMAGE_BASE64_BYTES};
+use toolshed_llm::{CallKind, Image, Message, Part, Reasoning, Role, ToolCall, ToolResult, Usage};
 use toolshed_tools::todo::{Todo, TodoStore};
 
 /// What a model is told about a call that never finished (interrupted or lost in a crash).
@@ -101,6 +104,43 @@ impl CallState {
     }
 }
 
+/// An image a tool returned, as stored with its call.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StoredImage {
+    /// e.g. `image/png`.
+    pub mime_type: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// The image, base64; `None` when it was not kept because no model would be sent it (over
+    /// [`MAX_IMAGE_BASE64_BYTES`] as base64, or not one of [`IMAGE_MEDIA_TYPES`]).
+    pub data_base64: Option<String>,
+}
+
+impl StoredImage {
+    /// What the model is told instead of an image that is not sent.
+    fn omitted_note(&self) -> String {
+        let mib = self.bytes as f64 / (1024.0 * 1024.0);
+        if IMAGE_MEDIA_TYPES.contains(&self.mime_type.as_str()) {
+            format!(
+                "[An {} image of {mib:.1} MiB was returned but not shown to you: images over {} MiB (as base64) are left out.]",
+                self.mime_type,
+                MAX_IMAGE_BASE64_BYTES / (1024 * 1024)
+            )
+        } else {
+            format!(
+                "[An {} image was returned but not shown to you: only PNG, JPEG, GIF and WebP images can be.]",
+                self.mime_type
+            )
+        }
+    }
+}
+
+/// Whether an image of this type and size is kept to be sent to models.
+fn sendable(mime_type: &str, bytes: usize) -> bool {
+    let base64_len = bytes.div_ceil(3).saturating_mul(4);
+    IMAGE_MEDIA_TYPES.contains(&mime_type) && base64_len <= MAX_IMAGE_BASE64_BYTES
+}
+
 /// One stored part of a message.
 #[allow(clippy::large_enum_variant)] // parts are few and short-lived; boxing would only add noise
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -110,6 +150,15 @@ pub enum StoredPart {
     Text {
         /// The text.
         text: String,
+    },
+    /// A provider's reasoning item, replayed to the wire format that produced it.
+    Reasoning {
+        /// The wire format that produced it (`openai-responses`).
+        format: String,
+        /// Its readable summary (may be empty: the reasoning itself is encrypted).
+        summary: String,
+        /// The item as the provider sent it.
+        item: Value,
     },
     /// A tool call and, once it finished, its result.
     Tool {
@@ -131,6 +180,8 @@ pub enum StoredPart {
         title: Option<String>,
         /// The result's metadata.
         metadata: Value,
+        /// Images the tool returned.
+        images: Vec<StoredImage>,
         /// Milliseconds since the epoch.
         started_at: Option<i64>,
         /// Milliseconds since the epoch.
@@ -237,6 +288,15 @@ CREATE TABLE IF NOT EXISTS parts (
   UNIQUE(session_id, call_id)
 );
 CREATE INDEX IF NOT EXISTS parts_by_message ON parts(message_id, id);
+CREATE TABLE IF NOT EXISTS attachments (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  call_id TEXT NOT NULL,
+  mime_type TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  data BLOB
+);
+CREATE INDEX IF NOT EXISTS attachments_by_call ON attachments(session_id, call_id, id);
 CREATE TABLE IF NOT EXISTS tasks (
   id TEXT PRIMARY KEY,
   session_id TEXT NOT NULL,
@@ -409,6 +469,18 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// Adds a provider's reasoning item: its summary as text, the item itself as metadata.
+    pub fn add_reasoning(&self, session_id: &str, message_id: &str, reasoning: &Reasoning) -> Result<(), StoreError> {
+        let kept = json!({"format": reasoning.format, "item": reasoning.item}).to_string();
+        self.conn()
+            .execute(
+                "INSERT INTO parts (session_id, message_id, kind, text, metadata) VALUES (?1, ?2, 'reasoning', ?3, ?4)",
+                params![session_id, message_id, reasoning.summary(), kept],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
     /// Adds a tool call the model made, in state pending.
     pub fn add_tool_call(&self, session_id: &str, message_id: &str, call: &ToolCall) -> Result<(), StoreError> {
         let kind = if call.kind == CallKind::Custom { "custom" } else { "function" };
@@ -508,8 +580,17 @@ impl Store {
         let parts = stmt
             .query_map([session_id], |r| {
                 let message_id: String = r.get(0)?;
-                let part = if r.get::<_, String>(1)? == "text" {
+                let kind: String = r.get(1)?;
+                let part = if kind == "text" {
                     StoredPart::Text { text: r.get::<_, Option<String>>(2)?.unwrap_or_default() }
+                } else if kind == "reasoning" {
+                    let kept: Value =
+                        r.get::<_, Option<String>>(11)?.and_then(|m| serde_json::from_str(&m).ok()).unwrap_or_default();
+                    StoredPart::Reasoning {
+                        format: kept.get("format").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        summary: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                        item: kept.get("item").cloned().unwrap_or_default(),
+                    }
                 } else {
                     let metadata: Option<String> = r.get(11)?;
                     StoredPart::Tool {
@@ -526,6 +607,7 @@ impl Store {
                         is_error: r.get::<_, i64>(9)? != 0,
                         title: r.get(10)?,
                         metadata: metadata.and_then(|m| serde_json::from_str(&m).ok()).unwrap_or(json!({})),
+                        images: Vec::new(),
                         started_at: r.get(12)?,
                         finished_at: r.get(13)?,
                     }
@@ -537,6 +619,30 @@ impl Store {
             let (message_id, part) = row.map_err(|e| self.err(e))?;
             if let Some(m) = messages.iter_mut().find(|m| m.id == message_id) {
                 m.parts.push(part);
+            }
+        }
+        let mut stmt = conn
+            .prepare("SELECT call_id, mime_type, bytes, data FROM attachments WHERE session_id = ?1 ORDER BY id")
+            .map_err(|e| self.err(e))?;
+        let images = stmt
+            .query_map([session_id], |r| {
+                let data: Option<Vec<u8>> = r.get(3)?;
+                let image = StoredImage {
+                    mime_type: r.get(1)?,
+                    bytes: r.get::<_, i64>(2)?.max(0) as u64,
+                    data_base64: data.map(|d| base64::engine::general_purpose::STANDARD.encode(d)),
+                };
+                Ok((r.get::<_, String>(0)?, image))
+            })
+            .map_err(|e| self.err(e))?;
+        for row in images {
+            let (call, image) = row.map_err(|e| self.err(e))?;
+            let part = messages
+                .iter_mut()
+                .flat_map(|m| m.parts.iter_mut())
+                .find(|p| matches!(p, StoredPart::Tool { call_id, .. } if *call_id == call));
+            if let Some(StoredPart::Tool { images, .. }) = part {
+                images.push(image);
             }
         }
         Ok(messages)
@@ -682,7 +788,12 @@ pub fn history_of(messages: &[StoredMessage]) -> Vec<Message> {
         for p in &m.parts {
             match p {
                 StoredPart::Text { text } => parts.push(Part::Text { text: text.clone() }),
-                StoredPart::Tool { call_id, tool, kind, input, state, output, is_error, .. } => {
+                StoredPart::Reasoning { format, item, .. } => {
+                    if m.role == Role::Assistant {
+                        parts.push(Part::Reasoning(Reasoning { format: format.clone(), item: item.clone() }));
+                    }
+                }
+                StoredPart::Tool { call_id, tool, kind, input, state, output, is_error, images, .. } => {
                     if m.role == Role::User {
                         continue;
                     }
@@ -693,12 +804,29 @@ pub fn history_of(messages: &[StoredMessage]) -> Vec<Message> {
                         kind: *kind,
                     }));
                     let finished = matches!(state, CallState::Completed | CallState::Error);
+                    let mut output =
+                        if finished { output.clone().unwrap_or_default() } else { INTERRUPTED.to_string() };
+                    let mut sent = Vec::new();
+                    for image in images.iter().filter(|_| finished) {
+                        match &image.data_base64 {
+                            Some(data) => {
+                                sent.push(Image { media_type: image.mime_type.clone(), data_base64: data.clone() })
+                            }
+                            None => {
+                                if !output.is_empty() {
+                                    output.push_str("\n\n");
+                                }
+                                output.push_str(&image.omitted_note());
+                            }
+                        }
+                    }
                     results.push(Part::ToolResult(ToolResult {
                         call_id: call_id.clone(),
                         name: tool.clone(),
-                        output: if finished { output.clone().unwrap_or_default() } else { INTERRUPTED.to_string() },
+                        output,
                         is_error: *is_error || !finished,
                         kind: *kind,
+                        images: sent,
                     }));
                 }
             }
@@ -751,8 +879,27 @@ impl Recorder for Store {
                     finished
                 ],
             )
-            .map(drop)
-            .map_err(|e| format!("cannot record the call in {}: {e}", self.path.display()))
+            .map_err(|e| format!("cannot record the call in {}: {e}", self.path.display()))?;
+        self.record_images(r.session_id, &r.call.id, &result.attachments)
+            .map_err(|e| format!("cannot record the call's images in {}: {e}", self.path.display()))
+    }
+}
+
+impl Store {
+    /// Stores a call's images (replacing any stored before); an image no model would be sent
+    /// is kept as its type and size only.
+    fn record_images(&self, session_id: &str, call_id: &str, attachments: &[Attachment]) -> rusqlite::Result<()> {
+        let conn = self.conn();
+        conn.execute("DELETE FROM attachments WHERE session_id = ?1 AND call_id = ?2", params![session_id, call_id])?;
+        for attachment in attachments {
+            let Attachment::Image { mime_type, data } = attachment;
+            let kept = sendable(mime_type, data.len()).then_some(data.as_slice());
+            conn.execute(
+                "INSERT INTO attachments (session_id, call_id, mime_type, bytes, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![session_id, call_id, mime_type, data.len() as i64, kept],
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -809,6 +956,35 @@ mod tests {
             matches!(&msgs[1].parts[1], StoredPart::Tool { state: CallState::Error, metadata, .. } if metadata["interrupted"] == true)
         );
         assert_eq!(s.session(&ses.id).unwrap().messages, 2);
+    }
+
+    #[test]
+    fn a_database_from_before_images_opens_and_replays_its_calls() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let ses;
+        {
+            let s = Store::open(&path).unwrap();
+            ses = s.create_session(None, "build", Some("p/m"), Path::new("/w")).unwrap().id;
+            let a = s.add_message(&ses, Role::Assistant, Some("build"), Some("p/m")).unwrap();
+            s.add_tool_call(&ses, &a, &call("c1")).unwrap();
+            s.conn().execute_batch("DROP TABLE attachments").unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        let history = s.history(&ses).unwrap();
+        assert!(matches!(&history[1].parts[0], Part::ToolResult(r) if r.images.is_empty()));
+    }
+
+    #[test]
+    fn images_no_model_would_be_sent_are_kept_as_type_and_size_only() {
+        assert!(sendable("image/png", 3 * 1024 * 1024));
+        assert!(!sendable("image/png", 4 * 1024 * 1024));
+        assert!(!sendable("image/svg+xml", 10));
+        let svg = StoredImage { mime_type: "image/svg+xml".into(), bytes: 10, data_base64: None };
+        assert_eq!(
+            svg.omitted_note(),
+            "[An image/svg+xml image was returned but not shown to you: only PNG, JPEG, GIF and WebP images can be.]"
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use toolshed_core::agents::Agents;
 use toolshed_core::config::Config;
 use toolshed_core::permission::{ApproveAll, Approver, Permission, RejectAll};
 use toolshed_core::registry::{PermissionHook, Registry};
-use toolshed_core::tool::{ToolOutput, tool_fn};
+use toolshed_core::tool::{ToolOutput, Typed, tool_fn};
 use toolshed_core::{ToolContext, ToolError};
 use toolshed_llm::RetryPolicy;
 use toolshed_llm::testing::{FakeServer, Reply, anthropic, chat, responses};
@@ -127,6 +127,25 @@ fn runtime(
     approver: Arc<dyn Approver>,
     events: Arc<Mutex<Vec<Event>>>,
 ) -> Arc<Runtime> {
+    runtime_with(root, db, config, approver, events, test_registry)
+}
+
+/// Only the built-in `read`, which returns images as attachments.
+fn builtin_read(rules: Arc<dyn Permission>) -> Registry {
+    let mut r = Registry::new();
+    r.register_builtin(Typed::new(toolshed_tools::fs::ReadTool));
+    r.add_hook(Arc::new(PermissionHook(rules)));
+    r
+}
+
+fn runtime_with(
+    root: &Path,
+    db: &Path,
+    config: &Config,
+    approver: Arc<dyn Approver>,
+    events: Arc<Mutex<Vec<Event>>>,
+    registry: fn(Arc<dyn Permission>) -> Registry,
+) -> Arc<Runtime> {
     let agents = Arc::new(Agents::with_defaults(config, root, None, &default_rules()));
     let rules: Arc<dyn Permission> = agents.clone();
     let models = ConfiguredModels::new(config.clone()).with_retry(RetryPolicy {
@@ -138,7 +157,7 @@ fn runtime(
     let settings = Settings { max_steps: 8, max_depth: 1, root: root.to_path_buf(), cwd: root.to_path_buf() };
     let store = Arc::new(Store::open(db).unwrap());
     let data = root.join(".data");
-    Runtime::builder(test_registry(rules.clone()), store, Arc::new(models), agents, settings)
+    Runtime::builder(registry(rules.clone()), store, Arc::new(models), agents, settings)
         .events(Arc::new(move |e: &Event| events.lock().unwrap().push(e.clone())))
         .build(|b| b.permission(rules).approver(approver).data_dir(data))
 }
@@ -633,4 +652,180 @@ async fn sub_agents_cannot_start_sub_agents() {
     assert!(!tool_names(&got[1].body, "/function/name").contains(&"task".to_string()));
     let child_results = chat_results(&h.server, 2);
     assert!(child_results[0].1.starts_with("Sub-agent depth limit reached (1)"), "{child_results:?}");
+}
+
+#[tokio::test]
+async fn responses_reasoning_items_are_stored_and_replayed_before_their_calls() {
+    let reasoning = responses::reasoning_item("rs_1", "Read the file before answering.", "gAAAA-secret");
+    let h = harness(
+        "openai-responses",
+        vec![
+            Reply::sse(responses::reasoning_then_tool_calls(
+                reasoning.clone(),
+                &[("call_r", "read", r#"{"path":"a.txt"}"#, false)],
+            )),
+            Reply::sse(responses::text("It says hi.")),
+            Reply::sse(responses::text("Still hi.")),
+        ],
+        Arc::new(RejectAll),
+    );
+    std::fs::write(h.root.join("a.txt"), "hi\n").unwrap();
+    let session = h.rt.create_session("build", "fake/gpt-x", None).unwrap();
+    h.rt.prompt(&session, "what does a.txt say?", &CancellationToken::new()).await.unwrap();
+
+    let got = h.server.received();
+    assert_eq!(got[0].body["include"], json!(["reasoning.encrypted_content"]));
+    // The reasoning item comes back without its id (a stateless request cannot resolve it),
+    // right before the call it led to.
+    let expected_reasoning =
+        json!({"type": "reasoning", "summary": reasoning["summary"], "encrypted_content": "gAAAA-secret"});
+    let second = got[1].body["input"].as_array().unwrap().clone();
+    let kinds: Vec<&str> = second.iter().map(|i| i["type"].as_str().unwrap_or("message")).collect();
+    assert_eq!(kinds, ["message", "reasoning", "function_call", "function_call_output"]);
+    assert_eq!(second[1], expected_reasoning);
+    assert_eq!(second[2]["call_id"], "call_r");
+
+    // The part is stored with its summary, and a resumed session in a new runtime replays it.
+    let parts = h.rt.store().messages(&session.id).unwrap()[1].parts.clone();
+    assert!(
+        matches!(&parts[0], StoredPart::Reasoning { format, summary, item }
+            if format == "openai-responses" && summary == "Read the file before answering." && item["id"] == "rs_1"),
+        "{parts:?}"
+    );
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let rt2 = runtime(&h.root, &h.db, &config("openai-responses", &h.server.base_url()), Arc::new(RejectAll), events);
+    let resumed = rt2.resume_session(&session.id, None, None).unwrap();
+    rt2.prompt(&resumed, "and now?", &CancellationToken::new()).await.unwrap();
+    let third = h.server.received()[2].body["input"].as_array().unwrap().clone();
+    let reasoning_at = third.iter().position(|i| i["type"] == "reasoning").unwrap();
+    assert_eq!(third[reasoning_at], expected_reasoning);
+    assert_eq!(third[reasoning_at + 1]["call_id"], "call_r");
+}
+
+/// A 1×1 PNG.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0a, 0x49,
+    0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x00, 0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00, 0x00,
+    0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// `PNG` as base64.
+const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAACklEQVR4nGMAAQAABQABDQottAAAAABJRU5ErkJggg==";
+
+/// A temp worktree holding `pic.png`, a fake model of `kind` answering `replies`, and a
+/// runtime whose `read` is the built-in one.
+fn image_harness(kind: &str, replies: Vec<Reply>) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("work");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("pic.png"), PNG).unwrap();
+    let db = dir.path().join("sessions.db");
+    let server = FakeServer::start(replies).unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let config = config(kind, &server.base_url());
+    let rt = runtime_with(&root, &db, &config, Arc::new(RejectAll), events.clone(), builtin_read);
+    Harness { _dir: dir, root, db, server, rt, events }
+}
+
+const READ_PIC: &str = r#"{"file_path":"pic.png"}"#;
+const READ_TEXT: &str = "Image read successfully: `pic.png` (image/png, 67 bytes).";
+
+#[tokio::test]
+async fn an_image_read_by_a_tool_reaches_an_anthropic_model_as_an_image_block() {
+    let h = image_harness(
+        "anthropic",
+        vec![Reply::sse(anthropic::tool_calls(&[("t1", "read", READ_PIC)])), Reply::sse(anthropic::text("A dot."))],
+    );
+    let session = h.rt.create_session("build", "fake/claude-x", None).unwrap();
+    assert_eq!(h.rt.prompt(&session, "what is in pic.png?", &CancellationToken::new()).await.unwrap(), "A dot.");
+    assert_eq!(
+        h.server.received()[1].body["messages"][2]["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "t1", "content": [
+            {"type": "text", "text": READ_TEXT},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_BASE64}}
+        ]})
+    );
+}
+
+#[tokio::test]
+async fn an_image_read_by_a_tool_reaches_a_responses_model_as_an_input_image() {
+    let h = image_harness(
+        "openai-responses",
+        vec![
+            Reply::sse(responses::tool_calls(&[("call_1", "read", READ_PIC, false)])),
+            Reply::sse(responses::text("A dot.")),
+        ],
+    );
+    let session = h.rt.create_session("build", "fake/gpt-x", None).unwrap();
+    h.rt.prompt(&session, "what is in pic.png?", &CancellationToken::new()).await.unwrap();
+    let input = h.server.received()[1].body["input"].as_array().unwrap().clone();
+    assert_eq!(
+        input.last().unwrap(),
+        &json!({"type": "function_call_output", "call_id": "call_1", "output": [
+            {"type": "input_text", "text": READ_TEXT},
+            {"type": "input_image", "image_url": format!("data:image/png;base64,{PNG_BASE64}")}
+        ]})
+    );
+}
+
+#[tokio::test]
+async fn an_image_read_by_a_tool_reaches_a_chat_model_in_a_user_message_and_again_after_a_resume() {
+    let h = image_harness(
+        "openai-chat",
+        vec![
+            Reply::sse(chat::tool_calls(&[("c1", "read", READ_PIC)])),
+            Reply::sse(chat::text("A dot.")),
+            Reply::sse(chat::text("Still a dot.")),
+        ],
+    );
+    let session = h.rt.create_session("build", "fake/m", None).unwrap();
+    h.rt.prompt(&session, "what is in pic.png?", &CancellationToken::new()).await.unwrap();
+    let image_message = json!({"role": "user", "content": [
+        {"type": "text", "text": "The image returned by the read call c1:"},
+        {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG_BASE64}")}}
+    ]});
+    let second = h.server.received()[1].body["messages"].as_array().unwrap().clone();
+    assert_eq!(second[second.len() - 2], json!({"role": "tool", "tool_call_id": "c1", "content": READ_TEXT}));
+    assert_eq!(second[second.len() - 1], image_message);
+
+    // The image is stored with the call: a new runtime on the same database sends it again.
+    let parts = h.rt.store().messages(&session.id).unwrap()[1].parts.clone();
+    assert!(
+        matches!(&parts[0], StoredPart::Tool { images, .. }
+            if images.len() == 1 && images[0].bytes == 67 && images[0].data_base64.as_deref() == Some(PNG_BASE64)),
+        "{parts:?}"
+    );
+    let config = config("openai-chat", &h.server.base_url());
+    let rt2 = runtime_with(&h.root, &h.db, &config, Arc::new(RejectAll), Arc::default(), builtin_read);
+    let resumed = rt2.resume_session(&session.id, None, None).unwrap();
+    rt2.prompt(&resumed, "and now?", &CancellationToken::new()).await.unwrap();
+    let third = h.server.received()[2].body["messages"].as_array().unwrap().clone();
+    assert!(third.contains(&image_message), "{third:?}");
+}
+
+#[tokio::test]
+async fn an_image_too_large_to_send_is_replaced_by_a_note() {
+    let h = image_harness(
+        "anthropic",
+        vec![
+            Reply::sse(anthropic::tool_calls(&[("t1", "read", r#"{"file_path":"big.png"}"#)])),
+            Reply::sse(anthropic::text("Too big.")),
+        ],
+    );
+    // 4 MiB of PNG: over the 5 MiB limit once base64-encoded.
+    let mut big = PNG.to_vec();
+    big.resize(4 * 1024 * 1024, 0);
+    std::fs::write(h.root.join("big.png"), &big).unwrap();
+    let session = h.rt.create_session("build", "fake/claude-x", None).unwrap();
+    h.rt.prompt(&session, "look at big.png", &CancellationToken::new()).await.unwrap();
+    let result = h.server.received()[1].body["messages"][2]["content"][0].clone();
+    let content = result["content"].as_str().unwrap();
+    assert!(
+        content.ends_with(
+            "[An image/png image of 4.0 MiB was returned but not shown to you: images over 5 MiB (as base64) are left out.]"
+        ),
+        "{content}"
+    );
+    assert!(h.server.received()[1].body.to_string().len() < 100_000);
 }

@@ -74,7 +74,11 @@ pub fn run(cmd: SessionCommand) -> Result<ExitCode, CliError> {
                 for p in &m.parts {
                     match p {
                         StoredPart::Text { text } => println!("{}", text.trim_end()),
-                        StoredPart::Tool { tool, input, state, output, .. } => {
+                        StoredPart::Reasoning { summary, .. } => match summary.lines().next() {
+                            Some(first) => println!("[reasoning] {first}"),
+                            None => println!("[reasoning]"),
+                        },
+                        StoredPart::Tool { tool, input, state, output, images, .. } => {
                             let state = serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string));
                             println!("[{tool} {}] {}", state.unwrap_or_default(), input);
                             if let Some(out) = output {
@@ -85,6 +89,10 @@ pub fn run(cmd: SessionCommand) -> Result<ExitCode, CliError> {
                                 if more > 0 {
                                     println!("  │ … {more} more lines");
                                 }
+                            }
+                            for image in images {
+                                let sent = if image.data_base64.is_some() { "" } else { ", not sent to the model" };
+                                println!("  │ [image {}, {} bytes{sent}]", image.mime_type, image.bytes);
                             }
                         }
                     }

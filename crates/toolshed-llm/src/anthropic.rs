@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 use toolshed_core::render::{WireFormat, render};
 
-use crate::client::{Decoder, PROVIDER_ERROR, parse};
-use crate::types::{CallKind, Message, Part, Request, Role, StopReason, StreamEvent, ToolCall, Usage};
+use crate::client::{DecodeError, Decoder, parse};
+use crate::types::{CallKind, Message, Part, Request, Role, StopReason, StreamEvent, ToolCall, ToolResult, Usage};
 
 /// Output tokens asked for when the request sets no limit (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 16_384;
@@ -63,12 +63,25 @@ fn input_object(call: &ToolCall) -> Value {
     }
 }
 
+/// A tool result's `content`: its text, or with images a text block (the API refuses an empty
+/// one) followed by base64 `image` blocks.
+fn result_content(result: &ToolResult) -> Value {
+    if result.images.is_empty() {
+        return json!(result.output);
+    }
+    let text = (!result.output.is_empty()).then(|| json!({"type": "text", "text": result.output}));
+    let images = result.images.iter().map(
+        |i| json!({"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data_base64}}),
+    );
+    Value::Array(text.into_iter().chain(images).collect())
+}
+
 fn blocks(message: &Message) -> Vec<Value> {
     let mut out = Vec::new();
     // In a user message, tool results come first: they answer the assistant turn before it.
     for part in &message.parts {
         if let Part::ToolResult(r) = part {
-            let mut block = json!({"type": "tool_result", "tool_use_id": r.call_id, "content": r.output});
+            let mut block = json!({"type": "tool_result", "tool_use_id": r.call_id, "content": result_content(r)});
             if r.is_error {
                 block["is_error"] = json!(true);
             }
@@ -105,7 +118,7 @@ pub(crate) struct AnthropicDecoder {
 }
 
 impl Decoder for AnthropicDecoder {
-    fn event(&mut self, name: &str, data: &str) -> Result<Vec<StreamEvent>, String> {
+    fn event(&mut self, name: &str, data: &str) -> Result<Vec<StreamEvent>, DecodeError> {
         if data.trim().is_empty() {
             return Ok(Vec::new());
         }
@@ -185,7 +198,7 @@ impl Decoder for AnthropicDecoder {
                     Some("max_tokens") => StopReason::MaxTokens,
                     Some("refusal") => StopReason::Refusal,
                     Some("model_context_window_exceeded") => {
-                        return Err(format!("{PROVIDER_ERROR}the model's context window is exceeded"));
+                        return Err(DecodeError::provider("the model's context window is exceeded", "stop_reason"));
                     }
                     _ if self.calls > 0 => StopReason::ToolUse,
                     Some("end_turn" | "stop_sequence") | None => StopReason::EndTurn,
@@ -196,25 +209,25 @@ impl Decoder for AnthropicDecoder {
             "error" => {
                 let message = v.pointer("/error/message").and_then(Value::as_str).unwrap_or("unknown error");
                 let kind = v.pointer("/error/type").and_then(Value::as_str).unwrap_or("error");
-                return Err(format!("{PROVIDER_ERROR}{kind}: {message}"));
+                return Err(DecodeError::provider(format!("{kind}: {message}"), kind));
             }
             _ => {}
         }
         Ok(out)
     }
 
-    fn end(&mut self) -> Result<Vec<StreamEvent>, String> {
+    fn end(&mut self) -> Result<Vec<StreamEvent>, DecodeError> {
         if self.finished {
             return Ok(Vec::new());
         }
-        Err("the stream ended before message_stop".to_string())
+        Err(DecodeError::Stream("the stream ended before message_stop".to_string()))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::ToolResult;
+    use crate::types::Image;
 
     #[test]
     fn input_json_pieces_join_into_one_call() {
@@ -277,6 +290,7 @@ mod tests {
                         output: "File not found: b".into(),
                         is_error: true,
                         kind: CallKind::Function,
+                        images: Vec::new(),
                     })],
                 },
                 Message::user("try c"),
@@ -299,11 +313,53 @@ mod tests {
     }
 
     #[test]
+    fn images_go_in_the_tool_result_as_base64_image_blocks_after_the_text() {
+        let png = Image { media_type: "image/png".into(), data_base64: "iVBORw0KGgo=".into() };
+        let result = |id: &str, images: Vec<Image>| {
+            Part::ToolResult(ToolResult {
+                call_id: id.into(),
+                name: "read".into(),
+                output: format!("read {id}"),
+                is_error: false,
+                kind: CallKind::Function,
+                images,
+            })
+        };
+        let call = |id: &str| {
+            Part::ToolCall(ToolCall {
+                id: id.into(),
+                name: "read".into(),
+                arguments: "{}".into(),
+                kind: CallKind::Function,
+            })
+        };
+        let request = Request {
+            model: "m".into(),
+            messages: vec![
+                Message { role: Role::Assistant, parts: vec![call("c1"), call("c2")] },
+                Message { role: Role::User, parts: vec![result("c1", vec![png.clone()]), result("c2", Vec::new())] },
+            ],
+            ..Default::default()
+        };
+        let body = body(&request);
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([
+                {"type": "tool_result", "tool_use_id": "c1", "content": [
+                    {"type": "text", "text": "read c1"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+                ]},
+                {"type": "tool_result", "tool_use_id": "c2", "content": "read c2"}
+            ])
+        );
+    }
+
+    #[test]
     fn an_error_event_mid_stream_is_the_providers() {
         let mut d = AnthropicDecoder::default();
         let err = d
             .event("error", r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#)
             .unwrap_err();
-        assert_eq!(err, format!("{PROVIDER_ERROR}overloaded_error: Overloaded"));
+        assert_eq!(err, DecodeError::Provider { message: "overloaded_error: Overloaded".into(), transient: true });
     }
 }

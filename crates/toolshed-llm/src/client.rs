@@ -1,10 +1,11 @@
 //! The HTTP side shared by every wire format: one POST with the provider's headers, retries
-//! with backoff on 429 and 5xx (honouring `Retry-After`), and the SSE stream turned into
-//! [`StreamEvent`]s by the format's decoder.
+//! with backoff on 429 and 5xx (honouring `Retry-After`) and on streams that fail before their
+//! first event, and the SSE stream turned into [`StreamEvent`]s by the format's decoder.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use eventsource_stream::Eventsource;
@@ -12,7 +13,7 @@ use futures_util::{Stream, StreamExt};
 use serde_json::Value;
 use toolshed_core::config::ProviderKind;
 
-use crate::error::{LlmError, classify_http, is_context_overflow, parse_retry_after};
+use crate::error::{LlmError, classify_http, is_context_overflow, is_transient, parse_retry_after};
 use crate::provider::ProviderSettings;
 use crate::types::{Request, StreamEvent};
 use crate::{anthropic, openai_chat, openai_responses};
@@ -55,9 +56,32 @@ impl RetryPolicy {
 /// Turns one SSE event of a wire format into zero or more [`StreamEvent`]s.
 pub(crate) trait Decoder: Send {
     /// One event: its `event:` name (empty when absent) and `data:`.
-    fn event(&mut self, name: &str, data: &str) -> Result<Vec<StreamEvent>, String>;
+    fn event(&mut self, name: &str, data: &str) -> Result<Vec<StreamEvent>, DecodeError>;
     /// The byte stream ended; the remaining events, or why the response is incomplete.
-    fn end(&mut self) -> Result<Vec<StreamEvent>, String>;
+    fn end(&mut self) -> Result<Vec<StreamEvent>, DecodeError>;
+}
+
+/// Why a decoder cannot go on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum DecodeError {
+    /// The stream itself is wrong: it ended early, or sent something that does not parse.
+    Stream(String),
+    /// The provider reported an error inside the stream.
+    Provider {
+        /// The provider's message.
+        message: String,
+        /// Whether the same request may succeed if sent again (overloaded, server error).
+        transient: bool,
+    },
+}
+
+impl DecodeError {
+    /// A provider's error, transient when its type or code says so.
+    pub(crate) fn provider(message: impl Into<String>, kind: &str) -> DecodeError {
+        let message = message.into();
+        let transient = is_transient(kind, &message);
+        DecodeError::Provider { message, transient }
+    }
 }
 
 /// A streaming client for one provider.
@@ -66,6 +90,9 @@ pub struct Client {
     http: reqwest::Client,
     retry: RetryPolicy,
     idle_timeout: Duration,
+    /// Cleared once the provider refused `include: ["reasoning.encrypted_content"]` (models
+    /// without reasoning do), so later requests leave it out.
+    encrypted_reasoning: AtomicBool,
 }
 
 fn install_crypto_provider() {
@@ -84,7 +111,13 @@ impl Client {
             .connect_timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| LlmError::Config(format!("cannot set up the HTTP client: {e}")))?;
-        Ok(Client { settings, http, retry: RetryPolicy::default(), idle_timeout: Duration::from_secs(300) })
+        Ok(Client {
+            settings,
+            http,
+            retry: RetryPolicy::default(),
+            idle_timeout: Duration::from_secs(300),
+            encrypted_reasoning: AtomicBool::new(true),
+        })
     }
 
     /// Sets the retry policy.
@@ -108,9 +141,29 @@ impl Client {
     pub fn body(&self, request: &Request) -> Value {
         match self.settings.kind {
             ProviderKind::OpenaiChat => openai_chat::body(request),
-            ProviderKind::OpenaiResponses => openai_responses::body(request),
+            ProviderKind::OpenaiResponses => {
+                let mut body = openai_responses::body(request);
+                if !self.encrypted_reasoning.load(Ordering::Relaxed)
+                    && let Some(o) = body.as_object_mut()
+                {
+                    o.remove("include");
+                }
+                body
+            }
             ProviderKind::Anthropic => anthropic::body(request),
         }
+    }
+
+    /// Whether `error` is the provider refusing encrypted reasoning for a model without
+    /// reasoning ("Encrypted content is not supported with this model"); if so, stops asking.
+    fn refuses_encrypted_reasoning(&self, error: &LlmError, body: &Value) -> bool {
+        let refused = matches!(error, LlmError::Http { status: 400, message, .. }
+            if message.to_ascii_lowercase().contains("encrypted content"));
+        if refused && body.get("include").is_some() {
+            self.encrypted_reasoning.store(false, Ordering::Relaxed);
+            return true;
+        }
+        false
     }
 
     fn url(&self) -> String {
@@ -147,30 +200,51 @@ impl Client {
         builder.body(body.to_string())
     }
 
-    /// Sends `request` and streams the response. Rate limits, server errors and failed
-    /// connections are retried with backoff before anything streams; errors after that end
-    /// the stream.
+    /// Sends `request` and streams the response. Rate limits, server errors, failed
+    /// connections, and streams that fail before their first event (broken off, or a transient
+    /// provider error such as `overloaded_error`) are retried with backoff; once an event has
+    /// been yielded, an error ends the stream.
     pub async fn stream(&self, request: &Request) -> Result<EventStream, LlmError> {
-        let body = self.body(request);
+        let mut body = self.body(request);
         let url = self.url();
         let name = self.settings.name.clone();
         let mut attempt = 0u32;
-        let response = loop {
+        loop {
             attempt += 1;
-            let (error, retry_after) = match self.post(&url, &body).send().await {
-                Ok(resp) if resp.status().is_success() => break resp,
+            let (error, retry_after, retryable) = match self.post(&url, &body).send().await {
+                Ok(resp) if resp.status().is_success() => {
+                    let mut events = decode_stream(name.clone(), resp, self.decoder(), self.idle_timeout);
+                    match events.next().await {
+                        Some(Ok(first)) => return Ok(resume(first, events)),
+                        Some(Err(failure)) => (failure.error, None, failure.retryable),
+                        None => {
+                            let message = "the stream ended without any event".to_string();
+                            (LlmError::Stream { provider: name.clone(), message }, None, true)
+                        }
+                    }
+                }
                 Ok(resp) => {
                     let status = resp.status().as_u16();
                     let retry_after =
                         resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
                     let text = resp.text().await.unwrap_or_default();
-                    (classify_http(&name, &request.model, status, &text, &self.settings.key_hint()), retry_after)
+                    let error = classify_http(&name, &request.model, status, &text, &self.settings.key_hint());
+                    if self.refuses_encrypted_reasoning(&error, &body) {
+                        // The same request without the option, not counted as a retry.
+                        body = self.body(request);
+                        attempt -= 1;
+                        continue;
+                    }
+                    let retryable = error.is_retryable();
+                    (error, retry_after, retryable)
                 }
                 Err(e) => {
-                    (LlmError::Transport { provider: name.clone(), url: url.clone(), message: error_chain(&e) }, None)
+                    let error =
+                        LlmError::Transport { provider: name.clone(), url: url.clone(), message: error_chain(&e) };
+                    (error, None, true)
                 }
             };
-            if !error.is_retryable() || attempt > self.retry.max_retries {
+            if !retryable || attempt > self.retry.max_retries {
                 return Err(match error {
                     LlmError::RateLimited { provider, message, .. } => {
                         LlmError::RateLimited { provider, attempts: attempt, message }
@@ -184,8 +258,7 @@ impl Client {
                 None => self.retry.backoff(attempt),
             };
             tokio::time::sleep(wait).await;
-        };
-        Ok(decode_stream(name, response, self.decoder(), self.idle_timeout))
+        }
     }
 }
 
@@ -204,6 +277,21 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
+/// A stream that failed, and whether sending the request again may succeed (only asked
+/// before anything was yielded).
+struct Failure {
+    error: LlmError,
+    retryable: bool,
+}
+
+type Decoded = Pin<Box<dyn Stream<Item = Result<StreamEvent, Failure>> + Send>>;
+
+/// The stream after its first event, which the caller gets first.
+fn resume(first: StreamEvent, rest: Decoded) -> EventStream {
+    let rest = rest.map(|r| r.map_err(|f| f.error));
+    Box::pin(futures_util::stream::once(async move { Ok(first) }).chain(rest))
+}
+
 struct State {
     events: Pin<Box<dyn Stream<Item = Result<eventsource_stream::Event, String>> + Send>>,
     decoder: Box<dyn Decoder>,
@@ -213,12 +301,7 @@ struct State {
     done: bool,
 }
 
-fn decode_stream(
-    provider: String,
-    response: reqwest::Response,
-    decoder: Box<dyn Decoder>,
-    idle: Duration,
-) -> EventStream {
+fn decode_stream(provider: String, response: reqwest::Response, decoder: Box<dyn Decoder>, idle: Duration) -> Decoded {
     let events = response.bytes_stream().eventsource().map(|r| r.map_err(|e| e.to_string())).boxed();
     let state = State { events, decoder, pending: VecDeque::new(), provider, idle, done: false };
     Box::pin(futures_util::stream::unfold(state, |mut s| async move {
@@ -236,45 +319,51 @@ fn decode_stream(
             let next = match tokio::time::timeout(s.idle, s.events.next()).await {
                 Ok(next) => next,
                 Err(_) => {
+                    // Not retried: a model that stays silent this long would likely do it again,
+                    // and each attempt would cost the whole timeout.
                     s.done = true;
                     let message = format!("no data for {} s", s.idle.as_secs());
-                    return Some((Err(LlmError::Stream { provider: s.provider.clone(), message }), s));
+                    let error = LlmError::Stream { provider: s.provider.clone(), message };
+                    return Some((Err(Failure { error, retryable: false }), s));
                 }
             };
             let decoded = match next {
-                Some(Ok(event)) => s.decoder.event(&event.event, &event.data),
-                Some(Err(e)) => Err(format!("the connection broke: {e}")),
-                None => s.decoder.end().and_then(|evs| {
-                    if evs.iter().any(|e| matches!(e, StreamEvent::Finished { .. })) {
-                        Ok(evs)
-                    } else {
-                        Err("the stream ended before the response was complete".to_string())
-                    }
-                }),
+                Some(Ok(event)) => s.decoder.event(&event.event, &event.data).map_err(|e| (e, false)),
+                Some(Err(e)) => Err((DecodeError::Stream(format!("the connection broke: {e}")), true)),
+                None => match s.decoder.end() {
+                    Ok(evs) if evs.iter().any(|e| matches!(e, StreamEvent::Finished { .. })) => Ok(evs),
+                    Ok(_) => Err((
+                        DecodeError::Stream("the stream ended before the response was complete".to_string()),
+                        true,
+                    )),
+                    Err(e) => Err((e, true)),
+                },
             };
             match decoded {
                 Ok(evs) => s.pending.extend(evs),
-                Err(message) => {
+                Err((error, cut_short)) => {
                     s.done = true;
                     let provider = s.provider.clone();
-                    let error = match message.strip_prefix(PROVIDER_ERROR) {
-                        Some(m) if is_context_overflow(m) => LlmError::ContextOverflow { message: m.to_string() },
-                        Some(m) => LlmError::Provider { provider, message: m.to_string() },
-                        None => LlmError::Stream { provider, message },
+                    let (error, retryable) = match error {
+                        DecodeError::Provider { message, .. } if is_context_overflow(&message) => {
+                            (LlmError::ContextOverflow { message }, false)
+                        }
+                        DecodeError::Provider { message, transient } => {
+                            (LlmError::Provider { provider, message }, transient)
+                        }
+                        DecodeError::Stream(message) => (LlmError::Stream { provider, message }, cut_short),
                     };
-                    return Some((Err(error), s));
+                    return Some((Err(Failure { error, retryable }), s));
                 }
             }
         }
     }))
 }
 
-/// Decoders prefix a message with this when the provider itself reported the error.
-pub(crate) const PROVIDER_ERROR: &str = "provider:";
-
 /// Parses one event's JSON data.
-pub(crate) fn parse(data: &str) -> Result<Value, String> {
-    serde_json::from_str(data).map_err(|e| format!("an event is not valid JSON ({e}): {}", preview(data)))
+pub(crate) fn parse(data: &str) -> Result<Value, DecodeError> {
+    serde_json::from_str(data)
+        .map_err(|e| DecodeError::Stream(format!("an event is not valid JSON ({e}): {}", preview(data))))
 }
 
 fn preview(data: &str) -> String {

@@ -122,6 +122,20 @@ pub(crate) fn is_context_overflow(text: &str) -> bool {
         .any(|m| lower.contains(m))
 }
 
+/// Whether an error the provider reported inside a stream may clear if the request is sent
+/// again: overloaded, internal server errors and rate limits, judged by the error's type or
+/// code (Anthropic `overloaded_error` / `api_error`, OpenAI `server_error`), else its message.
+pub(crate) fn is_transient(kind: &str, message: &str) -> bool {
+    let kind = kind.to_ascii_lowercase();
+    let message = message.to_ascii_lowercase();
+    ["overloaded", "server_error", "api_error", "internal", "rate_limit", "unavailable", "timeout"]
+        .iter()
+        .any(|k| kind.contains(k))
+        || ["overloaded", "internal server error", "server error", "temporarily unavailable", "try again"]
+            .iter()
+            .any(|m| message.contains(m))
+}
+
 /// The human part of an error body: `error.message` (OpenAI, Anthropic) or `message`, else the
 /// body itself, cut to a readable length.
 pub(crate) fn error_message(body: &str) -> String {
@@ -190,6 +204,17 @@ mod tests {
         assert!(matches!(anthropic_overflow, LlmError::ContextOverflow { .. }));
         assert!(classify_http("p", "m", 503, "busy", "").is_retryable());
         assert!(!classify_http("p", "m", 400, "bad", "").is_retryable());
+    }
+
+    #[test]
+    fn transient_provider_errors_are_told_from_the_rest() {
+        assert!(is_transient("overloaded_error", "Overloaded"));
+        assert!(is_transient("api_error", "Internal server error"));
+        assert!(is_transient("server_error", "boom"));
+        assert!(is_transient("", "The server had an error. Please try again"));
+        assert!(!is_transient("invalid_request_error", "messages: text content blocks must be non-empty"));
+        assert!(!is_transient("authentication_error", "invalid x-api-key"));
+        assert!(!is_transient("insufficient_quota", "You exceeded your current quota"));
     }
 
     #[test]

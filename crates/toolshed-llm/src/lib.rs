@@ -30,7 +30,8 @@ use futures_util::StreamExt;
 pub use client::{Client, EventStream, RetryPolicy};
 pub use error::LlmError;
 pub use types::{
-    CallKind, Message, Part, Request, Response, Role, StopReason, StreamEvent, ToolCall, ToolResult, Usage,
+    CallKind, Image, Message, Part, Reasoning, Request, Response, Role, StopReason, StreamEvent, ToolCall, ToolResult,
+    Usage,
 };
 
 /// Drains a stream into one [`Response`], handing every event to `on_event` as it arrives
@@ -46,6 +47,7 @@ pub async fn collect(mut stream: EventStream, mut on_event: impl FnMut(&StreamEv
                 _ => parts.push(Part::Text { text }),
             },
             StreamEvent::ToolCall(call) => parts.push(Part::ToolCall(call)),
+            StreamEvent::Reasoning(reasoning) => parts.push(Part::Reasoning(reasoning)),
             StreamEvent::Finished { stop, usage } => {
                 return Ok(Response { message: Message { role: Role::Assistant, parts }, stop, usage });
             }

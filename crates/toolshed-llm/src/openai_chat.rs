@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 use toolshed_core::render::{WireFormat, render};
 
-use crate::client::{Decoder, PROVIDER_ERROR, parse};
+use crate::client::{DecodeError, Decoder, parse};
 use crate::error::error_message;
 use crate::types::{CallKind, Message, Part, Request, Role, StopReason, StreamEvent, ToolCall, Usage};
 
@@ -45,6 +45,9 @@ fn push_message(out: &mut Vec<Value>, message: &Message) {
                     out.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": r.output}));
                 }
             }
+            if let Some(images) = result_images(message) {
+                out.push(images);
+            }
             let text = message.text();
             if !text.is_empty() {
                 out.push(json!({"role": "user", "content": text}));
@@ -73,6 +76,24 @@ fn push_message(out: &mut Vec<Value>, message: &Message) {
             out.push(m);
         }
     }
+}
+
+/// Tool messages hold only text, so the images of a turn's results follow them in one user
+/// message: for each call with images, a line naming the call, then its images as data URLs.
+fn result_images(message: &Message) -> Option<Value> {
+    let mut content = Vec::new();
+    for part in &message.parts {
+        let Part::ToolResult(r) = part else { continue };
+        if r.images.is_empty() {
+            continue;
+        }
+        let what = if r.images.len() == 1 { "The image" } else { "The images" };
+        content.push(json!({"type": "text", "text": format!("{what} returned by the {} call {}:", r.name, r.call_id)}));
+        for image in &r.images {
+            content.push(json!({"type": "image_url", "image_url": {"url": image.data_url()}}));
+        }
+    }
+    (!content.is_empty()).then(|| json!({"role": "user", "content": content}))
 }
 
 #[derive(Default)]
@@ -182,7 +203,7 @@ impl ChatDecoder {
 }
 
 impl Decoder for ChatDecoder {
-    fn event(&mut self, _name: &str, data: &str) -> Result<Vec<StreamEvent>, String> {
+    fn event(&mut self, _name: &str, data: &str) -> Result<Vec<StreamEvent>, DecodeError> {
         let data = data.trim();
         if data == "[DONE]" {
             return Ok(self.finish());
@@ -192,7 +213,10 @@ impl Decoder for ChatDecoder {
         }
         let v = parse(data)?;
         if let Some(error) = v.get("error") {
-            return Err(format!("{PROVIDER_ERROR}{}", error_message(&json!({"error": error}).to_string())));
+            let kind =
+                ["type", "code"].iter().filter_map(|k| error.get(*k).and_then(Value::as_str)).collect::<Vec<_>>();
+            let message = error_message(&json!({"error": error}).to_string());
+            return Err(DecodeError::provider(message, &kind.join(" ")));
         }
         if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
             self.usage.input_tokens = u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(self.usage.input_tokens);
@@ -224,18 +248,20 @@ impl Decoder for ChatDecoder {
         Ok(out)
     }
 
-    fn end(&mut self) -> Result<Vec<StreamEvent>, String> {
+    fn end(&mut self) -> Result<Vec<StreamEvent>, DecodeError> {
         if self.finished || self.finish_reason.is_some() {
             return Ok(self.finish());
         }
-        Err("the stream ended before the response was complete (no finish_reason and no [DONE])".to_string())
+        Err(DecodeError::Stream(
+            "the stream ended before the response was complete (no finish_reason and no [DONE])".to_string(),
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::ToolResult;
+    use crate::types::{Image, ToolResult};
 
     fn feed(d: &mut ChatDecoder, chunks: &[&str]) -> Vec<StreamEvent> {
         chunks.iter().flat_map(|c| d.event("", c).unwrap()).collect()
@@ -297,14 +323,61 @@ mod tests {
     fn a_stream_cut_before_the_finish_is_an_error() {
         let mut d = ChatDecoder::default();
         feed(&mut d, &[r#"{"choices":[{"delta":{"content":"Hel"}}]}"#]);
-        assert!(d.end().unwrap_err().contains("ended before the response was complete"));
+        assert!(
+            matches!(d.end().unwrap_err(), DecodeError::Stream(m) if m.contains("ended before the response was complete"))
+        );
     }
 
     #[test]
     fn an_error_chunk_is_reported_as_the_providers() {
         let mut d = ChatDecoder::default();
         let err = d.event("", r#"{"error":{"message":"model overloaded"}}"#).unwrap_err();
-        assert_eq!(err, format!("{PROVIDER_ERROR}model overloaded"));
+        assert_eq!(err, DecodeError::Provider { message: "model overloaded".into(), transient: true });
+        let err = d.event("", r#"{"error":{"message":"bad tools","type":"invalid_request_error"}}"#).unwrap_err();
+        assert_eq!(err, DecodeError::Provider { message: "bad tools".into(), transient: false });
+    }
+
+    #[test]
+    fn images_follow_the_tool_messages_in_one_user_message_naming_their_call() {
+        let png = Image { media_type: "image/png".into(), data_base64: "iVBORw0KGgo=".into() };
+        let result = |id: &str, images: Vec<Image>| {
+            Part::ToolResult(ToolResult {
+                call_id: id.into(),
+                name: "read".into(),
+                output: format!("read {id}"),
+                is_error: false,
+                kind: CallKind::Function,
+                images,
+            })
+        };
+        let call = |id: &str| {
+            Part::ToolCall(ToolCall {
+                id: id.into(),
+                name: "read".into(),
+                arguments: "{}".into(),
+                kind: CallKind::Function,
+            })
+        };
+        let request = Request {
+            model: "m".into(),
+            messages: vec![
+                Message { role: Role::Assistant, parts: vec![call("c1"), call("c2")] },
+                Message { role: Role::User, parts: vec![result("c1", vec![png.clone()]), result("c2", Vec::new())] },
+            ],
+            ..Default::default()
+        };
+        let body = body(&request);
+        assert_eq!(
+            body["messages"].as_array().unwrap()[1..],
+            [
+                json!({"role": "tool", "tool_call_id": "c1", "content": "read c1"}),
+                json!({"role": "tool", "tool_call_id": "c2", "content": "read c2"}),
+                json!({"role": "user", "content": [
+                    {"type": "text", "text": "The image returned by the read call c1:"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+                ]})
+            ]
+        );
     }
 
     #[test]
@@ -334,6 +407,7 @@ mod tests {
                         output: "x".into(),
                         is_error: false,
                         kind: CallKind::Function,
+                        images: Vec::new(),
                     })],
                 },
             ],

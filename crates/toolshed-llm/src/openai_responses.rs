@@ -1,14 +1,24 @@
 //! OpenAI Responses (`POST /responses`), stateless (`store: false`): the whole conversation is
 //! replayed as input items, every `function_call` / `custom_tool_call` followed by its
 //! `*_output` with the same `call_id`. Freeform tools (apply_patch) are `custom` tools.
+//! Reasoning items are asked for with their `encrypted_content` and replayed (without their
+//! `id`, which a stateless request cannot resolve) before the items they led to.
 
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
 use toolshed_core::render::{WireFormat, render};
 
-use crate::client::{Decoder, PROVIDER_ERROR, parse};
-use crate::types::{CallKind, Message, Part, Request, Role, StopReason, StreamEvent, ToolCall, Usage};
+use crate::client::{DecodeError, Decoder, parse};
+use crate::types::{
+    CallKind, Message, Part, Reasoning, Request, Role, StopReason, StreamEvent, ToolCall, ToolResult, Usage,
+};
+
+/// The format tag of the reasoning items this format produces and replays.
+pub const FORMAT: &str = "openai-responses";
+
+/// What the body asks to be included in the output: reasoning items' encrypted content.
+pub const INCLUDE_REASONING: &str = "reasoning.encrypted_content";
 
 /// The request body for `request`.
 pub fn body(request: &Request) -> Value {
@@ -23,6 +33,7 @@ pub fn body(request: &Request) -> Value {
         "parallel_tool_calls": true,
         "store": false,
         "stream": true,
+        "include": [INCLUDE_REASONING],
     });
     if !request.system.is_empty() {
         body["instructions"] = json!(request.system);
@@ -46,7 +57,7 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
                         CallKind::Function => "function_call_output",
                         CallKind::Custom => "custom_tool_call_output",
                     };
-                    out.push(json!({"type": kind, "call_id": r.call_id, "output": r.output}));
+                    out.push(json!({"type": kind, "call_id": r.call_id, "output": output(r)}));
                 }
             }
             let text = message.text();
@@ -55,8 +66,11 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
             }
         }
         Role::Assistant => {
-            for part in &message.parts {
+            for (i, part) in message.parts.iter().enumerate() {
                 match part {
+                    Part::Reasoning(r) if r.format == FORMAT && leads_somewhere(&message.parts[i + 1..]) => {
+                        out.extend(replayable(r))
+                    }
                     Part::Text { text } if !text.is_empty() => out.push(json!({
                         "type": "message", "role": "assistant",
                         "content": [{"type": "output_text", "text": text}]
@@ -74,6 +88,38 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
             }
         }
     }
+}
+
+/// A tool result's `output`: its text, or with images a list of `input_text` and `input_image`
+/// items (data URLs); `custom_tool_call_output` takes the same list.
+fn output(result: &ToolResult) -> Value {
+    if result.images.is_empty() {
+        return json!(result.output);
+    }
+    let text = (!result.output.is_empty()).then(|| json!({"type": "input_text", "text": result.output}));
+    let images = result.images.iter().map(|i| json!({"type": "input_image", "image_url": i.data_url()}));
+    Value::Array(text.into_iter().chain(images).collect())
+}
+
+/// Whether a reasoning item is followed by an item it led to (the API refuses a reasoning item
+/// without one, as when a response broke off right after it).
+fn leads_somewhere(rest: &[Part]) -> bool {
+    rest.iter().any(|p| matches!(p, Part::ToolCall(_)) || matches!(p, Part::Text { text } if !text.is_empty()))
+}
+
+/// A stored reasoning item as input: without `id` and `status` (a stateless request cannot
+/// resolve ids), with its summary, and only when it carries encrypted content to replay.
+fn replayable(reasoning: &Reasoning) -> Option<Value> {
+    let Value::Object(mut item) = reasoning.item.clone() else { return None };
+    let encrypted = item.get("encrypted_content").and_then(Value::as_str).is_some_and(|c| !c.is_empty());
+    if !encrypted {
+        return None;
+    }
+    item.remove("id");
+    item.remove("status");
+    item.insert("type".into(), json!("reasoning"));
+    item.entry("summary").or_insert_with(|| json!([]));
+    Some(Value::Object(item))
 }
 
 struct PartialCall {
@@ -113,7 +159,7 @@ impl ResponsesDecoder {
 }
 
 impl Decoder for ResponsesDecoder {
-    fn event(&mut self, name: &str, data: &str) -> Result<Vec<StreamEvent>, String> {
+    fn event(&mut self, name: &str, data: &str) -> Result<Vec<StreamEvent>, DecodeError> {
         if data.trim().is_empty() || data.trim() == "[DONE]" {
             return Ok(Vec::new());
         }
@@ -140,7 +186,9 @@ impl Decoder for ResponsesDecoder {
             }
             "response.output_item.done" => {
                 let item = v.get("item").cloned().unwrap_or(Value::Null);
-                if let Some((kind, id, name)) = call_of(&item) {
+                if item.get("type").and_then(Value::as_str) == Some("reasoning") {
+                    out.push(StreamEvent::Reasoning(Reasoning { format: FORMAT.to_string(), item }));
+                } else if let Some((kind, id, name)) = call_of(&item) {
                     let streamed = self.partial.remove(&index);
                     let field = if kind == CallKind::Custom { "input" } else { "arguments" };
                     let arguments = match item.get(field).and_then(Value::as_str) {
@@ -170,7 +218,8 @@ impl Decoder for ResponsesDecoder {
                     .pointer("/response/error/message")
                     .and_then(Value::as_str)
                     .unwrap_or("the response failed without a message");
-                return Err(format!("{PROVIDER_ERROR}{message}"));
+                let code = v.pointer("/response/error/code").and_then(Value::as_str).unwrap_or_default();
+                return Err(DecodeError::provider(message, code));
             }
             "error" => {
                 let message = v
@@ -178,25 +227,29 @@ impl Decoder for ResponsesDecoder {
                     .or_else(|| v.pointer("/error/message"))
                     .and_then(Value::as_str)
                     .unwrap_or("unknown error");
-                return Err(format!("{PROVIDER_ERROR}{message}"));
+                let code = ["/code", "/error/code", "/error/type"]
+                    .iter()
+                    .find_map(|p| v.pointer(p).and_then(Value::as_str))
+                    .unwrap_or_default();
+                return Err(DecodeError::provider(message, code));
             }
             _ => {}
         }
         Ok(out)
     }
 
-    fn end(&mut self) -> Result<Vec<StreamEvent>, String> {
+    fn end(&mut self) -> Result<Vec<StreamEvent>, DecodeError> {
         if self.finished {
             return Ok(Vec::new());
         }
-        Err("the stream ended before response.completed".to_string())
+        Err(DecodeError::Stream("the stream ended before response.completed".to_string()))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::ToolResult;
+    use crate::types::Image;
 
     #[test]
     fn custom_and_function_calls_decode_and_pair_by_call_id() {
@@ -268,6 +321,7 @@ mod tests {
                             output: "Done".into(),
                             is_error: false,
                             kind: CallKind::Custom,
+                            images: Vec::new(),
                         }),
                         Part::ToolResult(ToolResult {
                             call_id: "c2".into(),
@@ -275,6 +329,7 @@ mod tests {
                             output: "x".into(),
                             is_error: false,
                             kind: CallKind::Function,
+                            images: Vec::new(),
                         }),
                     ],
                 },
@@ -302,6 +357,128 @@ mod tests {
     }
 
     #[test]
+    fn reasoning_items_are_captured_whole_and_replayed_before_the_calls_they_led_to() {
+        let mut d = ResponsesDecoder::default();
+        let item = json!({"type": "reasoning", "id": "rs_1", "status": "completed",
+            "summary": [{"type": "summary_text", "text": "Look at the file first."}],
+            "encrypted_content": "gAAAA-opaque"});
+        let mut events = Vec::new();
+        for (name, data) in [
+            (
+                "response.output_item.added",
+                json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "reasoning", "id": "rs_1", "summary": []}}),
+            ),
+            (
+                "response.reasoning_summary_text.delta",
+                json!({"type": "response.reasoning_summary_text.delta", "output_index": 0, "delta": "Look"}),
+            ),
+            (
+                "response.output_item.done",
+                json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+            ),
+            (
+                "response.output_item.done",
+                json!({"type": "response.output_item.done", "output_index": 1, "item": {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"}}),
+            ),
+            ("response.completed", json!({"type": "response.completed", "response": {"id": "r"}})),
+        ] {
+            events.extend(d.event(name, &data.to_string()).unwrap());
+        }
+        let reasoning = Reasoning { format: FORMAT.into(), item: item.clone() };
+        assert_eq!(events[0], StreamEvent::ReasoningDelta("Look".into()));
+        assert_eq!(events[1], StreamEvent::Reasoning(reasoning.clone()));
+        assert_eq!(reasoning.summary(), "Look at the file first.");
+        assert!(matches!(&events[2], StreamEvent::ToolCall(c) if c.id == "c1"));
+
+        let call = ToolCall { id: "c1".into(), name: "read".into(), arguments: "{}".into(), kind: CallKind::Function };
+        let foreign = Reasoning { format: "elsewhere".into(), item: item.clone() };
+        let request = Request {
+            model: "gpt-5".into(),
+            messages: vec![
+                Message::user("go"),
+                Message {
+                    role: Role::Assistant,
+                    parts: vec![
+                        Part::Reasoning(foreign),
+                        Part::Reasoning(reasoning.clone()),
+                        Part::ToolCall(call.clone()),
+                        // A reasoning item nothing followed (the response broke off) is not sent.
+                        Part::Reasoning(reasoning.clone()),
+                    ],
+                },
+                Message {
+                    role: Role::User,
+                    parts: vec![Part::ToolResult(ToolResult {
+                        call_id: "c1".into(),
+                        name: "read".into(),
+                        output: "x".into(),
+                        is_error: false,
+                        kind: CallKind::Function,
+                        images: Vec::new(),
+                    })],
+                },
+            ],
+            ..Default::default()
+        };
+        let body = body(&request);
+        assert_eq!(body["include"], json!([INCLUDE_REASONING]));
+        assert_eq!(
+            body["input"],
+            json!([
+                {"role": "user", "content": [{"type": "input_text", "text": "go"}]},
+                {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Look at the file first."}], "encrypted_content": "gAAAA-opaque"},
+                {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "x"}
+            ])
+        );
+        // The other formats never send reasoning items.
+        let chat = crate::openai_chat::body(&request).to_string();
+        let anthropic = crate::anthropic::body(&request).to_string();
+        assert!(!chat.contains("opaque") && !anthropic.contains("opaque"), "{chat}\n{anthropic}");
+    }
+
+    #[test]
+    fn images_go_in_the_call_output_as_input_image_items_after_the_text() {
+        let png = Image { media_type: "image/png".into(), data_base64: "iVBORw0KGgo=".into() };
+        let result = |id: &str, images: Vec<Image>| {
+            Part::ToolResult(ToolResult {
+                call_id: id.into(),
+                name: "read".into(),
+                output: format!("read {id}"),
+                is_error: false,
+                kind: CallKind::Function,
+                images,
+            })
+        };
+        let call = |id: &str| {
+            Part::ToolCall(ToolCall {
+                id: id.into(),
+                name: "read".into(),
+                arguments: "{}".into(),
+                kind: CallKind::Function,
+            })
+        };
+        let request = Request {
+            model: "m".into(),
+            messages: vec![
+                Message { role: Role::Assistant, parts: vec![call("c1"), call("c2")] },
+                Message { role: Role::User, parts: vec![result("c1", vec![png.clone()]), result("c2", Vec::new())] },
+            ],
+            ..Default::default()
+        };
+        let body = body(&request);
+        let input = body["input"].as_array().unwrap();
+        assert_eq!(
+            input[2],
+            json!({"type": "function_call_output", "call_id": "c1", "output": [
+                {"type": "input_text", "text": "read c1"},
+                {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+            ]})
+        );
+        assert_eq!(input[3], json!({"type": "function_call_output", "call_id": "c2", "output": "read c2"}));
+    }
+
+    #[test]
     fn failed_responses_carry_the_providers_message() {
         let mut d = ResponsesDecoder::default();
         let err = d
@@ -310,7 +487,7 @@ mod tests {
                 r#"{"type":"response.failed","response":{"error":{"code":"server_error","message":"boom"}}}"#,
             )
             .unwrap_err();
-        assert_eq!(err, format!("{PROVIDER_ERROR}boom"));
+        assert_eq!(err, DecodeError::Provider { message: "boom".into(), transient: true });
         assert!(ResponsesDecoder::default().end().is_err());
     }
 }

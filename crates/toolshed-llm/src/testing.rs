@@ -300,8 +300,43 @@ pub mod responses {
 
     /// Calls `(call_id, name, input, custom?)`; inputs stream in three deltas.
     pub fn tool_calls(calls: &[(&str, &str, &str, bool)]) -> Vec<String> {
+        let mut events = calls_from(0, calls);
+        events.push(completed());
+        events
+    }
+
+    /// The item a reasoning model sends: `id`, a summary and the encrypted content.
+    pub fn reasoning_item(id: &str, summary: &str, encrypted: &str) -> Value {
+        json!({"type": "reasoning", "id": id, "summary": [{"type": "summary_text", "text": summary}], "encrypted_content": encrypted})
+    }
+
+    /// A reasoning item (as [`reasoning_item`] builds it, its summary streamed first) followed
+    /// by the calls, as a reasoning model answers.
+    pub fn reasoning_then_tool_calls(reasoning: Value, calls: &[(&str, &str, &str, bool)]) -> Vec<String> {
+        let added = json!({"type": "reasoning", "id": reasoning["id"], "summary": []});
+        let mut events = vec![named(
+            "response.output_item.added",
+            json!({"type": "response.output_item.added", "output_index": 0, "item": added}),
+        )];
+        if let Some(text) = reasoning.pointer("/summary/0/text").and_then(Value::as_str) {
+            events.push(named(
+                "response.reasoning_summary_text.delta",
+                json!({"type": "response.reasoning_summary_text.delta", "output_index": 0, "summary_index": 0, "delta": text}),
+            ));
+        }
+        events.push(named(
+            "response.output_item.done",
+            json!({"type": "response.output_item.done", "output_index": 0, "item": reasoning}),
+        ));
+        events.extend(calls_from(1, calls));
+        events.push(completed());
+        events
+    }
+
+    fn calls_from(first_index: usize, calls: &[(&str, &str, &str, bool)]) -> Vec<String> {
         let mut events = Vec::new();
-        for (i, (id, name, input, custom)) in calls.iter().enumerate() {
+        for (n, (id, name, input, custom)) in calls.iter().enumerate() {
+            let i = first_index + n;
             let (kind, field, delta) = if *custom {
                 ("custom_tool_call", "input", "response.custom_tool_call_input.delta")
             } else {
@@ -319,7 +354,6 @@ pub mod responses {
                 json!({"type": "response.output_item.done", "output_index": i, "item": {"type": kind, "call_id": id, "name": name, field: input}}),
             ));
         }
-        events.push(completed());
         events
     }
 }

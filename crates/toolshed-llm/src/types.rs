@@ -2,6 +2,7 @@
 //! parts, the request sent each step, and the events a streamed response yields.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use toolshed_core::ToolSpec;
 
 /// Who said a message. The system prompt is not a message; it travels in [`Request::system`].
@@ -39,6 +40,29 @@ pub struct ToolCall {
     pub kind: CallKind,
 }
 
+/// The image types every supported format accepts (PNG, JPEG, GIF, WebP).
+pub const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// The largest image sent to a model, measured as base64 (Anthropic refuses an image over
+/// 5 MB; the others accept more). About 3.75 MiB of image file.
+pub const MAX_IMAGE_BASE64_BYTES: usize = 5 * 1024 * 1024;
+
+/// An image a tool returned, going to the model with the tool's result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    /// The media type, one of [`IMAGE_MEDIA_TYPES`].
+    pub media_type: String,
+    /// The image file, base64 (standard alphabet, padded).
+    pub data_base64: String,
+}
+
+impl Image {
+    /// The image as a `data:` URL (how the OpenAI formats take inline images).
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.media_type, self.data_base64)
+    }
+}
+
 /// A tool result going back to the model.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolResult {
@@ -53,6 +77,30 @@ pub struct ToolResult {
     /// The kind of the call it answers (Responses pairs `custom_tool_call_output` with custom calls).
     #[serde(default)]
     pub kind: CallKind,
+    /// Images the tool returned (a `read` of a PNG, a `webfetch` of an image), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+}
+
+/// A reasoning item a provider returned, kept as sent and replayed only to the wire format that
+/// produced it (OpenAI Responses, whose `encrypted_content` carries a reasoning model's
+/// thinking from one stateless request to the next).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// The wire format that produced it, e.g. [`crate::openai_responses::FORMAT`].
+    pub format: String,
+    /// The item exactly as the provider sent it (for Responses: `id`, `summary`,
+    /// `encrypted_content`).
+    pub item: Value,
+}
+
+impl Reasoning {
+    /// The readable summary the provider gave, if any (the `summary[].text` of a Responses item).
+    pub fn summary(&self) -> String {
+        let parts = self.item.get("summary").and_then(Value::as_array);
+        let texts = parts.into_iter().flatten().filter_map(|p| p.get("text").and_then(Value::as_str));
+        texts.collect::<Vec<_>>().join("\n\n")
+    }
 }
 
 /// One part of a message.
@@ -68,6 +116,8 @@ pub enum Part {
     ToolCall(ToolCall),
     /// A tool result (user messages only).
     ToolResult(ToolResult),
+    /// A provider's reasoning item (assistant messages only), sent back only to its own format.
+    Reasoning(Reasoning),
 }
 
 /// One message of the conversation.
@@ -166,6 +216,8 @@ pub enum StreamEvent {
     },
     /// A tool call is complete.
     ToolCall(ToolCall),
+    /// A reasoning item is complete (to keep and replay, not to show).
+    Reasoning(Reasoning),
     /// The response is complete.
     Finished {
         /// Why the model stopped.
@@ -184,4 +236,21 @@ pub struct Response {
     pub stop: StopReason,
     /// Token counts.
     pub usage: Usage,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_results_stored_before_images_existed_still_decode() {
+        let old = r#"{"type":"tool_result","call_id":"c1","name":"read","output":"x","is_error":false}"#;
+        let part: Part = serde_json::from_str(old).unwrap();
+        let Part::ToolResult(result) = part else { panic!("{part:?}") };
+        assert!(result.images.is_empty());
+        assert_eq!(result.kind, CallKind::Function);
+        // No images: the stored form stays as it was.
+        let again = serde_json::to_value(Part::ToolResult(result)).unwrap();
+        assert!(again.get("images").is_none(), "{again}");
+    }
 }

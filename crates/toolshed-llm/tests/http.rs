@@ -241,11 +241,13 @@ async fn a_provider_error_event_mid_stream_ends_the_response() {
 }
 
 #[tokio::test]
-async fn a_silent_stream_times_out() {
+async fn a_silent_stream_times_out_without_a_retry() {
     let server = FakeServer::start(vec![Reply::sse(chat::text("late")).delay(Duration::from_millis(400))]).unwrap();
     let c = client(ProviderKind::OpenaiChat, &server.base_url(), None).with_idle_timeout(Duration::from_millis(100));
-    let err = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap_err();
+    // Nothing arrived before the timeout, so `stream` itself reports it.
+    let err = c.stream(&request()).await.err().unwrap();
     assert!(err.to_string().contains("no data for"), "{err}");
+    assert_eq!(server.received().len(), 1);
 }
 
 #[tokio::test]
@@ -269,4 +271,116 @@ async fn the_fake_server_records_what_it_was_sent() {
     assert_eq!(got[0].path, "/v1/chat/completions");
     assert_eq!(got[0].header("authorization"), Some("Bearer k"));
     assert_eq!(got[0].body["model"], "m1");
+}
+
+#[tokio::test]
+async fn a_stream_that_breaks_before_its_first_event_is_sent_again() {
+    for kind in [ProviderKind::OpenaiChat, ProviderKind::OpenaiResponses, ProviderKind::Anthropic] {
+        let events = match kind {
+            ProviderKind::OpenaiChat => chat::text("fine answer"),
+            ProviderKind::OpenaiResponses => responses::text("fine answer"),
+            ProviderKind::Anthropic => anthropic::text("fine answer"),
+        };
+        // Headers, then the connection closes; then a clean end of a body that held no event.
+        let server = FakeServer::start(vec![
+            Reply::sse(events.clone()).break_after(0),
+            Reply::sse(Vec::new()),
+            Reply::sse(events),
+        ])
+        .unwrap();
+        let c = client(kind, &server.base_url(), Some("k"));
+        let mut seen = Vec::new();
+        let response = collect(c.stream(&request()).await.unwrap(), |e| seen.push(e.clone())).await.unwrap();
+        assert_eq!(response.message.text(), "fine answer", "{kind:?}");
+        assert_eq!(seen.iter().filter(|e| matches!(e, StreamEvent::Finished { .. })).count(), 1, "{kind:?}");
+        assert_eq!(server.received().len(), 3, "{kind:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_transient_provider_error_before_any_output_is_retried() {
+    let overloaded = vec![
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":1}}}\n\n".to_string(),
+        "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n".to_string(),
+    ];
+    let server =
+        FakeServer::start(vec![Reply::sse(overloaded), Reply::sse(anthropic::text("after the storm"))]).unwrap();
+    let c = client(ProviderKind::Anthropic, &server.base_url(), Some("k"));
+    let response = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap();
+    assert_eq!(response.message.text(), "after the storm");
+    assert_eq!(server.received().len(), 2);
+
+    let failed = vec![
+        "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\"}}\n\n".to_string(),
+        "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n".to_string(),
+    ];
+    let server = FakeServer::start(vec![Reply::sse(failed), Reply::sse(responses::text("ok"))]).unwrap();
+    let c = client(ProviderKind::OpenaiResponses, &server.base_url(), Some("k"));
+    let response = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap();
+    assert_eq!(response.message.text(), "ok");
+    assert_eq!(server.received().len(), 2);
+}
+
+#[tokio::test]
+async fn a_stream_that_fails_after_output_or_with_a_permanent_error_is_not_retried() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::text("one two three four")).break_after(2),
+        Reply::sse(chat::text("never asked for")),
+    ])
+    .unwrap();
+    let c = client(ProviderKind::OpenaiChat, &server.base_url(), Some("k"));
+    let mut text = String::new();
+    let err = collect(c.stream(&request()).await.unwrap(), |e| {
+        if let StreamEvent::TextDelta(t) = e {
+            text.push_str(t)
+        }
+    })
+    .await
+    .unwrap_err();
+    assert!(matches!(err, LlmError::Stream { .. }), "{err:?}");
+    assert_eq!(text, "one two ");
+    assert_eq!(server.received().len(), 1);
+
+    let invalid = vec![
+        "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"bad image\"}}\n\n"
+            .to_string(),
+    ];
+    let server = FakeServer::start(vec![Reply::sse(invalid), Reply::sse(anthropic::text("never"))]).unwrap();
+    let c = client(ProviderKind::Anthropic, &server.base_url(), Some("k"));
+    let err = c.stream(&request()).await.err().unwrap();
+    assert_eq!(err.to_string(), "test reported an error mid-response: invalid_request_error: bad image");
+    assert_eq!(server.received().len(), 1);
+}
+
+#[tokio::test]
+async fn streams_that_keep_failing_before_output_use_up_the_retries() {
+    let broken = || Reply::sse(chat::text("x")).break_after(0);
+    let server = FakeServer::start(vec![broken(), broken(), broken(), broken(), broken()]).unwrap();
+    let c = client(ProviderKind::OpenaiChat, &server.base_url(), Some("k"));
+    let err = c.stream(&request()).await.err().unwrap();
+    assert!(matches!(err, LlmError::Stream { .. }), "{err:?}");
+    assert_eq!(server.received().len(), 4, "1 attempt + 3 retries");
+    assert_eq!(server.remaining(), 1);
+}
+
+#[tokio::test]
+async fn a_model_that_refuses_encrypted_reasoning_is_asked_again_without_it() {
+    let server = FakeServer::start(vec![
+        Reply::error(
+            400,
+            json!({"error": {"message": "Encrypted content is not supported with this model.", "type": "invalid_request_error", "param": "include"}}),
+        ),
+        Reply::sse(responses::text("first")),
+        Reply::sse(responses::text("second")),
+    ])
+    .unwrap();
+    let c = client(ProviderKind::OpenaiResponses, &server.base_url(), Some("k"));
+    assert_eq!(c.body(&request())["include"], json!(["reasoning.encrypted_content"]));
+    let first = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap();
+    let second = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap();
+    assert_eq!((first.message.text().as_str(), second.message.text().as_str()), ("first", "second"));
+    let got = server.received();
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[0].body["include"], json!(["reasoning.encrypted_content"]));
+    assert!(got[1].body.get("include").is_none() && got[2].body.get("include").is_none());
 }

@@ -452,7 +452,7 @@ impl Runtime {
         let request = Request {
             model: model.model.clone(),
             system: self.system_prompt(session),
-            messages: self.store.history(&session.id)?,
+            messages: history_for(self.store.history(&session.id)?, &session.model),
             tools: self.visible_tools(session),
             max_tokens: None,
         };
@@ -511,7 +511,8 @@ impl Runtime {
                     self.store.add_tool_call(&session.id, message, &call)?;
                     out.calls.push(call);
                 }
-                StreamEvent::Reasoning(reasoning) => {
+                StreamEvent::Reasoning(mut reasoning) => {
+                    reasoning.model = session.model.clone();
                     // Kept in arrival order: it is replayed before the items it led to.
                     if !out.pending_text.is_empty() {
                         self.store.add_text(&session.id, message, &std::mem::take(&mut out.pending_text))?;
@@ -591,6 +592,15 @@ impl Runtime {
         });
         join_all(runs).await
     }
+}
+
+/// The stored history as `model` is sent it: reasoning items other models produced are left
+/// out (their encrypted content is readable only by the model, and account, that wrote it).
+fn history_for(mut messages: Vec<toolshed_llm::Message>, model: &str) -> Vec<toolshed_llm::Message> {
+    for message in &mut messages {
+        message.parts.retain(|p| !matches!(p, Part::Reasoning(r) if r.model != model));
+    }
+    messages
 }
 
 #[derive(Default)]

@@ -155,6 +155,8 @@ pub enum StoredPart {
     Reasoning {
         /// The wire format that produced it (`openai-responses`).
         format: String,
+        /// The model that produced it (`provider/model`); empty if not recorded.
+        model: String,
         /// Its readable summary (may be empty: the reasoning itself is encrypted).
         summary: String,
         /// The item as the provider sent it.
@@ -471,7 +473,7 @@ impl Store {
 
     /// Adds a provider's reasoning item: its summary as text, the item itself as metadata.
     pub fn add_reasoning(&self, session_id: &str, message_id: &str, reasoning: &Reasoning) -> Result<(), StoreError> {
-        let kept = json!({"format": reasoning.format, "item": reasoning.item}).to_string();
+        let kept = json!({"format": reasoning.format, "model": reasoning.model, "item": reasoning.item}).to_string();
         self.conn()
             .execute(
                 "INSERT INTO parts (session_id, message_id, kind, text, metadata) VALUES (?1, ?2, 'reasoning', ?3, ?4)",
@@ -588,6 +590,7 @@ impl Store {
                         r.get::<_, Option<String>>(11)?.and_then(|m| serde_json::from_str(&m).ok()).unwrap_or_default();
                     StoredPart::Reasoning {
                         format: kept.get("format").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        model: kept.get("model").and_then(Value::as_str).unwrap_or_default().to_string(),
                         summary: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
                         item: kept.get("item").cloned().unwrap_or_default(),
                     }
@@ -788,9 +791,13 @@ pub fn history_of(messages: &[StoredMessage]) -> Vec<Message> {
         for p in &m.parts {
             match p {
                 StoredPart::Text { text } => parts.push(Part::Text { text: text.clone() }),
-                StoredPart::Reasoning { format, item, .. } => {
+                StoredPart::Reasoning { format, model, item, .. } => {
                     if m.role == Role::Assistant {
-                        parts.push(Part::Reasoning(Reasoning { format: format.clone(), item: item.clone() }));
+                        parts.push(Part::Reasoning(Reasoning {
+                            format: format.clone(),
+                            item: item.clone(),
+                            model: model.clone(),
+                        }));
                     }
                 }
                 StoredPart::Tool { call_id, tool, kind, input, state, output, is_error, images, .. } => {

@@ -666,6 +666,7 @@ async fn responses_reasoning_items_are_stored_and_replayed_before_their_calls() 
             )),
             Reply::sse(responses::text("It says hi.")),
             Reply::sse(responses::text("Still hi.")),
+            Reply::sse(responses::text("Hi, from another model.")),
         ],
         Arc::new(RejectAll),
     );
@@ -688,8 +689,9 @@ async fn responses_reasoning_items_are_stored_and_replayed_before_their_calls() 
     // The part is stored with its summary, and a resumed session in a new runtime replays it.
     let parts = h.rt.store().messages(&session.id).unwrap()[1].parts.clone();
     assert!(
-        matches!(&parts[0], StoredPart::Reasoning { format, summary, item }
-            if format == "openai-responses" && summary == "Read the file before answering." && item["id"] == "rs_1"),
+        matches!(&parts[0], StoredPart::Reasoning { format, model, summary, item }
+            if format == "openai-responses" && model == "fake/gpt-x"
+                && summary == "Read the file before answering." && item["id"] == "rs_1"),
         "{parts:?}"
     );
     let events = Arc::new(Mutex::new(Vec::new()));
@@ -700,6 +702,17 @@ async fn responses_reasoning_items_are_stored_and_replayed_before_their_calls() 
     let reasoning_at = third.iter().position(|i| i["type"] == "reasoning").unwrap();
     assert_eq!(third[reasoning_at], expected_reasoning);
     assert_eq!(third[reasoning_at + 1]["call_id"], "call_r");
+
+    // Another model cannot read that encrypted content: it is not sent the item.
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let rt3 = runtime(&h.root, &h.db, &config("openai-responses", &h.server.base_url()), Arc::new(RejectAll), events);
+    let switched = rt3.resume_session(&session.id, Some("fake/gpt-y"), None).unwrap();
+    rt3.prompt(&switched, "and from you?", &CancellationToken::new()).await.unwrap();
+    let fourth = h.server.received()[3].body.clone();
+    assert_eq!(fourth["model"], "gpt-y");
+    let items = fourth["input"].as_array().unwrap();
+    assert!(!items.iter().any(|i| i["type"] == "reasoning"), "{items:?}");
+    assert!(items.iter().any(|i| i["call_id"] == "call_r"), "{items:?}");
 }
 
 /// A 1×1 PNG.

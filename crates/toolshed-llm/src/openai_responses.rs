@@ -187,7 +187,11 @@ impl Decoder for ResponsesDecoder {
             "response.output_item.done" => {
                 let item = v.get("item").cloned().unwrap_or(Value::Null);
                 if item.get("type").and_then(Value::as_str) == Some("reasoning") {
-                    out.push(StreamEvent::Reasoning(Reasoning { format: FORMAT.to_string(), item }));
+                    out.push(StreamEvent::Reasoning(Reasoning {
+                        format: FORMAT.to_string(),
+                        item,
+                        model: String::new(),
+                    }));
                 } else if let Some((kind, id, name)) = call_of(&item) {
                     let streamed = self.partial.remove(&index);
                     let field = if kind == CallKind::Custom { "input" } else { "arguments" };
@@ -384,14 +388,14 @@ mod tests {
         ] {
             events.extend(d.event(name, &data.to_string()).unwrap());
         }
-        let reasoning = Reasoning { format: FORMAT.into(), item: item.clone() };
+        let reasoning = Reasoning { format: FORMAT.into(), item: item.clone(), model: String::new() };
         assert_eq!(events[0], StreamEvent::ReasoningDelta("Look".into()));
         assert_eq!(events[1], StreamEvent::Reasoning(reasoning.clone()));
         assert_eq!(reasoning.summary(), "Look at the file first.");
         assert!(matches!(&events[2], StreamEvent::ToolCall(c) if c.id == "c1"));
 
         let call = ToolCall { id: "c1".into(), name: "read".into(), arguments: "{}".into(), kind: CallKind::Function };
-        let foreign = Reasoning { format: "elsewhere".into(), item: item.clone() };
+        let foreign = Reasoning { format: "elsewhere".into(), item: item.clone(), model: String::new() };
         let request = Request {
             model: "gpt-5".into(),
             messages: vec![

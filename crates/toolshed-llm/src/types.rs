@@ -92,6 +92,11 @@ pub struct Reasoning {
     /// The item exactly as the provider sent it (for Responses: `id`, `summary`,
     /// `encrypted_content`).
     pub item: Value,
+    /// The model (`provider/model`) that produced it. It is replayed only to that model: another
+    /// model, or the same one on another account, cannot read its encrypted content. Empty
+    /// until the agent loop stamps it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model: String,
 }
 
 impl Reasoning {

@@ -96,7 +96,7 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
         .build()
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
     let cancel = call.cancel.clone();
-    let result = runtime.block_on(async {
+    let mut result = runtime.block_on(async {
         // Ctrl-C cancels the call; the chain stops the tool and returns its partial output.
         let interrupted = async {
             let _ = tokio::signal::ctrl_c().await;
@@ -108,6 +108,13 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
             never = interrupted => never,
         }
     });
+    if let Some(id) = result.metadata.get("session_id").filter(|_| result.tool == "bash") {
+        // Nothing outlives this process: say so instead of pointing at a session that is gone.
+        result.output.push_str(&format!(
+            "\n\n(toolshed call ends after this call, so shell session {id} was stopped with it. Long-running commands need a process that stays: `toolshed chat`, `toolshed run` or `toolshed mcp serve`.)"
+        ));
+        result.metadata.insert("session_stopped".into(), true.into());
+    }
     if args.json {
         crate::out(format_args!("{}", result.to_json()));
     } else if result.is_error {

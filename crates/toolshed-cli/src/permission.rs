@@ -47,7 +47,10 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
     let PermissionCommand::Explain(args) = command;
     let agent = ws.agent(args.agent.as_deref())?;
     let registry = ws.registry(ws.permission());
-    let entry = toolshed_core::exec::resolve::resolve(&registry, &args.tool).map_err(CliError::usage)?;
+    let entry = registry.get(&args.tool).ok_or_else(|| {
+        let view = toolshed_core::registry::View { agent: &agent, ..Default::default() };
+        CliError::usage(toolshed_core::exec::resolve::unknown(&registry, &args.tool, &view))
+    })?;
     let value = decode(entry, &CallInput::Raw(args.args)).map_err(CliError::usage)?;
     let invocation = entry.tool.prepare(value).map_err(CliError::usage)?;
     let mut env = Environment::new(ws.root.clone(), toolshed_core::paths::data_dir());

@@ -60,6 +60,9 @@ fn parse_format(s: &str) -> Result<Format, String> {
 
 pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
     let agent = ws.agent(args.agent.as_deref())?;
+    if let Some(model) = &args.model {
+        toolshed_llm::provider::ModelRef::parse(model).map_err(|e| CliError::usage(format!("--model: {e}")))?;
+    }
     let mut registry = ws.registry(ws.permission());
     let _mcp = crate::mcp::attach(ws, &mut registry, crate::mcp::Scope::All)?;
     if args.check {

@@ -434,7 +434,14 @@ impl Config {
     pub fn merge_str(&mut self, path: &Path, text: &str) -> Result<(), ConfigError> {
         let file: FileConfig = toml::from_str(text).map_err(|e| {
             let location = e.span().map(|span| line_col(text, span.start));
-            ConfigError { path: path.to_path_buf(), location, message: e.message().trim().to_string() }
+            let mut message = e.message().trim().to_string();
+            // The parser does not say which key; the span does.
+            if message == "duplicate key"
+                && let Some(key) = e.span().and_then(|span| text.get(span)).map(str::trim).filter(|k| !k.is_empty())
+            {
+                message = format!("duplicate key `{key}`: it is already set above; keep one");
+            }
+            ConfigError { path: path.to_path_buf(), location, message }
         })?;
         self.merge(path, file)?;
         self.sources.push(path.to_path_buf());

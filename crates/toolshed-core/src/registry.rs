@@ -179,23 +179,7 @@ impl Registry {
 
     /// Up to `limit` registered names closest to `name` (for "did you mean" messages).
     pub fn closest(&self, name: &str, limit: usize) -> Vec<&str> {
-        let lower = name.to_ascii_lowercase();
-        let mut scored: Vec<(f64, &str)> = self
-            .entries
-            .iter()
-            .map(|e| {
-                let cand = e.spec().name.as_str();
-                let c = cand.to_ascii_lowercase();
-                let mut score = strsim::jaro_winkler(&lower, &c);
-                if !lower.is_empty() && (c.contains(&lower) || lower.contains(&c)) {
-                    score += 0.2;
-                }
-                (score, cand)
-            })
-            .filter(|(score, _)| *score >= 0.6)
-            .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-        scored.into_iter().take(limit).map(|(_, n)| n).collect()
+        closest_names(self.entries.iter().map(|e| e.spec().name.as_str()), name, limit)
     }
 
     /// Every tool with its exposure for `view`, hidden ones included, minus those a hook
@@ -230,6 +214,24 @@ impl Registry {
     pub fn direct(&self, view: &View<'_>) -> Vec<Visible<'_>> {
         self.exposed(view).into_iter().filter(|v| v.exposure == Exposure::Direct).collect()
     }
+}
+
+/// Up to `limit` of `candidates` closest to `name` (for "did you mean" messages).
+pub fn closest_names<'a>(candidates: impl Iterator<Item = &'a str>, name: &str, limit: usize) -> Vec<&'a str> {
+    let lower = name.to_ascii_lowercase();
+    let mut scored: Vec<(f64, &str)> = candidates
+        .map(|cand| {
+            let c = cand.to_ascii_lowercase();
+            let mut score = strsim::jaro_winkler(&lower, &c);
+            if !lower.is_empty() && (c.contains(&lower) || lower.contains(&c)) {
+                score += 0.2;
+            }
+            (score, cand)
+        })
+        .filter(|(score, _)| *score >= 0.6)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored.into_iter().take(limit).map(|(_, n)| n).collect()
 }
 
 /// The longest tool name providers accept.

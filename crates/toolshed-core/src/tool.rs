@@ -379,8 +379,31 @@ impl<T: TypedTool> Tool for Typed<T> {
 /// Deserializes validated arguments, reporting the path of a field serde rejects.
 pub fn decode_args<A: DeserializeOwned>(tool: &str, args: Value) -> Result<A, ToolError> {
     serde_json::from_value(args).map_err(|e| {
+        let e = readable_serde_error(&e.to_string());
         ToolError::model(format!("Invalid arguments for {tool}: {e}. Fix the arguments and call {tool} again."))
     })
+}
+
+/// A serde message with Rust's integer type names replaced by the ranges they stand for.
+fn readable_serde_error(message: &str) -> String {
+    const RANGES: &[(&str, &str)] = &[
+        ("expected u8", "expected a whole number from 0 to 255"),
+        ("expected u16", "expected a whole number from 0 to 65535"),
+        ("expected u32", "expected a whole number from 0 to 4294967295"),
+        ("expected u64", "expected a whole number from 0 to 18446744073709551615"),
+        ("expected usize", "expected a whole number from 0 to 18446744073709551615"),
+        ("expected i32", "expected a whole number from -2147483648 to 2147483647"),
+        ("expected i64", "expected a whole number from -9223372036854775808 to 9223372036854775807"),
+    ];
+    let mut out = message.to_string();
+    for (rust, words) in RANGES {
+        if let Some(at) = out.find(rust)
+            && !out[at + rust.len()..].starts_with(|c: char| c.is_ascii_alphanumeric())
+        {
+            out.replace_range(at..at + rust.len(), words);
+        }
+    }
+    out
 }
 
 /// A tool built from an async function or closure by [`tool_fn`].

@@ -263,3 +263,38 @@ async fn read_only_tools_are_parallel_safe_and_writers_use_the_edit_key() {
         assert_eq!(spec.permission, "edit");
     }
 }
+
+/// A FIFO, a socket and a device (approved outside the worktree) are refused at once by every
+/// file tool: nothing waits for a FIFO's writer or reads a device that never ends.
+#[tokio::test]
+async fn special_files_are_refused_at_once_and_left_alone() {
+    let w = world();
+    let fifo = w.root.join("pipe");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success());
+    let _socket = std::os::unix::net::UnixListener::bind(w.root.join("sock")).unwrap();
+    let exec = executor(&w, Ruleset::defaults(), Arc::new(ApproveAll));
+    let started = std::time::Instant::now();
+    for (name, kind) in [("pipe", "a named pipe (FIFO)"), ("sock", "a socket"), ("/dev/zero", "a character device")] {
+        for (tool, args, verb) in [
+            ("read", json!({"file_path": name}), "read"),
+            ("write", json!({"file_path": name, "content": "x"}), "write"),
+            ("edit", json!({"file_path": name, "old_string": "a", "new_string": "b"}), "edit"),
+        ] {
+            let r = call(&exec, tool, args).await;
+            assert!(r.is_error, "{tool} {name}: {}", r.output);
+            assert!(
+                r.output.starts_with(&format!("Cannot {verb} `"))
+                    && r.output.contains(&format!("it is {kind}, not a regular file")),
+                "{tool} {name}: {}",
+                r.output
+            );
+        }
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+    let meta = fs::symlink_metadata(&fifo).unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()), "the FIFO was replaced");
+    // grep and glob walk past them.
+    let r = call(&exec, "grep", json!({"pattern": "inside"})).await;
+    assert!(!r.is_error && r.output.contains("file.md"), "{}", r.output);
+}

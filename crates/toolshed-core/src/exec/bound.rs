@@ -69,12 +69,20 @@ pub fn bound(result: &mut ToolResult, env: &Environment) {
             out.push('\n');
         }
         let omitted = &text[cut.head_end..cut.tail_start];
-        if exact && cut.head_end > 0 && text.as_bytes()[cut.head_end - 1] == b'\n' {
+        let at_line_start = |i: usize| i == 0 || text.as_bytes()[i - 1] == b'\n';
+        let newlines = omitted.bytes().filter(|&b| b == b'\n').count() as u64;
+        if exact && cut.head_end > 0 && at_line_start(cut.head_end) && at_line_start(cut.tail_start) && newlines > 0 {
             let first = count_lines(&text[..cut.head_end]) + 1;
-            let n = omitted.bytes().filter(|&b| b == b'\n').count() as u64;
-            let last = first + n.max(1) - 1;
-            out.push_str(&format!("[... {n} lines omitted (lines {first}-{last} of {total_lines}) ...]\n"));
+            let last = first + newlines - 1;
+            out.push_str(&format!("[... {newlines} lines omitted (lines {first}-{last} of {total_lines}) ...]\n"));
             resume_line = Some(first);
+        } else if exact {
+            // Part of a line (a very long one) was cut: say how much, and where.
+            let line_of = |i: usize| text.as_bytes()[..i].iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+            let first = line_of(cut.head_end);
+            let last = line_of(cut.tail_start.saturating_sub(1).max(cut.head_end));
+            let place = if first == last { format!("line {first}") } else { format!("lines {first}-{last}") };
+            out.push_str(&format!("[... {} bytes omitted ({place} of {total_lines}) ...]\n", omitted.len()));
         } else {
             out.push_str(&format!("[... {} bytes omitted ...]\n", omitted.len()));
         }
@@ -85,7 +93,7 @@ pub fn bound(result: &mut ToolResult, env: &Environment) {
         Ok(info) => {
             let how = match resume_line {
                 Some(line) => format!("read it with offset={line} to see the omitted lines, or grep it"),
-                None => "grep it, or read it with offset/limit".to_string(),
+                None => "grep it (lines longer than 2,000 characters are cut when read)".to_string(),
             };
             out.push_str(&format!(
                 "[Output truncated: {total_lines} lines, {total_bytes} bytes in all. The full output is saved in {}; {how}.]",
@@ -416,6 +424,25 @@ mod tests {
         assert!(r.output.starts_with("éé"));
         assert!(r.output.contains("bytes omitted"));
         assert_eq!(std::fs::read_to_string(r.spill_path().unwrap()).unwrap(), text);
+    }
+
+    #[test]
+    fn a_huge_line_between_short_ones_is_reported_in_bytes_not_as_zero_lines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = format!("head 1\nhead 2\nhead 3\n{}\n", "x".repeat(5 * 1024 * 1024));
+        let mut r = result(text.clone());
+        bound(&mut r, &env(tmp.path(), OutputLimits::default()));
+        let path = r.spill_path().unwrap();
+        let shown = r.output.replace(&path.display().to_string(), "<spill>");
+        let omitted = shown.lines().find(|l| l.starts_with("[... ")).unwrap();
+        assert!(omitted.ends_with(" bytes omitted (line 4 of 4) ...]"), "{omitted}");
+        assert!(!shown.contains("lines omitted") && !shown.contains("offset="), "{}", &shown[shown.len() - 300..]);
+        assert!(
+            shown.ends_with("grep it (lines longer than 2,000 characters are cut when read).]"),
+            "{}",
+            &shown[shown.len() - 300..]
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Stage 2, decode: turn what the model sent into arguments that satisfy the tool's schema.
 //!
-//! Raw argument strings are parsed; a freeform tool's raw text becomes `{"input": text}`.
+//! Raw argument strings are parsed; a freeform tool's raw text becomes `{"input": text}`,
+//! unless it is a JSON object (the arguments) or a JSON string (the input).
 //! Schema violations are all reported at once, each naming the field (as `a.b[0].c`), what
 //! was expected and what was sent.
 
@@ -17,7 +18,11 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
     let name = &spec.name;
     let args = match (spec.freeform.is_some(), input) {
         (true, CallInput::Raw(text)) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(obj)) if obj.get("input").is_some_and(Value::is_string) => Value::Object(obj),
+            // A JSON object is the arguments (and checked as such: `{"patch": ...}` is told
+            // what the parameter is called); a JSON string is the input; anything else is the
+            // input itself (a patch never starts with `{` or `"`).
+            Ok(Value::Object(obj)) => Value::Object(obj),
+            Ok(Value::String(input)) => json!({ "input": input }),
             _ => json!({ "input": text }),
         },
         (true, CallInput::Json(Value::String(text))) => json!({ "input": text }),
@@ -38,6 +43,8 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
     let validator = entry.validator().map_err(|e| ToolError::fatal(format!("{name}: {e}")))?;
     let problems: Vec<String> = validator.iter_errors(&args).map(|e| problem(&spec.parameters, &e)).collect();
     if problems.is_empty() {
+        let mut args = args;
+        whole_numbers_as_integers(&mut args);
         return Ok(args);
     }
     let mut message = format!("Invalid arguments for {name}:\n");
@@ -48,6 +55,25 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
     }
     message.push_str(&format!("Fix the arguments and call {name} again."));
     Err(ToolError::RespondToModel(message))
+}
+
+/// Turns numbers like `1000.0` or `1e3`, which JSON Schema counts as integers, into JSON
+/// integers, so typed arguments decode them as the schema promised.
+fn whole_numbers_as_integers(value: &mut Value) {
+    match value {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0) {
+                if f >= 0.0 && f < u64::MAX as f64 {
+                    *value = Value::from(f as u64);
+                } else if f < 0.0 && f >= i64::MIN as f64 {
+                    *value = Value::from(f as i64);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        Value::Object(map) => map.values_mut().for_each(whole_numbers_as_integers),
+        _ => {}
+    }
 }
 
 /// A stable identity of a call, for spotting identical consecutive calls: a hash of the tool
@@ -96,7 +122,36 @@ fn problem(schema: &Value, err: &jsonschema::ValidationError<'_>) -> String {
                 .map(|p| p.keys().map(|k| format!("`{k}`")).collect())
                 .unwrap_or_default();
             let place = if at.is_empty() { String::new() } else { format!(" in `{at}`") };
+            if allowed.is_empty() {
+                let what = if at.is_empty() { "this tool takes no parameters" } else { "it takes no fields" };
+                return format!("unknown parameter {}{place}; {what}: send {{}}", names.join(", "));
+            }
             format!("unknown parameter {}{place}; the parameters are {}", names.join(", "), allowed.join(", "))
+        }
+        ValidationErrorKind::OneOfNotValid { .. } | ValidationErrorKind::AnyOf { .. } => {
+            // Enums whose values carry descriptions are a `oneOf` of constants: name the values.
+            let branches = schema.pointer(err.schema_path().as_str()).and_then(Value::as_array);
+            let values: Option<Vec<String>> = branches.map(|b| {
+                b.iter()
+                    .flat_map(|branch| match (branch.get("const"), branch.get("enum").and_then(Value::as_array)) {
+                        (Some(c), _) => vec![c.to_string()],
+                        (None, Some(options)) => options.iter().map(Value::to_string).collect(),
+                        (None, None) => vec![String::new()],
+                    })
+                    .collect()
+            });
+            match values {
+                Some(values) if !values.is_empty() && values.iter().all(|v| !v.is_empty()) => {
+                    format!("`{}` must be one of {}, but got {sent}", display(&at), values.join(", "))
+                }
+                _ => format!("`{}` matches none of the allowed forms (got {sent})", display(&at)),
+            }
+        }
+        ValidationErrorKind::Minimum { limit } => {
+            format!("`{}` must be at least {limit}, but got {sent}", display(&at))
+        }
+        ValidationErrorKind::Maximum { limit } => {
+            format!("`{}` must be at most {limit}, but got {sent}", display(&at))
         }
         ValidationErrorKind::Enum { options } => {
             format!("`{}` must be one of {}, but got {sent}", display(&at), options)
@@ -294,6 +349,20 @@ mod tests {
         assert_eq!(decode(e, &CallInput::Json(json!(text))).unwrap(), json!({"input": text}));
         let wrapped = json!({"input": text}).to_string();
         assert_eq!(decode(e, &CallInput::Raw(wrapped)).unwrap(), json!({"input": text}));
+        assert_eq!(decode(e, &CallInput::Raw(json!(text).to_string())).unwrap(), json!({"input": text}));
+        // An object is checked as the arguments, not taken for the patch.
+        let msg = decode(e, &CallInput::Raw(r#"{"input": 5}"#.into())).unwrap_err().to_string();
+        assert!(msg.contains("`input`") && msg.contains("string"), "{msg}");
+        let msg = decode(e, &CallInput::Raw(r#"{"patch": "x"}"#.into())).unwrap_err().to_string();
+        assert!(msg.contains("missing required parameter `input`"), "{msg}");
+    }
+
+    #[test]
+    fn whole_floats_become_integers() {
+        let mut v = json!({"a": 1000.0, "b": [1e3, -2.0, 2.5], "c": {"d": 7}});
+        whole_numbers_as_integers(&mut v);
+        assert_eq!(v, json!({"a": 1000, "b": [1000, -2, 2.5], "c": {"d": 7}}));
+        assert!(v["a"].is_u64() && v["b"][1].is_i64());
     }
 
     #[test]

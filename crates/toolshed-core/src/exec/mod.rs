@@ -301,7 +301,15 @@ impl Executor {
         let started = Instant::now();
         let ctx = self.context(session, &call);
         let outcome = async {
-            let entry = resolve::resolve(&self.registry, &call.name)?;
+            let entry = match self.registry.get(&call.name) {
+                Some(entry) => entry,
+                None => {
+                    let (found, model) = (session.found(), session.model());
+                    let view =
+                        crate::registry::View { agent: session.agent(), model: model.as_deref(), found: Some(&found) };
+                    return Err(resolve::unknown(&self.registry, &call.name, &view).into());
+                }
+            };
             let args = decode::decode(entry, &call.input)?;
             let fingerprint = decode::fingerprint(&call.name, &call.input);
             let invocation = run::guard(entry.spec(), || entry.tool.prepare(args))?;

@@ -1,33 +1,33 @@
 //! Stage 1, resolve: find the tool by name; an unknown name gets an error naming the closest
 //! existing tools, so the model can correct itself.
 
-use crate::registry::{Entry, Registry};
+use crate::registry::{Registry, View, closest_names};
 use crate::tool::ToolError;
 
 /// How many names an unknown-tool error suggests, or lists when nothing is similar.
 const SUGGESTIONS: usize = 3;
 const LISTED: usize = 30;
 
-/// The registered tool called `name`.
-pub fn resolve<'a>(registry: &'a Registry, name: &str) -> Result<&'a Entry, ToolError> {
-    if let Some(entry) = registry.get(name) {
-        return Ok(entry);
-    }
-    let similar = registry.closest(name, SUGGESTIONS);
+/// The error for a call of `name`, which is not registered: it names the closest tools `view`
+/// is shown (not those its agent may not use, nor `tool_search` when nothing is deferred).
+pub fn unknown(registry: &Registry, name: &str, view: &View<'_>) -> ToolError {
+    let exposed = registry.exposed(view);
+    let visible: Vec<&str> = exposed.iter().map(|v| v.entry.spec().name.as_str()).collect();
+    let similar = closest_names(visible.iter().copied(), name, SUGGESTIONS);
     let quoted: Vec<String> = similar.iter().map(|n| format!("\"{n}\"")).collect();
     let message = if quoted.len() == 1 {
         format!("Unknown tool \"{name}\". Did you mean {}?", quoted[0])
     } else if !quoted.is_empty() {
         format!("Unknown tool \"{name}\". Did you mean one of {}?", quoted.join(", "))
-    } else if registry.is_empty() {
+    } else if visible.is_empty() {
         format!("Unknown tool \"{name}\". No tools are available.")
     } else {
-        let names: Vec<&str> = registry.entries().iter().take(LISTED).map(|e| e.spec().name.as_str()).collect();
-        let more = registry.len().saturating_sub(LISTED);
+        let names: Vec<&str> = visible.iter().take(LISTED).copied().collect();
+        let more = visible.len().saturating_sub(LISTED);
         let more = if more > 0 { format!(" and {more} more") } else { String::new() };
         format!("Unknown tool \"{name}\". Available tools: {}{more}.", names.join(", "))
     };
-    Err(ToolError::RespondToModel(message))
+    ToolError::RespondToModel(message)
 }
 
 #[cfg(test)]
@@ -49,14 +49,24 @@ mod tests {
     #[test]
     fn unknown_tool_names_similar_tools() {
         let r = registry(&["read", "grep", "glob", "write"]);
-        let err = resolve(&r, "read_file").err().unwrap();
+        let err = unknown(&r, "read_file", &View::default());
         insta::assert_snapshot!(err.to_string(), @r#"Unknown tool "read_file". Did you mean "read"?"#);
+    }
+
+    #[test]
+    fn tools_the_agent_may_not_use_are_never_suggested() {
+        use crate::permission::{Action, Rule, Ruleset};
+        let mut r = registry(&["read", "write", "writer_notes"]);
+        let rules = Ruleset::new(vec![Rule::new("*", "*", Action::Allow), Rule::new("write", "*", Action::Deny)]);
+        r.add_hook(std::sync::Arc::new(crate::registry::PermissionHook(std::sync::Arc::new(rules))));
+        let err = unknown(&r, "writ", &View::default());
+        insta::assert_snapshot!(err.to_string(), @r#"Unknown tool "writ". Did you mean "writer_notes"?"#);
     }
 
     #[test]
     fn unknown_tool_without_similar_lists_available() {
         let r = registry(&["read", "grep"]);
-        let err = resolve(&r, "xyzzy").err().unwrap();
+        let err = unknown(&r, "xyzzy", &View::default());
         insta::assert_snapshot!(err.to_string(), @r#"Unknown tool "xyzzy". Available tools: read, grep."#);
     }
 }

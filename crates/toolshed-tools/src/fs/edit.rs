@@ -147,13 +147,18 @@ pub fn edit_file(resolved: &ResolvedPath, request: &Request) -> Result<ToolOutpu
             "`{display}` is a directory, not a file. Send the path of the file to edit."
         )));
     }
+    if let Some(kind) = super::special_kind(meta.file_type()) {
+        return Err(super::special_file_error("edit", &display, kind));
+    }
     if meta.len() > MAX_EDIT_BYTES {
         return Err(ToolError::model(format!(
             "`{display}` is {} bytes, more than edit handles ({MAX_EDIT_BYTES}). Change it with the shell (for example `sed`) instead.",
             meta.len()
         )));
     }
-    let bytes = std::fs::read(path).map_err(|e| ToolError::model(format!("Cannot edit `{display}`: {e}.")))?;
+    let bytes = super::read_regular(path)
+        .map_err(|e| ToolError::model(format!("Cannot edit `{display}`: {e}.")))?
+        .map_err(|kind| super::special_file_error("edit", &display, kind))?;
     let sample = &bytes[..bytes.len().min(4096)];
     match sniff(path, sample) {
         Sniff::Text => {}

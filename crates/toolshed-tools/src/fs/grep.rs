@@ -70,6 +70,7 @@ pub struct GrepArgs {
     /// `content` (default), `files_with_matches` or `count`.
     pub output_mode: Option<OutputMode>,
     /// Most results to show: matching lines in content mode, files otherwise. Default 100.
+    #[schemars(range(min = 1))]
     pub limit: Option<u32>,
     #[serde(skip)]
     #[schemars(skip)]
@@ -165,8 +166,16 @@ impl Query {
             .line_terminator(Some(b'\n'))
             .build(&args.pattern)
             .map_err(|e| {
+                // The engine quotes the pattern as it wrapped it; keep just its verdict.
+                let text = e.to_string();
+                let reason = text.rsplit_once("\nerror: ").map_or(text.as_str(), |(_, r)| r).trim();
+                let hint = if args.pattern.contains('\n') || args.pattern.contains("\\n") {
+                    "grep matches one line at a time, so a pattern cannot span lines: search for the text of one line"
+                } else {
+                    "Escape literal special characters with a backslash (for example `\\(` or `\\{`)"
+                };
                 ToolError::model(format!(
-                    "The pattern `{}` is not a valid regular expression: {e}\nEscape literal special characters with a backslash (for example `\\(` or `\\{{`) and call grep again.",
+                    "The pattern `{}` is not a valid regular expression: {reason}.\n{hint} and call grep again.",
                     args.pattern
                 ))
             })?;

@@ -22,7 +22,7 @@ const MAX_SCANNED: usize = 50_000;
 
 const DESCRIPTION: &str = "Lists a directory as a compact tree (two spaces of indentation per level, directories ending in `/`).
 
-- Files ignored by `.gitignore` are left out. Directories such as `.git`, `node_modules`, `target` and `__pycache__` are shown but not expanded.
+- Files ignored by `.gitignore` are left out. Version-control directories (`.git`, `.hg`, `.svn`) are left out; directories such as `node_modules`, `target` and `__pycache__` are shown but not expanded.
 - The tree is breadth first and capped at 500 entries: a directory that did not fit says how many entries are missing (`… 12 more`). List it with `path` to see them.
 - `ignore` takes extra glob patterns to leave out, such as `[\"*.log\", \"fixtures/**\"]`.
 - Prefer glob to find files by name and grep to find them by content; use list to get oriented.";
@@ -91,6 +91,7 @@ impl TypedTool for ListTool {
             .ignore
             .unwrap_or_default()
             .iter()
+            .filter(|p| !p.trim().is_empty())
             .map(|p| PathGlob::new(p, resolved.path()))
             .collect::<Result<Vec<_>, _>>()?;
         let cancel = ctx.cancellation().clone();
@@ -206,7 +207,7 @@ fn list(resolved: &ResolvedPath, ignore: &[PathGlob], cap: usize, cancelled: &dy
     }
 
     let mut out = format!("{}/\n", resolved.display().trim_end_matches('/'));
-    render(&root, 1, &children, &shown, &mut out);
+    render(&root, 1, &children, &shown, complete, &mut out);
     let count: usize = shown.values().sum();
     if count == 0 {
         out.push_str("  (empty)\n");
@@ -229,6 +230,7 @@ fn render(
     depth: usize,
     children: &HashMap<PathBuf, Vec<Node>>,
     shown: &HashMap<PathBuf, usize>,
+    complete: bool,
     out: &mut String,
 ) {
     let Some(nodes) = children.get(dir) else { return };
@@ -240,7 +242,7 @@ fn render(
         match &node.kind {
             Kind::Dir => {
                 out.push_str("/\n");
-                render(&node.path, depth + 1, children, shown, out);
+                render(&node.path, depth + 1, children, shown, complete, out);
             }
             Kind::Noise => out.push_str("/ (not expanded)\n"),
             Kind::File => out.push('\n'),
@@ -248,7 +250,9 @@ fn render(
         }
     }
     if take < nodes.len() {
-        out.push_str(&format!("{indent}… {} more\n", nodes.len() - take));
+        // When the scan stopped early, a directory may hold more than was counted.
+        let at_least = if complete { "" } else { "at least " };
+        out.push_str(&format!("{indent}… {at_least}{} more\n", nodes.len() - take));
     }
 }
 

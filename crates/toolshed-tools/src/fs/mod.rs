@@ -118,9 +118,82 @@ fn image_mime(sample: &[u8]) -> Option<&'static str> {
     }
 }
 
+/// What kind of special file `file_type` is, when it is neither a regular file nor a directory
+/// (a FIFO would block a reader forever, `/dev/zero` never ends).
+pub fn special_kind(file_type: std::fs::FileType) -> Option<&'static str> {
+    #[cfg(unix)]
+    use std::os::unix::fs::FileTypeExt as _;
+    if file_type.is_file() || file_type.is_dir() {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        if file_type.is_fifo() {
+            return Some("a named pipe (FIFO)");
+        }
+        if file_type.is_char_device() {
+            return Some("a character device");
+        }
+        if file_type.is_block_device() {
+            return Some("a block device");
+        }
+        if file_type.is_socket() {
+            return Some("a socket");
+        }
+    }
+    Some("a special file")
+}
+
+/// The refusal for a special file (see [`special_kind`]).
+pub fn special_file_error(verb: &str, display: &str, kind: &str) -> ToolError {
+    ToolError::model(format!(
+        "Cannot {verb} `{display}`: it is {kind}, not a regular file. The file tools only work on regular files; use the shell if you really mean to touch it."
+    ))
+}
+
+/// Opens `path` for reading, refusing anything but a regular file. The check is made on the
+/// open handle, and the open itself does not wait for a FIFO's writer, so a file swapped for a
+/// FIFO or a device after an earlier check can neither hang nor flood the caller.
+pub fn open_regular(path: &Path) -> std::io::Result<Result<std::fs::File, &'static str>> {
+    // Sockets cannot even be opened: tell them apart before trying.
+    if let Some(kind) = special_kind(std::fs::metadata(path)?.file_type()) {
+        return Ok(Err(kind));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    let file_type = file.metadata()?.file_type();
+    if let Some(kind) = special_kind(file_type) {
+        return Ok(Err(kind));
+    }
+    #[cfg(unix)]
+    {
+        // Regular files ignore O_NONBLOCK, but clear it anyway so the handle behaves as usual.
+        let flags = rustix::fs::fcntl_getfl(&file)?;
+        rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
+    }
+    Ok(Ok(file))
+}
+
+/// Reads a whole regular file (see [`open_regular`]); `Ok(Err(kind))` for a special file.
+pub fn read_regular(path: &Path) -> std::io::Result<Result<Vec<u8>, &'static str>> {
+    let mut file = match open_regular(path)? {
+        Ok(file) => file,
+        Err(kind) => return Ok(Err(kind)),
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(Ok(bytes))
+}
+
 /// Reads up to [`SNIFF_BYTES`] from the start of a file and sniffs them.
 pub fn sniff_file(path: &Path) -> std::io::Result<Sniff> {
-    let mut file = std::fs::File::open(path)?;
+    let mut file = match open_regular(path)? {
+        Ok(file) => file,
+        Err(kind) => return Err(std::io::Error::other(format!("it is {kind}, not a regular file"))),
+    };
     let mut sample = Vec::with_capacity(SNIFF_BYTES);
     (&mut file).take(SNIFF_BYTES as u64).read_to_end(&mut sample)?;
     Ok(sniff(path, &sample))
@@ -252,6 +325,17 @@ impl PathGlob {
             text = rest.to_string();
         }
         if text.starts_with('/') {
+            // `/src/*.rs` usually means the worktree's `src`; an absolute directory that exists
+            // elsewhere is a search outside this directory, which a pattern cannot do.
+            let literal = &text[..text.find(['*', '?', '[', '{']).unwrap_or(text.len())];
+            let literal_dir = &literal[..literal.rfind('/').unwrap_or(0)];
+            let relative = literal_dir.trim_start_matches('/');
+            if !literal_dir.is_empty() && Path::new(literal_dir).is_dir() && !base.join(relative).is_dir() {
+                return Err(ToolError::model(format!(
+                    "The pattern `{pattern}` names a directory outside the one searched (`{}`). Send the directory as `path` (\"path\": \"{literal_dir}\") and the rest as the pattern.",
+                    base.display()
+                )));
+            }
             text = text.trim_start_matches('/').to_string();
         }
         if text.is_empty() {

@@ -3,7 +3,6 @@
 //! images come back as attachments; other binary files are refused with the reason.
 
 use std::borrow::Cow;
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 
 use schemars::JsonSchema;
@@ -12,7 +11,10 @@ use toolshed_core::permission::PermissionRequest;
 use toolshed_core::tool::{Attachment, ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
-use super::{MAX_LINE_CHARS, Sniff, blocking, cut_line, not_found, plural, sniff_file};
+use super::{
+    MAX_LINE_CHARS, Sniff, blocking, cut_line, not_found, open_regular, plural, read_regular, sniff_file,
+    special_file_error, special_kind,
+};
 use crate::path::{self, Permitted, ResolvedPath};
 
 /// Lines shown when `limit` is not given.
@@ -40,8 +42,10 @@ pub struct ReadArgs {
     /// The file (or directory) to read: relative to the working directory, or absolute.
     pub file_path: String,
     /// The first line to show, counting from 1. Default 1.
+    #[schemars(range(min = 1))]
     pub offset: Option<u64>,
     /// How many lines to show. Default 2000.
+    #[schemars(range(min = 1))]
     pub limit: Option<u64>,
     #[serde(skip)]
     #[schemars(skip)]
@@ -111,6 +115,9 @@ fn read(resolved: &ResolvedPath, window: Window) -> Result<ToolOutput, ToolError
     if meta.is_dir() {
         return read_dir(resolved, window);
     }
+    if let Some(kind) = special_kind(meta.file_type()) {
+        return Err(special_file_error("read", &resolved.display(), kind));
+    }
     let io_err = |e: io::Error| ToolError::model(format!("Cannot read `{}`: {e}.", resolved.display()));
     match sniff_file(path).map_err(io_err)? {
         Sniff::Image(mime) => read_image(resolved, mime, meta.len()),
@@ -130,8 +137,9 @@ fn read_image(resolved: &ResolvedPath, mime: &'static str, size: u64) -> Result<
             size
         )));
     }
-    let data = std::fs::read(resolved.path())
-        .map_err(|e| ToolError::model(format!("Cannot read `{}`: {e}.", resolved.display())))?;
+    let data = read_regular(resolved.path())
+        .map_err(|e| ToolError::model(format!("Cannot read `{}`: {e}.", resolved.display())))?
+        .map_err(|kind| special_file_error("read", &resolved.display(), kind))?;
     Ok(ToolOutput::text(format!("Image read successfully: `{}` ({mime}, {} bytes).", resolved.display(), data.len()))
         .with_title(resolved.display())
         .with_attachment(Attachment::Image { mime_type: mime.to_string(), data }))
@@ -153,7 +161,8 @@ fn read_dir(resolved: &ResolvedPath, window: Window) -> Result<ToolOutput, ToolE
     entries.sort_by(|a, b| a.to_lowercase().cmp(&b.to_lowercase()).then_with(|| a.cmp(b)));
     let total = entries.len() as u64;
     let first = window.offset.min(total.max(1));
-    let count = window.limit.min(window.max_lines);
+    // The header line counts against the budget too.
+    let count = window.limit.min(window.max_lines.saturating_sub(1).max(1));
     let shown: Vec<&String> = entries.iter().skip((first - 1) as usize).take(count as usize).collect();
     let noun = if entries.len() == 1 { "entry" } else { "entries" };
     let mut out = format!("`{}` is a directory with {} {noun}:\n", resolved.display(), entries.len());
@@ -179,7 +188,8 @@ enum Stop {
 }
 
 fn read_text(resolved: &ResolvedPath, window: Window, size: u64) -> io::Result<ToolOutput> {
-    let mut reader = Lines::new(File::open(resolved.path())?);
+    let file = open_regular(resolved.path())?.map_err(|kind| io::Error::other(format!("it is {kind}")))?;
+    let mut reader = Lines::new(file);
     let display = resolved.display();
     let skipped = reader.skip_lines(window.offset - 1)?;
     if skipped < window.offset - 1 || (window.offset > 1 && reader.at_eof()?) {

@@ -91,8 +91,9 @@ fn write(resolved: &ResolvedPath, content: &str) -> Result<ToolOutput, ToolError
             "`{display}` is a directory. Send the path of a file inside it (for example `{display}/name.ext`)."
         )));
     }
-    let existing = match std::fs::read(path) {
-        Ok(bytes) => Some(bytes),
+    let existing = match super::read_regular(path) {
+        Ok(Ok(bytes)) => Some(bytes),
+        Ok(Err(kind)) => return Err(super::special_file_error("write", &display, kind)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => {
             return Err(ToolError::model(format!("Cannot write `{display}`: reading the current file failed: {e}.")));

@@ -190,8 +190,11 @@ impl TypedTool for Bash {
                     self.attempt(&args, &cwd, None, &ctx).await?
                 }
                 Err(refusal) => {
+                    // The refusal speaks of a call that was not run; this one was, sandboxed.
+                    let refusal = refusal.to_string();
+                    let why = refusal.split(" The call was not run").next().unwrap_or_default().trim_end_matches('.');
                     notes.push(format!(
-                        "(The {} sandbox appears to have refused this command. Rerunning it without the sandbox was not approved: {refusal})",
+                        "(The {} sandbox appears to have refused this command. Rerunning it without the sandbox was not approved: {why}. The output below is from the sandboxed run.)",
                         sandbox::mode_name(policy.mode)
                     ));
                     first

@@ -235,3 +235,47 @@ fn import_appends_mcp_servers_to_the_project_config() {
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(list.as_array().unwrap().len(), 2);
 }
+
+/// A client that sends a standard method with params that do not parse is told "invalid
+/// params" (-32602) and why, not "method not found"; an unknown method is -32601.
+#[test]
+fn malformed_params_get_invalid_params_and_unknown_methods_method_not_found() {
+    use std::io::{BufRead, Write};
+    let tmp = workspace("");
+    let mut child = toolshed(tmp.path())
+        .args(["mcp", "serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read","arguments":[1]}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"bogus/x","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read","arguments":{"file_path":"notes.txt"}}}"#,
+    ] {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    let mut replies = std::collections::HashMap::new();
+    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        let reply: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let id = reply["id"].as_i64().unwrap();
+        replies.insert(id, reply);
+        if replies.len() == 5 {
+            break;
+        }
+    }
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(replies[&2]["error"]["code"], -32602, "{}", replies[&2]);
+    assert!(replies[&2]["error"]["message"].as_str().unwrap().contains("params are missing"), "{}", replies[&2]);
+    assert_eq!(replies[&3]["error"]["code"], -32602, "{}", replies[&3]);
+    assert!(replies[&3]["error"]["message"].as_str().unwrap().contains("expected a map"), "{}", replies[&3]);
+    assert_eq!(replies[&4]["error"]["code"], -32601, "{}", replies[&4]);
+    assert_eq!(replies[&5]["result"]["isError"], false, "{}", replies[&5]);
+}

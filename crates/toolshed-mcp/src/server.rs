@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{ElicitationError, RequestContext};
 use rmcp::transport::StreamableHttpServerConfig;
@@ -271,5 +272,36 @@ impl ServerHandler for McpSession {
             let _ = context.peer.notify_tool_list_changed().await;
         }
         Ok(CallToolResponse::Complete(convert::to_mcp(&result)))
+    }
+
+    /// A standard method whose params did not parse lands here: answer "invalid params" with
+    /// the reason rather than "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method.as_str();
+        let problem = match method {
+            "tools/call" => match request.params_as::<CallToolRequestParams>() {
+                Ok(None) => Some("params are missing: send {\"name\": TOOL, \"arguments\": {...}}".to_string()),
+                Ok(Some(_)) => None,
+                Err(e) => Some(format!("{e}; send {{\"name\": TOOL, \"arguments\": {{...}}}}")),
+            },
+            "tools/list" => match request.params_as::<PaginatedRequestParams>() {
+                Err(e) => Some(e.to_string()),
+                Ok(_) => None,
+            },
+            "initialize" => match request.params_as::<InitializeRequestParams>() {
+                Ok(None) => Some("params are missing".to_string()),
+                Ok(Some(_)) => None,
+                Err(e) => Some(e.to_string()),
+            },
+            _ => None,
+        };
+        Err(match problem {
+            Some(problem) => ErrorData::invalid_params(format!("invalid params for {method}: {problem}"), None),
+            None => ErrorData::new(ErrorCode::METHOD_NOT_FOUND, format!("unknown method `{method}`"), None),
+        })
     }
 }

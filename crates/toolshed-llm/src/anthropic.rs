@@ -227,7 +227,6 @@ impl Decoder for AnthropicDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Image;
 
     #[test]
     fn input_json_pieces_join_into_one_call() {
@@ -314,33 +313,7 @@ mod tests {
 
     #[test]
     fn images_go_in_the_tool_result_as_base64_image_blocks_after_the_text() {
-        let png = Image { media_type: "image/png".into(), data_base64: "iVBORw0KGgo=".into() };
-        let result = |id: &str, images: Vec<Image>| {
-            Part::ToolResult(ToolResult {
-                call_id: id.into(),
-                name: "read".into(),
-                output: format!("read {id}"),
-                is_error: false,
-                kind: CallKind::Function,
-                images,
-            })
-        };
-        let call = |id: &str| {
-            Part::ToolCall(ToolCall {
-                id: id.into(),
-                name: "read".into(),
-                arguments: "{}".into(),
-                kind: CallKind::Function,
-            })
-        };
-        let request = Request {
-            model: "m".into(),
-            messages: vec![
-                Message { role: Role::Assistant, parts: vec![call("c1"), call("c2")] },
-                Message { role: Role::User, parts: vec![result("c1", vec![png.clone()]), result("c2", Vec::new())] },
-            ],
-            ..Default::default()
-        };
+        let request = crate::types::image_test_request();
         let body = body(&request);
         assert_eq!(
             body["messages"][1]["content"],

@@ -261,7 +261,7 @@ impl Decoder for ChatDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{Image, ToolResult};
+    use crate::types::ToolResult;
 
     fn feed(d: &mut ChatDecoder, chunks: &[&str]) -> Vec<StreamEvent> {
         chunks.iter().flat_map(|c| d.event("", c).unwrap()).collect()
@@ -339,33 +339,7 @@ mod tests {
 
     #[test]
     fn images_follow_the_tool_messages_in_one_user_message_naming_their_call() {
-        let png = Image { media_type: "image/png".into(), data_base64: "iVBORw0KGgo=".into() };
-        let result = |id: &str, images: Vec<Image>| {
-            Part::ToolResult(ToolResult {
-                call_id: id.into(),
-                name: "read".into(),
-                output: format!("read {id}"),
-                is_error: false,
-                kind: CallKind::Function,
-                images,
-            })
-        };
-        let call = |id: &str| {
-            Part::ToolCall(ToolCall {
-                id: id.into(),
-                name: "read".into(),
-                arguments: "{}".into(),
-                kind: CallKind::Function,
-            })
-        };
-        let request = Request {
-            model: "m".into(),
-            messages: vec![
-                Message { role: Role::Assistant, parts: vec![call("c1"), call("c2")] },
-                Message { role: Role::User, parts: vec![result("c1", vec![png.clone()]), result("c2", Vec::new())] },
-            ],
-            ..Default::default()
-        };
+        let request = crate::types::image_test_request();
         let body = body(&request);
         assert_eq!(
             body["messages"].as_array().unwrap()[1..],

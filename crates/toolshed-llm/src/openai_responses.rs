@@ -253,7 +253,6 @@ impl Decoder for ResponsesDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Image;
 
     #[test]
     fn custom_and_function_calls_decode_and_pair_by_call_id() {
@@ -443,33 +442,7 @@ mod tests {
 
     #[test]
     fn images_go_in_the_call_output_as_input_image_items_after_the_text() {
-        let png = Image { media_type: "image/png".into(), data_base64: "iVBORw0KGgo=".into() };
-        let result = |id: &str, images: Vec<Image>| {
-            Part::ToolResult(ToolResult {
-                call_id: id.into(),
-                name: "read".into(),
-                output: format!("read {id}"),
-                is_error: false,
-                kind: CallKind::Function,
-                images,
-            })
-        };
-        let call = |id: &str| {
-            Part::ToolCall(ToolCall {
-                id: id.into(),
-                name: "read".into(),
-                arguments: "{}".into(),
-                kind: CallKind::Function,
-            })
-        };
-        let request = Request {
-            model: "m".into(),
-            messages: vec![
-                Message { role: Role::Assistant, parts: vec![call("c1"), call("c2")] },
-                Message { role: Role::User, parts: vec![result("c1", vec![png.clone()]), result("c2", Vec::new())] },
-            ],
-            ..Default::default()
-        };
+        let request = crate::types::image_test_request();
         let body = body(&request);
         let input = body["input"].as_array().unwrap();
         assert_eq!(

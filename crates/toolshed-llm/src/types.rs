@@ -243,6 +243,39 @@ pub struct Response {
     pub usage: Usage,
 }
 
+/// Two `read` calls and their results, the first with a PNG: the request the format tests of
+/// image rendering share.
+#[cfg(test)]
+pub(crate) fn image_test_request() -> Request {
+    let png = Image { media_type: "image/png".into(), data_base64: "iVBORw0KGgo=".into() };
+    let result = |id: &str, images: Vec<Image>| {
+        Part::ToolResult(ToolResult {
+            call_id: id.into(),
+            name: "read".into(),
+            output: format!("read {id}"),
+            is_error: false,
+            kind: CallKind::Function,
+            images,
+        })
+    };
+    let call = |id: &str| {
+        Part::ToolCall(ToolCall {
+            id: id.into(),
+            name: "read".into(),
+            arguments: "{}".into(),
+            kind: CallKind::Function,
+        })
+    };
+    Request {
+        model: "m".into(),
+        messages: vec![
+            Message { role: Role::Assistant, parts: vec![call("c1"), call("c2")] },
+            Message { role: Role::User, parts: vec![result("c1", vec![png]), result("c2", Vec::new())] },
+        ],
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,11 @@ use crate::registry::EditTool;
 pub const PATH_KEYS: &[&str] = &["read", "edit", "glob", "grep", "list", "lsp", "external_directory"];
 
 /// Commands the `plan` agent may run without asking: they only read. Anything else asks, and
-/// file changes (edit rules, redirections) are denied.
+/// file changes are denied: redirections, and the options of these commands that write files
+/// (`git diff --output=F`, `sort -o F`, `sed -n 'w F'`, ...), are `edit` requests, and options
+/// that run programs (`rg --pre CMD`, sed's `e`) are commands of their own (see the bash tool's
+/// permission analysis). `cargo tree` and `cargo metadata` may rewrite `Cargo.lock`, so only
+/// their `--locked` / `--frozen` forms are listed.
 pub const PLAN_READ_ONLY_COMMANDS: &[&str] = &[
     "ls *",
     "cat *",
@@ -65,8 +69,10 @@ pub const PLAN_READ_ONLY_COMMANDS: &[&str] = &[
     "git branch --list *",
     "git remote -v",
     "git grep *",
-    "cargo tree *",
-    "cargo metadata *",
+    "cargo tree *--locked*",
+    "cargo tree *--frozen*",
+    "cargo metadata *--locked*",
+    "cargo metadata *--frozen*",
 ];
 
 /// Forms of the read-only commands that do change things; they ask even in plan mode (listed
@@ -81,6 +87,7 @@ pub const PLAN_ASK_FORMS: &[&str] = &[
     "sed *--in-place*",
     "sort *-o*",
     "sort *--output*",
+    "cargo *--config*",
 ];
 
 /// One agent.

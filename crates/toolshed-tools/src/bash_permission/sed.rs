@@ -355,11 +355,12 @@ impl Script {
         }
     }
 
-    /// A replacement (or `y` part) up to `delimiter`, backslash escapes included.
+    /// A replacement (or `y` part) up to `delimiter`, backslash escapes included; a newline
+    /// must be escaped.
     fn replacement(&mut self, delimiter: char) -> Result<(), String> {
         loop {
             match self.next() {
-                None => return Err("a replacement is not terminated".into()),
+                None | Some('\n') => return Err("a replacement is not terminated".into()),
                 Some('\\') => {
                     self.next().ok_or("a replacement is not terminated")?;
                 }
@@ -470,6 +471,7 @@ mod tests {
             &["k", "a.txt"],
             &["s/a/b", "a.txt"],
             &["{p", "a.txt"],
+            &["s/x/a\nw pwn/", "a.txt"],
             &["p x", "a.txt"],
             &["-Z", "p", "a.txt"],
             &["--frobnicate", "p", "a.txt"],

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::config::{AgentMode, Config};
+use crate::config::{AgentMode, Config, SandboxMode};
 use crate::permission::{Action, Decision, Permission, Rule, Ruleset};
 use crate::registry::EditTool;
 
@@ -20,7 +20,11 @@ use crate::registry::EditTool;
 pub const PATH_KEYS: &[&str] = &["read", "edit", "glob", "grep", "list", "lsp", "external_directory"];
 
 /// Commands the `plan` agent may run without asking: they only read. Anything else asks, and
-/// file changes (edit rules, redirections) are denied.
+/// file changes are denied: redirections, and the options of these commands that write files
+/// (`git diff --output=F`, `sort -o F`, `sed -n 'w F'`, ...), are `edit` requests, and options
+/// that run programs (`rg --pre CMD`, sed's `e`) are commands of their own (see the bash tool's
+/// permission analysis). `cargo tree` and `cargo metadata` may rewrite `Cargo.lock`, so only
+/// their `--locked` / `--frozen` forms are listed.
 pub const PLAN_READ_ONLY_COMMANDS: &[&str] = &[
     "ls *",
     "cat *",
@@ -65,8 +69,10 @@ pub const PLAN_READ_ONLY_COMMANDS: &[&str] = &[
     "git branch --list *",
     "git remote -v",
     "git grep *",
-    "cargo tree *",
-    "cargo metadata *",
+    "cargo tree *--locked*",
+    "cargo tree *--frozen*",
+    "cargo metadata *--locked*",
+    "cargo metadata *--frozen*",
 ];
 
 /// Forms of the read-only commands that do change things; they ask even in plan mode (listed
@@ -81,7 +87,25 @@ pub const PLAN_ASK_FORMS: &[&str] = &[
     "sed *--in-place*",
     "sort *-o*",
     "sort *--output*",
+    "cargo *--config*",
 ];
+
+/// Built-in agents whose shell commands run in the `read-only` sandbox unless their
+/// `[agent.NAME] sandbox` says otherwise or `[sandbox] mode` is `full-access`: they change
+/// nothing, so even a command the permission analysis misjudges cannot write.
+pub const READ_ONLY_SANDBOX_AGENTS: &[&str] = &["plan", "explore"];
+
+/// The sandbox mode `agent`'s shell commands run in: its `[agent.NAME] sandbox` when set; else
+/// `read-only` for [`READ_ONLY_SANDBOX_AGENTS`] unless `[sandbox] mode` is `full-access` (the
+/// user opted out of sandboxing); else `[sandbox] mode` (default `workspace-write`).
+pub fn sandbox_mode(config: &Config, agent: &str) -> SandboxMode {
+    let global = config.sandbox.mode.unwrap_or(SandboxMode::WorkspaceWrite);
+    match config.agents.get(agent).and_then(|a| a.sandbox) {
+        Some(mode) => mode,
+        None if global != SandboxMode::FullAccess && READ_ONLY_SANDBOX_AGENTS.contains(&agent) => SandboxMode::ReadOnly,
+        None => global,
+    }
+}
 
 /// One agent.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -394,6 +418,29 @@ mod tests {
         assert_eq!(a.evaluate("build", "lint", "*").action, Action::Allow);
         assert_eq!(a.evaluate("build", "fmt", "*").action, Action::Ask);
         assert_eq!(a.evaluate("explore", "fmt", "*").action, Action::Deny, "explore denies everything not listed");
+    }
+
+    #[test]
+    fn plan_and_explore_run_read_only_unless_configured_otherwise() {
+        let parse = |toml: &str| {
+            let mut c = Config::default();
+            c.merge_str(Path::new("/w/toolshed.toml"), toml).unwrap();
+            c
+        };
+        let c = parse("");
+        assert_eq!(sandbox_mode(&c, "plan"), SandboxMode::ReadOnly);
+        assert_eq!(sandbox_mode(&c, "explore"), SandboxMode::ReadOnly);
+        assert_eq!(sandbox_mode(&c, "build"), SandboxMode::WorkspaceWrite);
+        assert_eq!(sandbox_mode(&c, "someone"), SandboxMode::WorkspaceWrite);
+        let c = parse("[sandbox]\nmode = \"full-access\"\n");
+        assert_eq!(sandbox_mode(&c, "plan"), SandboxMode::FullAccess, "the user opted out of sandboxing");
+        let c = parse(
+            "[sandbox]\nmode = \"full-access\"\n[agent.plan]\nsandbox = \"read-only\"\n[agent.build]\nsandbox = \"workspace-write\"\n",
+        );
+        assert_eq!(sandbox_mode(&c, "plan"), SandboxMode::ReadOnly);
+        assert_eq!(sandbox_mode(&c, "build"), SandboxMode::WorkspaceWrite);
+        let c = parse("[agent.plan]\nsandbox = \"workspace-write\"\n");
+        assert_eq!(sandbox_mode(&c, "plan"), SandboxMode::WorkspaceWrite);
     }
 
     #[test]

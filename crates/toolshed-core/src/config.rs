@@ -84,6 +84,9 @@ pub struct AgentConfig {
     pub permission: Option<PermissionRules>,
     /// Which editing tools it gets, whatever its model.
     pub edit_tool: Option<EditTool>,
+    /// The sandbox its shell commands run in, instead of `[sandbox] mode` (`plan` and
+    /// `explore` default to read-only; see [`crate::agents::sandbox_mode`]).
+    pub sandbox: Option<SandboxMode>,
 }
 
 /// How an agent may run.
@@ -471,6 +474,7 @@ impl Config {
                 set(&mut merged.model, agent.model);
                 set(&mut merged.mode, agent.mode);
                 set(&mut merged.edit_tool, agent.edit_tool);
+                set(&mut merged.sandbox, agent.sandbox);
                 if let Some(rules) = agent.permission {
                     merged.permission.get_or_insert_with(PermissionRules::default).0.extend(rules.0);
                 }

@@ -39,7 +39,7 @@ pub fn register_builtins(registry: &mut Registry, config: &Config) {
     registry.register_builtin(Typed::new(patch::ApplyPatch));
     registry.register_builtin(Typed::new(lsp::LspTool::new(lsp::shared(config))));
     #[cfg(unix)]
-    shell::Shell::new((&config.sandbox).into()).register(registry);
+    shell::Shell::from_config(config).register(registry);
     registry.register_builtin(Typed::new(web::fetch::WebFetch));
     if let Ok(backend) = web::search::backend(config.websearch.as_ref()) {
         registry.register_builtin(Typed::new(web::search::WebSearch::new(backend)));

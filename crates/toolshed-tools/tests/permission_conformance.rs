@@ -108,6 +108,11 @@ const BASH_RULES: &str = r#"[permission]
 bash = { "*" = "ask", "git status *" = "allow", "git diff *" = "allow", "rm *" = "deny" }
 "#;
 
+const GIT_DIFF_EDIT_ASK: &str = r#"[permission]
+bash = { "*" = "ask", "git diff *" = "allow" }
+edit = "ask"
+"#;
+
 #[test]
 fn conformance_table() {
     let w = world();
@@ -405,9 +410,65 @@ fn conformance_table() {
         ("plan runs git log", "", "plan", "bash", bash("git log --oneline -5"), Allow),
         ("plan asks for builds", "", "plan", "bash", bash("cargo build"), Ask),
         ("plan runs find", "", "plan", "bash", bash("find . -name '*.rs'"), Allow),
-        ("plan asks for find -delete", "", "plan", "bash", bash("find . -name x -delete"), Ask),
+        ("plan denies find -delete (an edit)", "", "plan", "bash", bash("find . -name x -delete"), Deny),
         ("plan asks for find -exec", "", "plan", "bash", bash("find . -exec rm {} ;"), Ask),
-        ("plan asks for sed -i", "", "plan", "bash", bash("sed -i s/a/b/ a.txt"), Ask),
+        ("plan denies sed -i (an edit)", "", "plan", "bash", bash("sed -i s/a/b/ a.txt"), Deny),
+        // options of read-only commands that write files or run commands
+        ("plan: sed e runs a command", "", "plan", "bash", bash("sed \"1e rm -rf src\" a.txt"), Ask),
+        ("plan: sed e runs an allowed command, still asks", "", "plan", "bash", bash("sed '1e ls' a.txt"), Ask),
+        ("plan: sed s///e", "", "plan", "bash", bash("sed 's/a/touch x/e' a.txt"), Ask),
+        ("plan: sed w writes", "", "plan", "bash", bash("sed -n \"w pwn2.txt\" a.txt"), Deny),
+        ("plan: sed W writes", "", "plan", "bash", bash("sed '1W pwn.txt' a.txt"), Deny),
+        ("plan: sed s///w writes", "", "plan", "bash", bash("sed -e 's/a/b/w pwn.txt' a.txt"), Deny),
+        ("plan: sed --expression w", "", "plan", "bash", bash("sed --expression='p;w pwn.txt' a.txt"), Deny),
+        ("plan: sed -i in a cluster", "", "plan", "bash", bash("sed -ni.bak p a.txt"), Deny),
+        ("plan: sed script from a file", "", "plan", "bash", bash("sed -f script.sed a.txt"), Ask),
+        ("plan: sed script it cannot read", "", "plan", "bash", bash("sed 'k' a.txt"), Ask),
+        ("plan: git diff --output", "", "plan", "bash", bash("git diff --output=a.txt HEAD~0"), Deny),
+        ("plan: git log --output", "", "plan", "bash", bash("git log --output=F -1"), Deny),
+        ("plan: git show --output F", "", "plan", "bash", bash("git show --output F"), Deny),
+        (
+            "plan: git grep --open-files-in-pager",
+            "",
+            "plan",
+            "bash",
+            bash("git grep --open-files-in-pager=\"touch pwn;true\" x"),
+            Ask,
+        ),
+        ("plan: git grep -O", "", "plan", "bash", bash("git grep -Otouch x"), Ask),
+        ("plan: rg --pre", "", "plan", "bash", bash("rg --pre sh -e x a.txt"), Ask),
+        ("plan: rg --pre=", "", "plan", "bash", bash("rg --pre=sh x a.txt"), Ask),
+        ("plan: uniq IN OUT", "", "plan", "bash", bash("uniq a.txt out.txt"), Deny),
+        ("plan: tree -o", "", "plan", "bash", bash("tree -o out.txt"), Deny),
+        ("plan: sort -o", "", "plan", "bash", bash("sort -o out.txt a.txt"), Deny),
+        ("plan: sort --output", "", "plan", "bash", bash("sort --output=out.txt a.txt"), Deny),
+        ("plan: file -C", "", "plan", "bash", bash("file -C -m magic"), Ask),
+        ("plan: find -fprint", "", "plan", "bash", bash("find . -fprint out.txt"), Deny),
+        ("plan: cargo tree may rewrite Cargo.lock", "", "plan", "bash", bash("cargo tree"), Ask),
+        ("plan: cargo metadata may rewrite Cargo.lock", "", "plan", "bash", bash("cargo metadata"), Ask),
+        ("plan: cargo tree --locked", "", "plan", "bash", bash("cargo tree --locked -e normal"), Allow),
+        ("plan: sed -n p", "", "plan", "bash", bash("sed -n '1,5p' a.txt"), Allow),
+        ("plan: sed s///g", "", "plan", "bash", bash("sed 's/a/b/g' a.txt"), Allow),
+        ("plan: git diff", "", "plan", "bash", bash("git diff HEAD~1"), Allow),
+        ("plan: rg", "", "plan", "bash", bash("rg -n foo src"), Allow),
+        ("plan: uniq", "", "plan", "bash", bash("uniq -c a.txt"), Allow),
+        ("plan: sort", "", "plan", "bash", bash("sort -t o -k 2 a.txt"), Allow),
+        ("plan: tree", "", "plan", "bash", bash("tree -L 2 src"), Allow),
+        ("sed reads are reads", "", "build", "bash", bash("sed -n p .env"), Ask),
+        ("sed reads outside are external", "", "build", "bash", bash("sed -n p ../outside.txt"), Ask),
+        ("sed e does not dodge", BASH_RULES, "build", "bash", bash("sed '1e rm x' a.txt"), Deny),
+        ("find -exec does not dodge", BASH_RULES, "build", "bash", bash("find . -exec rm {} \\;"), Deny),
+        ("rg --pre does not dodge", BASH_RULES, "build", "bash", bash("rg --pre rm x a.txt"), Deny),
+        ("git diff --output is an edit", GIT_DIFF_EDIT_ASK, "build", "bash", bash("git diff --output=x"), Ask),
+        ("git diff without --output", GIT_DIFF_EDIT_ASK, "build", "bash", bash("git diff HEAD~1"), Allow),
+        (
+            "git diff --output to a denied path",
+            "[permission]\nbash = { \"*\" = \"ask\", \"git diff *\" = \"allow\" }\nedit = { \"x\" = \"deny\" }\n",
+            "build",
+            "bash",
+            bash("git diff --output x"),
+            Deny,
+        ),
         ("plan denies redirects", "", "plan", "bash", bash("echo hi > f"), Deny),
         ("plan denies tee", "", "plan", "bash", bash("cat a.txt | tee g"), Deny),
         ("plan: read-only command wrapped to write", "", "plan", "bash", bash("env rm a.txt"), Ask),

@@ -8,8 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolshed_core::agents::Agents;
+use toolshed_core::config::Config;
 use toolshed_core::exec::{Executor, Session, ToolCall, ToolResult};
-use toolshed_core::permission::{Action, ApprovalRequest, Approver, Reply, Rule, Ruleset};
+use toolshed_core::permission::{Action, ApprovalRequest, Approver, RejectAll, Reply, Rule, Ruleset};
 use toolshed_core::registry::Registry;
 use toolshed_core::tool::BoxFuture;
 use toolshed_tools::shell::sandbox::{self, SandboxMode};
@@ -537,4 +539,78 @@ async fn approved_external_directory_widens_the_sandbox() {
     assert!(target.exists(), "{}", r.output);
     assert_eq!(r.metadata["escalated"], false, "{}", r.output);
     assert_eq!(*answer.1.lock().unwrap(), vec!["external_directory".to_string()]);
+}
+
+/// An executor whose bash tool and rules come from `config` (agents included), over a worktree
+/// holding `a.txt`.
+fn agent_harness(config: &str, approver: Arc<dyn Approver>) -> (Executor, tempfile::TempDir, tempfile::TempDir) {
+    let root = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let canonical = root.path().canonicalize().unwrap();
+    std::fs::write(canonical.join("a.txt"), "a\n").unwrap();
+    let mut cfg = Config::default();
+    cfg.merge_str(&canonical.join("toolshed.toml"), config).unwrap();
+    let agents = Arc::new(Agents::from_config(&cfg, &canonical, None));
+    let mut registry = Registry::new();
+    Shell::from_config(&cfg).register(&mut registry);
+    let executor =
+        Executor::builder(registry, &canonical).data_dir(data.path()).permission(agents).approver(approver).build();
+    (executor, root, data)
+}
+
+async fn bash_as(executor: &Executor, agent: &str, command: &str) -> ToolResult {
+    executor.call(&Session::new("s", agent), ToolCall::json("c", "bash", json!({ "command": command }))).await
+}
+
+#[tokio::test]
+async fn plan_cannot_make_sed_run_a_command_without_approval() {
+    let (executor, root, _data) = agent_harness("[sandbox]\nallow_unsandboxed = true\n", Arc::new(RejectAll));
+    let r = bash_as(&executor, "plan", r#"sed "1e touch pwned" a.txt"#).await;
+    assert!(r.is_error, "{}", r.output);
+    assert!(!root.path().join("pwned").exists(), "{}", r.output);
+    let r = bash_as(&executor, "plan", "sed -n 'w pwned' a.txt").await;
+    assert!(r.output.contains("Permission denied"), "{}", r.output);
+    assert!(!root.path().join("pwned").exists(), "{}", r.output);
+    let r = bash_as(&executor, "plan", "sed -n 1p a.txt").await;
+    assert!(r.output.starts_with("a\n"), "a read-only sed still runs: {}", r.output);
+}
+
+#[tokio::test]
+async fn plan_runs_commands_in_the_read_only_sandbox() {
+    if !landlock_or_skip("plan_runs_commands_in_the_read_only_sandbox") {
+        return;
+    }
+    let answer = Answer::all_but_escalation();
+    let (executor, root, _data) = agent_harness("", answer.clone());
+    let r = bash_as(&executor, "plan", "touch inside.txt").await;
+    assert_eq!(r.metadata["sandbox"], "read-only", "{}", r.output);
+    assert!(r.output.contains("Permission denied") || r.output.contains("Read-only"), "{}", r.output);
+    assert!(!root.path().join("inside.txt").exists(), "{}", r.output);
+    assert_eq!(*answer.1.lock().unwrap(), ["bash", "sandbox_escalation"]);
+    let r = bash_as(&executor, "build", "touch inside.txt").await;
+    assert_eq!(r.metadata["sandbox"], "workspace-write", "{}", r.output);
+    assert!(root.path().join("inside.txt").exists(), "{}", r.output);
+    let (executor, root, _data) = agent_harness("[agent.plan]\nsandbox = \"workspace-write\"\n", answer);
+    let r = bash_as(&executor, "plan", "touch inside.txt").await;
+    assert_eq!(r.metadata["sandbox"], "workspace-write", "{}", r.output);
+    assert!(root.path().join("inside.txt").exists(), "{}", r.output);
+}
+
+#[test]
+fn the_plan_agent_is_told_its_commands_are_read_only() {
+    let shell = Shell::new(SandboxPolicy { mode: SandboxMode::WorkspaceWrite, allow_unsandboxed: true, ..FULL });
+    assert_eq!(shell.policy_for("plan").mode, SandboxMode::ReadOnly);
+    assert_eq!(shell.policy_for("explore").mode, SandboxMode::ReadOnly);
+    assert_eq!(shell.policy_for("build").mode, SandboxMode::WorkspaceWrite);
+    assert_eq!(Shell::new(FULL).policy_for("plan").mode, SandboxMode::FullAccess, "full-access stays");
+    if !landlock_or_skip("the_plan_agent_is_told_its_commands_are_read_only") {
+        return;
+    }
+    let mut registry = Registry::new();
+    shell.register(&mut registry);
+    let agents = Agents::from_config(&Config::default(), Path::new("/w"), None);
+    let entry = registry.get("bash").unwrap();
+    let plan = entry.tool.spec_for("plan", &agents).unwrap();
+    assert!(plan.description.contains("read-only sandbox"), "{}", plan.description);
+    assert!(entry.tool.spec_for("build", &agents).is_none());
 }

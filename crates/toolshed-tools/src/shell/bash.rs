@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use toolshed_core::permission::PermissionRequest;
+use toolshed_core::permission::{Permission, PermissionRequest};
 use toolshed_core::tool::{ToolFlags, ToolSpec, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
 
@@ -14,7 +14,7 @@ use crate::bash_permission;
 use crate::path::{Confinement, Permitted, ResolvedPath};
 
 use super::process::{self, Exit, KILL_GRACE, SpawnRequest, StdinMode};
-use super::sandbox::{self, Plan, SandboxMode};
+use super::sandbox::{self, Plan, SandboxMode, SandboxPolicy};
 use super::session::MAX_SESSIONS;
 use super::{MEMORY_BUDGET, Shell, exit_line, exit_metadata};
 
@@ -94,8 +94,7 @@ impl Bash {
     }
 }
 
-fn sandbox_sentence(shell: &Shell) -> String {
-    let policy = shell.policy();
+fn sandbox_sentence(policy: &SandboxPolicy) -> String {
     let support = sandbox::support();
     match policy.mode {
         SandboxMode::FullAccess => String::new(),
@@ -110,16 +109,10 @@ fn sandbox_sentence(shell: &Shell) -> String {
     }
 }
 
-impl TypedTool for Bash {
-    type Args = BashArgs;
-
-    fn name(&self) -> &str {
-        "bash"
-    }
-
-    fn description(&self) -> String {
-        format!(
-            "Runs a shell command with `bash -c` in the worktree and returns its output (stdout and stderr interleaved, in the order printed) followed by the exit code.
+/// The description a model reads when its commands run under `policy`.
+fn describe(policy: &SandboxPolicy) -> String {
+    format!(
+        "Runs a shell command with `bash -c` in the worktree and returns its output (stdout and stderr interleaved, in the order printed) followed by the exit code.
 
 - Standard input is closed and the environment is non-interactive (no pagers, editors or prompts; NO_COLOR=1, TERM=dumb): a command that waits for input gets end of file instead of hanging.
 - Every call starts a fresh shell: `cd` and exported variables do not carry over. Use `workdir` instead of `cd`.
@@ -128,8 +121,24 @@ impl TypedTool for Bash {
 - For servers, watchers and other long-running commands set `yield_ms`: if the command still runs after that long you get its output so far and a session id; read new output or send input with bash_output, stop it with bash_kill. `tty: true` gives the command a terminal. At most {MAX_SESSIONS} sessions run at once.
 - Long output: you see its beginning and end, and the path of a file holding all of it.{}
 - To read, search or edit files, prefer the dedicated file tools over cat, grep, sed or echo redirection.",
-            sandbox_sentence(&self.shell)
-        )
+        sandbox_sentence(policy)
+    )
+}
+
+impl TypedTool for Bash {
+    type Args = BashArgs;
+
+    fn name(&self) -> &str {
+        "bash"
+    }
+
+    fn description(&self) -> String {
+        describe(self.shell.policy())
+    }
+
+    fn description_for(&self, agent: &str, _permission: &dyn Permission) -> Option<String> {
+        let policy = self.shell.policy_for(agent);
+        (policy != *self.shell.policy()).then(|| describe(&policy))
     }
 
     fn flags(&self) -> ToolFlags {
@@ -152,18 +161,14 @@ impl TypedTool for Bash {
     fn time_limit(&self, args: &BashArgs) -> Option<Duration> {
         let own = args.yield_after().map_or(args.timeout(), |y| y.min(args.timeout()));
         let once = own + KILL_GRACE + CHAIN_HEADROOM;
-        if self.shell.policy().mode == SandboxMode::FullAccess {
-            Some(once)
-        } else {
-            Some(once * 2 + APPROVAL_HEADROOM)
-        }
+        if self.shell.never_sandboxed() { Some(once) } else { Some(once * 2 + APPROVAL_HEADROOM) }
     }
 
     async fn run(&self, args: BashArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let dir = self.confirm_workdir(&args, &ctx).await?;
         let extra = args.approved_dirs.get().cloned().unwrap_or_default();
         let cwd = dir.path().to_path_buf();
-        let policy = self.shell.policy();
+        let policy = &self.shell.policy_for(ctx.agent());
         let plan = sandbox::plan(policy, ctx.root(), &extra)?;
         let label = plan.label(policy);
         if args.yield_after().is_some() {

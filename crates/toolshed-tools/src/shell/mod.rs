@@ -18,9 +18,12 @@ mod process;
 pub mod sandbox;
 mod session;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use toolshed_core::Registry;
+use toolshed_core::agents::{READ_ONLY_SANDBOX_AGENTS, sandbox_mode};
+use toolshed_core::config::Config;
 use toolshed_core::exec::bound::SinkOutput;
 use toolshed_core::tool::{ToolOutput, Typed};
 
@@ -36,7 +39,8 @@ use process::Exit;
 /// spill file.
 pub const MEMORY_BUDGET: usize = 1024 * 1024;
 
-/// The shell tools' shared state: the sandbox policy and the running sessions. Cheap to clone.
+/// The shell tools' shared state: the sandbox policy (per agent) and the running sessions.
+/// Cheap to clone.
 #[derive(Clone)]
 pub struct Shell {
     state: Arc<ShellState>,
@@ -44,18 +48,53 @@ pub struct Shell {
 
 struct ShellState {
     policy: SandboxPolicy,
+    /// Agents whose commands run in another mode than `policy.mode`.
+    agent_modes: BTreeMap<String, SandboxMode>,
     sessions: session::Sessions,
 }
 
 impl Shell {
-    /// Shell tools that sandbox commands as `policy` says.
+    /// Shell tools that sandbox commands as `policy` says, except that the built-in agents that
+    /// change nothing (`plan`, `explore`) run read-only unless `policy` is `full-access`.
     pub fn new(policy: SandboxPolicy) -> Self {
-        Shell { state: Arc::new(ShellState { policy, sessions: session::Sessions::default() }) }
+        let agent_modes = if policy.mode == SandboxMode::FullAccess {
+            BTreeMap::new()
+        } else {
+            READ_ONLY_SANDBOX_AGENTS.iter().map(|a| (a.to_string(), SandboxMode::ReadOnly)).collect()
+        };
+        Shell::with_agent_modes(policy, agent_modes)
     }
 
-    /// The sandbox policy.
+    /// Shell tools configured by `[sandbox]` and each agent's `[agent.NAME] sandbox` (see
+    /// [`toolshed_core::agents::sandbox_mode`]).
+    pub fn from_config(config: &Config) -> Self {
+        let names = READ_ONLY_SANDBOX_AGENTS.iter().copied().chain(config.agents.keys().map(String::as_str));
+        let agent_modes = names.map(|name| (name.to_string(), sandbox_mode(config, name))).collect();
+        Shell::with_agent_modes((&config.sandbox).into(), agent_modes)
+    }
+
+    fn with_agent_modes(policy: SandboxPolicy, mut agent_modes: BTreeMap<String, SandboxMode>) -> Self {
+        agent_modes.retain(|_, mode| *mode != policy.mode);
+        Shell { state: Arc::new(ShellState { policy, agent_modes, sessions: session::Sessions::default() }) }
+    }
+
+    /// The sandbox policy of agents without a mode of their own.
     pub fn policy(&self) -> &SandboxPolicy {
         &self.state.policy
+    }
+
+    /// The sandbox policy `agent`'s commands run under.
+    pub fn policy_for(&self, agent: &str) -> SandboxPolicy {
+        match self.state.agent_modes.get(agent) {
+            Some(&mode) => SandboxPolicy { mode, ..self.state.policy },
+            None => self.state.policy,
+        }
+    }
+
+    /// Whether every agent's commands run without a sandbox (`full-access`).
+    fn never_sandboxed(&self) -> bool {
+        self.state.policy.mode == SandboxMode::FullAccess
+            && self.state.agent_modes.values().all(|m| *m == SandboxMode::FullAccess)
     }
 
     /// Registers `bash`, `bash_output` and `bash_kill` (replacing tools of those names).

@@ -10,9 +10,13 @@
 //! is denied). A deny cannot be dodged by rewriting the command, and an allow never covers more
 //! than its text says.
 //!
-//! Redirection targets are file writes (`edit`) or reads (`read`); path arguments of file
-//! commands and of `cd` that resolve outside the worktree, symlinks included, need
-//! `external_directory`. A path known only at run time (`> $f`, `rm "$dir"/x`) cannot be
+//! Redirection targets are file writes (`edit`) or reads (`read`), and so are the files that
+//! options of common programs write or read (`git diff --output=F`, `sort -o F`, `uniq IN OUT`,
+//! `tree -o F`, sed's `w F` and `-i`, `curl -o F`, ...: see [`programs`] and [`sed`]); programs
+//! that options run (`rg --pre CMD`, `find -exec CMD ;`, `sort --compress-program=CMD`) are
+//! simple commands checked like any other, and sed's `e COMMAND` both that and `ask`. Path
+//! arguments of file commands and of `cd` that resolve outside the worktree, symlinks included,
+//! need `external_directory`. A path known only at run time (`> $f`, `rm "$dir"/x`) cannot be
 //! checked here; the sandbox confines what such a command may write. Anything the parser
 //! cannot classify — syntax errors, a program name that is an expansion, a shell reading a
 //! script from standard input, a `bash -c` or `eval` script computed at run time — needs at
@@ -24,16 +28,20 @@ use toolshed_core::paths::lexical_normalise;
 use toolshed_core::permission::{Action, PermissionRequest};
 
 use crate::path::{Confinement, ResolvedPath};
+use programs::Effect;
 use tree_sitter::{Node, Parser};
+
+mod programs;
+mod sed;
 
 /// How deep `bash -c` / `eval` strings are followed.
 const MAX_NESTING: usize = 4;
 
 /// Programs whose arguments are paths to check (after skipping the ones noted in `path_args`).
 const FILE_COMMANDS: &[&str] = &[
-    "cat", "ls", "cp", "mv", "rm", "rmdir", "mkdir", "touch", "chmod", "chown", "chgrp", "ln", "tee", "sed", "head",
-    "tail", "less", "more", "wc", "stat", "file", "du", "tree", "diff", "cmp", "find", "grep", "rg", "truncate",
-    "shred", "install", "rsync", "scp", "dd", "source", ".",
+    "cat", "ls", "cp", "mv", "rm", "rmdir", "mkdir", "touch", "chmod", "chown", "chgrp", "ln", "tee", "head", "tail",
+    "less", "more", "wc", "stat", "file", "du", "tree", "diff", "cmp", "find", "grep", "rg", "truncate", "shred",
+    "install", "rsync", "scp", "dd", "source", ".",
 ];
 
 /// Programs that read the files they are given (their in-worktree paths are checked as `read`).
@@ -99,7 +107,7 @@ struct Analyzer<'a> {
 }
 
 /// One word of a command, unquoted.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct Word {
     text: String,
     /// Contains an expansion or substitution: its value is not known before running.
@@ -216,6 +224,7 @@ impl Analyzer<'_> {
                     }
                     push_unique(&mut self.out.always, format!("{} *", arity_prefix(&words)));
                     self.file_arguments(&program, &words[1..]);
+                    self.program_effects(&program, &words[1..], written, depth);
                     return;
                 }
             }
@@ -241,11 +250,6 @@ impl Analyzer<'_> {
         if !FILE_COMMANDS.contains(&program) {
             return;
         }
-        let sed_in_place = program == "sed"
-            && args.iter().any(|w| w.text == "-i" || w.text.starts_with("-i") || w.text.starts_with("--in-place"));
-        if program == "sed" && !sed_in_place {
-            return;
-        }
         for arg in path_args(program, args) {
             for path in self.resolve_all(&arg) {
                 let inside = self.check_outside(&path);
@@ -257,6 +261,55 @@ impl Analyzer<'_> {
                     let rel = self.relative(&path);
                     push_unique(&mut self.out.edits, rel);
                 }
+            }
+        }
+    }
+
+    /// Checks what `program`'s options make it do: the files it writes or reads and the
+    /// programs it runs.
+    fn program_effects(&mut self, program: &str, args: &[Word], written: &str, depth: usize) {
+        for effect in programs::effects(program, args) {
+            match effect {
+                Effect::Writes(file) => {
+                    for path in self.resolve_all(&file) {
+                        self.check_outside(&path);
+                        let pattern = self.relative(&path);
+                        push_unique(&mut self.out.edits, pattern);
+                    }
+                }
+                Effect::WritesUnder(dir) => {
+                    for path in self.resolve_all(&dir) {
+                        self.check_outside(&path);
+                        let pattern = match self.relative(&path) {
+                            dir if dir == "." => "*".to_string(),
+                            dir => format!("{}/*", dir.trim_end_matches('/')),
+                        };
+                        push_unique(&mut self.out.edits, pattern);
+                    }
+                }
+                Effect::Reads(file) => {
+                    for path in self.resolve_all(&file) {
+                        if self.check_outside(&path) {
+                            let pattern = self.relative(&path);
+                            push_unique(&mut self.out.reads, pattern);
+                        }
+                    }
+                }
+                Effect::Runs(command) if depth < MAX_NESTING => {
+                    let text = command.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ");
+                    push_unique(&mut self.out.patterns, text.clone());
+                    self.views(command, &text, depth + 1, false);
+                }
+                Effect::Runs(_) => {
+                    push_unique(&mut self.out.unclassified, format!("`{written}` nests commands too deeply to check"))
+                }
+                Effect::RunsLine(line) => {
+                    push_unique(&mut self.out.unclassified, format!("`{written}` runs the command `{line}`"));
+                    if depth < MAX_NESTING {
+                        self.line(&line, depth + 1);
+                    }
+                }
+                Effect::Unclassified(why) => push_unique(&mut self.out.unclassified, format!("`{written}`: {why}")),
             }
         }
     }
@@ -504,9 +557,7 @@ fn unwrap(program: &str, args: &[Word]) -> Unwrapped {
 fn path_args(program: &str, args: &[Word]) -> Vec<Word> {
     let mut out = Vec::new();
     let mut options_done = false;
-    let mut skip_first = matches!(program, "chmod" | "chown" | "chgrp" | "grep" | "rg")
-        || (program == "sed"
-            && !args.iter().any(|w| w.text == "-e" || w.text == "-f" || w.text.starts_with("--expression")));
+    let mut skip_first = matches!(program, "chmod" | "chown" | "chgrp" | "grep" | "rg");
     let mut iter = args.iter().peekable();
     while let Some(w) = iter.next() {
         let t = w.text.as_str();
@@ -520,8 +571,6 @@ fn path_args(program: &str, args: &[Word]) -> Vec<Word> {
             }
             if matches!((program, t), ("grep" | "rg", "-e" | "-f" | "--regexp" | "--file")) {
                 skip_first = false;
-                iter.next();
-            } else if matches!((program, t), ("sed", "-e" | "-f")) {
                 iter.next();
             }
             continue;
@@ -842,6 +891,28 @@ mod tests {
         assert_eq!(bash(&c, "ls -la src").always, ["ls *"]);
         assert_eq!(bash(&c, "FOO=1 cargo test -p x").always, ["cargo test *"]);
         assert_eq!(bash(&c, "git -C x status").always, ["git *"]);
+    }
+
+    #[test]
+    fn options_that_write_are_edits_and_options_that_run_are_commands() {
+        let c = case();
+        let reqs = requests(&c, "git diff --output=a.txt HEAD~0 && sort -o /tmp/s x && sed -n 'w pwn' src/a");
+        assert_eq!(of(&reqs, "edit").unwrap().patterns, ["a.txt", "/tmp/s", "pwn"]);
+        assert_eq!(of(&reqs, "external_directory").unwrap().patterns, ["/tmp/*"]);
+        assert_eq!(of(&reqs, "read").unwrap().patterns, ["src/a"]);
+        assert_eq!(of(&reqs, "bash").unwrap().minimum, Action::Allow);
+        let r = bash(&c, r#"sed "1e rm -rf src" a.txt"#);
+        assert!(r.patterns.contains(&"rm -rf src".to_string()), "{:?}", r.patterns);
+        assert_eq!(r.minimum, Action::Ask);
+        let r = bash(&c, r"find . -name x -exec rm {} \; ; rg --pre ./unzip.sh -e x a.txt");
+        for p in ["rm {}", "./unzip.sh", "unzip.sh"] {
+            assert!(r.patterns.contains(&p.to_string()), "{p}: {:?}", r.patterns);
+        }
+        assert_eq!(r.minimum, Action::Allow, "the nested commands are decided by their own rules");
+        assert_eq!(bash(&c, "rg --pre sh -e x a.txt").minimum, Action::Ask, "`sh FILE` runs FILE");
+        assert_eq!(bash(&c, "git grep -O x").minimum, Action::Ask);
+        let reqs = requests(&c, "find src -delete");
+        assert_eq!(of(&reqs, "edit").unwrap().patterns, ["src/*"]);
     }
 
     #[test]

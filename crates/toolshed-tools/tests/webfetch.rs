@@ -352,3 +352,139 @@ async fn a_page_built_by_javascript_says_why_it_is_empty() {
     let result = fetch(json!({"url": empty.url("/empty")})).await;
     assert!(result.output.ends_with("\n\nThe response has no readable text."), "{}", result.output);
 }
+
+/// A page of `levels` nested `<div>`s around one paragraph.
+fn nested_divs(levels: usize) -> String {
+    format!(
+        "<!doctype html><html><head><title>Deep</title></head><body>{}<p>the inner text</p>{}</body></html>",
+        "<div>".repeat(levels),
+        "</div>".repeat(levels)
+    )
+}
+
+#[tokio::test]
+async fn deeply_nested_pages_convert_with_a_note_instead_of_overflowing_the_stack() {
+    for levels in [600, 10_000, 200_000] {
+        let page = nested_divs(levels);
+        let server = serving(move || Reply::ok("text/html", page.clone())).await;
+        for format in ["markdown", "text"] {
+            let started = Instant::now();
+            let result = fetch(json!({"url": server.url("/nest.html"), "format": format})).await;
+            let took = started.elapsed();
+            assert!(!result.is_error, "{levels} {format}: {}", result.output);
+            assert!(took < Duration::from_secs(10), "{levels} levels as {format} took {took:?}");
+            assert!(result.output.ends_with("the inner text"), "{levels} {format}: {}", result.output);
+            assert!(
+                result.output.contains("Note: the page nests elements too deep (over 240 levels);"),
+                "{levels} {format}: {}",
+                result.output
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_flattening_note_says_how_much_was_unwrapped() {
+    let server = serving(|| Reply::ok("text/html", nested_divs(600))).await;
+    let result = fetch(json!({"url": server.url("/nest.html")})).await;
+    insta::assert_snapshot!(redact_port(&result.output, server.addr), @r"
+    Fetched http://127.0.0.1:PORT/nest.html (text/html, 6.5 KiB) as Markdown.
+    Title: Deep
+    Note: the page nests elements too deep (over 240 levels); 361 elements below that were unwrapped, so their text is kept but not their structure.
+
+    the inner text
+    ");
+}
+
+#[tokio::test]
+async fn misnested_formatting_nests_deep_too_and_is_flattened_as_fast() {
+    // Each `</b>` leaves its `<div>` open (HTML's adoption agency algorithm), so this page nests
+    // 200,000 deep although every tag is closed; html5ever alone takes minutes on it.
+    let page = format!("<body>{}<p>the end", "<b><div></b>x".repeat(200_000));
+    let server = serving(move || Reply::ok("text/html", page.clone())).await;
+    let started = Instant::now();
+    let tmp = tempfile::tempdir().unwrap();
+    let args = json!({"url": server.url("/tangled.html"), "format": "text"});
+    let result = call(&executor(registry(), tmp.path()), "webfetch", args).await;
+    let took = started.elapsed();
+    assert!(!result.is_error, "{}", &result.output[..result.output.len().min(500)]);
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(result.output.contains("Note: the page nests elements too deep"), "{}", &result.output[..500]);
+    let full = std::fs::read_to_string(result.spill_path().expect("the long text is spilled")).unwrap();
+    assert!(full.ends_with("the end"), "{}", &full[full.len() - 200..]);
+    // The converting thread has ended with the call.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while converting_threads() > 0 {
+        assert!(Instant::now() < deadline, "a conversion thread is still running");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Threads of this process converting a page (names are cut to 15 bytes by Linux).
+fn converting_threads() -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with("webfetch-conv"))
+        .count()
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder.write_all(data).unwrap();
+    encoder.finish().unwrap()
+}
+
+#[tokio::test]
+async fn a_gzip_encoded_body_is_decoded() {
+    let text = "Plain text that travelled gzip-compressed.\n".repeat(50);
+    let body = gzip(text.as_bytes());
+    let server =
+        serving(move || Reply::ok("text/plain; charset=utf-8", body.clone()).header("Content-Encoding", "gzip")).await;
+    let result = fetch(json!({"url": server.url("/notes.txt")})).await;
+    assert!(!result.is_error, "{}", result.output);
+    assert!(result.output.ends_with(&text), "{}", result.output);
+    assert_eq!(result.metadata["bytes"], text.len());
+    assert_eq!(result.metadata["content_encoding"], "gzip");
+    let head = result.output.lines().next().unwrap_or("");
+    insta::assert_snapshot!(redact_port(head, server.addr), @"Fetched http://127.0.0.1:PORT/notes.txt (text/plain, gzip, 2.1 KiB).");
+    assert_eq!(server.requests()[0].header("Accept-Encoding"), Some("gzip, deflate"));
+}
+
+#[tokio::test]
+async fn a_gzip_bomb_is_cut_at_5_mib_of_decoded_bytes() {
+    // 1 GiB of text as 1024 gzip members of 1 MiB each (a valid gzip stream), about 1 MB on the wire.
+    let member = gzip(&vec![b'a'; 1 << 20]);
+    let bomb = member.repeat(1024);
+    assert!(bomb.len() < 4 << 20, "{}", bomb.len());
+    let server = serving(move || Reply::ok("text/plain", bomb.clone()).header("Content-Encoding", "gzip")).await;
+    let result = fetch(json!({"url": server.url("/bomb.txt")})).await;
+    assert!(!result.is_error, "{}", &result.output[..300]);
+    assert_eq!(result.metadata["bytes"], 5 * 1024 * 1024);
+    assert_eq!(result.metadata["truncated"], true);
+    let head: String = result.output.lines().take(2).collect::<Vec<_>>().join("\n");
+    insta::assert_snapshot!(redact_port(&head, server.addr), @r"
+    Fetched http://127.0.0.1:PORT/bomb.txt (text/plain, gzip, 5.0 MiB).
+    Note: the response decompresses (gzip) to more than 5.0 MiB; only its first 5.0 MiB was read, so the end is missing.
+    ");
+    // Memory stays bounded: the whole process (other tests included) never came near 1 GiB.
+    if let Some(peak) = peak_rss_kib() {
+        assert!(peak < 600 * 1024, "peak RSS {peak} KiB");
+    }
+}
+
+/// The process's peak resident set size (Linux).
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[tokio::test]
+async fn an_encoding_webfetch_did_not_ask_for_is_refused_with_the_reason() {
+    let server = serving(|| Reply::ok("text/html", b"\x1b\x00binary".to_vec()).header("Content-Encoding", "br")).await;
+    let result = fetch(json!({"url": server.url("/page")})).await;
+    assert!(result.is_error);
+    insta::assert_snapshot!(redact_port(&result.output, server.addr), @r#"http://127.0.0.1:PORT/page sent its body compressed as "br", which webfetch cannot decode (it asked for gzip or deflate, and the server ignored that). Try another URL for this content."#);
+}

@@ -6,10 +6,15 @@
 //! (and to the permission rules, through a new call) instead of followed silently. Loopback and
 //! private addresses are allowed: the permission rules on URLs (the pattern is the URL) are the
 //! control.
+//!
+//! gzip and deflate bodies are decoded as they arrive, the cap counting decoded bytes. HTML is
+//! converted on a thread of its own with a large stack, under a budget (the call's deadline plus
+//! [`CONVERT_GRACE`], and its cancellation), so a hostile page can neither overflow a stack nor
+//! keep a core busy after the call is over.
 
 use std::time::Duration;
 
-use reqwest::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
+use reqwest::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 use reqwest::{StatusCode, Url};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,6 +23,8 @@ use toolshed_core::permission::PermissionRequest;
 use toolshed_core::tool::{Attachment, ToolFlags, ToolSpec, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
 
+use super::dom::{Budget, Stop, TAG_DEPTH};
+use super::encoding::{self, Coding, Decoder};
 use super::html;
 use super::{describe_error, human_bytes};
 
@@ -33,6 +40,14 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 pub const MAX_TIMEOUT_MS: u64 = 120_000;
 /// How much of an error response is shown to the model.
 const ERROR_EXCERPT_CHARS: usize = 600;
+/// How much of an error response is converted to find those characters.
+const ERROR_EXCERPT_BYTES: usize = 64 * 1024;
+/// How long converting HTML may go on past the call's own deadline (the execution chain's
+/// backstop is 5 s past it).
+pub const CONVERT_GRACE: Duration = Duration::from_secs(3);
+/// The stack of the converting thread. The DOM is at most [`MAX_DEPTH`](super::dom::MAX_DEPTH) deep, which needs about
+/// 1 MiB of stack in a debug build; this leaves a wide margin and is only reserved, not used.
+const CONVERT_STACK: usize = 16 * 1024 * 1024;
 
 const DESCRIPTION: &str = "Fetch a URL and return its content for you to read.
 
@@ -130,7 +145,7 @@ impl TypedTool for WebFetch {
         let limit = timeout(&args);
         let fetched = fetch(&ctx, url, format, Instant::now() + limit, limit).await?;
         match fetched {
-            Fetched::Response(response) => render(response, format).await,
+            Fetched::Response(response) => render(response, format, &ctx).await,
             Fetched::OtherHost { from, to, status, hops } => Ok(other_host(&from, &to, status, &hops)),
         }
     }
@@ -217,7 +232,11 @@ async fn fetch(
     let mut current = url.clone();
     let mut hops: Vec<Url> = Vec::new();
     loop {
-        let sent = client.get(current.clone()).header(ACCEPT, format.accept()).send();
+        let sent = client
+            .get(current.clone())
+            .header(ACCEPT, format.accept())
+            .header(ACCEPT_ENCODING, encoding::ACCEPT_ENCODING)
+            .send();
         let response = timeout_at(deadline, sent)
             .await
             .map_err(|_| timed_out(limit, &current, "waiting for the response"))?
@@ -383,33 +402,57 @@ fn decode(body: &[u8], charset: Option<&str>, html: bool) -> String {
     text.into_owned()
 }
 
-/// Reads the body up to [`MAX_BODY`] bytes; the flag says whether it was cut.
-async fn read_body(response: &mut Response) -> Result<(Vec<u8>, bool), ToolError> {
-    let mut body = Vec::new();
-    loop {
+/// A body as read: decoded, at most [`MAX_BODY`] bytes.
+#[derive(Default)]
+struct Body {
+    bytes: Vec<u8>,
+    /// Whether it was cut at [`MAX_BODY`].
+    truncated: bool,
+    /// The `Content-Encoding` it was decoded from.
+    coding: Option<Coding>,
+}
+
+/// Reads the body, decoding gzip / deflate, up to [`MAX_BODY`] decoded bytes.
+async fn read_body(response: &mut Response) -> Result<Body, ToolError> {
+    let url = response.inner.url().clone();
+    let header =
+        response.inner.headers().get(CONTENT_ENCODING).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let coding = Coding::parse(header.as_deref()).map_err(|name| {
+        ToolError::model(format!(
+            "{url} sent its body compressed as \"{name}\", which webfetch cannot decode (it asked for gzip or deflate, and the server ignored that). Try another URL for this content."
+        ))
+    })?;
+    let mut decoder = Decoder::new(coding, MAX_BODY);
+    let received = |decoder: &Decoder| match coding {
+        Coding::Identity => human_bytes(decoder.received()),
+        _ => format!("{} of {}", human_bytes(decoder.received()), coding.name()),
+    };
+    let complete = loop {
         let chunk = timeout_at(response.deadline, response.inner.chunk()).await.map_err(|_| {
-            timed_out(
-                response.limit,
-                response.inner.url(),
-                &format!("while reading the body ({} received)", human_bytes(body.len() as u64)),
-            )
+            timed_out(response.limit, &url, &format!("while reading the body ({} received)", received(&decoder)))
         })?;
         let chunk = chunk.map_err(|e| {
             ToolError::model(format!(
-                "The connection to {} failed while reading the body after {}: {}. Retry, or try another URL.",
-                response.inner.url(),
-                human_bytes(body.len() as u64),
+                "The connection to {url} failed while reading the body after {}: {}. Retry, or try another URL.",
+                received(&decoder),
                 describe_error(&e)
             ))
         })?;
-        let Some(chunk) = chunk else { return Ok((body, false)) };
-        let room = MAX_BODY - body.len();
-        if chunk.len() > room {
-            body.extend_from_slice(&chunk[..room]);
-            return Ok((body, true));
+        let Some(chunk) = chunk else { break true };
+        decoder.write(&chunk).map_err(|e| corrupt(&url, coding, &e))?;
+        if decoder.full() {
+            break false;
         }
-        body.extend_from_slice(&chunk);
-    }
+    };
+    let (bytes, truncated) = decoder.finish(complete).map_err(|e| corrupt(&url, coding, &e))?;
+    Ok(Body { bytes, truncated, coding: (coding != Coding::Identity).then_some(coding) })
+}
+
+fn corrupt(url: &Url, coding: Coding, error: &str) -> ToolError {
+    ToolError::model(format!(
+        "{url} sent a {} body that cannot be decoded ({error}). The server's response is broken; retry, or try another URL.",
+        coding.name()
+    ))
 }
 
 /// Drops an incomplete UTF-8 sequence left at the end of a cut body.
@@ -422,7 +465,7 @@ fn trim_partial_utf8(body: &mut Vec<u8>) {
 }
 
 /// Turns a final response into the model's result.
-async fn render(mut response: Response, format: Format) -> Result<ToolOutput, ToolError> {
+async fn render(mut response: Response, format: Format, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let status = response.inner.status();
     let url = response.inner.url().clone();
     let content_type =
@@ -432,8 +475,8 @@ async fn render(mut response: Response, format: Format) -> Result<ToolOutput, To
         response.inner.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
 
     if !status.is_success() {
-        let (body, _) = read_body(&mut response).await.unwrap_or_default();
-        return Err(http_error(status, &url, &mime, charset.as_deref(), &body));
+        let body = read_body(&mut response).await.unwrap_or_default();
+        return Err(http_error(status, &url, &mime, charset.as_deref(), &body.bytes));
     }
 
     let mut kind = classify(&mime);
@@ -455,7 +498,7 @@ async fn render(mut response: Response, format: Format) -> Result<ToolOutput, To
         _ => {}
     }
 
-    let (mut body, truncated) = read_body(&mut response).await?;
+    let Body { bytes: mut body, truncated, coding } = read_body(&mut response).await?;
     if kind == Kind::Unknown {
         kind = sniff(&body);
         if kind == Kind::Binary {
@@ -466,7 +509,10 @@ async fn render(mut response: Response, format: Format) -> Result<ToolOutput, To
             )));
         }
     }
-    let shown_type = if mime.is_empty() { "no Content-Type".to_string() } else { mime.clone() };
+    let mut shown_type = if mime.is_empty() { "no Content-Type".to_string() } else { mime.clone() };
+    if let Some(coding) = coding {
+        shown_type = format!("{shown_type}, {}", coding.name());
+    }
     let mut output = ToolOutput::default()
         .with_title(format!("{url} ({shown_type})"))
         .with_metadata("status", status.as_u16())
@@ -474,12 +520,16 @@ async fn render(mut response: Response, format: Format) -> Result<ToolOutput, To
         .with_metadata("content_type", content_type.as_str())
         .with_metadata("bytes", body.len() as u64)
         .with_metadata("truncated", truncated);
+    if let Some(coding) = coding {
+        output = output.with_metadata("content_encoding", coding.name());
+    }
     if !response.hops.is_empty() {
         output = output.with_metadata("redirects", response.hops.iter().map(|u| u.to_string()).collect::<Vec<_>>());
     }
 
     let mut header = vec![];
     let converted = kind == Kind::Html && format != Format::Html;
+    let mut notes = vec![];
     let (content, title) = match kind {
         Kind::Image(image_mime) => {
             if truncated {
@@ -497,18 +547,36 @@ async fn render(mut response: Response, format: Format) -> Result<ToolOutput, To
                 trim_partial_utf8(&mut body);
             }
             let text = decode(&body, charset.as_deref(), true);
+            let text_len = text.len();
             let page = match format {
-                Format::Html => html::Page { title: None, content: text },
+                Format::Html => html::Page::plain(text),
                 Format::Markdown | Format::Text => {
-                    let base = url.clone();
-                    tokio::task::spawn_blocking(move || match format {
-                        Format::Text => html::to_text(&text),
-                        _ => html::to_markdown(&text, Some(&base)),
-                    })
-                    .await
-                    .map_err(|e| ToolError::fatal(format!("converting the page failed: {e}")))?
+                    let token = ctx.cancellation().clone();
+                    let budget = Budget::until((response.deadline + CONVERT_GRACE).into_std())
+                        .with_cancellation(move || token.is_cancelled());
+                    convert(text, format, url.clone(), budget).await?
                 }
             };
+            if page.flattened > 0 {
+                notes.push(format!(
+                    "Note: the page nests elements too deep (over {TAG_DEPTH} levels); {} below that {} unwrapped, so their text is kept but not their structure.",
+                    if page.flattened == 1 { "1 element".to_string() } else { format!("{} elements", page.flattened) },
+                    if page.flattened == 1 { "was" } else { "were" }
+                ));
+            }
+            if let Some(stopped) = page.stopped {
+                let how_far = if stopped.parsed < text_len {
+                    format!(" after {} of {}", human_bytes(stopped.parsed as u64), human_bytes(text_len as u64))
+                } else {
+                    String::new()
+                };
+                notes.push(match stopped.reason {
+                    Stop::OutOfTime => format!(
+                        "Note: converting the page took too long and was stopped{how_far}, so the rest is missing. format \"html\" returns the source."
+                    ),
+                    Stop::Cancelled => format!("Note: the conversion was interrupted{how_far}, so the rest is missing."),
+                });
+            }
             header.push(format!(
                 "Fetched {url} ({shown_type}, {}) as {}.",
                 human_bytes(body.len() as u64),
@@ -531,7 +599,14 @@ async fn render(mut response: Response, format: Format) -> Result<ToolOutput, To
     if !response.hops.is_empty() {
         header.push(format!("Redirected from {}.", response.requested));
     }
-    if truncated {
+    if truncated && let Some(coding) = coding {
+        header.push(format!(
+            "Note: the response decompresses ({}) to more than {}; only its first {} was read, so the end is missing.",
+            coding.name(),
+            human_bytes(MAX_BODY as u64),
+            human_bytes(MAX_BODY as u64)
+        ));
+    } else if truncated {
         let total = announced.map(|n| format!(" of {}", human_bytes(n))).unwrap_or_default();
         header.push(format!(
             "Note: the response is larger than {}; only its first {}{total} was read, so the end is missing.",
@@ -539,6 +614,7 @@ async fn render(mut response: Response, format: Format) -> Result<ToolOutput, To
             human_bytes(MAX_BODY as u64)
         ));
     }
+    header.extend(notes);
     let mut text = header.join("\n");
     match content {
         Some(content) if content.trim().is_empty() => {
@@ -561,6 +637,26 @@ async fn render(mut response: Response, format: Format) -> Result<ToolOutput, To
     Ok(output)
 }
 
+/// Converts an HTML page on a thread of its own, with a stack large enough for the DOM depth the
+/// parser allows, within `budget`. The thread ends soon after the budget runs out, whether or not
+/// this future is still awaited.
+async fn convert(text: String, format: Format, base: Url, budget: Budget) -> Result<html::Page, ToolError> {
+    let (send, receive) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("webfetch-convert".to_string())
+        .stack_size(CONVERT_STACK)
+        .spawn(move || {
+            let page = match format {
+                Format::Text => html::to_text_within(&text, &budget),
+                _ => html::to_markdown_within(&text, Some(&base), &budget),
+            };
+            // The receiver is gone when the call was dropped; the page is not wanted then.
+            let _ = send.send(page);
+        })
+        .map_err(|e| ToolError::fatal(format!("cannot start a thread to convert the page: {e}")))?;
+    receive.await.map_err(|_| ToolError::fatal("converting the page failed (the converting thread stopped)"))
+}
+
 fn image_too_large(url: &Url, announced: Option<u64>) -> ToolError {
     let size = announced.map(|n| format!(" ({})", human_bytes(n))).unwrap_or_default();
     ToolError::model(format!(
@@ -580,6 +676,11 @@ fn http_error(status: StatusCode, url: &Url, mime: &str, charset: Option<&str>, 
     };
     let mut message = format!("HTTP {} from {url}. {hint}", status_text(status));
     let kind = if mime.is_empty() { sniff(body) } else { classify(mime) };
+    // Only the start is shown, so only the start is converted (on this thread: the DOM's depth
+    // is bounded, and 64 KiB converts in milliseconds).
+    let mut body = body[..body.len().min(ERROR_EXCERPT_BYTES)].to_vec();
+    trim_partial_utf8(&mut body);
+    let body = body.as_slice();
     let excerpt = match kind {
         Kind::Html => html::to_text(&decode(body, charset, true)).content,
         Kind::Text => decode(body, charset, false),

@@ -2,6 +2,8 @@
 //! `websearch` (a configured search backend). Both share one HTTP client, built on first use
 //! so registering the tools costs nothing.
 
+pub mod dom;
+pub mod encoding;
 pub mod fetch;
 pub mod html;
 pub mod search;

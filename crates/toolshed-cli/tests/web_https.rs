@@ -49,12 +49,28 @@ fn make_certificates(dir: &Path) -> bool {
     let rsa = "rsa:2048";
     let ca = ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=toolshed-test-ca"];
     openssl(dir, &[&["req", "-x509", "-newkey", rsa, "-nodes"][..], &ca].concat())
-        && openssl(dir, &["req", "-newkey", rsa, "-nodes", "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1"])
+        && openssl(
+            dir,
+            &["req", "-newkey", rsa, "-nodes", "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1"],
+        )
         && openssl(
             dir,
             &[
-                "x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "srv.pem",
-                "-days", "2", "-extfile", "ext.cnf",
+                "x509",
+                "-req",
+                "-in",
+                "srv.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                "srv.pem",
+                "-days",
+                "2",
+                "-extfile",
+                "ext.cnf",
             ],
         )
 }
@@ -101,7 +117,8 @@ fn webfetch(root: &Path, url: &str, ca: Option<&Path>) -> Output {
 fn https_pages_are_fetched_from_a_trusted_server_and_an_untrusted_one_is_explained() {
     let certs = tempfile::tempdir().unwrap();
     if !make_certificates(certs.path()) {
-        let _ = writeln!(std::io::stderr(), "SKIP https_pages_...: openssl is not available to make a test certificate");
+        let _ =
+            writeln!(std::io::stderr(), "SKIP https_pages_...: openssl is not available to make a test certificate");
         return;
     }
     let (_server, port) = serve(certs.path());

@@ -241,10 +241,13 @@ async fn fetch(
             .await
             .map_err(|_| timed_out(limit, &current, "waiting for the response"))?
             .map_err(|e| {
-                ToolError::model(format!(
-                    "Could not fetch {current}: {}. Check the URL, or whether the server is up.",
-                    describe_error(&e)
-                ))
+                let described = describe_error(&e);
+                let advice = if described.contains("certificate") {
+                    "The server's TLS certificate is not trusted here. Do not retry; if the user runs this server with a certificate from their own CA, they can point SSL_CERT_FILE (or SSL_CERT_DIR) at that CA for toolshed"
+                } else {
+                    "Check the URL, or whether the server is up"
+                };
+                ToolError::model(format!("Could not fetch {current}: {described}. {advice}."))
             })?;
         let status = response.status();
         if !matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {

@@ -44,7 +44,9 @@ pub use exec::{Executor, Session, ToolCall, ToolResult};
 pub use registry::Registry;
 pub use tool::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
-/// The README's examples, compiled and run as doctests.
+/// The README's examples, compiled and run as doctests. Its fences name the file a block
+/// belongs in (```` ```toml .toolshed/tools/x.toml ````), which rustdoc need not understand.
 #[cfg(doctest)]
+#[allow(rustdoc::invalid_codeblock_attributes)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;

@@ -165,7 +165,21 @@ fn sandbox(ws: &Workspace) -> Report {
         (_, false) if policy.allow_unsandboxed => Status::Warning,
         (_, false) => Status::Problem,
     };
-    Report::new(status, [line])
+    // Agents whose commands run in another mode than the global one (plan and explore are
+    // read-only by default).
+    let global = policy.mode;
+    let per_agent: Vec<String> = ws
+        .agents
+        .all()
+        .map(|a| (a.name.as_str(), toolshed_core::agents::sandbox_mode(&ws.config, &a.name)))
+        .filter(|(_, mode)| *mode != global)
+        .map(|(name, mode)| format!("{name}: {}", sandbox::mode_name(mode)))
+        .collect();
+    let mut lines = vec![line];
+    if !per_agent.is_empty() {
+        lines.push(format!("per agent: {}", per_agent.join(", ")));
+    }
+    Report::new(status, lines)
 }
 
 #[cfg(not(unix))]

@@ -59,10 +59,12 @@ fn doctor_reports_the_sandbox_the_shell_will_use() {
         assert!(sandbox.starts_with("sandbox: problem\n  workspace-write requested but"), "{sandbox}");
         assert_eq!(out.status.code(), Some(1));
     }
+    assert!(sandbox.contains("\n  per agent: explore: read-only, plan: read-only"), "{sandbox}");
     write(&tmp.path().join("toolshed.toml"), "[sandbox]\nmode = \"full-access\"\n");
     let out = toolshed(tmp.path(), &["doctor"]);
     let (sandbox, _) = sections(&String::from_utf8_lossy(&out.stdout), "sandbox");
     assert!(sandbox.starts_with("sandbox: off\n  full-access (commands run unsandboxed)"), "{sandbox}");
+    assert!(!sandbox.contains("per agent"), "full-access opts every agent out: {sandbox}");
 }
 
 fn write(path: &Path, text: &str) {

@@ -519,6 +519,7 @@ fn conformance_table() {
         ),
     ];
     assert!(cases.len() >= 80, "{} cases", cases.len());
+    println!("permission conformance: {} cases", cases.len());
     let mut failures = Vec::new();
     for (name, config, agent, tool, args, expected) in &cases {
         let args: Value = serde_json::from_str(

@@ -504,11 +504,19 @@ impl Runtime {
                     out.pending_text.push_str(&text);
                     self.emit(Event::Text { session_id: session.id.clone(), text });
                 }
-                StreamEvent::ToolCall(call) => {
+                StreamEvent::ToolCall(mut call) => {
                     if !out.pending_text.is_empty() {
                         self.store.add_text(&session.id, message, &std::mem::take(&mut out.pending_text))?;
                     }
-                    self.store.add_tool_call(&session.id, message, &call)?;
+                    // Ids pair calls with results in the session: a missing one, or one used
+                    // before (servers that number calls per response, or repeat an id), gets a
+                    // fresh id, so no call overwrites or takes the result of another.
+                    if call.id.trim().is_empty() {
+                        call.id = crate::store::new_id("call");
+                    }
+                    while !self.store.add_tool_call(&session.id, message, &call)? {
+                        call.id = crate::store::new_id("call");
+                    }
                     out.calls.push(call);
                 }
                 StreamEvent::Reasoning(mut reasoning) => {

@@ -483,8 +483,9 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Adds a tool call the model made, in state pending.
-    pub fn add_tool_call(&self, session_id: &str, message_id: &str, call: &ToolCall) -> Result<(), StoreError> {
+    /// Adds a tool call the model made, in state pending. `false` when the session already
+    /// has a call with that id (nothing is written then).
+    pub fn add_tool_call(&self, session_id: &str, message_id: &str, call: &ToolCall) -> Result<bool, StoreError> {
         let kind = if call.kind == CallKind::Custom { "custom" } else { "function" };
         self.conn()
             .execute(
@@ -493,7 +494,7 @@ impl Store {
                  ON CONFLICT(session_id, call_id) DO NOTHING",
                 params![session_id, message_id, call.id, call.name, kind, call.arguments],
             )
-            .map(drop)
+            .map(|inserted| inserted > 0)
             .map_err(|e| self.err(e))
     }
 

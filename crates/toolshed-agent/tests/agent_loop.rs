@@ -842,3 +842,49 @@ async fn an_image_too_large_to_send_is_replaced_by_a_note() {
     );
     assert!(h.server.received()[1].body.to_string().len() < 100_000);
 }
+
+/// A server that repeats call ids (within one response, and across steps) must not make one
+/// call overwrite another in the session, nor pair a call with another's result.
+#[tokio::test]
+async fn repeated_call_ids_get_fresh_ones_and_every_call_keeps_its_own_result() {
+    let h = harness(
+        "openai-chat",
+        vec![
+            Reply::sse(chat::tool_calls(&[
+                ("same", "read", r#"{"path":"a.txt"}"#),
+                ("same", "read", r#"{"path":"b.txt"}"#),
+            ])),
+            Reply::sse(chat::tool_calls(&[("same", "read", r#"{"path":"c.txt"}"#)])),
+            Reply::sse(chat::text("done")),
+        ],
+        Arc::new(RejectAll),
+    );
+    for (name, text) in [("a.txt", "AAA"), ("b.txt", "BBB"), ("c.txt", "CCC")] {
+        std::fs::write(h.root.join(name), format!("{text}\n")).unwrap();
+    }
+    let session = h.rt.create_session("build", "fake/m", None).unwrap();
+    h.rt.prompt(&session, "read them", &CancellationToken::new()).await.unwrap();
+    // The last request carries all three calls, each with a distinct id and its own result.
+    let body = &h.server.received()[2].body;
+    let messages = body["messages"].as_array().unwrap();
+    let calls: Vec<(String, String)> = messages
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+        .map(|c| (c["id"].as_str().unwrap().to_string(), c["function"]["arguments"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    let ids: std::collections::HashSet<&String> = calls.iter().map(|(id, _)| id).collect();
+    assert_eq!(ids.len(), 3, "{calls:?}");
+    let results = chat_results(&h.server, 2);
+    for (id, args) in &calls {
+        let expected = if args.contains("a.txt") {
+            "AAA"
+        } else if args.contains("b.txt") {
+            "BBB"
+        } else {
+            "CCC"
+        };
+        let (_, output) = results.iter().find(|(rid, _)| rid == id).unwrap();
+        assert!(output.contains(expected), "{id} {args} -> {output}");
+    }
+}

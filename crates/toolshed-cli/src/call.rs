@@ -99,7 +99,7 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
     let mut result = runtime.block_on(async {
         // Ctrl-C cancels the call; the chain stops the tool and returns its partial output.
         let interrupted = async {
-            let _ = tokio::signal::ctrl_c().await;
+            crate::stop_requested().await;
             cancel.cancel();
             std::future::pending().await
         };

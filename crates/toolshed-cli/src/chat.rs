@@ -95,11 +95,45 @@ pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
                 }
             }
         });
+        // SIGTERM, or standard output closed by its reader, ends the chat: the running turn is
+        // interrupted (and recorded so), then the loop stops.
+        let quit = CancellationToken::new();
+        let (on_quit, turn_of) = (quit.clone(), current.clone());
+        #[cfg(unix)]
+        tokio::spawn(async move {
+            let term = async {
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(mut term) => {
+                        term.recv().await;
+                    }
+                    Err(_) => std::future::pending().await,
+                }
+            };
+            let closed = async {
+                while !crate::stdout_closed() {
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+            };
+            tokio::select! {
+                () = term => {}
+                () = closed => {}
+            }
+            on_quit.cancel();
+            if let Some(turn) = turn_of.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                turn.cancel();
+            }
+        });
         loop {
+            if quit.is_cancelled() {
+                break;
+            }
             if interactive {
                 eprint!("{}> ", session.agent());
             }
-            let line = { lines.lock().await.recv().await };
+            let line = tokio::select! {
+                line = async { lines.lock().await.recv().await } => line,
+                () = quit.cancelled() => break,
+            };
             let Some(line) = line else { break };
             let line = line.trim();
             if line.is_empty() {

@@ -1,5 +1,33 @@
 //! The `toolshed` command: a thin layer that parses arguments and wires the crates together.
 
+// `print!`/`println!`/`eprint!`/`eprintln!` that never panic: a closed pipe (`toolshed run ... |
+// head`) is noted (see `stdout_closed`) instead of aborting the process. Defined before the
+// modules so that they use these.
+macro_rules! print {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        $crate::note_stdout(write!(std::io::stdout(), $($arg)*));
+    }};
+}
+macro_rules! println {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        $crate::note_stdout(writeln!(std::io::stdout(), $($arg)*));
+    }};
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod agent;
 mod approver;
 mod call;
@@ -75,10 +103,51 @@ impl CliError {
     }
 }
 
+/// Set once standard output is a closed pipe: whoever read it has gone.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Notes the outcome of a write to standard output.
+pub fn note_stdout(written: std::io::Result<()>) {
+    if written.is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+        STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Whether standard output turned out to be a closed pipe.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Resolves when the command should stop what it is doing: Ctrl-C (SIGINT), SIGTERM (what
+/// `timeout`, `docker stop` and service managers send), or standard output closed by its reader.
+pub async fn stop_requested() {
+    let closed = async {
+        while !stdout_closed() {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+        () = closed => {}
+    }
+}
+
 /// Prints a line to standard output; a closed pipe (`toolshed ... | head`) is not an error.
 pub fn out(text: impl std::fmt::Display) {
     use std::io::Write;
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    note_stdout(writeln!(std::io::stdout().lock(), "{text}"));
 }
 
 /// Prints a line to standard error, ignoring a closed pipe.

@@ -198,7 +198,7 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                     let cancel = toolshed_core::context::CancellationToken::new();
                     tokio::select! {
                         () = exported.serve_http(listener, cancel.clone()) => Ok(()),
-                        _ = tokio::signal::ctrl_c() => { cancel.cancel(); Ok(()) },
+                        () = crate::stop_requested() => { cancel.cancel(); Ok(()) },
                         () = follow => Ok(()),
                     }
                 }

@@ -54,9 +54,8 @@ pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
         let cancel = CancellationToken::new();
         let on_interrupt = cancel.clone();
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_interrupt.cancel();
-            }
+            crate::stop_requested().await;
+            on_interrupt.cancel();
         });
         let outcome = rt.prompt(&session, &args.prompt, &cancel).await;
         if !args.json {

@@ -211,7 +211,19 @@ impl Client {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let (error, retry_after, retryable) = match self.post(&url, &body).send().await {
+            // A server that accepts the connection but never answers gets the same bound as a
+            // stream that falls silent, then an error (not a retry: it would wait as long again).
+            let sent = match tokio::time::timeout(self.idle_timeout, self.post(&url, &body).send()).await {
+                Ok(sent) => sent,
+                Err(_) => {
+                    return Err(LlmError::Transport {
+                        provider: name.clone(),
+                        url: url.clone(),
+                        message: format!("no response within {} s of sending the request", self.idle_timeout.as_secs()),
+                    });
+                }
+            };
+            let (error, retry_after, retryable) = match sent {
                 Ok(resp) if resp.status().is_success() => {
                     let mut events = decode_stream(name.clone(), resp, self.decoder(), self.idle_timeout);
                     match events.next().await {
@@ -227,7 +239,11 @@ impl Client {
                     let status = resp.status().as_u16();
                     let retry_after =
                         resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
-                    let text = resp.text().await.unwrap_or_default();
+                    let text = tokio::time::timeout(self.idle_timeout, resp.text())
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                        .unwrap_or_default();
                     let error = classify_http(&name, &request.model, status, &text, &self.settings.key_hint());
                     if self.refuses_encrypted_reasoning(&error, &body) {
                         // The same request without the option, not counted as a retry.
@@ -253,7 +269,24 @@ impl Client {
                 });
             }
             let wait = match retry_after {
-                Some(d) if d > self.retry.max_retry_after => return Err(error),
+                Some(d) if d > self.retry.max_retry_after => {
+                    let asked = format!(
+                        "the server asked to wait {} s before retrying, longer than the {} s toolshed waits; try again later",
+                        d.as_secs(),
+                        self.retry.max_retry_after.as_secs()
+                    );
+                    return Err(match error {
+                        LlmError::RateLimited { provider, message, .. } => LlmError::RateLimited {
+                            provider,
+                            attempts: attempt,
+                            message: format!("{message} ({asked})"),
+                        },
+                        LlmError::Http { provider, status, message } => {
+                            LlmError::Http { provider, status, message: format!("{message} ({asked})") }
+                        }
+                        other => other,
+                    });
+                }
                 Some(d) => d,
                 None => self.retry.backoff(attempt),
             };

@@ -37,7 +37,7 @@ pub enum LlmError {
         message: String,
     },
     /// Still rate-limited after every retry.
-    #[error("{provider} is rate-limiting requests (HTTP 429) and still was after {attempts} attempts: {message}")]
+    #[error("{provider} is rate-limiting requests (HTTP 429) and still was after {attempts} {}: {message}", if *attempts == 1 { "attempt" } else { "attempts" })]
     RateLimited {
         /// The provider name.
         provider: String,

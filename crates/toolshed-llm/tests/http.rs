@@ -147,6 +147,26 @@ async fn a_429_with_retry_after_is_waited_out_then_succeeds() {
 }
 
 #[tokio::test]
+async fn a_retry_after_longer_than_toolshed_waits_is_reported_at_once_with_the_wait() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "3600")
+                .set_body_json(json!({"error": {"message": "quota"}})),
+        )
+        .mount(&server)
+        .await;
+    let c = client(ProviderKind::OpenaiChat, &format!("{}/v1", server.uri()), None);
+    let err = c.stream(&request()).await.err().unwrap().to_string();
+    assert_eq!(
+        err,
+        "test is rate-limiting requests (HTTP 429) and still was after 1 attempt: quota (the server asked to wait 3600 s before retrying, longer than the 5 s toolshed waits; try again later)"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
 async fn server_errors_are_retried_with_backoff_and_then_reported() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
@@ -248,6 +268,26 @@ async fn a_silent_stream_times_out_without_a_retry() {
     let err = c.stream(&request()).await.err().unwrap();
     assert!(err.to_string().contains("no data for"), "{err}");
     assert_eq!(server.received().len(), 1);
+}
+
+#[tokio::test]
+async fn a_server_that_never_sends_headers_is_given_up_on_after_the_idle_timeout() {
+    // Accepts the connection, reads the request, never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let c = client(ProviderKind::OpenaiChat, &format!("http://127.0.0.1:{port}/v1"), None)
+        .with_idle_timeout(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let err = c.stream(&request()).await.err().unwrap().to_string();
+    assert!(err.contains("no response within"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    accepted.abort();
 }
 
 #[tokio::test]

@@ -276,6 +276,9 @@ fn builtin_agents() -> Vec<BuiltinAgent> {
     plan.push(Rule::new("task", "explore", Allow));
     // Leaving plan mode asks the user (the agent runtime's `plan_exit` tool).
     plan.push(Rule::new("plan_exit", "*", Ask));
+    // Its read-only sandbox is the point: a refused command is never rerun without it, not even
+    // under `--yes`.
+    plan.push(Rule::new("sandbox_escalation", "*", Deny));
     let mut explore = vec![Rule::new("*", "*", Deny)];
     explore.extend(["read", "list", "glob", "grep", "webfetch"].map(|k| Rule::new(k, "*", Allow)));
     explore.push(Rule::new("external_directory", "*", Ask));
@@ -370,6 +373,7 @@ mod tests {
         assert_eq!(a.evaluate("plan", "bash", "git status").action, Action::Allow);
         assert_eq!(a.evaluate("plan", "bash", "find . -name x -delete").action, Action::Ask);
         assert_eq!(a.evaluate("plan", "bash", "cargo build").action, Action::Ask);
+        assert_eq!(a.evaluate("plan", "sandbox_escalation", "touch x").action, Action::Deny);
     }
 
     #[test]

@@ -586,7 +586,9 @@ async fn plan_runs_commands_in_the_read_only_sandbox() {
     assert_eq!(r.metadata["sandbox"], "read-only", "{}", r.output);
     assert!(r.output.contains("Permission denied") || r.output.contains("Read-only"), "{}", r.output);
     assert!(!root.path().join("inside.txt").exists(), "{}", r.output);
-    assert_eq!(*answer.1.lock().unwrap(), ["bash", "sandbox_escalation"]);
+    // Plan's rules deny escalation outright, so no one is even asked (not even under --yes).
+    assert_eq!(*answer.1.lock().unwrap(), ["bash"]);
+    assert!(r.output.contains("forbid `sandbox_escalation`"), "{}", r.output);
     let r = bash_as(&executor, "build", "touch inside.txt").await;
     assert_eq!(r.metadata["sandbox"], "workspace-write", "{}", r.output);
     assert!(root.path().join("inside.txt").exists(), "{}", r.output);

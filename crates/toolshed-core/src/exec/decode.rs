@@ -40,7 +40,13 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
             describe_type(&args)
         )));
     }
-    let validator = entry.validator().map_err(|e| ToolError::fatal(format!("{name}: {e}")))?;
+    // A broken definition is the tool's fault, not the model's and not the run's: the call
+    // fails, the session goes on.
+    let validator = entry.validator().map_err(|e| {
+        ToolError::model(format!(
+            "The tool {name} cannot be called: {e}. This is a fault in the tool's definition, not in your arguments: use another tool, or tell the user."
+        ))
+    })?;
     let problems: Vec<String> = validator.iter_errors(&args).map(|e| problem(&spec.parameters, &e)).collect();
     if problems.is_empty() {
         let mut args = args;
@@ -355,6 +361,25 @@ mod tests {
         assert!(msg.contains("`input`") && msg.contains("string"), "{msg}");
         let msg = decode(e, &CallInput::Raw(r#"{"patch": "x"}"#.into())).unwrap_err().to_string();
         assert!(msg.contains("missing required parameter `input`"), "{msg}");
+    }
+
+    #[test]
+    fn a_tool_with_a_broken_schema_fails_its_call_not_the_run() {
+        struct Broken(ToolSpec);
+        impl crate::tool::Tool for Broken {
+            fn spec(&self) -> &ToolSpec {
+                &self.0
+            }
+            fn prepare(&self, _: Value) -> Result<Box<dyn crate::tool::Invocation + '_>, ToolError> {
+                Err(ToolError::model("unused"))
+            }
+        }
+        let mut r = Registry::new();
+        let schema = json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "([unclosed"}}});
+        r.register_builtin(Broken(ToolSpec::new("pat", "p", schema)));
+        let err = decode(r.get("pat").unwrap(), &CallInput::Json(json!({"p": "x"}))).unwrap_err();
+        assert!(matches!(err, ToolError::RespondToModel(_)), "{err:?}");
+        assert!(err.to_string().starts_with("The tool pat cannot be called: "), "{err}");
     }
 
     #[test]

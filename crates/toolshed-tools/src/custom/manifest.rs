@@ -331,6 +331,8 @@ fn property(value: &toml::Value) -> Result<(Value, bool), String> {
             }
             let schema = Value::Object(schema);
             jsonschema::meta::validate(&schema).map_err(|e| format!("not a valid JSON Schema: {e}"))?;
+            // The meta-schema does not look inside `pattern`s; compiling does.
+            jsonschema::validator_for(&schema).map_err(|e| format!("not a usable JSON Schema: {e}"))?;
             Ok((schema, optional))
         }
         _ => Err(format!(
@@ -436,6 +438,10 @@ mod tests {
             (
                 "description = \"x\"\ncommand = [\"true\"]\n[args.n]\ntype = \"integer\"\nminimum = \"one\"\n",
                 "3: [args.n]: not a valid JSON Schema: \"one\" is not of type \"number\"",
+            ),
+            (
+                "description = \"x\"\ncommand = [\"true\"]\n[args.p]\ntype = \"string\"\npattern = \"([unclosed\"\n",
+                "3: [args.p]: not a usable JSON Schema: \"([unclosed\" is not a \"regex\"",
             ),
             (
                 "description = \"x\"\ncommand = [\"true\"]\n[args.n]\ndescription = \"?\"\n",

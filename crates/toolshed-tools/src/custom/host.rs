@@ -32,6 +32,10 @@ const ZOD_SPEC: &str = "zod@^4";
 const STDERR_KEPT: usize = 8 * 1024;
 /// How long an install by another toolshed process is waited for.
 const INSTALL_WAIT: Duration = Duration::from_secs(180);
+/// How long one install may run before it is stopped.
+const INSTALL_LIMIT: Duration = Duration::from_secs(120);
+/// How long a failed install is remembered (across processes) before it is tried again.
+const INSTALL_FAILURE_KEPT: Duration = Duration::from_secs(600);
 
 /// Which program runs the host.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -382,17 +386,63 @@ pub(crate) fn zod_installed(dir: &Path) -> bool {
     version.split('.').next().and_then(|m| m.parse::<u32>().ok()).is_some_and(|major| major >= 4)
 }
 
-/// Installs zod 4 into `dir` with npm (or Bun when npm is missing), one toolshed process at a time.
+/// Installs zod 4 into `dir` with npm (or Bun when npm is missing), one toolshed process at a
+/// time, at most once per process and not again for 10 minutes after a failure (offline, no
+/// registry), so listing tools never waits on the network twice.
 fn install_zod(dir: &Path, runtime: &Runtime) -> Result<(), String> {
+    static TRIED: Mutex<Option<HashMap<PathBuf, Result<(), String>>>> = Mutex::new(None);
+    if let Some(done) = TRIED.lock().unwrap_or_else(PoisonError::into_inner).as_ref().and_then(|t| t.get(dir)) {
+        return done.clone();
+    }
+    let failed = dir.join("install.failed");
+    let recent = std::fs::metadata(&failed)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age < INSTALL_FAILURE_KEPT));
+    let result = if recent {
+        let why = std::fs::read_to_string(&failed).unwrap_or_default();
+        Err(format!(
+            "{} (an install failed less than 10 minutes ago and is not retried until then; delete {} to retry now)",
+            why.trim(),
+            failed.display()
+        ))
+    } else {
+        let result = install_zod_locked(dir, runtime);
+        match &result {
+            Ok(()) => drop(std::fs::remove_file(&failed)),
+            Err(why) => drop(std::fs::write(&failed, why)),
+        }
+        result
+    };
+    TRIED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get_or_insert_default()
+        .insert(dir.to_path_buf(), result.clone());
+    result
+}
+
+/// Whether the process that wrote `lock` (its pid is the content) is gone.
+fn lock_owner_gone(lock: &Path) -> bool {
+    std::fs::read_to_string(lock)
+        .ok()
+        .and_then(|pid| pid.trim().parse::<u32>().ok())
+        .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+}
+
+fn install_zod_locked(dir: &Path, runtime: &Runtime) -> Result<(), String> {
     let lock = dir.join("install.lock");
     let started = SystemTime::now();
     loop {
         match std::fs::OpenOptions::new().write(true).create_new(true).open(&lock) {
-            Ok(_) => break,
+            Ok(mut file) => {
+                let _ = write!(file, "{}", std::process::id());
+                break;
+            }
             Err(_) => {
-                let stale = std::fs::metadata(&lock)
-                    .and_then(|m| m.modified())
-                    .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > INSTALL_WAIT));
+                let stale = lock_owner_gone(&lock)
+                    || std::fs::metadata(&lock)
+                        .and_then(|m| m.modified())
+                        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > INSTALL_WAIT));
                 if stale {
                     let _ = std::fs::remove_file(&lock);
                     continue;
@@ -420,7 +470,16 @@ fn run_install(dir: &Path, runtime: &Runtime) -> Result<(), String> {
     let mut cmd = match (on_path("npm"), &runtime.kind) {
         (Some(npm), _) => {
             let mut cmd = std::process::Command::new(npm);
-            cmd.args(["install", "--no-audit", "--no-fund", "--loglevel=error", ZOD_SPEC]);
+            // Few, short network retries: offline, this fails in seconds rather than minutes.
+            cmd.args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--fetch-retries=1",
+                "--fetch-timeout=20000",
+                ZOD_SPEC,
+            ]);
             cmd
         }
         (None, RuntimeKind::Bun) => {
@@ -435,11 +494,15 @@ fn run_install(dir: &Path, runtime: &Runtime) -> Result<(), String> {
             ));
         }
     };
-    let out = cmd
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
+    let out = output_within(cmd.current_dir(dir).stdin(Stdio::null()), INSTALL_LIMIT)
         .map_err(|e| format!("cannot run the installer for zod: {e}"))?;
+    let Some(out) = out else {
+        return Err(format!(
+            "installing zod 4 into {dir} did not finish within {} s (is the npm registry reachable?); install it there by hand with `npm install {ZOD_SPEC}`",
+            INSTALL_LIMIT.as_secs(),
+            dir = dir.display()
+        ));
+    };
     if out.status.success() && zod_installed(dir) {
         return Ok(());
     }
@@ -450,6 +513,38 @@ fn run_install(dir: &Path, runtime: &Runtime) -> Result<(), String> {
         "zod 4 is needed and could not be installed into {dir} ({tail}); install it there by hand with `npm install {ZOD_SPEC}`",
         dir = dir.display()
     ))
+}
+
+/// Runs `cmd` to completion, collecting its output, or kills it after `limit` (`None`).
+fn output_within(cmd: &mut std::process::Command, limit: Duration) -> std::io::Result<Option<std::process::Output>> {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    // Drain both pipes on threads so a chatty installer cannot block on a full pipe.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    Ok(Some(std::process::Output { status, stdout, stderr }))
 }
 
 /// Writes `text` to `path` unless it already holds it (atomically, so concurrent processes
@@ -466,6 +561,45 @@ fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recent_install_failure_is_reported_at_once_and_remembered() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("install.failed"), "zod 4 could not be installed (offline)").unwrap();
+        let runtime = Runtime { program: PathBuf::from("/nonexistent/bun"), kind: RuntimeKind::Bun };
+        let started = std::time::Instant::now();
+        let err = install_zod(tmp.path(), &runtime).unwrap_err();
+        assert!(
+            err.starts_with("zod 4 could not be installed (offline) (an install failed less than 10 minutes ago"),
+            "{err}"
+        );
+        // The same answer for the rest of the process, even once the file is gone.
+        std::fs::remove_file(tmp.path().join("install.failed")).unwrap();
+        assert_eq!(install_zod(tmp.path(), &runtime).unwrap_err(), err);
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_command_over_its_limit_is_stopped() {
+        let mut sleep = std::process::Command::new("sleep");
+        sleep.arg("30");
+        let started = std::time::Instant::now();
+        assert!(output_within(&mut sleep, Duration::from_millis(300)).unwrap().is_none());
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let mut echo = std::process::Command::new("echo");
+        echo.arg("hi");
+        assert_eq!(output_within(&mut echo, Duration::from_secs(5)).unwrap().unwrap().stdout, b"hi\n");
+    }
+
+    #[test]
+    fn a_lock_whose_owner_is_gone_is_stale() {
+        let tmp = tempfile::tempdir().unwrap();
+        let lock = tmp.path().join("install.lock");
+        std::fs::write(&lock, std::process::id().to_string()).unwrap();
+        assert!(!lock_owner_gone(&lock));
+        std::fs::write(&lock, "4294967").unwrap();
+        assert!(lock_owner_gone(&lock));
+    }
 
     #[test]
     fn node_strips_types_from_22_6() {

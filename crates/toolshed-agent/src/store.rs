@@ -842,6 +842,14 @@ pub fn history_of(messages: &[StoredMessage]) -> Vec<Message> {
         if parts.is_empty() {
             continue;
         }
+        // A response that failed or was interrupted mid-way keeps what arrived, marked as such,
+        // so the model does not take half an answer for a finished one.
+        if m.role == Role::Assistant
+            && m.error.is_some()
+            && parts.iter().any(|p| matches!(p, Part::Text { text } if !text.trim().is_empty()))
+        {
+            parts.push(Part::Text { text: "\n\n[This response was cut off before it finished.]".to_string() });
+        }
         out.push(Message { role: m.role, parts });
         if !results.is_empty() {
             out.push(Message { role: Role::User, parts: results });
@@ -964,6 +972,24 @@ mod tests {
             matches!(&msgs[1].parts[1], StoredPart::Tool { state: CallState::Error, metadata, .. } if metadata["interrupted"] == true)
         );
         assert_eq!(s.session(&ses.id).unwrap().messages, 2);
+    }
+
+    #[test]
+    fn text_of_a_response_that_failed_mid_way_is_replayed_marked_as_cut_off() {
+        let (_d, s) = store();
+        let ses = s.create_session(None, "build", Some("p/m"), Path::new("/w")).unwrap();
+        let u = s.add_message(&ses.id, Role::User, None, None).unwrap();
+        s.add_text(&ses.id, &u, "explain").unwrap();
+        let a = s.add_message(&ses.id, Role::Assistant, Some("build"), Some("p/m")).unwrap();
+        s.add_text(&ses.id, &a, "This is a partial answer").unwrap();
+        s.finish_message(&a, None, None, Some("the response stream failed")).unwrap();
+        let history = s.history(&ses.id).unwrap();
+        assert_eq!(history[1].text(), "This is a partial answer\n\n[This response was cut off before it finished.]");
+        // A finished answer is replayed as it is.
+        let b = s.add_message(&ses.id, Role::Assistant, Some("build"), Some("p/m")).unwrap();
+        s.add_text(&ses.id, &b, "Complete.").unwrap();
+        s.finish_message(&b, None, Some("end_turn"), None).unwrap();
+        assert_eq!(s.history(&ses.id).unwrap()[2].text(), "Complete.");
     }
 
     #[test]

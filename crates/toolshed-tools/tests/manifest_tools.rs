@@ -100,6 +100,23 @@ fn shell_tool_exit_code_is_an_error_carrying_stderr() {
 }
 
 #[test]
+fn a_long_standard_error_keeps_its_end_and_says_how_much_was_dropped() {
+    let p = Project::new();
+    p.write(".toolshed/tools/noisy.toml", "description = \"Fails loudly.\"\ncommand = [\"{dir}/noisy.sh\"]\n");
+    p.write(".toolshed/tools/noisy.sh", "#!/bin/sh\nyes 'noise noise noise noise noise noise noise noise noise noise noise' | head -c 600000 >&2\necho 'the real error' >&2\nexit 1\n");
+    let custom = p.custom(&Scope::All);
+    let result = call(&p.executor(&custom), "noisy", json!({}));
+    assert!(result.is_error);
+    assert!(result.output.starts_with("[... the first "), "{}", &result.output[..200]);
+    assert!(result.output.contains(" bytes of standard error were dropped; its last "), "{}", &result.output[..200]);
+    assert!(
+        result.output.ends_with("the real error\n\n[noisy exited with code 1]"),
+        "{:?}",
+        &result.output[result.output.len() - 80..]
+    );
+}
+
+#[test]
 fn shell_tool_stdout_is_the_result_when_it_is_not_structured() {
     let p = Project::new();
     p.write(

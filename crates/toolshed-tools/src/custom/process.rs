@@ -71,6 +71,7 @@ pub(crate) async fn run_command(command: Command, args: Value, ctx: ToolContext)
     let input = format!("{args}\n").into_bytes();
     let mut sink = ctx.output_sink(MEMORY_BUDGET);
     let mut err_tail: Vec<u8> = Vec::new();
+    let mut err_total = 0usize;
 
     let cancel = ctx.cancellation().clone();
     // The block ends the borrows of the sink and the child before the output is collected.
@@ -91,7 +92,10 @@ pub(crate) async fn run_command(command: Command, args: Value, ctx: ToolContext)
                 status
             };
             let read_out = drain(stdout, exited_rx.clone(), |b| sink.push(b));
-            let read_err = drain(stderr, exited_rx.clone(), |b| keep_tail(&mut err_tail, b));
+            let read_err = drain(stderr, exited_rx.clone(), |b| {
+                err_total += b.len();
+                keep_tail(&mut err_tail, b)
+            });
             let (_, status, _, _) = tokio::join!(write, wait, read_out, read_err);
             status
         };
@@ -121,7 +125,8 @@ pub(crate) async fn run_command(command: Command, args: Value, ctx: ToolContext)
         }
         return Ok(ToolOutput { text: stdout.text, spill: stdout.spill, ..ToolOutput::default() });
     }
-    Err(failure(name, status, &err_tail, &stdout.text, &ctx))
+    let dropped = err_total.saturating_sub(err_tail.len());
+    Err(failure(name, status, &err_tail, dropped, &stdout.text, &ctx))
 }
 
 /// Reads `pipe` to its end, or until a short grace after the process exited (children that
@@ -174,7 +179,14 @@ fn structured(text: &str) -> Option<ToolOutput> {
 
 /// The error for a non-zero exit: standard error (or, when it is empty, standard output) and
 /// the exit code.
-fn failure(name: &str, status: ExitStatus, stderr: &[u8], stdout: &str, ctx: &ToolContext) -> ToolError {
+fn failure(
+    name: &str,
+    status: ExitStatus,
+    stderr: &[u8],
+    dropped: usize,
+    stdout: &str,
+    ctx: &ToolContext,
+) -> ToolError {
     use std::os::unix::process::ExitStatusExt;
     let how = match (status.code(), status.signal()) {
         (Some(code), _) => {
@@ -188,6 +200,15 @@ fn failure(name: &str, status: ExitStatus, stderr: &[u8], stdout: &str, ctx: &To
         (None, None) => "failed".to_string(),
     };
     let stderr = String::from_utf8_lossy(stderr);
+    // Only the end of a long standard error is kept: say how much came before it.
+    let stderr = if dropped > 0 {
+        format!(
+            "[... the first {dropped} bytes of standard error were dropped; its last {} follow ...]\n{stderr}",
+            stderr.len()
+        )
+    } else {
+        stderr.into_owned()
+    };
     let detail = if stderr.trim().is_empty() { stdout.trim() } else { stderr.trim() };
     if detail.is_empty() {
         ToolError::model(format!("{name} {how} without printing an error."))

@@ -34,6 +34,9 @@ pub struct RunArgs {
 }
 
 pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
+    if args.prompt.trim().is_empty() {
+        return Err(CliError::usage("the prompt is empty: say what to do, e.g. toolshed run \"fix the failing test\""));
+    }
     let (store, agent, model) =
         crate::agent::session_target(ws, args.session.as_deref(), args.agent.as_deref(), args.model.as_deref())?;
     let printer = Printer::new(args.json);

@@ -209,3 +209,15 @@ fn sandbox_mode_from_the_config_applies_to_bash() {
     assert_eq!(result["metadata"]["sandbox"], "read-only");
     assert!(!tmp.path().join("made.txt").exists());
 }
+
+#[test]
+fn an_empty_prompt_and_a_zero_step_limit_are_usage_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = toolshed(tmp.path(), &["run", "  "]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("the prompt is empty"), "{}", stderr(&out));
+    std::fs::write(tmp.path().join("toolshed.toml"), "[session]\nmax_steps = 0\n").unwrap();
+    let out = toolshed(tmp.path(), &["tools"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("max_steps must be at least 1"), "{}", stderr(&out));
+}

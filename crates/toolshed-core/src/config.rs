@@ -514,6 +514,9 @@ impl Config {
             self.tool_search = search;
         }
         if let Some(session) = file.session {
+            if session.max_steps == 0 {
+                return Err(invalid("[session] max_steps must be at least 1 (the default is 100)".into()));
+            }
             self.session = session;
         }
         set(&mut self.websearch, file.websearch);

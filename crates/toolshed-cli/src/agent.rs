@@ -39,6 +39,49 @@ pub fn check_model(ws: &Workspace, model: &str) -> Result<(), CliError> {
 }
 
 /// Opens the session database under the data directory.
+/// A session this process is running. While it is held, `--session ID` in another toolshed
+/// process is refused, so two runs never interleave their messages in one session. A lock whose
+/// process is gone (killed) is taken over.
+pub struct SessionLock(std::path::PathBuf);
+
+impl SessionLock {
+    /// Takes the lock of session `id` in `store`'s directory.
+    pub fn acquire(store: &Store, id: &str) -> Result<SessionLock, CliError> {
+        use std::io::Write as _;
+        let dir = store.path().parent().unwrap_or(std::path::Path::new(".")).join("locks");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| CliError::failure(format!("cannot create {}: {e}", dir.display())))?;
+        let path = dir.join(format!("{id}.lock"));
+        for _ in 0..3 {
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut file) => {
+                    let _ = write!(file, "{}", std::process::id());
+                    return Ok(SessionLock(path));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let owner = std::fs::read_to_string(&path).ok().and_then(|p| p.trim().parse::<u32>().ok());
+                    match owner {
+                        Some(pid) if std::path::Path::new(&format!("/proc/{pid}")).exists() => {
+                            return Err(CliError::failure(format!(
+                                "session {id} is in use by another toolshed process (pid {pid}); wait for it to finish or stop it, then continue the session"
+                            )));
+                        }
+                        _ => drop(std::fs::remove_file(&path)),
+                    }
+                }
+                Err(e) => return Err(CliError::failure(format!("cannot lock session {id}: {e}"))),
+            }
+        }
+        Err(CliError::failure(format!("cannot lock session {id}: {} keeps reappearing", path.display())))
+    }
+}
+
+impl Drop for SessionLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 pub fn open_store() -> Result<Arc<Store>, CliError> {
     let path = Store::default_path(&toolshed_core::paths::data_dir());
     Store::open(path).map(Arc::new).map_err(CliError::failure)
@@ -241,4 +284,26 @@ fn one_line(text: &str, max: usize) -> String {
     }
     let cut: String = flat.chars().take(max).collect();
     format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_session_is_run_by_one_process_at_a_time_and_a_dead_owner_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("sessions.db")).unwrap();
+        let held = SessionLock::acquire(&store, "ses_1").unwrap();
+        let err = SessionLock::acquire(&store, "ses_1").err().unwrap();
+        assert!(format!("{err:?}").contains("is in use by another toolshed process"), "{err:?}");
+        assert!(SessionLock::acquire(&store, "ses_2").is_ok());
+        drop(held);
+        let again = SessionLock::acquire(&store, "ses_1").unwrap();
+        drop(again);
+        // A lock left by a process that no longer exists.
+        std::fs::write(dir.path().join("locks/ses_1.lock"), "4294967").unwrap();
+        assert!(SessionLock::acquire(&store, "ses_1").is_ok());
+    }
 }

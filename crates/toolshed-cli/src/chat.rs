@@ -75,11 +75,19 @@ pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
         .build()
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
     let outcome = tokio_rt.block_on(async {
+        let early_lock = match &args.session {
+            Some(id) => Some(crate::agent::SessionLock::acquire(rt.store(), id)?),
+            None => None,
+        };
         let session = match &args.session {
             Some(id) => rt.resume_session(id, Some(&model), Some(&agent)),
             None => rt.create_session(&agent, &model, None),
         }
         .map_err(CliError::failure)?;
+        let _lock = match early_lock {
+            Some(lock) => lock,
+            None => crate::agent::SessionLock::acquire(rt.store(), &session.id)?,
+        };
         printer.start_spinner();
         eprintln!("toolshed chat: session {} ({}, {model}). {HELP}", session.id, session.agent());
         let current: Arc<Mutex<Option<CancellationToken>>> = Arc::default();

@@ -845,10 +845,15 @@ pub fn history_of(messages: &[StoredMessage]) -> Vec<Message> {
         // A response that failed or was interrupted mid-way keeps what arrived, marked as such,
         // so the model does not take half an answer for a finished one.
         if m.role == Role::Assistant
-            && m.error.is_some()
             && parts.iter().any(|p| matches!(p, Part::Text { text } if !text.trim().is_empty()))
         {
-            parts.push(Part::Text { text: "\n\n[This response was cut off before it finished.]".to_string() });
+            if m.error.is_some() {
+                parts.push(Part::Text { text: "\n\n[This response was cut off before it finished.]".to_string() });
+            } else if m.stop_reason.as_deref() == Some("maxtokens") {
+                parts.push(Part::Text {
+                    text: "\n\n[This response was cut off at the output-token limit.]".to_string(),
+                });
+            }
         }
         out.push(Message { role: m.role, parts });
         if !results.is_empty() {
@@ -990,6 +995,13 @@ mod tests {
         s.add_text(&ses.id, &b, "Complete.").unwrap();
         s.finish_message(&b, None, Some("end_turn"), None).unwrap();
         assert_eq!(s.history(&ses.id).unwrap()[2].text(), "Complete.");
+        let c = s.add_message(&ses.id, Role::Assistant, Some("build"), Some("p/m")).unwrap();
+        s.add_text(&ses.id, &c, "Long").unwrap();
+        s.finish_message(&c, None, Some("maxtokens"), None).unwrap();
+        assert_eq!(
+            s.history(&ses.id).unwrap()[3].text(),
+            "Long\n\n[This response was cut off at the output-token limit.]"
+        );
     }
 
     #[test]

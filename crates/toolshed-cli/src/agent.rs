@@ -260,6 +260,10 @@ impl Printer {
                 self.line(&mut s, &line);
             }
             Event::AgentSwitch { from, to, .. } => self.line(&mut s, &format!("[agent: {from} → {to}]")),
+            Event::StepFinish { stop, .. } if main && stop == "maxtokens" => self.line(
+                &mut s,
+                "[the model hit its output-token limit: this response is cut off, and a tool call in it may be incomplete]",
+            ),
             Event::SessionStart { agent, parent_id: Some(_), .. } => {
                 self.line(&mut s, &format!("{indent}[sub-agent {agent} started]"))
             }

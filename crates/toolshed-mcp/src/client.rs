@@ -586,10 +586,25 @@ impl McpClients {
         &self.servers
     }
 
-    /// Registers every connected server's tools with [`Source::Mcp`].
+    /// Registers every connected server's tools with [`Source::Mcp`]. Two servers whose
+    /// tools come out with the same full name (`a` + `b_echo`, `a_b` + `echo`) do not shadow
+    /// each other silently: the later one's tool is left out, with the reason in its status.
     pub fn register(&self, registry: &mut Registry) {
+        let mut owners: std::collections::HashMap<String, String> = std::collections::HashMap::new();
         for server in &self.servers {
             for tool in server.tools() {
+                let name = tool.spec.name.clone();
+                if let Some(first) = owners.get(&name) {
+                    let reason = format!(
+                        "its full name `{name}` is already taken by a tool of the MCP server `{first}`; rename one of the two servers in the config"
+                    );
+                    let mut table = server.table.write().unwrap_or_else(PoisonError::into_inner);
+                    if !table.skipped.iter().any(|(raw, _)| raw == &tool.raw_name) {
+                        table.skipped.push((tool.raw_name.clone(), reason));
+                    }
+                    continue;
+                }
+                owners.insert(name, server.name.clone());
                 registry.register(tool, Source::Mcp(server.name.clone()));
             }
         }

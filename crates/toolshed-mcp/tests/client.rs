@@ -158,6 +158,21 @@ async fn a_server_that_exited_between_calls_is_started_again_before_the_next_one
 }
 
 #[tokio::test]
+async fn two_servers_whose_tools_share_a_full_name_do_not_shadow_each_other_silently() {
+    // `f.x` and `f_x` both sanitise to `f_x`: their `echo` tools are both `f_x_echo`.
+    let clients = connect(&[("f.x", fixture("ok")), ("f_x", fixture("ok"))]).await;
+    let exec = executor(&clients, Ruleset::defaults());
+    assert_eq!(call(&exec, "f_x_echo", json!({"text": "first"})).await.output, "first");
+    assert!(
+        matches!(exec.registry().get("f_x_echo").unwrap().source, toolshed_core::registry::Source::Mcp(ref s) if s == "f.x")
+    );
+    let second = &clients.statuses()[1];
+    let (raw, why) = second.skipped.iter().find(|(raw, _)| raw == "echo").unwrap();
+    assert_eq!(raw, "echo");
+    assert!(why.contains("already taken by a tool of the MCP server `f.x`"), "{why}");
+}
+
+#[tokio::test]
 async fn calls_time_out_and_the_server_stays_usable() {
     let mut config = fixture("ok");
     config.timeout_ms = Some(400);

@@ -316,7 +316,12 @@ impl McpServer {
                         if let Some(reader) = reader {
                             let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
                         }
-                        return Err(format!("the MCP handshake failed: {e}"));
+                        let text = e.to_string();
+                        // rmcp's words for a child that is already gone name its internals.
+                        if text.contains("Broken pipe") || text.contains("closed") || text.contains("EOF") {
+                            return Err("it exited (or closed its standard input and output) before answering the MCP handshake".to_string());
+                        }
+                        return Err(format!("the MCP handshake failed: {text}"));
                     }
                 }
             }

@@ -68,6 +68,7 @@ async fn a_server_that_crashes_at_start_is_unavailable_with_its_own_words() {
     let statuses = clients.statuses();
     let State::Unavailable(reason) = &statuses[0].state else { panic!("{:?}", statuses[0].state) };
     assert!(reason.contains("crashing on purpose"), "{reason}");
+    assert!(reason.starts_with("it exited (or closed its standard input and output) before answering"), "{reason}");
     assert_eq!(statuses[1].state, State::Connected);
     let exec = executor(&clients, Ruleset::defaults());
     assert!(exec.registry().get("boom_echo").is_none());

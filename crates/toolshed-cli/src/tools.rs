@@ -121,8 +121,13 @@ fn check(ws: &Workspace, registry: &Registry) -> ExitCode {
     let mut working = 0;
     for (spec, file) in ws.custom.tools() {
         working += 1;
-        let replaces = match registry.get(&spec.name).and_then(|e| e.overrides.as_ref()) {
-            Some(old) => format!(" (replaces {old})"),
+        // Several files may declare one name: the one registered replaces what came before,
+        // the others are not used.
+        let replaces = match registry.get(&spec.name) {
+            Some(e) if e.source == toolshed_core::registry::Source::Custom(file.to_path_buf()) => {
+                e.overrides.as_ref().map(|old| format!(" (replaces {old})")).unwrap_or_default()
+            }
+            Some(e) => format!(" (not used: {} takes its place)", e.source),
             None => String::new(),
         };
         println!("ok  {}  {}{replaces}", spec.name, shown(file, &ws.root));

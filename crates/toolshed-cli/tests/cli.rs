@@ -211,7 +211,7 @@ fn sandbox_mode_from_the_config_applies_to_bash() {
 }
 
 #[test]
-fn an_empty_prompt_and_a_zero_step_limit_are_usage_errors() {
+fn an_empty_prompt_a_zero_step_limit_and_a_bad_base_url_are_usage_errors() {
     let tmp = tempfile::tempdir().unwrap();
     let out = toolshed(tmp.path(), &["run", "  "]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
@@ -220,4 +220,12 @@ fn an_empty_prompt_and_a_zero_step_limit_are_usage_errors() {
     let out = toolshed(tmp.path(), &["tools"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("max_steps must be at least 1"), "{}", stderr(&out));
+    std::fs::write(
+        tmp.path().join("toolshed.toml"),
+        "[provider.x]\nkind = \"openai-chat\"\nbase_url = \"not a url\"\n",
+    )
+    .unwrap();
+    let out = toolshed(tmp.path(), &["run", "hi", "--model", "x/m"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("base_url `not a url` is not an http(s) URL"), "{}", stderr(&out));
 }

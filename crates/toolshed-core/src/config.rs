@@ -495,7 +495,19 @@ impl Config {
             self.sandbox.allow_unsandboxed = sandbox.allow_unsandboxed.unwrap_or(self.sandbox.allow_unsandboxed);
             self.sandbox.block_network = sandbox.block_network.unwrap_or(self.sandbox.block_network);
         }
-        self.providers.extend(file.provider.unwrap_or_default());
+        let providers = file.provider.unwrap_or_default();
+        for (name, provider) in &providers {
+            if let Some(url) = &provider.base_url {
+                let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+                let host = url.split("://").nth(1).unwrap_or_default();
+                if !scheme_ok || host.is_empty() || host.starts_with('/') {
+                    return Err(invalid(format!(
+                        "[provider.{name}] base_url `{url}` is not an http(s) URL; write it like \"http://127.0.0.1:8080/v1\""
+                    )));
+                }
+            }
+        }
+        self.providers.extend(providers);
         for (name, server) in file.mcp.unwrap_or_default() {
             if server.command.is_some() == server.url.is_some() {
                 return Err(invalid(format!(

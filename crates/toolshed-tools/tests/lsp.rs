@@ -329,12 +329,20 @@ args = ["-c", "echo 'bad: cannot run' >&2; exit 3"]
 extensions = ["bad"]
 [half]
 extensions = ["h1"]
+[mute]
+command = "sleep"
+args = ["60"]
+extensions = ["mu"]
+timeout_ms = 500
 "#,
         json!(program.to_str().unwrap())
     );
     let config = toolshed_core::config::Config { lsp: toml::from_str(&toml).unwrap(), ..Default::default() };
     let tmp = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
     let report = toolshed_tools::lsp::lsp_report(&config, tmp.path());
+    // The server that never answers is given its own 500 ms, not doctor's 15 s.
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
     let lines = report.lines();
     let line = |name: &str| lines.iter().find(|l| l.starts_with(&format!("{name} "))).cloned().unwrap();
     assert!(
@@ -355,6 +363,8 @@ extensions = ["h1"]
         line("half"),
         "half (configured; .h1): cannot be used: it has no `command` (only built-in servers may leave it out)"
     );
+    assert!(line("mute").starts_with("mute (configured; .mu): "), "{lines:#?}");
+    assert!(line("mute").contains("does not start"), "{lines:#?}");
     let gopls_mentioned = lines.iter().any(|l| {
         l.starts_with("gopls (built-in; .go): ") || (l.starts_with("not found on PATH: ") && l.contains("gopls"))
     });

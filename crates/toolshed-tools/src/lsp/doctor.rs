@@ -102,7 +102,9 @@ impl LspReport {
         for s in &self.servers {
             let exts: Vec<String> = s.extensions.iter().map(|e| format!(".{e}")).collect();
             let origin = if s.configured { "configured" } else { "built-in" };
-            let head = format!("{} ({origin}; {})", s.name, exts.join(" "));
+            let exts =
+                if exts.is_empty() { "no file extensions, so no file uses it".to_string() } else { exts.join(" ") };
+            let head = format!("{} ({origin}; {exts})", s.name);
             lines.push(match &s.finding {
                 Finding::Starts { program, took } => {
                     format!("{head}: {} starts (initialize answered in {:.1} s)", program.display(), took.as_secs_f64())
@@ -182,7 +184,8 @@ async fn probe(spec: &ServerSpec, root: &Path) -> Finding {
         Err(why) => return Finding::Missing(why),
     };
     let started = Instant::now();
-    match Server::start(spec, root, &program, HANDSHAKE_LIMIT).await {
+    // A server configured with a shorter `timeout_ms` is given no longer here either.
+    match Server::start(spec, root, &program, spec.timeout.min(HANDSHAKE_LIMIT)).await {
         Ok(server) => {
             let took = started.elapsed();
             server.shutdown().await;

@@ -107,25 +107,8 @@ pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
         // interrupted (and recorded so), then the loop stops.
         let quit = CancellationToken::new();
         let (on_quit, turn_of) = (quit.clone(), current.clone());
-        #[cfg(unix)]
         tokio::spawn(async move {
-            let term = async {
-                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                    Ok(mut term) => {
-                        term.recv().await;
-                    }
-                    Err(_) => std::future::pending().await,
-                }
-            };
-            let closed = async {
-                while !crate::stdout_closed() {
-                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                }
-            };
-            tokio::select! {
-                () = term => {}
-                () = closed => {}
-            }
+            crate::terminated_or_unread().await;
             on_quit.cancel();
             if let Some(turn) = turn_of.lock().unwrap_or_else(PoisonError::into_inner).take() {
                 turn.cancel();

@@ -118,9 +118,18 @@ pub fn stdout_closed() -> bool {
     STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Resolves when the command should stop what it is doing: Ctrl-C (SIGINT), SIGTERM (what
-/// `timeout`, `docker stop` and service managers send), or standard output closed by its reader.
+/// Resolves when the command should stop what it is doing: Ctrl-C (SIGINT), or
+/// [`terminated_or_unread`].
 pub async fn stop_requested() {
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminated_or_unread() => {}
+    }
+}
+
+/// Resolves on SIGTERM (what `timeout`, `docker stop` and service managers send) or once
+/// standard output turns out to be closed by its reader.
+pub async fn terminated_or_unread() {
     let closed = async {
         while !stdout_closed() {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -138,7 +147,6 @@ pub async fn stop_requested() {
     #[cfg(not(unix))]
     let term = std::future::pending::<()>();
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
         () = term => {}
         () = closed => {}
     }

@@ -783,6 +783,9 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionInfo> {
     })
 }
 
+/// Added to an invalid-arguments error of a call whose response hit the output-token limit.
+const CUT_OFF_ARGUMENTS: &str = "\n\n(Your response hit the output-token limit, so these arguments were cut off. Send a smaller call: split a long file or patch into several calls.)";
+
 /// The model's view of stored messages (see [`Store::history`]).
 pub fn history_of(messages: &[StoredMessage]) -> Vec<Message> {
     let mut out = Vec::new();
@@ -814,6 +817,10 @@ pub fn history_of(messages: &[StoredMessage]) -> Vec<Message> {
                     let finished = matches!(state, CallState::Completed | CallState::Error);
                     let mut output =
                         if finished { output.clone().unwrap_or_default() } else { INTERRUPTED.to_string() };
+                    // Arguments that stopped at the output-token limit are not the model's typo.
+                    if *is_error && m.stop_reason.as_deref() == Some("maxtokens") && output.contains("not valid JSON") {
+                        output.push_str(CUT_OFF_ARGUMENTS);
+                    }
                     let mut sent = Vec::new();
                     for image in images.iter().filter(|_| finished) {
                         match &image.data_base64 {

@@ -888,3 +888,24 @@ async fn repeated_call_ids_get_fresh_ones_and_every_call_keeps_its_own_result() 
         assert!(output.contains(expected), "{id} {args} -> {output}");
     }
 }
+
+/// Arguments cut off at the output-token limit are not valid JSON; the model is told why, so
+/// it sends a smaller call instead of the same one again.
+#[tokio::test]
+async fn arguments_cut_off_at_the_token_limit_are_explained_to_the_model() {
+    let data = |v: Value| format!("data: {v}\n\n");
+    let cut = vec![
+        data(json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\": \"a.t"}}
+        ]}}]})),
+        data(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})),
+        "data: [DONE]\n\n".to_string(),
+    ];
+    let h = harness("openai-chat", vec![Reply::sse(cut), Reply::sse(chat::text("ok"))], Arc::new(RejectAll));
+    let session = h.rt.create_session("build", "fake/m", None).unwrap();
+    h.rt.prompt(&session, "read a.txt", &CancellationToken::new()).await.unwrap();
+    let results = chat_results(&h.server, 1);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].1.contains("not valid JSON"), "{}", results[0].1);
+    assert!(results[0].1.contains("hit the output-token limit, so these arguments were cut off"), "{}", results[0].1);
+}

@@ -59,14 +59,21 @@ impl SessionLock {
                     return Ok(SessionLock(path));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let owner = std::fs::read_to_string(&path).ok().and_then(|p| p.trim().parse::<u32>().ok());
-                    match owner {
-                        Some(pid) if std::path::Path::new(&format!("/proc/{pid}")).exists() => {
+                    use toolshed_core::paths::{lock_owner, process_alive};
+                    let old = std::fs::metadata(&path)
+                        .and_then(|m| m.modified())
+                        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > std::time::Duration::from_secs(5)));
+                    match lock_owner(&path) {
+                        Some(pid) if !process_alive(pid) => drop(std::fs::remove_file(&path)),
+                        // A lock that never got its pid was left by a process killed at once.
+                        None if old => drop(std::fs::remove_file(&path)),
+                        // No pid yet: another process has just created the lock.
+                        owner => {
+                            let pid = owner.map_or("starting".to_string(), |pid| format!("pid {pid}"));
                             return Err(CliError::failure(format!(
-                                "session {id} is in use by another toolshed process (pid {pid}); wait for it to finish or stop it, then continue the session"
+                                "session {id} is in use by another toolshed process ({pid}); wait for it to finish or stop it, then continue the session"
                             )));
                         }
-                        _ => drop(std::fs::remove_file(&path)),
                     }
                 }
                 Err(e) => return Err(CliError::failure(format!("cannot lock session {id}: {e}"))),

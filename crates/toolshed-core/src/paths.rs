@@ -35,6 +35,16 @@ pub fn find_worktree(dir: &Path) -> PathBuf {
     dir.ancestors().find(|d| d.join(".git").exists()).unwrap_or(dir).to_path_buf()
 }
 
+/// The process id written in a lock file, if it holds one (a lock just created may not yet).
+pub fn lock_owner(lock: &Path) -> Option<u32> {
+    std::fs::read_to_string(lock).ok()?.trim().parse().ok()
+}
+
+/// Whether process `pid` still exists (Linux: its `/proc` entry).
+pub fn process_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
 /// `path` with `.` removed and `..` resolved against the components before it, without
 /// touching the file system (so symbolic links are not followed, and wildcards stay as written).
 pub fn lexical_normalise(path: &Path) -> PathBuf {

@@ -348,15 +348,21 @@ impl McpServer {
         reason.map_or(Ok(()), Err)
     }
 
+    /// Marks the server unavailable after a crash; whether a restart is still allowed (it is
+    /// then attempted by the next call).
+    fn mark_crashed(&self, reason: &str) -> bool {
+        self.set_unavailable(reason.to_string());
+        let restartable = self.restarts.load(Ordering::SeqCst) < MAX_RESTARTS;
+        self.crashed.store(restartable, Ordering::SeqCst);
+        restartable
+    }
+
     /// Marks the server crashed and says so to the model: unavailable, and whether the next
     /// call starts it again.
     fn crashed_error(&self, reason: String) -> ToolError {
-        self.set_unavailable(reason.clone());
-        let left = MAX_RESTARTS.saturating_sub(self.restarts.load(Ordering::SeqCst));
-        if left == 0 {
+        if !self.mark_crashed(&reason) {
             return self.unavailable_error(&format!("{reason}; it was already restarted {MAX_RESTARTS} times"));
         }
-        self.crashed.store(true, Ordering::SeqCst);
         ToolError::model(format!(
             "The MCP server `{}` crashed: {reason}. The call's outcome is unknown. The server is started again on the next call of one of its tools; check whether this call took effect before repeating it.",
             self.name
@@ -408,7 +414,7 @@ impl McpServer {
         };
         if service.is_closed() || service.peer().is_transport_closed() {
             // It died between calls; nothing was sent, so this call may go to a fresh start.
-            self.crashed_error(format!("its connection closed (the server exited){}", self.stderr_tail()));
+            self.mark_crashed(&format!("its connection closed (the server exited){}", self.stderr_tail()));
             if !self.restart_after_crash().await {
                 return Err(self.unavailable_now());
             }

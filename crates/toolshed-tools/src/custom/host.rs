@@ -423,10 +423,7 @@ fn install_zod(dir: &Path, runtime: &Runtime) -> Result<(), String> {
 
 /// Whether the process that wrote `lock` (its pid is the content) is gone.
 fn lock_owner_gone(lock: &Path) -> bool {
-    std::fs::read_to_string(lock)
-        .ok()
-        .and_then(|pid| pid.trim().parse::<u32>().ok())
-        .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+    toolshed_core::paths::lock_owner(lock).is_some_and(|pid| !toolshed_core::paths::process_alive(pid))
 }
 
 fn install_zod_locked(dir: &Path, runtime: &Runtime) -> Result<(), String> {

@@ -168,12 +168,7 @@ pub fn open_regular(path: &Path) -> std::io::Result<Result<std::fs::File, &'stat
     if let Some(kind) = special_kind(file_type) {
         return Ok(Err(kind));
     }
-    #[cfg(unix)]
-    {
-        // Regular files ignore O_NONBLOCK, but clear it anyway so the handle behaves as usual.
-        let flags = rustix::fs::fcntl_getfl(&file)?;
-        rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
-    }
+    // O_NONBLOCK stays set: regular files ignore it.
     Ok(Ok(file))
 }
 

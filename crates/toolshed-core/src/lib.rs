@@ -33,6 +33,7 @@ pub mod exec;
 pub mod hooks;
 pub mod paths;
 pub mod permission;
+pub mod protected;
 pub mod registry;
 pub mod render;
 pub mod schema;

@@ -85,6 +85,7 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
                         "pattern": e.pattern,
                         "action": action,
                         "decided_by": e.decided_by,
+                        "note": e.note,
                         "considered": e.considered.iter().map(|(r, m)| json!({"rule": r, "matched": m})).collect::<Vec<_>>(),
                     })).collect::<Vec<_>>(),
                 })
@@ -104,15 +105,20 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
         }
         for (e, action) in patterns {
             crate::out(format_args!("  pattern `{}`", e.pattern));
-            for (rule, matched) in &e.considered {
-                let mark = if Some(rule) == e.decided_by.as_ref() && *matched {
+            // The deciding rule as listed: the last matching entry equal to it.
+            let decider = e.considered.iter().rposition(|(s, m)| *m && Some(&s.rule) == e.decided_by.as_ref());
+            for (i, (sourced, matched)) in e.considered.iter().enumerate() {
+                let mark = if Some(i) == decider {
                     "  <- decides"
                 } else if *matched {
-                    "  (matches, overridden later)"
+                    "  (matches, not deciding)"
                 } else {
                     ""
                 };
-                crate::out(format_args!("    {rule}{mark}"));
+                crate::out(format_args!("    {}  [{}]{mark}", sourced.rule, sourced.origin(&agent)));
+            }
+            if let Some(note) = &e.note {
+                crate::out(format_args!("    ({note})"));
             }
             if e.decided_by.is_none() {
                 crate::out(format_args!("    no rule matches: ask"));

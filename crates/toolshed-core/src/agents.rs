@@ -1,8 +1,14 @@
 //! Agents and their permission rules: the built-in `build`, `plan` and `explore` agents, the
 //! ones defined in `[agent.NAME]`, and the rule engine that decides per agent.
 //!
-//! An agent's effective rules are, in order (the last match wins): OpenCode's defaults, the
-//! agent's built-in rules, the config's `[permission]`, the agent's own `permission` table.
+//! An agent's rules come in layers, in this order (the last match wins):
+//! 1. the defaults: OpenCode's, then those each tool source declares (custom tools ask, ...);
+//! 2. the user's config `[permission]`, then the project's (`toolshed.toml`);
+//! 3. the agent's built-in rules (`plan`, `explore`): they come after your config and win, but
+//!    they only ever tighten it: where your config has a rule for the request, the stricter of
+//!    its decision and the agent's applies (plan mode denies edits even with `edit = "allow"`,
+//!    and a `rm *` deny of yours still denies in plan mode, whose own `bash` rule only asks);
+//! 4. the agent's own `[agent.NAME] permission` table, which decides outright where it matches.
 //! File-permission patterns in rules (`read`, `edit`, `glob`, `grep`, `list`, `lsp`,
 //! `external_directory`) may be written relative, `./`-prefixed, absolute or with `~`; they are
 //! normalised to what tools send: paths relative to the worktree, absolute paths outside it.
@@ -124,11 +130,130 @@ pub struct Agent {
     /// Which editing tools it gets, if fixed.
     #[serde(skip)]
     pub edit_tool: Option<EditTool>,
-    /// Its effective rules.
+    /// Its rules, by layer.
     #[serde(skip)]
-    pub rules: Ruleset,
+    layers: Layers,
     /// Whether it is built in.
     pub builtin: bool,
+}
+
+/// Where a rule comes from: the layers of an agent's rules, in evaluation order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// toolshed's defaults and those of tool sources (custom tools ask before they run).
+    Default,
+    /// `[permission]` of the user's or the project's config.
+    Config,
+    /// The agent's built-in rules (`plan`, `explore`): they can only tighten the config's.
+    Agent,
+    /// The agent's `[agent.NAME] permission` table: decides outright where it matches.
+    AgentConfig,
+}
+
+/// One rule of an agent, with where it comes from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Sourced {
+    /// The rule.
+    #[serde(flatten)]
+    pub rule: Rule,
+    /// Its layer.
+    pub layer: Layer,
+    /// The file it was written in, for config rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<std::path::PathBuf>,
+}
+
+impl Sourced {
+    /// Where the rule comes from, for people.
+    pub fn origin(&self, agent: &str) -> String {
+        match (self.layer, &self.file) {
+            (Layer::Default, _) => "default".to_string(),
+            (Layer::Config, Some(file)) => format!("config {}", file.display()),
+            (Layer::Config, None) => "config".to_string(),
+            (Layer::Agent, _) => format!("agent {agent}, built in"),
+            (Layer::AgentConfig, _) => format!("[agent.{agent}] permission"),
+        }
+    }
+}
+
+/// An agent's rules by layer.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Layers {
+    defaults: Ruleset,
+    config: Ruleset,
+    /// The file of each config rule (same order as `config`).
+    config_files: Vec<Option<std::path::PathBuf>>,
+    builtin: Ruleset,
+    own: Ruleset,
+}
+
+impl Layers {
+    fn evaluate(&self, permission: &str, pattern: &str) -> Decision {
+        if let Some(own) = last_match(&self.own, permission, pattern) {
+            return own;
+        }
+        let config = last_match(&self.config, permission, pattern);
+        match (config, last_match(&self.builtin, permission, pattern)) {
+            (Some(config), Some(builtin)) => stricter(config, builtin),
+            (Some(decision), None) | (None, Some(decision)) => decision,
+            (None, None) => self.defaults.evaluate(permission, pattern),
+        }
+    }
+
+    fn disabled(&self, permission: &str) -> bool {
+        if let Some(own) = key_disabled(&self.own, permission) {
+            return own;
+        }
+        let config = key_disabled(&self.config, permission);
+        match (config, key_disabled(&self.builtin, permission)) {
+            (Some(config), Some(builtin)) => config || builtin,
+            (Some(disabled), None) | (None, Some(disabled)) => disabled,
+            (None, None) => self.defaults.disabled(permission),
+        }
+    }
+
+    /// Every rule, in evaluation order, with its source.
+    fn sourced(&self) -> Vec<Sourced> {
+        let plain = |rules: &Ruleset, layer| {
+            rules.rules().iter().map(move |r| Sourced { rule: r.clone(), layer, file: None }).collect::<Vec<_>>()
+        };
+        let mut out = plain(&self.defaults, Layer::Default);
+        out.extend(self.config.rules().iter().zip(&self.config_files).map(|(r, f)| Sourced {
+            rule: r.clone(),
+            layer: Layer::Config,
+            file: f.clone(),
+        }));
+        out.extend(plain(&self.builtin, Layer::Agent));
+        out.extend(plain(&self.own, Layer::AgentConfig));
+        out
+    }
+}
+
+fn last_match(rules: &Ruleset, permission: &str, pattern: &str) -> Option<Decision> {
+    let d = rules.evaluate(permission, pattern);
+    d.rule.is_some().then_some(d)
+}
+
+/// Whether the last rule of `rules` for the key `permission` denies every pattern; `None` when
+/// no rule is about that key.
+fn key_disabled(rules: &Ruleset, permission: &str) -> Option<bool> {
+    rules
+        .rules()
+        .iter()
+        .rev()
+        .find(|r| crate::wildcard::matches(permission, &r.permission))
+        .map(|r| r.pattern == "*" && r.action == Action::Deny)
+}
+
+/// The stricter of two decisions (deny over ask over allow); the first on a tie.
+fn stricter(a: Decision, b: Decision) -> Decision {
+    let rank = |d: &Decision| match d.action {
+        Action::Allow => 0,
+        Action::Ask => 1,
+        Action::Deny => 2,
+    };
+    if rank(&b) > rank(&a) { b } else { a }
 }
 
 /// Every agent and its rules; the permission engine of the execution chain.
@@ -145,13 +270,16 @@ pub struct Explanation {
     pub permission: String,
     /// The pattern evaluated.
     pub pattern: String,
-    /// Rules whose permission key matches, in evaluation order, each with whether its pattern
-    /// matched.
-    pub considered: Vec<(Rule, bool)>,
+    /// Rules whose permission key matches, in evaluation order (with their source), each with
+    /// whether its pattern matched.
+    pub considered: Vec<(Sourced, bool)>,
     /// The action, and the rule that decided it (none: no rule matched, so `ask`).
     pub action: Action,
     /// The deciding rule.
     pub decided_by: Option<Rule>,
+    /// Why the decider won when it is not simply the last match: a built-in agent rule that
+    /// tightened the config's decision, or a config rule stricter than the agent's.
+    pub note: Option<String>,
 }
 
 impl Agents {
@@ -166,7 +294,14 @@ impl Agents {
     /// tools ask before they run unless the config says otherwise.
     pub fn with_defaults(config: &Config, root: &Path, home: Option<&Path>, extra_defaults: &[Rule]) -> Agents {
         let norm = |rules: &[Rule]| -> Vec<Rule> { rules.iter().map(|r| normalise_rule(r, root, home)).collect() };
-        let global = norm(&config.permission);
+        let mut defaults = Ruleset::defaults();
+        for r in extra_defaults {
+            defaults.push(r.clone());
+        }
+        let global = Ruleset::new(norm(&config.permission));
+        let global_files: Vec<Option<std::path::PathBuf>> =
+            (0..config.permission.len()).map(|i| config.permission_files.get(i).cloned()).collect();
+        let base = Layers { defaults, config: global, config_files: global_files, ..Layers::default() };
         let mut agents = BTreeMap::new();
         for (name, description, mode, own) in builtin_agents() {
             agents.insert(
@@ -178,7 +313,7 @@ impl Agents {
                     prompt: None,
                     model: None,
                     edit_tool: None,
-                    rules: Ruleset::new(own),
+                    layers: Layers { builtin: Ruleset::new(own), ..base.clone() },
                     builtin: true,
                 },
             );
@@ -191,7 +326,7 @@ impl Agents {
                 prompt: None,
                 model: None,
                 edit_tool: None,
-                rules: Ruleset::default(),
+                layers: base.clone(),
                 builtin: false,
             });
             if let Some(d) = &cfg.description {
@@ -201,22 +336,9 @@ impl Agents {
             agent.prompt = cfg.prompt.clone().or(agent.prompt.take());
             agent.model = cfg.model.clone().or(agent.model.take());
             agent.edit_tool = cfg.edit_tool.or(agent.edit_tool);
-        }
-        for agent in agents.values_mut() {
-            let mut rules = Ruleset::defaults();
-            for r in extra_defaults {
-                rules.push(r.clone());
+            if let Some(own) = &cfg.permission {
+                agent.layers.own = Ruleset::new(norm(&own.0));
             }
-            rules.extend(&agent.rules);
-            for r in &global {
-                rules.push(r.clone());
-            }
-            if let Some(own) = config.agents.get(&agent.name).and_then(|a| a.permission.as_ref()) {
-                for r in norm(&own.0) {
-                    rules.push(r);
-                }
-            }
-            agent.rules = rules;
         }
         Agents { agents }
     }
@@ -233,21 +355,38 @@ impl Agents {
 
     /// Explains the decision for one pattern.
     pub fn explain(&self, agent: &str, permission: &str, pattern: &str) -> Explanation {
-        let empty = Ruleset::default();
-        let rules = self.agents.get(agent).map_or(&empty, |a| &a.rules);
-        let considered: Vec<(Rule, bool)> = rules
-            .rules()
-            .iter()
-            .filter(|r| crate::wildcard::matches(permission, &r.permission))
-            .map(|r| (r.clone(), r.matches(permission, pattern)))
+        let Some(a) = self.agents.get(agent) else {
+            return Explanation {
+                permission: permission.to_string(),
+                pattern: pattern.to_string(),
+                considered: Vec::new(),
+                action: Action::Deny,
+                decided_by: None,
+                note: Some(format!("there is no agent `{agent}`")),
+            };
+        };
+        let considered: Vec<(Sourced, bool)> = a
+            .layers
+            .sourced()
+            .into_iter()
+            .filter(|s| crate::wildcard::matches(permission, &s.rule.permission))
+            .map(|s| {
+                let matched = s.rule.matches(permission, pattern);
+                (s, matched)
+            })
             .collect();
-        let Decision { action, rule } = rules.evaluate(permission, pattern);
+        let Decision { action, rule } = a.layers.evaluate(permission, pattern);
+        let matched = |layer| considered.iter().any(|(s, m)| *m && s.layer == layer);
+        let note = (!matched(Layer::AgentConfig) && matched(Layer::Config) && matched(Layer::Agent)).then(|| {
+            format!("both the config and agent {agent}'s built-in rules match: the built-in rules only tighten the config, so the stricter decision applies")
+        });
         Explanation {
             permission: permission.to_string(),
             pattern: pattern.to_string(),
             considered,
             action,
             decided_by: rule,
+            note,
         }
     }
 }
@@ -255,13 +394,13 @@ impl Agents {
 impl Permission for Agents {
     fn evaluate(&self, agent: &str, permission: &str, pattern: &str) -> Decision {
         match self.agents.get(agent) {
-            Some(a) => a.rules.evaluate(permission, pattern),
+            Some(a) => a.layers.evaluate(permission, pattern),
             None => Decision { action: Action::Deny, rule: None },
         }
     }
 
     fn disabled(&self, agent: &str, permission: &str) -> bool {
-        self.agents.get(agent).is_none_or(|a| a.rules.disabled(permission))
+        self.agents.get(agent).is_none_or(|a| a.layers.disabled(permission))
     }
 }
 
@@ -329,6 +468,13 @@ pub fn normalise_path_pattern(pattern: &str, root: &Path, home: Option<&Path>) -
     while let Some(rest) = p.strip_prefix("./") {
         p = rest.to_string();
     }
+    // A relative pattern that climbs out (`../*`, `src/../../out/*`) names paths outside the
+    // worktree, which tools send as absolute paths: resolve it against the root. (Not when a
+    // wildcard comes before the `..`: `*/..` has no one meaning.)
+    let climbs = p.split('/').take_while(|c| !c.contains(['*', '?', '['])).any(|c| c == "..");
+    if climbs && !p.starts_with('/') {
+        p = root.join(&p).to_string_lossy().into_owned();
+    }
     if p.starts_with('/') {
         let lexical = crate::paths::lexical_normalise(Path::new(&p));
         if let Ok(rel) = lexical.strip_prefix(root) {
@@ -361,6 +507,11 @@ mod tests {
         assert_eq!(normalise_path_pattern("$HOME/x", root, home), "/home/u/x");
         assert_eq!(normalise_path_pattern("/etc/*", root, home), "/etc/*");
         assert_eq!(normalise_path_pattern("*.env", root, home), "*.env");
+        assert_eq!(normalise_path_pattern("../*", root, home), "/*");
+        assert_eq!(normalise_path_pattern("../out/*", Path::new("/base/w"), home), "/base/out/*");
+        assert_eq!(normalise_path_pattern("./../out/o.txt", Path::new("/base/w"), home), "/base/out/o.txt");
+        assert_eq!(normalise_path_pattern("src/../../out/*", Path::new("/base/w"), home), "/base/out/*");
+        assert_eq!(normalise_path_pattern("src/../lib/*", root, home), "lib/*");
     }
 
     #[test]
@@ -390,19 +541,53 @@ mod tests {
     }
 
     #[test]
-    fn config_rules_come_after_builtin_ones_and_agent_rules_last() {
+    fn builtin_agent_rules_come_after_the_config_and_only_tighten_it() {
+        for edit in ["allow", "ask"] {
+            let a = agents(&format!("[permission]\nedit = \"{edit}\"\n"));
+            assert_eq!(a.evaluate("plan", "edit", "x").action, Action::Deny, "edit = {edit}");
+            assert!(a.disabled("plan", "edit"), "edit = {edit}: plan never sees the editing tools");
+            assert_eq!(
+                a.evaluate("build", "edit", "x").action,
+                if edit == "allow" { Action::Allow } else { Action::Ask }
+            );
+        }
+        // A deny of the config still denies in plan mode, whose own bash rule only asks.
+        let a = agents("[permission]\nbash = { \"*\" = \"allow\", \"rm *\" = \"deny\" }\n");
+        assert_eq!(a.evaluate("plan", "bash", "rm x").action, Action::Deny);
+        assert_eq!(a.evaluate("plan", "bash", "git status").action, Action::Allow);
+        assert_eq!(a.evaluate("plan", "bash", "cargo build").action, Action::Ask);
+        // An ask of the config is not loosened by plan's read-only allow list.
+        let a = agents("[permission]\nbash = { \"cat *\" = \"ask\" }\nread = { \"secrets/*\" = \"ask\" }\n");
+        assert_eq!(a.evaluate("plan", "bash", "cat a").action, Action::Ask);
+        assert_eq!(a.evaluate("explore", "read", "secrets/k").action, Action::Ask);
+        // Explore denies what it does not list, whatever the config allows.
+        let a = agents("[permission]\nbash = \"allow\"\nmytool = \"allow\"\n");
+        assert_eq!(a.evaluate("explore", "bash", "ls").action, Action::Deny);
+        assert_eq!(a.evaluate("explore", "mytool", "*").action, Action::Deny);
+        assert!(a.disabled("explore", "bash"));
+    }
+
+    #[test]
+    fn an_agents_own_config_rules_decide_last() {
         let a = agents(
-            "[permission]\nedit = \"allow\"\n[agent.plan]\npermission = { bash = \"deny\" }\n[agent.mine]\ndescription = \"Mine\"\n",
-        );
-        assert_eq!(
-            a.evaluate("plan", "edit", "x").action,
-            Action::Allow,
-            "global config outranks built-in agent rules"
+            "[permission]\nedit = \"allow\"\n[agent.plan]\npermission = { bash = \"deny\", edit = { \"notes/*\" = \"allow\" } }\n[agent.mine]\ndescription = \"Mine\"\n",
         );
         assert_eq!(a.evaluate("plan", "bash", "ls").action, Action::Deny);
+        assert_eq!(a.evaluate("plan", "edit", "notes/a.md").action, Action::Allow, "the user said so for plan");
+        assert_eq!(a.evaluate("plan", "edit", "src/a.rs").action, Action::Deny);
         assert_eq!(a.get("mine").unwrap().description, "Mine");
         assert_eq!(a.evaluate("mine", "bash", "ls").action, Action::Allow);
         assert_eq!(a.evaluate("nobody", "read", "x").action, Action::Deny);
+    }
+
+    #[test]
+    fn a_tool_sources_default_can_be_lifted_by_a_builtin_agent() {
+        // The agent runtime denies plan_exit by default; plan's own rule turns it into an ask.
+        let extra = [Rule::new("plan_exit", "*", Action::Deny)];
+        let a = Agents::with_defaults(&Config::default(), Path::new("/w"), None, &extra);
+        assert_eq!(a.evaluate("build", "plan_exit", "*").action, Action::Deny);
+        assert_eq!(a.evaluate("plan", "plan_exit", "*").action, Action::Ask);
+        assert!(!a.disabled("plan", "plan_exit"));
     }
 
     #[test]
@@ -453,6 +638,17 @@ mod tests {
         let e = a.explain("build", "bash", "git status");
         assert_eq!(e.action, Action::Allow);
         assert_eq!(e.decided_by, Some(Rule::new("bash", "git *", Action::Allow)));
-        assert!(e.considered.iter().any(|(r, matched)| r.pattern == "*" && r.permission == "*" && *matched));
+        assert!(e.considered.iter().any(|(s, matched)| s.rule.pattern == "*" && s.rule.permission == "*" && *matched));
+        assert_eq!(e.considered.last().unwrap().0.layer, Layer::Config);
+        assert_eq!(e.considered.last().unwrap().0.file.as_deref(), Some(Path::new("/w/toolshed.toml")));
+        let e = a.explain("plan", "bash", "git status");
+        assert_eq!(e.action, Action::Allow);
+        assert!(e.note.is_some(), "both the config and plan's rules match");
+        let e = a.explain("plan", "bash", "cargo build");
+        assert_eq!(e.action, Action::Ask);
+        let layers: Vec<Layer> = e.considered.iter().map(|(s, _)| s.layer).collect();
+        let mut sorted = layers.clone();
+        sorted.sort_by_key(|l| *l as u8);
+        assert_eq!(layers, sorted, "rules are listed in evaluation order");
     }
 }

@@ -45,6 +45,8 @@ pub struct Config {
     pub output: OutputLimits,
     /// `[permission]` rules of every file, in order.
     pub permission: Vec<Rule>,
+    /// The file each `[permission]` rule was written in (same order as `permission`).
+    pub permission_files: Vec<PathBuf>,
     /// `[agent.NAME]` definitions and overrides.
     pub agents: BTreeMap<String, AgentConfig>,
     /// `[sandbox]`.
@@ -488,6 +490,7 @@ impl Config {
             self.output.max_bytes = output.max_bytes.unwrap_or(self.output.max_bytes);
         }
         if let Some(rules) = file.permission {
+            self.permission_files.extend(std::iter::repeat_n(path.to_path_buf(), rules.0.len()));
             self.permission.extend(rules.0);
         }
         if let Some(sandbox) = file.sandbox {

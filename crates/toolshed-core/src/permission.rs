@@ -86,7 +86,8 @@ impl Ruleset {
 
     /// OpenCode's defaults: everything allowed, except `external_directory` and `doom_loop`
     /// (ask) and reads of `.env` files (ask; `*.env.example` allowed); plus
-    /// `sandbox_escalation` (ask), so a sandboxed command never reruns unsandboxed unasked.
+    /// `sandbox_escalation` (ask), so a sandboxed command never reruns unsandboxed unasked, and
+    /// `protected` (ask), so writes to toolshed's own configuration and `.git` ask.
     pub fn defaults() -> Self {
         use Action::*;
         Ruleset::new(vec![
@@ -94,6 +95,7 @@ impl Ruleset {
             Rule::new("doom_loop", "*", Ask),
             Rule::new("external_directory", "*", Ask),
             Rule::new("sandbox_escalation", "*", Ask),
+            Rule::new(crate::protected::PERMISSION, "*", Ask),
             Rule::new("read", "*", Allow),
             Rule::new("read", "*.env", Ask),
             Rule::new("read", "*.env.*", Ask),
@@ -259,14 +261,32 @@ impl Approver for RejectAll {
     }
 }
 
-/// The approver behind `--yes`: approves every `ask` once. Denies stay denies; an approver is
-/// never consulted for them.
+/// Permissions that a blanket approval (`--yes`, `[mcp_server] ask = "allow"`) never grants:
+/// only a rule that allows them or a person's answer does. `sandbox_escalation` reruns a command
+/// the sandbox stopped without the sandbox; approving every ask must not also lift it.
+pub const PERSON_ONLY: &[&str] = &["sandbox_escalation"];
+
+/// What a blanket approval answers: once, except for [`PERSON_ONLY`] permissions, which it
+/// rejects with a reason for the model.
+pub fn blanket_reply(request: &ApprovalRequest) -> Reply {
+    if PERSON_ONLY.contains(&request.request.permission.as_str()) {
+        return Reply::Reject(Some(format!(
+            "`{}` is never granted by a blanket approval such as --yes: the sandbox stays on unless a rule (`{} = \"allow\"`) or a person at the terminal allows it. Do not retry the command unsandboxed; find a way that works inside the sandbox, or tell the user what needs to run outside it",
+            request.request.permission, request.request.permission
+        )));
+    }
+    Reply::Once
+}
+
+/// The approver behind `--yes`: approves every `ask` once, but for [`PERSON_ONLY`] permissions
+/// (see [`blanket_reply`]). Denies stay denies; an approver is never consulted for them.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ApproveAll;
 
 impl Approver for ApproveAll {
-    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
-        Box::pin(async { Reply::Once })
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
+        let reply = blanket_reply(request);
+        Box::pin(async move { reply })
     }
 }
 

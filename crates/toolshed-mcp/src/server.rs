@@ -89,9 +89,9 @@ impl ElicitingApprover {
         ElicitingApprover { peers, fallback }
     }
 
-    fn fallback(&self) -> Reply {
+    fn fallback(&self, request: &ApprovalRequest) -> Reply {
         match self.fallback {
-            McpAsk::Allow => Reply::Once,
+            McpAsk::Allow => toolshed_core::permission::blanket_reply(request),
             McpAsk::Reject => Reply::Reject(Some(CANNOT_ASK.to_string())),
         }
     }
@@ -100,9 +100,9 @@ impl ElicitingApprover {
 impl Approver for ElicitingApprover {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
         Box::pin(async move {
-            let Some(peer) = self.peers.get(&request.session_id) else { return self.fallback() };
+            let Some(peer) = self.peers.get(&request.session_id) else { return self.fallback(request) };
             if peer.supported_elicitation_modes().is_empty() {
-                return self.fallback();
+                return self.fallback(request);
             }
             let message = format!(
                 "The agent wants to call `{}`, which needs permission `{}` for: {}. Allow it?",

@@ -48,33 +48,76 @@ impl Gate {
     }
 
     /// `Ok` if `request` is allowed, possibly after asking; otherwise the model-visible reason.
+    ///
+    /// An `edit` of a protected path (see [`crate::protected`]) also needs `protected`: after
+    /// the edit's own denies, the protected paths are asked about first, and a person's answer
+    /// there also answers the edit's ask for those paths (one question per write).
     pub async fn check(&self, call: &CallInfo, mut request: PermissionRequest) -> Result<(), ToolError> {
         if request.patterns.is_empty() {
             request.patterns.push("*".to_string());
         }
-        let mut unanswered = Vec::new();
-        for pattern in &request.patterns {
-            let decision = self.permission.evaluate(&call.agent, &request.permission, pattern);
-            match decision.action {
-                Action::Deny => {
-                    let rule = decision.rule.map(|r| format!(" (rule: {r})")).unwrap_or_default();
-                    return Err(ToolError::model(format!(
-                        "{}Permission denied: the rules of agent `{}` forbid `{}` on `{pattern}`{rule}. The call was not run; do not retry it. Use another approach, or ask the user to change the rule.",
-                        doom_prefix(call, &request),
-                        call.agent,
-                        request.permission,
-                    )));
-                }
-                Action::Allow if request.minimum == Action::Allow => {}
-                Action::Allow | Action::Ask => {
-                    if !self.session.approved(&request.permission, pattern) {
-                        unanswered.push(pattern.clone());
-                    }
+        let mut answered = Vec::new();
+        if request.permission == "edit" {
+            let user_config = crate::paths::config_dir();
+            let paths: Vec<String> = request
+                .patterns
+                .iter()
+                .filter(|p| crate::protected::is_protected(p, user_config.as_deref()))
+                .cloned()
+                .collect();
+            if !paths.is_empty() {
+                self.denied(call, &request)?;
+                let protected = PermissionRequest::new(crate::protected::PERMISSION, paths.clone())
+                    .with_always(paths.clone())
+                    .with_metadata(
+                        "reason",
+                        "writes to toolshed's configuration, its tools or skills, or git's directory",
+                    );
+                if self.check_with(call, protected, &[]).await? {
+                    answered = paths;
                 }
             }
         }
+        self.check_with(call, request, &answered).await.map(drop)
+    }
+
+    /// The model-visible error if any pattern of `request` is denied.
+    fn denied(&self, call: &CallInfo, request: &PermissionRequest) -> Result<(), ToolError> {
+        for pattern in &request.patterns {
+            let decision = self.permission.evaluate(&call.agent, &request.permission, pattern);
+            if decision.action == Action::Deny {
+                let rule = decision.rule.map(|r| format!(" (rule: {r})")).unwrap_or_default();
+                return Err(ToolError::model(format!(
+                    "{}Permission denied: the rules of agent `{}` forbid `{}` on `{pattern}`{rule}. The call was not run; do not retry it. Use another approach, or ask the user to change the rule.",
+                    doom_prefix(call, request),
+                    call.agent,
+                    request.permission,
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks one request; patterns in `answered` were already approved by the approver for this
+    /// call. Returns whether the approver was asked (and approved).
+    async fn check_with(
+        &self,
+        call: &CallInfo,
+        request: PermissionRequest,
+        answered: &[String],
+    ) -> Result<bool, ToolError> {
+        self.denied(call, &request)?;
+        let mut unanswered = Vec::new();
+        for pattern in &request.patterns {
+            let decision = self.permission.evaluate(&call.agent, &request.permission, pattern);
+            // (Denies were answered above.)
+            let allowed = decision.action == Action::Allow && request.minimum == Action::Allow;
+            if !allowed && !self.session.approved(&request.permission, pattern) && !answered.contains(pattern) {
+                unanswered.push(pattern.clone());
+            }
+        }
         if unanswered.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let approval = ApprovalRequest {
             session_id: call.session_id.clone(),
@@ -84,10 +127,10 @@ impl Gate {
             request: request.clone(),
         };
         match self.approver.approve(&approval).await {
-            Reply::Once => Ok(()),
+            Reply::Once => Ok(true),
             Reply::Always => {
                 self.session.approve(&request.permission, &request.always);
-                Ok(())
+                Ok(true)
             }
             Reply::Reject(reason) => {
                 let reason = reason.unwrap_or_else(|| "the user rejected it".to_string());
@@ -186,5 +229,60 @@ mod tests {
         let gate = Gate::new(Arc::new(Ruleset::defaults()), Arc::new(approver), Session::new("s", "build"));
         let err = gate.check(&info(), PermissionRequest::new("read", ["prod.env"])).await.unwrap_err();
         assert!(err.to_string().contains("was not granted: use the staging config instead."), "{err}");
+    }
+
+    /// Records what it was asked and answers from a script.
+    struct Recording(Mutex<Vec<Reply>>, Mutex<Vec<String>>);
+    impl Approver for Recording {
+        fn approve<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
+            self.1.lock().unwrap().push(format!("{} {}", r.request.permission, r.request.patterns.join(",")));
+            let reply = self.0.lock().unwrap().remove(0);
+            Box::pin(async move { reply })
+        }
+    }
+
+    #[tokio::test]
+    async fn writes_to_protected_paths_ask_once_and_only_for_those_paths() {
+        let approver = Arc::new(Recording(Mutex::new(vec![Reply::Once]), Mutex::default()));
+        let gate = Gate::new(Arc::new(Ruleset::defaults()), approver.clone(), Session::new("s", "build"));
+        gate.check(&info(), PermissionRequest::new("edit", ["src/a.rs", "toolshed.toml", ".git/hooks/pre-commit"]))
+            .await
+            .unwrap();
+        assert_eq!(*approver.1.lock().unwrap(), ["protected toolshed.toml,.git/hooks/pre-commit"]);
+        // With `edit` asking too, the one answer covers the protected paths' edit.
+        let mut rules = Ruleset::defaults();
+        rules.push(Rule::new("edit", "*", Action::Ask));
+        let approver = Arc::new(Recording(Mutex::new(vec![Reply::Once]), Mutex::default()));
+        let gate = Gate::new(Arc::new(rules), approver.clone(), Session::new("s", "build"));
+        gate.check(&info(), PermissionRequest::new("edit", [".toolshed/tools/x.toml"])).await.unwrap();
+        assert_eq!(approver.1.lock().unwrap().len(), 1);
+        // Unanswered (no terminal): not written.
+        let gate = Gate::new(Arc::new(Ruleset::defaults()), Arc::new(RejectAll), Session::new("s", "build"));
+        let err = gate.check(&info(), PermissionRequest::new("edit", ["toolshed.toml"])).await.unwrap_err();
+        assert!(err.to_string().contains("Permission for `protected` on `toolshed.toml` was not granted"), "{err}");
+        // Ordinary paths do not ask; a rule may allow protected writes.
+        gate.check(&info(), PermissionRequest::new("edit", ["src/a.rs", "AGENTS.md"])).await.unwrap();
+        let mut rules = Ruleset::defaults();
+        rules.push(Rule::new("protected", "*", Action::Allow));
+        let gate = Gate::new(Arc::new(rules), Arc::new(RejectAll), Session::new("s", "build"));
+        gate.check(&info(), PermissionRequest::new("edit", ["toolshed.toml"])).await.unwrap();
+        // An edit deny is never turned into a question.
+        let mut rules = Ruleset::defaults();
+        rules.push(Rule::new("edit", "*", Action::Deny));
+        let gate = Gate::new(Arc::new(rules), Arc::new(ApproveAll), Session::new("s", "build"));
+        let err = gate.check(&info(), PermissionRequest::new("edit", ["toolshed.toml"])).await.unwrap_err();
+        assert!(err.to_string().starts_with("Permission denied"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_blanket_approval_never_lifts_the_sandbox() {
+        let gate = Gate::new(Arc::new(Ruleset::defaults()), Arc::new(ApproveAll), Session::new("s", "build"));
+        let err = gate.check(&info(), PermissionRequest::new("sandbox_escalation", ["touch /x"])).await.unwrap_err();
+        assert!(err.to_string().contains("never granted by a blanket approval such as --yes"), "{err}");
+        gate.check(&info(), PermissionRequest::new("read", [".env"])).await.unwrap();
+        let mut rules = Ruleset::defaults();
+        rules.push(Rule::new("sandbox_escalation", "*", Action::Allow));
+        let gate = Gate::new(Arc::new(rules), Arc::new(ApproveAll), Session::new("s", "build"));
+        gate.check(&info(), PermissionRequest::new("sandbox_escalation", ["touch /x"])).await.unwrap();
     }
 }

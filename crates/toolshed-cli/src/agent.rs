@@ -4,12 +4,10 @@
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use toolshed_agent::{ConfiguredModels, Event, EventSink, Runtime, Settings, Store};
-use toolshed_core::agents::Agents;
+use toolshed_agent::{Event, EventSink, Runtime, Store};
 use toolshed_core::permission::Approver;
 use toolshed_llm::provider::{self, ModelRef};
 
@@ -131,26 +129,9 @@ pub fn runtime(
     approver: Arc<dyn Approver>,
     events: EventSink,
 ) -> Result<(Arc<Runtime>, Option<crate::mcp::Attached>), CliError> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let agents =
-        Arc::new(Agents::with_defaults(&ws.config, &ws.root, home.as_deref(), &toolshed_agent::default_rules()));
-    let mut registry = ws.registry(agents.clone());
+    let mut registry = ws.registry();
     let mcp = crate::mcp::attach(ws, &mut registry, crate::mcp::Scope::All)?;
-    let settings =
-        Settings { max_steps: ws.config.session.max_steps, max_depth: 1, root: ws.root.clone(), cwd: ws.cwd.clone() };
-    let models = Arc::new(ConfiguredModels::new(ws.config.clone()));
-    let limits = ws.config.output;
-    let (cwd, permission) = (ws.cwd.clone(), agents.clone());
-    let hooks = toolshed_tools::lsp::hooks(&ws.config);
-    let runtime = Runtime::builder(registry, store, models, agents, settings).events(events).build(move |b| {
-        b.cwd(cwd)
-            .data_dir(toolshed_core::paths::data_dir())
-            .limits(limits)
-            .permission(permission)
-            .approver(approver)
-            .hooks(hooks)
-    });
-    Ok((runtime, mcp))
+    Ok((ws.agent_runtime(registry, store, approver, events), mcp))
 }
 
 /// Prints events for a person: the main session's text on stdout as it streams; each tool call

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use toolshed_agent::store::new_id;
-use toolshed_core::exec::{Executor, Session, ToolCall};
+use toolshed_core::exec::{Session, ToolCall};
 use toolshed_tools::custom::Scope;
 
 use crate::CliError;
@@ -65,8 +65,7 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
         Some(text) => text.to_string(),
         None => "{}".to_string(),
     };
-    let permission = ws.permission();
-    let mut registry = ws.registry(permission.clone());
+    let mut registry = ws.registry();
     let _mcp = crate::mcp::attach(ws, &mut registry, crate::mcp::Scope::Tool(&args.tool))?;
     let approver = crate::approver::for_command(args.yes);
     let (session, call) = match &stored {
@@ -79,18 +78,11 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
             (Session::new(format!("call-{}", std::process::id()), agent), ToolCall::raw("call_1", &args.tool, input))
         }
     };
-    let mut builder = Executor::builder(registry, ws.root.clone());
+    let mut builder = ws.executor(registry, approver);
     if let Some((store, _)) = &stored {
         builder = builder.recorder(store.clone());
     }
-    let executor = builder
-        .cwd(ws.cwd.clone())
-        .data_dir(toolshed_core::paths::data_dir())
-        .limits(ws.config.output)
-        .permission(permission)
-        .approver(approver)
-        .hooks(toolshed_tools::lsp::hooks(&ws.config))
-        .build();
+    let executor = builder.build();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

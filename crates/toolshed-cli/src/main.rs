@@ -177,18 +177,17 @@ fn main() -> ExitCode {
         Command::Mcp(_) => toolshed_tools::custom::Scope::All,
         Command::Doctor => toolshed_tools::custom::Scope::All,
     };
-    let result =
-        workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref(), &scope).and_then(|ws| {
-            match cli.command {
-                Command::Tools(args) => tools::run(&ws, args),
-                Command::Call(args) => call::run(&ws, args),
-                Command::Run(args) => run::run(&ws, args),
-                Command::Chat(args) => chat::run(&ws, args),
-                Command::Session(cmd) => session::run(cmd),
-                Command::Permission(cmd) => permission::run(&ws, cmd),
-                Command::Mcp(cmd) => mcp::run(&ws, cmd),
-                Command::Doctor => doctor::run(&ws),
-            }
+    let result = workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref(), &scope)
+        .map_err(CliError::from)
+        .and_then(|ws| match cli.command {
+            Command::Tools(args) => tools::run(&ws, args),
+            Command::Call(args) => call::run(&ws, args),
+            Command::Run(args) => run::run(&ws, args),
+            Command::Chat(args) => chat::run(&ws, args),
+            Command::Session(cmd) => session::run(cmd),
+            Command::Permission(cmd) => permission::run(&ws, cmd),
+            Command::Mcp(cmd) => mcp::run(&ws, cmd),
+            Command::Doctor => doctor::run(&ws),
         });
     match result {
         Ok(code) => code,

@@ -9,12 +9,10 @@ use std::sync::Arc;
 use clap::{Args, Subcommand};
 use serde_json::json;
 use tokio::sync::mpsc;
-use toolshed_core::config::{McpAsk, McpConfig};
-use toolshed_core::exec::Executor;
+use toolshed_core::config::McpAsk;
 use toolshed_core::registry::Registry;
-use toolshed_mcp::client::servers_for_tool;
 use toolshed_mcp::server::{ElicitingApprover, Exported, Peers};
-use toolshed_mcp::{ConnectOptions, McpClients, State};
+use toolshed_mcp::{McpClients, State};
 
 use crate::CliError;
 use crate::workspace::Workspace;
@@ -67,64 +65,13 @@ pub fn run(ws: &Workspace, command: McpCommand) -> Result<ExitCode, CliError> {
 }
 
 /// Which servers a command needs.
-pub enum Scope<'a> {
-    /// Every enabled server (`tools`).
-    All,
-    /// Only what calling this tool needs: nothing if it is already registered.
-    Tool(&'a str),
-}
+pub use toolshed_runtime::mcp::{Attached, McpScope as Scope};
+use toolshed_runtime::mcp::{enabled, io_runtime, options, report_unavailable};
 
-/// MCP connections kept open for a command; dropping it closes them.
-pub struct Attached {
-    runtime: Option<tokio::runtime::Runtime>,
-    clients: McpClients,
-}
-
-impl Drop for Attached {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.block_on(self.clients.shutdown());
-            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
-        }
-    }
-}
-
-fn enabled(ws: &Workspace) -> impl Iterator<Item = (&String, &McpConfig)> {
-    ws.config.mcp.iter().filter(|(_, c)| c.enabled != Some(false))
-}
-
-fn io_runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("toolshed-mcp")
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))
-}
-
-/// Connects the servers `scope` needs and registers their tools; unavailable servers are
-/// reported on standard error. Returns `None` when no server was needed.
+/// Connects the servers `scope` needs and registers their tools; unreachable servers are
+/// reported on standard error.
 pub fn attach(ws: &Workspace, registry: &mut Registry, scope: Scope<'_>) -> Result<Option<Attached>, CliError> {
-    let selected: Vec<(&String, &McpConfig)> = match scope {
-        // tool_search searches the servers' tools, so it needs them all.
-        Scope::All | Scope::Tool(toolshed_core::search::TOOL_SEARCH) => enabled(ws).collect(),
-        Scope::Tool(name) if registry.get(name).is_some() => return Ok(None),
-        Scope::Tool(name) => servers_for_tool(enabled(ws), name),
-    };
-    if selected.is_empty() {
-        return Ok(None);
-    }
-    // A thread of its own drives the connections, so the caller may block on its own runtime.
-    let runtime = io_runtime()?;
-    let options = ConnectOptions { cwd: Some(ws.root.clone()) };
-    let clients = runtime.block_on(McpClients::connect(selected, &options));
-    for status in clients.statuses() {
-        if let State::Unavailable(reason) = &status.state {
-            eprintln!("toolshed: MCP server `{}` is unavailable: {reason}", status.name);
-        }
-    }
-    clients.register(registry);
-    Ok(Some(Attached { runtime: Some(runtime), clients }))
+    Ok(toolshed_runtime::mcp::attach(ws, registry, scope, &|line| eprintln!("toolshed: {line}"))?)
 }
 
 fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
@@ -136,29 +83,16 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
     runtime
         .block_on(async {
-            let options = ConnectOptions { cwd: Some(ws.root.clone()) };
-            let clients = McpClients::connect(enabled(ws), &options).await;
-            for status in clients.statuses() {
-                if let State::Unavailable(reason) = &status.state {
-                    eprintln!("toolshed: MCP server `{}` is unavailable: {reason}", status.name);
-                }
-            }
-            let permission = ws.permission();
+            let clients = McpClients::connect(enabled(ws), &options(ws)).await;
+            report_unavailable(&clients, &|line| eprintln!("toolshed: {line}"));
             let build = || {
-                let mut registry = ws.registry(permission.clone());
+                let mut registry = ws.registry();
                 clients.register(&mut registry);
                 registry
             };
             let peers = Peers::default();
             let approver = ElicitingApprover::new(peers.clone(), ws.config.mcp_server.ask.unwrap_or(McpAsk::Reject));
-            let executor = Executor::builder(build(), ws.root.clone())
-                .cwd(ws.cwd.clone())
-                .data_dir(toolshed_core::paths::data_dir())
-                .limits(ws.config.output)
-                .permission(permission.clone())
-                .approver(Arc::new(approver))
-                .hooks(toolshed_tools::lsp::hooks(&ws.config))
-                .build();
+            let executor = ws.executor(build(), Arc::new(approver)).build();
             let exported = Exported::new(executor, agent, peers);
             // An upstream server's changed tool list rebuilds the registry and tells our clients.
             let (changed_tx, mut changed_rx) = mpsc::channel::<()>(8);
@@ -213,8 +147,7 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
 
 fn list(ws: &Workspace, args: ListArgs) -> Result<ExitCode, CliError> {
     let runtime = io_runtime()?;
-    let options = ConnectOptions { cwd: Some(ws.root.clone()) };
-    let clients = runtime.block_on(McpClients::connect(ws.config.mcp.iter(), &options));
+    let clients = runtime.block_on(McpClients::connect(ws.config.mcp.iter(), &options(ws)));
     let statuses = clients.statuses();
     runtime.block_on(clients.shutdown());
     if args.json {

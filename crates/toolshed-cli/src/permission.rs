@@ -46,7 +46,7 @@ impl PermissionCommand {
 pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliError> {
     let PermissionCommand::Explain(args) = command;
     let agent = ws.agent(args.agent.as_deref())?;
-    let registry = ws.registry(ws.permission());
+    let registry = ws.registry();
     let entry = registry.get(&args.tool).ok_or_else(|| {
         let view = toolshed_core::registry::View { agent: &agent, ..Default::default() };
         CliError::usage(toolshed_core::exec::resolve::unknown(&registry, &args.tool, &view))

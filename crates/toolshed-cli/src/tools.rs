@@ -63,7 +63,7 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
     if let Some(model) = &args.model {
         toolshed_llm::provider::ModelRef::parse(model).map_err(|e| CliError::usage(format!("--model: {e}")))?;
     }
-    let mut registry = ws.registry(ws.permission());
+    let mut registry = ws.registry();
     let _mcp = crate::mcp::attach(ws, &mut registry, crate::mcp::Scope::All)?;
     if args.check {
         return Ok(check(ws, &registry));

@@ -190,6 +190,12 @@ impl ToolContext {
         self.asker.ask(&self.info, request).await
     }
 
+    /// What the rules say about `permission` on `pattern` for this call, without asking (see
+    /// [`Asker::decide`]).
+    pub fn decide(&self, permission: &str, pattern: &str) -> crate::permission::Action {
+        self.asker.decide(&self.info, permission, pattern)
+    }
+
     /// Reports files the call changed; returns what post-write hooks have to add to the result
     /// (e.g. diagnostics), if anything.
     pub async fn files_changed(&self, files: &[PathBuf]) -> Option<String> {

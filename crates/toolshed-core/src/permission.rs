@@ -295,6 +295,13 @@ impl Approver for ApproveAll {
 pub trait Asker: Send + Sync {
     /// `Ok` if the request is allowed (possibly after asking); otherwise the model-visible error.
     fn ask<'a>(&'a self, call: &'a CallInfo, request: PermissionRequest) -> BoxFuture<'a, Result<(), ToolError>>;
+
+    /// What the rules (and the session's "always" answers) say about one pattern, without
+    /// asking anyone: for tools that leave out what they may not show (grep skips files whose
+    /// `read` would ask). The default, for askers outside the chain, allows.
+    fn decide(&self, _call: &CallInfo, _permission: &str, _pattern: &str) -> Action {
+        Action::Allow
+    }
 }
 
 /// An asker that allows everything; for running tools outside the chain.

@@ -48,10 +48,17 @@ pub const LOCATIONS: &[&str] = &[
 /// outside it, as tools send them) names a protected path or may write under one.
 ///
 /// A pattern that ends in a wildcard (`dir/*`, `*`) covers everything under its directory, so it
-/// is protected when that directory is protected or contains a protected location (every
-/// directory may: `.git` and `toolshed.toml` can be created anywhere). `user_config` is the
+/// is protected when it may write a protected location: under the worktree's top directory
+/// (`./*`), inside a protected directory (`.git/*`), or through a wildcard that may match a
+/// protected name (`src/.git*`). The bare pattern `*` is what tools send when they name no
+/// path (the whole permission key), not a path, so it is not protected. `user_config` is the
 /// user's toolshed config directory (`~/.config/toolshed`), protected as a whole.
 pub fn is_protected(pattern: &str, user_config: Option<&Path>) -> bool {
+    // `*` alone is what a tool sends when it names no path at all (the whole permission key);
+    // a write under the worktree's top directory is `./*`.
+    if pattern == "*" {
+        return false;
+    }
     let pattern = pattern.replace('\\', "/");
     if let Some(config) = user_config.and_then(Path::to_str) {
         let config = config.trim_end_matches('/');
@@ -129,7 +136,7 @@ mod tests {
             "pkg/.opencode/tools/t.ts",
             ".opencode/skills/s/SKILL.md",
             ".claude/skills/s/SKILL.md",
-            "*",
+            "./*",
             ".gi*/config",
             "src/.git*",
             ".git/*",
@@ -154,6 +161,7 @@ mod tests {
             "docs/toolshed.md",
             ".claude/settings.json",
             "/tmp/out.txt",
+            "*",
             "src/*",
             "/tmp/*",
             "/home/u/.config/toolshedx/a",

@@ -298,3 +298,42 @@ async fn special_files_are_refused_at_once_and_left_alone() {
     let r = call(&exec, "grep", json!({"pattern": "inside"})).await;
     assert!(!r.is_error && r.output.contains("file.md"), "{}", r.output);
 }
+
+#[tokio::test]
+async fn grep_never_shows_files_whose_read_would_ask_or_is_denied() {
+    let w = world();
+    fs::write(w.root.join(".env"), "API_KEY=sk-secret-1\n").unwrap();
+    fs::create_dir_all(w.root.join("config")).unwrap();
+    fs::write(w.root.join("config/.env.production"), "API_KEY=sk-secret-2\n").unwrap();
+    fs::write(w.root.join(".env.example"), "API_KEY=\n").unwrap();
+    fs::create_dir_all(w.root.join("private")).unwrap();
+    fs::write(w.root.join("private/keys.txt"), "API_KEY=sk-secret-3\n").unwrap();
+    fs::write(w.root.join("folder/code.rs"), "let k = env(\"API_KEY\");\n").unwrap();
+    let mut rules = Ruleset::defaults();
+    rules.push(Rule::new("read", "private/*", Action::Deny));
+    let exec = executor(&w, rules.clone(), Arc::new(RejectAll));
+    for mode in ["content", "files_with_matches", "count"] {
+        let r = call(&exec, "grep", json!({"pattern": "API_KEY", "output_mode": mode})).await;
+        assert!(!r.is_error, "{mode}: {}", r.output);
+        assert!(!r.output.contains("sk-secret"), "{mode}: {}", r.output);
+        assert!(r.output.contains("code.rs") && r.output.contains(".env.example"), "{mode}: {}", r.output);
+        assert!(
+            r.output.contains(
+                "2 files not searched: reading them needs the user's permission (`.env`, `config/.env.production`)"
+            ),
+            "{mode}: {}",
+            r.output
+        );
+        assert!(r.output.contains("1 file not searched: the rules forbid reading it"), "{mode}: {}", r.output);
+        assert_eq!(r.metadata["skipped"], 3);
+    }
+    // One file named as the path: the read rules ask, as for `read`.
+    let r = call(&exec, "grep", json!({"pattern": "API_KEY", "path": ".env"})).await;
+    assert!(r.is_error && r.output.contains("Permission for `read` on `.env` was not granted"), "{}", r.output);
+    let r = call(&exec, "grep", json!({"pattern": "API_KEY", "path": "private/keys.txt"})).await;
+    assert!(r.is_error && r.output.contains("Permission denied"), "{}", r.output);
+    // Approved, the file is searched.
+    let exec = executor(&w, rules, Arc::new(ApproveAll));
+    let r = call(&exec, "grep", json!({"pattern": "API_KEY", "path": ".env"})).await;
+    assert!(r.output.contains("sk-secret-1"), "{}", r.output);
+}

@@ -157,6 +157,14 @@ impl Asker for Gate {
     fn ask<'a>(&'a self, call: &'a CallInfo, request: PermissionRequest) -> BoxFuture<'a, Result<(), ToolError>> {
         Box::pin(self.check(call, request))
     }
+
+    fn decide(&self, call: &CallInfo, permission: &str, pattern: &str) -> Action {
+        match self.permission.evaluate(&call.agent, permission, pattern).action {
+            Action::Deny => Action::Deny,
+            _ if self.session.approved(permission, pattern) => Action::Allow,
+            action => action,
+        }
+    }
 }
 
 #[cfg(test)]

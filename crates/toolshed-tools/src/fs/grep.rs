@@ -15,7 +15,7 @@ use ignore::WalkState;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolshed_core::context::CancellationToken;
-use toolshed_core::permission::PermissionRequest;
+use toolshed_core::permission::{Action, PermissionRequest};
 use toolshed_core::tool::{ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
@@ -110,7 +110,12 @@ impl TypedTool for GrepTool {
     ) -> Result<Vec<PermissionRequest>, ToolError> {
         let resolved = path::resolve(ctx, args.target())?;
         args.permitted.remember(&resolved);
-        Ok(resolved.requests(&spec.permission))
+        let mut requests = resolved.requests(&spec.permission);
+        // Searching one file shows its contents: the `read` rules apply to it as to `read`.
+        if resolved.path().is_file() {
+            requests.push(PermissionRequest::new("read", [resolved.pattern()]).with_always(["*"]));
+        }
+        Ok(requests)
     }
 
     async fn run(&self, args: GrepArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -119,7 +124,8 @@ impl TypedTool for GrepTool {
         if !resolved.exists() {
             return Err(super::not_found(&resolved, "Path"));
         }
-        let query = Query::new(&args, &resolved)?;
+        let mut query = Query::new(&args, &resolved)?;
+        query.reveal = Some(ctx.clone());
         let cwd = path::Confinement::from_context(&ctx).cwd().to_path_buf();
         let cancel = ctx.cancellation().clone();
         blocking(move || Ok(query.run(&resolved, &cwd, cancel))).await
@@ -134,6 +140,18 @@ pub struct Query {
     context: usize,
     mode: OutputMode,
     limit: usize,
+    /// The call whose `read` rules decide which files of a directory may be searched (a file
+    /// whose `read` would ask or is denied is skipped and counted); `None` searches every file.
+    reveal: Option<ToolContext>,
+}
+
+/// Files of a directory search that the `read` rules kept out.
+#[derive(Debug, Default)]
+struct Skipped {
+    /// Files whose `read` asks, shown relative to the worktree.
+    ask: Vec<String>,
+    /// Files whose `read` is denied.
+    denied: usize,
 }
 
 /// The hits in one file.
@@ -192,13 +210,19 @@ impl Query {
             context: args.context.unwrap_or(0).min(MAX_CONTEXT as u32) as usize,
             mode: args.output_mode.unwrap_or_default(),
             limit: args.limit.map_or(DEFAULT_LIMIT, |l| (l as usize).clamp(1, MAX_LIMIT)),
+            reveal: None,
         })
     }
 
     /// Runs the search under `dir` and renders the result; paths are shown relative to `cwd`.
     pub fn run(&self, dir: &ResolvedPath, cwd: &Path, cancel: CancellationToken) -> ToolOutput {
-        let files = self.search(dir.path(), cancel);
-        self.render(files, dir, cwd)
+        let (files, skipped) = self.search(dir.path(), cancel);
+        let mut output = self.render(files, dir, cwd);
+        if let Some(note) = skipped_note(&skipped) {
+            output.text.push_str(&note);
+            output = output.with_metadata("skipped", skipped.ask.len() + skipped.denied);
+        }
+        output
     }
 
     fn searcher(&self) -> Searcher {
@@ -211,14 +235,16 @@ impl Query {
             .build()
     }
 
-    fn search(&self, base: &Path, cancel: CancellationToken) -> Vec<FileHits> {
+    fn search(&self, base: &Path, cancel: CancellationToken) -> (Vec<FileHits>, Skipped) {
         let found: Mutex<Vec<FileHits>> = Mutex::default();
+        let skipped: Mutex<Skipped> = Mutex::default();
         let stored = AtomicUsize::new(0);
         let explicit_file = base.is_file();
         walker(base).threads(worker_threads()).build_parallel().run(|| {
             let mut searcher = self.searcher();
             let found = &found;
             let stored = &stored;
+            let skipped = &skipped;
             let cancel = cancel.clone();
             Box::new(move |entry| {
                 if cancel.is_cancelled() {
@@ -233,6 +259,20 @@ impl Query {
                     && !include.matches_under(base, entry.path())
                 {
                     return WalkState::Continue;
+                }
+                if !explicit_file && let Some(ctx) = &self.reveal {
+                    let pattern = path::pattern_for(ctx.root(), entry.path());
+                    match ctx.decide("read", &pattern) {
+                        Action::Allow => {}
+                        Action::Ask => {
+                            skipped.lock().unwrap_or_else(PoisonError::into_inner).ask.push(pattern);
+                            return WalkState::Continue;
+                        }
+                        Action::Deny => {
+                            skipped.lock().unwrap_or_else(PoisonError::into_inner).denied += 1;
+                            return WalkState::Continue;
+                        }
+                    }
                 }
                 let mut sink = Collect {
                     matcher: &self.matcher,
@@ -250,7 +290,9 @@ impl Query {
         });
         let mut files = found.into_inner().unwrap_or_else(PoisonError::into_inner);
         files.sort_by(|a, b| path_order(&a.path, &b.path));
-        files
+        let mut skipped = skipped.into_inner().unwrap_or_else(PoisonError::into_inner);
+        skipped.ask.sort();
+        (files, skipped)
     }
 
     fn render(&self, files: Vec<FileHits>, dir: &ResolvedPath, cwd: &Path) -> ToolOutput {
@@ -318,6 +360,38 @@ impl Query {
             .with_metadata("files", total_files)
             .with_metadata("truncated", truncated)
     }
+}
+
+/// What the model is told about files left out by the `read` rules, if any were.
+fn skipped_note(skipped: &Skipped) -> Option<String> {
+    if skipped.ask.is_empty() && skipped.denied == 0 {
+        return None;
+    }
+    let mut note = String::from("\n\n(");
+    if !skipped.ask.is_empty() {
+        const SHOWN: usize = 5;
+        let mut names = skipped.ask.iter().take(SHOWN).map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ");
+        if skipped.ask.len() > SHOWN {
+            names.push_str(&format!(" and {} more", skipped.ask.len() - SHOWN));
+        }
+        note.push_str(&format!(
+            "{} not searched: reading {} needs the user's permission ({names}). To search one, read it with the read tool, which asks the user",
+            plural(skipped.ask.len(), "file"),
+            if skipped.ask.len() == 1 { "it" } else { "them" },
+        ));
+    }
+    if skipped.denied > 0 {
+        if !skipped.ask.is_empty() {
+            note.push_str("; ");
+        }
+        note.push_str(&format!(
+            "{} not searched: the rules forbid reading {}",
+            plural(skipped.denied, "file"),
+            if skipped.denied == 1 { "it" } else { "them" }
+        ));
+    }
+    note.push_str(".)");
+    Some(note)
 }
 
 /// Writes up to `limit` matching lines (with their context) grouped by file; returns how many

@@ -1,0 +1,89 @@
+//! Attaching the configured MCP servers' tools to a registry, lazily: a call of a built-in tool
+//! starts no server, and a call of an MCP tool starts only the server(s) whose name prefixes
+//! the tool's.
+
+use toolshed_core::config::McpConfig;
+use toolshed_core::registry::Registry;
+use toolshed_mcp::client::servers_for_tool;
+use toolshed_mcp::{ConnectOptions, McpClients, State};
+
+use crate::{Error, Workspace};
+
+/// Which servers a command needs.
+pub enum McpScope<'a> {
+    /// Every enabled server (`run`, `chat`, `tools`, `mcp serve`).
+    All,
+    /// Only what one tool needs: nothing for a built-in or custom tool, the server(s) whose
+    /// name prefixes it for an MCP tool, every server for `tool_search`.
+    Tool(&'a str),
+}
+
+/// Connections to MCP servers, driven by a runtime of their own; shut down when dropped. Keep it
+/// alive while the registry it filled is used.
+pub struct Attached {
+    runtime: Option<tokio::runtime::Runtime>,
+    clients: McpClients,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.block_on(self.clients.shutdown());
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+        }
+    }
+}
+
+/// The servers of `[mcp.NAME]` that are not `enabled = false`.
+pub fn enabled(ws: &Workspace) -> impl Iterator<Item = (&String, &McpConfig)> {
+    ws.config.mcp.iter().filter(|(_, c)| c.enabled != Some(false))
+}
+
+/// How servers are started for this workspace.
+pub fn options(ws: &Workspace) -> ConnectOptions {
+    ConnectOptions { cwd: Some(ws.root.clone()) }
+}
+
+/// A small multi-threaded runtime that drives MCP connections on a thread of its own.
+pub fn io_runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("toolshed-mcp")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Failure(format!("cannot start the async runtime: {e}")))
+}
+
+/// Connects the servers `scope` needs and registers their tools. Servers that cannot be reached
+/// are reported through `warn` (one line each) and left out. Call it outside any async runtime.
+pub fn attach(
+    ws: &Workspace,
+    registry: &mut Registry,
+    scope: McpScope<'_>,
+    warn: &dyn Fn(&str),
+) -> Result<Option<Attached>, Error> {
+    let selected: Vec<(&String, &McpConfig)> = match scope {
+        // tool_search searches the servers' tools, so it needs them all.
+        McpScope::All | McpScope::Tool(toolshed_core::search::TOOL_SEARCH) => enabled(ws).collect(),
+        McpScope::Tool(name) if registry.get(name).is_some() => return Ok(None),
+        McpScope::Tool(name) => servers_for_tool(enabled(ws), name),
+    };
+    if selected.is_empty() {
+        return Ok(None);
+    }
+    // A thread of its own drives the connections, so the caller may block on its own runtime.
+    let runtime = io_runtime()?;
+    let clients = runtime.block_on(McpClients::connect(selected, &options(ws)));
+    report_unavailable(&clients, warn);
+    clients.register(registry);
+    Ok(Some(Attached { runtime: Some(runtime), clients }))
+}
+
+/// Reports every server that could not be reached through `warn`.
+pub fn report_unavailable(clients: &McpClients, warn: &dyn Fn(&str)) {
+    for status in clients.statuses() {
+        if let State::Unavailable(reason) = &status.state {
+            warn(&format!("MCP server `{}` is unavailable: {reason}", status.name));
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The worktree, its merged configuration, its custom tools and the agents' rules; and from
+//! them the registry, the executor and the agent runtime.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use toolshed_agent::{ConfiguredModels, EventSink, Runtime, Settings, Store};
+use toolshed_core::agents::Agents;
+use toolshed_core::config::Config;
+use toolshed_core::exec::{Executor, ExecutorBuilder};
+use toolshed_core::permission::{Approver, Rule};
+use toolshed_core::registry::{ModelFamilyHook, PermissionHook, Registry, Source};
+use toolshed_core::search::{AutoDefer, ToolSearch};
+use toolshed_core::tool::Typed;
+use toolshed_tools::custom::{CustomTools, Discover, Scope};
+
+use crate::Error;
+
+/// The worktree and its configuration.
+pub struct Workspace {
+    /// The worktree root (canonical).
+    pub root: PathBuf,
+    /// The directory relative paths start from (the current directory when it lies inside the
+    /// root, else the root).
+    pub cwd: PathBuf,
+    /// The merged config.
+    pub config: Config,
+    /// The agents and their rules (the permission engine), with every tool source's defaults.
+    pub agents: Arc<Agents>,
+    /// The custom tools found for this command.
+    pub custom: CustomTools,
+}
+
+impl Workspace {
+    /// Finds the root (`root`, else the git worktree of the current directory, else the current
+    /// directory), loads the config (`config_file` instead of the user's, then the project's)
+    /// and discovers the custom tools `scope` asks for.
+    pub fn open(root: Option<&Path>, config_file: Option<&Path>, scope: &Scope) -> Result<Workspace, Error> {
+        let current = std::env::current_dir()
+            .and_then(|d| d.canonicalize())
+            .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?;
+        let root = match root {
+            Some(dir) => {
+                let dir = dir.canonicalize().map_err(|e| Error::Usage(format!("--root {}: {e}", dir.display())))?;
+                if !dir.is_dir() {
+                    return Err(Error::Usage(format!("--root {}: not a directory", dir.display())));
+                }
+                dir
+            }
+            None => toolshed_core::paths::find_worktree(&current),
+        };
+        let cwd = if current.starts_with(&root) { current } else { root.clone() };
+        let config = Config::load(config_file, &root).map_err(|e| Error::Usage(format!("config error: {e}")))?;
+        let custom = Discover::new(&root, &cwd, toolshed_core::paths::data_dir()).run(scope);
+        Ok(Workspace::from_parts(root, cwd, config, custom))
+    }
+
+    /// A workspace from what the caller resolved itself (embedding, tests): the rules are built
+    /// here, from the same defaults as [`Workspace::open`].
+    pub fn from_parts(root: PathBuf, cwd: PathBuf, config: Config, custom: CustomTools) -> Workspace {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let agents = Arc::new(Agents::with_defaults(&config, &root, home.as_deref(), &default_rules(&custom)));
+        Workspace { root, cwd, config, agents, custom }
+    }
+
+    /// The agent to run as: the flag, else the config's default, else `build`.
+    pub fn agent(&self, flag: Option<&str>) -> Result<String, Error> {
+        let name = flag.or(self.config.default_agent.as_deref()).unwrap_or("build");
+        if self.agents.get(name).is_some() {
+            return Ok(name.to_string());
+        }
+        let known: Vec<&str> = self.agents.all().map(|a| a.name.as_str()).collect();
+        Err(Error::Usage(format!("unknown agent `{name}`; known agents: {}", known.join(", "))))
+    }
+
+    /// Every tool (custom tools replacing built-ins of their name) with the exposure hooks for
+    /// this workspace's rules and the model family, and `tool_search`. MCP servers' tools are
+    /// added by [`crate::mcp::attach`].
+    pub fn registry(&self) -> Registry {
+        let mut registry = Registry::new();
+        toolshed_tools::register_builtins(&mut registry, &self.config);
+        // Broken skills are left out here; `toolshed doctor` reports them.
+        toolshed_tools::register_worktree_tools(&mut registry, &self.root, &self.cwd);
+        self.custom.register(&mut registry);
+        let edit_tools: HashMap<String, _> =
+            self.agents.all().filter_map(|a| a.edit_tool.map(|t| (a.name.clone(), t))).collect();
+        registry.add_hook(Arc::new(PermissionHook(self.agents.clone())));
+        registry.add_hook(Arc::new(ModelFamilyHook::new(edit_tools)));
+        registry.register(Typed::new(ToolSearch::new()), Source::Runtime);
+        registry.add_hook(Arc::new(self.auto_defer()));
+        registry
+    }
+
+    /// An executor builder over `registry` with this workspace's rules, hooks, limits and
+    /// directories, and `approver` answering what asks. Add a recorder for stored sessions.
+    pub fn executor(&self, registry: Registry, approver: Arc<dyn Approver>) -> ExecutorBuilder {
+        self.configure(Executor::builder(registry, self.root.clone()), approver)
+    }
+
+    /// Applies this workspace's rules, hooks, limits and directories to an executor builder.
+    fn configure(&self, builder: ExecutorBuilder, approver: Arc<dyn Approver>) -> ExecutorBuilder {
+        builder
+            .cwd(self.cwd.clone())
+            .data_dir(toolshed_core::paths::data_dir())
+            .limits(self.config.output)
+            .permission(self.agents.clone())
+            .approver(approver)
+            .hooks(toolshed_tools::lsp::hooks(&self.config))
+    }
+
+    /// The agent runtime over `registry` (from [`Workspace::registry`], with MCP tools attached
+    /// if wanted) and the session `store`, asking `approver` and reporting to `events`.
+    pub fn agent_runtime(
+        &self,
+        registry: Registry,
+        store: Arc<Store>,
+        approver: Arc<dyn Approver>,
+        events: EventSink,
+    ) -> Arc<Runtime> {
+        let settings = Settings {
+            max_steps: self.config.session.max_steps,
+            max_depth: 1,
+            root: self.root.clone(),
+            cwd: self.cwd.clone(),
+        };
+        let models = Arc::new(ConfiguredModels::new(self.config.clone()));
+        Runtime::builder(registry, store, models, self.agents.clone(), settings)
+            .events(events)
+            .build(|b| self.configure(b, approver))
+    }
+
+    /// Defers MCP servers without an explicit `exposure` when the direct tools would take more
+    /// than `[tool_search] defer_when_share_exceeds` of the model's context.
+    fn auto_defer(&self) -> AutoDefer {
+        let auto = self.config.mcp.iter().filter(|(_, c)| c.exposure.is_none()).map(|(name, _)| name.clone());
+        let contexts = self
+            .config
+            .providers
+            .iter()
+            .flat_map(|(p, c)| c.models.iter().filter_map(move |(id, m)| m.context.map(|n| (format!("{p}/{id}"), n))))
+            .collect();
+        AutoDefer::new(self.config.tool_search.defer_when_share_exceeds, auto, contexts)
+    }
+
+    /// The model to show tools for: the flag, else the config's default.
+    pub fn model<'a>(&'a self, flag: Option<&'a str>) -> Option<&'a str> {
+        flag.or(self.config.model.as_deref())
+    }
+}
+
+/// The defaults every tool source declares, in the rules' first layer: custom tools ask before
+/// they run; the agent runtime's own tools (`plan_exit` outside plan mode) are denied unless an
+/// agent's rules open them.
+pub fn default_rules(custom: &CustomTools) -> Vec<Rule> {
+    let mut rules = custom.default_rules();
+    rules.extend(toolshed_agent::default_rules());
+    rules
+}

@@ -9,9 +9,11 @@
 //!    its decision and the agent's applies (plan mode denies edits even with `edit = "allow"`,
 //!    and a `rm *` deny of yours still denies in plan mode, whose own `bash` rule only asks);
 //! 4. the agent's own `[agent.NAME] permission` table, which decides outright where it matches.
+//!
 //! File-permission patterns in rules (`read`, `edit`, `glob`, `grep`, `list`, `lsp`,
 //! `external_directory`) may be written relative, `./`-prefixed, absolute or with `~`; they are
-//! normalised to what tools send: paths relative to the worktree, absolute paths outside it.
+//! normalised to what tools send: paths relative to the worktree, absolute paths outside it
+//! (a relative pattern that climbs out with `..` names the absolute paths it reaches).
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -29,6 +29,7 @@
 pub mod agents;
 pub mod config;
 pub mod context;
+pub mod env;
 pub mod exec;
 pub mod hooks;
 pub mod paths;

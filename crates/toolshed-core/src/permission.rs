@@ -86,7 +86,8 @@ impl Ruleset {
 
     /// OpenCode's defaults: everything allowed, except `external_directory` and `doom_loop`
     /// (ask) and reads of `.env` files (ask; `*.env.example` allowed); plus
-    /// `sandbox_escalation` (ask), so a sandboxed command never reruns unsandboxed unasked.
+    /// `sandbox_escalation` (ask), so a sandboxed command never reruns unsandboxed unasked, and
+    /// writes to protected paths (`protected`, ask; see [`crate::protected`]).
     pub fn defaults() -> Self {
         use Action::*;
         Ruleset::new(vec![
@@ -94,6 +95,7 @@ impl Ruleset {
             Rule::new("doom_loop", "*", Ask),
             Rule::new("external_directory", "*", Ask),
             Rule::new("sandbox_escalation", "*", Ask),
+            Rule::new(crate::protected::PERMISSION, "*", Ask),
             Rule::new("read", "*", Allow),
             Rule::new("read", "*.env", Ask),
             Rule::new("read", "*.env.*", Ask),
@@ -275,6 +277,13 @@ impl Approver for ApproveAll {
 pub trait Asker: Send + Sync {
     /// `Ok` if the request is allowed (possibly after asking); otherwise the model-visible error.
     fn ask<'a>(&'a self, call: &'a CallInfo, request: PermissionRequest) -> BoxFuture<'a, Result<(), ToolError>>;
+
+    /// Whether `request` is allowed without asking anyone: the rules (or an "always" answer of
+    /// this session) allow every pattern. Asks no one and changes nothing; a tool uses it to
+    /// skip a safeguard the user has already waived. The default says no (fail closed).
+    fn allows(&self, _call: &CallInfo, _request: &PermissionRequest) -> bool {
+        false
+    }
 }
 
 /// An asker that allows everything; for running tools outside the chain.
@@ -284,6 +293,10 @@ pub struct AllowAll;
 impl Asker for AllowAll {
     fn ask<'a>(&'a self, _call: &'a CallInfo, _request: PermissionRequest) -> BoxFuture<'a, Result<(), ToolError>> {
         Box::pin(async { Ok(()) })
+    }
+
+    fn allows(&self, _call: &CallInfo, _request: &PermissionRequest) -> bool {
+        true
     }
 }
 

@@ -114,6 +114,16 @@ impl Asker for Gate {
     fn ask<'a>(&'a self, call: &'a CallInfo, request: PermissionRequest) -> BoxFuture<'a, Result<(), ToolError>> {
         Box::pin(self.check(call, request))
     }
+
+    fn allows(&self, call: &CallInfo, request: &PermissionRequest) -> bool {
+        let star = ["*".to_string()];
+        let patterns = if request.patterns.is_empty() { &star[..] } else { &request.patterns[..] };
+        patterns.iter().all(|pattern| match self.permission.evaluate(&call.agent, &request.permission, pattern).action {
+            Action::Deny => false,
+            Action::Allow if request.minimum == Action::Allow => true,
+            Action::Allow | Action::Ask => self.session.approved(&request.permission, pattern),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -178,6 +188,23 @@ mod tests {
         let gate = Gate::new(Arc::new(deny), Arc::new(ApproveAll), Session::new("s", "build"));
         let err = gate.check(&info(), PermissionRequest::new("bash", ["x"]).at_least(Action::Ask)).await.unwrap_err();
         assert!(err.to_string().starts_with("Permission denied"), "{err}");
+    }
+
+    #[test]
+    fn allows_answers_from_rules_and_always_approvals_without_asking() {
+        let mut rules = Ruleset::defaults();
+        rules.push(Rule::new("protected", ".git/*", Action::Allow));
+        let session = Session::new("s", "build");
+        // RejectAll would reject any ask: `allows` must not consult it.
+        let gate = Gate::new(Arc::new(rules), Arc::new(RejectAll), session.clone());
+        assert!(gate.allows(&info(), &PermissionRequest::new("protected", [".git/*"])));
+        assert!(!gate.allows(&info(), &PermissionRequest::new("protected", [".git/*", "toolshed.toml"])));
+        assert!(!gate.allows(&info(), &PermissionRequest::new("protected", [".git/*"]).at_least(Action::Ask)));
+        session.approve("protected", &["toolshed.toml".to_string()]);
+        assert!(gate.allows(&info(), &PermissionRequest::new("protected", [".git/*", "toolshed.toml"])));
+        let deny = Ruleset::new(vec![Rule::new("*", "*", Action::Deny)]);
+        let gate = Gate::new(Arc::new(deny), Arc::new(ApproveAll), session);
+        assert!(!gate.allows(&info(), &PermissionRequest::new("protected", ["toolshed.toml"])));
     }
 
     #[tokio::test]

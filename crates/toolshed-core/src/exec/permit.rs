@@ -118,10 +118,12 @@ impl Asker for Gate {
     fn allows(&self, call: &CallInfo, request: &PermissionRequest) -> bool {
         let star = ["*".to_string()];
         let patterns = if request.patterns.is_empty() { &star[..] } else { &request.patterns[..] };
-        patterns.iter().all(|pattern| match self.permission.evaluate(&call.agent, &request.permission, pattern).action {
-            Action::Deny => false,
-            Action::Allow if request.minimum == Action::Allow => true,
-            Action::Allow | Action::Ask => self.session.approved(&request.permission, pattern),
+        patterns.iter().all(|pattern| {
+            match self.permission.evaluate(&call.agent, &request.permission, pattern).action {
+                Action::Deny => false,
+                Action::Allow if request.minimum == Action::Allow => true,
+                Action::Allow | Action::Ask => self.session.approved(&request.permission, pattern),
+            }
         })
     }
 }

@@ -14,7 +14,7 @@ use toolshed_core::exec::Executor;
 use toolshed_core::registry::Registry;
 use toolshed_mcp::client::servers_for_tool;
 use toolshed_mcp::server::{ElicitingApprover, Exported, Peers};
-use toolshed_mcp::{ConnectOptions, McpClients, State};
+use toolshed_mcp::{McpClients, State};
 
 use crate::CliError;
 use crate::workspace::Workspace;
@@ -116,7 +116,7 @@ pub fn attach(ws: &Workspace, registry: &mut Registry, scope: Scope<'_>) -> Resu
     }
     // A thread of its own drives the connections, so the caller may block on its own runtime.
     let runtime = io_runtime()?;
-    let options = ConnectOptions { cwd: Some(ws.root.clone()) };
+    let options = ws.mcp_options();
     let clients = runtime.block_on(McpClients::connect(selected, &options));
     for status in clients.statuses() {
         if let State::Unavailable(reason) = &status.state {
@@ -136,7 +136,7 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
     runtime
         .block_on(async {
-            let options = ConnectOptions { cwd: Some(ws.root.clone()) };
+            let options = ws.mcp_options();
             let clients = McpClients::connect(enabled(ws), &options).await;
             for status in clients.statuses() {
                 if let State::Unavailable(reason) = &status.state {
@@ -213,7 +213,7 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
 
 fn list(ws: &Workspace, args: ListArgs) -> Result<ExitCode, CliError> {
     let runtime = io_runtime()?;
-    let options = ConnectOptions { cwd: Some(ws.root.clone()) };
+    let options = ws.mcp_options();
     let clients = runtime.block_on(McpClients::connect(ws.config.mcp.iter(), &options));
     let statuses = clients.statuses();
     runtime.block_on(clients.shutdown());

@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use toolshed_core::agents::Agents;
 use toolshed_core::config::Config;
+use toolshed_core::env::ChildEnv;
 use toolshed_core::permission::Permission;
 use toolshed_core::registry::{ModelFamilyHook, PermissionHook, Registry, Source};
 use toolshed_core::search::{AutoDefer, ToolSearch};
 use toolshed_core::tool::Typed;
+use toolshed_mcp::ConnectOptions;
 use toolshed_tools::custom::{CustomTools, Discover, Scope};
 
 use crate::CliError;
@@ -49,7 +51,9 @@ impl Workspace {
         let cwd = if current.starts_with(&root) { current } else { root.clone() };
         let config = Config::load(config_file, &root).map_err(|e| CliError::usage(format!("config error: {e}")))?;
         let home = std::env::var_os("HOME").map(PathBuf::from);
-        let custom = Discover::new(&root, &cwd, toolshed_core::paths::data_dir()).run(scope);
+        let mut discover = Discover::new(&root, &cwd, toolshed_core::paths::data_dir());
+        discover.env = ChildEnv::from_config(&config);
+        let custom = discover.run(scope);
         let agents = Arc::new(Agents::with_defaults(&config, &root, home.as_deref(), &custom.default_rules()));
         Ok(Workspace { root, cwd, config, agents, custom })
     }
@@ -72,6 +76,9 @@ impl Workspace {
     /// Every tool (custom tools replacing built-ins of their name), with the exposure hooks for
     /// permissions and model family.
     pub fn registry(&self, permission: Arc<dyn Permission>) -> Registry {
+        // What the sandbox lets commands write beside the worktree is fixed now, before any
+        // command could rewrite `.git` (one `lstat` unless `.git` is a file).
+        toolshed_tools::shell::sandbox::pin_git_dirs(&self.root);
         let mut registry = Registry::new();
         toolshed_tools::register_builtins(&mut registry, &self.config);
         // Broken skills are left out here; `toolshed doctor` reports them.
@@ -84,6 +91,11 @@ impl Workspace {
         registry.register(Typed::new(ToolSearch::new()), Source::Runtime);
         registry.add_hook(Arc::new(self.auto_defer()));
         registry
+    }
+
+    /// How MCP servers are started: in the worktree, with the `[env]` policy.
+    pub fn mcp_options(&self) -> ConnectOptions {
+        ConnectOptions { cwd: Some(self.root.clone()), env: ChildEnv::from_config(&self.config) }
     }
 
     /// Defers MCP servers without an explicit `exposure` when the direct tools would take more

@@ -161,7 +161,7 @@ pub fn protection_report(policy: &SandboxPolicy) -> (String, bool) {
                 if *ns == NamespaceSupport::Mount { "a private mount namespace" } else { "a user and mount namespace" };
             (
                 format!(
-                    "protected paths ({names}) are bound read-only for sandboxed commands ({how}); a command that fails on them asks `protected` and, if allowed, reruns sandboxed without the binds"
+                    "protected paths ({names}) are bound read-only for sandboxed commands ({how}); unless the agent's rules allow `protected`; a command that fails on them asks `protected` and, if allowed, reruns sandboxed without the binds"
                 ),
                 false,
             )

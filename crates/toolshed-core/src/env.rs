@@ -10,6 +10,8 @@
 //!   `TERM`, `USER`, what the official MCP SDKs pass), plus their own `[mcp.NAME] env`.
 //! - `[env] pass = ["GITHUB_TOKEN", ...]` names variables every child gets anyway (MCP servers
 //!   included), secret-looking or not.
+//! - [`hide_own_environment`] keeps those children from reading toolshed's own environment
+//!   through `/proc/<pid>/environ` instead.
 //!
 //! ```
 //! use toolshed_core::env::{ChildEnv, looks_secret};
@@ -33,6 +35,24 @@ pub const SECRET_SUFFIXES: &[&str] = &["_PAT", "_AUTH"];
 /// What stdio MCP servers inherit (besides `[env] pass` and their own `env`): the variables the
 /// official MCP SDKs (Python, TypeScript) pass on POSIX.
 pub const MCP_BASE: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// Marks this process non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`, as ssh-agent does), so other
+/// processes of the same user — toolshed's own unsandboxed children: MCP servers, custom tools,
+/// language servers, `full-access` commands — cannot read its environment (its API keys) through
+/// `/proc/<pid>/environ`, nor its memory. It also means no core dumps and no debugger attaching
+/// without root. A child gets back to dumpable when it `exec`s. Root's processes can still read
+/// it. Returns whether it worked (always `false` off Linux).
+pub fn hide_own_environment() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a plain prctl on the calling process.
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
 
 /// Whether a variable's name looks like it holds a secret (see the module docs).
 pub fn looks_secret(name: &str) -> bool {

@@ -255,15 +255,17 @@ fn refusal_reason(refusal: &ToolError) -> String {
 }
 
 /// The protected paths `policy` binds read-only for a command run in `cwd`: those that exist
-/// from the root down to the working directory and to `cwd` ([`protected::existing`]), except
-/// those the agent's rules (or an "always" answer) already let it write. Only `workspace-write`
-/// binds: `read-only` writes nothing anyway.
+/// from the root down to the working directory and to `cwd` ([`protected::existing`]), and the
+/// git directories of a linked worktree (its hooks and config live there, not in its `.git`
+/// file), except those the agent's rules (or an "always" answer) already let it write. Only
+/// `workspace-write` binds: `read-only` writes nothing anyway.
 fn protected_paths(policy: &SandboxPolicy, ctx: &ToolContext, cwd: &Path) -> Vec<PathBuf> {
     if policy.mode != SandboxMode::WorkspaceWrite {
         return Vec::new();
     }
     let mut paths = protected::existing(ctx.root(), ctx.cwd());
-    for path in protected::existing(ctx.root(), cwd) {
+    let more = protected::existing(ctx.root(), cwd).into_iter().chain(sandbox::pin_git_dirs(ctx.root()));
+    for path in more {
         if !paths.contains(&path) {
             paths.push(path);
         }

@@ -101,9 +101,20 @@ fn enter(user: Option<&UserMaps>, root: &CString) -> io::Result<()> {
             None => check(libc::unshare(libc::CLONE_NEWNS))?,
             Some(maps) => {
                 check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS))?;
-                write_file(&maps.setgroups, b"deny")?;
-                write_file(&maps.uid_map, &maps.uid_line)?;
-                write_file(&maps.gid_map, &maps.gid_line)?;
+                // A non-dumpable process (toolshed hides its environment that way) may not
+                // write its own maps: /proc/self belongs to root then. Dumpable just for these
+                // writes; `exec` makes the command dumpable anyway.
+                let dumpable = libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0);
+                if dumpable == 0 {
+                    check(libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0))?;
+                }
+                let written = write_file(&maps.setgroups, b"deny")
+                    .and_then(|()| write_file(&maps.uid_map, &maps.uid_line))
+                    .and_then(|()| write_file(&maps.gid_map, &maps.gid_line));
+                if dumpable == 0 {
+                    check(libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0))?;
+                }
+                written?;
             }
         }
         check(libc::mount(

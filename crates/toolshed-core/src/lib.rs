@@ -2,7 +2,7 @@
 //! the config file, and the execution chain that turns one tool call into a result.
 //!
 //! Its only I/O is reading config files, writing spill files for long outputs, and looking up
-//! which protected paths exist; [`env`] decides what child processes inherit of this process's
+//! which protected paths exist; [`env`](mod@env) decides what child processes inherit of this process's
 //! environment.
 //!
 //! ```

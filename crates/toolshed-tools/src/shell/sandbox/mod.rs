@@ -4,7 +4,7 @@
 //!
 //! Modes (`[sandbox] mode`): `read-only` reads and executes anywhere, writes nowhere but a few
 //! device files, and changes no file's metadata (seccomp); `workspace-write` (the default) may
-//! also write under the worktree, the validated git dirs of a linked worktree ([`git_dirs`]),
+//! also write under the worktree, the validated git dirs of a linked worktree ([`pin_git_dirs`]),
 //! the temp dirs, the tool caches and any directory approved through `external_directory` —
 //! except the protected paths (`.git`, `toolshed.toml`, ...), which are bound read-only in a
 //! private mount namespace where the kernel allows it; `full-access` runs without a sandbox.

@@ -420,6 +420,41 @@ async fn a_validated_linked_worktree_commits_and_its_git_dirs_are_protected() {
 }
 
 #[tokio::test]
+async fn a_bare_repository_holding_its_worktree_keeps_the_worktree_writable() {
+    let test = "a_bare_repository_holding_its_worktree_keeps_the_worktree_writable";
+    if !binds_or_skip(test) {
+        return;
+    }
+    if !have("git") {
+        return skip(test, "no git");
+    }
+    let Some((bare_tmp, canary)) = outside(test, Path::new("/nonexistent")) else { return };
+    std::fs::remove_file(&canary).unwrap();
+    let bare = bare_tmp.path().canonicalize().unwrap();
+    assert!(git(&bare, &["init", "-q", "--bare", "."]).status.success());
+    let out = git(&bare, &["worktree", "add", "-q", "--orphan", "main"]);
+    if !out.status.success() {
+        return skip(test, format!("git worktree add --orphan: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    let root = bare.join("main");
+    assert_eq!(sandbox::pin_git_dirs(&root), vec![bare.join("worktrees/main"), bare.clone()]);
+    let answers = Answers::with(&[("protected", reject()), ("sandbox_escalation", reject())]);
+    let h = Harness::at(root.clone(), Vec::new(), WORKSPACE_WRITE, Ruleset::defaults(), answers);
+    let r = h
+        .bash("echo hi > f.txt && cat f.txt; p=../hooks; echo pwned > $p/pre-commit; q=..; echo pwned > $q/config")
+        .await;
+    assert!(r.output.starts_with("hi\n"), "the worktree inside the common dir stays writable: {}", r.output);
+    assert!(!bare.join("hooks/pre-commit").exists(), "{}", r.output);
+    assert!(!std::fs::read_to_string(bare.join("config")).unwrap().contains("pwned"), "{}", r.output);
+    let answers = Answers::with(&[("sandbox_escalation", reject())]);
+    let h = Harness::at(root, Vec::new(), WORKSPACE_WRITE, Ruleset::defaults(), answers);
+    let r = h
+        .bash("git add f.txt && git -c user.name=t -c user.email=t@example.com commit -qm one && echo committed")
+        .await;
+    assert!(r.output.starts_with("committed\n"), "{}", r.output);
+}
+
+#[tokio::test]
 async fn a_rewritten_git_file_widens_nothing() {
     let test = "a_rewritten_git_file_widens_nothing";
     if !landlock_or_skip(test) {

@@ -264,7 +264,7 @@ fn protected_paths(policy: &SandboxPolicy, ctx: &ToolContext, cwd: &Path) -> Vec
         return Vec::new();
     }
     let mut paths = protected::existing(ctx.root(), ctx.cwd());
-    let more = protected::existing(ctx.root(), cwd).into_iter().chain(sandbox::pin_git_dirs(ctx.root()));
+    let more = protected::existing(ctx.root(), cwd).into_iter().chain(git_dir_binds(ctx.root()));
     for path in more {
         if !paths.contains(&path) {
             paths.push(path);
@@ -275,6 +275,23 @@ fn protected_paths(policy: &SandboxPolicy, ctx: &ToolContext, cwd: &Path) -> Vec
         !ctx.allows(&request)
     });
     paths
+}
+
+/// What to bind of the validated git dirs of the worktree `root`: each dir, or, for a common
+/// dir that holds the worktree itself (a bare repository with its worktrees inside), each of
+/// its entries but the one leading to the worktree (binding the dir would make the worktree
+/// read-only too).
+fn git_dir_binds(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in sandbox::pin_git_dirs(root) {
+        if !root.starts_with(&dir) {
+            out.push(dir);
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        out.extend(entries.flatten().map(|e| e.path()).filter(|p| !root.starts_with(p)));
+    }
+    out
 }
 
 /// The `protected` pattern of a bound path: relative to the worktree, `<dir>/*` for a directory

@@ -193,7 +193,10 @@ fn bind_read_only(path: &CString) -> io::Result<()> {
 }
 
 fn probe() -> NamespaceSupport {
-    let scratch = match cstring(&std::env::temp_dir()).and_then(|dir| Ok((dir, cstring(Path::new("/"))?))) {
+    // Any directory that surely exists will do: the bind lives and dies in the probe's namespace.
+    let dir = std::env::temp_dir();
+    let dir = if dir.is_dir() { dir } else { PathBuf::from("/") };
+    let scratch = match cstring(&dir).and_then(|dir| Ok((dir, cstring(Path::new("/"))?))) {
         Ok(s) => s,
         Err(e) => return NamespaceSupport::Missing { reason: e },
     };

@@ -24,6 +24,7 @@ pub struct Check {
 /// Every check, in the order printed.
 pub const CHECKS: &[Check] = &[
     Check { name: "sandbox", run: sandbox },
+    Check { name: "environment", run: environment },
     Check { name: "websearch", run: websearch },
     Check { name: "skills", run: skills },
     Check { name: "instructions", run: instructions },
@@ -175,11 +176,44 @@ fn sandbox(ws: &Workspace) -> Report {
         .filter(|(_, mode)| *mode != global)
         .map(|(name, mode)| format!("{name}: {}", sandbox::mode_name(mode)))
         .collect();
-    let mut lines = vec![line];
+    let (protection, unprotected) = sandbox::protection_report(&policy);
+    let status = if unprotected && status == Status::Ok { Status::Warning } else { status };
+    let mut lines = vec![line, protection];
     if !per_agent.is_empty() {
         lines.push(format!("per agent: {}", per_agent.join(", ")));
     }
+    let git_dirs = sandbox::pin_git_dirs(&ws.root);
+    if !git_dirs.is_empty() {
+        let dirs: Vec<String> = git_dirs.iter().map(|d| d.display().to_string()).collect();
+        lines.push(format!("git directories writable besides the worktree (validated): {}", dirs.join(", ")));
+    }
     Report::new(status, lines)
+}
+
+/// Which of toolshed's environment variables its children do not get (names only, never
+/// values), and what MCP servers get.
+fn environment(ws: &Workspace) -> Report {
+    let env = toolshed_core::env::ChildEnv::from_config(&ws.config);
+    let withheld: Vec<String> = env.withheld().iter().map(|n| n.to_string_lossy().into_owned()).collect();
+    let mut lines = Vec::new();
+    if withheld.is_empty() {
+        lines.push(
+            "no variable with a secret-looking name is set, so commands, tools and servers get the whole environment"
+                .to_string(),
+        );
+    } else {
+        lines.push(format!(
+            "withheld from shell commands, custom tools, the JS host and language servers (names only): {}",
+            withheld.join(", ")
+        ));
+    }
+    if !env.passed().is_empty() {
+        lines.push(format!("passed anyway ([env] pass): {}", env.passed().join(", ")));
+    }
+    let mut mcp: Vec<&str> = toolshed_core::env::MCP_BASE.to_vec();
+    mcp.extend(env.passed().iter().map(String::as_str));
+    lines.push(format!("stdio MCP servers get only: {}, plus their own [mcp.NAME] env", mcp.join(", ")));
+    Report::new(Status::Ok, lines)
 }
 
 #[cfg(not(unix))]

@@ -165,6 +165,8 @@ pub fn err(text: impl std::fmt::Display) {
 }
 
 fn main() -> ExitCode {
+    // Children get the environment minus its secrets; they must not read ours from /proc.
+    toolshed_core::env::hide_own_environment();
     let cli = Cli::parse();
     // Only what the command needs is loaded: `call` never starts the JS host for another tool.
     let scope = match &cli.command {

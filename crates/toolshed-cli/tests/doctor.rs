@@ -21,11 +21,13 @@ fn toolshed(root: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// Doctor's output with the root redacted and without the sandbox section, which depends on
-/// the kernel (its own test checks it).
+/// Doctor's output with the root redacted and without the sandbox and environment sections,
+/// which depend on the kernel and on this process's variables (tests of their own check them:
+/// here and in `trust.rs`).
 fn stdout(out: &Output, root: &Path) -> String {
     let text = String::from_utf8_lossy(&out.stdout).replace(&root.display().to_string(), "$ROOT");
     let (_, rest) = sections(&text, "sandbox");
+    let (_, rest) = sections(&rest, "environment");
     rest
 }
 
@@ -60,6 +62,14 @@ fn doctor_reports_the_sandbox_the_shell_will_use() {
         assert_eq!(out.status.code(), Some(1));
     }
     assert!(sandbox.contains("\n  per agent: explore: read-only, plan: read-only"), "{sandbox}");
+    if landlock {
+        let protection = sandbox.lines().nth(2).unwrap_or_default();
+        assert!(
+            protection.starts_with("  protected paths (.git, .toolshed, .opencode/tool, .opencode/tools, .opencode/skills, .opencode/skill, .claude/skills, toolshed.toml) "),
+            "{sandbox}"
+        );
+        assert!(protection.contains("bound read-only") || protection.contains("stay WRITABLE"), "{sandbox}");
+    }
     write(&tmp.path().join("toolshed.toml"), "[sandbox]\nmode = \"full-access\"\n");
     let out = toolshed(tmp.path(), &["doctor"]);
     let (sandbox, _) = sections(&String::from_utf8_lossy(&out.stdout), "sandbox");

@@ -65,6 +65,8 @@ pub struct Config {
     pub websearch: Option<WebsearchConfig>,
     /// `[lsp.NAME]`.
     pub lsp: BTreeMap<String, LspConfig>,
+    /// `[env]`: what child processes inherit (see [`crate::env`]).
+    pub env: EnvConfig,
     /// The files that were read, in order.
     pub sources: Vec<PathBuf>,
 }
@@ -124,6 +126,16 @@ pub enum SandboxMode {
     WorkspaceWrite,
     /// No sandbox.
     FullAccess,
+}
+
+/// `[env]`: the environment of child processes (see [`crate::env`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvConfig {
+    /// Variables every child process gets even though their names look secret (and MCP servers
+    /// get besides their minimal set), e.g. `["GITHUB_TOKEN"]`. Lists of several files add up.
+    #[serde(default)]
+    pub pass: Vec<String>,
 }
 
 /// `[provider.NAME]`.
@@ -401,6 +413,7 @@ struct FileConfig {
     session: Option<SessionConfig>,
     websearch: Option<WebsearchConfig>,
     lsp: Option<BTreeMap<String, LspConfig>>,
+    env: Option<EnvConfig>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -536,6 +549,16 @@ impl Config {
         }
         set(&mut self.websearch, file.websearch);
         self.lsp.extend(file.lsp.unwrap_or_default());
+        for name in file.env.map(|e| e.pass).unwrap_or_default() {
+            if !crate::env::valid_name(&name) {
+                return Err(invalid(format!(
+                    "[env] pass: `{name}` is not a variable name; write names like \"GITHUB_TOKEN\" (letters, digits and `_`, no wildcards)"
+                )));
+            }
+            if !self.env.pass.contains(&name) {
+                self.env.pass.push(name);
+            }
+        }
         Ok(())
     }
 }
@@ -615,6 +638,9 @@ url = "http://127.0.0.1:8888"
 [lsp.rust]
 command = "rust-analyzer"
 extensions = ["rs"]
+
+[env]
+pass = ["GITHUB_TOKEN"]
 "#,
         )
         .unwrap();
@@ -634,6 +660,19 @@ extensions = ["rs"]
         assert_eq!(c.tool_search.defer_when_share_exceeds, 0.2);
         assert_eq!(c.session.max_steps, 20);
         assert_eq!(c.lsp["rust"].extensions, ["rs"]);
+        assert_eq!(c.env.pass, ["GITHUB_TOKEN"]);
+    }
+
+    #[test]
+    fn env_pass_names_are_validated_and_add_up() {
+        let err = parse("[env]\npass = [\"GH_*\"]\n").unwrap_err();
+        insta::assert_snapshot!(err.to_string(), @r#"/w/toolshed.toml: [env] pass: `GH_*` is not a variable name; write names like "GITHUB_TOKEN" (letters, digits and `_`, no wildcards)"#);
+        let err = parse("[env]\npas = []\n").unwrap_err();
+        assert!(err.message.contains("unknown field `pas`"), "{err}");
+        let mut c = Config::default();
+        c.merge_str(Path::new("user.toml"), "[env]\npass = [\"A\", \"B\"]\n").unwrap();
+        c.merge_str(Path::new("toolshed.toml"), "[env]\npass = [\"B\", \"C\"]\n").unwrap();
+        assert_eq!(c.env.pass, ["A", "B", "C"]);
     }
 
     #[test]

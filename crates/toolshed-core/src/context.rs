@@ -196,6 +196,12 @@ impl ToolContext {
         self.asker.decide(&self.info, permission, pattern)
     }
 
+    /// Whether `request` is allowed without asking (the rules or an "always" answer allow every
+    /// pattern). Asks no one; see [`Asker::allows`].
+    pub fn allows(&self, request: &PermissionRequest) -> bool {
+        self.asker.allows(&self.info, request)
+    }
+
     /// Reports files the call changed; returns what post-write hooks have to add to the result
     /// (e.g. diagnostics), if anything.
     pub async fn files_changed(&self, files: &[PathBuf]) -> Option<String> {

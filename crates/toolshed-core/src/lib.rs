@@ -1,7 +1,9 @@
 //! toolshed's core: the tool model, the registry and what a model sees, permissions,
 //! the config file, and the execution chain that turns one tool call into a result.
 //!
-//! Its only I/O is reading config files and writing spill files for long outputs.
+//! Its only I/O is reading config files, writing spill files for long outputs, and looking up
+//! which protected paths exist; [`env`](mod@env) decides what child processes inherit of this process's
+//! environment.
 //!
 //! ```
 //! use schemars::JsonSchema;
@@ -29,6 +31,7 @@
 pub mod agents;
 pub mod config;
 pub mod context;
+pub mod env;
 pub mod exec;
 pub mod hooks;
 pub mod paths;

@@ -87,7 +87,8 @@ impl Ruleset {
     /// OpenCode's defaults: everything allowed, except `external_directory` and `doom_loop`
     /// (ask) and reads of `.env` files (ask; `*.env.example` allowed); plus
     /// `sandbox_escalation` (ask), so a sandboxed command never reruns unsandboxed unasked, and
-    /// `protected` (ask), so writes to toolshed's own configuration and `.git` ask.
+    /// `protected` (ask), so writes to toolshed's own configuration and `.git` ask (see
+    /// [`crate::protected`]).
     pub fn defaults() -> Self {
         use Action::*;
         Ruleset::new(vec![
@@ -302,6 +303,13 @@ pub trait Asker: Send + Sync {
     fn decide(&self, _call: &CallInfo, _permission: &str, _pattern: &str) -> Action {
         Action::Allow
     }
+
+    /// Whether `request` is allowed without asking anyone: the rules (or an "always" answer of
+    /// this session) allow every pattern. Asks no one and changes nothing; a tool uses it to
+    /// skip a safeguard the user has already waived. The default says no (fail closed).
+    fn allows(&self, _call: &CallInfo, _request: &PermissionRequest) -> bool {
+        false
+    }
 }
 
 /// An asker that allows everything; for running tools outside the chain.
@@ -311,6 +319,10 @@ pub struct AllowAll;
 impl Asker for AllowAll {
     fn ask<'a>(&'a self, _call: &'a CallInfo, _request: PermissionRequest) -> BoxFuture<'a, Result<(), ToolError>> {
         Box::pin(async { Ok(()) })
+    }
+
+    fn allows(&self, _call: &CallInfo, _request: &PermissionRequest) -> bool {
+        true
     }
 }
 

@@ -13,6 +13,7 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
+use toolshed_core::env::ChildEnv;
 
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, RunningService};
@@ -74,6 +75,9 @@ pub struct ServerStatus {
 pub struct ConnectOptions {
     /// The directory stdio servers start in (the worktree root); the current one if `None`.
     pub cwd: Option<PathBuf>,
+    /// What stdio servers inherit of toolshed's environment: only its minimal set (`HOME`,
+    /// `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`) and `[env] pass`, plus their own `env`.
+    pub env: ChildEnv,
 }
 
 /// One imported tool: the server's name for it and the spec the model sees.
@@ -287,6 +291,7 @@ impl McpServer {
         let service = match (&self.config.command, &self.config.url) {
             (Some(command), _) => {
                 let mut cmd = tokio::process::Command::new(command);
+                options.env.apply_minimal(cmd.as_std_mut());
                 cmd.args(&self.config.args).envs(&self.config.env);
                 if let Some(dir) = &options.cwd {
                     cmd.current_dir(dir);

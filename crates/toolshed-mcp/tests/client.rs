@@ -219,3 +219,35 @@ async fn include_exclude_and_permission_rules_apply_to_full_names() {
     let r = call(&exec, "fx_add", json!({"a": 1, "b": 2})).await;
     assert!(r.is_error && r.output.starts_with("Permission denied"), "{}", r.output);
 }
+
+#[tokio::test]
+async fn a_stdio_server_gets_only_the_minimal_environment_and_its_own_env() {
+    let mut config = fixture("env");
+    config.env.insert("FIXTURE_CONFIGURED".into(), "1".into());
+    config.env.insert("FIXTURE_API_KEY".into(), "configured on purpose".into());
+    let clients = connect(&[("fx", config)]).await;
+    let exec = executor(&clients, Ruleset::defaults());
+    let r = call(&exec, "fx_env", json!({})).await;
+    assert!(!r.is_error, "{}", r.output);
+    let names: Vec<&str> = r.output.lines().collect();
+    assert!(names.contains(&"FIXTURE_CONFIGURED") && names.contains(&"FIXTURE_API_KEY"), "{names:?}");
+    let allowed = toolshed_core::env::MCP_BASE;
+    let unexpected: Vec<&&str> = names.iter().filter(|n| !allowed.contains(n) && !n.starts_with("FIXTURE_")).collect();
+    assert!(unexpected.is_empty(), "the server inherited {unexpected:?}");
+    // This test process has more than the minimal set (cargo sets CARGO_* for tests).
+    assert!(std::env::vars().any(|(n, _)| n.starts_with("CARGO")), "the check above proves nothing");
+    clients.shutdown().await;
+}
+
+#[tokio::test]
+async fn env_pass_adds_named_variables_to_a_stdio_servers_environment() {
+    let options =
+        ConnectOptions { env: toolshed_core::env::ChildEnv::new(["CARGO_PKG_NAME"]), ..ConnectOptions::default() };
+    let owned = [("fx".to_string(), fixture("env"))];
+    let clients = McpClients::connect(owned.iter().map(|(n, c)| (n, c)), &options).await;
+    let exec = executor(&clients, Ruleset::defaults());
+    let r = call(&exec, "fx_env", json!({})).await;
+    assert!(r.output.lines().any(|n| n == "CARGO_PKG_NAME"), "{}", r.output);
+    assert!(!r.output.lines().any(|n| n == "CARGO_MANIFEST_DIR"), "{}", r.output);
+    clients.shutdown().await;
+}

@@ -3,6 +3,7 @@
 //! the tool's.
 
 use toolshed_core::config::McpConfig;
+use toolshed_core::env::ChildEnv;
 use toolshed_core::registry::Registry;
 use toolshed_mcp::client::servers_for_tool;
 use toolshed_mcp::{ConnectOptions, McpClients, State};
@@ -39,9 +40,9 @@ pub fn enabled(ws: &Workspace) -> impl Iterator<Item = (&String, &McpConfig)> {
     ws.config.mcp.iter().filter(|(_, c)| c.enabled != Some(false))
 }
 
-/// How servers are started for this workspace.
+/// How servers are started for this workspace: in the worktree, with the `[env]` policy.
 pub fn options(ws: &Workspace) -> ConnectOptions {
-    ConnectOptions { cwd: Some(ws.root.clone()) }
+    ConnectOptions { cwd: Some(ws.root.clone()), env: ChildEnv::from_config(&ws.config) }
 }
 
 /// A small multi-threaded runtime that drives MCP connections on a thread of its own.

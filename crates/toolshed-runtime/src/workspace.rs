@@ -8,6 +8,7 @@ use std::sync::Arc;
 use toolshed_agent::{ConfiguredModels, EventSink, Runtime, Settings, Store};
 use toolshed_core::agents::Agents;
 use toolshed_core::config::Config;
+use toolshed_core::env::ChildEnv;
 use toolshed_core::exec::{Executor, ExecutorBuilder};
 use toolshed_core::permission::{Approver, Rule};
 use toolshed_core::registry::{ModelFamilyHook, PermissionHook, Registry, Source};
@@ -52,7 +53,9 @@ impl Workspace {
         };
         let cwd = if current.starts_with(&root) { current } else { root.clone() };
         let config = Config::load(config_file, &root).map_err(|e| Error::Usage(format!("config error: {e}")))?;
-        let custom = Discover::new(&root, &cwd, toolshed_core::paths::data_dir()).run(scope);
+        let mut discover = Discover::new(&root, &cwd, toolshed_core::paths::data_dir());
+        discover.env = ChildEnv::from_config(&config);
+        let custom = discover.run(scope);
         Ok(Workspace::from_parts(root, cwd, config, custom))
     }
 
@@ -78,6 +81,9 @@ impl Workspace {
     /// this workspace's rules and the model family, and `tool_search`. MCP servers' tools are
     /// added by [`crate::mcp::attach`].
     pub fn registry(&self) -> Registry {
+        // The git directories a sandboxed command may write are fixed now, before any command
+        // (or the model) had a chance to rewrite `.git`.
+        toolshed_tools::shell::sandbox::pin_git_dirs(&self.root);
         let mut registry = Registry::new();
         toolshed_tools::register_builtins(&mut registry, &self.config);
         // Broken skills are left out here; `toolshed doctor` reports them.

@@ -510,12 +510,28 @@ fn conformance_table() {
             Allow,
         ),
         (
-            "global rules outrank built-in agent rules",
+            "global rules never loosen plan's built-in rules",
             "[permission]\nedit = \"allow\"\n",
             "plan",
             "edit",
             json!({"file_path": "a.txt", "old_string": "a", "new_string": "b"}),
-            Allow,
+            Deny,
+        ),
+        (
+            "an ask of the config does not loosen plan's deny either",
+            "[permission]\nedit = \"ask\"\n",
+            "plan",
+            "write",
+            json!({"file_path": "a.txt", "content": "b"}),
+            Deny,
+        ),
+        (
+            "a global deny holds in plan mode, whose own bash rule only asks",
+            "[permission]\nbash = { \"*\" = \"allow\", \"rm *\" = \"deny\" }\n",
+            "plan",
+            "bash",
+            bash("rm a.txt"),
+            Deny,
         ),
     ];
     assert!(cases.len() >= 80, "{} cases", cases.len());

@@ -159,9 +159,15 @@ struct SessionInner {
 struct SessionState {
     recent: VecDeque<u64>,
     approvals: Ruleset,
+    /// What a person approved for one call (once or always): (call id, permission, pattern),
+    /// the most recent [`CALL_APPROVALS_KEPT`].
+    call_approvals: VecDeque<(String, String, String)>,
     found: HashSet<String>,
     model: Option<String>,
 }
+
+/// How many per-call approvals a session keeps (the calls they belong to are long over).
+const CALL_APPROVALS_KEPT: usize = 256;
 
 /// How many identical consecutive calls trigger the `doom_loop` permission.
 pub const DOOM_LOOP_THRESHOLD: usize = 3;
@@ -204,6 +210,31 @@ impl Session {
         for p in patterns {
             state.approvals.push(Rule::new(permission, p.as_str(), crate::permission::Action::Allow));
         }
+    }
+
+    /// Remembers that a person approved `permission` on `patterns` for the call `call_id`, so a
+    /// tool that checks again during that call (the shell's sandbox deciding what stays
+    /// read-only) does not ask a second time.
+    pub fn approve_call(&self, call_id: &str, permission: &str, patterns: &[String]) {
+        let mut state = self.state();
+        for p in patterns {
+            state.call_approvals.push_back((call_id.to_string(), permission.to_string(), p.clone()));
+        }
+        while state.call_approvals.len() > CALL_APPROVALS_KEPT {
+            state.call_approvals.pop_front();
+        }
+    }
+
+    /// Whether a person approved `permission` on `pattern` for the call `call_id`: a pattern
+    /// approved then matches it as a rule would, and a directory pattern `dir/*` is covered by
+    /// an approved path inside `dir` (the write the person approved needs its directory).
+    pub fn approved_in_call(&self, call_id: &str, permission: &str, pattern: &str) -> bool {
+        let dir = pattern.strip_suffix('*').filter(|d| d.ends_with('/'));
+        self.state().call_approvals.iter().any(|(id, key, approved)| {
+            id == call_id
+                && key == permission
+                && (crate::wildcard::matches(pattern, approved) || dir.is_some_and(|d| approved.starts_with(d)))
+        })
     }
 
     /// Notes a call's fingerprint; true when it completes a run of identical calls that should

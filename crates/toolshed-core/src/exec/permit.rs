@@ -127,9 +127,13 @@ impl Gate {
             request: request.clone(),
         };
         match self.approver.approve(&approval).await {
-            Reply::Once => Ok(true),
+            Reply::Once => {
+                self.session.approve_call(&call.call_id, &request.permission, &unanswered);
+                Ok(true)
+            }
             Reply::Always => {
                 self.session.approve(&request.permission, &request.always);
+                self.session.approve_call(&call.call_id, &request.permission, &unanswered);
                 Ok(true)
             }
             Reply::Reject(reason) => {
@@ -162,8 +166,24 @@ impl Asker for Gate {
         match self.permission.evaluate(&call.agent, permission, pattern).action {
             Action::Deny => Action::Deny,
             _ if self.session.approved(permission, pattern) => Action::Allow,
+            _ if self.session.approved_in_call(&call.call_id, permission, pattern) => Action::Allow,
             action => action,
         }
+    }
+
+    fn allows(&self, call: &CallInfo, request: &PermissionRequest) -> bool {
+        let star = ["*".to_string()];
+        let patterns = if request.patterns.is_empty() { &star[..] } else { &request.patterns[..] };
+        patterns.iter().all(|pattern| {
+            match self.permission.evaluate(&call.agent, &request.permission, pattern).action {
+                Action::Deny => false,
+                Action::Allow if request.minimum == Action::Allow => true,
+                Action::Allow | Action::Ask => {
+                    self.session.approved(&request.permission, pattern)
+                        || self.session.approved_in_call(&call.call_id, &request.permission, pattern)
+                }
+            }
+        })
     }
 }
 
@@ -229,6 +249,23 @@ mod tests {
         let gate = Gate::new(Arc::new(deny), Arc::new(ApproveAll), Session::new("s", "build"));
         let err = gate.check(&info(), PermissionRequest::new("bash", ["x"]).at_least(Action::Ask)).await.unwrap_err();
         assert!(err.to_string().starts_with("Permission denied"), "{err}");
+    }
+
+    #[test]
+    fn allows_answers_from_rules_and_always_approvals_without_asking() {
+        let mut rules = Ruleset::defaults();
+        rules.push(Rule::new("protected", ".git/*", Action::Allow));
+        let session = Session::new("s", "build");
+        // RejectAll would reject any ask: `allows` must not consult it.
+        let gate = Gate::new(Arc::new(rules), Arc::new(RejectAll), session.clone());
+        assert!(gate.allows(&info(), &PermissionRequest::new("protected", [".git/*"])));
+        assert!(!gate.allows(&info(), &PermissionRequest::new("protected", [".git/*", "toolshed.toml"])));
+        assert!(!gate.allows(&info(), &PermissionRequest::new("protected", [".git/*"]).at_least(Action::Ask)));
+        session.approve("protected", &["toolshed.toml".to_string()]);
+        assert!(gate.allows(&info(), &PermissionRequest::new("protected", [".git/*", "toolshed.toml"])));
+        let deny = Ruleset::new(vec![Rule::new("*", "*", Action::Deny)]);
+        let gate = Gate::new(Arc::new(deny), Arc::new(ApproveAll), session);
+        assert!(!gate.allows(&info(), &PermissionRequest::new("protected", ["toolshed.toml"])));
     }
 
     #[tokio::test]

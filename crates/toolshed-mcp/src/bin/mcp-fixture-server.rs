@@ -7,7 +7,9 @@
 //! - `crash`: exits at once with a message on standard error;
 //! - `hang`: reads its input and never answers;
 //! - `broken-schema`: `echo`, plus `bad` whose input schema is not valid JSON Schema;
-//! - `all-broken`: only tools whose input schemas are not valid JSON Schema.
+//! - `all-broken`: only tools whose input schemas are not valid JSON Schema;
+//! - `env`: `echo`, plus `env`, which returns the names of the server's environment variables,
+//!   one a line, sorted.
 //!
 //! `--tools N` adds N synthetic tools with realistic schemas (`tool_0000`, ...).
 
@@ -71,6 +73,10 @@ fn base_tools(mode: &str) -> Vec<Tool> {
             .into();
     }
     let mut tools = vec![tool("echo", "Returns the text it is given.", text_schema("text", "What to send back."))];
+    if mode == "env" {
+        tools.push(tool("env", "Returns the names of the server's environment variables.", json!({"type": "object"})));
+        return tools;
+    }
     if mode == "broken-schema" {
         tools.push(tool(
             "bad",
@@ -158,6 +164,12 @@ impl ServerHandler for Fixture {
                 }
                 let _ = context.peer.notify_tool_list_changed().await;
                 CallToolResult::success(vec![ContentBlock::text("added extra")])
+            }
+            "env" => {
+                let mut names: Vec<String> =
+                    std::env::vars_os().map(|(name, _)| name.to_string_lossy().into_owned()).collect();
+                names.sort();
+                CallToolResult::success(vec![ContentBlock::text(names.join("\n"))])
             }
             "extra" => CallToolResult::success(vec![ContentBlock::text(format!("extra: {}", text("text")))]),
             name if name.starts_with("tool_") => {

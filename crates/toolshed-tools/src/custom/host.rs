@@ -16,6 +16,7 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
+use toolshed_core::env::ChildEnv;
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -56,12 +57,14 @@ pub(crate) enum RuntimeKind {
 pub(crate) struct Runtime {
     pub program: PathBuf,
     pub kind: RuntimeKind,
+    /// What every process it runs (and the installer) inherits of toolshed's environment.
+    pub env: ChildEnv,
 }
 
 impl Runtime {
     /// Finds the runtime: `program` when given (a name starting with `bun` is Bun, anything else
     /// Node), else `bun` then `node` on `PATH`. Node's version is asked only when `ts` files need it.
-    pub(crate) fn find(program: Option<&Path>, need_ts: bool) -> Result<Runtime, String> {
+    pub(crate) fn find(program: Option<&Path>, need_ts: bool, env: &ChildEnv) -> Result<Runtime, String> {
         let (program, is_bun) = match program {
             Some(p) => {
                 let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -81,10 +84,12 @@ impl Runtime {
             }
         };
         if is_bun {
-            return Ok(Runtime { program, kind: RuntimeKind::Bun });
+            return Ok(Runtime { program, kind: RuntimeKind::Bun, env: env.clone() });
         }
         let (version, strips_types) = if need_ts {
-            let version = std::process::Command::new(&program)
+            let mut cmd = std::process::Command::new(&program);
+            env.apply(&mut cmd);
+            let version = cmd
                 .arg("--version")
                 .stdin(Stdio::null())
                 .output()
@@ -95,7 +100,7 @@ impl Runtime {
         } else {
             (String::new(), false)
         };
-        Ok(Runtime { program, kind: RuntimeKind::Node { strips_types, version } })
+        Ok(Runtime { program, kind: RuntimeKind::Node { strips_types, version }, env: env.clone() })
     }
 
     /// Why this runtime cannot run `file`, if it cannot.
@@ -187,6 +192,7 @@ impl JsHost {
     fn start(&self) -> Result<Process, String> {
         let host = prepare(&self.dir, self.needs_zod, &self.runtime)?;
         let mut cmd = std::process::Command::new(&self.runtime.program);
+        self.runtime.env.apply(&mut cmd);
         match &self.runtime.kind {
             RuntimeKind::Bun => {
                 // Never fetch missing packages at run time.
@@ -491,6 +497,7 @@ fn run_install(dir: &Path, runtime: &Runtime) -> Result<(), String> {
             ));
         }
     };
+    runtime.env.apply(&mut cmd);
     let out = output_within(cmd.current_dir(dir).stdin(Stdio::null()), INSTALL_LIMIT)
         .map_err(|e| format!("cannot run the installer for zod: {e}"))?;
     let Some(out) = out else {
@@ -563,7 +570,8 @@ mod tests {
     fn a_recent_install_failure_is_reported_at_once_and_remembered() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("install.failed"), "zod 4 could not be installed (offline)").unwrap();
-        let runtime = Runtime { program: PathBuf::from("/nonexistent/bun"), kind: RuntimeKind::Bun };
+        let runtime =
+            Runtime { program: PathBuf::from("/nonexistent/bun"), kind: RuntimeKind::Bun, env: ChildEnv::default() };
         let started = std::time::Instant::now();
         let err = install_zod(tmp.path(), &runtime).unwrap_err();
         assert!(

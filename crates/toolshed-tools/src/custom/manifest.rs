@@ -25,6 +25,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use toolshed_core::env::ChildEnv;
 
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
@@ -50,6 +51,8 @@ pub(crate) struct ManifestTool {
     args: Vec<String>,
     dir: PathBuf,
     timeout: Option<Duration>,
+    /// What its process inherits of toolshed's environment.
+    pub(crate) env: ChildEnv,
 }
 
 impl Tool for ManifestTool {
@@ -82,6 +85,7 @@ impl Invocation for ManifestCall<'_> {
             program: self.tool.program.clone(),
             args: self.tool.args.clone(),
             tool_dir: self.tool.dir.clone(),
+            env: self.tool.env.clone(),
         };
         Box::pin(run_command(command, self.args, ctx))
     }
@@ -273,7 +277,14 @@ impl Site<'_> {
         let spec = ToolSpec::new(name, description.into_inner(), parameters)
             .with_flags(flags)
             .with_exposure(raw.exposure.unwrap_or_default());
-        Ok(ManifestTool { spec, program, args: args.to_vec(), dir: self.dir.to_path_buf(), timeout })
+        Ok(ManifestTool {
+            spec,
+            program,
+            args: args.to_vec(),
+            dir: self.dir.to_path_buf(),
+            timeout,
+            env: ChildEnv::default(),
+        })
     }
 
     /// The parameters schema of the `[args]` table.

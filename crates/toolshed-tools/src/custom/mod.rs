@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::json;
+use toolshed_core::env::ChildEnv;
 use toolshed_core::permission::{Action, PermissionRequest, Rule};
 use toolshed_core::registry::{Registry, Source};
 use toolshed_core::tool::{BoxFuture, Exposure, Invocation, Tool, ToolError, ToolOutput, ToolSpec};
@@ -137,6 +138,9 @@ pub struct Discover {
     pub data_dir: PathBuf,
     /// The JS runtime to use; `None` looks for `bun`, then `node`, on `PATH`.
     pub js_runtime: Option<PathBuf>,
+    /// What the tools' processes (and the JS host) inherit of toolshed's environment; the
+    /// default withholds secret-looking variables (see [`toolshed_core::env`]).
+    pub env: ChildEnv,
 }
 
 impl Discover {
@@ -172,6 +176,7 @@ impl Discover {
             user_opencode_dirs,
             data_dir: data_dir.into(),
             js_runtime: None,
+            env: ChildEnv::default(),
         }
     }
 
@@ -208,7 +213,10 @@ impl Discover {
             for file in tool_files(&dir, kind) {
                 match kind {
                     Kind::Manifest => {
-                        let loaded = manifest::load(&file, &self.root);
+                        let mut loaded = manifest::load(&file, &self.root);
+                        for tool in &mut loaded.tools {
+                            tool.env = self.env.clone();
+                        }
                         found.problems.extend(loaded.problems);
                         found.unavailable.extend(loaded.unavailable);
                         order.extend(

@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 use toolshed_core::context::ToolContext;
+use toolshed_core::env::ChildEnv;
 use toolshed_core::tool::{ToolError, ToolOutput};
 
 /// How much standard output is kept in memory before it spills to a file.
@@ -30,6 +31,8 @@ pub(crate) struct Command {
     pub args: Vec<String>,
     /// The manifest's directory (`TOOLSHED_TOOL_DIR`).
     pub tool_dir: PathBuf,
+    /// What it inherits of toolshed's environment.
+    pub env: ChildEnv,
 }
 
 /// The environment variables that tell a custom tool who calls it and where.
@@ -49,6 +52,7 @@ pub(crate) fn context_env(ctx: &ToolContext) -> [(&'static str, String); 6] {
 pub(crate) async fn run_command(command: Command, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
     let name = &command.tool;
     let mut cmd = tokio::process::Command::new(&command.program);
+    command.env.apply(cmd.as_std_mut());
     cmd.args(&command.args)
         .current_dir(ctx.root())
         .envs(context_env(&ctx))

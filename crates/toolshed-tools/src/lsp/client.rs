@@ -132,6 +132,7 @@ impl Server {
     pub async fn start(spec: &ServerSpec, root: &Path, program: &Path, limit: Duration) -> Result<Server, String> {
         let deadline = Instant::now() + limit;
         let mut command = tokio::process::Command::new(program);
+        spec.env.apply(command.as_std_mut());
         command
             .args(&spec.args)
             .current_dir(root)

@@ -146,7 +146,7 @@ impl fmt::Display for LspReport {
 /// starts it, completes the handshake and shuts it down again (all at once, each bounded by
 /// [`HANDSHAKE_LIMIT`]).
 pub async fn check(config: &Config, root: &Path) -> LspReport {
-    let table = ServerTable::from_config(&config.lsp);
+    let table = ServerTable::for_config(config);
     let mut servers: Vec<ServerReport> = table
         .invalid()
         .iter()

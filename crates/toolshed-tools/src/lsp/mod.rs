@@ -83,7 +83,7 @@ pub enum Lookup {
 impl LspService {
     /// A service for the servers of `config`; starts and looks up nothing.
     pub fn new(config: &Config) -> Self {
-        LspService::from_table(ServerTable::from_config(&config.lsp))
+        LspService::from_table(ServerTable::for_config(config))
     }
 
     /// A service for an explicit table of servers.
@@ -341,7 +341,7 @@ impl Slot {
 /// while someone holds it; servers stop when the last holder drops it.
 pub fn shared(config: &Config) -> Arc<LspService> {
     static SHARED: Mutex<Vec<(ServerTable, Weak<LspService>)>> = Mutex::new(Vec::new());
-    let table = ServerTable::from_config(&config.lsp);
+    let table = ServerTable::for_config(config);
     let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
     shared.retain(|(_, weak)| weak.strong_count() > 0);
     if let Some(service) = shared.iter().find(|(t, _)| *t == table).and_then(|(_, weak)| weak.upgrade()) {

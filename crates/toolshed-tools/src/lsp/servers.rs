@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use toolshed_core::config::Config;
+use toolshed_core::env::ChildEnv;
 
 use toolshed_core::config::LspConfig;
 
@@ -31,6 +33,8 @@ pub struct ServerSpec {
     pub timeout: Duration,
     /// Set in the config: a missing program is then reported, not passed over in silence.
     pub configured: bool,
+    /// What the server inherits of toolshed's environment (`[env]`).
+    pub env: ChildEnv,
 }
 
 struct Builtin {
@@ -123,6 +127,16 @@ impl ServerTable {
         table
     }
 
+    /// The servers of `config`'s `[lsp.NAME]` sections, started with its `[env]` policy.
+    pub fn for_config(config: &Config) -> Self {
+        let mut table = ServerTable::from_config(&config.lsp);
+        let env = ChildEnv::from_config(config);
+        for spec in &mut table.servers {
+            spec.env = env.clone();
+        }
+        table
+    }
+
     /// Every usable server, configured ones first.
     pub fn servers(&self) -> &[ServerSpec] {
         &self.servers
@@ -156,6 +170,7 @@ impl Builtin {
             root_markers: self.root_markers.iter().map(|s| s.to_string()).collect(),
             timeout: DEFAULT_TIMEOUT,
             configured: false,
+            env: ChildEnv::default(),
         }
     }
 }
@@ -178,6 +193,7 @@ fn merge(name: &str, section: &LspConfig, base: Option<ServerSpec>) -> Result<Se
                 root_markers: Vec::new(),
                 timeout: DEFAULT_TIMEOUT,
                 configured: true,
+                env: ChildEnv::default(),
             }
         }
     };

@@ -7,6 +7,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolshed_core::permission::{Permission, PermissionRequest};
+use toolshed_core::protected;
 use toolshed_core::tool::{ToolFlags, ToolSpec, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
 
@@ -26,6 +27,9 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 pub const DEFAULT_TTY_YIELD_MS: u64 = 10_000;
 /// The permission key asked when a sandboxed command failed and should rerun unsandboxed.
 pub const ESCALATION_PERMISSION: &str = "sandbox_escalation";
+/// Runs of one call at most: sandboxed with protected paths read-only, sandboxed without the
+/// binds (`protected` granted), unsandboxed (`sandbox_escalation` granted).
+const MAX_RUNS: u32 = 3;
 /// Headroom above the shell's own deadline before the chain's time limit stops the call; an
 /// approval wait for escalation gets more.
 const CHAIN_HEADROOM: Duration = Duration::from_secs(5);
@@ -105,7 +109,7 @@ fn sandbox_sentence(policy: &SandboxPolicy) -> String {
             "\n- This machine cannot sandbox commands and running them unsandboxed is not allowed, so every command is refused.".to_string()
         }
         SandboxMode::ReadOnly => "\n- Commands run in a read-only sandbox: they can read files anywhere but write nowhere (writes fail with \"Permission denied\"). If the sandbox blocks a command you need, the user may be asked to let it run unsandboxed.".to_string(),
-        SandboxMode::WorkspaceWrite => "\n- Commands run in a sandbox: they can read files anywhere but write only inside the worktree, the temp directory and tool caches (~/.cache, ~/.cargo, ~/.npm, ...); other writes fail with \"Permission denied\". If the sandbox blocks a command you need, the user may be asked to let it run unsandboxed.".to_string(),
+        SandboxMode::WorkspaceWrite => "\n- Commands run in a sandbox: they can read files anywhere but write only inside the worktree, the temp directory and tool caches (~/.cache, ~/.cargo, ~/.npm, ...); other writes fail with \"Permission denied\". If the sandbox blocks a command you need, the user may be asked to let it run unsandboxed.\n- `.git`, `toolshed.toml`, `.toolshed/` and the custom tool and skill directories may be read-only (writes fail with \"Read-only file system\"); when a command fails on them (e.g. `git commit`), the user is asked whether to rerun it with them writable.".to_string(),
     }
 }
 
@@ -114,7 +118,7 @@ fn describe(policy: &SandboxPolicy) -> String {
     format!(
         "Runs a shell command with `bash -c` in the worktree and returns its output (stdout and stderr interleaved, in the order printed) followed by the exit code.
 
-- Standard input is closed and the environment is non-interactive (no pagers, editors or prompts; NO_COLOR=1, TERM=dumb): a command that waits for input gets end of file instead of hanging.
+- Standard input is closed and the environment is non-interactive (no pagers, editors or prompts; NO_COLOR=1, TERM=dumb): a command that waits for input gets end of file instead of hanging. Variables whose names look secret (API keys, tokens, passwords) are not passed on.
 - Every call starts a fresh shell: `cd` and exported variables do not carry over. Use `workdir` instead of `cd`.
 - After `timeout_ms` (default {DEFAULT_TIMEOUT_MS}, at most {MAX_TIMEOUT_MS}) the command and every process it started are stopped, and you get the output printed so far.
 - The call returns when the shell exits, even if a background process (`cmd &`) is still running; that process keeps running, but its later output is not collected, so redirect it to a file if you need it.
@@ -161,7 +165,11 @@ impl TypedTool for Bash {
     fn time_limit(&self, args: &BashArgs) -> Option<Duration> {
         let own = args.yield_after().map_or(args.timeout(), |y| y.min(args.timeout()));
         let once = own + KILL_GRACE + CHAIN_HEADROOM;
-        if self.shell.never_sandboxed() { Some(once) } else { Some(once * 2 + APPROVAL_HEADROOM) }
+        if self.shell.never_sandboxed() {
+            Some(once)
+        } else {
+            Some(once * MAX_RUNS + APPROVAL_HEADROOM * (MAX_RUNS - 1))
+        }
     }
 
     async fn run(&self, args: BashArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -169,7 +177,8 @@ impl TypedTool for Bash {
         let extra = args.approved_dirs.get().cloned().unwrap_or_default();
         let cwd = dir.path().to_path_buf();
         let policy = &self.shell.policy_for(ctx.agent());
-        let plan = sandbox::plan(policy, ctx.root(), &extra)?;
+        let protect = protected_paths(policy, &ctx, &cwd);
+        let plan = sandbox::plan(policy, ctx.root(), &extra, &protect)?;
         let label = plan.label(policy);
         if args.yield_after().is_some() {
             self.shell.state.sessions.check_capacity()?;
@@ -179,9 +188,39 @@ impl TypedTool for Bash {
             Plan::Sandboxed(confinement) => (Some(confinement), Vec::new()),
         };
         let sandboxed = confinement.is_some();
-        let first = self.attempt(&args, &cwd, confinement, &ctx).await?;
+        let bound: Vec<PathBuf> = confinement.as_ref().map(|c| c.read_only_paths().to_vec()).unwrap_or_default();
+        let mut result = self.attempt(&args, &cwd, confinement, &ctx).await?;
         let mut escalated = false;
-        let result = if sandboxed && first.sandbox_refused() {
+        let mut read_only = bound.clone();
+        if !bound.is_empty() && result.bind_refused() {
+            let patterns: Vec<String> = bound.iter().map(|p| protected_pattern(p, ctx.root())).collect();
+            let request = PermissionRequest::new(protected::PERMISSION, patterns)
+                .with_metadata("command", args.command.clone())
+                .with_metadata(
+                    "reason",
+                    "the command failed writing a protected path (.git, toolshed.toml, custom tools, skills), which the sandbox keeps read-only; rerun it, still sandboxed, with them writable?",
+                );
+            match ctx.ask(request).await {
+                Ok(()) => {
+                    notes.push("(The command failed on protected paths that the sandbox keeps read-only; with permission `protected` it was run again, still sandboxed, with them writable. This is that second run's output.)".to_string());
+                    let plan = sandbox::plan(policy, ctx.root(), &extra, &[])?;
+                    let Plan::Sandboxed(confinement) = plan else {
+                        return Err(ToolError::fatal("the sandbox changed between two runs of one command"));
+                    };
+                    read_only.clear();
+                    result = self.attempt(&args, &cwd, Some(confinement), &ctx).await?;
+                }
+                Err(refusal) => {
+                    notes.push(format!(
+                        "(The command failed on protected paths that the sandbox keeps read-only ({}); writing them was not allowed: {}. The output above is from that run. Do not work around this; tell the user what you wanted to change.)",
+                        bound.iter().map(|p| protected_pattern(p, ctx.root())).collect::<Vec<_>>().join(", "),
+                        refusal_reason(&refusal)
+                    ));
+                    return Ok(self.finish(result, &args, &notes, label, false, &read_only));
+                }
+            }
+        }
+        if sandboxed && result.sandbox_refused() {
             let request = PermissionRequest::new(ESCALATION_PERMISSION, permission_patterns(&args.command))
                 .with_metadata("command", args.command.clone())
                 .with_metadata(
@@ -191,33 +230,99 @@ impl TypedTool for Bash {
             match ctx.ask(request).await {
                 Ok(()) => {
                     escalated = true;
+                    read_only.clear();
                     notes.push("(The sandboxed run failed with a permission error; with the user's approval the command was run again WITHOUT the sandbox. This is that second run's output.)".to_string());
-                    self.attempt(&args, &cwd, None, &ctx).await?
+                    result = self.attempt(&args, &cwd, None, &ctx).await?;
                 }
                 Err(refusal) => {
-                    // The refusal speaks of a call that was not run; this one was, sandboxed.
-                    let refusal = refusal.to_string();
-                    let why = refusal.split(" The call was not run").next().unwrap_or_default().trim_end_matches('.');
                     notes.push(format!(
-                        "(The {} sandbox appears to have refused this command. Rerunning it without the sandbox was not approved: {why}. The output below is from the sandboxed run.)",
-                        sandbox::mode_name(policy.mode)
+                        "(The {} sandbox appears to have refused this command. Rerunning it without the sandbox was not approved: {}. The output below is from the sandboxed run.)",
+                        sandbox::mode_name(policy.mode),
+                        refusal_reason(&refusal)
                     ));
-                    first
                 }
             }
-        } else {
-            first
-        };
-        let title = args.description.clone().unwrap_or_else(|| super::session::short(&args.command));
-        Ok(result
-            .render(&args, &notes)
-            .with_title(title)
-            .with_metadata("sandbox", if escalated { "none" } else { label })
-            .with_metadata("escalated", escalated))
+        }
+        Ok(self.finish(result, &args, &notes, label, escalated, &read_only))
     }
 }
 
+/// The refusal of an `ask` made while running: it speaks of a call that was not run, but this
+/// one was, sandboxed; keep only the reason.
+fn refusal_reason(refusal: &ToolError) -> String {
+    let refusal = refusal.to_string();
+    refusal.split(" The call was not run").next().unwrap_or_default().trim_end_matches('.').to_string()
+}
+
+/// The protected paths `policy` binds read-only for a command run in `cwd`: those that exist
+/// from the root down to the working directory and to `cwd` ([`protected::existing`]), and the
+/// git directories of a linked worktree (its hooks and config live there, not in its `.git`
+/// file), except those the agent's rules (or an "always" answer) already let it write. Only
+/// `workspace-write` binds: `read-only` writes nothing anyway.
+fn protected_paths(policy: &SandboxPolicy, ctx: &ToolContext, cwd: &Path) -> Vec<PathBuf> {
+    if policy.mode != SandboxMode::WorkspaceWrite {
+        return Vec::new();
+    }
+    let mut paths = protected::existing(ctx.root(), ctx.cwd());
+    let more = protected::existing(ctx.root(), cwd).into_iter().chain(git_dir_binds(ctx.root()));
+    for path in more {
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    paths.retain(|path| {
+        let request = PermissionRequest::new(protected::PERMISSION, [protected_pattern(path, ctx.root())]);
+        !ctx.allows(&request)
+    });
+    paths
+}
+
+/// What to bind of the validated git dirs of the worktree `root`: each dir, or, for a common
+/// dir that holds the worktree itself (a bare repository with its worktrees inside), each of
+/// its entries but the one leading to the worktree (binding the dir would make the worktree
+/// read-only too).
+fn git_dir_binds(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in sandbox::pin_git_dirs(root) {
+        if !root.starts_with(&dir) {
+            out.push(dir);
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        out.extend(entries.flatten().map(|e| e.path()).filter(|p| !root.starts_with(p)));
+    }
+    out
+}
+
+/// The `protected` pattern of a bound path: relative to the worktree, `<dir>/*` for a directory
+/// (everything under it), the path itself for a file.
+fn protected_pattern(path: &Path, root: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path).display().to_string();
+    let is_dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+    if is_dir { format!("{rel}/*") } else { rel }
+}
+
 impl Bash {
+    /// The model's text and metadata of the run that counts.
+    fn finish(
+        &self,
+        result: Attempt,
+        args: &BashArgs,
+        notes: &[String],
+        label: &str,
+        escalated: bool,
+        read_only: &[PathBuf],
+    ) -> ToolOutput {
+        let title = args.description.clone().unwrap_or_else(|| super::session::short(&args.command));
+        let read_only: Vec<String> = read_only.iter().map(|p| p.display().to_string()).collect();
+        result
+            .render(args, notes)
+            .with_title(title)
+            .with_metadata("sandbox", if escalated { "none" } else { label })
+            .with_metadata("escalated", escalated)
+            .with_metadata("read_only_paths", read_only)
+    }
+
     /// Resolves `workdir` again just before running: it must lead where it led when permission
     /// was checked. Outside the chain (no permission check happened) the requests are asked here.
     async fn confirm_workdir(&self, args: &BashArgs, ctx: &ToolContext) -> Result<ResolvedPath, ToolError> {
@@ -254,8 +359,14 @@ impl Bash {
             (false, Some(_)) => StdinMode::Pipe,
             (false, None) => StdinMode::Closed,
         };
-        let request =
-            SpawnRequest { command: &args.command, cwd, stdin, confinement, sink: ctx.output_sink(MEMORY_BUDGET) };
+        let request = SpawnRequest {
+            command: &args.command,
+            cwd,
+            stdin,
+            confinement,
+            sink: ctx.output_sink(MEMORY_BUDGET),
+            env: &self.shell.state.env,
+        };
         let run = process::spawn(request).map_err(|e| {
             ToolError::model(format!("Could not start the command: {e}. Check `workdir` and try again."))
         })?;
@@ -308,6 +419,13 @@ impl Attempt {
     fn sandbox_refused(&self) -> bool {
         match self.ending {
             Ending::Exited(exit) => sandbox::looks_like_denial(exit.code, exit.signal, &self.output.text),
+            _ => false,
+        }
+    }
+
+    fn bind_refused(&self) -> bool {
+        match self.ending {
+            Ending::Exited(exit) => sandbox::looks_like_bind_refusal(exit.code, &self.output.text),
             _ => false,
         }
     }

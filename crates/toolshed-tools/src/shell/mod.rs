@@ -24,6 +24,7 @@ use std::sync::Arc;
 use toolshed_core::Registry;
 use toolshed_core::agents::{READ_ONLY_SANDBOX_AGENTS, sandbox_mode};
 use toolshed_core::config::Config;
+use toolshed_core::env::ChildEnv;
 use toolshed_core::exec::bound::SinkOutput;
 use toolshed_core::tool::{ToolOutput, Typed};
 
@@ -48,6 +49,8 @@ pub struct Shell {
 
 struct ShellState {
     policy: SandboxPolicy,
+    /// What commands inherit of toolshed's environment.
+    env: ChildEnv,
     /// Agents whose commands run in another mode than `policy.mode`.
     agent_modes: BTreeMap<String, SandboxMode>,
     sessions: session::Sessions,
@@ -56,13 +59,14 @@ struct ShellState {
 impl Shell {
     /// Shell tools that sandbox commands as `policy` says, except that the built-in agents that
     /// change nothing (`plan`, `explore`) run read-only unless `policy` is `full-access`.
+    /// Commands lose toolshed's secret-looking variables ([`ChildEnv::default`]).
     pub fn new(policy: SandboxPolicy) -> Self {
         let agent_modes = if policy.mode == SandboxMode::FullAccess {
             BTreeMap::new()
         } else {
             READ_ONLY_SANDBOX_AGENTS.iter().map(|a| (a.to_string(), SandboxMode::ReadOnly)).collect()
         };
-        Shell::with_agent_modes(policy, agent_modes)
+        Shell::with_agent_modes(policy, agent_modes, ChildEnv::default())
     }
 
     /// Shell tools configured by `[sandbox]` and each agent's `[agent.NAME] sandbox` (see
@@ -70,12 +74,12 @@ impl Shell {
     pub fn from_config(config: &Config) -> Self {
         let names = READ_ONLY_SANDBOX_AGENTS.iter().copied().chain(config.agents.keys().map(String::as_str));
         let agent_modes = names.map(|name| (name.to_string(), sandbox_mode(config, name))).collect();
-        Shell::with_agent_modes((&config.sandbox).into(), agent_modes)
+        Shell::with_agent_modes((&config.sandbox).into(), agent_modes, ChildEnv::from_config(config))
     }
 
-    fn with_agent_modes(policy: SandboxPolicy, mut agent_modes: BTreeMap<String, SandboxMode>) -> Self {
+    fn with_agent_modes(policy: SandboxPolicy, mut agent_modes: BTreeMap<String, SandboxMode>, env: ChildEnv) -> Self {
         agent_modes.retain(|_, mode| *mode != policy.mode);
-        Shell { state: Arc::new(ShellState { policy, agent_modes, sessions: session::Sessions::default() }) }
+        Shell { state: Arc::new(ShellState { policy, env, agent_modes, sessions: session::Sessions::default() }) }
     }
 
     /// The sandbox policy of agents without a mode of their own.

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::unix::AsyncFd;
 use tokio::sync::watch;
+use toolshed_core::env::ChildEnv;
 use toolshed_core::exec::bound::{OutputSink, SinkOutput};
 
 use super::sandbox::Confinement;
@@ -135,6 +136,8 @@ pub(crate) struct SpawnRequest<'a> {
     pub confinement: Option<Confinement>,
     /// Where output goes.
     pub sink: OutputSink,
+    /// Which of toolshed's variables the command does not inherit.
+    pub env: &'a ChildEnv,
 }
 
 /// Starts a command. Must be called inside a tokio runtime.
@@ -146,6 +149,7 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
 
     let mut cmd = std::process::Command::new(shell_path());
     cmd.arg("-c").arg(req.command).current_dir(req.cwd);
+    req.env.apply(&mut cmd);
     cmd.env_remove("COLORTERM");
     for (key, value) in NON_INTERACTIVE_ENV {
         cmd.env(key, value);
@@ -179,8 +183,8 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
 
     let confinement = req.confinement;
     // SAFETY: the closure runs in the child between fork and exec and only makes raw system
-    // calls (setsid, ioctl, prctl, landlock_restrict_self, seccomp) on data prepared before the
-    // fork: no allocation, no locks.
+    // calls (setsid, ioctl, unshare, open/write/close on /proc/self, mount, statvfs, prctl,
+    // landlock_restrict_self, seccomp) on data prepared before the fork: no allocation, no locks.
     unsafe {
         cmd.pre_exec(move || {
             if libc::setsid() == -1 {

@@ -2,15 +2,26 @@
 //! filter that takes the network away), built in the parent and applied in the child between
 //! `fork` and `exec` with raw system calls only.
 //!
-//! Modes (`[sandbox] mode`): `read-only` reads and executes anywhere and writes nowhere but a
-//! few device files; `workspace-write` (the default) may also write under the worktree, the
-//! temp dirs, the tool caches and any directory approved through `external_directory`;
-//! `full-access` runs without a sandbox. Where the kernel has no Landlock, a command is refused
-//! unless `[sandbox] allow_unsandboxed = true`.
+//! Modes (`[sandbox] mode`): `read-only` reads and executes anywhere, writes nowhere but a few
+//! device files, and changes no file's metadata (seccomp); `workspace-write` (the default) may
+//! also write under the worktree, the validated git dirs of a linked worktree ([`pin_git_dirs`]),
+//! the temp dirs, the tool caches and any directory approved through `external_directory` —
+//! except the protected paths (`.git`, `toolshed.toml`, ...), which are bound read-only in a
+//! private mount namespace where the kernel allows it; `full-access` runs without a sandbox.
+//! Where the kernel has no Landlock, a command is refused unless
+//! `[sandbox] allow_unsandboxed = true`.
+
+mod git_dirs;
+#[cfg(target_os = "linux")]
+mod namespace;
+#[cfg(target_os = "linux")]
+mod seccomp;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+
+pub use git_dirs::pin as pin_git_dirs;
 
 use toolshed_core::ToolError;
 use toolshed_core::config::SandboxConfig;
@@ -90,12 +101,83 @@ pub fn support() -> &'static SandboxSupport {
     SUPPORT.get_or_init(imp::probe)
 }
 
+/// How this process can give a command a private mount namespace, which the read-only binds of
+/// protected paths need.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NamespaceSupport {
+    /// `unshare(CLONE_NEWNS)` works (toolshed has `CAP_SYS_ADMIN`, e.g. runs as root).
+    Mount,
+    /// A user namespace is needed first (an unprivileged user).
+    UserAndMount,
+    /// Neither works: why.
+    Missing {
+        /// What failed, in plain words.
+        reason: String,
+    },
+}
+
+impl NamespaceSupport {
+    /// Whether protected paths can be made read-only.
+    pub fn available(&self) -> bool {
+        !matches!(self, NamespaceSupport::Missing { .. })
+    }
+}
+
+/// Probes once per process whether commands can get a private mount namespace (a forked child
+/// tries the whole sequence on a scratch bind). Only the first `workspace-write` command with
+/// protected paths to bind, and `toolshed doctor`, pay for it.
+pub fn namespaces() -> &'static NamespaceSupport {
+    #[cfg(target_os = "linux")]
+    {
+        namespace::support()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        static MISSING: OnceLock<NamespaceSupport> = OnceLock::new();
+        MISSING.get_or_init(|| NamespaceSupport::Missing { reason: "mount namespaces exist only on Linux".into() })
+    }
+}
+
+/// One line for `toolshed doctor` about protected paths (`.git`, `toolshed.toml`, ...) under
+/// `policy`, and whether the second line of it is a warning (`true`: they stay writable).
+pub fn protection_report(policy: &SandboxPolicy) -> (String, bool) {
+    let names = toolshed_core::protected::LOCATIONS.join(", ");
+    if policy.mode != SandboxMode::WorkspaceWrite || !support().available() {
+        let why = match policy.mode {
+            SandboxMode::ReadOnly => "the read-only sandbox writes nothing",
+            _ => "commands run unsandboxed",
+        };
+        return (format!("protected paths ({names}): no read-only binds ({why})"), false);
+    }
+    match namespaces() {
+        NamespaceSupport::Missing { reason } => (
+            format!(
+                "protected paths ({names}) stay WRITABLE for sandboxed commands: {reason}; the permission analysis still asks `protected` for writes it can see"
+            ),
+            true,
+        ),
+        ns => {
+            let how =
+                if *ns == NamespaceSupport::Mount { "a private mount namespace" } else { "a user and mount namespace" };
+            (
+                format!(
+                    "protected paths ({names}) are bound read-only for sandboxed commands ({how}); unless the agent's rules allow `protected`; a command that fails on them asks `protected` and, if allowed, reruns sandboxed without the binds"
+                ),
+                false,
+            )
+        }
+    }
+}
+
 /// One line for `toolshed doctor`: the policy, and whether this kernel can enforce it.
 pub fn report(policy: &SandboxPolicy) -> String {
     let support = support();
     let network = if policy.block_network { "; network blocked (seccomp)" } else { "" };
     match (policy.mode, support.available()) {
         (SandboxMode::FullAccess, _) => format!("sandbox: full-access (commands run unsandboxed); {support}"),
+        (SandboxMode::ReadOnly, true) => {
+            format!("sandbox: read-only enforced with {support}; metadata changes blocked (seccomp){network}")
+        }
         (mode, true) => format!("sandbox: {} enforced with {support}{network}", mode_name(mode)),
         (mode, false) if policy.allow_unsandboxed => format!(
             "sandbox: {} requested but {support}; commands run UNSANDBOXED because allow_unsandboxed = true",
@@ -130,10 +212,16 @@ impl Plan {
 }
 
 /// Decides how a command runs under `policy`: `root` is the worktree, `extra_writable` the
-/// directories approved through `external_directory`. Builds the Landlock ruleset (and the
-/// seccomp program) now, before any fork.
-pub(crate) fn plan(policy: &SandboxPolicy, root: &Path, extra_writable: &[PathBuf]) -> Result<Plan, ToolError> {
-    plan_with(support(), policy, root, extra_writable)
+/// directories approved through `external_directory`, `protect` the protected paths to bind
+/// read-only in `workspace-write` (where the kernel allows it). Builds the Landlock ruleset,
+/// the binds and the seccomp programs now, before any fork.
+pub(crate) fn plan(
+    policy: &SandboxPolicy,
+    root: &Path,
+    extra_writable: &[PathBuf],
+    protect: &[PathBuf],
+) -> Result<Plan, ToolError> {
+    plan_with(support(), policy, root, extra_writable, protect)
 }
 
 fn plan_with(
@@ -141,17 +229,18 @@ fn plan_with(
     policy: &SandboxPolicy,
     root: &Path,
     extra_writable: &[PathBuf],
+    protect: &[PathBuf],
 ) -> Result<Plan, ToolError> {
     if policy.mode == SandboxMode::FullAccess {
         return Ok(Plan::Unsandboxed { note: None });
     }
     match support {
         SandboxSupport::Landlock { .. } => {
-            let writable = match policy.mode {
-                SandboxMode::ReadOnly => Vec::new(),
-                _ => writable_roots(root, extra_writable),
-            };
-            imp::confinement(&writable, policy.block_network)
+            let read_only = policy.mode == SandboxMode::ReadOnly;
+            let writable = if read_only { Vec::new() } else { writable_roots(root, extra_writable) };
+            let protect = if read_only { &[][..] } else { protect };
+            let options = imp::Options { block_network: policy.block_network, read_only, protect };
+            imp::confinement(&writable, &options)
                 .map(Plan::Sandboxed)
                 .map_err(|e| ToolError::fatal(format!("could not build the {} sandbox: {e}", mode_name(policy.mode))))
         }
@@ -169,11 +258,12 @@ fn plan_with(
 }
 
 /// The directories a `workspace-write` command may write under: the worktree (and the git
-/// directory of a linked worktree), the temp dirs, tool caches, and approved directories.
-/// Only existing directories are returned.
+/// directories of a linked worktree or submodule, validated once per process: see
+/// [`pin_git_dirs`]), the temp dirs, tool caches, and approved directories. Only existing
+/// directories are returned.
 pub fn writable_roots(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut dirs = vec![root.to_path_buf()];
-    dirs.extend(linked_git_dirs(root));
+    dirs.extend(git_dirs::pin(root));
     dirs.push(std::env::temp_dir());
     dirs.extend(["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from));
     let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
@@ -195,19 +285,6 @@ pub fn writable_roots(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     seen
 }
 
-/// For a linked worktree (`.git` is a file `gitdir: ...`), its git directory and the main
-/// repository's common git directory: `git commit` writes there.
-fn linked_git_dirs(root: &Path) -> Vec<PathBuf> {
-    let Ok(text) = std::fs::read_to_string(root.join(".git")) else { return Vec::new() };
-    let Some(gitdir) = text.trim().strip_prefix("gitdir:") else { return Vec::new() };
-    let gitdir = root.join(gitdir.trim());
-    let mut dirs = vec![gitdir.clone()];
-    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
-        dirs.push(gitdir.join(common.trim()));
-    }
-    dirs.into_iter().filter_map(|d| d.canonicalize().ok()).collect()
-}
-
 /// Whether a failed sandboxed command looks like the sandbox refused it. The heuristic (after
 /// Codex's): a non-zero exit that is not 2 (usage), 126 or 127 (not executable / not found),
 /// with output mentioning `Permission denied`, `Operation not permitted` or `Read-only file
@@ -225,6 +302,17 @@ pub(crate) fn looks_like_denial(exit_code: Option<i32>, signal: Option<i32>, out
     ["permission denied", "operation not permitted", "read-only file system"].iter().any(|p| lower.contains(p))
 }
 
+/// Whether a failed sandboxed command looks like it hit the read-only binds of protected paths:
+/// the same exit codes as [`looks_like_denial`], with `Read-only file system` (a write) or
+/// `Device or resource busy` (renaming or removing a bound path) in the output.
+pub(crate) fn looks_like_bind_refusal(exit_code: Option<i32>, output: &str) -> bool {
+    if matches!(exit_code, None | Some(0 | 2 | 126 | 127)) {
+        return false;
+    }
+    let lower = output.to_ascii_lowercase();
+    ["read-only file system", "device or resource busy"].iter().any(|p| lower.contains(p))
+}
+
 #[cfg(target_os = "linux")]
 pub(crate) use imp::Confinement;
 
@@ -238,12 +326,11 @@ mod imp {
         ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
         RulesetCreatedAttr,
     };
-    use seccompiler::{
-        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
-        TargetArch,
-    };
+    use seccompiler::BpfProgram;
 
     use super::SandboxSupport;
+    use super::namespace::Binds;
+    use super::seccomp::{self, Filters};
 
     /// The Landlock ABI whose access rights we handle. Newer kernels keep enforcing these;
     /// older ones get the subset they know (best effort).
@@ -284,16 +371,27 @@ mod imp {
         }
     }
 
-    /// A sandbox ready to apply in a child process: the Landlock ruleset's file descriptor and
-    /// an optional compiled seccomp program.
+    /// A sandbox ready to apply in a child process: the read-only binds (if any), the Landlock
+    /// ruleset's file descriptor and the compiled seccomp programs.
     pub(crate) struct Confinement {
+        binds: Option<Binds>,
         ruleset: OwnedFd,
-        seccomp: Option<BpfProgram>,
+        seccomp: Vec<BpfProgram>,
     }
 
-    /// Builds the ruleset: read and execute everywhere, everything under `writable`, and the
-    /// usual device files.
-    pub(super) fn confinement(writable: &[PathBuf], block_network: bool) -> Result<Confinement, String> {
+    /// What besides the writable directories shapes a confinement.
+    pub(super) struct Options<'a> {
+        /// Take the network away.
+        pub block_network: bool,
+        /// The read-only mode: no metadata changes either.
+        pub read_only: bool,
+        /// Protected paths to bind read-only (where namespaces work).
+        pub protect: &'a [PathBuf],
+    }
+
+    /// Builds the ruleset (read and execute everywhere, everything under `writable`, and the
+    /// usual device files), the binds and the seccomp programs.
+    pub(super) fn confinement(writable: &[PathBuf], options: &Options<'_>) -> Result<Confinement, String> {
         let all = AccessFs::from_all(TARGET_ABI);
         let read = AccessFs::from_read(TARGET_ABI);
         let mut ruleset = Ruleset::default()
@@ -311,8 +409,15 @@ mod imp {
         }
         let fd: Option<OwnedFd> = ruleset.into();
         let ruleset = fd.ok_or("the kernel refused to create a Landlock ruleset")?;
-        let seccomp = if block_network { Some(network_filter()?) } else { None };
-        Ok(Confinement { ruleset, seccomp })
+        let binds = if options.protect.is_empty() { None } else { Binds::new(options.protect, super::namespaces())? };
+        // SAFETY: geteuid cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        // A command that keeps CAP_SYS_ADMIN could otherwise undo the binds (`mount_setattr`)
+        // or reach a bound file through another mount (`open_by_handle_at`).
+        let mounts = binds.as_ref().is_some_and(|_| root);
+        let filters = Filters { metadata: options.read_only, mounts, network: options.block_network };
+        let seccomp = seccomp::compile(filters)?;
+        Ok(Confinement { binds, ruleset, seccomp })
     }
 
     fn rule(path: impl AsRef<std::path::Path>, access: BitFlags<AccessFs>) -> Result<PathBeneath<PathFd>, String> {
@@ -322,25 +427,21 @@ mod imp {
         Ok(PathBeneath::new(fd, access))
     }
 
-    /// Denies `socket()` for every address family but `AF_UNIX`, and `io_uring_setup` (which
-    /// could open sockets behind the filter's back), with `EACCES`.
-    fn network_filter() -> Result<BpfProgram, String> {
-        let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
-        let not_unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)
-            .and_then(|c| SeccompRule::new(vec![c]))
-            .map_err(|e| e.to_string())?;
-        let rules = [(libc::SYS_socket, vec![not_unix]), (libc::SYS_io_uring_setup, vec![])].into_iter().collect();
-        let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EACCES as u32), arch)
-            .map_err(|e| e.to_string())?;
-        BpfProgram::try_from(filter).map_err(|e| e.to_string())
-    }
-
     impl Confinement {
+        /// The protected paths this confinement binds read-only.
+        pub(crate) fn read_only_paths(&self) -> &[PathBuf] {
+            self.binds.as_ref().map_or(&[], |b| &b.shown)
+        }
+
         /// Confines the calling process. Runs in the child between `fork` and `exec`: raw
-        /// system calls only, no allocation, no locks.
+        /// system calls only, no allocation, no locks. The binds come first: Landlock forbids
+        /// mount changes once applied.
         pub(crate) fn apply_in_child(&self) -> io::Result<()> {
-            // SAFETY: plain system calls on a valid fd and a program that outlives the call;
-            // the kernel copies the program.
+            if let Some(binds) = &self.binds {
+                binds.apply_in_child()?;
+            }
+            // SAFETY: plain system calls on a valid fd and programs that outlive the call; the
+            // kernel copies each program.
             unsafe {
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                     return Err(io::Error::last_os_error());
@@ -348,7 +449,7 @@ mod imp {
                 if libc::syscall(libc::SYS_landlock_restrict_self, self.ruleset.as_raw_fd(), 0u32) != 0 {
                     return Err(io::Error::last_os_error());
                 }
-                if let Some(program) = &self.seccomp {
+                for program in &self.seccomp {
                     let prog = libc::sock_fprog {
                         len: program.len() as u16,
                         filter: program.as_ptr() as *mut libc::sock_filter,
@@ -383,11 +484,22 @@ mod imp {
     /// Never built off Linux: `probe` reports no support.
     pub(crate) struct Confinement;
 
-    pub(super) fn confinement(_writable: &[PathBuf], _block_network: bool) -> Result<Confinement, String> {
+    /// See the Linux version.
+    pub(super) struct Options<'a> {
+        pub block_network: bool,
+        pub read_only: bool,
+        pub protect: &'a [PathBuf],
+    }
+
+    pub(super) fn confinement(_writable: &[PathBuf], _options: &Options<'_>) -> Result<Confinement, String> {
         Err("no sandbox on this platform".to_string())
     }
 
     impl Confinement {
+        pub(crate) fn read_only_paths(&self) -> &[PathBuf] {
+            &[]
+        }
+
         pub(crate) fn apply_in_child(&self) -> io::Result<()> {
             Err(io::Error::from(io::ErrorKind::Unsupported))
         }
@@ -413,6 +525,19 @@ mod tests {
     }
 
     #[test]
+    fn bind_refusal_needs_a_failure_and_erofs_or_ebusy() {
+        assert!(looks_like_bind_refusal(Some(1), "bash: toolshed.toml: Read-only file system\n"));
+        assert!(looks_like_bind_refusal(Some(1), "mv: cannot move '.git' to 'x': Device or resource busy"));
+        assert!(looks_like_bind_refusal(
+            Some(128),
+            "fatal: Unable to create '/w/.git/index.lock': Read-only file system"
+        ));
+        assert!(!looks_like_bind_refusal(Some(0), "Read-only file system"));
+        assert!(!looks_like_bind_refusal(Some(1), "touch: cannot touch '/etc/x': Permission denied"));
+        assert!(!looks_like_bind_refusal(None, "Read-only file system"));
+    }
+
+    #[test]
     fn workspace_write_roots_include_worktree_and_temp_but_only_existing_dirs() {
         let tmp = tempfile::tempdir().unwrap();
         let missing = tmp.path().join("missing");
@@ -423,30 +548,20 @@ mod tests {
     }
 
     #[test]
-    fn linked_worktree_git_dirs_are_writable() {
-        let tmp = tempfile::tempdir().unwrap();
-        let main_git = tmp.path().join("main/.git");
-        let wt_git = main_git.join("worktrees/wt");
-        std::fs::create_dir_all(&wt_git).unwrap();
-        std::fs::write(wt_git.join("commondir"), "../..\n").unwrap();
-        let wt = tmp.path().join("wt");
-        std::fs::create_dir_all(&wt).unwrap();
-        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", wt_git.display())).unwrap();
-        let dirs = linked_git_dirs(&wt);
-        assert_eq!(dirs, vec![wt_git.canonicalize().unwrap(), main_git.canonicalize().unwrap()]);
-    }
-
-    #[test]
     fn without_landlock_commands_are_refused_unless_unsandboxed_is_allowed() {
         let missing = SandboxSupport::Missing { reason: "the kernel is built without Landlock".into() };
         let root = Path::new("/");
-        let Err(refusal) = plan_with(&missing, &SandboxPolicy::default(), root, &[]) else { panic!("not refused") };
+        let Err(refusal) = plan_with(&missing, &SandboxPolicy::default(), root, &[], &[]) else {
+            panic!("not refused")
+        };
         insta::assert_snapshot!(refusal.to_string(), @r#"Shell commands cannot run here: the sandbox mode is workspace-write, but this kernel cannot sandbox commands (Landlock unavailable: the kernel is built without Landlock), and running unsandboxed is not allowed. Do not retry; tell the user. They can set `[sandbox] allow_unsandboxed = true` or `mode = "full-access"` in toolshed.toml to run commands without a sandbox."#);
         let allowed = SandboxPolicy { allow_unsandboxed: true, ..SandboxPolicy::default() };
-        let Ok(Plan::Unsandboxed { note: Some(note) }) = plan_with(&missing, &allowed, root, &[]) else { panic!() };
+        let Ok(Plan::Unsandboxed { note: Some(note) }) = plan_with(&missing, &allowed, root, &[], &[]) else {
+            panic!()
+        };
         assert!(note.starts_with("This command ran WITHOUT a sandbox"), "{note}");
         let full = SandboxPolicy { mode: SandboxMode::FullAccess, ..SandboxPolicy::default() };
-        assert!(matches!(plan_with(&missing, &full, root, &[]), Ok(Plan::Unsandboxed { note: None })));
+        assert!(matches!(plan_with(&missing, &full, root, &[], &[]), Ok(Plan::Unsandboxed { note: None })));
     }
 
     #[test]

@@ -1,0 +1,275 @@
+//! Read-only binds of the protected paths in a private mount namespace (Linux).
+//!
+//! Landlock cannot take a subtree back out of a writable tree, so in `workspace-write` the child
+//! enters a mount namespace of its own before Landlock is applied — `unshare(CLONE_NEWNS)` where
+//! toolshed may (root), else a user namespace too (`CLONE_NEWUSER`, mapping the caller's uid and
+//! gid to themselves) — makes every mount private (`MS_REC | MS_PRIVATE`, first, so nothing can
+//! propagate back to the host), then bind-mounts each protected path onto itself and remounts
+//! the bind read-only, keeping the flags a user namespace may not change (`nosuid`, `nodev`,
+//! `noexec`, the atime mode). Writes there fail with `EROFS`; renaming or removing a mount point
+//! fails with `EBUSY`; Landlock keeps the command from changing mounts itself.
+//!
+//! Everything the child does is a raw system call on data prepared in the parent.
+
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use super::NamespaceSupport;
+
+/// See [`super::namespaces`].
+pub(super) fn support() -> &'static NamespaceSupport {
+    static SUPPORT: OnceLock<NamespaceSupport> = OnceLock::new();
+    SUPPORT.get_or_init(probe)
+}
+
+/// The uid and gid maps a child writes after `unshare(CLONE_NEWUSER)`, prebuilt.
+struct UserMaps {
+    setgroups: CString,
+    uid_map: CString,
+    gid_map: CString,
+    uid_line: Vec<u8>,
+    gid_line: Vec<u8>,
+}
+
+impl UserMaps {
+    fn for_caller() -> Result<UserMaps, String> {
+        let c = |s: &str| CString::new(s).map_err(|e| e.to_string());
+        // SAFETY: getuid and getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        Ok(UserMaps {
+            setgroups: c("/proc/self/setgroups")?,
+            uid_map: c("/proc/self/uid_map")?,
+            gid_map: c("/proc/self/gid_map")?,
+            uid_line: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_line: format!("{gid} {gid} 1\n").into_bytes(),
+        })
+    }
+}
+
+/// Read-only binds ready to apply in a child.
+pub(crate) struct Binds {
+    paths: Vec<CString>,
+    user: Option<UserMaps>,
+    root: CString,
+    /// The paths, for the model and the permission request.
+    pub(crate) shown: Vec<PathBuf>,
+}
+
+impl Binds {
+    /// Binds of `paths` for a child, by the means `support` found; `None` when there is nothing
+    /// to bind or namespaces are unavailable.
+    pub(crate) fn new(paths: &[PathBuf], support: &NamespaceSupport) -> Result<Option<Binds>, String> {
+        if paths.is_empty() {
+            return Ok(None);
+        }
+        let user = match support {
+            NamespaceSupport::Mount => None,
+            NamespaceSupport::UserAndMount => Some(UserMaps::for_caller()?),
+            NamespaceSupport::Missing { .. } => return Ok(None),
+        };
+        let paths_c = paths.iter().map(|p| cstring(p)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(Binds { paths: paths_c, user, root: cstring(Path::new("/"))?, shown: paths.to_vec() }))
+    }
+
+    /// Enters the namespace and makes the binds. Runs between `fork` and `exec`: raw system
+    /// calls only.
+    pub(crate) fn apply_in_child(&self) -> io::Result<()> {
+        enter(self.user.as_ref(), &self.root)?;
+        for path in &self.paths {
+            bind_read_only(path)?;
+        }
+        Ok(())
+    }
+}
+
+fn cstring(path: &Path) -> Result<CString, String> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| format!("{} contains a NUL byte", path.display()))
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+/// A new mount namespace (and user namespace when `user` is given), every mount private.
+fn enter(user: Option<&UserMaps>, root: &CString) -> io::Result<()> {
+    // SAFETY: raw system calls on NUL-terminated strings and buffers that outlive them.
+    unsafe {
+        match user {
+            None => check(libc::unshare(libc::CLONE_NEWNS))?,
+            Some(maps) => {
+                check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS))?;
+                // A non-dumpable process (toolshed hides its environment that way) may not
+                // write its own maps: /proc/self belongs to root then. Dumpable just for these
+                // writes; `exec` makes the command dumpable anyway.
+                let dumpable = libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0);
+                if dumpable == 0 {
+                    check(libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0))?;
+                }
+                let written = write_file(&maps.setgroups, b"deny")
+                    .and_then(|()| write_file(&maps.uid_map, &maps.uid_line))
+                    .and_then(|()| write_file(&maps.gid_map, &maps.gid_line));
+                if dumpable == 0 {
+                    check(libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0))?;
+                }
+                written?;
+            }
+        }
+        check(libc::mount(
+            std::ptr::null(),
+            root.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ))
+    }
+}
+
+/// Writes `data` to a `/proc` file in one `write`.
+unsafe fn write_file(path: &CString, data: &[u8]) -> io::Result<()> {
+    // SAFETY: (the caller's) a valid path; the fd is ours until closed.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = libc::write(fd, data.as_ptr().cast(), data.len());
+        let error = io::Error::last_os_error();
+        libc::close(fd);
+        if n != data.len() as isize {
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+// The statvfs flags (include/linux/statfs.h); libc names them on glibc only.
+const ST_NOSUID: u64 = 0x0002;
+const ST_NODEV: u64 = 0x0004;
+const ST_NOEXEC: u64 = 0x0008;
+const ST_NOATIME: u64 = 0x0400;
+const ST_NODIRATIME: u64 = 0x0800;
+const ST_RELATIME: u64 = 0x1000;
+const ST_NOSYMFOLLOW: u64 = 0x2000;
+
+/// Binds `path` onto itself and remounts the bind read-only with the flags of the mount it
+/// came from (a user namespace may not drop `nosuid`, `nodev`, `noexec` or change the atime mode).
+fn bind_read_only(path: &CString) -> io::Result<()> {
+    // SAFETY: raw system calls on a NUL-terminated path and a stack buffer.
+    unsafe {
+        check(libc::mount(
+            path.as_ptr(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        ))?;
+        // glibc's and musl's statvfs are one statfs system call on kernels that report mount
+        // flags (2.6.36 on).
+        let mut stat: libc::statvfs = std::mem::zeroed();
+        check(libc::statvfs(path.as_ptr(), &mut stat))?;
+        let have = stat.f_flag as u64;
+        let mut flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY;
+        for (st, ms) in [
+            (ST_NOSUID, libc::MS_NOSUID),
+            (ST_NODEV, libc::MS_NODEV),
+            (ST_NOEXEC, libc::MS_NOEXEC),
+            (ST_NOATIME, libc::MS_NOATIME),
+            (ST_NODIRATIME, libc::MS_NODIRATIME),
+            (ST_RELATIME, libc::MS_RELATIME),
+            (ST_NOSYMFOLLOW, libc::MS_NOSYMFOLLOW),
+        ] {
+            if have & st != 0 {
+                flags |= ms;
+            }
+        }
+        if have & (ST_NOATIME | ST_RELATIME) == 0 {
+            flags |= libc::MS_STRICTATIME;
+        }
+        check(libc::mount(std::ptr::null(), path.as_ptr(), std::ptr::null(), flags, std::ptr::null()))
+    }
+}
+
+fn probe() -> NamespaceSupport {
+    // Any directory that surely exists will do: the bind lives and dies in the probe's namespace.
+    let dir = std::env::temp_dir();
+    let dir = if dir.is_dir() { dir } else { PathBuf::from("/") };
+    let scratch = match cstring(&dir).and_then(|dir| Ok((dir, cstring(Path::new("/"))?))) {
+        Ok(s) => s,
+        Err(e) => return NamespaceSupport::Missing { reason: e },
+    };
+    let privileged = try_in_child(None, &scratch);
+    if privileged.is_ok() {
+        return NamespaceSupport::Mount;
+    }
+    let user = match UserMaps::for_caller() {
+        Ok(maps) => try_in_child(Some(&maps), &scratch),
+        Err(e) => return NamespaceSupport::Missing { reason: e },
+    };
+    match (privileged, user) {
+        (_, Ok(())) => NamespaceSupport::UserAndMount,
+        (Err(mount), Err(user)) => NamespaceSupport::Missing {
+            reason: format!(
+                "a private mount namespace failed ({mount}) and so did a user namespace ({user}); unprivileged user namespaces may be disabled (sysctl user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns)"
+            ),
+        },
+        (Ok(()), _) => NamespaceSupport::Mount,
+    }
+}
+
+/// Forks a child that enters the namespaces and binds `scratch.0` read-only, then exits with 0
+/// or the errno of the step that failed.
+fn try_in_child(user: Option<&UserMaps>, scratch: &(CString, CString)) -> Result<(), io::Error> {
+    // SAFETY: the child makes raw system calls only and leaves with `_exit`; the parent waits
+    // for it.
+    unsafe {
+        let pid = libc::fork();
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if pid == 0 {
+            let code = match enter(user, &scratch.1).and_then(|()| bind_read_only(&scratch.0)) {
+                Ok(()) => 0,
+                Err(e) => e.raw_os_error().unwrap_or(libc::EINVAL).clamp(1, 255),
+            };
+            libc::_exit(code);
+        }
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+            (true, 0) => Ok(()),
+            (true, errno) => Err(io::Error::from_raw_os_error(errno)),
+            _ => Err(io::Error::other("the probe died")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn support_is_probed_once_and_says_how() {
+        let first = support();
+        assert!(std::ptr::eq(first, support()));
+        if let NamespaceSupport::Missing { reason } = first {
+            assert!(!reason.is_empty());
+        }
+    }
+
+    #[test]
+    fn nothing_to_bind_or_no_namespaces_means_no_binds() {
+        assert!(Binds::new(&[], &NamespaceSupport::Mount).unwrap().is_none());
+        let missing = NamespaceSupport::Missing { reason: "x".into() };
+        assert!(Binds::new(&[PathBuf::from("/tmp")], &missing).unwrap().is_none());
+        let binds = Binds::new(&[PathBuf::from("/tmp")], &NamespaceSupport::UserAndMount).unwrap().unwrap();
+        assert!(binds.user.is_some());
+    }
+}

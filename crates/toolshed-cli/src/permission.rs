@@ -65,8 +65,7 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
         let mut patterns = Vec::new();
         for pattern in &request.patterns {
             let e = ws.agents.explain(&agent, &request.permission, pattern);
-            let action =
-                if e.action == Action::Allow && request.minimum == Action::Ask { Action::Ask } else { e.action };
+            let action = request.effective(e.action);
             overall = strictest(overall, action);
             patterns.push((e, action));
         }
@@ -81,6 +80,7 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
                     "permission": req.permission,
                     "always": req.always,
                     "minimum": req.minimum,
+                    "secondary": req.secondary,
                     "patterns": patterns.iter().map(|(e, action)| json!({
                         "pattern": e.pattern,
                         "action": action,
@@ -97,7 +97,18 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
 
     crate::out(format_args!("agent {agent}, tool {} (permission key `{}`)", args.tool, entry.spec().permission));
     for (req, patterns) in &report {
-        crate::out(format_args!("\nrequest `{}` (\"always\" would allow: {})", req.permission, req.always.join(", ")));
+        if req.secondary {
+            crate::out(format_args!(
+                "\nsecondary request `{}`: words that may only be arguments; a deny asks, nothing else counts",
+                req.permission
+            ));
+        } else {
+            crate::out(format_args!(
+                "\nrequest `{}` (\"always\" would allow: {})",
+                req.permission,
+                req.always.join(", ")
+            ));
+        }
         if req.minimum == Action::Ask {
             let why = req.metadata.get("unclassified").and_then(Value::as_str).unwrap_or("the tool cannot analyse it");
             crate::out(format_args!("  at least ask: {why}"));

@@ -502,8 +502,16 @@ impl<'a> Analyzer<'a> {
 
     fn effect(&mut self, effect: Effect, written: &str, depth: usize) {
         match effect {
-            Effect::Writes(file) | Effect::WritesUnder(file) if self.secondary => {
-                let _ = file;
+            Effect::Writes(_) | Effect::WritesUnder(_) | Effect::Deletes(..) if self.secondary => {}
+            Effect::Deletes(file, recursive) => {
+                for path in self.resolve_all(&file) {
+                    self.check_outside(&path);
+                    let pattern = self.relative(&path);
+                    if recursive || file.glob || path.is_dir() {
+                        self.out.edits.push(under_pattern(&pattern));
+                    }
+                    self.out.edits.push(pattern);
+                }
             }
             Effect::Writes(file) => {
                 if file.glob {
@@ -643,16 +651,20 @@ impl<'a> Analyzer<'a> {
 /// Resolves a path argument against `base`; `None` when it is computed at run time.
 fn resolve_in(base: Option<&Path>, home: Option<&Path>, arg: &Word) -> Option<PathBuf> {
     let mut text = arg.text.clone();
+    let mut home_known = false;
     if let Some(home) = home.and_then(Path::to_str) {
         if text == "~" || text == "$HOME" || text == "${HOME}" {
             text = home.to_string();
+            home_known = true;
         } else if let Some(rest) =
             text.strip_prefix("~/").or_else(|| text.strip_prefix("$HOME/")).or_else(|| text.strip_prefix("${HOME}/"))
         {
             text = format!("{}/{rest}", home.trim_end_matches('/'));
+            home_known = true;
         }
     }
-    if arg.dynamic && (text.contains('$') || text.contains('`') || text.contains('~')) {
+    // A dynamic word is known only when its one unknown part was the home directory.
+    if arg.dynamic && (!home_known || text.contains('$') || text.contains('`')) {
         return None;
     }
     if let Some(i) = text.find(['*', '?', '[']) {
@@ -969,5 +981,28 @@ mod tests {
         let c = case();
         let reqs = permission_requests("ls", Path::new("/tmp"), &c.root, None);
         assert_eq!(of(&reqs, "external_directory").unwrap().patterns, ["/tmp/*"]);
+    }
+}
+
+#[cfg(test)]
+mod scratch {
+    #[test]
+    fn scratch_print() {
+        let Ok(cmds) = std::env::var("BASH_DEBUG_CMD") else { return };
+        let root = std::env::current_dir().unwrap();
+        for cmd in cmds.split("\n@@\n") {
+            let reqs = super::permission_requests(cmd, &root, &root, Some(std::path::Path::new("/home/u")));
+            println!("=== {cmd}");
+            for r in reqs {
+                println!(
+                    "  {}{} {:?} min={:?} {}",
+                    r.permission,
+                    if r.secondary { "(2nd)" } else { "" },
+                    r.patterns,
+                    r.minimum,
+                    r.metadata.get("unclassified").map(|v| v.to_string()).unwrap_or_default()
+                );
+            }
+        }
     }
 }

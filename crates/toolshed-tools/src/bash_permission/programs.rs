@@ -19,6 +19,9 @@ pub(super) enum Effect {
     Writes(Word),
     /// Writes files under this directory, names not known in advance.
     WritesUnder(Word),
+    /// Deletes this file (and, when recursive, everything under it): an edit that creates
+    /// nothing.
+    Deletes(Word, bool),
     /// Reads this file.
     Reads(Word),
     /// Runs this simple command (program and arguments).
@@ -702,7 +705,10 @@ fn find(args: &[Word]) -> Vec<Effect> {
                     if word.text == ";" || (word.text == "+" && command.last().is_some_and(|l: &Word| l.text == "{}")) {
                         break;
                     }
-                    command.push(word.clone());
+                    // `{}` is replaced by the name of a file found.
+                    let mut word = word.clone();
+                    word.dynamic |= word.text.contains("{}");
+                    command.push(word);
                 }
                 if !command.is_empty() {
                     out.push(Effect::Runs(command));
@@ -981,15 +987,14 @@ fn writes_operands(program: &str, args: &[Word]) -> Vec<Effect> {
     };
     let (options, operands) = split(&syntax, args);
     let recursive = program == "rm" && (has(&options, 'r', &["recursive"]) || has(&options, 'R', &[]));
+    let deletes =
+        matches!(program, "rm" | "rmdir" | "unlink") || (program == "shred" && has(&options, 'u', &["remove"]));
     let mut out = Vec::new();
     for file in operands {
         if program == "tee" && file.text == "-" {
             continue;
         }
-        if recursive {
-            out.push(Effect::WritesUnder(file.clone()));
-        }
-        out.push(Effect::Writes(file));
+        out.push(if deletes { Effect::Deletes(file, recursive) } else { Effect::Writes(file) });
     }
     out
 }
@@ -1298,6 +1303,7 @@ mod tests {
             .filter_map(|e| match e {
                 Effect::Writes(w) => Some(w.text),
                 Effect::WritesUnder(w) => Some(format!("{}/*", w.text)),
+                Effect::Deletes(w, _) => Some(w.text),
                 _ => None,
             })
             .collect()

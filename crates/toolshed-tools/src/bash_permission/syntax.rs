@@ -145,7 +145,9 @@ impl Analyzer<'_> {
             }
             "comment" => w.quoted.push((node.start_byte(), node.end_byte())),
             "ERROR" => {}
-            kind if EXPRESSIONS.contains(&kind) => self.scan(w, node, true),
+            // `(( ... ))`: an arithmetic expression where a statement would be.
+            "command_substitution" | "process_substitution" => self.scan(w, node, true),
+            kind if is_expression_kind(kind) => self.scan(w, node, true),
             kind => self.cannot(w, node, kind),
         }
     }

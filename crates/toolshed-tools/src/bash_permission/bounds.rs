@@ -13,10 +13,14 @@ pub(super) const MAX_TOKENS: usize = 50_000;
 pub(super) const MAX_TOTAL_TOKENS: usize = 100_000;
 /// Here-documents of one line.
 pub(super) const MAX_HEREDOCS: usize = 64;
+/// Syntax nodes of one parsed line (a check after parsing, behind the token estimate).
+pub(super) const MAX_NODES: usize = 200_000;
+/// Bytes of a string split into words by a wrapper (`env -S`).
+pub(super) const MAX_SPLIT_STRING: usize = 4096;
 /// Simple commands (and views of them) analysed for one command.
 pub(super) const MAX_COMMANDS: usize = 10_000;
 /// Bytes of all patterns (`bash` requests, primary and secondary) of one command.
-pub(super) const MAX_PATTERN_BYTES: usize = 8 << 20;
+pub(super) const MAX_PATTERN_BYTES: usize = 4 << 20;
 /// Bytes of nested command lines (`bash -c`, `eval`, `trap`, ...) parsed for one command.
 pub(super) const MAX_NESTED_BYTES: usize = 1 << 20;
 /// Words looked up on `PATH` (or as files) for one command.
@@ -87,6 +91,32 @@ pub(super) fn too_complex(scan: &Scan, tokens_left: usize) -> Option<String> {
     None
 }
 
+/// Whether `line` would make tree-sitter-bash's scanner read out of bounds: after `{` (and after
+/// `{1..`) it passes the next character to C's `isdigit`, which is undefined for values past 255
+/// and crashes the process for large code points (`x{\u{F9265}`). Such a line is not parsed.
+pub(super) fn unsafe_for_parser(line: &str) -> bool {
+    let b = line.as_bytes();
+    let mut at = 0;
+    while let Some(found) = memchr::memchr(b'{', &b[at..]) {
+        let mut i = at + found + 1;
+        at = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if b.get(i..i + 2) == Some(b"..") {
+            i += 2;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+        }
+        // A character past U+00FF starts with a byte of 0xC4 or more.
+        if b.get(i).is_some_and(|&c| c >= 0xC4) {
+            return true;
+        }
+    }
+    false
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Open {
     Paren,
@@ -135,7 +165,10 @@ pub(super) fn scan(line: &str) -> Scan {
             match c {
                 b'\\' => {
                     i += 1;
-                    if !in_word {
+                    // A line continuation separates tokens for the parser.
+                    if b.get(i) == Some(&b'\n') {
+                        in_word = false;
+                    } else if !in_word {
                         out.tokens += 1;
                         in_word = true;
                     }
@@ -215,6 +248,11 @@ pub(super) fn scan(line: &str) -> Scan {
                 b';' | b'|' | b'&' | b'<' | b'>' => {
                     out.tokens += 1;
                     in_word = false;
+                }
+                // Operators of arithmetic and tests are tokens of their own there.
+                b'+' | b'-' | b'*' | b'/' | b'%' | b'=' | b',' | b':' | b'!' | b'^' | b'?' => {
+                    out.tokens += 1;
+                    in_word = true;
                 }
                 b'$' => {
                     out.tokens += 1;
@@ -329,9 +367,20 @@ mod tests {
     }
 
     #[test]
+    fn characters_the_parser_cannot_read_safely_are_found() {
+        assert!(unsafe_for_parser("x{\u{F9265}"));
+        assert!(unsafe_for_parser("echo {12..\u{10000}"));
+        assert!(unsafe_for_parser("{\u{100}"));
+        assert!(!unsafe_for_parser("echo {é,\u{F9265}}"), "U+00E9 is within C's tables");
+        assert!(!unsafe_for_parser("echo \u{F9265} {a,b} 😀"));
+    }
+
+    #[test]
     fn tokens_are_counted() {
         assert_eq!(scan("a b c").tokens, 3);
         assert_eq!(scan("a && b").tokens, 4);
         assert!(scan(&"true && ".repeat(10_000)).tokens > 20_000);
+        assert!(scan(&format!("echo $(({}1))", "1+".repeat(100_000))).tokens > MAX_TOKENS);
+        assert!(scan(&"a\\\n".repeat(100_000)).tokens > MAX_TOKENS);
     }
 }

@@ -237,6 +237,10 @@ impl<'a> Analyzer<'a> {
             return;
         }
         self.budget.tokens -= scan.tokens.min(self.budget.tokens);
+        if bounds::unsafe_for_parser(source) {
+            self.unclassified("the command has characters the shell parser cannot read safely".into());
+            return;
+        }
         let mut parser = Parser::new();
         if parser.set_language(&tree_sitter_bash::LANGUAGE.into()).is_err() {
             self.out.unclassified.push("the shell parser is unavailable".into());
@@ -258,6 +262,10 @@ impl<'a> Analyzer<'a> {
             return;
         };
         let root = tree.root_node();
+        if root.descendant_count() > bounds::MAX_NODES {
+            self.too_complex("it has too many parts");
+            return;
+        }
         if root.has_error() {
             self.unclassified("the command has a syntax error".into());
         }
@@ -274,12 +282,21 @@ impl<'a> Analyzer<'a> {
         } else {
             (1..words.len()).filter(|&i| self.names_program(&words[i])).collect()
         };
-        let rest: Vec<Vec<Word>> = candidates.iter().map(|&i| words[i..].to_vec()).collect();
-        self.views(words, written, depth);
-        for view in rest {
+        self.views(words.clone(), written, depth);
+        // The bytes of the view starting at each word, to refuse one before building it.
+        let mut tail_bytes = vec![0usize; words.len() + 1];
+        for i in (0..words.len()).rev() {
+            tail_bytes[i] = tail_bytes[i + 1] + words[i].text.len() + 1;
+        }
+        for i in candidates {
             if self.gave_up {
                 break;
             }
+            if tail_bytes[i].saturating_mul(2) > self.budget.pattern_bytes {
+                self.too_complex("its commands are too long");
+                break;
+            }
+            let view = words[i..].to_vec();
             self.secondary = true;
             let text = join(&view);
             self.views(view, &text, depth);

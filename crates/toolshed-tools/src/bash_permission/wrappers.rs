@@ -1075,6 +1075,9 @@ fn env(args: &[Word]) -> Peeled {
                 }
             }
             match split {
+                Some(text) if text.len() > super::bounds::MAX_SPLIT_STRING => {
+                    return Peeled::unclassified("the string of `env -S` is too long to check");
+                }
                 Some(text) => {
                     splits += 1;
                     if splits > 8 {

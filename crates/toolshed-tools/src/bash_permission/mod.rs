@@ -530,6 +530,7 @@ impl<'a> Analyzer<'a> {
                     self.out.edits.push(pattern);
                 }
             }
+            Effect::Writes(file) if is_device(&file.text) => {}
             Effect::Writes(file) => {
                 if file.glob {
                     return self.effect(Effect::WritesUnder(file), written, depth);
@@ -692,6 +693,11 @@ fn resolve_in(base: Option<&Path>, home: Option<&Path>, arg: &Word) -> Option<Pa
         return Some(lexical_normalise(path));
     }
     Some(lexical_normalise(&base?.join(path)))
+}
+
+/// Files that take writes without storing them.
+fn is_device(path: &str) -> bool {
+    matches!(path, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty" | "-")
 }
 
 /// The edit pattern of everything under the directory `pattern`.

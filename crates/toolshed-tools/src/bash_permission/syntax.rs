@@ -69,11 +69,13 @@ impl Analyzer<'_> {
             }
             self.statement(&mut w, node, ctx);
         }
-        self.line_continuations(&mut w);
+        self.word_boundaries(&mut w);
     }
 
     fn statement<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, ctx: Ctx) {
         match node.kind() {
+            // `(( ... ))`: an arithmetic expression where a statement would be.
+            "compound_statement" if node.child(0).is_some_and(|c| w.text(c) == "((") => self.scan(w, node, true),
             "program" | "list" | "pipeline" | "subshell" | "compound_statement" | "do_group" | "if_statement"
             | "elif_clause" | "else_clause" | "while_statement" | "negated_command" => w.push_children(node),
             "command" => self.command(w, node, ctx, Vec::new()),
@@ -145,9 +147,6 @@ impl Analyzer<'_> {
             }
             "comment" => w.quoted.push((node.start_byte(), node.end_byte())),
             "ERROR" => {}
-            // `(( ... ))`: an arithmetic expression where a statement would be.
-            "command_substitution" | "process_substitution" => self.scan(w, node, true),
-            kind if is_expression_kind(kind) => self.scan(w, node, true),
             kind => self.cannot(w, node, kind),
         }
     }
@@ -195,10 +194,21 @@ impl Analyzer<'_> {
     fn command<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, ctx: Ctx, extra: Vec<Node<'t>>) {
         let mut words = Vec::new();
         let mut inner_extra = Vec::new();
+        let mut previous_word: Option<Node<'t>> = None;
         let mut c = node.walk();
         if c.goto_first_child() {
             loop {
                 let child = c.node();
+                // A word must be separated from what precedes it (a word, an assignment, a
+                // redirection) the way bash separates words; a here-document ends after its body.
+                if matches!(c.field_name(), Some("name" | "argument"))
+                    && let Some(previous) = previous_word
+                {
+                    self.check_gap(w, previous, child);
+                }
+                if child.is_named() && child.kind() != "comment" {
+                    previous_word = (child.kind() != "heredoc_redirect").then_some(child);
+                }
                 match (c.field_name(), child.kind()) {
                     (_, "variable_assignment") => self.assignment(w, child),
                     (Some("redirect"), _) | (_, "file_redirect" | "heredoc_redirect" | "herestring_redirect") => {
@@ -224,6 +234,9 @@ impl Analyzer<'_> {
         }
         if !inner_extra.is_empty() {
             self.unclassified(format!("`{}` has words after a redirection", w.text(node)));
+        }
+        for pair in extra.windows(2) {
+            self.check_gap(w, pair[0], pair[1]);
         }
         for node in extra {
             words.extend(self.words_of(w, node));
@@ -271,6 +284,9 @@ impl Analyzer<'_> {
                     }
                 }
                 let Some(destination) = destination else { return };
+                if let Some(first) = extra.first() {
+                    self.check_gap(w, destination, *first);
+                }
                 let target = self.words_of(w, destination);
                 let target = match target.as_slice() {
                     [one] => one.clone(),
@@ -298,6 +314,13 @@ impl Analyzer<'_> {
                             }
                             "heredoc_end" => {}
                             "file_redirect" | "herestring_redirect" => self.redirect(w, child, extra),
+                            // `cmd <<EOF arg`: words after the delimiter are the command's.
+                            _ if c.field_name() == Some("argument") => {
+                                if let Some(previous) = child.prev_sibling() {
+                                    self.check_gap(w, previous, child);
+                                }
+                                extra.push(child);
+                            }
                             _ if child.is_named() => statements.push(child),
                             _ => {}
                         }
@@ -326,7 +349,8 @@ impl Analyzer<'_> {
         if operator.contains('&') && target.text.chars().all(|c| c.is_ascii_digit() || c == '-') {
             return;
         }
-        if matches!(target.text.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty") {
+        if matches!(target.text.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty") && target.is_plain()
+        {
             return;
         }
         let writes = operator.contains('>');
@@ -550,6 +574,11 @@ impl Analyzer<'_> {
                         }
                     }
                 }
+                for pair in children.windows(2) {
+                    if pair[0].end_byte() != pair[1].start_byte() {
+                        self.unclassified(format!("the word `{text}` cannot be analysed (it has a gap)"));
+                    }
+                }
                 for child in children {
                     if child.is_named() {
                         self.pieces(w, child, out, level + 1);
@@ -687,27 +716,49 @@ impl Analyzer<'_> {
         }
     }
 
-    /// A backslash-newline between two non-blank characters outside quotes joins them into one
-    /// word for bash, where tree-sitter sees two (`r\<newline>m x` runs `rm x`).
-    fn line_continuations(&mut self, w: &mut Walk<'_>) {
+    /// Two words tree-sitter separates must be separated for bash too: by a blank (space, tab,
+    /// newline) that no backslash escapes. Tree-sitter also splits at `\<tab>`, at a vertical tab
+    /// and, after a quoted string, at `\<space>`, all of which bash keeps inside one word.
+    fn check_gap(&mut self, w: &Walk<'_>, previous: Node<'_>, next: Node<'_>) {
+        let b = w.src.as_bytes();
+        let (start, end) = (previous.end_byte(), next.start_byte());
+        let separated = start <= end
+            && (start..end).any(|i| {
+                matches!(b[i], b' ' | b'\t' | b'\n')
+                    && b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 0
+            });
+        if !separated {
+            let text: String =
+                w.src.get(previous.start_byte()..next.end_byte()).unwrap_or_default().chars().take(60).collect();
+            self.unclassified(format!("the words of `{text}` cannot be told apart"));
+        }
+    }
+
+    /// Where tree-sitter and bash split words differently, outside quotes: a backslash-newline
+    /// between two non-blank characters joins them into one word for bash, where tree-sitter
+    /// sees two (`r\<newline>m x` runs `rm x`); a backslash before a tab, vertical tab, form feed
+    /// or carriage return is a literal character for bash and a blank for tree-sitter; a bare
+    /// vertical tab, form feed, carriage return or NUL is part of a word for bash.
+    fn word_boundaries(&mut self, w: &mut Walk<'_>) {
         let b = w.src.as_bytes();
         w.quoted.sort_unstable();
-        let mut at = 0;
-        while let Some(found) = memchr::memmem::find(&b[at..], b"\\\n") {
-            let i = at + found;
-            at = i + 2;
-            let backslashes = b[..=i].iter().rev().take_while(|&&c| c == b'\\').count();
-            if backslashes % 2 == 0 {
-                continue;
-            }
-            let blank = |c: Option<&u8>| c.is_none_or(|c| matches!(c, b' ' | b'\t' | b'\n'));
-            if blank(i.checked_sub(1).and_then(|p| b.get(p))) || blank(b.get(i + 2)) {
-                continue;
-            }
+        let quoted = |i: usize| {
             let inside = w.quoted.partition_point(|r| r.0 <= i);
-            let quoted = w.quoted[..inside].iter().rev().take(64).any(|r| r.1 > i);
-            if !quoted {
-                self.unclassified("a line continuation inside a word cannot be analysed".into());
+            w.quoted[..inside].iter().rev().take(64).any(|r| r.1 > i)
+        };
+        let blank = |c: Option<&u8>| c.is_none_or(|c| matches!(c, b' ' | b'\t' | b'\n'));
+        for (i, &c) in b.iter().enumerate() {
+            let odd_backslash = || b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1;
+            let suspicious = match c {
+                b'\n' => odd_backslash() && !blank(i.checked_sub(2).and_then(|p| b.get(p))) && !blank(b.get(i + 1)),
+                b'\t' => odd_backslash(),
+                b'\x0b' | b'\x0c' | b'\r' | 0 => true,
+                _ => false,
+            };
+            if suspicious && !quoted(i) {
+                self.unclassified(
+                    "a line continuation or an escaped or unusual blank inside a word cannot be analysed".into(),
+                );
                 return;
             }
         }
@@ -725,6 +776,7 @@ fn is_expression_kind(kind: &str) -> bool {
         || matches!(
             kind,
             "test_command"
+                | "compound_statement"
                 | "word"
                 | "number"
                 | "string"

@@ -734,6 +734,12 @@ pub(super) fn peel(program: &str, args: &[Word]) -> Peeled {
             };
         }
         "builtin" => return Peeled::command(args.to_vec()),
+        // `! ! cmd`: tree-sitter takes the second `!` for a command name; bash negates twice.
+        "!" => return Peeled::command(args.to_vec()),
+        "{" | "}" | "[[" | "]]" | "if" | "then" | "else" | "elif" | "fi" | "do" | "done" | "case" | "esac"
+        | "while" | "until" | "for" | "select" | "function" | "in" => {
+            return Peeled::unclassified(format!("the shell keyword `{program}` stands where a command name should"));
+        }
         "coproc" => return Peeled::unclassified("`coproc` runs a command in the background with its own pipes"),
         "busybox" => {
             return match args.first().map(|w| w.text.as_str()) {
@@ -1670,6 +1676,9 @@ mod tests {
             ("nix-shell -p hello --run X", "line: X"),
             ("bash -c X", "line: X"),
             ("ls -la", "program"),
+            ("! rm x", "rm x"),
+            ("{ rm x", "unclassified"),
+            ("then rm x", "unclassified"),
         ];
         let mut failures = Vec::new();
         for (line, expected) in table {

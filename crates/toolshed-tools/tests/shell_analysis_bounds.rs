@@ -39,6 +39,7 @@ unsafe impl GlobalAlloc for Counting {
 static ALLOCATOR: Counting = Counting;
 
 type Input = (&'static str, Box<dyn Fn() -> String>, bool);
+type Lazy = (&'static str, fn() -> String, bool);
 
 /// The pathological inputs (made when used, so the memory measured is the analysis's): the exact
 /// ones of the issue first, then more of the same kind, each with whether it must ask.
@@ -53,7 +54,7 @@ fn inputs() -> Vec<Input> {
     ];
     let mut out: Vec<Input> =
         owned.into_iter().map(|(n, s, a)| (n, Box::new(move || s.clone()) as Box<dyn Fn() -> String>, a)).collect();
-    let lazy: Vec<(&'static str, fn() -> String, bool)> = vec![
+    let lazy: Vec<Lazy> = vec![
         ("1 MiB of `true;`", || fill("true;"), true),
         ("1 MiB of `echo a b c\\n`", || fill("echo a b c\n"), true),
         ("1 MiB of `(`", || fill("("), true),

@@ -107,15 +107,15 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
                 }
             }
         }
-        "test" | "[" => {
-            if args.windows(2).any(|p| p[0].text == "-v" && (p[1].dynamic || environment::subscript_runs(&p[1].text))) {
-                return unclassified("`test -v` evaluates a subscript that can run commands");
-            }
+        "test" | "["
+            if args
+                .windows(2)
+                .any(|p| p[0].text == "-v" && (p[1].dynamic || environment::subscript_runs(&p[1].text))) =>
+        {
+            return unclassified("`test -v` evaluates a subscript that can run commands");
         }
-        "unset" => {
-            if args.iter().any(|w| w.dynamic || environment::subscript_runs(&w.text)) {
-                return unclassified("`unset` evaluates a subscript that can run commands");
-            }
+        "unset" if args.iter().any(|w| w.dynamic || environment::subscript_runs(&w.text)) => {
+            return unclassified("`unset` evaluates a subscript that can run commands");
         }
         _ => {}
     }

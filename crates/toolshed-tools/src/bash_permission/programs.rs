@@ -382,10 +382,8 @@ fn git_runs(sub: &str, rest: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect
                 }
             }
         }
-        "send-email" => {
-            if rest.iter().any(|w| w.text.contains("-cmd") || w.text.starts_with("--smtp-server")) {
-                out.push(Effect::Unclassified("`git send-email` runs the commands it is given".into()));
-            }
+        "send-email" if rest.iter().any(|w| w.text.contains("-cmd") || w.text.starts_with("--smtp-server")) => {
+            out.push(Effect::Unclassified("`git send-email` runs the commands it is given".into()));
         }
         "clone" | "fetch" | "pull" | "ls-remote" | "push" | "archive" | "remote" | "submodule--helper" => {
             for (i, w) in rest.iter().enumerate() {
@@ -408,10 +406,8 @@ fn git_runs(sub: &str, rest: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect
                 }
             }
         }
-        "init" => {
-            if rest.iter().any(|w| w.text.starts_with("--template")) {
-                out.push(Effect::Unclassified("`git init --template` installs hooks from the given directory".into()));
-            }
+        "init" if rest.iter().any(|w| w.text.starts_with("--template")) => {
+            out.push(Effect::Unclassified("`git init --template` installs hooks from the given directory".into()));
         }
         "instaweb" | "web--browse" => {
             out.push(Effect::Unclassified(format!("`git {sub}` runs a browser or web server")))

@@ -1044,7 +1044,7 @@ fn env(args: &[Word]) -> Peeled {
                     split = value;
                 }
             } else {
-                let cluster = &t[1..];
+                let cluster = t.strip_prefix('-').unwrap_or_default();
                 for (at, c) in cluster.char_indices() {
                     let rest = &cluster[at + 1..];
                     match c {
@@ -1170,20 +1170,14 @@ fn split_string(text: &str) -> Result<Vec<Word>, String> {
 
 /// `trap [-lpP] [[ACTION] SIGNAL...]`: ACTION is a command line run on the signal.
 fn trap(args: &[Word]) -> Peeled {
-    let mut rest = args;
-    while let Some(first) = rest.first() {
-        match first.text.as_str() {
-            "--" => {
-                rest = &rest[1..];
-                break;
-            }
-            "-l" | "-p" | "-P" | "-lp" | "-pl" => return Peeled::next(Next::Nothing),
-            t if t.starts_with('-') && t.len() > 1 => {
-                return Peeled::unclassified(format!("`trap {t}` is not an option known here"));
-            }
-            _ => break,
+    let rest = match args.first().map(|w| w.text.as_str()) {
+        Some("--") => &args[1..],
+        Some("-l" | "-p" | "-P" | "-lp" | "-pl") => return Peeled::next(Next::Nothing),
+        Some(t) if t.starts_with('-') && t.len() > 1 => {
+            return Peeled::unclassified(format!("`trap {t}` is not an option known here"));
         }
-    }
+        _ => args,
+    };
     match rest {
         [] => Peeled::next(Next::Nothing),
         [action, ..] if action.text == "-" => Peeled::next(Next::Nothing),

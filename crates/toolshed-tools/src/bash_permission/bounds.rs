@@ -277,7 +277,7 @@ pub(super) fn scan(line: &str) -> Scan {
 
 /// Reads the delimiter after `<<` at `at`: returns where the line continues and the pending
 /// here-document (delimiter without quotes, whether it was quoted, whether tabs are stripped).
-fn heredoc_start(b: &[u8], mut at: usize) -> (usize, (Vec<u8>, bool, bool)) {
+pub(super) fn heredoc_start(b: &[u8], mut at: usize) -> (usize, (Vec<u8>, bool, bool)) {
     let strip = b.get(at) == Some(&b'-');
     if strip {
         at += 1;
@@ -310,6 +310,8 @@ fn heredoc_start(b: &[u8], mut at: usize) -> (usize, (Vec<u8>, bool, bool)) {
                 at += 2;
                 continue;
             }
+            // `$'EOF'` and `$"EOF"` are quoted words.
+            b'$' if matches!(b.get(at + 1), Some(b'\'' | b'"')) => {}
             _ => delimiter.push(c),
         }
         at += 1;

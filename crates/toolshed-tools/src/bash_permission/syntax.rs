@@ -295,14 +295,30 @@ impl Analyzer<'_> {
                 self.redirection_target(&operator, &target);
             }
             "heredoc_redirect" => {
-                let mut quoted = false;
+                // The delimiter as bash reads it (quotes removed), to check where tree-sitter ends
+                // the body: `<<E"O"F` ends at a line `EOF` for bash, never for tree-sitter.
+                let (word_end, (delimiter, quoted, strip)) =
+                    super::bounds::heredoc_start(w.src.as_bytes(), node.start_byte() + 2);
+                let is_delimiter = |line: &str| {
+                    let line = if strip { line.trim_start_matches('\t') } else { line };
+                    line.as_bytes() == delimiter.as_slice()
+                };
                 let mut c = node.walk();
                 let mut statements = Vec::new();
                 if c.goto_first_child() {
                     loop {
                         let child = c.node();
                         match child.kind() {
-                            "heredoc_start" => quoted = w.text(child).contains(['\'', '"', '\\']),
+                            "heredoc_start" if child.end_byte() != word_end => {
+                                self.unclassified("the delimiter of a here-document cannot be analysed".into());
+                            }
+                            "heredoc_start" => {}
+                            "heredoc_body" if w.text(child).split('\n').any(is_delimiter) => {
+                                self.unclassified("a here-document ends where the parser does not see it end".into());
+                            }
+                            "heredoc_end" if !is_delimiter(w.text(child)) => {
+                                self.unclassified("a here-document ends where the parser does not see it end".into());
+                            }
                             "heredoc_body" => {
                                 w.quoted.push((child.start_byte(), child.end_byte()));
                                 if !quoted {

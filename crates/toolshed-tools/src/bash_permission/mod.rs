@@ -366,8 +366,13 @@ impl<'a> Analyzer<'a> {
             let full = name.text.clone();
             let program = basename(&full).to_string();
             if matches!(program.as_str(), "cd" | "pushd" | "popd" | "chdir") {
-                if !self.secondary && first {
-                    self.change_dir(&words[1..]);
+                if !self.secondary {
+                    if program == "popd" || (program == "pushd" && words.len() == 1) {
+                        // Back to a directory of the stack: not known here.
+                        self.cwd = None;
+                    } else {
+                        self.change_dir(&words[1..]);
+                    }
                 }
                 break;
             }
@@ -493,7 +498,7 @@ impl<'a> Analyzer<'a> {
         if self.secondary {
             return;
         }
-        for path in self.resolve_all(file) {
+        for path in self.paths(file) {
             if self.check_outside(&path) {
                 let rel = self.relative(&path);
                 self.out.reads.push(rel);
@@ -526,7 +531,7 @@ impl<'a> Analyzer<'a> {
             return;
         }
         for arg in path_args(program, args) {
-            for path in self.resolve_all(&arg) {
+            for path in self.paths(&arg) {
                 let inside = self.check_outside(&path);
                 if inside && READERS.contains(&program) {
                     let rel = self.relative(&path);
@@ -548,7 +553,7 @@ impl<'a> Analyzer<'a> {
         match effect {
             Effect::Writes(_) | Effect::WritesUnder(_) | Effect::Deletes(..) if self.secondary => {}
             Effect::Deletes(file, recursive) => {
-                for path in self.resolve_all(&file) {
+                for path in self.paths(&file) {
                     self.check_outside(&path);
                     let pattern = self.relative(&path);
                     if recursive || file.glob || path.is_dir() {
@@ -562,7 +567,7 @@ impl<'a> Analyzer<'a> {
                 if file.glob {
                     return self.effect(Effect::WritesUnder(file), written, depth);
                 }
-                let paths = self.resolve_all(&file);
+                let paths = self.paths(&file);
                 if paths.is_empty() {
                     self.dynamic_writes = true;
                 }
@@ -577,7 +582,7 @@ impl<'a> Analyzer<'a> {
                 }
             }
             Effect::WritesUnder(dir) => {
-                let paths = self.resolve_all(&dir);
+                let paths = self.paths(&dir);
                 if paths.is_empty() {
                     self.dynamic_writes = true;
                 }
@@ -592,7 +597,7 @@ impl<'a> Analyzer<'a> {
                 if self.secondary {
                     return;
                 }
-                for path in self.resolve_all(&file) {
+                for path in self.paths(&file) {
                     if self.check_outside(&path) {
                         let pattern = self.relative(&path);
                         self.out.reads.push(pattern);
@@ -635,6 +640,19 @@ impl<'a> Analyzer<'a> {
                 evaluated[0]
             ));
         }
+    }
+
+    /// The paths an argument may name ([`Analyzer::resolve_all`]); a relative path after a `cd`
+    /// to a directory known only at run time cannot be checked, so it asks.
+    fn paths(&mut self, arg: &Word) -> Vec<PathBuf> {
+        let out = self.resolve_all(arg);
+        if self.cwd.is_none() && !self.secondary && arg.is_plain() && out.is_empty() {
+            self.unclassified(format!(
+                "the directory the command runs in is known only at run time, so the path `{}` cannot be checked",
+                arg.text
+            ));
+        }
+        out
     }
 
     /// Resolves a path argument against every directory the command may run in: the

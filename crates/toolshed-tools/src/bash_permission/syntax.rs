@@ -370,7 +370,7 @@ impl Analyzer<'_> {
             return;
         }
         let writes = operator.contains('>');
-        let paths = self.resolve_all(target);
+        let paths = self.paths(target);
         if writes && paths.is_empty() {
             self.dynamic_writes = true;
         }
@@ -656,9 +656,17 @@ impl Analyzer<'_> {
     /// are queued as statements, the variables evaluated as arithmetic (`$((x))`, `${a[x]}`,
     /// `${!x}`, `[[ x -eq 1 ]]`) noted, and kinds outside the expression grammar reported.
     fn scan<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, arithmetic: bool) {
+        for_arithmetic_parens(w, node, |text| {
+            self.unclassified(format!("`{text}` may be read by bash as a command, not arithmetic"));
+        });
         let mut pending = vec![(node, arithmetic)];
         while let Some((n, arith)) = pending.pop() {
             let kind = n.kind();
+            if n != node && kind == "arithmetic_expansion" {
+                for_arithmetic_parens(w, n, |text| {
+                    self.unclassified(format!("`{text}` may be read by bash as a command, not arithmetic"));
+                });
+            }
             match kind {
                 "command_substitution" | "process_substitution" => {
                     self.substitution(w, n);
@@ -780,6 +788,40 @@ impl Analyzer<'_> {
                 return;
             }
         }
+    }
+}
+
+/// Calls `mismatch` when `node` is `$((...))` or `((...))` whose parentheses bash could pair
+/// differently: bash reads `$((` as arithmetic only when the parentheses stay open to the final
+/// `))` (counted naively, as its first pass does); otherwise it is a command substitution of a
+/// subshell (`$(( $(case x in x) ...) ... ))` runs a command). Quotes and backslashes in an
+/// arithmetic text with a substitution make the count uncertain.
+fn for_arithmetic_parens(w: &Walk<'_>, node: Node<'_>, mut mismatch: impl FnMut(&str)) {
+    let text = w.text(node);
+    let body = match node.kind() {
+        "arithmetic_expansion" => text.strip_prefix("$(("),
+        "compound_statement" => text.strip_prefix("(("),
+        _ => None,
+    };
+    let Some(body) = body else { return };
+    let Some(inner) = body.strip_suffix("))") else {
+        mismatch(text);
+        return;
+    };
+    let mut depth = 0i64;
+    for c in inner.bytes() {
+        match c {
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            _ => {}
+        }
+        if depth < 0 {
+            mismatch(text);
+            return;
+        }
+    }
+    if depth != 0 || ((inner.contains("$(") || inner.contains('`')) && inner.contains(['\'', '"', '\\'])) {
+        mismatch(text);
     }
 }
 

@@ -582,18 +582,21 @@ async fn plan_runs_commands_in_the_read_only_sandbox() {
     }
     let answer = Answer::all_but_escalation();
     let (executor, root, _data) = agent_harness("", answer.clone());
-    let r = bash_as(&executor, "plan", "touch inside.txt").await;
+    // A write the analysis cannot see (the file's name is known only at run time; `touch
+    // inside.txt` is an edit, which plan's rules deny before anything runs): the sandbox stops it.
+    const WRITE: &str = "f=inside.txt; : > \"$f\"";
+    let r = bash_as(&executor, "plan", WRITE).await;
     assert_eq!(r.metadata["sandbox"], "read-only", "{}", r.output);
     assert!(r.output.contains("Permission denied") || r.output.contains("Read-only"), "{}", r.output);
     assert!(!root.path().join("inside.txt").exists(), "{}", r.output);
     // Plan's rules deny escalation outright, so no one is even asked (not even under --yes).
     assert_eq!(*answer.1.lock().unwrap(), ["bash"]);
     assert!(r.output.contains("forbid `sandbox_escalation`"), "{}", r.output);
-    let r = bash_as(&executor, "build", "touch inside.txt").await;
+    let r = bash_as(&executor, "build", WRITE).await;
     assert_eq!(r.metadata["sandbox"], "workspace-write", "{}", r.output);
     assert!(root.path().join("inside.txt").exists(), "{}", r.output);
     let (executor, root, _data) = agent_harness("[agent.plan]\nsandbox = \"workspace-write\"\n", answer);
-    let r = bash_as(&executor, "plan", "touch inside.txt").await;
+    let r = bash_as(&executor, "plan", WRITE).await;
     assert_eq!(r.metadata["sandbox"], "workspace-write", "{}", r.output);
     assert!(root.path().join("inside.txt").exists(), "{}", r.output);
 }

@@ -1045,6 +1045,39 @@ mod tests {
     }
 
     #[test]
+    fn later_words_that_name_programs_are_secondary_views() {
+        let c = case();
+        let reqs = requests(&c, "echo rm x; grep -n foo src");
+        let secondary = reqs.iter().find(|r| r.secondary).unwrap();
+        assert_eq!(secondary.patterns, ["rm x"], "`foo` and `src` are no programs");
+        assert!(secondary.always.is_empty());
+        let primary = of(&reqs, "bash").unwrap();
+        assert!(!primary.patterns.contains(&"rm x".to_string()));
+        let reqs = requests(&c, "nohup bash -c 'echo rm y'");
+        let secondary = reqs.iter().find(|r| r.secondary).unwrap();
+        assert!(secondary.patterns.contains(&"rm y".to_string()), "{:?}", secondary.patterns);
+    }
+
+    #[test]
+    fn a_file_the_line_writes_and_runs_asks() {
+        let c = case();
+        for cmd in ["cp /bin/true ./t && ./t", "echo true > s.sh; bash s.sh", "ln -s /bin/true t; ./t"] {
+            assert_eq!(bash(&c, cmd).minimum, Action::Ask, "{cmd}");
+        }
+        assert_eq!(bash(&c, "./build.sh; echo ok > out.txt").minimum, Action::Allow);
+    }
+
+    #[test]
+    fn a_wrapper_that_changes_directory_moves_only_its_command() {
+        let c = case();
+        let reqs = requests(&c, "env -C /etc cat passwd; cat a.txt");
+        let external = &of(&reqs, "external_directory").unwrap().patterns;
+        assert_eq!(external, &["/etc/*"]);
+        assert!(of(&reqs, "read").unwrap().patterns.contains(&"a.txt".to_string()), "the second cat reads here");
+        assert_eq!(bash(&c, "cd \"$D\" && cat f").minimum, Action::Ask);
+    }
+
+    #[test]
     fn a_workdir_outside_the_worktree_is_external() {
         let c = case();
         let reqs = permission_requests("ls", Path::new("/tmp"), &c.root, None);

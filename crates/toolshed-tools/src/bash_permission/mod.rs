@@ -1084,26 +1084,3 @@ mod tests {
         assert_eq!(of(&reqs, "external_directory").unwrap().patterns, ["/tmp/*"]);
     }
 }
-
-#[cfg(test)]
-mod scratch {
-    #[test]
-    fn scratch_print() {
-        let Ok(cmds) = std::env::var("BASH_DEBUG_CMD") else { return };
-        let root = std::env::current_dir().unwrap();
-        for cmd in cmds.split("\n@@\n") {
-            let reqs = super::permission_requests(cmd, &root, &root, Some(std::path::Path::new("/home/u")));
-            println!("=== {cmd}");
-            for r in reqs {
-                println!(
-                    "  {}{} {:?} min={:?} {}",
-                    r.permission,
-                    if r.secondary { "(2nd)" } else { "" },
-                    r.patterns,
-                    r.minimum,
-                    r.metadata.get("unclassified").map(|v| v.to_string()).unwrap_or_default()
-                );
-            }
-        }
-    }
-}

@@ -57,7 +57,13 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
     env.cwd = ws.cwd.clone();
     let info = CallInfo { agent: agent.clone(), tool: args.tool.clone(), ..CallInfo::default() };
     let ctx = ToolContext::new(info, Arc::new(env), CancellationToken::new(), Arc::new(AllowAll));
-    let requests = invocation.permissions(&ctx).map_err(CliError::usage)?;
+    let mut requests = Vec::new();
+    for request in invocation.permissions(&ctx).map_err(CliError::usage)? {
+        // As the chain does: a write to a protected path also needs `protected`, checked first.
+        let user_config = toolshed_core::paths::config_dir();
+        requests.extend(toolshed_core::protected::implied_request(&request, user_config.as_deref()));
+        requests.push(request);
+    }
 
     let mut overall = Action::Allow;
     let mut report = Vec::new();
@@ -65,8 +71,7 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
         let mut patterns = Vec::new();
         for pattern in &request.patterns {
             let e = ws.agents.explain(&agent, &request.permission, pattern);
-            let action =
-                if e.action == Action::Allow && request.minimum == Action::Ask { Action::Ask } else { e.action };
+            let action = request.effective(e.action);
             overall = strictest(overall, action);
             patterns.push((e, action));
         }
@@ -81,6 +86,7 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
                     "permission": req.permission,
                     "always": req.always,
                     "minimum": req.minimum,
+                    "secondary": req.secondary,
                     "patterns": patterns.iter().map(|(e, action)| json!({
                         "pattern": e.pattern,
                         "action": action,
@@ -98,7 +104,18 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
 
     crate::out(format_args!("agent {agent}, tool {} (permission key `{}`)", args.tool, entry.spec().permission));
     for (req, patterns) in &report {
-        crate::out(format_args!("\nrequest `{}` (\"always\" would allow: {})", req.permission, req.always.join(", ")));
+        if req.secondary {
+            crate::out(format_args!(
+                "\nsecondary request `{}`: words that may only be arguments; a deny asks, nothing else counts",
+                req.permission
+            ));
+        } else {
+            crate::out(format_args!(
+                "\nrequest `{}` (\"always\" would allow: {})",
+                req.permission,
+                req.always.join(", ")
+            ));
+        }
         if req.minimum == Action::Ask {
             let why = req.metadata.get("unclassified").and_then(Value::as_str).unwrap_or("the tool cannot analyse it");
             crate::out(format_args!("  at least ask: {why}"));

@@ -167,6 +167,28 @@ fn env_files_ask_and_yes_approves_but_never_a_deny() {
     assert!(json(&out)["output"].as_str().unwrap().starts_with("Permission denied"), "{}", json(&out));
 }
 
+#[test]
+fn permission_explain_shows_a_secondary_request_whose_deny_asks() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("toolshed.toml"),
+        "[permission]\nbash = { \"*\" = \"allow\", \"rm *\" = \"deny\" }\n",
+    )
+    .unwrap();
+    let args = r#"{"command": "echo rm x"}"#;
+    let out = toolshed(tmp.path(), &["permission", "explain", "bash", args, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let explained = json(&out);
+    assert_eq!(explained["decision"], "ask", "{explained}");
+    let secondary = explained["requests"].as_array().unwrap().iter().find(|r| r["secondary"] == true).unwrap();
+    assert_eq!(secondary["patterns"][0]["pattern"], "rm x", "{secondary}");
+    assert_eq!(secondary["patterns"][0]["action"], "ask", "{secondary}");
+    let out = toolshed(tmp.path(), &["permission", "explain", "bash", args]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("secondary request `bash`"), "{text}");
+    assert!(text.contains("decision: ask"), "{text}");
+}
+
 /// Whether this kernel can sandbox shell commands; prints a SKIP line (to the real stderr, so
 /// the test log shows it) when it cannot.
 #[cfg(unix)]

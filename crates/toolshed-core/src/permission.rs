@@ -173,6 +173,12 @@ pub struct PermissionRequest {
     /// The least this request needs whatever the rules say: `Ask` for input the tool cannot
     /// fully analyse (e.g. a shell command the parser cannot classify), so no allow rule covers it.
     pub minimum: Action,
+    /// A secondary request names what the call *might* also do, not what it does: a word of a
+    /// shell command that names a program may be run (`xvfb-run rm x`) or only be an argument
+    /// (`echo rm x`). A deny of one of its patterns asks instead; an allow or ask of them changes
+    /// nothing (see [`PermissionRequest::effective`]), and "always" approves none of them.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub secondary: bool,
 }
 
 impl PermissionRequest {
@@ -189,6 +195,7 @@ impl PermissionRequest {
             patterns,
             metadata: Map::new(),
             minimum: Action::Allow,
+            secondary: false,
         }
     }
 
@@ -206,6 +213,26 @@ impl PermissionRequest {
     pub fn at_least(mut self, minimum: Action) -> Self {
         self.minimum = minimum;
         self
+    }
+
+    /// Makes the request secondary (see [`PermissionRequest::secondary`]); "always" approves
+    /// nothing of it.
+    pub fn secondary(mut self) -> Self {
+        self.secondary = true;
+        self.always.clear();
+        self
+    }
+
+    /// What this request needs when the rules say `action` for one of its patterns: an allow is
+    /// raised to ask when the request needs at least that; for a secondary request a deny asks and
+    /// anything else allows.
+    pub fn effective(&self, action: Action) -> Action {
+        match action {
+            Action::Deny if self.secondary => Action::Ask,
+            _ if self.secondary => Action::Allow,
+            Action::Allow if self.minimum != Action::Allow => Action::Ask,
+            action => action,
+        }
     }
 
     /// Adds one metadata entry for the approver.
@@ -351,6 +378,22 @@ mod tests {
         assert_eq!(rules.evaluate("bash", "rm x").action, Action::Deny);
         assert_eq!(rules.evaluate("edit", "x").action, Action::Ask);
         assert_eq!(rules.evaluate("edit", "x").rule, None);
+    }
+
+    #[test]
+    fn a_secondary_request_only_asks_and_only_for_a_deny() {
+        let secondary = PermissionRequest::new("bash", ["rm x"]).secondary();
+        assert!(secondary.always.is_empty());
+        assert_eq!(secondary.effective(Action::Deny), Action::Ask);
+        assert_eq!(secondary.effective(Action::Ask), Action::Allow);
+        assert_eq!(secondary.effective(Action::Allow), Action::Allow);
+        let minimum = PermissionRequest::new("bash", ["x"]).at_least(Action::Ask);
+        assert_eq!(minimum.effective(Action::Allow), Action::Ask);
+        assert_eq!(minimum.effective(Action::Deny), Action::Deny);
+        assert_eq!(PermissionRequest::new("bash", ["x"]).effective(Action::Allow), Action::Allow);
+        let json = serde_json::to_value(PermissionRequest::new("bash", ["x"])).unwrap();
+        assert!(json.get("secondary").is_none(), "{json}");
+        assert_eq!(serde_json::to_value(&secondary).unwrap()["secondary"], true);
     }
 
     #[test]

@@ -59,6 +59,11 @@ pub fn is_protected(pattern: &str, user_config: Option<&Path>) -> bool {
     if pattern == "*" {
         return false;
     }
+    // The worktree's top directory itself (a copy's destination, `cp -r src/. .`): anything may
+    // land there.
+    if matches!(pattern, "." | "./") {
+        return true;
+    }
     let pattern = pattern.replace('\\', "/");
     if let Some(config) = user_config.and_then(Path::to_str) {
         let config = config.trim_end_matches('/');
@@ -90,6 +95,28 @@ pub fn is_protected(pattern: &str, user_config: Option<&Path>) -> bool {
         return true;
     }
     components.last().is_some_and(|last| FILES.contains(last))
+}
+
+/// The `protected` request an `edit` request implies: its patterns that are protected (with
+/// `user_config` as in [`is_protected`]), asked about with themselves as the "always" patterns.
+/// `None` for other requests, or when nothing it writes is protected. The permit stage and
+/// `permission explain` both use this.
+pub fn implied_request(
+    edit: &crate::permission::PermissionRequest,
+    user_config: Option<&Path>,
+) -> Option<crate::permission::PermissionRequest> {
+    if edit.permission != "edit" {
+        return None;
+    }
+    let paths: Vec<String> = edit.patterns.iter().filter(|p| is_protected(p, user_config)).cloned().collect();
+    if paths.is_empty() {
+        return None;
+    }
+    Some(
+        crate::permission::PermissionRequest::new(PERMISSION, paths.clone())
+            .with_always(paths)
+            .with_metadata("reason", "writes to toolshed's configuration, its tools or skills, or git's directory"),
+    )
 }
 
 /// The protected locations that exist in `root` and in each directory from `root` down to `cwd`
@@ -137,6 +164,7 @@ mod tests {
             ".opencode/skills/s/SKILL.md",
             ".claude/skills/s/SKILL.md",
             "./*",
+            ".",
             ".gi*/config",
             "src/.git*",
             ".git/*",

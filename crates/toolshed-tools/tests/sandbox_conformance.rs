@@ -686,6 +686,20 @@ async fn the_plan_agent_cannot_chmod_either() {
             ToolCall::json("c", "bash", json!({ "command": "chmod 777 a.txt; touch -c a.txt" })),
         )
         .await;
+    // The analysis sees the writers: plan denies them before they run.
+    assert!(r.is_error && r.output.contains("Permission denied"), "{}", r.output);
+    assert_eq!(meta(&root.join("a.txt")), before, "{}", r.output);
+    // Ones it cannot see run in plan's read-only sandbox, which refuses the metadata change.
+    let r = executor
+        .call(
+            &Session::new("s", "plan"),
+            ToolCall::json(
+                "c2",
+                "bash",
+                json!({ "command": "python3 -c \"import os; os.chmod('a.txt', 0o777); os.utime('a.txt', (0, 0))\"" }),
+            ),
+        )
+        .await;
     assert_eq!(r.metadata["sandbox"], "read-only", "{}", r.output);
     assert_eq!(meta(&root.join("a.txt")), before, "{}", r.output);
 }

@@ -582,18 +582,21 @@ async fn plan_runs_commands_in_the_read_only_sandbox() {
     }
     let answer = Answer::all_but_escalation();
     let (executor, root, _data) = agent_harness("", answer.clone());
-    let r = bash_as(&executor, "plan", "touch inside.txt").await;
+    // A write the analysis cannot see (the file's name is known only at run time; `touch
+    // inside.txt` is an edit, which plan's rules deny before anything runs): the sandbox stops it.
+    const WRITE: &str = "f=inside.txt; : > \"$f\"";
+    let r = bash_as(&executor, "plan", WRITE).await;
     assert_eq!(r.metadata["sandbox"], "read-only", "{}", r.output);
     assert!(r.output.contains("Permission denied") || r.output.contains("Read-only"), "{}", r.output);
     assert!(!root.path().join("inside.txt").exists(), "{}", r.output);
     // Plan's rules deny escalation outright, so no one is even asked (not even under --yes).
     assert_eq!(*answer.1.lock().unwrap(), ["bash"]);
     assert!(r.output.contains("forbid `sandbox_escalation`"), "{}", r.output);
-    let r = bash_as(&executor, "build", "touch inside.txt").await;
+    let r = bash_as(&executor, "build", WRITE).await;
     assert_eq!(r.metadata["sandbox"], "workspace-write", "{}", r.output);
     assert!(root.path().join("inside.txt").exists(), "{}", r.output);
     let (executor, root, _data) = agent_harness("[agent.plan]\nsandbox = \"workspace-write\"\n", answer);
-    let r = bash_as(&executor, "plan", "touch inside.txt").await;
+    let r = bash_as(&executor, "plan", WRITE).await;
     assert_eq!(r.metadata["sandbox"], "workspace-write", "{}", r.output);
     assert!(root.path().join("inside.txt").exists(), "{}", r.output);
 }
@@ -615,4 +618,79 @@ fn the_plan_agent_is_told_its_commands_are_read_only() {
     let plan = entry.tool.spec_for("plan", &agents).unwrap();
     assert!(plan.description.contains("read-only sandbox"), "{}", plan.description);
     assert!(entry.tool.spec_for("build", &agents).is_none());
+}
+
+/// The trust issue's examples end to end: under `rm *` denied (everything else allowed), with no
+/// one to approve an ask and no sandbox to catch a mistake, none of them deletes the canary, and
+/// the model is told the call was not run.
+#[tokio::test]
+async fn spellings_of_a_denied_command_are_not_run() {
+    let mut rules = Ruleset::defaults();
+    rules.push(Rule::new("bash", "rm *", Action::Deny));
+    let h = Harness::with(FULL, Arc::new(rules), Arc::new(RejectAll));
+    let canary = h.root.path().join("canary");
+    for command in [
+        "bash -c -- 'rm canary'",
+        "bash -xc 'rm canary'",
+        "bash -c -e 'rm canary'",
+        "bash -O extglob -c 'rm canary'",
+        "sh -c -- 'rm canary'",
+        "coproc rm canary",
+        "trap 'rm canary' EXIT",
+        "bash <(echo rm canary)",
+        "script -qc 'rm canary' /dev/null",
+        "env -S'rm canary'",
+        "env --split-string='rm canary'",
+        "taskset 1 rm canary",
+        "taskset -c 0 rm canary",
+        "echo rm canary | xargs env",
+        "flock lock -c 'rm canary'",
+        "r\\\nm canary",
+        "r{m,} canary",
+        "$'\\x72m' canary",
+        "nohup <<EOF rm canary\nbody\nEOF",
+        "x='a[$(rm canary)]'; echo $((x))",
+        "unknown-wrapper rm canary",
+    ] {
+        std::fs::write(&canary, "alive\n").unwrap();
+        let r = h.bash(command).await;
+        assert!(canary.exists(), "{command:?} deleted the canary: {}", r.output);
+        assert!(r.is_error, "{command:?}: {}", r.output);
+        assert!(
+            r.output.starts_with("Permission denied") || r.output.contains("was not granted"),
+            "{command:?}: {}",
+            r.output
+        );
+    }
+    let r = h.bash("ls canary && echo rm-free").await;
+    assert!(!r.is_error && r.output.contains("rm-free"), "allowed commands still run: {}", r.output);
+}
+
+/// git running programs, end to end: `git *` allowed, `rm *` denied, the rest asks (rejected).
+#[tokio::test]
+async fn git_cannot_be_made_to_run_a_denied_command() {
+    if !Path::new("/usr/bin/git").exists() {
+        return;
+    }
+    let mut rules = Ruleset::new(vec![Rule::new("*", "*", Action::Allow), Rule::new("bash", "*", Action::Ask)]);
+    rules.push(Rule::new("bash", "git *", Action::Allow));
+    rules.push(Rule::new("bash", "rm *", Action::Deny));
+    let h = Harness::with(FULL, Arc::new(rules), Arc::new(RejectAll));
+    let root = h.root.path();
+    let init = std::process::Command::new("git").args(["init", "-q"]).current_dir(root).status().unwrap();
+    assert!(init.success());
+    let canary = root.join("canary");
+    for command in [
+        "git config core.fsmonitor 'rm -f canary; echo'",
+        "git config alias.st '!rm canary'",
+        "GIT_EDITOR='rm canary' git commit --allow-empty",
+        "git -c core.pager='rm canary' -p log",
+        "git rebase -x 'rm canary' HEAD",
+    ] {
+        std::fs::write(&canary, "alive\n").unwrap();
+        let r = h.bash(command).await;
+        assert!(r.is_error, "{command:?}: {}", r.output);
+        let r = h.bash("git status && git st").await;
+        assert!(canary.exists(), "{command:?} then `git status` deleted the canary: {}", r.output);
+    }
 }

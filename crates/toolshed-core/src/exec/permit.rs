@@ -53,29 +53,18 @@ impl Gate {
     /// the edit's own denies, the protected paths are asked about first, and a person's answer
     /// there also answers the edit's ask for those paths (one question per write).
     pub async fn check(&self, call: &CallInfo, mut request: PermissionRequest) -> Result<(), ToolError> {
+        if request.secondary {
+            return self.check_secondary(call, request).await;
+        }
         if request.patterns.is_empty() {
             request.patterns.push("*".to_string());
         }
         let mut answered = Vec::new();
-        if request.permission == "edit" {
-            let user_config = crate::paths::config_dir();
-            let paths: Vec<String> = request
-                .patterns
-                .iter()
-                .filter(|p| crate::protected::is_protected(p, user_config.as_deref()))
-                .cloned()
-                .collect();
-            if !paths.is_empty() {
-                self.denied(call, &request)?;
-                let protected = PermissionRequest::new(crate::protected::PERMISSION, paths.clone())
-                    .with_always(paths.clone())
-                    .with_metadata(
-                        "reason",
-                        "writes to toolshed's configuration, its tools or skills, or git's directory",
-                    );
-                if self.check_with(call, protected, &[]).await? {
-                    answered = paths;
-                }
+        if let Some(protected) = crate::protected::implied_request(&request, crate::paths::config_dir().as_deref()) {
+            self.denied(call, &request)?;
+            let paths = protected.patterns.clone();
+            if self.check_with(call, protected, &[]).await? {
+                answered = paths;
             }
         }
         self.check_with(call, request, &answered).await.map(drop)
@@ -143,6 +132,55 @@ impl Gate {
                     doom_prefix(call, &request),
                     request.permission,
                     unanswered.join("`, `"),
+                )))
+            }
+        }
+    }
+}
+
+impl Gate {
+    /// A secondary request ([`PermissionRequest::secondary`]): a pattern the rules deny asks the
+    /// approver (session approvals do not answer it), everything else passes.
+    async fn check_secondary(&self, call: &CallInfo, mut request: PermissionRequest) -> Result<(), ToolError> {
+        let mut denied = Vec::new();
+        let mut rules = Vec::new();
+        for pattern in &request.patterns {
+            let decision = self.permission.evaluate(&call.agent, &request.permission, pattern);
+            if request.effective(decision.action) != Action::Allow {
+                denied.push(pattern.clone());
+                if let Some(rule) = decision.rule.map(|r| format!("rule: {r}"))
+                    && !rules.contains(&rule)
+                {
+                    rules.push(rule);
+                }
+            }
+        }
+        if denied.is_empty() {
+            return Ok(());
+        }
+        let why = format!(
+            "`{}` appears in the command where a program could be run, and the rules of agent `{}` forbid it ({}); it may only be an argument",
+            denied.join("`, `"),
+            call.agent,
+            rules.join(", "),
+        );
+        request.patterns = denied;
+        request.metadata.insert("reason".into(), why.clone().into());
+        let approval = ApprovalRequest {
+            session_id: call.session_id.clone(),
+            agent: call.agent.clone(),
+            tool: call.tool.clone(),
+            call_id: call.call_id.clone(),
+            request: request.clone(),
+        };
+        match self.approver.approve(&approval).await {
+            Reply::Once | Reply::Always => Ok(()),
+            Reply::Reject(reason) => {
+                let reason = reason.unwrap_or_else(|| "the user rejected it".to_string());
+                Err(ToolError::model(format!(
+                    "Permission for `{}` on `{}` was not granted: {reason}. The call was not run. Why it asked: {why}. Write the command so that no forbidden command appears in it, or ask the user to run it.",
+                    request.permission,
+                    request.patterns.join("`, `"),
                 )))
             }
         }
@@ -266,6 +304,27 @@ mod tests {
         let deny = Ruleset::new(vec![Rule::new("*", "*", Action::Deny)]);
         let gate = Gate::new(Arc::new(deny), Arc::new(ApproveAll), session);
         assert!(!gate.allows(&info(), &PermissionRequest::new("protected", ["toolshed.toml"])));
+    }
+
+    #[tokio::test]
+    async fn a_secondary_request_asks_only_for_what_the_rules_deny() {
+        let mut rules = Ruleset::new(vec![Rule::new("bash", "*", Action::Ask)]);
+        rules.push(Rule::new("bash", "rm *", Action::Deny));
+        rules.push(Rule::new("bash", "ls *", Action::Allow));
+        // Nothing denied: no one is asked (the scripted approver has no replies), ask rules included.
+        let gate = Gate::new(Arc::new(rules.clone()), Arc::new(Scripted(Mutex::default())), Session::new("s", "build"));
+        gate.check(&info(), PermissionRequest::new("bash", ["ls x", "cat x"]).secondary()).await.unwrap();
+        // A deny asks; a rejection says which pattern and rule, and what to do.
+        let gate = Gate::new(Arc::new(rules.clone()), Arc::new(RejectAll), Session::new("s", "build"));
+        let err = gate.check(&info(), PermissionRequest::new("bash", ["ls", "rm x"]).secondary()).await.unwrap_err();
+        insta::assert_snapshot!(err.to_string(), @r#"Permission for `bash` on `rm x` was not granted: No one is available to approve it in this non-interactive run (rerun with --yes to approve requests that ask). The call was not run. Why it asked: `rm x` appears in the command where a program could be run, and the rules of agent `build` forbid it (rule: bash "rm *" = deny); it may only be an argument. Write the command so that no forbidden command appears in it, or ask the user to run it."#);
+        // Approved once or always: it runs, and "always" remembers nothing, so it asks again.
+        let approver = Scripted(Mutex::new(vec![Reply::Always, Reply::Once]));
+        let session = Session::new("s", "build");
+        let gate = Gate::new(Arc::new(rules), Arc::new(approver), session.clone());
+        gate.check(&info(), PermissionRequest::new("bash", ["rm x"]).secondary()).await.unwrap();
+        assert!(!session.approved("bash", "rm x"));
+        gate.check(&info(), PermissionRequest::new("bash", ["rm x"]).secondary()).await.unwrap();
     }
 
     #[tokio::test]

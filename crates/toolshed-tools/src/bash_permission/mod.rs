@@ -1,97 +1,142 @@
 //! What a shell command line needs permission for.
 //!
-//! The line is parsed with tree-sitter-bash and split into simple commands (across `&&`, `||`,
-//! `;`, newlines, pipes, subshells, command and process substitution, backticks, and the
-//! strings of `bash -c`, `sh -c` and `eval`). Each simple command is matched in several views
-//! — as written (OpenCode's view), then with environment prefixes removed, the program name
-//! unquoted and stripped of its path, and each wrapper (`env`, `command`, `exec`, `nohup`,
-//! `time`, `nice`, `timeout`, `xargs`, `sudo`, ...) peeled off — and the strictest decision
-//! wins (every view is a pattern of one `bash` request, and a request is denied if any pattern
-//! is denied). A deny cannot be dodged by rewriting the command, and an allow never covers more
-//! than its text says.
+//! The line is parsed with tree-sitter-bash and walked (iteratively, never recursing with the
+//! input's nesting) over an explicit set of node kinds the analysis understands — see
+//! `docs/shell.md`, "The command-line analysis", for the grammar. Anything else, and anything
+//! whose effect cannot be resolved to plain words, is "unclassified": the `bash` request needs at
+//! least `ask`. A line is split into simple commands (across `&&`, `||`, `;`, newlines, pipes,
+//! subshells, braces, `if`/`while`/`for`/`case`, function bodies, command and process
+//! substitution, backticks, here-documents, and the strings of `bash -c`, `eval`, `trap`, `su
+//! -c`, `watch`, ...). Each simple command is matched in several views — as written (OpenCode's
+//! view), with environment prefixes removed, the program name unquoted and stripped of its path,
+//! and each wrapper of the table in [`wrappers`] (`env`, `sudo`, `timeout`, `xargs`, `taskset`,
+//! `flock`, `strace`, shells' `-c`, ...) peeled off — and the strictest decision wins (every
+//! view is a pattern of one `bash` request, and a request is denied if any pattern is denied).
+//! Behind the table, every later word of a command that names a program on `PATH` (or an
+//! executable file, or a builtin that runs commands) starts a *secondary* view: a secondary
+//! request whose deny asks (the word may only be an argument, as in `echo rm x`).
 //!
-//! Redirection targets are file writes (`edit`) or reads (`read`), and so are the files that
-//! options of common programs write or read (`git diff --output=F`, `sort -o F`, `uniq IN OUT`,
-//! `tree -o F`, sed's `w F` and `-i`, `curl -o F`, ...: see [`programs`] and [`sed`]); programs
-//! that options run (`rg --pre CMD`, `find -exec CMD ;`, `sort --compress-program=CMD`) are
-//! simple commands checked like any other, and sed's `e COMMAND` both that and `ask`. Path
-//! arguments of file commands and of `cd` that resolve outside the worktree, symlinks included,
-//! need `external_directory`. A path known only at run time (`> $f`, `rm "$dir"/x`) cannot be
-//! checked here; the sandbox confines what such a command may write. Anything the parser
-//! cannot classify — syntax errors, a program name that is an expansion, a shell reading a
-//! script from standard input, a `bash -c` or `eval` script computed at run time — needs at
-//! least `ask`.
+//! Redirection targets are file writes (`edit`) or reads (`read`), and so are the files known
+//! writers write (`cp`, `mv`, `rm`, `touch`, `mkdir`, `chmod`, `tee`, `tar -x`, `patch`, `git
+//! apply`, sed's `w` and `-i`, `sort -o`, ...: see [`programs`] and [`sed`]). Programs that
+//! options run (`rg --pre CMD`, `find -exec CMD ;`, `git rebase -x CMD`) are commands checked
+//! like any other. Setting a variable that makes programs run programs (`GIT_EDITOR`, `PATH`,
+//! `LD_PRELOAD`, ...: [`environment`]), `git config` of a key not known to be harmless, and
+//! builtins that change what words mean (`alias`, `hash -p`, `enable -f`: [`builtins`]) ask. Path
+//! arguments that resolve outside the worktree, symlinks included, need `external_directory`. A
+//! path known only at run time (`> $f`, `rm "$dir"/x`) cannot be checked here; the sandbox
+//! confines what such a command may write. The analysis is bounded ([`bounds`]): past its limits
+//! a command is too complex to analyse and asks.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use toolshed_core::paths::lexical_normalise;
 use toolshed_core::permission::{Action, PermissionRequest};
+use tree_sitter::{ParseOptions, Parser};
 
 use crate::path::{Confinement, ResolvedPath};
+use bounds::Budget;
 use programs::Effect;
-use tree_sitter::{Node, Parser};
+use wrappers::Next;
 
+mod bounds;
+mod builtins;
+mod environment;
 mod programs;
 mod sed;
+mod shells;
+mod syntax;
+mod words;
+mod wrappers;
 
-/// How deep `bash -c` / `eval` strings are followed.
+use words::Word;
+
+/// How deep `bash -c` / `eval` strings and commands run by options are followed.
 const MAX_NESTING: usize = 4;
+/// How many wrappers one command may have.
+const MAX_PEELS: usize = 32;
 
 /// Programs whose arguments are paths to check (after skipping the ones noted in `path_args`).
 const FILE_COMMANDS: &[&str] = &[
     "cat", "ls", "cp", "mv", "rm", "rmdir", "mkdir", "touch", "chmod", "chown", "chgrp", "ln", "tee", "head", "tail",
     "less", "more", "wc", "stat", "file", "du", "tree", "diff", "cmp", "find", "grep", "rg", "truncate", "shred",
-    "install", "rsync", "scp", "dd", "source", ".",
+    "install", "rsync", "scp", "dd", "source", ".", "unlink",
 ];
 
 /// Programs that read the files they are given (their in-worktree paths are checked as `read`).
 const READERS: &[&str] = &["cat", "head", "tail", "less", "more", "source", "."];
 
+/// Builtins that run the command in their arguments; as later words they start a secondary view
+/// whether or not a program of that name is on `PATH`.
+const RUNNING_BUILTINS: &[&str] = &["eval", "exec", "command", "builtin", "source", ".", "trap", "time", "coproc"];
+
 /// The permission requests of one command line run in `workdir`.
 pub fn permission_requests(command: &str, workdir: &Path, root: &Path, home: Option<&Path>) -> Vec<PermissionRequest> {
-    let mut a = Analyzer { root, home, workdir, cwd: Some(workdir.to_path_buf()), out: Collected::default() };
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut a = Analyzer::new(root, home, workdir, &path);
     a.check_outside(workdir);
     a.line(command, 0);
+    a.finish();
     a.out.into_requests(command)
+}
+
+/// An ordered set of patterns.
+#[derive(Default)]
+struct Patterns {
+    list: Vec<String>,
+    seen: HashSet<String>,
+}
+
+impl Patterns {
+    fn push(&mut self, item: String) {
+        if !self.seen.contains(&item) {
+            self.seen.insert(item.clone());
+            self.list.push(item);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
 }
 
 #[derive(Default)]
 struct Collected {
-    patterns: Vec<String>,
-    always: Vec<String>,
-    unclassified: Vec<String>,
-    edits: Vec<String>,
-    reads: Vec<String>,
-    external: Vec<String>,
-}
-
-fn push_unique(list: &mut Vec<String>, item: String) {
-    if !list.contains(&item) {
-        list.push(item);
-    }
+    patterns: Patterns,
+    secondary: Patterns,
+    always: Patterns,
+    unclassified: Patterns,
+    edits: Patterns,
+    reads: Patterns,
+    external: Patterns,
 }
 
 impl Collected {
     fn into_requests(self, command: &str) -> Vec<PermissionRequest> {
         let mut out = Vec::new();
-        let mut patterns = self.patterns;
+        let mut patterns = self.patterns.list;
         if patterns.is_empty() {
             patterns.push(command.trim().to_string());
         }
-        let always = if self.always.is_empty() { patterns.clone() } else { self.always };
+        let always = if self.always.is_empty() { patterns.clone() } else { self.always.list };
         let mut bash = PermissionRequest::new("bash", patterns).with_always(always).with_metadata("command", command);
         if !self.unclassified.is_empty() {
-            bash = bash.at_least(Action::Ask).with_metadata("unclassified", self.unclassified.join("; "));
+            bash = bash.at_least(Action::Ask).with_metadata("unclassified", self.unclassified.list.join("; "));
         }
+        let secondary: Vec<String> = self.secondary.list.into_iter().filter(|p| !bash.patterns.contains(p)).collect();
         out.push(bash);
+        if !secondary.is_empty() {
+            out.push(PermissionRequest::new("bash", secondary).secondary().with_metadata("command", command));
+        }
         if !self.edits.is_empty() {
-            out.push(PermissionRequest::new("edit", self.edits));
+            out.push(PermissionRequest::new("edit", self.edits.list));
         }
         if !self.reads.is_empty() {
-            out.push(PermissionRequest::new("read", self.reads).with_always(["*"]));
+            out.push(PermissionRequest::new("read", self.reads.list).with_always(["*"]));
         }
         if !self.external.is_empty() {
-            out.push(PermissionRequest::new("external_directory", self.external));
+            out.push(PermissionRequest::new("external_directory", self.external.list));
         }
         out
     }
@@ -104,139 +149,374 @@ struct Analyzer<'a> {
     /// The directory after the `cd`s seen so far; `None` once a `cd` went somewhere unknowable.
     cwd: Option<PathBuf>,
     out: Collected,
+    budget: Budget,
+    /// Set once a bound is reached: the analysis stops adding work.
+    gave_up: bool,
+    /// Inside a secondary view: patterns are secondary, paths and reasons to ask do not count.
+    secondary: bool,
+    /// The directories of `PATH`.
+    path_dirs: Vec<PathBuf>,
+    /// Words already looked up as programs.
+    programs: HashMap<String, bool>,
+    /// Files run as programs or scripts (`./x`, `bash x`, `source x`).
+    executed: Vec<PathBuf>,
+    /// Files the command writes.
+    written: HashSet<PathBuf>,
+    /// The command writes a file whose name is known only at run time.
+    dynamic_writes: bool,
+    /// Variables set to values known only at run time (`read x`, `x=$(...)`).
+    run_time_vars: HashSet<String>,
+    /// Variables the shell evaluates as arithmetic or names (`$((x))`, `${a[x]}`, `${!x}`).
+    arithmetic_vars: HashSet<String>,
 }
 
-/// One word of a command, unquoted.
-#[derive(Clone, Debug, PartialEq)]
-struct Word {
-    text: String,
-    /// Contains an expansion or substitution: its value is not known before running.
-    dynamic: bool,
-}
+impl<'a> Analyzer<'a> {
+    fn new(root: &'a Path, home: Option<&'a Path>, workdir: &'a Path, path: &std::ffi::OsStr) -> Self {
+        let path_dirs =
+            std::env::split_paths(path).map(|d| if d.is_absolute() { d } else { workdir.join(d) }).collect();
+        Analyzer {
+            root,
+            home,
+            workdir,
+            cwd: Some(workdir.to_path_buf()),
+            out: Collected::default(),
+            budget: Budget::new(),
+            gave_up: false,
+            secondary: false,
+            path_dirs,
+            programs: HashMap::new(),
+            executed: Vec::new(),
+            written: HashSet::new(),
+            dynamic_writes: false,
+            run_time_vars: HashSet::new(),
+            arithmetic_vars: HashSet::new(),
+        }
+    }
 
-impl Analyzer<'_> {
-    fn line(&mut self, source: &str, depth: usize) {
-        let mut parser = Parser::new();
-        if parser.set_language(&tree_sitter_bash::LANGUAGE.into()).is_err() {
-            push_unique(&mut self.out.unclassified, "the shell parser is unavailable".into());
+    /// A reason the command needs asking (ignored inside a secondary view).
+    fn unclassified(&mut self, why: String) {
+        if !self.secondary {
+            self.out.unclassified.push(why);
+        }
+    }
+
+    /// Stops the analysis: the command is too complex; it asks.
+    fn too_complex(&mut self, detail: &str) {
+        self.out.unclassified.push(format!("the command is too complex to analyse: {detail}"));
+        self.gave_up = true;
+    }
+
+    /// A `bash` pattern (secondary inside a secondary view), within the byte budget.
+    fn pattern(&mut self, text: &str) {
+        if self.gave_up {
             return;
         }
-        let Some(tree) = parser.parse(source, None) else {
-            push_unique(&mut self.out.unclassified, "the command could not be parsed".into());
+        if !Budget::take(&mut self.budget.pattern_bytes, text.len()) {
+            self.too_complex("its commands are too long");
+            return;
+        }
+        if self.secondary {
+            self.out.secondary.push(text.to_string());
+        } else {
+            self.out.patterns.push(text.to_string());
+        }
+    }
+
+    /// Parses and walks one command line (the command, or a string run by `bash -c`, `eval`, ...).
+    fn line(&mut self, source: &str, depth: usize) {
+        if self.gave_up {
+            return;
+        }
+        if depth > 0 && !Budget::take(&mut self.budget.nested_bytes, source.len()) {
+            self.too_complex("the command lines it runs are too long");
+            return;
+        }
+        let scan = bounds::scan(source);
+        if let Some(why) = bounds::too_complex(&scan, self.budget.tokens) {
+            self.too_complex(&why);
+            return;
+        }
+        self.budget.tokens -= scan.tokens.min(self.budget.tokens);
+        if bounds::unsafe_for_parser(source) {
+            self.unclassified("the command has characters the shell parser cannot read safely".into());
+            return;
+        }
+        let mut parser = Parser::new();
+        if parser.set_language(&tree_sitter_bash::LANGUAGE.into()).is_err() {
+            self.out.unclassified.push("the shell parser is unavailable".into());
+            return;
+        }
+        let deadline = self.budget.deadline;
+        let mut progress = |_: &tree_sitter::ParseState| {
+            if std::time::Instant::now() >= deadline {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        };
+        let bytes = source.as_bytes();
+        let mut input = |at: usize, _| bytes.get(at..).unwrap_or_default();
+        let options = ParseOptions::new().progress_callback(&mut progress);
+        let Some(tree) = parser.parse_with_options(&mut input, None, Some(options)) else {
+            self.too_complex("it takes too long to parse");
             return;
         };
         let root = tree.root_node();
+        if root.descendant_count() > bounds::MAX_NODES {
+            self.too_complex("it has too many parts");
+            return;
+        }
         if root.has_error() {
-            push_unique(&mut self.out.unclassified, "the command has a syntax error".into());
+            self.unclassified("the command has a syntax error".into());
         }
         self.walk(root, source, depth);
     }
 
-    fn walk(&mut self, node: Node<'_>, src: &str, depth: usize) {
-        match node.kind() {
-            "command" => {
-                let written = match node.parent() {
-                    Some(p) if p.kind() == "redirected_statement" => text(p, src),
-                    _ => text(node, src),
-                };
-                self.command(node, src, written.trim(), depth);
-            }
-            "file_redirect" => self.redirect(node, src),
-            "heredoc_redirect" | "herestring_redirect" => {}
-            "function_definition" => {}
-            _ => {}
+    /// A simple command: its views, then a secondary view from each later word naming a program.
+    fn command_words(&mut self, words: Vec<Word>, written: &str, depth: usize) {
+        if words.is_empty() || self.gave_up {
+            return;
         }
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            self.walk(child, src, depth);
+        let candidates: Vec<usize> = if self.secondary {
+            Vec::new()
+        } else {
+            (1..words.len()).filter(|&i| self.names_program(&words[i])).collect()
+        };
+        self.views(words.clone(), written, depth);
+        // The bytes of the view starting at each word, to refuse one before building it.
+        let mut tail_bytes = vec![0usize; words.len() + 1];
+        for i in (0..words.len()).rev() {
+            tail_bytes[i] = tail_bytes[i + 1] + words[i].text.len() + 1;
+        }
+        for i in candidates {
+            if self.gave_up {
+                break;
+            }
+            if tail_bytes[i].saturating_mul(2) > self.budget.pattern_bytes {
+                self.too_complex("its commands are too long");
+                break;
+            }
+            let view = words[i..].to_vec();
+            self.secondary = true;
+            let text = join(&view);
+            self.views(view, &text, depth);
+            self.secondary = false;
         }
     }
 
-    fn command(&mut self, node: Node<'_>, src: &str, written: &str, depth: usize) {
-        let mut words = Vec::new();
-        let mut cursor = node.walk();
-        for (i, child) in node.children(&mut cursor).enumerate() {
-            let field = node.field_name_for_child(i as u32);
-            if matches!(field, Some("name" | "argument")) {
-                words.push(word(child, src));
-            }
+    /// Whether `word` may be a program's name: a builtin that runs commands, a name found on
+    /// `PATH`, or a path to an executable file.
+    fn names_program(&mut self, word: &Word) -> bool {
+        let text = word.text.as_str();
+        if !word.is_plain() || text.is_empty() || text.starts_with('-') || text.len() > 255 || text.contains('\n') {
+            return false;
         }
-        if words.is_empty() {
-            return;
+        if RUNNING_BUILTINS.contains(&text) {
+            return true;
         }
-        let reads_stdin_script = has_stdin_script(node, src);
-        push_unique(&mut self.out.patterns, written.to_string());
-        self.views(words, written, depth, reads_stdin_script);
+        if !text.contains('/') && text.contains('=') {
+            return false;
+        }
+        if let Some(&known) = self.programs.get(text) {
+            return known;
+        }
+        if !Budget::take(&mut self.budget.lookups, 1) {
+            return true;
+        }
+        let executable = |p: &Path| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        };
+        let found = if text.contains('/') {
+            let base = self.cwd.as_deref().unwrap_or(self.workdir);
+            executable(&base.join(text))
+        } else {
+            self.path_dirs.iter().any(|d| executable(&d.join(text)))
+        };
+        self.programs.insert(text.to_string(), found);
+        found
     }
 
     /// Adds the normalised views of one simple command, peeling wrappers, and checks its paths.
-    fn views(&mut self, mut words: Vec<Word>, written: &str, depth: usize, stdin_script: bool) {
+    fn views(&mut self, mut words: Vec<Word>, written: &str, depth: usize) {
+        let saved_cwd = self.cwd.clone();
+        let mut moved = false;
+        let mut appended = false;
+        let mut first = true;
+        let mut peels = 0;
         loop {
-            let Some(first) = words.first() else { return };
-            if first.dynamic {
-                push_unique(
-                    &mut self.out.unclassified,
-                    format!("the program name of `{written}` is computed at run time"),
-                );
-                return;
+            if self.gave_up {
+                break;
             }
-            let program = basename(&first.text).to_string();
-            words[0].text = program.clone();
-            let view = words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ");
-            let is_cd = matches!(program.as_str(), "cd" | "pushd" | "popd" | "chdir");
-            if is_cd {
-                self.out.patterns.retain(|p| p != written);
-                self.change_dir(&words[1..]);
-                return;
+            peels += 1;
+            if peels > MAX_PEELS {
+                self.unclassified(format!("`{written}` has too many wrappers to check"));
+                break;
             }
-            push_unique(&mut self.out.patterns, view);
-            match unwrap(&program, &words[1..]) {
-                Unwrapped::Command(inner) => words = inner,
-                Unwrapped::Script(script) => {
-                    if script.dynamic {
-                        push_unique(
-                            &mut self.out.unclassified,
-                            format!("`{written}` runs a script computed at run time"),
-                        );
-                    } else if depth >= MAX_NESTING {
-                        push_unique(
-                            &mut self.out.unclassified,
-                            format!("`{written}` nests shells too deeply to check"),
-                        );
+            if !Budget::take(&mut self.budget.commands, 1) {
+                self.too_complex("it has too many commands");
+                break;
+            }
+            let Some(name) = words.first() else { break };
+            if !name.is_plain() {
+                self.pattern(written);
+                self.unclassified(format!("the program name of `{written}` is computed at run time"));
+                break;
+            }
+            let full = name.text.clone();
+            let program = basename(&full).to_string();
+            if matches!(program.as_str(), "cd" | "pushd" | "popd" | "chdir") {
+                if !self.secondary {
+                    if program == "popd" || (program == "pushd" && words.len() == 1) {
+                        // Back to a directory of the stack: not known here.
+                        self.cwd = None;
                     } else {
-                        self.line(&script.text, depth + 1);
+                        self.change_dir(&words[1..]);
                     }
-                    return;
                 }
-                Unwrapped::StdinShell => {
-                    push_unique(
-                        &mut self.out.unclassified,
-                        format!("`{written}` runs a script read from standard input"),
-                    );
-                    return;
+                break;
+            }
+            if first {
+                self.pattern(written);
+                first = false;
+            }
+            if full.contains('/') {
+                if ["/proc/", "/dev/"].iter().any(|p| full.starts_with(p)) {
+                    self.pattern(written);
+                    self.unclassified(format!("`{written}` runs a program through `{full}`"));
+                    break;
                 }
-                Unwrapped::Done => {
-                    if is_shell(&program) && stdin_script {
-                        push_unique(
-                            &mut self.out.unclassified,
-                            format!("`{written}` runs a script read from standard input"),
-                        );
+                self.linked_program(&full, &words[1..], depth);
+            }
+            words[0].text = program.clone();
+            self.pattern(&join(&words));
+            let peeled = wrappers::peel(&program, &words[1..]);
+            for effect in peeled.effects {
+                match effect {
+                    Effect::Chdir(dir) if !self.secondary => {
+                        moved = true;
+                        self.change_dir(std::slice::from_ref(&dir));
                     }
-                    push_unique(&mut self.out.always, format!("{} *", arity_prefix(&words)));
-                    self.file_arguments(&program, &words[1..]);
-                    self.program_effects(&program, &words[1..], written, depth);
-                    return;
+                    effect => self.effect(effect, written, depth),
                 }
             }
+            let was_appended = appended;
+            appended |= peeled.appends;
+            match peeled.next {
+                Next::Command(inner) => words = inner,
+                Next::Line(script) => {
+                    self.nested_line(&script, written, depth);
+                    break;
+                }
+                Next::File(file) => {
+                    self.always(&words);
+                    self.script_file(&file, written);
+                    break;
+                }
+                Next::Stdin => {
+                    self.unclassified(format!("`{written}` runs a script read from standard input"));
+                    break;
+                }
+                Next::Nothing => {
+                    if was_appended {
+                        self.unclassified(format!("`{written}` runs a command made of its input"));
+                    }
+                    self.always(&words);
+                    break;
+                }
+                Next::Program => {
+                    self.always(&words);
+                    if !self.secondary {
+                        self.file_arguments(&program, &words[1..]);
+                    }
+                    self.program_effects(&program, &words[1..], written, depth);
+                    break;
+                }
+                Next::Unclassified(why) => {
+                    self.unclassified(format!("`{written}`: {why}"));
+                    break;
+                }
+            }
+        }
+        if moved {
+            self.cwd = saved_cwd;
+        }
+    }
+
+    /// A program named by a path: remembered as run, and when it is a symbolic link to a program
+    /// of another name (`./del` → `/bin/rm`), that name starts a secondary view.
+    fn linked_program(&mut self, full: &str, args: &[Word], depth: usize) {
+        let file = Word::literal(full);
+        for path in self.resolve_all(&file) {
+            if let Ok(target) = std::fs::canonicalize(&path)
+                && let Some(name) = target.file_name().and_then(|n| n.to_str())
+                && name != basename(full)
+                && name != "busybox"
+            {
+                let mut view = vec![Word::literal(name)];
+                view.extend_from_slice(args);
+                let was = std::mem::replace(&mut self.secondary, true);
+                let text = join(&view);
+                if !was {
+                    self.views(view, &text, depth);
+                }
+                self.secondary = was;
+            }
+            if !self.secondary {
+                self.executed.push(path);
+            }
+        }
+    }
+
+    fn always(&mut self, words: &[Word]) {
+        if !self.secondary {
+            self.out.always.push(format!("{} *", arity_prefix(words)));
+        }
+    }
+
+    /// A string run as a shell command line (`bash -c`, `eval`, `trap`, ...).
+    fn nested_line(&mut self, script: &Word, written: &str, depth: usize) {
+        if !script.is_plain() {
+            self.unclassified(format!("`{written}` runs a script computed at run time"));
+        } else if depth >= MAX_NESTING {
+            self.unclassified(format!("`{written}` nests shells too deeply to check"));
+        } else {
+            self.line(&script.text, depth + 1);
+        }
+    }
+
+    /// A shell script run from a file (`bash FILE`, `source FILE`): read, and remembered as run.
+    fn script_file(&mut self, file: &Word, written: &str) {
+        if !file.is_plain() {
+            self.unclassified(format!("`{written}` runs a script computed at run time"));
+            return;
+        }
+        if ["/dev/", "/proc/"].iter().any(|p| file.text.starts_with(p)) {
+            self.unclassified(format!("`{written}` runs a script from a file descriptor"));
+            return;
+        }
+        if self.secondary {
+            return;
+        }
+        for path in self.paths(file) {
+            if self.check_outside(&path) {
+                let rel = self.relative(&path);
+                self.out.reads.push(rel);
+            }
+            self.executed.push(path);
         }
     }
 
     fn change_dir(&mut self, args: &[Word]) {
-        let target = args.iter().find(|w| !w.text.starts_with('-'));
+        let target = args.iter().find(|w| !w.text.starts_with('-') || w.text == "-");
         let Some(target) = target else {
             self.cwd = self.home.map(Path::to_path_buf);
             return;
         };
+        if target.text == "-" {
+            self.cwd = None;
+            return;
+        }
         match self.resolve(target) {
             Some(path) => {
                 self.check_outside(&path);
@@ -251,15 +531,11 @@ impl Analyzer<'_> {
             return;
         }
         for arg in path_args(program, args) {
-            for path in self.resolve_all(&arg) {
+            for path in self.paths(&arg) {
                 let inside = self.check_outside(&path);
                 if inside && READERS.contains(&program) {
                     let rel = self.relative(&path);
-                    push_unique(&mut self.out.reads, rel);
-                }
-                if inside && program == "tee" {
-                    let rel = self.relative(&path);
-                    push_unique(&mut self.out.edits, rel);
+                    self.out.reads.push(rel);
                 }
             }
         }
@@ -269,76 +545,114 @@ impl Analyzer<'_> {
     /// programs it runs.
     fn program_effects(&mut self, program: &str, args: &[Word], written: &str, depth: usize) {
         for effect in programs::effects(program, args) {
-            match effect {
-                Effect::Writes(file) => {
-                    for path in self.resolve_all(&file) {
-                        self.check_outside(&path);
-                        let pattern = self.relative(&path);
-                        push_unique(&mut self.out.edits, pattern);
-                    }
-                }
-                Effect::WritesUnder(dir) => {
-                    for path in self.resolve_all(&dir) {
-                        self.check_outside(&path);
-                        let pattern = match self.relative(&path) {
-                            dir if dir == "." => "*".to_string(),
-                            dir => format!("{}/*", dir.trim_end_matches('/')),
-                        };
-                        push_unique(&mut self.out.edits, pattern);
-                    }
-                }
-                Effect::Reads(file) => {
-                    for path in self.resolve_all(&file) {
-                        if self.check_outside(&path) {
-                            let pattern = self.relative(&path);
-                            push_unique(&mut self.out.reads, pattern);
-                        }
-                    }
-                }
-                Effect::Runs(command) if depth < MAX_NESTING => {
-                    let text = command.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ");
-                    push_unique(&mut self.out.patterns, text.clone());
-                    self.views(command, &text, depth + 1, false);
-                }
-                Effect::Runs(_) => {
-                    push_unique(&mut self.out.unclassified, format!("`{written}` nests commands too deeply to check"))
-                }
-                Effect::RunsLine(line) => {
-                    push_unique(&mut self.out.unclassified, format!("`{written}` runs the command `{line}`"));
-                    if depth < MAX_NESTING {
-                        self.line(&line, depth + 1);
-                    }
-                }
-                Effect::Unclassified(why) => push_unique(&mut self.out.unclassified, format!("`{written}`: {why}")),
-            }
+            self.effect(effect, written, depth);
         }
     }
 
-    fn redirect(&mut self, node: Node<'_>, src: &str) {
-        let Some(dest) = node.child_by_field_name("destination") else { return };
-        let op = node.child(0).map(|c| text(c, src)).unwrap_or_default();
-        let dest_word = word(dest, src);
-        if dest.kind() == "number" || op.contains('&') && dest_word.text.chars().all(|c| c.is_ascii_digit() || c == '-')
-        {
-            return;
-        }
-        if matches!(dest_word.text.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty") {
-            return;
-        }
-        let writes = op.contains('>');
-        for path in self.resolve_all(&dest_word) {
-            if self.check_outside(&path) {
-                let rel = self.relative(&path);
-                if writes {
-                    push_unique(&mut self.out.edits, rel);
-                } else {
-                    push_unique(&mut self.out.reads, rel);
+    fn effect(&mut self, effect: Effect, written: &str, depth: usize) {
+        match effect {
+            Effect::Writes(_) | Effect::WritesUnder(_) | Effect::Deletes(..) if self.secondary => {}
+            Effect::Deletes(file, recursive) => {
+                for path in self.paths(&file) {
+                    self.check_outside(&path);
+                    let pattern = self.relative(&path);
+                    if recursive || file.glob || path.is_dir() {
+                        self.out.edits.push(under_pattern(&pattern));
+                    }
+                    self.out.edits.push(pattern);
                 }
-            } else if writes {
-                let absolute = self.relative(&path);
-                push_unique(&mut self.out.edits, absolute);
             }
+            Effect::Writes(file) if is_device(&file.text) => {}
+            Effect::Writes(file) => {
+                if file.glob {
+                    return self.effect(Effect::WritesUnder(file), written, depth);
+                }
+                let paths = self.paths(&file);
+                if paths.is_empty() {
+                    self.dynamic_writes = true;
+                }
+                for path in paths {
+                    self.check_outside(&path);
+                    let pattern = self.relative(&path);
+                    self.out.edits.push(pattern.clone());
+                    if path.is_dir() {
+                        self.out.edits.push(under_pattern(&pattern));
+                    }
+                    self.written.insert(path);
+                }
+            }
+            Effect::WritesUnder(dir) => {
+                let paths = self.paths(&dir);
+                if paths.is_empty() {
+                    self.dynamic_writes = true;
+                }
+                for path in paths {
+                    self.check_outside(&path);
+                    let pattern = under_pattern(&self.relative(&path));
+                    self.out.edits.push(pattern);
+                    self.written.insert(path);
+                }
+            }
+            Effect::Reads(file) => {
+                if self.secondary {
+                    return;
+                }
+                for path in self.paths(&file) {
+                    if self.check_outside(&path) {
+                        let pattern = self.relative(&path);
+                        self.out.reads.push(pattern);
+                    }
+                }
+            }
+            Effect::Runs(command) if depth < MAX_NESTING => {
+                let text = join(&command);
+                self.pattern(&text);
+                self.command_words(command, &text, depth + 1);
+            }
+            Effect::Runs(_) => self.unclassified(format!("`{written}` nests commands too deeply to check")),
+            Effect::RunsLine(line) => {
+                self.unclassified(format!("`{written}` runs the command `{line}`"));
+                self.nested_line(&Word::literal(line), written, depth);
+            }
+            Effect::Line(line) => self.nested_line(&line, written, depth),
+            Effect::Chdir(_) => {}
+            Effect::SetsAtRunTime(name) => {
+                if !self.secondary {
+                    self.run_time_vars.insert(name);
+                }
+            }
+            Effect::Unclassified(why) => self.unclassified(format!("`{written}`: {why}")),
         }
+    }
+
+    /// What only the whole line shows: a file it writes and also runs, and arithmetic on values
+    /// known only at run time.
+    fn finish(&mut self) {
+        if !self.executed.is_empty() && (self.dynamic_writes || self.executed.iter().any(|p| self.written.contains(p)))
+        {
+            self.out.unclassified.push("the command runs a file that it writes itself".into());
+        }
+        let mut evaluated: Vec<&String> = self.arithmetic_vars.intersection(&self.run_time_vars).collect();
+        if !evaluated.is_empty() {
+            evaluated.sort();
+            self.out.unclassified.push(format!(
+                "`{}` is set at run time and evaluated as arithmetic, which can run commands",
+                evaluated[0]
+            ));
+        }
+    }
+
+    /// The paths an argument may name ([`Analyzer::resolve_all`]); a relative path after a `cd`
+    /// to a directory known only at run time cannot be checked, so it asks.
+    fn paths(&mut self, arg: &Word) -> Vec<PathBuf> {
+        let out = self.resolve_all(arg);
+        if self.cwd.is_none() && !self.secondary && arg.is_plain() && out.is_empty() {
+            self.unclassified(format!(
+                "the directory the command runs in is known only at run time, so the path `{}` cannot be checked",
+                arg.text
+            ));
+        }
+        out
     }
 
     /// Resolves a path argument against every directory the command may run in: the
@@ -347,14 +661,8 @@ impl Analyzer<'_> {
     fn resolve_all(&self, arg: &Word) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = self.resolve(arg).into_iter().collect();
         if !Path::new(&arg.text).is_absolute() && self.cwd.as_deref() != Some(self.workdir) && !out.is_empty() {
-            let saved = Analyzer {
-                root: self.root,
-                home: self.home,
-                workdir: self.workdir,
-                cwd: Some(self.workdir.to_path_buf()),
-                out: Collected::default(),
-            };
-            if let Some(p) = saved.resolve(arg)
+            let here = resolve_in(Some(self.workdir), self.home, arg);
+            if let Some(p) = here
                 && !out.contains(&p)
             {
                 out.push(p);
@@ -366,30 +674,7 @@ impl Analyzer<'_> {
     /// Resolves a path argument against the current directory; `None` when it is computed at
     /// run time.
     fn resolve(&self, arg: &Word) -> Option<PathBuf> {
-        let mut text = arg.text.clone();
-        if let Some(home) = self.home.and_then(Path::to_str) {
-            if text == "~" || text == "$HOME" || text == "${HOME}" {
-                text = home.to_string();
-            } else if let Some(rest) = text
-                .strip_prefix("~/")
-                .or_else(|| text.strip_prefix("$HOME/"))
-                .or_else(|| text.strip_prefix("${HOME}/"))
-            {
-                text = format!("{}/{rest}", home.trim_end_matches('/'));
-            }
-        }
-        if arg.dynamic && (text.contains('$') || text.contains('`')) {
-            return None;
-        }
-        if let Some(i) = text.find(['*', '?', '[']) {
-            text = text[..i].rsplit_once('/').map_or(String::new(), |(dir, _)| format!("{dir}/"));
-        }
-        let path = Path::new(&text);
-        if path.is_absolute() {
-            return Some(lexical_normalise(path));
-        }
-        let base = self.cwd.as_deref()?;
-        Some(lexical_normalise(&base.join(path)))
+        resolve_in(self.cwd.as_deref(), self.home, arg)
     }
 
     /// Resolves `path` with every symbolic link followed, as the file tools do.
@@ -400,18 +685,21 @@ impl Analyzer<'_> {
     /// Requests `external_directory` when `path`, symlinks resolved, lies outside the worktree.
     /// Returns whether it is inside.
     fn check_outside(&mut self, path: &Path) -> bool {
+        if self.secondary {
+            return true;
+        }
         match self.locate(path) {
             Some(resolved) => match resolved.external_request() {
                 None => true,
                 Some(request) => {
                     for p in request.patterns {
-                        push_unique(&mut self.out.external, p);
+                        self.out.external.push(p);
                     }
                     false
                 }
             },
             None => {
-                push_unique(&mut self.out.unclassified, format!("the path {} cannot be checked", path.display()));
+                self.out.unclassified.push(format!("the path {} cannot be checked", path.display()));
                 false
             }
         }
@@ -423,137 +711,53 @@ impl Analyzer<'_> {
     }
 }
 
-enum Unwrapped {
-    /// A wrapper around this command.
-    Command(Vec<Word>),
-    /// A shell or `eval` running this script text.
-    Script(Word),
-    /// A shell reading its script from standard input.
-    StdinShell,
-    /// Not a wrapper.
-    Done,
-}
-
-fn is_shell(program: &str) -> bool {
-    matches!(program, "bash" | "sh" | "zsh" | "dash" | "ksh" | "fish" | "ash" | "busybox")
-}
-
-/// Peels one wrapper off a command.
-fn unwrap(program: &str, args: &[Word]) -> Unwrapped {
-    // (options that take a value, whether `NAME=value` words are skipped, positional words skipped)
-    let (with_value, assignments, positional): (&[&str], bool, usize) = match program {
-        "env" => (&["-u", "--unset", "-C", "--chdir", "-S", "--split-string"], true, 0),
-        "command" => {
-            if args.iter().any(|w| w.text == "-v" || w.text == "-V") {
-                return Unwrapped::Done;
-            }
-            (&[], false, 0)
+/// Resolves a path argument against `base`; `None` when it is computed at run time.
+fn resolve_in(base: Option<&Path>, home: Option<&Path>, arg: &Word) -> Option<PathBuf> {
+    let mut text = arg.text.clone();
+    let mut home_known = false;
+    if let Some(home) = home.and_then(Path::to_str) {
+        if text == "~" || text == "$HOME" || text == "${HOME}" {
+            text = home.to_string();
+            home_known = true;
+        } else if let Some(rest) =
+            text.strip_prefix("~/").or_else(|| text.strip_prefix("$HOME/")).or_else(|| text.strip_prefix("${HOME}/"))
+        {
+            text = format!("{}/{rest}", home.trim_end_matches('/'));
+            home_known = true;
         }
-        "exec" => (&["-a"], false, 0),
-        "nohup" | "setsid" | "time" | "doas" | "unbuffer" => (&["-u"], false, 0),
-        "nice" => (&["-n", "--adjustment"], false, 0),
-        "ionice" => (&["-c", "-n", "-p", "--class", "--classdata"], false, 0),
-        "stdbuf" => (&["-i", "-o", "-e"], false, 0),
-        "timeout" => (&["-s", "--signal", "-k", "--kill-after"], false, 1),
-        "chroot" => (&["--userspec", "--groups"], false, 1),
-        "watch" => (&["-n", "--interval", "-d"], false, 0),
-        "xargs" => (
-            &[
-                "-n",
-                "-I",
-                "-L",
-                "-P",
-                "-d",
-                "-E",
-                "-s",
-                "-a",
-                "--max-args",
-                "--replace",
-                "--max-procs",
-                "--delimiter",
-                "--arg-file",
-            ],
-            false,
-            0,
-        ),
-        "sudo" => {
-            if args.iter().any(|w| matches!(w.text.as_str(), "-i" | "-s" | "--login" | "--shell"))
-                && !args.iter().any(|w| !w.text.starts_with('-'))
-            {
-                return Unwrapped::StdinShell;
-            }
-            (
-                &["-u", "-g", "-h", "-p", "-C", "-U", "-r", "-t", "-D", "--user", "--group", "--host", "--prompt"],
-                false,
-                0,
-            )
-        }
-        "eval" => {
-            let script = Word {
-                text: args.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" "),
-                dynamic: args.iter().any(|w| w.dynamic),
-            };
-            return Unwrapped::Script(script);
-        }
-        p if is_shell(p) => {
-            let mut i = 0;
-            while i < args.len() {
-                let t = args[i].text.as_str();
-                if t == "-c" || (t.starts_with('-') && !t.starts_with("--") && t.contains('c')) {
-                    return match args.get(i + 1) {
-                        Some(script) => Unwrapped::Script(script.clone()),
-                        None => Unwrapped::StdinShell,
-                    };
-                }
-                if t == "-o" || t == "+o" {
-                    i += 1;
-                } else if t == "-s" || !t.starts_with(['-', '+']) {
-                    return if t == "-s" { Unwrapped::StdinShell } else { Unwrapped::Done };
-                }
-                i += 1;
-            }
-            return Unwrapped::StdinShell;
-        }
-        _ => return Unwrapped::Done,
-    };
-    let mut i = 0;
-    let mut skipped_positional = 0;
-    while i < args.len() {
-        let t = args[i].text.as_str();
-        if t == "--" {
-            i += 1;
-            break;
-        }
-        if with_value.contains(&t) {
-            if program == "env" && (t == "-S" || t == "--split-string") {
-                return match args.get(i + 1) {
-                    Some(script) => Unwrapped::Script(script.clone()),
-                    None => Unwrapped::Done,
-                };
-            }
-            i += 2;
-            continue;
-        }
-        if t.starts_with('-') && t.len() > 1 {
-            i += 1;
-            continue;
-        }
-        if assignments && t.contains('=') && !t.starts_with('=') {
-            i += 1;
-            continue;
-        }
-        if skipped_positional < positional {
-            skipped_positional += 1;
-            i += 1;
-            continue;
-        }
-        break;
     }
-    let rest = args.get(i..).unwrap_or_default();
-    if rest.is_empty() { Unwrapped::Done } else { Unwrapped::Command(rest.to_vec()) }
+    // A dynamic word is known only when its one unknown part was the home directory.
+    if arg.dynamic && (!home_known || text.contains('$') || text.contains('`')) {
+        return None;
+    }
+    if let Some(i) = text.find(['*', '?', '[']) {
+        text = text[..i].rsplit_once('/').map_or(String::new(), |(dir, _)| format!("{dir}/"));
+    }
+    let path = Path::new(&text);
+    if path.is_absolute() {
+        return Some(lexical_normalise(path));
+    }
+    Some(lexical_normalise(&base?.join(path)))
 }
 
-/// The arguments of a file command that are paths.
+/// Files that take writes without storing them.
+fn is_device(path: &str) -> bool {
+    matches!(path, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty" | "-")
+}
+
+/// The edit pattern of everything under the directory `pattern` (`./*` for the worktree's top
+/// directory: a bare `*` would name no path, see [`toolshed_core::protected::is_protected`]).
+fn under_pattern(pattern: &str) -> String {
+    match pattern {
+        "." | "" => "./*".to_string(),
+        dir => format!("{}/*", dir.trim_end_matches('/')),
+    }
+}
+
+fn join(words: &[Word]) -> String {
+    words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ")
+}
+
 fn path_args(program: &str, args: &[Word]) -> Vec<Word> {
     let mut out = Vec::new();
     let mut options_done = false;
@@ -584,7 +788,7 @@ fn path_args(program: &str, args: &[Word]) -> Vec<Word> {
         }
         if program == "dd" {
             if let Some(p) = t.strip_prefix("if=").or_else(|| t.strip_prefix("of=")) {
-                out.push(Word { text: p.to_string(), dynamic: w.dynamic });
+                out.push(Word { text: p.to_string(), dynamic: w.dynamic, glob: w.glob });
             }
             continue;
         }
@@ -668,80 +872,6 @@ fn arity_prefix(words: &[Word]) -> String {
     };
     let n = (1..=n.min(texts.len())).rev().find(|&k| k == 1 || !texts[k - 1].starts_with('-')).unwrap_or(1);
     texts[..n].join(" ")
-}
-
-fn has_stdin_script(node: Node<'_>, src: &str) -> bool {
-    let parent_is_redirected = node.parent().is_some_and(|p| {
-        let mut c = p.walk();
-        p.kind() == "redirected_statement"
-            && p.children(&mut c).any(|r| {
-                matches!(r.kind(), "heredoc_redirect" | "herestring_redirect")
-                    || (r.kind() == "file_redirect" && text(r, src).trim_start().starts_with('<'))
-            })
-    });
-    let piped_into = node
-        .parent()
-        .is_some_and(|p| p.kind() == "pipeline" && p.child(0).is_some_and(|first| first.id() != node.id()));
-    parent_is_redirected || piped_into
-}
-
-fn text<'s>(node: Node<'_>, src: &'s str) -> &'s str {
-    src.get(node.byte_range()).unwrap_or_default()
-}
-
-/// The value of a word node as the shell would see it, where that is known before running.
-fn word(node: Node<'_>, src: &str) -> Word {
-    match node.kind() {
-        "command_name" => node.child(0).map_or(Word { text: String::new(), dynamic: true }, |c| word(c, src)),
-        "word" | "number" => Word { text: unescape(text(node, src)), dynamic: false },
-        "raw_string" => Word { text: text(node, src).trim_matches('\'').to_string(), dynamic: false },
-        "string" => {
-            let mut dynamic = false;
-            let mut out = String::new();
-            let mut c = node.walk();
-            for child in node.children(&mut c) {
-                match child.kind() {
-                    "\"" => {}
-                    "string_content" => out.push_str(&unescape_in_quotes(text(child, src))),
-                    _ => {
-                        dynamic = true;
-                        out.push_str(text(child, src));
-                    }
-                }
-            }
-            Word { text: out, dynamic }
-        }
-        "concatenation" => {
-            let mut out = Word { text: String::new(), dynamic: false };
-            let mut c = node.walk();
-            for child in node.children(&mut c) {
-                let part = word(child, src);
-                out.text.push_str(&part.text);
-                out.dynamic |= part.dynamic;
-            }
-            out
-        }
-        _ => Word { text: text(node, src).to_string(), dynamic: true },
-    }
-}
-
-fn unescape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            if let Some(next) = chars.next() {
-                out.push(next);
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn unescape_in_quotes(s: &str) -> String {
-    s.replace("\\\"", "\"").replace("\\\\", "\\").replace("\\$", "$").replace("\\`", "`")
 }
 
 fn basename(program: &str) -> &str {
@@ -913,6 +1043,39 @@ mod tests {
         assert_eq!(bash(&c, "git grep -O x").minimum, Action::Ask);
         let reqs = requests(&c, "find src -delete");
         assert_eq!(of(&reqs, "edit").unwrap().patterns, ["src/*"]);
+    }
+
+    #[test]
+    fn later_words_that_name_programs_are_secondary_views() {
+        let c = case();
+        let reqs = requests(&c, "echo rm x; grep -n foo src");
+        let secondary = reqs.iter().find(|r| r.secondary).unwrap();
+        assert_eq!(secondary.patterns, ["rm x"], "`foo` and `src` are no programs");
+        assert!(secondary.always.is_empty());
+        let primary = of(&reqs, "bash").unwrap();
+        assert!(!primary.patterns.contains(&"rm x".to_string()));
+        let reqs = requests(&c, "nohup bash -c 'echo rm y'");
+        let secondary = reqs.iter().find(|r| r.secondary).unwrap();
+        assert!(secondary.patterns.contains(&"rm y".to_string()), "{:?}", secondary.patterns);
+    }
+
+    #[test]
+    fn a_file_the_line_writes_and_runs_asks() {
+        let c = case();
+        for cmd in ["cp /bin/true ./t && ./t", "echo true > s.sh; bash s.sh", "ln -s /bin/true t; ./t"] {
+            assert_eq!(bash(&c, cmd).minimum, Action::Ask, "{cmd}");
+        }
+        assert_eq!(bash(&c, "./build.sh; echo ok > out.txt").minimum, Action::Allow);
+    }
+
+    #[test]
+    fn a_wrapper_that_changes_directory_moves_only_its_command() {
+        let c = case();
+        let reqs = requests(&c, "env -C /etc cat passwd; cat a.txt");
+        let external = &of(&reqs, "external_directory").unwrap().patterns;
+        assert_eq!(external, &["/etc/*"]);
+        assert!(of(&reqs, "read").unwrap().patterns.contains(&"a.txt".to_string()), "the second cat reads here");
+        assert_eq!(bash(&c, "cd \"$D\" && cat f").minimum, Action::Ask);
     }
 
     #[test]

@@ -19,12 +19,22 @@ pub(super) enum Effect {
     Writes(Word),
     /// Writes files under this directory, names not known in advance.
     WritesUnder(Word),
+    /// Deletes this file (and, when recursive, everything under it): an edit that creates
+    /// nothing.
+    Deletes(Word, bool),
     /// Reads this file.
     Reads(Word),
     /// Runs this simple command (program and arguments).
     Runs(Vec<Word>),
-    /// Runs this text as a shell command line.
+    /// Runs this text as a shell command line, and that cannot be checked (sed's `e`): the line
+    /// is analysed, and the command asks whatever it says.
     RunsLine(String),
+    /// Runs this text as a shell command line (`git rebase -x`, `strace -o '|cmd'`).
+    Line(Word),
+    /// Runs the command in this directory (`env -C DIR`, `sudo -D DIR`).
+    Chdir(Word),
+    /// Sets this shell variable to a value known only at run time (`read x`).
+    SetsAtRunTime(String),
     /// Does something that cannot be checked; the reason.
     Unclassified(String),
 }
@@ -43,7 +53,54 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
         "curl" => curl(args),
         "wget" => wget(args),
         "dd" => dd(args),
-        _ => Vec::new(),
+        "awk" | "gawk" | "mawk" | "nawk" => awk(args),
+        "ed" | "red" | "ex" => {
+            vec![Effect::Unclassified(format!("`{program}` runs editor commands, which may run programs"))]
+        }
+        "vi" | "vim" | "nvim" | "view" | "gvim" | "vimdiff"
+            if args.iter().any(|w| {
+                w.text.starts_with('+')
+                    || matches!(w.text.as_str(), "-c" | "--cmd" | "-S" | "-s" | "-u" | "-e" | "-E" | "-es")
+            }) =>
+        {
+            vec![Effect::Unclassified(format!(
+                "`{program}` runs the editor commands it is given, which may run programs"
+            ))]
+        }
+        "socat"
+            if args.iter().any(|w| {
+                let t = w.text.to_ascii_uppercase();
+                t.contains("EXEC:") || t.contains("SYSTEM:") || w.dynamic
+            }) =>
+        {
+            vec![Effect::Unclassified("`socat EXEC:`/`SYSTEM:` runs a command".into())]
+        }
+        "nc" | "ncat" | "netcat"
+            if args.iter().any(|w| {
+                w.text.starts_with("-e")
+                    || w.text.starts_with("-c")
+                    || w.text.starts_with("--exec")
+                    || w.text.starts_with("--sh-exec")
+                    || w.text.starts_with("--lua-exec")
+            }) =>
+        {
+            vec![Effect::Unclassified(format!("`{program} -e`/`-c` runs a command"))]
+        }
+        "at" | "batch" | "crontab" => {
+            vec![Effect::Unclassified(format!("`{program}` schedules commands to run later"))]
+        }
+        "tmux" | "screen" => vec![Effect::Unclassified(format!("`{program}` may run commands in another session"))],
+        "zip" if args.iter().any(|w| w.text.starts_with("-TT") || w.text.starts_with("--unzip-command")) => {
+            vec![Effect::Unclassified("`zip -TT` runs the given command".into())]
+        }
+        "cp" | "mv" | "install" | "ln" => copy(program, args),
+        "touch" | "truncate" | "rm" | "rmdir" | "shred" | "unlink" | "mkdir" | "tee" => writes_operands(program, args),
+        "chmod" | "chown" | "chgrp" => chmod(program, args),
+        "rsync" | "scp" => remote_copy(program, args),
+        "patch" => patch(args),
+        "tar" => tar(args),
+        "unzip" => unzip(args),
+        _ => super::builtins::effects(program, args),
     }
 }
 
@@ -128,19 +185,21 @@ impl Syntax {
 
 /// A piece of word `w`'s text, as dynamic as `w`.
 fn part(w: &Word, text: &str) -> Word {
-    Word { text: text.to_string(), dynamic: w.dynamic }
+    Word { text: text.to_string(), dynamic: w.dynamic, glob: w.glob }
 }
 
 fn here() -> Word {
-    Word { text: ".".to_string(), dynamic: false }
+    Word::literal(".")
 }
 
 /// `dir/path` (or `path` when it is absolute or `dir` is `None`).
 fn under(dir: Option<&Word>, path: &Word) -> Word {
     match dir {
-        Some(d) if !path.text.starts_with('/') => {
-            Word { text: format!("{}/{}", d.text.trim_end_matches('/'), path.text), dynamic: d.dynamic || path.dynamic }
-        }
+        Some(d) if !path.text.starts_with('/') => Word {
+            text: format!("{}/{}", d.text.trim_end_matches('/'), path.text),
+            dynamic: d.dynamic || path.dynamic,
+            glob: d.glob || path.glob,
+        },
         _ => path.clone(),
     }
 }
@@ -149,30 +208,65 @@ fn under(dir: Option<&Word>, path: &Word) -> Word {
 const GIT_GLOBAL_VALUES: &[&str] =
     &["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"];
 
-/// Parts of configuration keys whose values git runs as programs (or that pull in more
-/// configuration).
-const GIT_PROGRAM_KEYS: &[&str] = &[
-    "alias.",
-    "pager",
-    "editor",
-    "sshcommand",
-    "external",
-    "textconv",
-    "fsmonitor",
-    "hookspath",
-    "askpass",
-    "command",
-    "cmd",
-    "credential",
-    "proxy",
-    "filter.",
-    "include",
-    "exec",
-    "program",
-    "tool",
-    "uploadpack",
-    "receivepack",
+/// Configuration keys known not to make git run a program or read more configuration (compared
+/// lowercased). Setting any other key asks: hooks paths, aliases, pagers, editors, filters,
+/// `core.fsmonitor`, `core.sshCommand`, credential helpers, `include.path`, ... run programs.
+const GIT_SAFE_KEYS: &[&str] = &[
+    "user.name",
+    "user.email",
+    "core.autocrlf",
+    "core.eol",
+    "core.filemode",
+    "core.ignorecase",
+    "core.quotepath",
+    "core.safecrlf",
+    "core.precomposeunicode",
+    "core.abbrev",
+    "init.defaultbranch",
+    "pull.rebase",
+    "pull.ff",
+    "push.default",
+    "push.autosetupremote",
+    "push.followtags",
+    "fetch.prune",
+    "fetch.prunetags",
+    "merge.ff",
+    "merge.conflictstyle",
+    "rebase.autostash",
+    "rebase.autosquash",
+    "rebase.updaterefs",
+    "diff.renames",
+    "diff.algorithm",
+    "diff.colormoved",
+    "diff.mnemonicprefix",
+    "status.short",
+    "status.branch",
+    "status.showuntrackedfiles",
+    "log.date",
+    "log.decorate",
+    "log.abbrevcommit",
+    "branch.sort",
+    "tag.sort",
+    "column.ui",
+    "commit.verbose",
+    "rerere.enabled",
+    "gc.auto",
 ];
+
+/// Sections every key of which is harmless.
+const GIT_SAFE_SECTIONS: &[&str] = &["color", "advice"];
+
+/// Whether setting the configuration `key` cannot make git run a program.
+fn git_key_is_safe(key: &str) -> bool {
+    let parts: Vec<&str> = key.split('.').collect();
+    let (Some(section), Some(name)) = (parts.first(), parts.last()) else { return false };
+    if parts.len() < 2 {
+        return false;
+    }
+    let section = section.to_ascii_lowercase();
+    let short = format!("{section}.{}", name.to_ascii_lowercase());
+    GIT_SAFE_SECTIONS.contains(&section.as_str()) || (parts.len() == 2 && GIT_SAFE_KEYS.contains(&short.as_str()))
+}
 
 fn git(args: &[Word]) -> Vec<Effect> {
     let mut out = Vec::new();
@@ -197,6 +291,11 @@ fn git(args: &[Word]) -> Vec<Effect> {
         if t.starts_with("--exec-path=") {
             out.push(Effect::Unclassified("`git --exec-path` runs git commands from another directory".into()));
         }
+        if ["--git-dir", "--work-tree"].iter().any(|o| t == *o || t.starts_with(&format!("{o}="))) {
+            out.push(Effect::Unclassified(
+                "`git --git-dir`/`--work-tree` use another repository's configuration, which may run programs".into(),
+            ));
+        }
         if !t.starts_with('-') {
             break;
         }
@@ -204,6 +303,7 @@ fn git(args: &[Word]) -> Vec<Effect> {
     }
     let Some(sub) = args.get(i) else { return out };
     let rest = &args[i + 1..];
+    git_runs(&sub.text, rest, chdir.as_ref(), &mut out);
     let syntax = Syntax {
         short_values: match sub.text.as_str() {
             "grep" => "efABCm",
@@ -255,14 +355,217 @@ fn git(args: &[Word]) -> Vec<Effect> {
     out
 }
 
-/// `git -c KEY=VALUE`: settings that make git run a program cannot be checked.
+/// `git -c KEY=VALUE`: a setting not known to be harmless cannot be checked.
 fn git_setting(setting: &Word, out: &mut Vec<Effect>) {
-    let key = setting.text.split('=').next().unwrap_or_default().to_ascii_lowercase();
-    if setting.dynamic || GIT_PROGRAM_KEYS.iter().any(|k| key.contains(k)) {
-        out.push(Effect::Unclassified(format!(
-            "the git setting `{}` may run a program",
-            setting.text.split('=').next().unwrap_or_default()
-        )));
+    let key = setting.text.split('=').next().unwrap_or_default();
+    if setting.dynamic || !git_key_is_safe(key) {
+        out.push(Effect::Unclassified(format!("the git setting `{key}` may make git run a program")));
+    }
+}
+
+/// Subcommands of git that run programs or commands given to them, or write files.
+fn git_runs(sub: &str, rest: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect>) {
+    let value_of = |i: usize, w: &Word, name: &str| -> Option<Word> {
+        match w.text.strip_prefix(name) {
+            Some("") => rest.get(i + 1).cloned(),
+            Some(v) => v.strip_prefix('=').map(|v| part(w, v)),
+            None => None,
+        }
+    };
+    match sub {
+        "config" => git_config(rest, chdir, out),
+        "rebase" => {
+            for (i, w) in rest.iter().enumerate() {
+                if w.text == "-x" {
+                    out.extend(rest.get(i + 1).cloned().map(Effect::Line));
+                } else if let Some(line) = w.text.strip_prefix("-x").filter(|l| !l.is_empty()) {
+                    out.push(Effect::Line(part(w, line)));
+                }
+                out.extend(value_of(i, w, "--exec").map(Effect::Line));
+            }
+        }
+        "bisect" => {
+            if let Some(run) = rest.iter().position(|w| w.text == "run")
+                && run + 1 < rest.len()
+            {
+                out.push(Effect::Runs(rest[run + 1..].to_vec()));
+            }
+        }
+        "submodule" => {
+            if let Some(at) = rest.iter().position(|w| w.text == "foreach") {
+                let words: Vec<&Word> = rest[at + 1..].iter().filter(|w| !w.text.starts_with("--")).collect();
+                let text = words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ");
+                out.push(Effect::Line(Word::new(text, words.iter().any(|w| !w.is_plain()))));
+            }
+        }
+        "filter-branch" => {
+            for (i, w) in rest.iter().enumerate() {
+                for option in [
+                    "--env-filter",
+                    "--tree-filter",
+                    "--index-filter",
+                    "--parent-filter",
+                    "--msg-filter",
+                    "--commit-filter",
+                    "--tag-name-filter",
+                    "--setup",
+                ] {
+                    out.extend(value_of(i, w, option).map(Effect::Line));
+                }
+            }
+        }
+        "difftool" | "mergetool" => {
+            for (i, w) in rest.iter().enumerate() {
+                out.extend(value_of(i, w, "--extcmd").map(Effect::Line));
+                if w.text == "-x" {
+                    out.extend(rest.get(i + 1).cloned().map(Effect::Line));
+                }
+            }
+        }
+        "send-email" if rest.iter().any(|w| w.text.contains("-cmd") || w.text.starts_with("--smtp-server")) => {
+            out.push(Effect::Unclassified("`git send-email` runs the commands it is given".into()));
+        }
+        "clone" | "fetch" | "pull" | "ls-remote" | "push" | "archive" | "remote" | "submodule--helper" => {
+            for (i, w) in rest.iter().enumerate() {
+                let t = w.text.as_str();
+                if ["--upload-pack", "--receive-pack", "--exec", "--template"]
+                    .iter()
+                    .any(|o| t == *o || t.starts_with(&format!("{o}=")))
+                    || (matches!(sub, "clone" | "ls-remote") && t == "-u")
+                {
+                    out.push(Effect::Unclassified(format!(
+                        "`git {sub} {t}` runs or installs the programs it is given"
+                    )));
+                }
+                if sub == "clone" && (t == "-c" || t == "--config") {
+                    if let Some(setting) = rest.get(i + 1) {
+                        git_setting(setting, out);
+                    }
+                } else if let Some(setting) = t.strip_prefix("--config=") {
+                    git_setting(&part(w, setting), out);
+                }
+            }
+        }
+        "init" if rest.iter().any(|w| w.text.starts_with("--template")) => {
+            out.push(Effect::Unclassified("`git init --template` installs hooks from the given directory".into()));
+        }
+        "instaweb" | "web--browse" => {
+            out.push(Effect::Unclassified(format!("`git {sub}` runs a browser or web server")))
+        }
+        "help" if rest.iter().any(|w| matches!(w.text.as_str(), "-w" | "--web" | "-i" | "--info" | "-m" | "--man")) => {
+            out.push(Effect::Unclassified("`git help` runs a viewer program".into()));
+        }
+        "apply" => {
+            if rest.iter().any(|w| w.text == "--unsafe-paths") {
+                out.push(Effect::Unclassified("`git apply --unsafe-paths` writes outside the worktree".into()));
+            }
+            let only_reports =
+                rest.iter().any(|w| matches!(w.text.as_str(), "--check" | "--stat" | "--numstat" | "--summary"))
+                    && !rest.iter().any(|w| w.text == "--apply");
+            let index_only = rest.iter().any(|w| w.text == "--cached") && !rest.iter().any(|w| w.text == "--index");
+            if !only_reports && !index_only {
+                out.push(Effect::WritesUnder(chdir.cloned().unwrap_or_else(here)));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `git config`: reading is harmless; setting, adding, renaming or removing a key asks unless the
+/// key is known not to make git run a program; `--edit` opens an editor.
+fn git_config(args: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect>) {
+    #[derive(PartialEq)]
+    enum Mode {
+        Read,
+        Write,
+        Sections,
+        Edit,
+    }
+    let mut mode = None;
+    let mut file = None;
+    let mut operands = Vec::new();
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        i += 1;
+        let t = w.text.as_str();
+        if !operands.is_empty() || !t.starts_with('-') {
+            operands.push(w.clone());
+            continue;
+        }
+        if !w.is_plain() {
+            out.push(Effect::Unclassified("the options of `git config` are computed at run time".into()));
+            return;
+        }
+        match t {
+            "--" => {
+                operands.extend(args[i..].iter().cloned());
+                break;
+            }
+            "--file" | "-f" => {
+                file = args.get(i).cloned();
+                i += 1;
+            }
+            "--blob" | "--type" | "--default" | "--comment" | "--value" | "--url" => i += 1,
+            "--get" | "--get-all" | "--get-regexp" | "--get-urlmatch" | "--get-color" | "--get-colorbool" | "-l"
+            | "--list" => mode = Some(Mode::Read),
+            "--add" | "--replace-all" | "--unset" | "--unset-all" => mode = Some(Mode::Write),
+            "--rename-section" | "--remove-section" => mode = Some(Mode::Sections),
+            "-e" | "--edit" => mode = Some(Mode::Edit),
+            "--global" | "--system" | "--local" | "--worktree" | "--bool" | "--int" | "--bool-or-int" | "--path"
+            | "--expiry-date" | "-z" | "--null" | "--name-only" | "--show-origin" | "--show-scope" | "--includes"
+            | "--no-includes" | "--fixed-value" | "--all" | "--no-type" | "--regexp" | "--no-value" => {}
+            _ if t.starts_with("--file=") => file = Some(part(w, &t[7..])),
+            _ if ["--blob=", "--type=", "--default=", "--comment=", "--value=", "--url="]
+                .iter()
+                .any(|p| t.starts_with(p)) => {}
+            _ => {
+                out.push(Effect::Unclassified(format!("`git config {t}` is not an option known here")));
+                return;
+            }
+        }
+    }
+    if mode.is_none()
+        && let Some(first) = operands.first()
+    {
+        let sub = match first.text.as_str() {
+            "list" | "get" => Some(Mode::Read),
+            "set" | "unset" => Some(Mode::Write),
+            "rename-section" | "remove-section" => Some(Mode::Sections),
+            "edit" => Some(Mode::Edit),
+            _ => None,
+        };
+        if sub.is_some() {
+            operands.remove(0);
+            // The subcommands take their own options (`git config set --append`).
+            operands.retain(|w| !w.text.starts_with("--"));
+            mode = sub;
+        }
+    }
+    let mode = mode.unwrap_or(if operands.len() >= 2 { Mode::Write } else { Mode::Read });
+    let keys: Vec<&Word> = match mode {
+        Mode::Read => return,
+        Mode::Edit => {
+            out.push(Effect::Unclassified("`git config --edit` opens an editor on git's configuration".into()));
+            return;
+        }
+        Mode::Write => operands.iter().take(1).collect(),
+        Mode::Sections => operands.iter().take(2).collect(),
+    };
+    for key in keys {
+        let safe = if mode == Mode::Sections {
+            GIT_SAFE_SECTIONS.contains(&key.text.to_ascii_lowercase().as_str())
+        } else {
+            git_key_is_safe(&key.text)
+        };
+        if !key.is_plain() || !safe {
+            out.push(Effect::Unclassified(format!(
+                "`git config` changes `{}`, which may make git run a program",
+                key.text
+            )));
+        }
+    }
+    if let Some(file) = file {
+        out.push(Effect::Writes(under(chdir, &file)));
     }
 }
 
@@ -438,7 +741,10 @@ fn find(args: &[Word]) -> Vec<Effect> {
                     if word.text == ";" || (word.text == "+" && command.last().is_some_and(|l: &Word| l.text == "{}")) {
                         break;
                     }
-                    command.push(word.clone());
+                    // `{}` is replaced by the name of a file found.
+                    let mut word = word.clone();
+                    word.dynamic |= word.text.contains("{}");
+                    command.push(word);
                 }
                 if !command.is_empty() {
                     out.push(Effect::Runs(command));
@@ -617,12 +923,451 @@ fn dd(args: &[Word]) -> Vec<Effect> {
     args.iter().filter_map(|w| w.text.strip_prefix("of=").map(|file| Effect::Writes(part(w, file)))).collect()
 }
 
+/// `awk PROGRAM [FILE...]`: `system()`, pipes to and from commands (`print | "cmd"`, `"cmd" |
+/// getline`), `@load`/`@include` and program files (`-f`, `-i`, `-l`) run code the line does not
+/// show; such a program asks.
+fn awk(args: &[Word]) -> Vec<Effect> {
+    let mut i = 0;
+    let mut program = None;
+    while let Some(w) = args.get(i) {
+        let t = w.text.as_str();
+        i += 1;
+        match t {
+            "--" => {
+                program = args.get(i);
+                break;
+            }
+            "-F" | "-v" => i += 1,
+            "-f" | "-E" | "-i" | "-l" | "--file" | "--exec" | "--include" | "--load" => {
+                return vec![Effect::Unclassified("`awk` runs a program file or extension".into())];
+            }
+            "-e" | "--source" => {
+                program = args.get(i);
+                break;
+            }
+            _ if t.starts_with("-F") || t.starts_with("-v") => {}
+            _ if t.starts_with('-') && t.len() > 1 => {
+                if t.contains(['f', 'E', 'i', 'l']) && !t.starts_with("--") {
+                    return vec![Effect::Unclassified(format!("`awk {t}` is not an option known here"))];
+                }
+            }
+            _ => {
+                program = Some(w);
+                break;
+            }
+        }
+    }
+    match program {
+        Some(p) if p.dynamic || ["system", "|", "@load", "@include", "ENVIRON"].iter().any(|k| p.text.contains(k)) => {
+            vec![Effect::Unclassified("the `awk` program runs commands or reads the environment".into())]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The operands of `args` under `syntax`, and its options.
+fn split(syntax: &Syntax, args: &[Word]) -> (Vec<Arg>, Vec<Word>) {
+    let mut options = Vec::new();
+    let mut operands = Vec::new();
+    for arg in syntax.parse(args) {
+        match arg {
+            Arg::Operand(w) => operands.push(w),
+            other => options.push(other),
+        }
+    }
+    (options, operands)
+}
+
+fn has(options: &[Arg], short: char, long: &[&str]) -> bool {
+    options.iter().any(|a| match a {
+        Arg::Short(c, _) => *c == short,
+        Arg::Long(name, _) => long.iter().any(|l| name == l || (name.len() >= 3 && l.starts_with(name.as_str()))),
+        Arg::Operand(_) => false,
+    })
+}
+
+fn value_of(options: &[Arg], short: char, long: &str) -> Option<Word> {
+    options.iter().rev().find_map(|a| match a {
+        Arg::Short(c, Some(v)) if *c == short => Some(v.clone()),
+        Arg::Long(name, Some(v)) if name == long || (name.len() >= 3 && long.starts_with(name.as_str())) => {
+            Some(v.clone())
+        }
+        _ => None,
+    })
+}
+
+/// `cp`, `mv`, `install`, `ln`: the destination is written (and everything under it when it may
+/// be a directory); `mv` also removes its sources.
+fn copy(program: &str, args: &[Word]) -> Vec<Effect> {
+    let syntax = Syntax {
+        short_values: match program {
+            "install" => "gmoSt",
+            _ => "St",
+        },
+        short_optional: "",
+        long_values: &["suffix", "target-directory", "group", "mode", "owner", "strip-program"],
+        abbreviations: true,
+    };
+    let (options, mut operands) = split(&syntax, args);
+    let mut out = Vec::new();
+    if let Some(program) = value_of(&options, '\0', "strip-program") {
+        out.push(Effect::Runs(vec![program]));
+    }
+    if program == "install" && has(&options, 'd', &["directory"]) {
+        return operands.into_iter().map(Effect::Writes).chain(out).collect();
+    }
+    let recursive = has(&options, 'r', &["recursive"]) || has(&options, 'R', &[]) || has(&options, 'a', &["archive"]);
+    let (dest, sources): (Option<Word>, Vec<Word>) = match value_of(&options, 't', "target-directory") {
+        Some(dir) => (Some(dir), operands),
+        None if program == "ln" && operands.len() == 1 => {
+            let name = operands[0].text.trim_end_matches('/').rsplit('/').next().unwrap_or_default().to_string();
+            (Some(part(&operands[0], &name)), Vec::new())
+        }
+        None => {
+            let dest = if operands.len() >= 2 { operands.pop() } else { None };
+            (dest, operands)
+        }
+    };
+    if let Some(dest) = dest {
+        let into_dir =
+            sources.len() > 1 || recursive || dest.text.ends_with('/') || has(&options, 't', &["target-directory"]);
+        if into_dir {
+            out.push(Effect::WritesUnder(dest.clone()));
+        }
+        out.push(Effect::Writes(dest));
+    }
+    if program == "mv" {
+        out.extend(sources.into_iter().map(Effect::Writes));
+    }
+    out
+}
+
+/// `touch`, `truncate`, `rm`, `rmdir`, `shred`, `unlink`, `mkdir`, `tee`: every operand is
+/// written (deleting is writing); `rm -r` writes everything under its operands.
+fn writes_operands(program: &str, args: &[Word]) -> Vec<Effect> {
+    let syntax = Syntax {
+        short_values: match program {
+            "touch" => "dtr",
+            "truncate" => "rs",
+            "shred" => "ns",
+            "mkdir" => "m",
+            _ => "",
+        },
+        short_optional: "",
+        long_values: match program {
+            "touch" => &["date", "reference", "time"],
+            "truncate" => &["reference", "size"],
+            "shred" => &["iterations", "size", "random-source"],
+            "mkdir" => &["mode"],
+            _ => &[],
+        },
+        abbreviations: true,
+    };
+    let (options, operands) = split(&syntax, args);
+    let recursive = program == "rm" && (has(&options, 'r', &["recursive"]) || has(&options, 'R', &[]));
+    let deletes =
+        matches!(program, "rm" | "rmdir" | "unlink") || (program == "shred" && has(&options, 'u', &["remove"]));
+    let mut out = Vec::new();
+    for file in operands {
+        if program == "tee" && file.text == "-" {
+            continue;
+        }
+        out.push(if deletes { Effect::Deletes(file, recursive) } else { Effect::Writes(file) });
+    }
+    out
+}
+
+/// `chmod MODE FILE...`, `chown OWNER FILE...`, `chgrp GROUP FILE...` (no MODE with
+/// `--reference`); a mode may look like an option (`chmod -x f`).
+fn chmod(program: &str, args: &[Word]) -> Vec<Effect> {
+    let mut operands = Vec::new();
+    let mut reference = false;
+    let mut recursive = false;
+    let mut options_done = false;
+    for w in args {
+        let t = w.text.as_str();
+        if options_done || !t.starts_with('-') || t == "-" {
+            operands.push(w.clone());
+            continue;
+        }
+        match t {
+            "--" => options_done = true,
+            "-R" | "--recursive" => recursive = true,
+            _ if t.starts_with("--reference") => reference = true,
+            _ if t.starts_with("--") => {}
+            _ if program == "chmod" && t[1..].chars().all(|c| "rwxXstugoa".contains(c)) => operands.push(w.clone()),
+            _ => recursive |= t.contains('R'),
+        }
+    }
+    let files = if reference { &operands[..] } else { operands.get(1..).unwrap_or_default() };
+    let mut out = Vec::new();
+    for file in files {
+        if recursive {
+            out.push(Effect::WritesUnder(file.clone()));
+        }
+        out.push(Effect::Writes(file.clone()));
+    }
+    out
+}
+
+/// `rsync` and `scp`: the last operand is written when it is local; `rsync -e` / `scp -S` run
+/// the given program.
+fn remote_copy(program: &str, args: &[Word]) -> Vec<Effect> {
+    let syntax = if program == "scp" {
+        Syntax { short_values: "cFiJlPoSDX", short_optional: "", long_values: &[], abbreviations: false }
+    } else {
+        Syntax {
+            short_values: "eBfMT",
+            short_optional: "",
+            long_values: &[
+                "rsh",
+                "rsync-path",
+                "backup-dir",
+                "suffix",
+                "chmod",
+                "block-size",
+                "max-delete",
+                "max-size",
+                "min-size",
+                "partial-dir",
+                "usermap",
+                "groupmap",
+                "chown",
+                "timeout",
+                "contimeout",
+                "temp-dir",
+                "compare-dest",
+                "copy-dest",
+                "link-dest",
+                "compress-choice",
+                "compress-level",
+                "skip-compress",
+                "filter",
+                "exclude",
+                "exclude-from",
+                "include",
+                "include-from",
+                "files-from",
+                "address",
+                "port",
+                "sockopts",
+                "out-format",
+                "log-file",
+                "log-file-format",
+                "password-file",
+                "bwlimit",
+                "write-batch",
+                "only-write-batch",
+                "read-batch",
+                "protocol",
+                "iconv",
+                "checksum-choice",
+                "remote-option",
+                "info",
+                "debug",
+            ],
+            abbreviations: false,
+        }
+    };
+    let (options, mut operands) = split(&syntax, args);
+    let mut out = Vec::new();
+    for option in &options {
+        let runs = match (program, option) {
+            ("rsync", Arg::Short('e', _)) | ("scp", Arg::Short('S', _)) => true,
+            ("rsync", Arg::Long(name, _)) => name == "rsh" || name == "rsync-path",
+            ("scp", Arg::Short('o', Some(v))) => v.text.to_ascii_lowercase().starts_with("proxycommand"),
+            ("scp", Arg::Short('F', _)) => true,
+            _ => false,
+        };
+        if runs {
+            out.push(Effect::Unclassified(format!("an option of `{program}` runs a program")));
+        }
+        if let Arg::Long(name, Some(file)) = option
+            && matches!(name.as_str(), "log-file" | "write-batch" | "only-write-batch")
+        {
+            out.push(Effect::Writes(file.clone()));
+        }
+    }
+    let local =
+        |w: &Word| !w.text.starts_with("rsync://") && w.text.find(':').is_none_or(|c| w.text[..c].contains('/'));
+    if operands.len() >= 2
+        && let Some(dest) = operands.pop()
+        && local(&dest)
+    {
+        out.push(Effect::WritesUnder(dest.clone()));
+        out.push(Effect::Writes(dest));
+    }
+    if program == "rsync" && has(&options, '\0', &["remove-source-files"]) {
+        out.extend(operands.into_iter().filter(|w| local(w)).map(Effect::Writes));
+    }
+    out
+}
+
+/// `patch [OPTIONS] [ORIGFILE [PATCHFILE]]`: writes ORIGFILE, `-o OUTFILE`, or the files the
+/// patch names (under `-d DIR`).
+fn patch(args: &[Word]) -> Vec<Effect> {
+    let syntax = Syntax {
+        short_values: "BDdFgiopryVzYM",
+        short_optional: "",
+        long_values: &[
+            "prefix",
+            "ifdef",
+            "directory",
+            "fuzz",
+            "get",
+            "input",
+            "output",
+            "strip",
+            "reject-file",
+            "version-control",
+            "suffix",
+            "basename-prefix",
+            "quoting-style",
+            "merge",
+        ],
+        abbreviations: true,
+    };
+    let (options, operands) = split(&syntax, args);
+    if has(&options, '\0', &["dry-run"]) {
+        return Vec::new();
+    }
+    let dir = value_of(&options, 'd', "directory");
+    let mut out = Vec::new();
+    if let Some(file) = value_of(&options, 'r', "reject-file") {
+        out.push(Effect::Writes(under(dir.as_ref(), &file)));
+    }
+    match (value_of(&options, 'o', "output"), operands.first()) {
+        (Some(output), _) if output.text != "-" => out.push(Effect::Writes(under(dir.as_ref(), &output))),
+        (Some(_), _) => {}
+        (None, Some(original)) => out.push(Effect::Writes(under(dir.as_ref(), original))),
+        (None, None) => out.push(Effect::WritesUnder(dir.unwrap_or_else(here))),
+    }
+    out
+}
+
+/// `tar`: extracting writes under `-C DIR` (or here); creating writes the archive; options that
+/// run programs (`--to-command`, `-I`, `--use-compress-program`, `--checkpoint-action=exec`,
+/// `--info-script`, `--rsh-command`) and `-P` (absolute names) cannot be checked.
+fn tar(args: &[Word]) -> Vec<Effect> {
+    const VALUE_LETTERS: &str = "bCfFgHIKLNTVX";
+    let mut out = Vec::new();
+    let mut words: Vec<Word> = args.to_vec();
+    // Old style: the first word is a cluster of letters whose values follow in order.
+    if let Some(first) = words.first()
+        && !first.text.starts_with('-')
+        && !first.text.is_empty()
+        && first.text.chars().all(|c| c.is_ascii_alphabetic())
+    {
+        let letters = first.text.clone();
+        let mut expanded = Vec::new();
+        let mut values = words[1..].iter().cloned();
+        for c in letters.chars() {
+            expanded.push(Word::literal(format!("-{c}")));
+            if VALUE_LETTERS.contains(c) {
+                expanded.extend(values.next());
+            }
+        }
+        expanded.extend(values);
+        words = expanded;
+    }
+    let syntax = Syntax {
+        short_values: VALUE_LETTERS,
+        short_optional: "",
+        long_values: &[
+            "directory",
+            "file",
+            "files-from",
+            "exclude-from",
+            "use-compress-program",
+            "to-command",
+            "info-script",
+            "new-volume-script",
+            "rsh-command",
+            "checkpoint-action",
+            "format",
+            "label",
+            "newer",
+            "after-date",
+            "owner",
+            "group",
+            "mode",
+            "mtime",
+            "transform",
+            "xform",
+            "exclude",
+            "strip-components",
+            "blocking-factor",
+            "record-size",
+            "tape-length",
+            "volno-file",
+            "index-file",
+        ],
+        abbreviations: true,
+    };
+    let (options, _operands) = split(&syntax, &words);
+    let runs = options.iter().any(|a| match a {
+        Arg::Short('I' | 'F', _) | Arg::Short('P', _) => true,
+        Arg::Long(name, value) => {
+            ["use-compress-program", "to-command", "info-script", "new-volume-script", "rsh-command", "absolute-names"]
+                .iter()
+                .any(|l| name.len() >= 4 && l.starts_with(name.as_str()))
+                || (name.starts_with("checkpoint-a") && value.as_ref().is_none_or(|v| v.text.contains("exec")))
+        }
+        _ => false,
+    });
+    if runs {
+        out.push(Effect::Unclassified("an option of `tar` runs a program or writes outside its directory".into()));
+    }
+    let extract = has(&options, 'x', &["extract", "get"]);
+    let create = has(&options, 'c', &["create"])
+        || has(&options, 'r', &["append"])
+        || has(&options, 'u', &["update"])
+        || has(&options, 'A', &["catenate", "concatenate"])
+        || has(&options, '\0', &["delete"]);
+    let file = value_of(&options, 'f', "file");
+    if extract && !has(&options, 'O', &["to-stdout"]) {
+        out.push(Effect::WritesUnder(value_of(&options, 'C', "directory").unwrap_or_else(here)));
+    }
+    if create
+        && let Some(file) = file
+        && file.text != "-"
+    {
+        out.push(Effect::Writes(under(value_of(&options, 'C', "directory").as_ref(), &file)));
+    }
+    out
+}
+
+/// `unzip ARCHIVE [FILES] [-x FILES] [-d DIR]`: writes under DIR (or here) unless it only lists,
+/// tests or prints.
+fn unzip(args: &[Word]) -> Vec<Effect> {
+    let mut dir = None;
+    let mut writes = true;
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        i += 1;
+        let t = w.text.as_str();
+        if t.starts_with('-') && t.len() > 1 && !t.starts_with("--") {
+            if t.contains(':') {
+                return vec![Effect::Unclassified("`unzip -:` writes outside its directory".into())];
+            }
+            if t[1..].chars().any(|c| "lptvzZc".contains(c)) {
+                writes = false;
+            }
+            if t[1..].contains('d') {
+                dir = args.get(i).cloned();
+                i += 1;
+            }
+        }
+    }
+    if writes { vec![Effect::WritesUnder(dir.unwrap_or_else(here))] } else { Vec::new() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn words(line: &str) -> Vec<Word> {
-        line.split_whitespace().map(|t| Word { text: t.to_string(), dynamic: false }).collect()
+        line.split_whitespace().map(Word::literal).collect()
     }
 
     fn run(line: &str) -> Vec<Effect> {
@@ -636,6 +1381,7 @@ mod tests {
             .filter_map(|e| match e {
                 Effect::Writes(w) => Some(w.text),
                 Effect::WritesUnder(w) => Some(format!("{}/*", w.text)),
+                Effect::Deletes(w, _) => Some(w.text),
                 _ => None,
             })
             .collect()
@@ -660,7 +1406,7 @@ mod tests {
     fn getopt_clusters_attached_values_and_abbreviations() {
         let s = Syntax { short_values: "o", short_optional: "i", long_values: &["output"], abbreviations: true };
         let parsed = s.parse(&words("-nrofile -i.bak --outp x -- -o"));
-        let w = |t: &str| Word { text: t.into(), dynamic: false };
+        let w = |t: &str| Word::literal(t);
         assert_eq!(
             parsed,
             vec![

@@ -100,7 +100,7 @@ struct Script {
 }
 
 fn literal(text: String) -> Word {
-    Word { text, dynamic: false }
+    Word::literal(text)
 }
 
 impl Script {
@@ -402,7 +402,7 @@ mod tests {
     use super::*;
 
     fn words(parts: &[&str]) -> Vec<Word> {
-        parts.iter().map(|t| Word { text: t.to_string(), dynamic: false }).collect()
+        parts.iter().map(|t| Word::literal(*t)).collect()
     }
 
     fn check(parts: &[&str]) -> Vec<Effect> {
@@ -478,7 +478,7 @@ mod tests {
         ] {
             assert!(unclassified(&check(parts)), "{parts:?}");
         }
-        let dynamic = vec![Word { text: "$S".into(), dynamic: true }, w("a.txt")];
+        let dynamic = vec![Word::new("$S", true), w("a.txt")];
         assert!(unclassified(&effects(&dynamic)));
     }
 }

@@ -1,0 +1,863 @@
+//! The walk over tree-sitter-bash's tree. It accepts an explicit set of node kinds (the grammar
+//! written down in `docs/shell.md`) and reports every other kind as a reason to ask; it never
+//! recurses with the input's nesting: statements wait on an explicit stack, expansions are
+//! scanned with one, and word decoding recurses at most a few levels (string → expansion).
+
+use tree_sitter::Node;
+
+use super::Analyzer;
+use super::environment;
+use super::words::{self, Piece, Word};
+
+/// Where a statement sits.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Ctx {
+    /// The byte range of the statement as written when it is the body of a redirected statement
+    /// (its pattern then includes the redirections).
+    written: Option<(usize, usize)>,
+}
+
+/// One line's walk.
+pub(super) struct Walk<'t> {
+    src: &'t str,
+    depth: usize,
+    stack: Vec<(Node<'t>, Ctx)>,
+    /// Byte ranges of quoted text, comments and here-document bodies.
+    quoted: Vec<(usize, usize)>,
+}
+
+impl<'t> Walk<'t> {
+    fn text(&self, node: Node<'_>) -> &'t str {
+        self.src.get(node.byte_range()).unwrap_or_default()
+    }
+
+    /// Queues the named children of `node` as statements, in source order.
+    fn push_children(&mut self, node: Node<'t>) {
+        let mut cursor = node.walk();
+        let start = self.stack.len();
+        for child in node.named_children(&mut cursor) {
+            self.stack.push((child, Ctx::default()));
+        }
+        self.stack[start..].reverse();
+    }
+}
+
+/// Kinds that only hold arithmetic or test expressions.
+const EXPRESSIONS: &[&str] = &[
+    "binary_expression",
+    "unary_expression",
+    "ternary_expression",
+    "postfix_expression",
+    "parenthesized_expression",
+    "arithmetic_expansion",
+];
+
+/// Test operators whose operands are arithmetic in `[[ ]]`.
+const ARITHMETIC_TESTS: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
+
+impl Analyzer<'_> {
+    /// Walks the tree of one line.
+    pub(super) fn walk(&mut self, root: Node<'_>, src: &str, depth: usize) {
+        let mut w = Walk { src, depth, stack: vec![(root, Ctx::default())], quoted: Vec::new() };
+        while let Some((node, ctx)) = w.stack.pop() {
+            if self.gave_up {
+                return;
+            }
+            if self.budget.out_of_time() {
+                self.too_complex("it takes too long to analyse");
+                return;
+            }
+            self.statement(&mut w, node, ctx);
+        }
+        self.word_boundaries(&mut w);
+    }
+
+    fn statement<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, ctx: Ctx) {
+        match node.kind() {
+            // `(( ... ))`: an arithmetic expression where a statement would be.
+            "compound_statement" if node.child(0).is_some_and(|c| w.text(c) == "((") => self.scan(w, node, true),
+            "program" | "list" | "pipeline" | "subshell" | "compound_statement" | "do_group" | "if_statement"
+            | "elif_clause" | "else_clause" | "while_statement" | "negated_command" => w.push_children(node),
+            "command" => self.command(w, node, ctx, Vec::new()),
+            "redirected_statement" => self.redirected(w, node),
+            "variable_assignment" => self.assignment(w, node),
+            "variable_assignments" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    match child.kind() {
+                        "variable_assignment" => self.assignment(w, child),
+                        kind => self.cannot(w, node, kind),
+                    }
+                }
+            }
+            "declaration_command" | "unset_command" => self.declaration(w, node),
+            "test_command" => self.scan(w, node, false),
+            "for_statement" => self.for_loop(w, node),
+            "c_style_for_statement" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                let start = w.stack.len();
+                for child in children {
+                    if child.kind() == "do_group" || child.kind() == "compound_statement" {
+                        w.stack.push((child, Ctx::default()));
+                    } else {
+                        self.scan(w, child, true);
+                    }
+                }
+                w.stack[start..].reverse();
+            }
+            "case_statement" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                let start = w.stack.len();
+                for child in children {
+                    if child.kind() == "case_item" {
+                        w.stack.push((child, Ctx::default()));
+                    } else {
+                        let _ = self.words_of(w, child);
+                    }
+                }
+                w.stack[start..].reverse();
+            }
+            "case_item" => {
+                let mut c = node.walk();
+                let mut statements = Vec::new();
+                if c.goto_first_child() {
+                    loop {
+                        let child = c.node();
+                        if c.field_name() == Some("value") {
+                            let _ = self.words_of(w, child);
+                        } else if child.is_named() {
+                            statements.push(child);
+                        }
+                        if !c.goto_next_sibling() {
+                            break;
+                        }
+                    }
+                }
+                for child in statements.into_iter().rev() {
+                    w.stack.push((child, Ctx::default()));
+                }
+            }
+            "function_definition" => {
+                if let Some(body) = node.child_by_field_name("body") {
+                    w.stack.push((body, Ctx::default()));
+                }
+            }
+            "comment" => w.quoted.push((node.start_byte(), node.end_byte())),
+            "ERROR" => {}
+            kind => self.cannot(w, node, kind),
+        }
+    }
+
+    /// A node of a kind the analysis does not understand.
+    fn cannot(&mut self, w: &Walk<'_>, node: Node<'_>, kind: &str) {
+        let text: String = w.text(node).chars().take(60).collect();
+        self.unclassified(format!("`{text}` cannot be analysed (`{kind}`)"));
+    }
+
+    /// `BODY REDIRECT...`: the body's pattern includes the redirections; words tree-sitter
+    /// attaches to a redirection as extra destinations (`echo a >f b`) are arguments.
+    fn redirected<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
+        let mut extra = Vec::new();
+        let mut body = None;
+        let mut c = node.walk();
+        if c.goto_first_child() {
+            loop {
+                let child = c.node();
+                match c.field_name() {
+                    Some("body") => body = Some(child),
+                    Some("redirect") => self.redirect(w, child, &mut extra),
+                    _ if child.is_named() => self.cannot(w, child, child.kind()),
+                    _ => {}
+                }
+                if !c.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+        let ctx = Ctx { written: Some((node.start_byte(), node.end_byte())) };
+        match body {
+            Some(body) if body.kind() == "command" => self.command(w, body, ctx, extra),
+            Some(body) => {
+                if !extra.is_empty() {
+                    self.unclassified(format!("`{}` has words after a redirection", w.text(node)));
+                }
+                w.stack.push((body, ctx));
+            }
+            None => {}
+        }
+    }
+
+    /// A simple command: assignments, words and redirections.
+    fn command<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, ctx: Ctx, extra: Vec<Node<'t>>) {
+        let mut words = Vec::new();
+        let mut inner_extra = Vec::new();
+        let mut previous_word: Option<Node<'t>> = None;
+        let mut c = node.walk();
+        if c.goto_first_child() {
+            loop {
+                let child = c.node();
+                // A word must be separated from what precedes it (a word, an assignment, a
+                // redirection) the way bash separates words; a here-document ends after its body.
+                if matches!(c.field_name(), Some("name" | "argument"))
+                    && let Some(previous) = previous_word
+                {
+                    self.check_gap(w, previous, child);
+                }
+                if child.is_named() && child.kind() != "comment" {
+                    previous_word = (child.kind() != "heredoc_redirect").then_some(child);
+                }
+                match (c.field_name(), child.kind()) {
+                    (_, "variable_assignment") => self.assignment(w, child),
+                    (Some("redirect"), _) | (_, "file_redirect" | "heredoc_redirect" | "herestring_redirect") => {
+                        self.redirect(w, child, &mut inner_extra)
+                    }
+                    (Some("name"), _) => match child.named_child(0) {
+                        Some(inner) => words.extend(self.words_of(w, inner)),
+                        None => self.cannot(w, child, child.kind()),
+                    },
+                    (Some("argument"), _) if child.is_named() => words.extend(self.words_of(w, child)),
+                    (Some("argument"), _) => match self.lone_dollar(w, child) {
+                        Some(word) => words.push(word),
+                        None => words.push(Word::new("$", true)),
+                    },
+                    (_, "comment") => w.quoted.push((child.start_byte(), child.end_byte())),
+                    _ if !child.is_named() => {}
+                    (_, kind) => self.cannot(w, child, kind),
+                }
+                if !c.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+        if !inner_extra.is_empty() {
+            self.unclassified(format!("`{}` has words after a redirection", w.text(node)));
+        }
+        for pair in extra.windows(2) {
+            self.check_gap(w, pair[0], pair[1]);
+        }
+        for node in extra {
+            words.extend(self.words_of(w, node));
+        }
+        if words.is_empty() {
+            return;
+        }
+        let (start, end) = ctx.written.unwrap_or((node.start_byte(), node.end_byte()));
+        let written = w.src.get(start..end).unwrap_or_default().trim();
+        self.command_words(words, written, w.depth);
+    }
+
+    /// An anonymous `$` where a word should be: a literal dollar, unless a quote follows it
+    /// (`$"..."`, which tree-sitter splits off as a word of its own).
+    fn lone_dollar(&mut self, w: &Walk<'_>, node: Node<'_>) -> Option<Word> {
+        if w.src.get(node.end_byte()..).is_some_and(|rest| rest.starts_with(['"', '\''])) {
+            self.unclassified(format!("`{}` cannot be analysed (`$` before a quote)", w.text(node)));
+            return None;
+        }
+        Some(Word::literal(w.text(node)))
+    }
+
+    /// A redirection: its target is written or read; here-documents and here-strings may hold
+    /// substitutions; `extra` receives words tree-sitter took for extra destinations.
+    fn redirect<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, extra: &mut Vec<Node<'t>>) {
+        match node.kind() {
+            "file_redirect" => {
+                let mut operator = String::new();
+                let mut destination = None;
+                let mut c = node.walk();
+                if c.goto_first_child() {
+                    loop {
+                        let child = c.node();
+                        match c.field_name() {
+                            Some("destination") if destination.is_none() => destination = Some(child),
+                            Some("destination") => extra.push(child),
+                            Some("descriptor") => {}
+                            _ if !child.is_named() => operator.push_str(w.text(child)),
+                            _ if child.kind() == "ERROR" => {}
+                            _ => self.cannot(w, child, child.kind()),
+                        }
+                        if !c.goto_next_sibling() {
+                            break;
+                        }
+                    }
+                }
+                let Some(destination) = destination else { return };
+                if let Some(first) = extra.first() {
+                    self.check_gap(w, destination, *first);
+                }
+                let target = self.words_of(w, destination);
+                let target = match target.as_slice() {
+                    [one] => one.clone(),
+                    _ => Word::new(w.text(destination), true),
+                };
+                self.redirection_target(&operator, &target);
+            }
+            "heredoc_redirect" => {
+                // The delimiter as bash reads it (quotes removed), to check where tree-sitter ends
+                // the body: `<<E"O"F` ends at a line `EOF` for bash, never for tree-sitter.
+                let (word_end, (delimiter, quoted, strip)) =
+                    super::bounds::heredoc_start(w.src.as_bytes(), node.start_byte() + 2);
+                let is_delimiter = |line: &str| {
+                    let line = if strip { line.trim_start_matches('\t') } else { line };
+                    line.as_bytes() == delimiter.as_slice()
+                };
+                let mut c = node.walk();
+                let mut statements = Vec::new();
+                if c.goto_first_child() {
+                    loop {
+                        let child = c.node();
+                        match child.kind() {
+                            "heredoc_start" if child.end_byte() != word_end => {
+                                self.unclassified("the delimiter of a here-document cannot be analysed".into());
+                            }
+                            "heredoc_start" => {}
+                            "heredoc_body" if w.text(child).split('\n').any(is_delimiter) => {
+                                self.unclassified("a here-document ends where the parser does not see it end".into());
+                            }
+                            "heredoc_end" if !is_delimiter(w.text(child)) => {
+                                self.unclassified("a here-document ends where the parser does not see it end".into());
+                            }
+                            "heredoc_body" => {
+                                w.quoted.push((child.start_byte(), child.end_byte()));
+                                if !quoted {
+                                    if w.text(child).contains('`') {
+                                        self.unclassified("a here-document with backquotes cannot be analysed".into());
+                                    }
+                                    self.scan(w, child, false);
+                                }
+                            }
+                            "heredoc_end" => {}
+                            "file_redirect" | "herestring_redirect" => self.redirect(w, child, extra),
+                            // `cmd <<EOF arg`: words after the delimiter are the command's.
+                            _ if c.field_name() == Some("argument") => {
+                                if let Some(previous) = child.prev_sibling() {
+                                    self.check_gap(w, previous, child);
+                                }
+                                extra.push(child);
+                            }
+                            _ if child.is_named() => statements.push(child),
+                            _ => {}
+                        }
+                        if !c.goto_next_sibling() {
+                            break;
+                        }
+                    }
+                }
+                for child in statements.into_iter().rev() {
+                    w.stack.push((child, Ctx::default()));
+                }
+            }
+            "herestring_redirect" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    let _ = self.words_of(w, child);
+                }
+            }
+            kind => self.cannot(w, node, kind),
+        }
+    }
+
+    /// The file a redirection with `operator` writes or reads.
+    fn redirection_target(&mut self, operator: &str, target: &Word) {
+        if operator.contains('&') && target.text.chars().all(|c| c.is_ascii_digit() || c == '-') {
+            return;
+        }
+        if matches!(target.text.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty") && target.is_plain()
+        {
+            return;
+        }
+        let writes = operator.contains('>');
+        let paths = self.paths(target);
+        if writes && paths.is_empty() {
+            self.dynamic_writes = true;
+        }
+        for path in paths {
+            if self.check_outside(&path) {
+                let rel = self.relative(&path);
+                if writes {
+                    self.out.edits.push(rel);
+                } else {
+                    self.out.reads.push(rel);
+                }
+            } else if writes {
+                let absolute = self.relative(&path);
+                self.out.edits.push(absolute);
+            }
+            if writes {
+                self.written.insert(path);
+            }
+        }
+    }
+
+    /// `NAME=value`, `NAME+=value`, `NAME[index]=value`, alone or before a command.
+    fn assignment<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
+        let name = node.child_by_field_name("name");
+        let name_text = name.map_or("", |n| w.text(n)).to_string();
+        if let Some(why) = environment::check_name(&name_text) {
+            self.unclassified(why);
+        }
+        if let Some(name) = name.filter(|n| n.kind() == "subscript") {
+            self.scan(w, name, true);
+        }
+        let base = name_text.split('[').next().unwrap_or_default().to_string();
+        if let Some(value) = node.child_by_field_name("value") {
+            let values = if value.kind() == "array" {
+                let mut cursor = value.walk();
+                let elements: Vec<Node<'t>> = value.named_children(&mut cursor).collect();
+                elements.into_iter().flat_map(|e| self.words_of(w, e)).collect()
+            } else {
+                self.words_of(w, value)
+            };
+            if values.iter().any(|v| v.dynamic || environment::arithmetic_payload(&v.text)) {
+                self.run_time_vars.insert(base);
+            }
+        }
+    }
+
+    /// `declare`/`typeset`/`local`/`export`/`readonly` and `unset`: a pattern of their own, and
+    /// their names and values checked like assignments.
+    fn declaration<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
+        let mut words = Vec::new();
+        let mut c = node.walk();
+        if c.goto_first_child() {
+            loop {
+                let child = c.node();
+                match child.kind() {
+                    "variable_assignment" => {
+                        self.assignment(w, child);
+                        let name = child.child_by_field_name("name").map_or("", |n| w.text(n)).to_string();
+                        let values =
+                            child.child_by_field_name("value").map(|v| self.words_of(w, v)).unwrap_or_default();
+                        let dynamic = values.iter().any(|v| v.dynamic);
+                        let value: String = values.iter().map(|v| v.text.as_str()).collect();
+                        words.push(Word::new(format!("{name}={value}"), dynamic));
+                    }
+                    "variable_name" => words.push(Word::literal(w.text(child))),
+                    "comment" => {}
+                    _ if child.is_named() => words.extend(self.words_of(w, child)),
+                    _ => words.push(Word::literal(w.text(child))),
+                }
+                if !c.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+        let written = w.text(node).trim().to_string();
+        self.pattern(&written);
+        if let Some((keyword, args)) = words.split_first() {
+            let keyword = keyword.text.clone();
+            // Assignments were checked above; the builtin's own checks (namerefs, `unset`).
+            let args: Vec<Word> = args.to_vec();
+            for effect in super::builtins::effects(&keyword, &args) {
+                match effect {
+                    super::programs::Effect::Unclassified(why) if why.starts_with("setting `") => {}
+                    effect => self.effect(effect, &written, w.depth),
+                }
+            }
+        }
+    }
+
+    /// `for NAME in WORDS; do ...; done` (and `select`): the loop variable takes the words.
+    fn for_loop<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
+        let mut run_time = false;
+        let mut name = None;
+        let mut body = None;
+        let mut c = node.walk();
+        if c.goto_first_child() {
+            loop {
+                let child = c.node();
+                match c.field_name() {
+                    Some("variable") => name = Some(w.text(child).to_string()),
+                    Some("value") => {
+                        run_time |= self.words_of(w, child).iter().any(|v| !v.is_plain());
+                    }
+                    Some("body") => body = Some(child),
+                    _ if child.is_named() && child.kind() != "comment" => self.cannot(w, child, child.kind()),
+                    _ => {}
+                }
+                if !c.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+        if let Some(name) = name {
+            if let Some(why) = environment::check_name(&name) {
+                self.unclassified(why);
+            }
+            // `for x; do` loops over the positional parameters.
+            if run_time || node.child_by_field_name("value").is_none() {
+                self.run_time_vars.insert(name);
+            }
+        }
+        if let Some(body) = body {
+            w.stack.push((body, Ctx::default()));
+        }
+    }
+
+    /// The words one word node stands for (several after brace expansion); substitutions in it
+    /// are queued as statements.
+    fn words_of<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) -> Vec<Word> {
+        let mut pieces = Vec::new();
+        self.pieces(w, node, &mut pieces, 0);
+        words::assemble(&pieces)
+    }
+
+    fn pieces<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, out: &mut Vec<Piece>, level: usize) {
+        if level > 16 {
+            self.too_complex("its words nest too deeply");
+            out.push(Piece::dynamic(w.text(node), false));
+            return;
+        }
+        let text = w.text(node);
+        match node.kind() {
+            "word"
+            | "number"
+            | "brace_expression"
+            | "extglob_pattern"
+            | "regex"
+            | "variable_name"
+            | "special_variable_name" => out.push(Piece::unquoted(text)),
+            "raw_string" => {
+                w.quoted.push((node.start_byte(), node.end_byte()));
+                let inner = text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')).unwrap_or(text);
+                out.push(Piece::quoted(inner.to_string()));
+            }
+            "ansi_c_string" => {
+                w.quoted.push((node.start_byte(), node.end_byte()));
+                let inner = text.strip_prefix("$'").and_then(|t| t.strip_suffix('\''));
+                match inner.and_then(words::ansi_c) {
+                    Some(value) => out.push(Piece::quoted(value)),
+                    None => {
+                        self.unclassified(format!("the string `{text}` cannot be decoded"));
+                        out.push(Piece::dynamic(text, true));
+                    }
+                }
+            }
+            "string" => {
+                // The text between the quotes, expansions aside, is literal (tree-sitter's
+                // `string_content` nodes do not cover all of it: a newline may fall between them).
+                w.quoted.push((node.start_byte(), node.end_byte()));
+                let inner_end = node.end_byte().saturating_sub(1).max(node.start_byte() + 1);
+                let mut at = node.start_byte() + 1;
+                let literal = |from: usize, to: usize, out: &mut Vec<Piece>| {
+                    if from < to {
+                        out.push(Piece::quoted(words::unescape_double(w.src.get(from..to).unwrap_or_default())));
+                    }
+                };
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    match child.kind() {
+                        "string_content" => continue,
+                        "simple_expansion" | "expansion" | "command_substitution" | "arithmetic_expansion" => {
+                            literal(at, child.start_byte(), out);
+                            self.substitution(w, child);
+                            out.push(Piece::dynamic(w.text(child), true));
+                        }
+                        kind => {
+                            literal(at, child.start_byte(), out);
+                            self.cannot(w, child, kind);
+                            out.push(Piece::dynamic(w.text(child), true));
+                        }
+                    }
+                    at = child.end_byte();
+                }
+                literal(at, inner_end, out);
+            }
+            "translated_string" => {
+                // `$"..."` may be translated by a message catalogue: its value is not certain.
+                let mut inner = Vec::new();
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    self.pieces(w, child, &mut inner, level + 1);
+                }
+                out.extend(inner.into_iter().map(|mut p| {
+                    p.dynamic = true;
+                    p.quoted = true;
+                    p
+                }));
+            }
+            "concatenation" => {
+                let mut c = node.walk();
+                let mut children = Vec::new();
+                if c.goto_first_child() {
+                    loop {
+                        children.push(c.node());
+                        if !c.goto_next_sibling() {
+                            break;
+                        }
+                    }
+                }
+                for pair in children.windows(2) {
+                    if pair[0].end_byte() != pair[1].start_byte() {
+                        self.unclassified(format!("the word `{text}` cannot be analysed (it has a gap)"));
+                    }
+                }
+                for child in children {
+                    if child.is_named() {
+                        self.pieces(w, child, out, level + 1);
+                    } else {
+                        match self.lone_dollar(w, child) {
+                            Some(word) => out.push(Piece::unquoted(&word.text)),
+                            None => out.push(Piece::dynamic(w.text(child), false)),
+                        }
+                    }
+                }
+            }
+            "simple_expansion"
+            | "expansion"
+            | "command_substitution"
+            | "process_substitution"
+            | "arithmetic_expansion" => {
+                self.substitution(w, node);
+                out.push(Piece::dynamic(text, false));
+            }
+            "command_name" => match node.named_child(0) {
+                Some(inner) => self.pieces(w, inner, out, level + 1),
+                None => out.push(Piece::dynamic(text, false)),
+            },
+            kind => {
+                self.cannot(w, node, kind);
+                out.push(Piece::dynamic(text, false));
+            }
+        }
+    }
+
+    /// An expansion or substitution inside a word: commands in it are queued, variables it
+    /// evaluates as arithmetic noted.
+    fn substitution<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
+        match node.kind() {
+            "command_substitution" | "process_substitution" => {
+                let start = w.stack.len();
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    match child.kind() {
+                        // `$(< file)` reads the file.
+                        "file_redirect" => {
+                            let mut extra = Vec::new();
+                            self.redirect(w, child, &mut extra);
+                        }
+                        _ => w.stack.push((child, Ctx::default())),
+                    }
+                }
+                w.stack[start..].reverse();
+            }
+            "arithmetic_expansion" => self.scan(w, node, true),
+            _ => self.scan(w, node, false),
+        }
+    }
+
+    /// Scans an expansion, a test or an arithmetic expression without recursion: substitutions
+    /// are queued as statements, the variables evaluated as arithmetic (`$((x))`, `${a[x]}`,
+    /// `${!x}`, `[[ x -eq 1 ]]`) noted, and kinds outside the expression grammar reported.
+    fn scan<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, arithmetic: bool) {
+        for_arithmetic_parens(w, node, |text| {
+            self.unclassified(format!("`{text}` may be read by bash as a command, not arithmetic"));
+        });
+        let mut pending = vec![(node, arithmetic)];
+        while let Some((n, arith)) = pending.pop() {
+            let kind = n.kind();
+            if n != node && kind == "arithmetic_expansion" {
+                for_arithmetic_parens(w, n, |text| {
+                    self.unclassified(format!("`{text}` may be read by bash as a command, not arithmetic"));
+                });
+            }
+            match kind {
+                "command_substitution" | "process_substitution" => {
+                    self.substitution(w, n);
+                    continue;
+                }
+                "raw_string" | "string" | "ansi_c_string" | "translated_string" | "heredoc_body" | "comment" => {
+                    w.quoted.push((n.start_byte(), n.end_byte()));
+                }
+                "variable_name" | "word" if arith => {
+                    let t = w.text(n);
+                    if is_identifier(t) {
+                        self.arithmetic_vars.insert(t.to_string());
+                    }
+                    if environment::subscript_runs(t) {
+                        self.unclassified(format!("`{t}` is arithmetic that can run commands"));
+                    }
+                }
+                "special_variable_name" if arith => {
+                    let t = w.text(n);
+                    if t.chars().all(|c| c.is_ascii_digit()) || t == "@" || t == "*" {
+                        self.unclassified(format!("the positional parameter `${t}` is evaluated as arithmetic"));
+                    }
+                }
+                "unary_expression" => {
+                    let text = w.text(n);
+                    if (text.starts_with("-v") || text.starts_with("-R")) && environment::subscript_runs(text) {
+                        self.unclassified(format!("`{text}` evaluates a subscript that can run commands"));
+                    }
+                }
+                "expansion" => {
+                    let text = w.text(n);
+                    if text.contains("@P") {
+                        self.unclassified(format!("`{text}` expands a value as a prompt, which can run commands"));
+                    }
+                    if let Some(name) = text.strip_prefix("${!") {
+                        let name: String =
+                            name.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                        self.arithmetic_vars.insert(name);
+                    }
+                }
+                _ => {}
+            }
+            if !is_expression_kind(kind) {
+                self.cannot(w, n, kind);
+                continue;
+            }
+            let mut c = n.walk();
+            let start = pending.len();
+            if c.goto_first_child() {
+                loop {
+                    let child = c.node();
+                    if child.is_named() {
+                        let child_arith = match kind {
+                            // Only the index of `a[i]` is arithmetic, not the array's name.
+                            "subscript" => c.field_name() == Some("index"),
+                            // Within `${...}`, words after the variable are offsets and lengths.
+                            "expansion" => !matches!(child.kind(), "variable_name" | "subscript"),
+                            "binary_expression" => {
+                                arith
+                                    || n.child_by_field_name("operator")
+                                        .is_some_and(|o| ARITHMETIC_TESTS.contains(&w.text(o)))
+                            }
+                            _ => arith,
+                        };
+                        pending.push((child, child_arith));
+                    }
+                    if !c.goto_next_sibling() {
+                        break;
+                    }
+                }
+            }
+            pending[start..].reverse();
+        }
+    }
+
+    /// Two words tree-sitter separates must be separated for bash too: by a blank (space, tab,
+    /// newline) that no backslash escapes. Tree-sitter also splits at `\<tab>`, at a vertical tab
+    /// and, after a quoted string, at `\<space>`, all of which bash keeps inside one word.
+    fn check_gap(&mut self, w: &Walk<'_>, previous: Node<'_>, next: Node<'_>) {
+        let b = w.src.as_bytes();
+        let (start, end) = (previous.end_byte(), next.start_byte());
+        let separated = start <= end
+            && (start..end).any(|i| {
+                matches!(b[i], b' ' | b'\t' | b'\n')
+                    && b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 0
+            });
+        if !separated {
+            let text: String =
+                w.src.get(previous.start_byte()..next.end_byte()).unwrap_or_default().chars().take(60).collect();
+            self.unclassified(format!("the words of `{text}` cannot be told apart"));
+        }
+    }
+
+    /// Where tree-sitter and bash split words differently, outside quotes: a backslash-newline
+    /// between two non-blank characters joins them into one word for bash, where tree-sitter
+    /// sees two (`r\<newline>m x` runs `rm x`); a backslash before a tab, vertical tab, form feed
+    /// or carriage return is a literal character for bash and a blank for tree-sitter; a bare
+    /// vertical tab, form feed, carriage return or NUL is part of a word for bash.
+    fn word_boundaries(&mut self, w: &mut Walk<'_>) {
+        let b = w.src.as_bytes();
+        w.quoted.sort_unstable();
+        let quoted = |i: usize| {
+            let inside = w.quoted.partition_point(|r| r.0 <= i);
+            w.quoted[..inside].iter().rev().take(64).any(|r| r.1 > i)
+        };
+        let blank = |c: Option<&u8>| c.is_none_or(|c| matches!(c, b' ' | b'\t' | b'\n'));
+        for (i, &c) in b.iter().enumerate() {
+            let odd_backslash = || b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1;
+            let suspicious = match c {
+                b'\n' => odd_backslash() && !blank(i.checked_sub(2).and_then(|p| b.get(p))) && !blank(b.get(i + 1)),
+                b'\t' => odd_backslash(),
+                b'\x0b' | b'\x0c' | b'\r' | 0 => true,
+                _ => false,
+            };
+            if suspicious && !quoted(i) {
+                self.unclassified(
+                    "a line continuation or an escaped or unusual blank inside a word cannot be analysed".into(),
+                );
+                return;
+            }
+        }
+    }
+}
+
+/// Calls `mismatch` when `node` is `$((...))` or `((...))` whose parentheses bash could pair
+/// differently: bash reads `$((` as arithmetic only when the parentheses stay open to the final
+/// `))` (counted naively, as its first pass does); otherwise it is a command substitution of a
+/// subshell (`$(( $(case x in x) ...) ... ))` runs a command). Quotes and backslashes in an
+/// arithmetic text with a substitution make the count uncertain.
+fn for_arithmetic_parens(w: &Walk<'_>, node: Node<'_>, mut mismatch: impl FnMut(&str)) {
+    let text = w.text(node);
+    let body = match node.kind() {
+        "arithmetic_expansion" => text.strip_prefix("$(("),
+        "compound_statement" => text.strip_prefix("(("),
+        _ => None,
+    };
+    let Some(body) = body else { return };
+    let Some(inner) = body.strip_suffix("))") else {
+        mismatch(text);
+        return;
+    };
+    let mut depth = 0i64;
+    for c in inner.bytes() {
+        match c {
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            _ => {}
+        }
+        if depth < 0 {
+            mismatch(text);
+            return;
+        }
+    }
+    if depth != 0 || ((inner.contains("$(") || inner.contains('`')) && inner.contains(['\'', '"', '\\'])) {
+        mismatch(text);
+    }
+}
+
+fn is_identifier(text: &str) -> bool {
+    text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Kinds an expansion, a test or an arithmetic expression may contain.
+fn is_expression_kind(kind: &str) -> bool {
+    EXPRESSIONS.contains(&kind)
+        || matches!(
+            kind,
+            "test_command"
+                | "compound_statement"
+                | "word"
+                | "number"
+                | "string"
+                | "string_content"
+                | "raw_string"
+                | "ansi_c_string"
+                | "translated_string"
+                | "concatenation"
+                | "simple_expansion"
+                | "expansion"
+                | "variable_name"
+                | "special_variable_name"
+                | "subscript"
+                | "test_operator"
+                | "regex"
+                | "extglob_pattern"
+                | "brace_expression"
+                | "variable_assignment"
+                | "heredoc_body"
+                | "heredoc_content"
+                | "comment"
+                | "array"
+        )
+}

@@ -7,8 +7,10 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use toolshed_core::context::{CallInfo, CancellationToken, Environment, ToolContext};
 use toolshed_core::exec::CallInput;
+use toolshed_core::exec::Session;
 use toolshed_core::exec::decode::decode;
-use toolshed_core::permission::{Action, AllowAll};
+use toolshed_core::exec::permit::Gate;
+use toolshed_core::permission::{Action, RejectAll};
 use toolshed_tools::custom::Scope;
 
 use crate::CliError;
@@ -56,7 +58,9 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
     let mut env = Environment::new(ws.root.clone(), toolshed_core::paths::data_dir());
     env.cwd = ws.cwd.clone();
     let info = CallInfo { agent: agent.clone(), tool: args.tool.clone(), ..CallInfo::default() };
-    let ctx = ToolContext::new(info, Arc::new(env), CancellationToken::new(), Arc::new(AllowAll));
+    // The rules answer what a tool checks while it prepares (grep -r's files), asking no one.
+    let gate = Gate::new(ws.agents.clone(), Arc::new(RejectAll), Session::new("explain", agent.clone()));
+    let ctx = ToolContext::new(info, Arc::new(env), CancellationToken::new(), Arc::new(gate));
     let mut requests = Vec::new();
     for request in invocation.permissions(&ctx).map_err(CliError::usage)? {
         // As the chain does: a write to a protected path also needs `protected`, checked first.

@@ -46,9 +46,14 @@ impl World {
     }
 
     fn toolshed(&self, args: &[&str]) -> Output {
+        self.toolshed_env(args, &[])
+    }
+
+    fn toolshed_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let args: Vec<String> = args.iter().map(|a| self.fill(a)).collect();
         Command::new(env!("CARGO_BIN_EXE_toolshed"))
             .args(&args)
+            .envs(env.iter().copied())
             .current_dir(&self.root)
             .env("HOME", self.base.join("home"))
             .env("XDG_CONFIG_HOME", self.base.join("home/.config"))
@@ -62,8 +67,9 @@ impl World {
             .unwrap()
     }
 
-    /// Every file outside the worktree (the data directory aside) with its contents.
-    fn outside(&self) -> BTreeMap<PathBuf, Vec<u8>> {
+    /// Every file outside the worktree (the data directory aside) with its contents, mode and
+    /// modification time.
+    fn outside(&self) -> BTreeMap<PathBuf, (Vec<u8>, u32, Option<std::time::SystemTime>)> {
         let mut files = BTreeMap::new();
         let mut stack = vec![self.base.clone()];
         while let Some(dir) = stack.pop() {
@@ -76,7 +82,9 @@ impl World {
                 if meta.is_dir() {
                     stack.push(path);
                 } else {
-                    files.insert(path.clone(), std::fs::read(&path).unwrap_or_default());
+                    use std::os::unix::fs::PermissionsExt;
+                    let contents = std::fs::read(&path).unwrap_or_default();
+                    files.insert(path.clone(), (contents, meta.permissions().mode(), meta.modified().ok()));
                 }
             }
         }
@@ -89,12 +97,14 @@ fn text(out: &Output) -> String {
 }
 
 /// What a row expects.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Expect {
     /// The call was not run: it asked, and with no one to answer it was rejected.
     Asked,
     /// A rule denied it.
     Denied,
+    /// Asked or denied (either stops it; which one depends on which view matched first).
+    Refused,
     /// It ran but could not do the harm (the sandbox, the tool itself); the canaries decide.
     Contained,
 }
@@ -102,194 +112,160 @@ enum Expect {
 struct Row {
     name: &'static str,
     config: &'static str,
-    args: &'static [&'static str],
+    /// Calls made first, whatever their outcome (an attacker's preparation).
+    before: Vec<Vec<String>>,
+    args: Vec<String>,
     expect: Expect,
     /// Text that must not appear in the output (a secret).
     hidden: Option<&'static str>,
+    /// Environment variables of the toolshed process.
+    env: &'static [(&'static str, &'static str)],
 }
 
-const ROWS: &[Row] = &[
-    // 2. custom tools ask in every entry point: see entry_points.rs (call, mcp serve, run, chat).
-    // 3. plan mode yields to no project rule.
+fn row(name: &'static str, config: &'static str, args: &[&str], expect: Expect) -> Row {
     Row {
-        name: "3: plan edits with edit = allow",
-        config: "[permission]\nedit = \"allow\"\n",
-        args: &["call", "write", r#"{"file_path":"x","content":"gone"}"#, "--agent", "plan"],
-        expect: Expect::Denied,
+        name,
+        config,
+        before: Vec::new(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        expect,
         hidden: None,
-    },
-    Row {
-        name: "3: plan edits with edit = ask, under --yes",
-        config: "[permission]\nedit = \"ask\"\n",
-        args: &[
-            "call",
-            "edit",
-            r#"{"file_path":"x","old_string":"canary","new_string":"gone"}"#,
-            "--agent",
-            "plan",
-            "--yes",
-        ],
-        expect: Expect::Denied,
-        hidden: None,
-    },
-    Row {
-        name: "3: plan runs rm with a bash allow-all and rm deny",
-        config: "[permission]\nbash = { \"*\" = \"allow\", \"rm *\" = \"deny\" }\n",
-        args: &["call", "bash", r#"{"command":"rm x"}"#, "--agent", "plan", "--yes"],
-        expect: Expect::Denied,
-        hidden: None,
-    },
-    Row {
-        name: "3: plan applies a patch with edit = allow",
-        config: "[permission]\nedit = \"allow\"\n",
-        args: &[
-            "call",
-            "apply_patch",
-            "*** Begin Patch\n*** Delete File: x\n*** End Patch",
-            "--agent",
-            "plan",
-            "--yes",
-        ],
-        expect: Expect::Denied,
-        hidden: None,
-    },
-    // 9. the model cannot lift its own limits.
-    Row {
-        name: "9: write toolshed.toml",
-        config: "",
-        args: &[
-            "call",
-            "write",
-            r#"{"file_path":"toolshed.toml","content":"[sandbox]\nmode = \"full-access\"\n[permission]\n\"*\" = \"allow\"\n"}"#,
-        ],
-        expect: Expect::Asked,
-        hidden: None,
-    },
-    Row {
-        name: "9: write a custom tool",
-        config: "",
-        args: &[
-            "call",
-            "write",
-            r#"{"file_path":".toolshed/tools/evil.toml","content":"description = \"x\"\ncommand = [\"rm\", \"x\"]\n"}"#,
-        ],
-        expect: Expect::Asked,
-        hidden: None,
-    },
-    Row {
-        name: "9: write an OpenCode tool",
-        config: "",
-        args: &["call", "write", r#"{"file_path":".opencode/tools/evil.ts","content":"export default {}"}"#],
-        expect: Expect::Asked,
-        hidden: None,
-    },
-    Row {
-        name: "9: write a git hook",
-        config: "",
-        args: &["call", "write", r##"{"file_path":".git/hooks/pre-commit","content":"#!/bin/sh\nrm x\n"}"##],
-        expect: Expect::Asked,
-        hidden: None,
-    },
-    Row {
-        name: "9: edit git's config",
-        config: "",
-        args: &[
-            "call",
-            "edit",
-            r#"{"file_path":".git/config","old_string":"[core]","new_string":"[core]\n\tfsmonitor = rm x"}"#,
-        ],
-        expect: Expect::Asked,
-        hidden: None,
-    },
-    Row {
-        name: "9: a skill through apply_patch",
-        config: "",
-        args: &[
-            "call",
-            "apply_patch",
-            "*** Begin Patch\n*** Add File: .claude/skills/s/SKILL.md\n+---\n+name: s\n+---\n*** End Patch",
-        ],
-        expect: Expect::Asked,
-        hidden: None,
-    },
-    Row {
-        name: "9: write the user's config through an allowed external directory",
-        config: "[permission]\nexternal_directory = { \"*\" = \"allow\" }\n",
-        args: &[
-            "call",
-            "write",
-            r#"{"file_path":"../home/.config/toolshed/config.toml","content":"[permission]\n\"*\" = \"allow\"\n"}"#,
-        ],
-        expect: Expect::Asked,
-        hidden: None,
-    },
-    // 10. the read rules apply to every file a tool shows the contents of.
-    Row {
-        name: "10: grep the worktree for a secret",
-        config: "",
-        args: &["call", "grep", r#"{"pattern":"API_KEY"}"#],
-        expect: Expect::Contained,
-        hidden: Some("sk-secret-canary"),
-    },
-    Row {
-        name: "10: grep the .env file itself",
-        config: "",
-        args: &["call", "grep", r#"{"pattern":"API_KEY","path":".env"}"#],
-        expect: Expect::Asked,
-        hidden: Some("sk-secret-canary"),
-    },
-    Row {
-        name: "10: grep counts in .env",
-        config: "",
-        args: &["call", "grep", r#"{"pattern":"sk-","output_mode":"count"}"#],
-        expect: Expect::Contained,
-        hidden: Some(".env: 1"),
-    },
-    // 11. --yes never lifts the sandbox.
-    Row {
-        name: "11: --yes and a write outside the worktree the analysis cannot see",
-        config: "",
-        args: &["call", "bash", r#"{"command":"d=@OUT@; echo pwned > $d/o.txt"}"#, "--yes"],
-        expect: Expect::Contained,
-        hidden: None,
-    },
-    Row {
-        name: "11: --yes with network blocked",
-        config: "[sandbox]\nblock_network = true\n",
-        args: &["call", "bash", r#"{"command":"d=$(dirname $PWD)/OUT; touch $d/new; cp x $d/o.txt"}"#, "--yes"],
-        expect: Expect::Contained,
-        hidden: None,
-    },
-    // 12. patterns that climb out of the worktree match what they name.
-    Row {
-        name: "12: read ../OUT with ../* denied",
-        config: "[permission]\nexternal_directory = { \"*\" = \"allow\" }\nread = { \"../*\" = \"deny\" }\n",
-        args: &["call", "read", r#"{"file_path":"../OUT/o.txt"}"#],
-        expect: Expect::Denied,
-        hidden: Some("outside canary"),
-    },
-    Row {
-        name: "12: read an absolute path with ../OUT/* denied",
-        config: "[permission]\nexternal_directory = { \"*\" = \"allow\" }\nread = { \"./../OUT/*\" = \"deny\" }\n",
-        args: &["call", "read", r#"{"file_path":"@OUT@/o.txt"}"#],
-        expect: Expect::Denied,
-        hidden: Some("outside canary"),
-    },
-    Row {
-        name: "12: grep ../OUT with ../* denied",
-        config: "[permission]\nexternal_directory = { \"*\" = \"allow\" }\ngrep = { \"../*\" = \"deny\" }\n",
-        args: &["call", "grep", r#"{"pattern":"canary","path":"../OUT"}"#],
-        expect: Expect::Denied,
-        hidden: Some("outside canary"),
-    },
-    Row {
-        name: "12: write ../OUT with edit ../* denied, under --yes",
-        config: "[permission]\nexternal_directory = { \"*\" = \"allow\" }\nedit = { \"../*\" = \"deny\" }\n",
-        args: &["call", "write", r#"{"file_path":"../OUT/o.txt","content":"pwned"}"#, "--yes"],
-        expect: Expect::Denied,
-        hidden: None,
-    },
-];
+        env: &[],
+    }
+}
+
+/// A `call bash` row.
+fn bash(name: &'static str, config: &'static str, command: &str, expect: Expect) -> Row {
+    let json = serde_json::json!({ "command": command }).to_string();
+    row(name, config, &["call", "bash", &json], expect)
+}
+
+impl Row {
+    fn hidden(mut self, text: &'static str) -> Row {
+        self.hidden = Some(text);
+        self
+    }
+
+    fn flag(mut self, flag: &str) -> Row {
+        self.args.push(flag.to_string());
+        self
+    }
+
+    fn before_bash(mut self, command: &str, flags: &[&str]) -> Row {
+        let json = serde_json::json!({ "command": command }).to_string();
+        let mut call = vec!["call".to_string(), "bash".to_string(), json];
+        call.extend(flags.iter().map(|f| f.to_string()));
+        self.before.push(call);
+        self
+    }
+
+    fn env(mut self, env: &'static [(&'static str, &'static str)]) -> Row {
+        self.env = env;
+        self
+    }
+}
+
+const RM_DENIED: &str = "[permission]\nbash = { \"*\" = \"allow\", \"rm *\" = \"deny\" }\n";
+const GIT_ALLOWED: &str = "[permission]\nbash = { \"*\" = \"ask\", \"git *\" = \"allow\", \"rm *\" = \"deny\" }\n";
+
+fn rows() -> Vec<Row> {
+    use Expect::*;
+    vec![
+        // 1. The sandbox's writable set comes from what toolshed resolved, never from `.git`.
+        bash("1: a .git file pointing at / written in an earlier call", "[permission]\nprotected = \"allow\"\n", "d=$(dirname $PWD)/OUT; echo pwned > $d/o.txt", Contained)
+            .before_bash("mv .git .git.real && echo 'gitdir: /' > .git", &["--yes"])
+            .flag("--yes"),
+        bash("1: a .git file and a commondir pointing at /", "[permission]\nprotected = \"allow\"\n", "d=$(dirname $PWD)/OUT; echo pwned > $d/o.txt", Contained)
+            .before_bash("mkdir -p /tmp/ts-fake/worktrees/w && mv .git .git.real && echo / > /tmp/ts-fake/worktrees/w/commondir && touch /tmp/ts-fake/worktrees/w/HEAD && echo 'gitdir: /tmp/ts-fake/worktrees/w' > .git", &["--yes"])
+            .flag("--yes"),
+        bash("1: a .git file pointing at the directory outside", "[permission]\nprotected = \"allow\"\n", "d=$(dirname $PWD)/OUT; echo pwned > $d/o.txt", Contained)
+            .before_bash("rm -rf .git && echo \"gitdir: $(dirname $PWD)/OUT\" > .git", &["--yes"])
+            .flag("--yes"),
+        bash("1: the .git move itself, sandboxed", "", "mv .git .git.real && echo 'gitdir: /' > .git", Asked),
+        // 2. custom tools ask in every entry point: see entry_points.rs (call, mcp serve, run, chat).
+        // 3. plan mode yields to no project rule.
+        row("3: plan edits with edit = allow", "[permission]\nedit = \"allow\"\n", &["call", "write", r#"{"file_path":"x","content":"gone"}"#, "--agent", "plan"], Denied),
+        row("3: plan edits with edit = ask, under --yes", "[permission]\nedit = \"ask\"\n", &["call", "edit", r#"{"file_path":"x","old_string":"canary","new_string":"gone"}"#, "--agent", "plan", "--yes"], Denied),
+        bash("3: plan runs rm with a bash allow-all and rm deny", RM_DENIED, "rm x", Denied).flag("--agent").flag("plan").flag("--yes"),
+        row("3: plan applies a patch with edit = allow", "[permission]\nedit = \"allow\"\n", &["call", "apply_patch", "*** Begin Patch\n*** Delete File: x\n*** End Patch", "--agent", "plan", "--yes"], Denied),
+        // 4. A shell's own options before its script.
+        bash("4: bash -c -- 'rm x'", RM_DENIED, "bash -c -- 'rm x'", Refused),
+        bash("4: bash -xc 'rm x'", RM_DENIED, "bash -xc 'rm x'", Refused),
+        bash("4: bash -c -e 'rm x'", RM_DENIED, "bash -c -e 'rm x'", Refused),
+        bash("4: bash -O extglob -c 'rm x'", RM_DENIED, "bash -O extglob -c 'rm x'", Refused),
+        bash("4: sh -c -- 'rm x'", RM_DENIED, "sh -c -- 'rm x'", Refused),
+        bash("4: bash --norc -ec 'rm x'", RM_DENIED, "bash --norc -ec 'rm x'", Refused),
+        bash("4: dash -eu -c 'rm x' name", RM_DENIED, "dash -eu -c 'rm x' name", Refused),
+        bash("4: bash -o errexit +o nounset -c 'rm x'", RM_DENIED, "bash -o errexit +o nounset -c 'rm x'", Refused),
+        // 5. What the analysis does not understand asks.
+        bash("5: coproc rm x", RM_DENIED, "coproc rm x", Refused),
+        bash("5: trap 'rm x' EXIT", RM_DENIED, "trap 'rm x' EXIT", Refused),
+        bash("5: bash <(echo rm x)", RM_DENIED, "bash <(echo rm x)", Refused),
+        bash("5: source <(echo rm x)", RM_DENIED, "source <(echo rm x)", Refused),
+        bash("5: coproc with a name", RM_DENIED, "coproc c { rm x; }", Refused),
+        bash("5: eval of a computed string", RM_DENIED, "c=rm; eval \"$c x\"", Refused),
+        bash("5: a program name from a variable", RM_DENIED, "p=rm; $p x", Refused),
+        bash("5: an alias", RM_DENIED, "shopt -s expand_aliases; alias r=rm; r x", Refused),
+        // 6. Wrappers.
+        bash("6: script -qc 'rm x' /dev/null", RM_DENIED, "script -qc 'rm x' /dev/null", Refused),
+        bash("6: env -S'rm x'", RM_DENIED, "env -S'rm x'", Refused),
+        bash("6: taskset 1 rm x", RM_DENIED, "taskset 1 rm x", Refused),
+        bash("6: echo rm x | xargs env", RM_DENIED, "echo rm x | xargs env", Refused),
+        bash("6: flock / rm x", RM_DENIED, "flock /tmp/ts.lock rm x", Refused),
+        bash("6: chrt and nice stacked", RM_DENIED, "chrt -o 0 nice -n 5 rm x", Refused),
+        bash("6: a wrapper the table does not know", RM_DENIED, "unknown-wrapper-xyz --opt rm x", Contained),
+        bash("6: busybox rm", RM_DENIED, "busybox rm x", Refused),
+        // 7. git runs programs from its configuration and environment.
+        bash("7: git config core.fsmonitor", GIT_ALLOWED, "git config core.fsmonitor 'rm -f x; echo'", Refused),
+        bash("7: git config then git status", GIT_ALLOWED, "git config core.fsmonitor 'rm -f x; echo' && git status", Refused),
+        bash("7: a ! alias", GIT_ALLOWED, "git config alias.pwn '!rm x'", Refused),
+        bash("7: GIT_EDITOR", GIT_ALLOWED, "GIT_EDITOR='rm x' git commit --allow-empty", Refused),
+        bash("7: core.hooksPath", GIT_ALLOWED, "git config core.hooksPath hooks", Refused),
+        bash("7: git -c core.pager", GIT_ALLOWED, "git -c core.pager='rm x' log", Refused),
+        bash("7: GIT_CONFIG_COUNT", GIT_ALLOWED, "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='rm x' git status", Refused),
+        bash("7: git config --file .git/config", GIT_ALLOWED, "git config --file .git/config core.sshCommand 'rm x'", Refused),
+        // 9. The model cannot lift its own limits.
+        row("9: write toolshed.toml", "", &["call", "write", r#"{"file_path":"toolshed.toml","content":"[sandbox]\nmode = \"full-access\"\n[permission]\n\"*\" = \"allow\"\n"}"#], Asked),
+        row("9: write a custom tool", "", &["call", "write", r#"{"file_path":".toolshed/tools/evil.toml","content":"description = \"x\"\ncommand = [\"rm\", \"x\"]\n"}"#], Asked),
+        row("9: write an OpenCode tool", "", &["call", "write", r#"{"file_path":".opencode/tools/evil.ts","content":"export default {}"}"#], Asked),
+        row("9: write a git hook", "", &["call", "write", r##"{"file_path":".git/hooks/pre-commit","content":"#!/bin/sh\nrm x\n"}"##], Asked),
+        row("9: edit git's config", "", &["call", "edit", r#"{"file_path":".git/config","old_string":"[core]","new_string":"[core]\n\tfsmonitor = rm x"}"#], Asked),
+        row("9: a skill through apply_patch", "", &["call", "apply_patch", "*** Begin Patch\n*** Add File: .claude/skills/s/SKILL.md\n+---\n+name: s\n+---\n*** End Patch"], Asked),
+        row("9: the user's config through an allowed external directory", "[permission]\nexternal_directory = { \"*\" = \"allow\" }\n", &["call", "write", r#"{"file_path":"../home/.config/toolshed/config.toml","content":"[permission]\n\"*\" = \"allow\"\n"}"#], Asked),
+        bash("9: a shell redirection into toolshed.toml", "", "echo '[sandbox]\nmode = \"full-access\"' > toolshed.toml", Asked),
+        bash("9: cp onto a git hook", "", "printf '#!/bin/sh\\nrm x\\n' > h && cp h .git/hooks/pre-commit", Asked),
+        bash("9: a write the analysis cannot see, stopped by the read-only bind", "", "f=.git/hooks/pre-commit; printf '#!/bin/sh\\nrm x\\n' > $f", Contained),
+        bash("9: sed -i on git's config", "", "sed -i 's/bare = false/bare = false\\n\\tfsmonitor = rm x/' .git/config", Asked),
+        // 10. The read rules cover every tool that shows a file's contents.
+        row("10: grep the worktree for a secret", "", &["call", "grep", r#"{"pattern":"API_KEY"}"#], Contained).hidden("sk-secret-canary"),
+        row("10: grep the .env file itself", "", &["call", "grep", r#"{"pattern":"API_KEY","path":".env"}"#], Asked).hidden("sk-secret-canary"),
+        row("10: grep counts in .env", "", &["call", "grep", r#"{"pattern":"sk-","output_mode":"count"}"#], Contained).hidden(".env: 1"),
+        bash("10: bash grep -r", "", "grep -r API_KEY .", Asked).hidden("sk-secret-canary"),
+        bash("10: bash grep -rn without a directory", "", "grep -rn API_KEY", Asked).hidden("sk-secret-canary"),
+        bash("10: bash rg --hidden", "", "rg --hidden API_KEY", Asked).hidden("sk-secret-canary"),
+        bash("10: bash rg -uu", "", "rg -uu API_KEY", Asked).hidden("sk-secret-canary"),
+        bash("10: bash cat of a pattern", "", "cat .e*", Asked).hidden("sk-secret-canary"),
+        bash("10: bash grep on the file", "", "grep KEY .env", Asked).hidden("sk-secret-canary"),
+        bash("10: bash base64 of the file", "", "base64 .env", Asked).hidden("c2stc2VjcmV0"),
+        bash("10: bash grep of a directory known only at run time", "", "d=.; grep -r API_KEY $d", Asked).hidden("sk-secret-canary"),
+        // 11. --yes never lifts the sandbox.
+        bash("11: --yes and a write outside the worktree the analysis cannot see", "", "d=$(dirname $PWD)/OUT; echo pwned > $d/o.txt", Contained).flag("--yes"),
+        bash("11: --yes with network blocked", "[sandbox]\nblock_network = true\n", "d=$(dirname $PWD)/OUT; touch $d/new; cp x $d/o.txt", Contained).flag("--yes"),
+        // 12. Patterns that climb out of the worktree match what they name.
+        row("12: read ../OUT with ../* denied", "[permission]\nexternal_directory = { \"*\" = \"allow\" }\nread = { \"../*\" = \"deny\" }\n", &["call", "read", r#"{"file_path":"../OUT/o.txt"}"#], Denied).hidden("outside canary"),
+        row("12: read an absolute path with ./../OUT/* denied", "[permission]\nexternal_directory = { \"*\" = \"allow\" }\nread = { \"./../OUT/*\" = \"deny\" }\n", &["call", "read", r#"{"file_path":"@OUT@/o.txt"}"#], Denied).hidden("outside canary"),
+        row("12: grep ../OUT with ../* denied", "[permission]\nexternal_directory = { \"*\" = \"allow\" }\ngrep = { \"../*\" = \"deny\" }\n", &["call", "grep", r#"{"pattern":"canary","path":"../OUT"}"#], Denied).hidden("outside canary"),
+        row("12: write ../OUT with edit ../* denied, under --yes", "[permission]\nexternal_directory = { \"*\" = \"allow\" }\nedit = { \"../*\" = \"deny\" }\n", &["call", "write", r#"{"file_path":"../OUT/o.txt","content":"pwned"}"#, "--yes"], Denied),
+        bash("12: cat ../OUT with read ../* denied, under --yes", "[permission]\nread = { \"../*\" = \"deny\" }\n", "cat ../OUT/o.txt", Denied).flag("--yes").hidden("outside canary"),
+        // 13. Read-only changes no metadata (plan runs read-only).
+        bash("13: chmod in plan", "", "chmod 777 x", Refused).flag("--agent").flag("plan").flag("--yes"),
+        bash("13: metadata changes the analysis cannot see, in plan", "[agent.plan]\npermission = { bash = \"allow\" }\n", "python3 -c \"import os; os.chmod('x', 0o777); os.utime('x', (0, 0)); os.chmod('../OUT/o.txt', 0o777)\"", Contained).flag("--agent").flag("plan"),
+        bash("13: touch -d outside, in read-only mode", "[sandbox]\nmode = \"read-only\"\n[permission]\nexternal_directory = { \"*\" = \"allow\" }\n", "touch -d 2000-01-01 ../OUT/o.txt x", Contained).flag("--yes"),
+        // 14. No secrets in children's environment.
+        bash("14: env in bash", "", "env", Contained).env(&[("OPENAI_API_KEY", "sk-x-canary"), ("MY_SECRET", "s3cret-canary")]).hidden("canary"),
+        bash("14: the parent's environ", "", "cat /proc/$PPID/environ; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep canary", Contained).env(&[("ANTHROPIC_API_KEY", "sk-ant-canary")]).hidden("sk-ant-canary"),
+    ]
+}
 
 fn sandbox_available() -> bool {
     Command::new(env!("CARGO_BIN_EXE_toolshed"))
@@ -303,25 +279,32 @@ fn sandbox_available() -> bool {
 fn every_attack_is_asked_denied_or_contained() {
     let sandboxed = sandbox_available();
     let mut checked = 0;
-    for row in ROWS {
-        if row.name.starts_with("11:") && !sandboxed {
+    for row in rows() {
+        let needs_sandbox = matches!(row.expect, Expect::Contained) && row.name.starts_with(['1', '9']);
+        if needs_sandbox && !sandboxed {
             eprintln!("skipped (no Landlock here): {}", row.name);
             continue;
         }
         let w = World::new(row.config);
+        for call in &row.before {
+            let args: Vec<&str> = call.iter().map(String::as_str).collect();
+            w.toolshed_env(&args, row.env);
+        }
+        let _ = std::fs::remove_dir_all("/tmp/ts-fake");
         let before = w.outside();
-        let out = w.toolshed(row.args);
+        let mode = std::fs::metadata(w.root.join("x")).map(|m| (m.permissions(), m.modified().ok())).unwrap();
+        let args: Vec<&str> = row.args.iter().map(String::as_str).collect();
+        let out = w.toolshed_env(&args, row.env);
         let said = text(&out);
+        let refused = |s: &str| s.contains("was not granted") || s.contains("Permission denied");
         match row.expect {
-            Expect::Asked => {
-                assert!(said.contains("was not granted"), "{}: expected an ask, got: {said}", row.name);
-                assert_eq!(out.status.code(), Some(1), "{}: {said}", row.name);
-            }
-            Expect::Denied => {
-                assert!(said.contains("Permission denied"), "{}: expected a deny, got: {said}", row.name);
-                assert_eq!(out.status.code(), Some(1), "{}: {said}", row.name);
-            }
+            Expect::Asked => assert!(said.contains("was not granted"), "{}: expected an ask, got: {said}", row.name),
+            Expect::Denied => assert!(said.contains("Permission denied"), "{}: expected a deny, got: {said}", row.name),
+            Expect::Refused => assert!(refused(&said), "{}: expected an ask or a deny, got: {said}", row.name),
             Expect::Contained => {}
+        }
+        if row.expect != Expect::Contained {
+            assert_eq!(out.status.code(), Some(1), "{}: {said}", row.name);
         }
         assert_eq!(
             std::fs::read_to_string(w.root.join("x")).unwrap(),
@@ -329,8 +312,12 @@ fn every_attack_is_asked_denied_or_contained() {
             "{}: the canary changed: {said}",
             row.name
         );
+        let mode_now = std::fs::metadata(w.root.join("x")).map(|m| (m.permissions(), m.modified().ok())).unwrap();
+        assert_eq!(mode_now, mode, "{}: the canary's metadata changed: {said}", row.name);
         assert_eq!(w.outside(), before, "{}: something outside the worktree changed: {said}", row.name);
-        for (file, text) in [("toolshed.toml", "full-access"), (".git/hooks/pre-commit", "rm x")] {
+        for (file, text) in
+            [("toolshed.toml", "full-access"), (".git/hooks/pre-commit", "rm x"), (".git/config", "rm x")]
+        {
             let written = std::fs::read_to_string(w.root.join(file)).unwrap_or_default();
             assert!(!written.contains(text), "{}: {file} was written: {said}", row.name);
         }
@@ -343,6 +330,7 @@ fn every_attack_is_asked_denied_or_contained() {
         checked += 1;
     }
     eprintln!("{checked} trust conformance rows");
+    assert!(checked >= 60, "{checked} rows ran");
 }
 
 /// 3: `tools --agent plan` never lists the editing tools, and `run --agent plan` never edits,

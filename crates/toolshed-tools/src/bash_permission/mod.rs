@@ -61,11 +61,18 @@ const MAX_PEELS: usize = 32;
 const FILE_COMMANDS: &[&str] = &[
     "cat", "ls", "cp", "mv", "rm", "rmdir", "mkdir", "touch", "chmod", "chown", "chgrp", "ln", "tee", "head", "tail",
     "less", "more", "wc", "stat", "file", "du", "tree", "diff", "cmp", "find", "grep", "rg", "truncate", "shred",
-    "install", "rsync", "scp", "dd", "source", ".", "unlink",
+    "install", "rsync", "scp", "dd", "source", ".", "unlink", "egrep", "fgrep", "tac", "nl", "strings", "xxd", "od",
+    "hexdump", "base64", "base32", "cut", "paste", "fold", "fmt", "rev", "bat", "batcat", "comm", "expand", "iconv",
 ];
 
 /// Programs that read the files they are given (their in-worktree paths are checked as `read`).
-const READERS: &[&str] = &["cat", "head", "tail", "less", "more", "source", "."];
+/// The `read` rules apply to them (`.env` asks), and a file-name pattern among their arguments
+/// (`cat *`, `grep KEY .e*`) is a [`TreeRead`].
+const READERS: &[&str] = &[
+    "cat", "head", "tail", "less", "more", "source", ".", "grep", "egrep", "fgrep", "rg", "tac", "nl", "strings",
+    "xxd", "od", "hexdump", "base64", "base32", "cut", "paste", "fold", "fmt", "rev", "bat", "batcat", "diff", "cmp",
+    "comm", "expand", "iconv",
+];
 
 /// Builtins that run the command in their arguments; as later words they start a secondary view
 /// whether or not a program of that name is on `PATH`.
@@ -73,12 +80,44 @@ const RUNNING_BUILTINS: &[&str] = &["eval", "exec", "command", "builtin", "sourc
 
 /// The permission requests of one command line run in `workdir`.
 pub fn permission_requests(command: &str, workdir: &Path, root: &Path, home: Option<&Path>) -> Vec<PermissionRequest> {
+    analyse(command, workdir, root, home).requests
+}
+
+/// What the analysis found: the permission requests, and the directory trees whose files the
+/// command shows (`grep -r KEY .`, `cat *`), whose `read` rules only the tool can check file by
+/// file (see [`TreeRead`]).
+pub struct Analysis {
+    /// The permission requests.
+    pub requests: Vec<PermissionRequest>,
+    /// Trees whose files' contents the command may show.
+    pub tree_reads: Vec<TreeRead>,
+}
+
+/// Files under a directory inside the worktree whose contents a command shows: recursive
+/// searchers (`grep -r`, `rg`, `ag`) and readers given a file-name pattern (`cat *`,
+/// `head config/.e*`). Every `read` rule applies to each of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeRead {
+    /// The directory (absolute, symlinks resolved), or a single file.
+    pub path: PathBuf,
+    /// Hidden files too.
+    pub hidden: bool,
+    /// Files that `.gitignore`/`.ignore` exclude too.
+    pub ignored: bool,
+    /// Only the files matching this shell pattern, relative to `path`, searched one directory
+    /// level per pattern component (`*`, `*/.env*`); none: everything below, recursively.
+    pub glob: Option<String>,
+}
+
+/// Analyses a command line: see [`permission_requests`] and [`Analysis`].
+pub fn analyse(command: &str, workdir: &Path, root: &Path, home: Option<&Path>) -> Analysis {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut a = Analyzer::new(root, home, workdir, &path);
     a.check_outside(workdir);
     a.line(command, 0);
     a.finish();
-    a.out.into_requests(command)
+    let tree_reads = std::mem::take(&mut a.out.tree_reads);
+    Analysis { requests: a.out.into_requests(command), tree_reads }
 }
 
 /// An ordered set of patterns.
@@ -110,6 +149,7 @@ struct Collected {
     edits: Patterns,
     reads: Patterns,
     external: Patterns,
+    tree_reads: Vec<TreeRead>,
 }
 
 impl Collected {
@@ -499,10 +539,9 @@ impl<'a> Analyzer<'a> {
             return;
         }
         for path in self.paths(file) {
-            if self.check_outside(&path) {
-                let rel = self.relative(&path);
-                self.out.reads.push(rel);
-            }
+            self.check_outside(&path);
+            let pattern = self.relative(&path);
+            self.out.reads.push(pattern);
             self.executed.push(path);
         }
     }
@@ -531,14 +570,37 @@ impl<'a> Analyzer<'a> {
             return;
         }
         for arg in path_args(program, args) {
+            let glob = if arg.glob && READERS.contains(&program) { glob_rest(&arg.text) } else { None };
             for path in self.paths(&arg) {
                 let inside = self.check_outside(&path);
-                if inside && READERS.contains(&program) {
-                    let rel = self.relative(&path);
-                    self.out.reads.push(rel);
+                if READERS.contains(&program) {
+                    let pattern = self.relative(&path);
+                    self.out.reads.push(pattern);
+                }
+                if inside
+                    && READERS.contains(&program)
+                    && let Some(glob) = &glob
+                {
+                    let hidden = glob.starts_with('.') || glob.contains("/.");
+                    self.tree_read(TreeRead { path, hidden, ignored: true, glob: Some(glob.clone()) });
                 }
             }
         }
+    }
+
+    /// Notes a tree whose files the command shows (at most [`MAX_TREE_READS`]; beyond that the
+    /// command asks).
+    fn tree_read(&mut self, read: TreeRead) {
+        if self.out.tree_reads.contains(&read) {
+            return;
+        }
+        if self.out.tree_reads.len() >= MAX_TREE_READS {
+            self.unclassified(
+                "the command shows the files of too many directories to check them against the read rules".into(),
+            );
+            return;
+        }
+        self.out.tree_reads.push(read);
     }
 
     /// Checks what `program`'s options make it do: the files it writes or reads and the
@@ -593,15 +655,31 @@ impl<'a> Analyzer<'a> {
                     self.written.insert(path);
                 }
             }
+            Effect::ReadsTree(dir, filter) => {
+                if self.secondary {
+                    return;
+                }
+                if dir.dynamic {
+                    self.unclassified(format!(
+                        "`{written}` shows the files under `{}`, a directory known only at run time, so the read rules cannot be checked for them",
+                        dir.text
+                    ));
+                    return;
+                }
+                for path in self.paths(&dir) {
+                    if self.check_outside(&path) {
+                        self.tree_read(TreeRead { path, hidden: filter.hidden, ignored: filter.ignored, glob: None });
+                    }
+                }
+            }
             Effect::Reads(file) => {
                 if self.secondary {
                     return;
                 }
                 for path in self.paths(&file) {
-                    if self.check_outside(&path) {
-                        let pattern = self.relative(&path);
-                        self.out.reads.push(pattern);
-                    }
+                    self.check_outside(&path);
+                    let pattern = self.relative(&path);
+                    self.out.reads.push(pattern);
                 }
             }
             Effect::Runs(command) if depth < MAX_NESTING => {
@@ -740,6 +818,17 @@ fn resolve_in(base: Option<&Path>, home: Option<&Path>, arg: &Word) -> Option<Pa
     Some(lexical_normalise(&base?.join(path)))
 }
 
+/// How many directory trees one command may read before it asks instead.
+const MAX_TREE_READS: usize = 32;
+
+/// The part of a file-name pattern from its first component with a wildcard on (`src/*.rs` →
+/// `*.rs`, `*/x` → `*/x`), which the shell matches against the files of the directory before it.
+fn glob_rest(text: &str) -> Option<String> {
+    let at = text.find(['*', '?', '['])?;
+    let start = text[..at].rfind('/').map_or(0, |i| i + 1);
+    Some(text[start..].to_string())
+}
+
 /// Files that take writes without storing them.
 fn is_device(path: &str) -> bool {
     matches!(path, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty" | "-")
@@ -761,7 +850,7 @@ fn join(words: &[Word]) -> String {
 fn path_args(program: &str, args: &[Word]) -> Vec<Word> {
     let mut out = Vec::new();
     let mut options_done = false;
-    let mut skip_first = matches!(program, "chmod" | "chown" | "chgrp" | "grep" | "rg");
+    let mut skip_first = matches!(program, "chmod" | "chown" | "chgrp" | "grep" | "egrep" | "fgrep" | "rg");
     let mut iter = args.iter().peekable();
     while let Some(w) = iter.next() {
         let t = w.text.as_str();
@@ -773,7 +862,7 @@ fn path_args(program: &str, args: &[Word]) -> Vec<Word> {
             if program == "find" {
                 break;
             }
-            if matches!((program, t), ("grep" | "rg", "-e" | "-f" | "--regexp" | "--file")) {
+            if matches!((program, t), ("grep" | "egrep" | "fgrep" | "rg", "-e" | "-f" | "--regexp" | "--file")) {
                 skip_first = false;
                 iter.next();
             }
@@ -898,6 +987,36 @@ mod tests {
         permission_requests(cmd, &c.root, &c.root, Some(Path::new("/home/u")))
     }
 
+    #[test]
+    fn searches_and_patterns_of_readers_are_tree_reads() {
+        let c = case();
+        let trees = |cmd: &str| -> Vec<(String, bool, bool, Option<String>)> {
+            analyse(cmd, &c.root, &c.root, None)
+                .tree_reads
+                .into_iter()
+                .map(|t| {
+                    let rel = t.path.strip_prefix(&c.root).unwrap().display().to_string();
+                    (rel, t.hidden, t.ignored, t.glob)
+                })
+                .collect()
+        };
+        assert_eq!(trees("grep -r KEY src"), [("src".into(), true, true, None)]);
+        assert_eq!(trees("grep -rn KEY"), [("".into(), true, true, None)]);
+        assert_eq!(trees("grep -e KEY -R src"), [("src".into(), true, true, None)]);
+        assert_eq!(trees("grep --directories=recurse KEY src"), [("src".into(), true, true, None)]);
+        assert_eq!(trees("rg KEY"), [("".into(), false, false, None)]);
+        assert_eq!(trees("rg -uu KEY src"), [("src".into(), true, true, None)]);
+        assert_eq!(trees("rg --hidden KEY"), [("".into(), true, false, None)]);
+        assert_eq!(trees("rg --files"), []);
+        assert_eq!(trees("cat *.txt"), [("".into(), false, true, Some("*.txt".into()))]);
+        assert_eq!(trees("head src/.e*"), [("src".into(), true, true, Some(".e*".into()))]);
+        assert_eq!(trees("grep KEY src/a.txt"), []);
+        assert_eq!(trees("ls; git status"), []);
+        // A searched directory known only at run time cannot be checked: it asks.
+        let bash = requests(&c, "d=src; grep -r KEY \"$d\"").into_iter().find(|r| r.permission == "bash").unwrap();
+        assert_eq!(bash.minimum, Action::Ask);
+    }
+
     fn bash(c: &Case, cmd: &str) -> PermissionRequest {
         requests(c, cmd).into_iter().find(|r| r.permission == "bash").unwrap()
     }
@@ -998,7 +1117,11 @@ mod tests {
         let ext = &of(&reqs, "external_directory").unwrap().patterns;
         assert!(ext.contains(&"/home/u/.ssh/*".to_string()), "{ext:?}");
         assert_eq!(ext.len(), 2, "{ext:?}");
-        assert!(of(&reqs, "read").is_none(), "~/.ssh is outside; cp and rm are not readers");
+        assert_eq!(
+            of(&reqs, "read").unwrap().patterns,
+            ["/home/u/.ssh/id_rsa"],
+            "the read rules apply outside the worktree too; cp and rm are not readers"
+        );
         let reqs = requests(&c, "head -n 5 src/.env");
         assert!(of(&reqs, "read").unwrap().patterns.contains(&"src/.env".to_string()));
     }

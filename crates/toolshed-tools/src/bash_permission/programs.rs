@@ -24,6 +24,9 @@ pub(super) enum Effect {
     Deletes(Word, bool),
     /// Reads this file.
     Reads(Word),
+    /// Shows the contents of the files under this directory (`grep -r`, `rg`): the `read` rules
+    /// of each file apply, which only the tool can check (see [`super::TreeRead`]).
+    ReadsTree(Word, TreeFilter),
     /// Runs this simple command (program and arguments).
     Runs(Vec<Word>),
     /// Runs this text as a shell command line, and that cannot be checked (sed's `e`): the line
@@ -39,10 +42,21 @@ pub(super) enum Effect {
     Unclassified(String),
 }
 
+/// Which files under a directory a recursive reader looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeFilter {
+    /// Hidden files and directories too (`grep -r`, `rg --hidden`).
+    pub hidden: bool,
+    /// Files that `.gitignore` and `.ignore` exclude too (`grep -r`, `rg --no-ignore`).
+    pub ignored: bool,
+}
+
 /// What `program` with `args` does beyond what its name says.
 pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
     match program {
         "git" => git(args),
+        "grep" | "egrep" | "fgrep" | "zgrep" => grep(args),
+        "ag" | "ack" | "ack-grep" | "ugrep" | "pt" | "sift" => searcher(args),
         "sed" => sed::effects(args),
         "sort" => sort(args),
         "uniq" => uniq(args),
@@ -659,6 +673,87 @@ fn tree(args: &[Word]) -> Vec<Effect> {
     out
 }
 
+/// `grep -r`/`-R` (or `-d recurse`): every file under each operand after the pattern (the
+/// working directory when there is none) is shown.
+fn grep(args: &[Word]) -> Vec<Effect> {
+    let syntax = Syntax {
+        short_values: "efABCmdDX",
+        short_optional: "",
+        long_values: &[
+            "regexp",
+            "file",
+            "after-context",
+            "before-context",
+            "context",
+            "max-count",
+            "directories",
+            "devices",
+            "label",
+            "include",
+            "exclude",
+            "exclude-from",
+            "exclude-dir",
+            "binary-files",
+            "color",
+            "colour",
+            "group-separator",
+        ],
+        abbreviations: true,
+    };
+    let parsed = syntax.parse(args);
+    let recursive = parsed.iter().any(|a| match a {
+        Arg::Short('r' | 'R', _) => true,
+        Arg::Short('d', Some(v)) => v.text == "recurse" || v.dynamic,
+        Arg::Long(name, value) => {
+            syntax.is(name, "recursive")
+                || syntax.is(name, "dereference-recursive")
+                || (syntax.is(name, "directories") && value.as_ref().is_none_or(|v| v.text == "recurse" || v.dynamic))
+        }
+        _ => false,
+    });
+    if !recursive {
+        return Vec::new();
+    }
+    let pattern_given = parsed.iter().any(|a| {
+        matches!(a, Arg::Short('e' | 'f', _))
+            || matches!(a, Arg::Long(n, _) if syntax.is(n, "regexp") || syntax.is(n, "file"))
+    });
+    let operands: Vec<Word> = parsed
+        .into_iter()
+        .filter_map(|a| if let Arg::Operand(w) = a { Some(w) } else { None })
+        .skip(usize::from(!pattern_given))
+        .collect();
+    trees(operands, TreeFilter { hidden: true, ignored: true })
+}
+
+/// Recursive searchers that skip hidden and ignored files by default, as ripgrep does (`ag`,
+/// `ugrep`, ...; `ack` too, conservatively): every operand is searched, the first included (it
+/// may be a directory when the pattern came from an option or a file).
+fn searcher(args: &[Word]) -> Vec<Effect> {
+    let operands: Vec<Word> = args.iter().filter(|w| !w.text.starts_with('-')).cloned().collect();
+    let all = args.iter().any(|w| {
+        let t = w.text.as_str();
+        t.starts_with("--hidden")
+            || t.starts_with("--unrestricted")
+            || t == "-u"
+            || t == "-uu"
+            || t == "-a"
+            || t.starts_with("--all")
+            || t == "-U"
+            || t == "--skip-vcs-ignores"
+            || t.starts_with("--no-ignore")
+    });
+    trees(operands, TreeFilter { hidden: all, ignored: all })
+}
+
+/// The trees read under `operands` (the working directory when there are none).
+fn trees(operands: Vec<Word>, filter: TreeFilter) -> Vec<Effect> {
+    if operands.is_empty() {
+        return vec![Effect::ReadsTree(Word::new(".", false), filter)];
+    }
+    operands.into_iter().map(|w| Effect::ReadsTree(w, filter)).collect()
+}
+
 fn rg(args: &[Word]) -> Vec<Effect> {
     let syntax = Syntax {
         short_values: "ABCEefgjMmrTtd",
@@ -703,13 +798,52 @@ fn rg(args: &[Word]) -> Vec<Effect> {
         abbreviations: false,
     };
     let mut out = Vec::new();
-    for arg in syntax.parse(args) {
+    let parsed = syntax.parse(args);
+    // What ripgrep searches: not hidden or ignored files unless told (`-u` lifts ignore files,
+    // `-uu` hidden files too, `-uuu` binary files as well).
+    let mut filter = TreeFilter { hidden: false, ignored: false };
+    let mut pattern_given = false;
+    let mut lists_files = false;
+    for arg in &parsed {
+        match arg {
+            Arg::Short('u', _) => {
+                if filter.ignored {
+                    filter.hidden = true;
+                }
+                filter.ignored = true;
+            }
+            Arg::Short('.', _) => filter.hidden = true,
+            Arg::Short('e' | 'f', _) => pattern_given = true,
+            Arg::Long(name, _) if name == "regexp" || name == "file" => pattern_given = true,
+            Arg::Long(name, _) if name == "hidden" => filter.hidden = true,
+            Arg::Long(name, _) if name.starts_with("no-ignore") => filter.ignored = true,
+            Arg::Long(name, _) if name == "unrestricted" => {
+                if filter.ignored {
+                    filter.hidden = true;
+                }
+                filter.ignored = true;
+            }
+            Arg::Long(name, _) if matches!(name.as_str(), "files" | "type-list" | "help" | "version" | "generate") => {
+                lists_files = true;
+            }
+            _ => {}
+        }
+    }
+    for arg in parsed.iter().cloned() {
         if let Arg::Long(name, Some(program)) = arg
             && (name == "pre" || name == "hostname-bin")
             && !program.text.is_empty()
         {
             out.push(Effect::Runs(vec![program]));
         }
+    }
+    if !lists_files {
+        let operands: Vec<Word> = parsed
+            .into_iter()
+            .filter_map(|a| if let Arg::Operand(w) = a { Some(w) } else { None })
+            .skip(usize::from(!pattern_given))
+            .collect();
+        out.extend(trees(operands, filter));
     }
     out
 }
@@ -1486,7 +1620,7 @@ mod tests {
         assert_eq!(runs("rg --pre=sh x a.txt"), ["sh"]);
         assert_eq!(runs("rg --hostname-bin=./h x"), ["./h"]);
         assert!(runs("rg -e --pre x").is_empty());
-        assert!(run("rg -n foo src").is_empty());
+        assert!(runs("rg -n foo src").is_empty());
         assert_eq!(runs("find . -name x -exec rm {} ;"), ["rm {}"]);
         assert_eq!(runs("find . -execdir sh -c x {} + -ok cat {} ;"), ["sh -c x {}", "cat {}"]);
         assert_eq!(runs("find . -exec grep -l x {} +"), ["grep -l x {}"]);

@@ -375,16 +375,14 @@ impl Analyzer<'_> {
             self.dynamic_writes = true;
         }
         for path in paths {
-            if self.check_outside(&path) {
-                let rel = self.relative(&path);
-                if writes {
-                    self.out.edits.push(rel);
-                } else {
-                    self.out.reads.push(rel);
-                }
-            } else if writes {
-                let absolute = self.relative(&path);
-                self.out.edits.push(absolute);
+            // Inside the worktree the pattern is relative, outside absolute: the `read` and
+            // `edit` rules apply either way (`read = { "../*" = "deny" }`).
+            self.check_outside(&path);
+            let pattern = self.relative(&path);
+            if writes {
+                self.out.edits.push(pattern);
+            } else {
+                self.out.reads.push(pattern);
             }
             if writes {
                 self.written.insert(path);

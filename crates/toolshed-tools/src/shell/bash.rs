@@ -157,7 +157,7 @@ impl TypedTool for Bash {
     ) -> Result<Vec<PermissionRequest>, ToolError> {
         let dir = resolve_workdir(ctx, args.workdir.as_deref())?;
         args.permitted_workdir.remember(&dir);
-        let requests = command_requests(&args.command, &dir, ctx.root());
+        let requests = command_requests(ctx, &args.command, &dir);
         let _ = args.approved_dirs.set(external_dirs(&requests));
         Ok(requests)
     }
@@ -336,7 +336,7 @@ impl Bash {
                 now.path().display()
             ))),
             None => {
-                let requests = command_requests(&args.command, &now, ctx.root());
+                let requests = command_requests(ctx, &args.command, &now);
                 let _ = args.approved_dirs.set(external_dirs(&requests));
                 for request in requests {
                     ctx.ask(request).await?;
@@ -489,9 +489,13 @@ fn resolve_workdir(ctx: &ToolContext, workdir: Option<&str>) -> Result<ResolvedP
 /// What running `command` in `dir` needs permission for: the shell analysis splits compound
 /// commands and checks each part in several views, redirect targets, and paths outside the
 /// worktree (the workdir included).
-fn command_requests(command: &str, dir: &ResolvedPath, root: &Path) -> Vec<PermissionRequest> {
+/// Also the `read` rules of the files the command shows without naming them (`grep -r KEY .`).
+fn command_requests(ctx: &ToolContext, command: &str, dir: &ResolvedPath) -> Vec<PermissionRequest> {
     let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
-    bash_permission::permission_requests(command, dir.path(), root, home.as_deref())
+    let analysis = bash_permission::analyse(command, dir.path(), ctx.root(), home.as_deref());
+    let mut requests = analysis.requests;
+    requests.extend(super::tree_reads::requests(ctx, &analysis.tree_reads));
+    requests
 }
 
 /// The directories `external_directory` requests name (`<dir>/*` patterns).

@@ -17,6 +17,7 @@ mod bash_output;
 mod process;
 pub mod sandbox;
 mod session;
+mod tree_reads;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

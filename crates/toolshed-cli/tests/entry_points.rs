@@ -227,3 +227,40 @@ fn plan_mode_holds_against_project_rules() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(!w.root.join("new.txt").exists(), "plan mode wrote a file");
 }
+
+/// 8: a command nested past the analysis' bounds asks in `mcp serve` too, and the server lives on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_serve_survives_commands_nested_past_the_bounds() {
+    let server = model_calls_mark();
+    let w = World::new(&server, "");
+    std::fs::write(w.root.join("notes.txt"), "still here\n").unwrap();
+    let root = w.root.clone();
+    let cmd = tokio::process::Command::new(TOOLSHED).configure(|c| {
+        c.arg("--root")
+            .arg(&root)
+            .args(["mcp", "serve"])
+            .current_dir(&root)
+            .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+            .env("HOME", root.join(".home"))
+            .env("TOOLSHED_DATA_DIR", root.join(".data"));
+    });
+    let client = NoElicitation.serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let text = |r: &rmcp::model::CallToolResult| {
+        r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
+    };
+    for command in [
+        format!("{}true{}", "(".repeat(15_000), ")".repeat(15_000)),
+        format!("{}rm x{}", "\"$(echo ".repeat(10_000), ")\"".repeat(10_000)),
+    ] {
+        let mut params = CallToolRequestParams::new("bash");
+        params.arguments = serde_json::json!({ "command": command }).as_object().cloned();
+        let result = client.call_tool(params).await.unwrap();
+        assert_eq!(result.is_error, Some(true), "{}", text(&result));
+        assert!(text(&result).contains("was not granted"), "{}", text(&result));
+    }
+    let mut params = CallToolRequestParams::new("read");
+    params.arguments = serde_json::json!({ "file_path": "notes.txt" }).as_object().cloned();
+    let result = client.call_tool(params).await.unwrap();
+    assert!(text(&result).contains("still here"), "{}", text(&result));
+    client.cancel().await.unwrap();
+}

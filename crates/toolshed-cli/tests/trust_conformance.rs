@@ -49,6 +49,26 @@ impl World {
         self.toolshed_env(args, &[])
     }
 
+    /// Runs with `input` on standard input; also returns how long it took.
+    fn toolshed_stdin(&self, args: &[&str], input: &str) -> (Output, std::time::Duration) {
+        use std::io::Write;
+        let started = std::time::Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .args(args)
+            .current_dir(&self.root)
+            .env("HOME", self.base.join("home"))
+            .env("XDG_CONFIG_HOME", self.base.join("home/.config"))
+            .env("TOOLSHED_DATA_DIR", self.base.join("home/.data"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (out, started.elapsed())
+    }
+
     fn toolshed_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let args: Vec<String> = args.iter().map(|a| self.fill(a)).collect();
         Command::new(env!("CARGO_BIN_EXE_toolshed"))
@@ -370,4 +390,41 @@ fn a_user_may_allow_protected_writes() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(w.root.join(".toolshed/tools/mine.toml").exists());
+}
+
+/// 8: nested and long command lines never crash or hang `call` or `permission explain`; past
+/// the analysis' bounds they ask as too complex to analyse.
+#[test]
+fn nested_syntax_never_crashes_an_entry_point() {
+    let w = World::new(RM_DENIED);
+    let inputs = [
+        format!("{}true{}", "(".repeat(15_000), ")".repeat(15_000)),
+        format!("{}rm x{}", "\"$(echo ".repeat(50_000), ")\"".repeat(50_000)),
+        format!("true{}", " && true".repeat(10_000)),
+        format!("{}rm x{}", "$(".repeat(20_000), ")".repeat(20_000)),
+        format!("{}rm x", "bash -c ".repeat(2_000)),
+        "x{\u{F9265}".to_string(),
+    ];
+    for input in inputs {
+        let json = serde_json::json!({ "command": input }).to_string();
+        // Arguments over 128 KiB cannot be one argv entry: those go through standard input.
+        let mut runs = vec![("call", w.toolshed_stdin(&["call", "bash", "-"], &json))];
+        if json.len() < 100_000 {
+            let started = std::time::Instant::now();
+            runs.push(("explain", (w.toolshed(&["permission", "explain", "bash", &json]), started.elapsed())));
+        }
+        let head: String = input.chars().take(40).collect();
+        for (what, (out, took)) in runs {
+            let said = text(&out);
+            assert!(matches!(out.status.code(), Some(0 | 1)), "`{head}…` {what}: {:?} {said:.300}", out.status);
+            assert!(took < std::time::Duration::from_secs(20), "`{head}…` {what} took {took:?}");
+            if what == "call" {
+                assert!(
+                    said.contains("was not granted") || said.contains("Permission denied"),
+                    "`{head}…`: {said:.300}"
+                );
+            }
+        }
+    }
+    assert_eq!(std::fs::read_to_string(w.root.join("x")).unwrap(), "canary\n");
 }

@@ -384,6 +384,12 @@ mod tests {
         let err = gate.check(&info(), PermissionRequest::new("sandbox_escalation", ["touch /x"])).await.unwrap_err();
         assert!(err.to_string().contains("never granted by a blanket approval such as --yes"), "{err}");
         gate.check(&info(), PermissionRequest::new("read", [".env"])).await.unwrap();
+        // Nor does it leave plan mode (plan's own rule asks for `plan_exit`).
+        let mut rules = Ruleset::defaults();
+        rules.push(Rule::new("plan_exit", "*", Action::Ask));
+        let gate = Gate::new(Arc::new(rules), Arc::new(ApproveAll), Session::new("s", "plan"));
+        let err = gate.check(&info(), PermissionRequest::new("plan_exit", ["*"])).await.unwrap_err();
+        assert!(err.to_string().contains("plan mode stays on"), "{err}");
         let mut rules = Ruleset::defaults();
         rules.push(Rule::new("sandbox_escalation", "*", Action::Allow));
         let gate = Gate::new(Arc::new(rules), Arc::new(ApproveAll), Session::new("s", "build"));

@@ -14,7 +14,7 @@ use toolshed_agent::store::{CallState, StoredPart};
 use toolshed_agent::{AgentError, ConfiguredModels, Event, Runtime, Settings, Store, default_rules};
 use toolshed_core::agents::Agents;
 use toolshed_core::config::Config;
-use toolshed_core::permission::{ApproveAll, Approver, Permission, RejectAll};
+use toolshed_core::permission::{Approver, Permission, RejectAll};
 use toolshed_core::registry::{PermissionHook, Registry};
 use toolshed_core::tool::{ToolOutput, Typed, tool_fn};
 use toolshed_core::{ToolContext, ToolError};
@@ -435,6 +435,19 @@ async fn the_step_limit_ends_a_run_that_never_stops_calling_tools() {
     assert!(matches!(err, AgentError::StepLimit(8)), "{err:?}");
 }
 
+/// A person who approves everything they are asked (unlike `ApproveAll`, which never grants
+/// `plan_exit` or `sandbox_escalation`).
+struct ApprovingPerson;
+
+impl Approver for ApprovingPerson {
+    fn approve<'a>(
+        &'a self,
+        _request: &'a toolshed_core::permission::ApprovalRequest,
+    ) -> toolshed_core::tool::BoxFuture<'a, toolshed_core::permission::Reply> {
+        Box::pin(async { toolshed_core::permission::Reply::Once })
+    }
+}
+
 #[tokio::test]
 async fn plan_mode_hides_edits_until_the_user_approves_plan_exit() {
     let h = harness(
@@ -444,7 +457,7 @@ async fn plan_mode_hides_edits_until_the_user_approves_plan_exit() {
             Reply::sse(chat::tool_calls(&[("e1", "edit", r#"{"path":"a.txt","old":"1","new":"2"}"#)])),
             Reply::sse(chat::text("edited")),
         ],
-        Arc::new(ApproveAll),
+        Arc::new(ApprovingPerson),
     );
     std::fs::write(h.root.join("a.txt"), "1").unwrap();
     let session = h.rt.create_session("plan", "fake/m", None).unwrap();

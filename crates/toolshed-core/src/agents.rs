@@ -477,6 +477,12 @@ pub fn normalise_path_pattern(pattern: &str, root: &Path, home: Option<&Path>) -
     if climbs && !p.starts_with('/') {
         p = root.join(&p).to_string_lossy().into_owned();
     }
+    // Tools send paths with every symbolic link resolved, so a pattern naming a place through a
+    // link (`~/.ssh/*` with a symlinked home, `/link/to/worktree/secrets/*`, `docs/*` where
+    // `docs` links elsewhere) is rewritten to the place itself; otherwise it would never match.
+    if let Some(resolved) = resolve_links(&p, root) {
+        p = resolved;
+    }
     if p.starts_with('/') {
         let lexical = crate::paths::lexical_normalise(Path::new(&p));
         if let Ok(rel) = lexical.strip_prefix(root) {
@@ -486,6 +492,47 @@ pub fn normalise_path_pattern(pattern: &str, root: &Path, home: Option<&Path>) -
         return lexical.to_string_lossy().into_owned();
     }
     p
+}
+
+/// `pattern` (absolute, or relative to `root`) with its literal leading part — the components
+/// before the first wildcard — replaced by that part's real path, symbolic links resolved, when
+/// it exists and resolving changes it (the longest existing part is resolved; the rest is kept).
+/// The result is absolute. `None` when there is nothing to resolve or it would change nothing.
+fn resolve_links(pattern: &str, root: &Path) -> Option<String> {
+    let parts: Vec<&str> = pattern.split('/').collect();
+    let literal = parts.iter().take_while(|c| !c.contains(['*', '?', '['])).count();
+    // What comes after the literal part: the first wildcard component on (kept as written).
+    let rest = &parts[literal..];
+    let prefix = parts[..literal].join("/");
+    let names_something = parts[..literal].iter().any(|c| !c.is_empty() && *c != "." && *c != "..");
+    if !names_something {
+        return None;
+    }
+    let absolute = if pattern.starts_with('/') { std::path::PathBuf::from(&prefix) } else { root.join(&prefix) };
+    let lexical = crate::paths::lexical_normalise(&absolute);
+    // The longest existing ancestor of the literal part, resolved, with the missing tail after it.
+    let mut existing = lexical.as_path();
+    let mut missing = Vec::new();
+    let real = loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            break real;
+        }
+        missing.push(existing.file_name()?.to_owned());
+        existing = existing.parent()?;
+    };
+    let mut resolved = real;
+    for name in missing.iter().rev() {
+        resolved.push(name);
+    }
+    if resolved == lexical {
+        return None;
+    }
+    let mut out = resolved.to_string_lossy().into_owned();
+    if !rest.is_empty() {
+        out.push('/');
+        out.push_str(&rest.join("/"));
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -514,6 +561,31 @@ mod tests {
         assert_eq!(normalise_path_pattern("./../out/o.txt", Path::new("/base/w"), home), "/base/out/o.txt");
         assert_eq!(normalise_path_pattern("src/../../out/*", Path::new("/base/w"), home), "/base/out/*");
         assert_eq!(normalise_path_pattern("src/../lib/*", root, home), "lib/*");
+    }
+
+    #[test]
+    fn path_patterns_through_symbolic_links_name_the_real_place() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let root = base.join("w");
+        std::fs::create_dir_all(root.join("secrets")).unwrap();
+        std::fs::create_dir_all(base.join("real-home/.ssh")).unwrap();
+        std::os::unix::fs::symlink("real-home", base.join("home")).unwrap();
+        std::os::unix::fs::symlink("w", base.join("w-link")).unwrap();
+        std::os::unix::fs::symlink("secrets", root.join("pub")).unwrap();
+        let home = base.join("home");
+        let norm = |p: &str| normalise_path_pattern(p, &root, Some(&home));
+        let real_home = base.join("real-home");
+        assert_eq!(norm("~/.ssh/*"), format!("{}/.ssh/*", real_home.display()));
+        assert_eq!(norm("~/.ssh/id_*"), format!("{}/.ssh/id_*", real_home.display()));
+        assert_eq!(norm("~/missing/dir/*"), format!("{}/missing/dir/*", real_home.display()));
+        assert_eq!(norm(&format!("{}/secrets/*", base.join("w-link").display())), "secrets/*");
+        assert_eq!(norm("pub/*"), "secrets/*");
+        assert_eq!(norm("./pub/key"), "secrets/key");
+        // Nothing to resolve: kept as written.
+        for same in ["src/*", "secrets/*", "*.env", "*", ".", "*/pub/*", "/etc/*"] {
+            assert_eq!(norm(same), same, "{same}");
+        }
     }
 
     #[test]

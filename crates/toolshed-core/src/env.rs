@@ -3,9 +3,11 @@
 //!
 //! - Shell commands, custom tools, the JS host and language servers inherit toolshed's
 //!   environment **minus every variable whose name looks secret** ([`looks_secret`]: the name
-//!   contains `KEY`, `SECRET`, `TOKEN`, `PASSWORD`, `PASSWD` or `CREDENTIAL`, or ends in `_PAT`
-//!   or `_AUTH`, case-insensitively). toolshed itself still reads its provider keys
-//!   (`OPENAI_API_KEY`, ...); only its children lose them.
+//!   contains `KEY`, `SECRET`, `TOKEN`, `PASSWORD`, `PASSWD`, `PASSPHRASE` or `CREDENTIAL`, or
+//!   ends in `_PAT`, `_AUTH`, `_PASS`, `_PWD`, `_JWT`, `_COOKIE`, `_CRED`, `_CREDS` or `_DSN`,
+//!   case-insensitively) **and every variable whose value holds a URL with a password**
+//!   (`DATABASE_URL=postgres://user:pw@host/db`, [`holds_credentials`]). toolshed itself still
+//!   reads its provider keys (`OPENAI_API_KEY`, ...); only its children lose them.
 //! - MCP servers started over stdio get only [`MCP_BASE`] (`HOME`, `LOGNAME`, `PATH`, `SHELL`,
 //!   `TERM`, `USER`, what the official MCP SDKs pass), plus their own `[mcp.NAME] env`.
 //! - `[env] pass = ["GITHUB_TOKEN", ...]` names variables every child gets anyway (MCP servers
@@ -25,12 +27,14 @@
 use std::ffi::{OsStr, OsString};
 
 /// Parts of a variable name (compared case-insensitively) that make it look secret.
-pub const SECRET_PARTS: &[&str] = &["KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL"];
+pub const SECRET_PARTS: &[&str] = &["KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL"];
 
 /// Endings of a variable name (compared case-insensitively) that make it look secret: personal
-/// access tokens (`GH_PAT`) and auth settings (`NPM_CONFIG__AUTH`). `AUTH` anywhere would also
-/// take `GIT_AUTHOR_NAME` and `SSH_AUTH_SOCK`, which commands need and which hold no secret.
-pub const SECRET_SUFFIXES: &[&str] = &["_PAT", "_AUTH"];
+/// access tokens (`GH_PAT`), auth settings (`NPM_CONFIG__AUTH`), passwords (`DB_PASS`,
+/// `MYSQL_PWD`), tokens and cookies (`CI_JOB_JWT`, `SESSION_COOKIE`), credentials (`API_CREDS`)
+/// and DSNs with keys in them (`SENTRY_DSN`). `AUTH` anywhere would also take `GIT_AUTHOR_NAME`
+/// and `SSH_AUTH_SOCK`, and `PWD` anywhere `OLDPWD`, which commands need and which hold no secret.
+pub const SECRET_SUFFIXES: &[&str] = &["_PAT", "_AUTH", "_PASS", "_PWD", "_JWT", "_COOKIE", "_CRED", "_CREDS", "_DSN"];
 
 /// What stdio MCP servers inherit (besides `[env] pass` and their own `env`): the variables the
 /// official MCP SDKs (Python, TypeScript) pass on POSIX.
@@ -58,6 +62,19 @@ pub fn hide_own_environment() -> bool {
 pub fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     SECRET_PARTS.iter().any(|part| upper.contains(part)) || SECRET_SUFFIXES.iter().any(|s| upper.ends_with(s))
+}
+
+/// Whether a variable's value holds a URL with a password in it (`scheme://user:password@host`),
+/// as `DATABASE_URL` or `REDIS_URL` often do.
+pub fn holds_credentials(value: &OsStr) -> bool {
+    let value = value.to_string_lossy();
+    value.match_indices("://").any(|(at, _)| {
+        let rest = &value[at + 3..];
+        let authority = &rest[..rest.find(['/', '?', '#', ' ', '\'', '"']).unwrap_or(rest.len())];
+        authority
+            .rsplit_once('@')
+            .is_some_and(|(user_info, _)| user_info.split_once(':').is_some_and(|(_, password)| !password.is_empty()))
+    })
 }
 
 /// Whether `name` is a valid variable name for `[env] pass`: letters, digits and `_`, not
@@ -105,10 +122,14 @@ impl ChildEnv {
         self.withholds(&name.to_string_lossy())
     }
 
-    /// The names of the variables of this process that children do not get, sorted.
+    /// The names of the variables of this process that children do not get, sorted: those
+    /// [`ChildEnv::withholds`] by name, and those whose value [`holds_credentials`] (unless passed).
     pub fn withheld(&self) -> Vec<OsString> {
-        let mut names: Vec<OsString> =
-            std::env::vars_os().map(|(name, _)| name).filter(|name| self.withholds_os(name)).collect();
+        let passed = |name: &OsStr| self.pass.iter().any(|p| OsStr::new(p) == name);
+        let mut names: Vec<OsString> = std::env::vars_os()
+            .filter(|(name, value)| self.withholds_os(name) || (!passed(name) && holds_credentials(value)))
+            .map(|(name, _)| name)
+            .collect();
         names.sort();
         names
     }
@@ -165,6 +186,14 @@ mod tests {
             "NPM_CONFIG__AUTH",
             "apikey",
             "Stripe_Secret",
+            "DB_PASS",
+            "smtp_pass",
+            "MYSQL_PWD",
+            "GPG_PASSPHRASE",
+            "CI_JOB_JWT",
+            "SESSION_COOKIE",
+            "API_CREDS",
+            "SENTRY_DSN",
         ] {
             assert!(looks_secret(name), "{name}");
         }
@@ -181,8 +210,34 @@ mod tests {
             "CARGO_HOME",
             "PATHEXT",
             "COMPAT",
+            "PASSES",
+            "BYPASS",
+            "DATABASE_URL",
         ] {
             assert!(!looks_secret(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn urls_with_passwords_are_credentials() {
+        for value in [
+            "postgres://app:s3cret@db:5432/app",
+            "redis://:pw@localhost:6379",
+            "https://user:tok@example.com/x",
+            "mysql://u:p@h",
+            "a;amqp://guest:guest@rabbit//",
+        ] {
+            assert!(holds_credentials(OsStr::new(value)), "{value}");
+        }
+        for value in [
+            "postgres://localhost/app",
+            "https://user@example.com",
+            "https://example.com/a:b@c",
+            "http://[::1]:8080/",
+            "plain",
+            "/usr/bin:/bin",
+        ] {
+            assert!(!holds_credentials(OsStr::new(value)), "{value}");
         }
     }
 
@@ -209,7 +264,9 @@ mod tests {
         let removed: Vec<OsString> =
             cmd.get_envs().filter(|(_, value)| value.is_none()).map(|(name, _)| name.to_os_string()).collect();
         assert_eq!(removed, env.withheld());
-        assert!(removed.iter().all(|name| looks_secret(&name.to_string_lossy())));
+        assert!(removed.iter().all(|name| {
+            looks_secret(&name.to_string_lossy()) || std::env::var_os(name).is_some_and(|v| holds_credentials(&v))
+        }));
     }
 
     #[test]

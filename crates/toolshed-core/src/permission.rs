@@ -291,19 +291,26 @@ impl Approver for RejectAll {
 
 /// Permissions that a blanket approval (`--yes`, `[mcp_server] ask = "allow"`) never grants:
 /// only a rule that allows them or a person's answer does. `sandbox_escalation` reruns a command
-/// the sandbox stopped without the sandbox; approving every ask must not also lift it.
-pub const PERSON_ONLY: &[&str] = &["sandbox_escalation"];
+/// the sandbox stopped without the sandbox, and `plan_exit` turns a plan-mode session into a
+/// build session that edits and runs commands; approving every ask must not also do either.
+pub const PERSON_ONLY: &[&str] = &["sandbox_escalation", "plan_exit"];
 
 /// What a blanket approval answers: once, except for [`PERSON_ONLY`] permissions, which it
 /// rejects with a reason for the model.
 pub fn blanket_reply(request: &ApprovalRequest) -> Reply {
-    if PERSON_ONLY.contains(&request.request.permission.as_str()) {
-        return Reply::Reject(Some(format!(
-            "`{}` is never granted by a blanket approval such as --yes: the sandbox stays on unless a rule (`{} = \"allow\"`) or a person at the terminal allows it. Do not retry the command unsandboxed; find a way that works inside the sandbox, or tell the user what needs to run outside it",
-            request.request.permission, request.request.permission
-        )));
+    let permission = request.request.permission.as_str();
+    if !PERSON_ONLY.contains(&permission) {
+        return Reply::Once;
     }
-    Reply::Once
+    let advice = if permission == "plan_exit" {
+        "Stay in plan mode: finish the plan and tell the user it is ready, so they can switch to build mode themselves"
+    } else {
+        "Do not retry the command unsandboxed; find a way that works inside the sandbox, or tell the user what needs to run outside it"
+    };
+    let what = if permission == "plan_exit" { "plan mode stays on" } else { "the sandbox stays on" };
+    Reply::Reject(Some(format!(
+        "`{permission}` is never granted by a blanket approval such as --yes: {what} unless a rule (`{permission} = \"allow\"`) or a person at the terminal allows it. {advice}"
+    )))
 }
 
 /// The approver behind `--yes`: approves every `ask` once, but for [`PERSON_ONLY`] permissions

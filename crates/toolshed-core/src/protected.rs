@@ -44,6 +44,38 @@ pub const LOCATIONS: &[&str] = &[
     crate::config::PROJECT_FILE,
 ];
 
+/// Config files named on the command line (`toolshed --config FILE`), protected like the user's
+/// config directory: (the permission pattern tools send for it, its absolute path).
+static CONFIG_FILES: std::sync::RwLock<Vec<(String, PathBuf)>> = std::sync::RwLock::new(Vec::new());
+
+/// Protects `file`, a config file this process was told to read instead of the user's
+/// (`--config FILE`), for the rest of the process: writes to it ask `protected` like writes to
+/// `toolshed.toml`, and [`existing`] lists it for the sandbox's read-only binds. `root` is the
+/// worktree, for the pattern tools send (relative inside it, absolute outside).
+pub fn protect_config_file(root: &Path, file: &Path) {
+    let absolute = std::fs::canonicalize(file).unwrap_or_else(|_| crate::paths::lexical_normalise(file));
+    let pattern = match absolute.strip_prefix(root) {
+        Ok(rel) => rel.to_string_lossy().into_owned(),
+        Err(_) => absolute.to_string_lossy().into_owned(),
+    };
+    let mut files = CONFIG_FILES.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !files.iter().any(|(p, _)| *p == pattern) {
+        files.push((pattern, absolute));
+    }
+}
+
+/// Whether `pattern` names, or may write, a config file given with `--config`.
+fn names_config_file(pattern: &str) -> bool {
+    let pattern = pattern.trim_start_matches("./");
+    let files = CONFIG_FILES.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+    files.iter().any(|(file, _)| {
+        file == pattern
+            || (pattern.contains(['*', '?']) && crate::wildcard::matches(file, pattern))
+            // A directory above it (a copy's destination, `rm -r dir`).
+            || file.starts_with(&format!("{}/", pattern.trim_end_matches('/')))
+    })
+}
+
 /// Whether a file-permission pattern (a path relative to the worktree, or an absolute path
 /// outside it, as tools send them) names a protected path or may write under one.
 ///
@@ -65,11 +97,13 @@ pub fn is_protected(pattern: &str, user_config: Option<&Path>) -> bool {
         return true;
     }
     let pattern = pattern.replace('\\', "/");
-    if let Some(config) = user_config.and_then(Path::to_str) {
-        let config = config.trim_end_matches('/');
-        if !config.is_empty() && (pattern == config || pattern.starts_with(&format!("{config}/"))) {
-            return true;
-        }
+    if names_config_file(&pattern) {
+        return true;
+    }
+    if pattern.starts_with('/')
+        && user_dirs(user_config).iter().filter_map(|d| d.to_str()).any(|d| reaches(&pattern, d))
+    {
+        return true;
     }
     let mut components: Vec<&str> = pattern.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
     // A wildcard component covers what it may match: at the top of the worktree (`*`, `.gi*/x`)
@@ -86,7 +120,8 @@ pub fn is_protected(pattern: &str, user_config: Option<&Path>) -> bool {
         }
         components.truncate(i);
         return components.iter().any(|c| DIRS.contains(c))
-            || components.windows(2).any(|w| NESTED_DIRS.contains(&(w[0], w[1])));
+            || components.windows(2).any(|w| NESTED_DIRS.contains(&(w[0], w[1])))
+            || components.last().is_some_and(|last| is_nested_parent(last));
     }
     if components.iter().any(|c| DIRS.contains(c)) {
         return true;
@@ -94,7 +129,56 @@ pub fn is_protected(pattern: &str, user_config: Option<&Path>) -> bool {
     if components.windows(2).any(|w| NESTED_DIRS.contains(&(w[0], w[1]))) {
         return true;
     }
-    components.last().is_some_and(|last| FILES.contains(last))
+    // A directory that holds protected ones (`.opencode`, `.claude`): moving or copying a
+    // directory there (`mv payload .opencode`) creates its `tools/` or `skills/`.
+    components.last().is_some_and(|last| FILES.contains(last) || is_nested_parent(last))
+}
+
+/// Whether `name` is the parent of protected directories (`.opencode`, `.claude`).
+fn is_nested_parent(name: &str) -> bool {
+    NESTED_DIRS.iter().any(|(parent, _)| *parent == name)
+}
+
+/// The directories outside the worktree whose contents configure toolshed: the user's config
+/// directory (`user_config`, `~/.config/toolshed`) and the user's OpenCode tool directories that
+/// custom tools are loaded from (`$XDG_CONFIG_HOME/opencode/tool(s)`, `~/.opencode/tool(s)`,
+/// `$OPENCODE_CONFIG_DIR/tool(s)`).
+fn user_dirs(user_config: Option<&Path>) -> Vec<PathBuf> {
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let mut bases = Vec::new();
+    if let Some(config) = env("XDG_CONFIG_HOME").or_else(|| env("HOME").map(|h| h.join(".config"))) {
+        bases.push(config.join("opencode"));
+    }
+    if let Some(home) = env("HOME") {
+        bases.push(home.join(".opencode"));
+    }
+    bases.extend(env("OPENCODE_CONFIG_DIR"));
+    let mut dirs: Vec<PathBuf> = user_config.map(Path::to_path_buf).into_iter().collect();
+    for base in bases {
+        dirs.extend(["tool", "tools"].map(|sub| base.join(sub)));
+    }
+    dirs
+}
+
+/// Whether the absolute pattern `pattern` may write in the directory `dir`: it names `dir`,
+/// something inside it, or a directory above it (a copy's or a move's destination), or a wildcard
+/// in it may reach into `dir`.
+fn reaches(pattern: &str, dir: &str) -> bool {
+    let dir = dir.trim_end_matches('/');
+    if dir.is_empty() {
+        return false;
+    }
+    let inside = format!("{dir}/");
+    match pattern.find(['*', '?', '[']) {
+        Some(wild) => {
+            let literal = &pattern[..wild];
+            inside.starts_with(literal) || literal.starts_with(&inside)
+        }
+        None => {
+            let pattern = pattern.trim_end_matches('/');
+            pattern == dir || pattern.starts_with(&inside) || inside.starts_with(&format!("{pattern}/"))
+        }
+    }
 }
 
 /// The `protected` request an `edit` request implies: its patterns that are protected (with
@@ -120,7 +204,8 @@ pub fn implied_request(
 }
 
 /// The protected locations that exist in `root` and in each directory from `root` down to `cwd`
-/// (custom tools and skills are discovered at each of those levels), symlinks not followed.
+/// (custom tools and skills are discovered at each of those levels), symlinks not followed, and
+/// the config files given with `--config` ([`protect_config_file`]).
 pub fn existing(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     let mut levels = vec![root.to_path_buf()];
     if let Ok(rel) = cwd.strip_prefix(root) {
@@ -137,6 +222,12 @@ pub fn existing(root: &Path, cwd: &Path) -> Vec<PathBuf> {
             if std::fs::symlink_metadata(&path).is_ok() && !out.contains(&path) {
                 out.push(path);
             }
+        }
+    }
+    // Config files given with `--config` (wherever they are: a temp dir is writable too).
+    for (_, path) in CONFIG_FILES.read().unwrap_or_else(std::sync::PoisonError::into_inner).iter() {
+        if std::fs::symlink_metadata(path).is_ok() && !out.contains(path) {
+            out.push(path.clone());
         }
     }
     out
@@ -171,6 +262,18 @@ mod tests {
             ".opencode/tools/*",
             "/home/u/.config/toolshed/config.toml",
             "/home/u/.config/toolshed",
+            // Directories a copy or a move may create protected ones in.
+            ".opencode",
+            ".claude",
+            "pkg/.opencode",
+            ".opencode/*",
+            ".claude/sk*",
+            "/home/u/.config",
+            "/home/u/.config/",
+            "/home/u/.config/*",
+            "/home/u/.conf*",
+            "/home/*",
+            "/home/u/.opencode",
         ] {
             assert!(is_protected(p, Some(Path::new("/home/u/.config/toolshed"))), "{p}");
         }
@@ -193,6 +296,10 @@ mod tests {
             "src/*",
             "/tmp/*",
             "/home/u/.config/toolshedx/a",
+            "/home/u/.config/other/*",
+            ".claude/settings.json",
+            ".opencode/package.json",
+            "src/opencode",
         ] {
             assert!(!is_protected(p, Some(Path::new("/home/u/.config/toolshed"))), "{p}");
         }

@@ -53,6 +53,11 @@ impl Workspace {
         };
         let cwd = if current.starts_with(&root) { current } else { root.clone() };
         let config = Config::load(config_file, &root).map_err(|e| Error::Usage(format!("config error: {e}")))?;
+        if let Some(file) = config_file {
+            // The file that replaces the user's config is theirs as much as `~/.config/toolshed`:
+            // a model that could write it could lift its own limits.
+            toolshed_core::protected::protect_config_file(&root, file);
+        }
         let mut discover = Discover::new(&root, &cwd, toolshed_core::paths::data_dir());
         discover.env = ChildEnv::from_config(&config);
         let custom = discover.run(scope);

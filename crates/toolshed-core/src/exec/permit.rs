@@ -27,6 +27,12 @@ pub async fn permit(
         );
     }
     let gate = Gate::new(exec.permission.clone(), exec.approver.clone(), session.clone());
+    // A call that a rule denies is refused before anyone is asked about its other requests
+    // (`rm x` in plan mode: its `bash` request asks, its `edit` request is denied), so the answer
+    // is the deny that `permission explain` shows, and no one approves a call that cannot run.
+    for request in &requests {
+        gate.refuse_denied(ctx.info(), request)?;
+    }
     for request in requests {
         gate.check(ctx.info(), request).await?;
     }
@@ -68,6 +74,24 @@ impl Gate {
             }
         }
         self.check_with(call, request, &answered).await.map(drop)
+    }
+
+    /// The model-visible error if the rules deny `request` (or the `protected` request it
+    /// implies); secondary requests are never denied outright (see [`Gate::check`]).
+    pub fn refuse_denied(&self, call: &CallInfo, request: &PermissionRequest) -> Result<(), ToolError> {
+        if request.secondary {
+            return Ok(());
+        }
+        if request.patterns.is_empty() {
+            let mut all = request.clone();
+            all.patterns.push("*".to_string());
+            return self.refuse_denied(call, &all);
+        }
+        self.denied(call, request)?;
+        if let Some(protected) = crate::protected::implied_request(request, crate::paths::config_dir().as_deref()) {
+            self.denied(call, &protected)?;
+        }
+        Ok(())
     }
 
     /// The model-visible error if any pattern of `request` is denied.
@@ -384,6 +408,12 @@ mod tests {
         let err = gate.check(&info(), PermissionRequest::new("sandbox_escalation", ["touch /x"])).await.unwrap_err();
         assert!(err.to_string().contains("never granted by a blanket approval such as --yes"), "{err}");
         gate.check(&info(), PermissionRequest::new("read", [".env"])).await.unwrap();
+        // Nor does it leave plan mode (plan's own rule asks for `plan_exit`).
+        let mut rules = Ruleset::defaults();
+        rules.push(Rule::new("plan_exit", "*", Action::Ask));
+        let gate = Gate::new(Arc::new(rules), Arc::new(ApproveAll), Session::new("s", "plan"));
+        let err = gate.check(&info(), PermissionRequest::new("plan_exit", ["*"])).await.unwrap_err();
+        assert!(err.to_string().contains("plan mode stays on"), "{err}");
         let mut rules = Ruleset::defaults();
         rules.push(Rule::new("sandbox_escalation", "*", Action::Allow));
         let gate = Gate::new(Arc::new(rules), Arc::new(ApproveAll), Session::new("s", "build"));

@@ -19,12 +19,23 @@ const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 pub struct Files {
     root: PathBuf,
     texts: HashMap<PathBuf, Option<String>>,
+    /// The call whose `read` rules decide which files' lines may be shown (a file whose `read`
+    /// would ask or is denied shows none); `None` shows every file's.
+    reader: Option<toolshed_core::ToolContext>,
 }
 
 impl Files {
     /// Paths are shown relative to `root`.
     pub fn new(root: &Path) -> Self {
-        Files { root: root.to_path_buf(), texts: HashMap::new() }
+        Files { root: root.to_path_buf(), texts: HashMap::new(), reader: None }
+    }
+
+    /// Shows the lines of a file (other than those given with [`Files::with_text`]) only when the
+    /// `read` rules of `ctx`'s call allow reading it without asking: a language server answers
+    /// about files the model may not read (a definition in `secrets/keys.py`).
+    pub fn reading_as(mut self, ctx: &toolshed_core::ToolContext) -> Self {
+        self.reader = Some(ctx.clone());
+        self
     }
 
     /// Uses `text` as the content of `path` (what the server was sent) instead of reading it.
@@ -40,7 +51,14 @@ impl Files {
 
     /// The text of line `line` (0-based) of `path`, if it can be read.
     pub fn line(&mut self, path: &Path, line: u32) -> Option<String> {
-        let text = self.texts.entry(path.to_path_buf()).or_insert_with(|| read_small(path));
+        let (root, reader) = (&self.root, &self.reader);
+        let text = self.texts.entry(path.to_path_buf()).or_insert_with(|| {
+            let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+            let readable = reader.as_ref().is_none_or(|ctx| {
+                ctx.decide("read", &pattern_for(root, &real)) == toolshed_core::permission::Action::Allow
+            });
+            if readable { read_small(path) } else { None }
+        });
         text.as_deref().and_then(|t| line_at(t, line)).map(str::to_string)
     }
 

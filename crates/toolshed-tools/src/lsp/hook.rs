@@ -86,7 +86,7 @@ impl Diagnostics {
             }
         }
         for item in pending {
-            let mut files = Files::new(ctx.root()).with_text(&item.path, &item.synced.text);
+            let mut files = Files::new(ctx.root()).with_text(&item.path, &item.synced.text).reading_as(ctx);
             let display = files.display(&item.path);
             let name = item.server.name().to_string();
             match item.server.diagnostics(&item.synced, item.deadline).await {

@@ -129,7 +129,13 @@ impl TypedTool for LspTool {
     ) -> Result<Vec<PermissionRequest>, ToolError> {
         let resolved = path::resolve(ctx, &args.file_path)?;
         args.permitted.remember(&resolved);
-        Ok(resolved.requests(&spec.permission))
+        let mut requests = resolved.requests(&spec.permission);
+        // The answers show the file's contents (its symbols, lines, hovers): the `read` rules
+        // apply to it as to `read`.
+        if spec.permission != "read" {
+            requests.push(PermissionRequest::new("read", [resolved.pattern()]));
+        }
+        Ok(requests)
     }
 
     async fn run(&self, args: LspArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -240,7 +246,7 @@ impl Ask<'_> {
     }
 
     fn files(&self) -> Files {
-        Files::new(self.ctx.root()).with_text(self.resolved.path(), &self.synced.text)
+        Files::new(self.ctx.root()).with_text(self.resolved.path(), &self.synced.text).reading_as(self.ctx)
     }
 
     /// The LSP position of the request, and the 1-based `path:line:col` and word it names.

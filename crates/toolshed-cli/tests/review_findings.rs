@@ -1,0 +1,325 @@
+//! Findings of an adversarial review of the trust work (rules in layers, protected paths, grep and
+//! the read rules, `--yes`, one builder for every entry point, the environment policy). Each test
+//! reproduces one finding through the `toolshed` command, in a fresh git worktree `W` beside a
+//! directory `OUT`, without a terminal (so an `ask` is rejected) unless it says otherwise.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use toolshed_llm::testing::{FakeServer, Reply, chat};
+
+struct World {
+    _tmp: tempfile::TempDir,
+    base: PathBuf,
+    root: PathBuf,
+}
+
+impl World {
+    fn new(config: &str) -> World {
+        // Not under /tmp: the sandbox lets commands write the temp dirs.
+        let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let root = base.join("W");
+        for dir in [&root, &base.join("OUT"), &base.join("home/.config"), &root.join("src")] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let git = Command::new("git").args(["init", "-q"]).arg(&root).status().unwrap();
+        assert!(git.success());
+        std::fs::write(root.join("x"), "canary\n").unwrap();
+        std::fs::write(root.join(".env"), "API_KEY=sk-secret-canary\n").unwrap();
+        let w = World { _tmp: tmp, base, root };
+        if !config.is_empty() {
+            std::fs::write(w.root.join("toolshed.toml"), config).unwrap();
+        }
+        w
+    }
+
+    /// A world whose `model` is `fake/m`, served by `server`, with `config` after it.
+    fn with_model(server: &FakeServer, config: &str) -> World {
+        World::new(&format!(
+            "model = \"fake/m\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n{config}",
+            server.base_url()
+        ))
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
+        cmd.current_dir(&self.root)
+            .env("HOME", self.base.join("home"))
+            .env("XDG_CONFIG_HOME", self.base.join("home/.config"))
+            .env("TOOLSHED_DATA_DIR", self.base.join("home/.data"))
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    fn toolshed(&self, args: &[&str]) -> Output {
+        self.command().args(args).output().unwrap()
+    }
+
+    fn read(&self, file: &str) -> String {
+        std::fs::read_to_string(self.root.join(file)).unwrap_or_default()
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// The content of every tool message the model was sent, over all requests.
+fn tool_messages(server: &FakeServer) -> String {
+    let mut out = String::new();
+    for request in server.received() {
+        for m in request.body["messages"].as_array().into_iter().flatten() {
+            if m["role"] == "tool" {
+                out.push_str(m["content"].as_str().unwrap_or_default());
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// Finding: `run --agent plan --yes` left plan mode without anyone deciding it. `plan_exit`
+/// only asked, and `--yes` approves every ask, so a model in plan mode could switch itself to
+/// build and edit. Leaving plan mode is a person's decision, like `sandbox_escalation`: no
+/// blanket approval grants it.
+#[test]
+fn yes_does_not_let_plan_mode_leave_itself() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("c1", "plan_exit", "{}")])),
+        Reply::sse(chat::tool_calls(&[("c2", "write", r#"{"file_path":"x","content":"gone"}"#)])),
+        Reply::sse(chat::text("done")),
+    ])
+    .unwrap();
+    let w = World::with_model(&server, "");
+    let out = w.toolshed(&["run", "plan, then build it", "--agent", "plan", "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(w.read("x"), "canary\n", "plan mode left itself under --yes: {}", tool_messages(&server));
+    assert!(tool_messages(&server).contains("never granted by a blanket approval"), "{}", tool_messages(&server));
+}
+
+fn asked(out: &Output) -> bool {
+    out.status.code() == Some(1) && text(out).contains("was not granted")
+}
+
+/// Finding: a directory moved or copied to `.opencode` or `.claude` (`mv payload .opencode`)
+/// created `.opencode/tools/evil.ts` or `.claude/skills/...` without asking `protected`: only
+/// the nested directories were protected, not the directory that holds them.
+#[test]
+fn a_directory_moved_onto_a_protected_parent_asks() {
+    for (setup, command, created) in [
+        ("payload/tools/evil.ts", "mv payload .opencode", ".opencode/tools/evil.ts"),
+        ("payload/tools/evil.ts", "cp -r payload .opencode", ".opencode/tools/evil.ts"),
+        ("payload/skills/s/SKILL.md", "cp -r payload .claude", ".claude/skills/s/SKILL.md"),
+        ("payload/skills/s/SKILL.md", "mkdir .claude && cp -r payload/* .claude/", ".claude/skills/s/SKILL.md"),
+    ] {
+        let w = World::new("");
+        let file = w.root.join(setup);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "export default {}\n").unwrap();
+        let args = serde_json::json!({ "command": command }).to_string();
+        let out = w.toolshed(&["call", "bash", &args]);
+        assert!(asked(&out), "{command}: {}", text(&out));
+        assert!(!w.root.join(created).exists(), "{command} created {created}");
+    }
+}
+
+/// Finding: with `external_directory` allowed, a copy or move into the directory above the
+/// user's config (`cp -r payload/. ~/.config/`) wrote `~/.config/toolshed/config.toml` without
+/// asking `protected` (a write of the file itself asked); and the user's OpenCode tool directory
+/// (`~/.config/opencode/tools`, loaded as custom tools) was not protected at all.
+#[test]
+fn writes_above_or_into_the_users_tool_and_config_directories_ask() {
+    let w = World::new("[permission]\nexternal_directory = \"allow\"\n");
+    let config = w.base.join("home/.config");
+    std::fs::create_dir_all(w.root.join("payload/toolshed")).unwrap();
+    std::fs::write(w.root.join("payload/toolshed/config.toml"), "[permission]\n\"*\" = \"allow\"\n").unwrap();
+    for command in ["cp -r payload/. ~/.config/", "mv payload/toolshed ~/.config/", "cp -r payload/toolshed ~/.config"]
+    {
+        let args = serde_json::json!({ "command": command }).to_string();
+        let out = w.toolshed(&["call", "bash", &args]);
+        assert!(asked(&out), "{command}: {}", text(&out));
+        assert!(!config.join("toolshed/config.toml").exists(), "{command} wrote the user's config");
+    }
+    let tool = config.join("opencode/tools/evil.ts");
+    let args = serde_json::json!({ "file_path": tool, "content": "export default {}\n" }).to_string();
+    let out = w.toolshed(&["call", "write", &args]);
+    assert!(asked(&out), "{}", text(&out));
+    assert!(!tool.exists());
+}
+
+/// Finding: the config file given with `--config` (used instead of the user's) was not protected:
+/// when it lies in the worktree, the model could rewrite the rules it runs under.
+#[test]
+fn the_config_file_given_on_the_command_line_is_protected() {
+    let w = World::new("");
+    std::fs::create_dir_all(w.root.join("ci")).unwrap();
+    std::fs::write(w.root.join("ci/agent.toml"), "[permission]\nbash = \"allow\"\n").unwrap();
+    let before = w.read("ci/agent.toml");
+    for (tool, args) in [
+        ("write", r#"{"file_path":"ci/agent.toml","content":"[permission]\n\"*\" = \"allow\"\n"}"#),
+        ("edit", r#"{"file_path":"./ci/agent.toml","old_string":"bash","new_string":"\"*\""}"#),
+        ("bash", r#"{"command":"cp x ci/"}"#),
+        ("bash", r#"{"command":"f=ci/agent.toml; echo '\"*\" = \"allow\"' >> $f"}"#),
+    ] {
+        let out = w.toolshed(&["--config", "ci/agent.toml", "call", tool, args]);
+        assert_eq!(w.read("ci/agent.toml"), before, "{tool} {args} rewrote the config: {}", text(&out));
+    }
+}
+
+/// Finding: a path rule through a symbolic link never matched, since tools send paths with links
+/// resolved: `read = { "~/.ssh/*" = "deny" }` with a symlinked home, or an absolute rule written
+/// through a link to the worktree, let the read through.
+#[test]
+fn path_rules_through_symbolic_links_still_match() {
+    let w = World::new("");
+    std::fs::create_dir_all(w.base.join("real-home/.ssh")).unwrap();
+    std::fs::write(w.base.join("real-home/.ssh/id"), "PRIVATE-KEY-CANARY\n").unwrap();
+    std::os::unix::fs::symlink("real-home", w.base.join("link-home")).unwrap();
+    std::os::unix::fs::symlink("W", w.base.join("W-link")).unwrap();
+    std::fs::create_dir_all(w.root.join("secret")).unwrap();
+    std::fs::write(w.root.join("secret/k"), "SECRET-CANARY\n").unwrap();
+    std::fs::write(
+        w.root.join("toolshed.toml"),
+        format!(
+            "[permission]\nexternal_directory = \"allow\"\nread = {{ \"~/.ssh/*\" = \"deny\", \"{}/secret/*\" = \"deny\" }}\n",
+            w.base.join("W-link").display()
+        ),
+    )
+    .unwrap();
+    for file in ["~/.ssh/id", "secret/k"] {
+        let args = serde_json::json!({ "file_path": file }).to_string();
+        let out = w.command().env("HOME", w.base.join("link-home")).args(["call", "read", &args]).output().unwrap();
+        let said = text(&out);
+        assert!(said.contains("Permission denied"), "{file}: {said}");
+        assert!(!said.contains("CANARY"), "{file}: {said}");
+    }
+}
+
+/// The language-server tests' pyright, when `.ci/test` prepared it.
+fn pyright_bin() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("TOOLSHED_LSP_SERVERS")?).join("node_modules/.bin");
+    dir.join("pyright-langserver").exists().then_some(dir)
+}
+
+/// Finding: the `lsp` tool showed what the `read` rules hide: `document_symbols` of a read-denied
+/// file ran (only the `lsp` key was checked), and a definition or reference in one was printed
+/// with the text of its line (`secrets/keys.py:1:1: API_KEY = "sk-..."`).
+#[test]
+fn lsp_answers_respect_the_read_rules() {
+    let Some(bin) = pyright_bin() else {
+        eprintln!("skipped: no pyright (run through .ci/test)");
+        return;
+    };
+    let w = World::new("[permission]\nread = { \"secrets/*\" = \"deny\" }\n");
+    std::fs::create_dir_all(w.root.join("secrets")).unwrap();
+    std::fs::write(w.root.join("secrets/__init__.py"), "").unwrap();
+    std::fs::write(w.root.join("secrets/keys.py"), "API_KEY = \"sk-secret-canary\"\n").unwrap();
+    std::fs::write(w.root.join("app.py"), "from secrets.keys import API_KEY\nprint(API_KEY)\n").unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let lsp = |args: &str| w.command().env("PATH", &path).args(["call", "lsp", args]).output().unwrap();
+    let out = lsp(r#"{"operation":"document_symbols","file_path":"secrets/keys.py"}"#);
+    assert!(text(&out).contains("Permission denied"), "{}", text(&out));
+    for op in ["definition", "references"] {
+        let out = lsp(&format!(r#"{{"operation":"{op}","file_path":"app.py","line":2,"character":7}}"#));
+        let said = text(&out);
+        assert!(said.contains("secrets/keys.py:1:1"), "{op}: {said}");
+        assert!(!said.contains("sk-secret-canary"), "{op}: {said}");
+    }
+}
+
+/// Finding (open): a sandboxed command may write the tool caches (`~/.cargo`, `~/go`, `~/.bun`,
+/// ...), whose `bin` directories are on `PATH`; the language server toolshed starts after a
+/// write is looked up on `PATH` and runs unsandboxed. So a command writes
+/// `~/.cargo/bin/rust-analyzer`, and the next write of a `.rs` file runs it outside the sandbox.
+#[test]
+#[ignore = "finding: language servers found in sandbox-writable tool caches run unsandboxed (shell sandbox's writable roots; fix belongs there or in how servers are started)"]
+fn a_command_cannot_plant_a_language_server() {
+    let w = World::new("");
+    let bin = w.base.join("home/.cargo/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let marker = w.base.join("OUT/escaped");
+    std::fs::write(w.root.join("ra.sh"), format!("#!/bin/sh\ntouch {}\nexit 1\n", marker.display())).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let run = |tool: &str, args: &str| w.command().env("PATH", &path).args(["call", tool, args]).output().unwrap();
+    // The destination is known only at run time, so it is left to the sandbox, which allows it.
+    let out =
+        run("bash", r#"{"command":"d=$HOME/.cargo/bin; cp ra.sh $d/rust-analyzer && chmod +x $d/rust-analyzer"}"#);
+    let planted = bin.join("rust-analyzer").exists();
+    let out2 = run("write", r#"{"file_path":"src/lib.rs","content":"pub fn f() {}\n"}"#);
+    assert!(!(planted && marker.exists()), "escaped the sandbox: {}\n{}", text(&out), text(&out2));
+}
+
+/// Finding: `permission explain` said deny where `call` asked first. A call's requests were
+/// checked one by one, so a command whose `bash` request asks and whose `edit` request is denied
+/// (`rm x` in plan mode) asked about `bash` (with a terminal: asked a person to approve a call
+/// that would be denied right after; without one: told the model "not granted, rerun with
+/// --yes" instead of "denied, do not retry"). Denies now come before any question.
+#[test]
+fn a_denied_call_is_denied_before_anything_is_asked() {
+    for (config, agent, tool, args) in [
+        ("", "plan", "bash", r#"{"command":"rm -f x"}"#),
+        ("", "plan", "bash", r#"{"command":"echo hi > src/out.txt"}"#),
+        (
+            "[permission]\nexternal_directory = \"ask\"\nread = { \"../*\" = \"deny\" }\n",
+            "build",
+            "read",
+            r#"{"file_path":"../OUT/o.txt"}"#,
+        ),
+        (
+            "[permission]\nbash = \"ask\"\nprotected = \"deny\"\n",
+            "build",
+            "bash",
+            r#"{"command":"echo x > toolshed.toml"}"#,
+        ),
+    ] {
+        let w = World::new(config);
+        std::fs::write(w.base.join("OUT/o.txt"), "outside\n").unwrap();
+        let explained = w.toolshed(&["permission", "explain", tool, args, "--agent", agent, "--json"]);
+        let decision: serde_json::Value = serde_json::from_slice(&explained.stdout).unwrap();
+        assert_eq!(decision["decision"], "deny", "{agent} {args}: {}", text(&explained));
+        // --yes: the ask would be approved; the deny must still come first and decide.
+        for yes in [false, true] {
+            let mut argv = vec!["call", tool, args, "--agent", agent];
+            if yes {
+                argv.push("--yes");
+            }
+            let out = w.toolshed(&argv);
+            assert!(text(&out).contains("Permission denied"), "{agent} {args} (--yes: {yes}): {}", text(&out));
+        }
+        assert_eq!(w.read("x"), "canary\n");
+    }
+}
+
+/// Finding: common secret variables reached shell commands: `DB_PASS`, `MYSQL_PWD` (MySQL's own
+/// password variable), `GPG_PASSPHRASE`, `CI_JOB_JWT`, and URLs with passwords in them
+/// (`DATABASE_URL=postgres://app:pw@db/app`).
+#[test]
+fn more_secret_variables_are_withheld_from_commands() {
+    let w = World::new("");
+    let secrets = [
+        ("DB_PASS", "canary-1"),
+        ("smtp_pass", "canary-2"),
+        ("MYSQL_PWD", "canary-3"),
+        ("GPG_PASSPHRASE", "canary-4"),
+        ("CI_JOB_JWT", "canary-5"),
+        ("DATABASE_URL", "postgres://app:canary-6@db/app"),
+        ("REDIS_URL", "redis://:canary-7@cache:6379"),
+    ];
+    let out = w.command().envs(secrets).args(["call", "bash", r#"{"command":"env"}"#]).output().unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("PATH="), "{said}");
+    for (name, _) in secrets {
+        assert!(!said.contains(&format!("{name}=")), "{name} reached the command");
+    }
+    // Named in `[env] pass`, one is passed.
+    std::fs::write(w.root.join("toolshed.toml"), "[env]\npass = [\"DATABASE_URL\"]\n").unwrap();
+    let out = w.command().envs(secrets).args(["call", "bash", r#"{"command":"env"}"#]).output().unwrap();
+    assert!(text(&out).contains("DATABASE_URL=postgres://app:canary-6@db/app"), "{}", text(&out));
+}

@@ -211,6 +211,25 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
             vec![Effect::Unclassified("`zip -TT` runs the given command".into())]
         }
         "make" | "gmake" => make(args),
+        "python" | "python2" | "python3" | "perl" | "ruby" | "node" | "nodejs" | "php" | "lua" | "tclsh"
+        | "Rscript" | "deno" | "bun" | "tsx" | "ts-node" => interpreter(program, args),
+        "cargo" => ["Cargo.toml", "build.rs", ".cargo/config.toml", ".cargo/config"]
+            .into_iter()
+            .map(|f| Effect::Executes(Word::literal(f)))
+            .collect(),
+        "npm" | "pnpm" | "yarn" | "npx" => {
+            [".npmrc", "package.json"].into_iter().map(|f| Effect::Executes(Word::literal(f))).collect()
+        }
+        "just" => {
+            ["justfile", "Justfile", ".justfile"].into_iter().map(|f| Effect::Executes(Word::literal(f))).collect()
+        }
+        "rake" => vec![Effect::Executes(Word::literal("Rakefile"))],
+        "gradle" | "gradlew" => ["build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts"]
+            .into_iter()
+            .map(|f| Effect::Executes(Word::literal(f)))
+            .collect(),
+        "mvn" => vec![Effect::Executes(Word::literal("pom.xml"))],
+        "cmake" => vec![Effect::Executes(Word::literal("CMakeLists.txt"))],
         "split" | "csplit" => vec![Effect::Writes(Word::new(format!("the files `{program}` makes"), true))],
         "shuf" | "iconv" => {
             let syntax =
@@ -1132,6 +1151,58 @@ fn awk(args: &[Word]) -> Vec<Effect> {
         Some(p) if p.text.contains('>') => vec![Effect::Writes(Word::new("the files `awk` writes", true))],
         _ => Vec::new(),
     }
+}
+
+/// An interpreter runs its script operand (`python3 a.py`, `node -r ./hook.js x.js`), a module
+/// (`python3 -m a` runs `a.py`) or code in an option (`-c`, `-e`: a known gap, not followed).
+fn interpreter(program: &str, args: &[Word]) -> Vec<Effect> {
+    let mut out = Vec::new();
+    let (values, code): (&[&str], &[&str]) = match program {
+        "python" | "python2" | "python3" => (&["-W", "-X", "-Q"], &["-c"]),
+        "perl" => (&["-I", "-M", "-m", "-x"], &["-e", "-E"]),
+        "ruby" => (&["-I", "-C", "-E", "-F"], &["-e"]),
+        "node" | "nodejs" | "tsx" | "ts-node" => {
+            (&["--title", "--input-type", "--conditions", "-C"], &["-e", "--eval", "-p", "--print"])
+        }
+        _ => (&[], &["-e", "-c", "eval"]),
+    };
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        let t = w.text.as_str();
+        i += 1;
+        if code.contains(&t) {
+            return out;
+        }
+        match (program, t) {
+            ("python" | "python2" | "python3", "-m") => {
+                if let Some(module) = args.get(i) {
+                    out.push(Effect::Executes(Word::like(module, format!("{}.py", module.text.replace('.', "/")))));
+                }
+                return out;
+            }
+            ("node" | "nodejs" | "tsx" | "ts-node" | "bun" | "deno", "-r" | "--require" | "--import" | "--loader") => {
+                out.extend(args.get(i).cloned().map(Effect::Executes));
+                i += 1;
+                continue;
+            }
+            ("deno" | "bun", "run" | "test" | "x") => continue,
+            _ => {}
+        }
+        if values.contains(&t) {
+            i += 1;
+            continue;
+        }
+        if t == "--" {
+            out.extend(args.get(i).cloned().map(Effect::Executes));
+            return out;
+        }
+        if t.starts_with('-') {
+            continue;
+        }
+        out.push(Effect::Executes(w.clone()));
+        return out;
+    }
+    out
 }
 
 /// `make`: `--eval` text and `VAR=value` words with `$` are makefile code, which may run

@@ -941,3 +941,179 @@ fn trust_conformance_table() {
     }
     assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
+
+/// Review 1 ("Trust I", adversarial pass): ways through found in the build before this test,
+/// each allowed then and run by `toolshed call bash` (the canary was deleted); now they ask or
+/// are denied.
+#[test]
+fn review1_findings_ask() {
+    let w = world();
+    let rm = |cmd: &str, decision: Action| (cmd.to_string(), RM_DENY, decision);
+    let git = |cmd: &str, decision: Action| (cmd.to_string(), GIT_ALLOW, decision);
+    let cases: Vec<(String, &str, Action)> = vec![
+        // An option known only at run time: `find`'s `-exec` (or git's, tar's, ...) in a variable.
+        rm("a=-exec; b=$(printf '\\x72m'); find . -name x $a $b {} +", Ask),
+        rm("find . -name x \"$a\" \"$b\" {} +", Ask),
+        rm("find $(echo -exec) x \\;", Ask),
+        rm("tar $OPTS -cf a.tar a.txt", Ask),
+        rm("sort \"$O\" a.txt", Ask),
+        rm("rg \"$PRE\" -e x a.txt", Ask),
+        rm("sed -n p $f", Ask),
+        rm("awk '{print}' $f", Ask),
+        rm("make $T", Ask),
+        rm("ssh $O host", Ask),
+        rm("ssh -o \"$O\" host", Ask),
+        rm("ssh -F \"$F\" host", Ask),
+        rm("timeout $T rm x", Ask),
+        rm("timeout \"$T\" true", Ask),
+        git("git $X status", Ask),
+        git("git -c color.ui=auto \"$SUB\" x", Ask),
+        git("git rebase $OPT HEAD~1", Ask),
+        git("git fetch \"$O\" origin", Ask),
+        // xargs appends options to a program whose options run programs.
+        rm("printf '%b\\0' -name x -exec '\\x72m' {} + | xargs -0 find .", Ask),
+        rm("echo x | xargs tar -cf a.tar", Ask),
+        rm("echo x | xargs git", Ask),
+        rm("echo x | xargs -n1 sort", Ask),
+        // awk's options that run program files.
+        rm("awk -W exec /dev/stdin <<< 'BEGIN{system(\"rm x\")}'", Ask),
+        rm("awk -Wexec p.awk", Ask),
+        rm("gawk --source='BEGIN{system(\"rm x\")}'", Ask),
+        rm("gawk --sou 'BEGIN{system(\"rm x\")}'", Ask),
+        rm("gawk --file=p.awk", Ask),
+        rm("gawk --exe p.awk", Ask),
+        // A file the line writes (with a writer the analysis did not know) and then runs.
+        rm("printf 'rm x\\n' | split - s; . ./saa", Ask),
+        rm("printf 'rm x\\n' | csplit - 1; bash xx00", Ask),
+        rm("printf 'rm x\\n' | shuf -o s; . ./s", Ask),
+        rm("echo 'rm x' > t; iconv -f utf8 -t utf8 -o s t; . ./s", Ask),
+        rm("echo 'rm x' | awk '{print > \"s\"}'; . ./s", Ask),
+        rm("echo 'rm x' | awk '{print > \"build.sh\"}'; ./build.sh", Ask),
+        rm("xxd -r -p h s; sh s", Ask),
+        rm("gunzip s.gz; sh s", Ask),
+        rm("anything-at-all; ./not-yet-there", Ask),
+        // make: `--eval`, variables of makefile code, a makefile the line writes.
+        rm("make --eval='$(shell rm x)'", Ask),
+        rm("make --ev '$(shell rm x)'", Ask),
+        rm("make -E '$(shell rm x)'", Ask),
+        rm("make 'X:=$(shell rm x)'", Ask),
+        rm("printf 'all:\\n\\trm x\\n' > Makefile; make", Ask),
+        rm("printf 'all:\\n\\trm x\\n' > mk; make -f mk", Ask),
+        rm("printf 'all:\\n\\trm x\\n' > d/Makefile; make -C d", Ask),
+        rm("printf 'all:\\n\\trm x\\n' > mk; make --file=mk", Ask),
+        // tar: every abbreviation getopt_long accepts.
+        rm("tar --use='sh -c \"rm x;cat\"' -cf a.tar a.txt", Ask),
+        rm("tar --u=x -cf a.tar a.txt", Ask),
+        rm("tar --checkpoint=1 --checkpoint-=exec='rm x' -cf a.tar a.txt", Ask),
+        rm("tar --to=x -xf a.tar", Ask),
+        rm("tar --inf=x -cf a.tar a.txt", Ask),
+        rm("tar --rsh=x -cf h:a.tar a.txt", Ask),
+        // git: every abbreviation parse-options accepts.
+        git("git rebase --exe 'rm x' HEAD~1", Deny),
+        git("git rebase --ex='rm x' HEAD~1", Deny),
+        git("git difftool --extc 'rm x'", Deny),
+        git("git fetch --upload-pa='rm x' origin", Ask),
+        git("git ls-remote --upl 'rm x' origin", Ask),
+        git("git push --receive='rm x' origin", Ask),
+        git("git init --templ=t", Ask),
+        // Programs not in the tables that run a command line given as one word or an option's
+        // value: the general rule parses such words as lines (a secondary view).
+        rm("npx -c 'rm x'", Ask),
+        rm("npm exec -c 'rm x'", Ask),
+        rm("man -P 'rm x' ls", Ask),
+        rm("expect -c 'exec rm x'", Ask),
+        rm("some-runner --run='rm x'", Ask),
+        rm("some-runner --hook=rm", Ask),
+        rm("some-runner 'true; rm x'", Ask),
+        // An interpreter or a build tool running a file the line writes.
+        rm("echo 'import os; os.remove(\"x\")' > a.py; python3 a.py", Ask),
+        rm("echo 'import os' > a.py; python3 -u a.py", Ask),
+        rm("echo 'import os' > a.py; python3 -m a", Ask),
+        rm("echo 'unlink q(x)' > a.pl; perl a.pl", Ask),
+        rm("echo 'x' > h.js; node -r ./h.js src/main.rs", Ask),
+        rm("printf '[build]\\nrustc-wrapper = \"./w\"\\n' > .cargo/config.toml; cargo build", Ask),
+        rm("echo 'fn main() {}' > build.rs; cargo build", Ask),
+        rm("echo '{}' > package.json; npm run build", Ask),
+        rm("python3 \"$S\"", Ask),
+        // Still allowed.
+        rm("python3 -m pytest -q", Allow),
+        rm("python3 src/main.rs", Allow),
+        rm("cargo test 2>&1 | tee out.txt", Allow),
+        rm("echo x > notes.txt; cargo build", Allow),
+        rm("git commit -m 'fix the build'", Allow),
+        rm("git log --format='%H %s' -3", Allow),
+        rm("grep -rn 'fn main' src", Allow),
+        rm("find . -name \"$pat\" -type f", Allow),
+        rm("find . -maxdepth \"$n\" -print", Allow),
+        rm("awk '$1 > 5' a.txt", Allow),
+        rm("tar --checkpoint=10 -cf a.tar a.txt", Allow),
+        git("git commit -m \"$msg\"", Allow),
+        git("git log --since=\"$d\" --oneline", Allow),
+        git("git diff $(git merge-base HEAD main)", Allow),
+        git("git rebase --continue", Allow),
+    ];
+    let mut failures = Vec::new();
+    for (cmd, config, expected) in &cases {
+        let got = decide(&w, config, "build", "bash", &bash(cmd));
+        if got != *expected {
+            failures.push(format!("{cmd:?} → {got}, expected {expected}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+/// Ordinary developer commands still run without asking under `rm *` denied.
+#[test]
+fn ordinary_commands_stay_allowed_under_an_rm_deny() {
+    let w = world();
+    let commands = [
+        "cargo test",
+        "cargo build --release",
+        "cargo clippy --workspace --all-targets -- -D warnings",
+        "cargo fmt --all",
+        "git status",
+        "git diff",
+        "git log --oneline -10",
+        "git show HEAD",
+        "git add -A",
+        "git commit -m 'fix: a thing'",
+        "git branch -a",
+        "git stash list",
+        "npm run build",
+        "npm test",
+        "npm install",
+        "grep -rn foo src",
+        "rg -n 'fn main' src",
+        "ls -la",
+        "cat src/main.rs | head -20",
+        "find . -name '*.rs' -type f",
+        "find src -name '*.rs' | xargs grep -n TODO",
+        "wc -l src/main.rs",
+        "make",
+        "make test",
+        "make -j4",
+        "python3 -m pytest -q",
+        "go test ./...",
+        "sed -n '1,20p' src/main.rs",
+        "awk '{print $1}' a.txt | sort | uniq -c",
+        "tar -czf out.tgz src",
+        "echo done && pwd",
+        "mkdir -p build && cd build && ls",
+        "diff -u a.txt ab.txt",
+        "git diff --stat | tail -1",
+    ];
+    let mut failures = Vec::new();
+    for cmd in commands {
+        let got = decide(&w, RM_DENY, "build", "bash", &bash(cmd));
+        if got != Allow {
+            failures.push(format!("{cmd:?} → {got}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} ordinary commands ask:\n{}",
+        failures.len(),
+        commands.len(),
+        failures.join("\n")
+    );
+}

@@ -233,7 +233,11 @@ async fn protected_paths_are_read_only_and_ordinary_files_stay_writable() {
             assert_eq!(answers.asked(), ["protected"], "row `{row}`: {}", r.output);
             continue;
         }
-        let bound = r.metadata["read_only_paths"].as_array().map_or(0, Vec::len);
+        // (Tool directories in the home directory, such as `~/.cargo/bin`, are bound too.)
+        let root = h.root.to_str().unwrap();
+        let bound = r.metadata["read_only_paths"]
+            .as_array()
+            .map_or(0, |a| a.iter().filter(|p| p.as_str().is_some_and(|p| p.starts_with(root))).count());
         assert_eq!(bound, 6, "row `{row}`: every existing protected path is bound: {}", r.metadata["read_only_paths"]);
         // A refused `protected` is final; a row Landlock refused (`/proc/$PPID/root`) may ask
         // to escalate, which is refused here.
@@ -754,4 +758,150 @@ fn bash_env_lacks_the_secrets_of_toolsheds_environment() {
         .unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success() && text.contains("1 passed"), "{text}");
+}
+
+const HOME_CHILD_FLAG: &str = "TOOLSHED_CONFORMANCE_HOME_CHILD";
+
+/// Runs in a child of this test binary whose `HOME` is a scratch directory (see
+/// `tool_dirs_on_path_and_sourced_files_in_home_are_read_only`); does nothing when run directly.
+#[tokio::test]
+async fn home_child_cannot_plant_programs_or_shell_code() {
+    if std::env::var_os(HOME_CHILD_FLAG).is_none() {
+        return;
+    }
+    let test = "tool_dirs_on_path_and_sourced_files_in_home_are_read_only";
+    if !binds_or_skip(test) {
+        return;
+    }
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap());
+    let answers = Answers::with(&[("protected", reject()), ("sandbox_escalation", reject())]);
+    let h = Harness::new(WORKSPACE_WRITE, Ruleset::defaults(), answers);
+    // Paths computed at run time: the analysis cannot see them; the sandbox must refuse.
+    for command in [
+        "d=$(printf %s ~/.cargo); echo 'echo PWNED' >> \"$d/env\"",
+        "d=$(printf %s ~/.cargo); printf '#!/bin/sh\\necho fake\\n' > \"$d/bin/git\"",
+        "d=$(printf %s ~/.cargo); mv \"$d/bin\" \"$d/bin2\"",
+        "d=$(printf %s ~/.cargo); ln -s /bin/true \"$d/bin/ls\"",
+        "d=$(printf %s ~/.cargo); echo '[build]' >> \"$d/config.toml\"",
+        "d=$(printf %s ~/go); cp /bin/true \"$d/bin/git\"",
+        "d=$(printf %s ~/.bun); cp /bin/true \"$d/bin/node\"",
+    ] {
+        let r = h.bash(command).await;
+        assert!(!r.output.contains("Exit code: 0"), "{command}: {}", r.output);
+    }
+    assert_eq!(std::fs::read_to_string(home.join(".cargo/env")).unwrap(), "export PATH=x\n");
+    assert_eq!(std::fs::read_to_string(home.join(".cargo/config.toml")).unwrap(), "");
+    for dir in [".cargo/bin", "go/bin", ".bun/bin"] {
+        assert_eq!(std::fs::read_dir(home.join(dir)).unwrap().count(), 0, "{dir}");
+    }
+    // The rest of the tool dirs stays writable (cargo's registry, locks, caches).
+    let r = h.bash("d=$(printf %s ~/.cargo); mkdir -p \"$d/registry\" && echo ok > \"$d/registry/x\" && echo ok > \"$d/.package-cache\"").await;
+    assert!(r.output.contains("Exit code: 0"), "{}", r.output);
+}
+
+#[test]
+fn tool_dirs_on_path_and_sourced_files_in_home_are_read_only() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path().canonicalize().unwrap();
+    for dir in [".cargo/bin", "go/bin", ".bun/bin"] {
+        std::fs::create_dir_all(h.join(dir)).unwrap();
+    }
+    std::fs::write(h.join(".cargo/env"), "export PATH=x\n").unwrap();
+    std::fs::write(h.join(".cargo/config.toml"), "").unwrap();
+    let path = format!("{}:{}", h.join(".cargo/bin").display(), std::env::var("PATH").unwrap_or_default());
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "home_child_cannot_plant_programs_or_shell_code", "--nocapture"])
+        .env(HOME_CHILD_FLAG, "1")
+        .env("HOME", &h)
+        .env("PATH", path)
+        .env_remove("CARGO_HOME")
+        .env_remove("GOPATH")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+}
+
+const ENVIRON_CHILD_FLAG: &str = "TOOLSHED_CONFORMANCE_ENVIRON_CHILD";
+
+/// Runs in a child of this test binary that holds a secret and hides its environment as the
+/// cli does (see `a_sandboxed_command_cannot_read_toolsheds_environ_even_as_root`).
+#[tokio::test]
+async fn environ_child_sandboxed_command_reads_no_parent_environ() {
+    if std::env::var_os(ENVIRON_CHILD_FLAG).is_none() {
+        return;
+    }
+    if !landlock_or_skip("a_sandboxed_command_cannot_read_toolsheds_environ_even_as_root") {
+        return;
+    }
+    toolshed_core::env::hide_own_environment();
+    let answers = Answers::with(&[("protected", reject()), ("sandbox_escalation", reject())]);
+    let h = Harness::new(WORKSPACE_WRITE, Ruleset::defaults(), answers);
+    for command in [
+        "p=/proc/$PPID; cat $p/environ",
+        "p=/proc/$PPID; tr '\\0' '\\n' < $p/environ",
+        "for p in /proc/[0-9]*; do cat $p/environ; done 2>/dev/null",
+    ] {
+        let r = h.bash(command).await;
+        assert!(!r.output.contains("sk-environ-conformance"), "{command}: {}", r.output);
+    }
+}
+
+/// As root a sandboxed command kept CAP_SYS_PTRACE and read toolshed's `/proc/<pid>/environ`
+/// (found in review 1); the capability is now dropped from the bounding set.
+#[test]
+fn a_sandboxed_command_cannot_read_toolsheds_environ_even_as_root() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "environ_child_sandboxed_command_reads_no_parent_environ", "--nocapture"])
+        .env(ENVIRON_CHILD_FLAG, "1")
+        .env("CONFORMANCE_ENVIRON_KEY", "sk-environ-conformance")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+}
+
+/// Review 1, not fixed: a protected path that does not exist yet can be created by a write the
+/// analysis cannot see, and the next toolshed process loads it. In a project without a
+/// `toolshed.toml` (most projects), `f=toolshed.toml; printf '[sandbox]\nmode = "full-access"\n'
+/// > $f` turns the sandbox off for every later process (reproduced with `toolshed call`).
+/// docs/shell.md lists missing protected paths as not protected; the consequence is a full
+/// escape. A fix needs the sandbox (or a check after each run) to refuse creating them.
+#[tokio::test]
+#[ignore = "review 1 finding, not fixed: a missing toolshed.toml can be created through a computed path"]
+async fn a_missing_toolshed_toml_cannot_be_created_through_a_computed_path() {
+    if !binds_or_skip("a_missing_toolshed_toml_cannot_be_created_through_a_computed_path") {
+        return;
+    }
+    let answers = Answers::with(&[("protected", reject()), ("sandbox_escalation", reject())]);
+    let h = Harness::new(WORKSPACE_WRITE, Ruleset::defaults(), answers);
+    std::fs::create_dir_all(h.root.join(".git")).unwrap();
+    for command in [
+        "f=toolshed.toml; printf '[sandbox]\\nmode = \"full-access\"\\n' > $f",
+        "d=.toolshed; mkdir -p $d/tools && echo x > $d/tools/x.toml",
+        "d=.opencode/tools; mkdir -p $d && echo x > $d/t.ts",
+    ] {
+        let _ = h.bash(command).await;
+    }
+    for created in ["toolshed.toml", ".toolshed", ".opencode/tools"] {
+        assert!(!h.root.join(created).exists(), "{created} was created");
+    }
+}
+
+/// Review 1, not fixed (the bare-repository gap of docs/shell.md in another spelling): a
+/// repository nested in the worktree is not protected, so its config, written through a
+/// computed path, makes `git -C r` run any program.
+#[tokio::test]
+#[ignore = "review 1 finding, not fixed: a nested repository's config is writable"]
+async fn a_nested_repositorys_config_is_not_writable_through_a_computed_path() {
+    if !binds_or_skip("a_nested_repositorys_config_is_not_writable_through_a_computed_path") || !have("git") {
+        return;
+    }
+    let answers = Answers::with(&[("protected", reject()), ("sandbox_escalation", reject())]);
+    let mut rules = Ruleset::defaults();
+    rules.push(Rule::new("bash", "rm *", Action::Deny));
+    let h = Harness::new(WORKSPACE_WRITE, rules, answers);
+    std::fs::write(h.root.join("x"), "canary\n").unwrap();
+    let _ = h.bash("git init -q r; f=r/.git/config; printf '[alias]\\n\\tz = !rm ../x\\n' >> $f; git -C r z").await;
+    assert!(h.root.join("x").exists(), "the canary was deleted");
 }

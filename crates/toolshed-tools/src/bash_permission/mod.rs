@@ -202,6 +202,9 @@ struct Analyzer<'a> {
     executed: Vec<PathBuf>,
     /// Files the command writes.
     written: HashSet<PathBuf>,
+    /// The command runs a file (`./x`, `bash x`, `source x`) that does not exist yet: the line
+    /// itself must create it, maybe in a way the analysis does not see.
+    runs_missing: bool,
     /// The command writes a file whose name is known only at run time.
     dynamic_writes: bool,
     /// Variables set to values known only at run time (`read x`, `x=$(...)`).
@@ -227,6 +230,7 @@ impl<'a> Analyzer<'a> {
             programs: HashMap::new(),
             executed: Vec::new(),
             written: HashSet::new(),
+            runs_missing: false,
             dynamic_writes: false,
             run_time_vars: HashSet::new(),
             arithmetic_vars: HashSet::new(),
@@ -322,7 +326,19 @@ impl<'a> Analyzer<'a> {
         } else {
             (1..words.len()).filter(|&i| self.names_program(&words[i])).collect()
         };
+        // Later words that read as command lines (`'rm x'`, `--run=rm x`, `--pre=rm`): a program
+        // not in the tables may run them (`npx -c 'rm x'`, `man -P 'rm x'`).
+        let lines: Vec<String> =
+            if self.secondary { Vec::new() } else { words[1..].iter().filter_map(embedded_line).collect() };
         self.views(words.clone(), written, depth);
+        for line in lines {
+            if self.gave_up || depth >= MAX_NESTING {
+                break;
+            }
+            self.secondary = true;
+            self.line(&line, depth + 1);
+            self.secondary = false;
+        }
         // The bytes of the view starting at each word, to refuse one before building it.
         let mut tail_bytes = vec![0usize; words.len() + 1];
         for i in (0..words.len()).rev() {
@@ -469,6 +485,14 @@ impl<'a> Analyzer<'a> {
                     if !self.secondary {
                         self.file_arguments(&program, &words[1..]);
                     }
+                    if appended && programs::RUN_BY_OPTIONS.contains(&program.as_str()) {
+                        self.unclassified(format!(
+                            "`{written}` gets more arguments from its input, which may be options that run programs"
+                        ));
+                    }
+                    if let Some(effect) = programs::run_time_option(&program, &words[1..]) {
+                        self.effect(effect, written, depth);
+                    }
                     self.program_effects(&program, &words[1..], written, depth);
                     break;
                 }
@@ -487,7 +511,11 @@ impl<'a> Analyzer<'a> {
     /// of another name (`./del` → `/bin/rm`), that name starts a secondary view.
     fn linked_program(&mut self, full: &str, args: &[Word], depth: usize) {
         let file = Word::literal(full);
-        for path in self.resolve_all(&file) {
+        let paths = self.resolve_all(&file);
+        if !self.secondary && !paths.is_empty() && paths.iter().all(|p| std::fs::symlink_metadata(p).is_err()) {
+            self.runs_missing = true;
+        }
+        for path in paths {
             if let Ok(target) = std::fs::canonicalize(&path)
                 && let Some(name) = target.file_name().and_then(|n| n.to_str())
                 && name != basename(full)
@@ -538,7 +566,11 @@ impl<'a> Analyzer<'a> {
         if self.secondary {
             return;
         }
-        for path in self.paths(file) {
+        let paths = self.paths(file);
+        if !paths.is_empty() && paths.iter().all(|p| std::fs::symlink_metadata(p).is_err()) {
+            self.runs_missing = true;
+        }
+        for path in paths {
             self.check_outside(&path);
             let pattern = self.relative(&path);
             self.out.reads.push(pattern);
@@ -693,6 +725,18 @@ impl<'a> Analyzer<'a> {
                 self.nested_line(&Word::literal(line), written, depth);
             }
             Effect::Line(line) => self.nested_line(&line, written, depth),
+            Effect::Executes(file) => {
+                if self.secondary {
+                    return;
+                }
+                if !file.is_plain() {
+                    self.unclassified(format!("`{written}` runs code from a file named at run time"));
+                    return;
+                }
+                for path in self.paths(&file) {
+                    self.executed.push(path);
+                }
+            }
             Effect::Chdir(_) => {}
             Effect::SetsAtRunTime(name) => {
                 if !self.secondary {
@@ -709,6 +753,11 @@ impl<'a> Analyzer<'a> {
         if !self.executed.is_empty() && (self.dynamic_writes || self.executed.iter().any(|p| self.written.contains(p)))
         {
             self.out.unclassified.push("the command runs a file that it writes itself".into());
+        }
+        if self.runs_missing {
+            self.out
+                .unclassified
+                .push("the command runs a file that does not exist yet, so the command itself creates it".into());
         }
         let mut evaluated: Vec<&String> = self.arithmetic_vars.intersection(&self.run_time_vars).collect();
         if !evaluated.is_empty() {
@@ -829,6 +878,22 @@ fn glob_rest(text: &str) -> Option<String> {
     Some(text[start..].to_string())
 }
 
+/// The command line a later word may hold: a plain word with a blank or a shell operator in
+/// it, or the value of a `--option=VALUE` word (which may be a lone program name).
+fn embedded_line(word: &Word) -> Option<String> {
+    if !word.is_plain() {
+        return None;
+    }
+    let text = word.text.as_str();
+    let looks_like_line = |t: &str| t.contains([' ', '\t', '\n', ';', '|', '&']);
+    if text.starts_with('-') {
+        let (_, value) = text.split_once('=')?;
+        let first = value.trim_start().split([' ', '\t', '\n']).next().unwrap_or_default();
+        return (!first.is_empty() && (looks_like_line(value) || !first.contains('='))).then(|| value.to_string());
+    }
+    looks_like_line(text).then(|| text.to_string())
+}
+
 /// Files that take writes without storing them.
 fn is_device(path: &str) -> bool {
     matches!(path, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty" | "-")
@@ -877,7 +942,7 @@ fn path_args(program: &str, args: &[Word]) -> Vec<Word> {
         }
         if program == "dd" {
             if let Some(p) = t.strip_prefix("if=").or_else(|| t.strip_prefix("of=")) {
-                out.push(Word { text: p.to_string(), dynamic: w.dynamic, glob: w.glob });
+                out.push(Word::like(w, p));
             }
             continue;
         }
@@ -980,6 +1045,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().canonicalize().unwrap().join("w");
         std::fs::create_dir_all(root.join("src")).unwrap();
+        // Scripts the tests run exist: running one that does not asks (the line would create it).
+        for script in ["script.sh", "build.sh", "unzip.sh"] {
+            std::fs::write(root.join(script), "true\n").unwrap();
+        }
         Case { _tmp: tmp, root }
     }
 

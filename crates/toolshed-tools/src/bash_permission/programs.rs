@@ -29,6 +29,8 @@ pub(super) enum Effect {
     ReadsTree(Word, TreeFilter),
     /// Runs this simple command (program and arguments).
     Runs(Vec<Word>),
+    /// Reads this file as code it runs (`make -f FILE`, a `Makefile`).
+    Executes(Word),
     /// Runs this text as a shell command line, and that cannot be checked (sed's `e`): the line
     /// is analysed, and the command asks whatever it says.
     RunsLine(String),
@@ -49,6 +51,121 @@ pub struct TreeFilter {
     pub hidden: bool,
     /// Files that `.gitignore` and `.ignore` exclude too (`grep -r`, `rg --no-ignore`).
     pub ignored: bool,
+}
+
+/// Programs that an option (for `find`, an expression) can make run another program or a
+/// script: a word of theirs whose value is known only at run time may be such an option.
+pub(super) const RUN_BY_OPTIONS: &[&str] = &[
+    "find", "git", "tar", "sort", "rg", "sed", "awk", "gawk", "mawk", "nawk", "install", "zip", "make", "gmake", "man",
+    "ssh", "scp", "sftp", "rsync", "wget", "nc", "ncat", "netcat", "socat", "less", "vi", "vim", "nvim", "view",
+    "gvim", "vimdiff", "ed", "ex", "gdb", "file",
+];
+
+/// `find` primaries that take a value (the value may be computed at run time).
+const FIND_VALUES: &[&str] = &[
+    "-name",
+    "-iname",
+    "-path",
+    "-ipath",
+    "-wholename",
+    "-iwholename",
+    "-regex",
+    "-iregex",
+    "-lname",
+    "-ilname",
+    "-type",
+    "-xtype",
+    "-newer",
+    "-anewer",
+    "-cnewer",
+    "-mtime",
+    "-mmin",
+    "-atime",
+    "-amin",
+    "-ctime",
+    "-cmin",
+    "-size",
+    "-user",
+    "-group",
+    "-uid",
+    "-gid",
+    "-perm",
+    "-links",
+    "-inum",
+    "-samefile",
+    "-maxdepth",
+    "-mindepth",
+    "-printf",
+    "-fstype",
+    "-used",
+    "-regextype",
+    "-context",
+];
+
+/// git subcommands that an option can make run a program (`rebase --exec`, `fetch
+/// --upload-pack`, `grep -O`, ...).
+const GIT_RUNNING_SUBCOMMANDS: &[&str] = &[
+    "rebase",
+    "bisect",
+    "submodule",
+    "filter-branch",
+    "difftool",
+    "mergetool",
+    "send-email",
+    "clone",
+    "fetch",
+    "pull",
+    "ls-remote",
+    "push",
+    "archive",
+    "remote",
+    "submodule--helper",
+    "init",
+    "grep",
+    "help",
+    "instaweb",
+    "config",
+    "web--browse",
+];
+
+/// A word of `program` whose value is known only at run time and may be an option that runs a
+/// program (`a=-exec; find . $a ...`, `git $OPT`): the command cannot be checked.
+pub(super) fn run_time_option(program: &str, args: &[Word]) -> Option<Effect> {
+    if !RUN_BY_OPTIONS.contains(&program) {
+        return None;
+    }
+    let open_at = |i: usize| args.get(i).is_some_and(|w| w.open);
+    let found = match program {
+        "find" => (0..args.len()).any(|i| {
+            open_at(i)
+                && !(i > 0
+                    && (FIND_VALUES.contains(&args[i - 1].text.as_str()) || args[i - 1].text.starts_with("-newer")))
+        }),
+        "git" => {
+            // Global options and the subcommand must be known; after a subcommand that an option
+            // can make run a program, every word must be.
+            let mut i = 0;
+            while i < args.len() && (args[i].text.starts_with('-') || args[i].open) {
+                if args[i].open {
+                    break;
+                }
+                i += if GIT_GLOBAL_VALUES.contains(&args[i].text.as_str()) { 2 } else { 1 };
+            }
+            match args.get(i) {
+                None => false,
+                Some(sub) if sub.open => true,
+                Some(sub) => {
+                    GIT_RUNNING_SUBCOMMANDS.contains(&sub.text.as_str()) && args[i + 1..].iter().any(|w| w.open)
+                }
+            }
+        }
+        _ => args.iter().any(|w| w.open),
+    };
+    found.then(|| {
+        Effect::Unclassified(format!(
+            "a word of `{program}` is known only at run time and may be an option that runs a program"
+        ))
+    })
 }
 
 /// What `program` with `args` does beyond what its name says.
@@ -106,6 +223,52 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
         "tmux" | "screen" => vec![Effect::Unclassified(format!("`{program}` may run commands in another session"))],
         "zip" if args.iter().any(|w| w.text.starts_with("-TT") || w.text.starts_with("--unzip-command")) => {
             vec![Effect::Unclassified("`zip -TT` runs the given command".into())]
+        }
+        "make" | "gmake" => make(args),
+        "python" | "python2" | "python3" | "perl" | "ruby" | "node" | "nodejs" | "php" | "lua" | "tclsh"
+        | "Rscript" | "deno" | "bun" | "tsx" | "ts-node" => interpreter(program, args),
+        "cargo" => ["Cargo.toml", "build.rs", ".cargo/config.toml", ".cargo/config"]
+            .into_iter()
+            .map(|f| Effect::Executes(Word::literal(f)))
+            .collect(),
+        "npm" | "pnpm" | "yarn" | "npx" => {
+            [".npmrc", "package.json"].into_iter().map(|f| Effect::Executes(Word::literal(f))).collect()
+        }
+        "just" => {
+            ["justfile", "Justfile", ".justfile"].into_iter().map(|f| Effect::Executes(Word::literal(f))).collect()
+        }
+        "rake" => vec![Effect::Executes(Word::literal("Rakefile"))],
+        "gradle" | "gradlew" => ["build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts"]
+            .into_iter()
+            .map(|f| Effect::Executes(Word::literal(f)))
+            .collect(),
+        "mvn" => vec![Effect::Executes(Word::literal("pom.xml"))],
+        "cmake" => vec![Effect::Executes(Word::literal("CMakeLists.txt"))],
+        "split" | "csplit" => vec![Effect::Writes(Word::new(format!("the files `{program}` makes"), true))],
+        "shuf" | "iconv" => {
+            let syntax =
+                Syntax { short_values: "oinf t", short_optional: "", long_values: &["output"], abbreviations: true };
+            syntax
+                .parse(args)
+                .into_iter()
+                .filter_map(|a| match a {
+                    Arg::Short('o', Some(file)) => Some(Effect::Writes(file)),
+                    Arg::Long(name, Some(file)) if syntax.is(&name, "output") => Some(Effect::Writes(file)),
+                    _ => None,
+                })
+                .collect()
+        }
+        "xxd" => {
+            let operands: Vec<&Word> = args.iter().filter(|w| !w.text.starts_with('-') || w.text == "-").collect();
+            operands.get(1).map(|out| vec![Effect::Writes((*out).clone())]).unwrap_or_default()
+        }
+        "gzip" | "gunzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "zstd" | "unzstd" | "lz4" | "lzma" | "unlzma"
+            if !args.iter().any(|w| {
+                matches!(w.text.as_str(), "--stdout" | "--to-stdout" | "--test" | "--list")
+                    || (w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains(['c', 't', 'l']))
+            }) =>
+        {
+            vec![Effect::Writes(Word::new(format!("the files `{program}` makes"), true))]
         }
         "cp" | "mv" | "install" | "ln" => copy(program, args),
         "touch" | "truncate" | "rm" | "rmdir" | "shred" | "unlink" | "mkdir" | "tee" => writes_operands(program, args),
@@ -199,7 +362,7 @@ impl Syntax {
 
 /// A piece of word `w`'s text, as dynamic as `w`.
 fn part(w: &Word, text: &str) -> Word {
-    Word { text: text.to_string(), dynamic: w.dynamic, glob: w.glob }
+    Word::like(w, text)
 }
 
 fn here() -> Word {
@@ -213,6 +376,7 @@ fn under(dir: Option<&Word>, path: &Word) -> Word {
             text: format!("{}/{}", d.text.trim_end_matches('/'), path.text),
             dynamic: d.dynamic || path.dynamic,
             glob: d.glob || path.glob,
+            open: d.open || path.open,
         },
         _ => path.clone(),
     }
@@ -379,12 +543,26 @@ fn git_setting(setting: &Word, out: &mut Vec<Effect>) {
 
 /// Subcommands of git that run programs or commands given to them, or write files.
 fn git_runs(sub: &str, rest: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect>) {
+    // `--name VALUE` or `--name=VALUE`, with any abbreviation of `--name` (git's parse-options
+    // takes unambiguous prefixes; an ambiguous one fails, so treating it as `name` is safe).
     let value_of = |i: usize, w: &Word, name: &str| -> Option<Word> {
-        match w.text.strip_prefix(name) {
-            Some("") => rest.get(i + 1).cloned(),
-            Some(v) => v.strip_prefix('=').map(|v| part(w, v)),
-            None => None,
+        let long = w.text.strip_prefix("--")?;
+        let (given, attached) = match long.split_once('=') {
+            Some((g, v)) => (g, Some(v)),
+            None => (long, None),
+        };
+        if given.is_empty() || !name.trim_start_matches('-').starts_with(given) {
+            return None;
         }
+        match attached {
+            None => rest.get(i + 1).cloned(),
+            Some(v) => Some(part(w, v)),
+        }
+    };
+    let abbreviates = |t: &str, name: &str| {
+        t.strip_prefix("--")
+            .map(|l| l.split('=').next().unwrap_or_default())
+            .is_some_and(|g| !g.is_empty() && name.trim_start_matches('-').starts_with(g))
     };
     match sub {
         "config" => git_config(rest, chdir, out),
@@ -442,9 +620,7 @@ fn git_runs(sub: &str, rest: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect
         "clone" | "fetch" | "pull" | "ls-remote" | "push" | "archive" | "remote" | "submodule--helper" => {
             for (i, w) in rest.iter().enumerate() {
                 let t = w.text.as_str();
-                if ["--upload-pack", "--receive-pack", "--exec", "--template"]
-                    .iter()
-                    .any(|o| t == *o || t.starts_with(&format!("{o}=")))
+                if ["--upload-pack", "--receive-pack", "--exec", "--template"].iter().any(|o| abbreviates(t, o))
                     || (matches!(sub, "clone" | "ls-remote") && t == "-u")
                 {
                     out.push(Effect::Unclassified(format!(
@@ -460,7 +636,7 @@ fn git_runs(sub: &str, rest: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect
                 }
             }
         }
-        "init" if rest.iter().any(|w| w.text.starts_with("--template")) => {
+        "init" if rest.iter().any(|w| abbreviates(&w.text, "--template")) => {
             out.push(Effect::Unclassified("`git init --template` installs hooks from the given directory".into()));
         }
         "instaweb" | "web--browse" => {
@@ -1079,6 +1255,16 @@ fn awk(args: &[Word]) -> Vec<Effect> {
                 program = args.get(i);
                 break;
             }
+            _ if t.starts_with("--")
+                && ["source", "file", "exec", "include", "load"]
+                    .iter()
+                    .any(|o| o.starts_with(t[2..].split('=').next().unwrap_or_default())) =>
+            {
+                return vec![Effect::Unclassified(format!("`awk {t}` runs a program or a program file"))];
+            }
+            _ if t.starts_with("-W") => {
+                return vec![Effect::Unclassified(format!("`awk {t}` is not an option known here"))];
+            }
             _ if t.starts_with("-F") || t.starts_with("-v") => {}
             _ if t.starts_with('-') && t.len() > 1 => {
                 if t.contains(['f', 'E', 'i', 'l']) && !t.starts_with("--") {
@@ -1095,8 +1281,138 @@ fn awk(args: &[Word]) -> Vec<Effect> {
         Some(p) if p.dynamic || ["system", "|", "@load", "@include", "ENVIRON"].iter().any(|k| p.text.contains(k)) => {
             vec![Effect::Unclassified("the `awk` program runs commands or reads the environment".into())]
         }
+        // `print > "file"`: a file named at run time (or a comparison: the same to the analysis).
+        Some(p) if p.text.contains('>') => vec![Effect::Writes(Word::new("the files `awk` writes", true))],
         _ => Vec::new(),
     }
+}
+
+/// An interpreter runs its script operand (`python3 a.py`, `node -r ./hook.js x.js`), a module
+/// (`python3 -m a` runs `a.py`) or code in an option (`-c`, `-e`: a known gap, not followed).
+fn interpreter(program: &str, args: &[Word]) -> Vec<Effect> {
+    let mut out = Vec::new();
+    let (values, code): (&[&str], &[&str]) = match program {
+        "python" | "python2" | "python3" => (&["-W", "-X", "-Q"], &["-c"]),
+        "perl" => (&["-I", "-M", "-m", "-x"], &["-e", "-E"]),
+        "ruby" => (&["-I", "-C", "-E", "-F"], &["-e"]),
+        "node" | "nodejs" | "tsx" | "ts-node" => {
+            (&["--title", "--input-type", "--conditions", "-C"], &["-e", "--eval", "-p", "--print"])
+        }
+        _ => (&[], &["-e", "-c", "eval"]),
+    };
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        let t = w.text.as_str();
+        i += 1;
+        if code.contains(&t) {
+            return out;
+        }
+        match (program, t) {
+            ("python" | "python2" | "python3", "-m") => {
+                if let Some(module) = args.get(i) {
+                    out.push(Effect::Executes(Word::like(module, format!("{}.py", module.text.replace('.', "/")))));
+                }
+                return out;
+            }
+            ("node" | "nodejs" | "tsx" | "ts-node" | "bun" | "deno", "-r" | "--require" | "--import" | "--loader") => {
+                out.extend(args.get(i).cloned().map(Effect::Executes));
+                i += 1;
+                continue;
+            }
+            ("deno" | "bun", "run" | "test" | "x") => continue,
+            _ => {}
+        }
+        if values.contains(&t) {
+            i += 1;
+            continue;
+        }
+        if t == "--" {
+            out.extend(args.get(i).cloned().map(Effect::Executes));
+            return out;
+        }
+        if t.starts_with('-') {
+            continue;
+        }
+        out.push(Effect::Executes(w.clone()));
+        return out;
+    }
+    out
+}
+
+/// `make`: `--eval` text and `VAR=value` words with `$` are makefile code, which may run
+/// commands (`$(shell ...)`); the makefile it reads is run like a script.
+fn make(args: &[Word]) -> Vec<Effect> {
+    let mut out = Vec::new();
+    let mut dir: Option<Word> = None;
+    let mut files = Vec::new();
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        let t = w.text.as_str();
+        i += 1;
+        let long = t.strip_prefix("--").map(|l| l.split_once('=').map_or((l, None), |(n, v)| (n, Some(v))));
+        match long {
+            Some((name, value)) if !name.is_empty() && "eval".starts_with(name) => {
+                let _ = value;
+                out.push(Effect::Unclassified("`make --eval` runs makefile code, which may run commands".into()));
+            }
+            Some((name, value)) if !name.is_empty() && (["file", "makefile"].iter().any(|o| o.starts_with(name))) => {
+                let file = match value {
+                    Some(v) => Some(part(w, v)),
+                    None => {
+                        i += 1;
+                        args.get(i - 1).cloned()
+                    }
+                };
+                files.extend(file);
+            }
+            Some((name, value)) if !name.is_empty() && "directory".starts_with(name) => {
+                dir = match value {
+                    Some(v) => Some(part(w, v)),
+                    None => {
+                        i += 1;
+                        args.get(i - 1).cloned()
+                    }
+                };
+            }
+            Some(_) => {}
+            None if t.starts_with('-') && t.len() > 1 => {
+                // Short options; `E`, `f`, `C`, `I`, `j`, `l`, `o`, `W` take values.
+                for (at, c) in t[1..].char_indices() {
+                    let rest = &t[1 + at + c.len_utf8()..];
+                    if "EfCIjloWO".contains(c) {
+                        let value = if rest.is_empty() && !"jlO".contains(c) {
+                            i += 1;
+                            args.get(i - 1).cloned()
+                        } else {
+                            Some(part(w, rest))
+                        };
+                        match c {
+                            'E' => out.push(Effect::Unclassified(
+                                "`make --eval` runs makefile code, which may run commands".into(),
+                            )),
+                            'f' => files.extend(value),
+                            'C' => dir = value,
+                            _ => {}
+                        }
+                        break;
+                    }
+                }
+            }
+            None if t.contains('=') && (w.dynamic || t.contains(['$', '`'])) => {
+                out.push(Effect::Unclassified(format!(
+                    "`make {t}` sets a variable to makefile code, which may run commands"
+                )));
+            }
+            None => {}
+        }
+    }
+    if files.is_empty() {
+        files = ["GNUmakefile", "makefile", "Makefile"].map(Word::literal).to_vec();
+    }
+    for file in files {
+        out.push(Effect::Executes(under(dir.as_ref(), &file)));
+    }
+    out
 }
 
 /// The operands of `args` under `syntax`, and its options.
@@ -1442,10 +1758,22 @@ fn tar(args: &[Word]) -> Vec<Effect> {
     let runs = options.iter().any(|a| match a {
         Arg::Short('I' | 'F', _) | Arg::Short('P', _) => true,
         Arg::Long(name, value) => {
-            ["use-compress-program", "to-command", "info-script", "new-volume-script", "rsh-command", "absolute-names"]
+            // Any abbreviation getopt_long could take for one of these (an ambiguous one fails).
+            let name = name.as_str();
+            !name.is_empty()
+                && name != "checkpoint"
+                && ([
+                    "use-compress-program",
+                    "to-command",
+                    "info-script",
+                    "new-volume-script",
+                    "rsh-command",
+                    "absolute-names",
+                ]
                 .iter()
-                .any(|l| name.len() >= 4 && l.starts_with(name.as_str()))
-                || (name.starts_with("checkpoint-a") && value.as_ref().is_none_or(|v| v.text.contains("exec")))
+                .any(|l| l.starts_with(name))
+                    || ("checkpoint-action".starts_with(name)
+                        && value.as_ref().is_none_or(|v| v.dynamic || v.text.contains("exec"))))
         }
         _ => false,
     });

@@ -12,12 +12,21 @@ pub(super) struct Word {
     /// Has unquoted file-name matching characters (`*`, `?`, `[`): the shell may replace it with
     /// the names of files.
     pub glob: bool,
+    /// Its value may begin with any character (it starts with an expansion, a substitution or a
+    /// file-name pattern) or split into several words (an unquoted expansion): it may be an
+    /// option, or several, of the program it is given to.
+    pub open: bool,
 }
 
 impl Word {
     /// A word of known or unknown (`dynamic`) value.
     pub fn new(text: impl Into<String>, dynamic: bool) -> Self {
-        Word { text: text.into(), dynamic, glob: false }
+        Word { text: text.into(), dynamic, glob: false, open: dynamic }
+    }
+
+    /// A word with the text `text` and the kind of value `like` has.
+    pub fn like(like: &Word, text: impl Into<String>) -> Self {
+        Word { text: text.into(), ..like.clone() }
     }
 
     /// A word whose value is exactly `text`.
@@ -81,9 +90,11 @@ pub(super) fn assemble(pieces: &[Piece]) -> Vec<Word> {
         // `~user`, `~+`, `~-`: a directory known only at run time.
         dynamic = true;
     }
+    let open = pieces.first().is_some_and(|p| p.dynamic || (!p.quoted && p.text.starts_with(['*', '?', '['])))
+        || pieces.iter().any(|p| p.dynamic && !p.quoted);
     let braces = pieces.iter().any(|p| !p.quoted && !p.dynamic && p.raw.contains('{'));
     if !braces {
-        return vec![Word { text, dynamic, glob }];
+        return vec![Word { text, dynamic, glob, open }];
     }
     let mut escaped = String::new();
     for p in pieces {
@@ -97,8 +108,10 @@ pub(super) fn assemble(pieces: &[Piece]) -> Vec<Word> {
         }
     }
     match brace_expand(&escaped) {
-        Some(expanded) => expanded.into_iter().map(|e| Word { text: unescape_unquoted(&e), dynamic, glob }).collect(),
-        None => vec![Word { text, dynamic: true, glob }],
+        Some(expanded) => {
+            expanded.into_iter().map(|e| Word { text: unescape_unquoted(&e), dynamic, glob, open }).collect()
+        }
+        None => vec![Word { text, dynamic: true, glob, open: true }],
     }
 }
 

@@ -170,6 +170,10 @@ fn parse(program: &str, spec: &Spec, args: &[Word]) -> Result<Parsed, String> {
             }
             continue;
         }
+        if w.open && out.positional.len() < spec.positional {
+            // A value known only at run time where an operand is due may be options instead.
+            return Err(format!("an operand of `{program}` is computed at run time and may be an option"));
+        }
         if spec.assignments && is_assignment(w) {
             out.assignments.push(w.clone());
             i += 1;
@@ -959,6 +963,9 @@ fn finish(program: &str, parsed: Parsed) -> Peeled {
             }
         }
         "ssh" => {
+            if parsed.options.iter().any(|o| o.value.as_ref().is_some_and(|v| !v.is_plain())) {
+                return Peeled::unclassified("an `ssh` option is computed at run time and may run a local command");
+            }
             for o in &parsed.options {
                 let value = o.value.as_ref().map_or(String::new(), |v| v.text.to_ascii_lowercase());
                 let key = value.split(['=', ' ']).next().unwrap_or_default().to_string();

@@ -264,7 +264,10 @@ fn protected_paths(policy: &SandboxPolicy, ctx: &ToolContext, cwd: &Path) -> Vec
         return Vec::new();
     }
     let mut paths = protected::existing(ctx.root(), ctx.cwd());
-    let more = protected::existing(ctx.root(), cwd).into_iter().chain(git_dir_binds(ctx.root()));
+    let more = protected::existing(ctx.root(), cwd)
+        .into_iter()
+        .chain(git_dir_binds(ctx.root()))
+        .chain(sandbox::tool_dir_entries().into_iter().filter(|p| !p.starts_with(ctx.root())));
     for path in more {
         if !paths.contains(&path) {
             paths.push(path);

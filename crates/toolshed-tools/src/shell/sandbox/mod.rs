@@ -285,6 +285,58 @@ pub fn writable_roots(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     seen
 }
 
+/// What in the writable tool directories makes later programs run other code, found in the
+/// home directory of toolshed's environment: directories on `PATH` inside them (`~/.cargo/bin`,
+/// `~/go/bin`, `~/.bun/bin`: a command could plant a `git` there), files login shells source
+/// (`~/.cargo/env`), and tool configuration that names programs (`~/.cargo/config.toml`
+/// `build.rustc-wrapper`, gradle init scripts, ...). Only existing paths are returned; a
+/// `workspace-write` command gets them read-only, like protected paths.
+pub fn tool_dir_entries() -> Vec<PathBuf> {
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let home = env("HOME");
+    let mut roots: Vec<PathBuf> = Vec::new();
+    if let Some(home) = &home {
+        for cache in [".cache", ".cargo", ".npm", ".pnpm-store", ".yarn", ".m2", ".gradle", "go", ".bun"] {
+            roots.push(home.join(cache));
+        }
+    }
+    for var in ["XDG_CACHE_HOME", "CARGO_HOME", "GOPATH", "GOMODCACHE", "GOCACHE", "npm_config_cache"] {
+        roots.extend(env(var));
+    }
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut cargo_homes: Vec<PathBuf> = home.iter().map(|h| h.join(".cargo")).collect();
+    cargo_homes.extend(env("CARGO_HOME"));
+    for cargo in cargo_homes {
+        for entry in ["bin", "env", "env.fish", "env.nu", "config", "config.toml", "credentials", "credentials.toml"] {
+            out.push(cargo.join(entry));
+        }
+    }
+    let mut go_paths: Vec<PathBuf> = home.iter().map(|h| h.join("go")).collect();
+    go_paths.extend(env("GOPATH").iter().flat_map(std::env::split_paths));
+    out.extend(go_paths.into_iter().map(|g| g.join("bin")));
+    if let Some(home) = &home {
+        for entry in [".bun/bin", ".yarn/bin", ".gradle/init.d", ".gradle/init.gradle", ".gradle/init.gradle.kts"] {
+            out.push(home.join(entry));
+        }
+        out.push(home.join(".gradle/gradle.properties"));
+        out.push(home.join(".m2/settings.xml"));
+    }
+    if let Some(path) = env("PATH") {
+        for dir in std::env::split_paths(&path) {
+            if dir.is_absolute() && roots.iter().any(|r| dir.starts_with(r) && dir != *r) {
+                out.push(dir);
+            }
+        }
+    }
+    let mut seen = Vec::new();
+    for path in out {
+        if std::fs::symlink_metadata(&path).is_ok() && !seen.contains(&path) {
+            seen.push(path);
+        }
+    }
+    seen
+}
+
 /// Whether a failed sandboxed command looks like the sandbox refused it. The heuristic (after
 /// Codex's): a non-zero exit that is not 2 (usage), 126 or 127 (not executable / not found),
 /// with output mentioning `Permission denied`, `Operation not permitted` or `Read-only file
@@ -443,6 +495,14 @@ mod imp {
             // SAFETY: plain system calls on a valid fd and programs that outlive the call; the
             // kernel copies each program.
             unsafe {
+                // Root keeps its capabilities through `exec`; CAP_SYS_PTRACE, CAP_SYS_ADMIN and
+                // CAP_PERFMON each let it read toolshed's own `/proc/<pid>/environ` (its API
+                // keys) past the non-dumpable flag, and Landlock's ptrace scoping does not cover
+                // that read. Drop them from the bounding set (a process without CAP_SETPCAP fails
+                // here and has none of them anyway).
+                for cap in [19, 21, 38] {
+                    let _ = libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0);
+                }
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                     return Err(io::Error::last_os_error());
                 }

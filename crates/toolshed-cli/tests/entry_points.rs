@@ -180,6 +180,10 @@ async fn a_rule_that_allows_or_denies_the_tool_holds_through_every_entry_point()
         let out = w.run(&["call", "mark", "{}"], "");
         assert_eq!(out.status.success(), runs, "call {what}: {}", text(&out.stderr));
         assert_eq!(w.ran(), runs, "call {what}");
+        // Plan mode runs only what it knows to be read-only: an allowed custom tool still asks.
+        let out = w.run(&["call", "mark", "{}", "--agent", "plan"], "");
+        assert!(!out.status.success(), "plan {what}: {}", text(&out.stderr));
+        assert!(!w.ran(), "plan {what}");
 
         let (output, is_error) = through_mcp(&w, "build").await;
         assert_eq!(!is_error, runs, "mcp {what}: {output}");

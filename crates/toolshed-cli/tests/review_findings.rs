@@ -238,7 +238,7 @@ fn lsp_answers_respect_the_read_rules() {
 /// write is looked up on `PATH` and runs unsandboxed. So a command writes
 /// `~/.cargo/bin/rust-analyzer`, and the next write of a `.rs` file runs it outside the sandbox.
 #[test]
-#[ignore = "finding: language servers found in sandbox-writable tool caches run unsandboxed (shell sandbox's writable roots; fix belongs there or in how servers are started)"]
+
 fn a_command_cannot_plant_a_language_server() {
     let w = World::new("");
     let bin = w.base.join("home/.cargo/bin");

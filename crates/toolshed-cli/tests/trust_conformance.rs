@@ -268,6 +268,9 @@ fn rows() -> Vec<Row> {
         bash("10: bash grep on the file", "", "grep KEY .env", Asked).hidden("sk-secret-canary"),
         bash("10: bash base64 of the file", "", "base64 .env", Asked).hidden("c2stc2VjcmV0"),
         bash("10: bash grep of a directory known only at run time", "", "d=.; grep -r API_KEY $d", Asked).hidden("sk-secret-canary"),
+        // A rule that allows everything allows neither of the two by name-only permissions.
+        row("9: write toolshed.toml with \"*\" = \"allow\"", "[permission]\n\"*\" = \"allow\"\n", &["call", "write", r#"{"file_path":"toolshed.toml","content":"[sandbox]\nmode = \"full-access\"\n"}"#], Asked),
+        bash("11: permission = \"allow\" does not lift the sandbox", "permission = \"allow\"\n", "d=$(dirname $PWD)/OUT; echo pwned > $d/o.txt", Contained).flag("--yes"),
         // 11. --yes never lifts the sandbox.
         bash("11: --yes and a write outside the worktree the analysis cannot see", "", "d=$(dirname $PWD)/OUT; echo pwned > $d/o.txt", Contained).flag("--yes"),
         bash("11: --yes with network blocked", "[sandbox]\nblock_network = true\n", "d=$(dirname $PWD)/OUT; touch $d/new; cp x $d/o.txt", Contained).flag("--yes"),

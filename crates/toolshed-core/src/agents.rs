@@ -83,6 +83,11 @@ pub const PLAN_READ_ONLY_COMMANDS: &[&str] = &[
     "cargo metadata *--frozen*",
 ];
 
+/// Tools the `plan` agent may use without asking (as far as the config allows them): they read,
+/// search, or keep the agent's own notes. Every other tool asks in plan mode.
+pub const PLAN_READ_ONLY_TOOLS: &[&str] =
+    &["list", "glob", "grep", "lsp", "webfetch", "websearch", "skill", "todo_write", "todo_read", "tool_search"];
+
 /// Forms of the read-only commands that do change things; they ask even in plan mode (listed
 /// after [`PLAN_READ_ONLY_COMMANDS`], so they win).
 pub const PLAN_ASK_FORMS: &[&str] = &[
@@ -240,12 +245,7 @@ fn last_match(rules: &Ruleset, permission: &str, pattern: &str) -> Option<Decisi
 /// Whether the last rule of `rules` for the key `permission` denies every pattern; `None` when
 /// no rule is about that key.
 fn key_disabled(rules: &Ruleset, permission: &str) -> Option<bool> {
-    rules
-        .rules()
-        .iter()
-        .rev()
-        .find(|r| crate::wildcard::matches(permission, &r.permission))
-        .map(|r| r.pattern == "*" && r.action == Action::Deny)
+    rules.rules().iter().rev().find(|r| r.covers(permission)).map(|r| r.pattern == "*" && r.action == Action::Deny)
 }
 
 /// The stricter of two decisions (deny over ask over allow); the first on a tie.
@@ -371,7 +371,7 @@ impl Agents {
             .layers
             .sourced()
             .into_iter()
-            .filter(|s| crate::wildcard::matches(permission, &s.rule.permission))
+            .filter(|s| s.rule.covers(permission))
             .map(|s| {
                 let matched = s.rule.matches(permission, pattern);
                 (s, matched)
@@ -410,7 +410,12 @@ type BuiltinAgent = (&'static str, &'static str, AgentMode, Vec<Rule>);
 
 fn builtin_agents() -> Vec<BuiltinAgent> {
     use Action::*;
-    let mut plan = vec![Rule::new("edit", "*", Deny), Rule::new("bash", "*", Ask)];
+    // Plan mode changes nothing, so it accepts only what it knows to be read-only: every other
+    // tool (a custom tool, an MCP server's tool) asks, even where the config allows it.
+    let mut plan = vec![Rule::new("*", "*", Ask)];
+    plan.extend(PLAN_READ_ONLY_TOOLS.iter().map(|k| Rule::new(*k, "*", Allow)));
+    plan.extend(Ruleset::defaults().rules().iter().filter(|r| r.permission == "read").cloned());
+    plan.extend([Rule::new("edit", "*", Deny), Rule::new("bash", "*", Ask)]);
     plan.extend(PLAN_READ_ONLY_COMMANDS.iter().map(|c| Rule::new("bash", *c, Allow)));
     plan.extend(PLAN_ASK_FORMS.iter().map(|c| Rule::new("bash", *c, Ask)));
     plan.push(Rule::new("task", "*", Deny));
@@ -639,6 +644,40 @@ mod tests {
         assert_eq!(a.evaluate("explore", "bash", "ls").action, Action::Deny);
         assert_eq!(a.evaluate("explore", "mytool", "*").action, Action::Deny);
         assert!(a.disabled("explore", "bash"));
+    }
+
+    #[test]
+    fn plan_asks_for_tools_it_does_not_know_to_be_read_only() {
+        let a = agents("[permission]\nmark = \"allow\"\n\"mcp_*\" = \"allow\"\n");
+        assert_eq!(a.evaluate("build", "mark", "*").action, Action::Allow);
+        assert_eq!(a.evaluate("plan", "mark", "*").action, Action::Ask);
+        assert_eq!(a.evaluate("plan", "mcp_docs_search", "*").action, Action::Ask);
+        for key in PLAN_READ_ONLY_TOOLS {
+            assert_eq!(a.evaluate("plan", key, "*").action, Action::Allow, "{key}");
+        }
+        assert_eq!(a.evaluate("plan", "read", "src/a.rs").action, Action::Allow);
+        assert_eq!(a.evaluate("plan", "read", ".env").action, Action::Ask);
+        assert_eq!(a.evaluate("plan", "external_directory", "/etc/*").action, Action::Ask);
+        let a = agents("[agent.plan]\npermission = { mark = \"allow\" }\n");
+        assert_eq!(a.evaluate("plan", "mark", "*").action, Action::Allow, "the user said so for plan");
+    }
+
+    #[test]
+    fn allowing_everything_does_not_lift_the_sandbox_or_open_protected_paths() {
+        for config in [
+            "permission = \"allow\"\n",
+            "[permission]\n\"*\" = \"allow\"\n",
+            "[permission]\n\"*\" = { \"*\" = \"allow\" }\n",
+        ] {
+            let a = agents(config);
+            assert_eq!(a.evaluate("build", "bash", "rm x").action, Action::Allow, "{config}");
+            assert_eq!(a.evaluate("build", "sandbox_escalation", "make").action, Action::Ask, "{config}");
+            assert_eq!(a.evaluate("build", "protected", "toolshed.toml").action, Action::Ask, "{config}");
+        }
+        let a = agents("[permission]\nsandbox_escalation = \"allow\"\nprotected = { \".git/*\" = \"allow\" }\n");
+        assert_eq!(a.evaluate("build", "sandbox_escalation", "make").action, Action::Allow);
+        assert_eq!(a.evaluate("build", "protected", ".git/*").action, Action::Allow);
+        assert_eq!(a.evaluate("build", "protected", "toolshed.toml").action, Action::Ask);
     }
 
     #[test]

@@ -50,9 +50,19 @@ impl Rule {
         Rule { permission: permission.into(), pattern: pattern.into(), action }
     }
 
-    /// Whether this rule applies to `permission` / `pattern`.
+    /// Whether this rule applies to `permission` / `pattern`. A rule that allows every
+    /// permission (`"*" = "allow"`) does not allow the [`EXPLICIT_ONLY`] ones: they are allowed
+    /// only by name (denying or asking everything still covers them).
     pub fn matches(&self, permission: &str, pattern: &str) -> bool {
-        wildcard::matches(permission, &self.permission) && wildcard::matches(pattern, &self.pattern)
+        self.covers(permission) && wildcard::matches(pattern, &self.pattern)
+    }
+
+    /// Whether this rule's permission wildcard applies to the key `permission`.
+    pub fn covers(&self, permission: &str) -> bool {
+        if self.action == Action::Allow && self.permission != permission && EXPLICIT_ONLY.contains(&permission) {
+            return false;
+        }
+        wildcard::matches(permission, &self.permission)
     }
 }
 
@@ -133,7 +143,7 @@ impl Ruleset {
         self.rules
             .iter()
             .rev()
-            .find(|r| wildcard::matches(permission, &r.permission))
+            .find(|r| r.covers(permission))
             .is_some_and(|r| r.pattern == "*" && r.action == Action::Deny)
     }
 }
@@ -288,6 +298,11 @@ impl Approver for RejectAll {
         Box::pin(async { Reply::Reject(Some(NO_APPROVER.to_string())) })
     }
 }
+
+/// Permissions that only a rule naming them allows: `permission = "allow"` or `"*" = "allow"`
+/// means "every tool", not "lift the sandbox" or "let the model rewrite toolshed's own
+/// configuration".
+pub const EXPLICIT_ONLY: &[&str] = &["sandbox_escalation", crate::protected::PERMISSION];
 
 /// Permissions that a blanket approval (`--yes`, `[mcp_server] ask = "allow"`) never grants:
 /// only a rule that allows them or a person's answer does. `sandbox_escalation` reruns a command

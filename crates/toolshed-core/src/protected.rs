@@ -203,10 +203,9 @@ pub fn implied_request(
     )
 }
 
-/// The protected locations that exist in `root` and in each directory from `root` down to `cwd`
-/// (custom tools and skills are discovered at each of those levels), symlinks not followed, and
-/// the config files given with `--config` ([`protect_config_file`]).
-pub fn existing(root: &Path, cwd: &Path) -> Vec<PathBuf> {
+/// Every protected location, existing or not, in `root` and in each directory from `root` down
+/// to `cwd` (custom tools and skills are discovered at each of those levels).
+pub fn locations(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     let mut levels = vec![root.to_path_buf()];
     if let Ok(rel) = cwd.strip_prefix(root) {
         let mut dir = root.to_path_buf();
@@ -219,11 +218,20 @@ pub fn existing(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     for level in levels {
         for location in LOCATIONS {
             let path = level.join(location);
-            if std::fs::symlink_metadata(&path).is_ok() && !out.contains(&path) {
+            if !out.contains(&path) {
                 out.push(path);
             }
         }
     }
+    out
+}
+
+/// The protected locations that exist in `root` and in each directory from `root` down to `cwd`
+/// (see [`locations`]), symlinks not followed, and the config files given with `--config`
+/// ([`protect_config_file`]).
+pub fn existing(root: &Path, cwd: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> =
+        locations(root, cwd).into_iter().filter(|path| std::fs::symlink_metadata(path).is_ok()).collect();
     // Config files given with `--config` (wherever they are: a temp dir is writable too).
     for (_, path) in CONFIG_FILES.read().unwrap_or_else(std::sync::PoisonError::into_inner).iter() {
         if std::fs::symlink_metadata(path).is_ok() && !out.contains(path) {

@@ -88,9 +88,11 @@ impl Harness {
     }
 
     async fn bash(&self, command: &str) -> ToolResult {
-        self.executor
-            .call(&Session::new("s", "build"), ToolCall::json("c", "bash", json!({ "command": command })))
-            .await
+        self.call("bash", json!({ "command": command })).await
+    }
+
+    async fn call(&self, tool: &str, args: serde_json::Value) -> ToolResult {
+        self.executor.call(&Session::new("s", "build"), ToolCall::json("c", tool, args)).await
     }
 }
 
@@ -861,14 +863,12 @@ fn a_sandboxed_command_cannot_read_toolsheds_environ_even_as_root() {
     assert!(out.status.success() && text.contains("1 passed"), "{text}");
 }
 
-/// Review 1, not fixed: a protected path that does not exist yet can be created by a write the
-/// analysis cannot see, and the next toolshed process loads it. In a project without a
-/// `toolshed.toml` (most projects), `f=toolshed.toml; printf '[sandbox]\nmode = "full-access"\n'
-/// > $f` turns the sandbox off for every later process (reproduced with `toolshed call`).
-/// docs/shell.md lists missing protected paths as not protected; the consequence is a full
-/// escape. A fix needs the sandbox (or a check after each run) to refuse creating them.
+/// Review 1: a protected path that does not exist yet could be created by a write the analysis
+/// cannot see, and the next toolshed process loaded it. In a project without a `toolshed.toml`
+/// (most projects), `f=toolshed.toml; printf '[sandbox]\nmode = "full-access"\n' > $f` turned
+/// the sandbox off for every later process. Now the protected locations missing before a command
+/// are looked at when it ends: what appeared asks `protected`, and is removed without it.
 #[tokio::test]
-#[ignore = "review 1 finding, not fixed: a missing toolshed.toml can be created through a computed path"]
 async fn a_missing_toolshed_toml_cannot_be_created_through_a_computed_path() {
     if !binds_or_skip("a_missing_toolshed_toml_cannot_be_created_through_a_computed_path") {
         return;
@@ -880,24 +880,52 @@ async fn a_missing_toolshed_toml_cannot_be_created_through_a_computed_path() {
         "f=toolshed.toml; printf '[sandbox]\\nmode = \"full-access\"\\n' > $f",
         "d=.toolshed; mkdir -p $d/tools && echo x > $d/tools/x.toml",
         "d=.opencode/tools; mkdir -p $d && echo x > $d/t.ts",
+        "python3 -c 'import os; os.makedirs(\".claude/skills/s\"); open(\".claude/skills/s/SKILL.md\", \"w\").write(\"x\")'",
     ] {
-        let _ = h.bash(command).await;
+        let r = h.bash(command).await;
+        assert!(r.output.contains("so they were removed"), "{command}: {}", r.output);
     }
-    for created in ["toolshed.toml", ".toolshed", ".opencode/tools"] {
+    for created in ["toolshed.toml", ".toolshed", ".opencode/tools", ".claude/skills"] {
         assert!(!h.root.join(created).exists(), "{created} was created");
     }
+    // A command still running as a session is looked at when it is polled.
+    let r = h
+        .call("bash", json!({ "command": "sleep 0.3; f=toolshed.toml; echo x > $f; sleep 0.2", "yield_ms": 100 }))
+        .await;
+    let id = r.metadata["session_id"].as_u64().unwrap();
+    let r = h.call("bash_output", json!({ "session_id": id, "wait_ms": 5000 })).await;
+    assert!(r.output.contains("so they were removed"), "{}", r.output);
+    assert!(!h.root.join("toolshed.toml").exists());
 }
 
-/// Review 1, not fixed (the bare-repository gap of docs/shell.md in another spelling): a
-/// repository nested in the worktree is not protected, so its config, written through a
-/// computed path, makes `git -C r` run any program.
 #[tokio::test]
-#[ignore = "review 1 finding, not fixed: a nested repository's config is writable"]
+async fn protected_paths_a_command_creates_are_kept_when_allowed() {
+    let answers = Answers::with(&[("protected", Reply::Once)]);
+    let h = Harness::new(WORKSPACE_WRITE, Ruleset::defaults(), answers.clone());
+    let r = h.bash("f=toolshed.toml; echo '# mine' > $f").await;
+    assert_eq!(std::fs::read_to_string(h.root.join("toolshed.toml")).unwrap(), "# mine\n", "{}", r.output);
+    assert!(r.output.contains("allowed keeping them"), "{}", r.output);
+    assert_eq!(answers.asked(), ["protected"]);
+    // Once it exists it is bound read-only: the next hidden write is refused by the sandbox.
+    let mut rules = Ruleset::defaults();
+    rules.push(Rule::new("protected", "*", Action::Allow));
+    let h = Harness::new(WORKSPACE_WRITE, rules, answers.clone());
+    let r = h.bash("f=toolshed.toml; echo '# mine' > $f").await;
+    assert!(h.root.join("toolshed.toml").exists(), "{}", r.output);
+    assert!(answers.asked().is_empty(), "allowed by the rules: nobody is asked");
+}
+
+/// Review 1 (the bare-repository gap of docs/shell.md in another spelling): a repository nested
+/// in the worktree, its config written through a computed path, made `git -C r z` run any
+/// program. Now git run in a nested repository, a line that runs git and writes a file named at
+/// run time, and a git command that is not git's own (an alias) ask.
+#[tokio::test]
+
 async fn a_nested_repositorys_config_is_not_writable_through_a_computed_path() {
     if !binds_or_skip("a_nested_repositorys_config_is_not_writable_through_a_computed_path") || !have("git") {
         return;
     }
-    let answers = Answers::with(&[("protected", reject()), ("sandbox_escalation", reject())]);
+    let answers = Answers::with(&[("protected", reject()), ("sandbox_escalation", reject()), ("bash", reject())]);
     let mut rules = Ruleset::defaults();
     rules.push(Rule::new("bash", "rm *", Action::Deny));
     let h = Harness::new(WORKSPACE_WRITE, rules, answers);

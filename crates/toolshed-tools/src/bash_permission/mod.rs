@@ -173,7 +173,7 @@ impl Collected {
             out.push(PermissionRequest::new("edit", self.edits.list));
         }
         if !self.reads.is_empty() {
-            out.push(PermissionRequest::new("read", self.reads.list).with_always(["*"]));
+            out.push(PermissionRequest::new("read", self.reads.list));
         }
         if !self.external.is_empty() {
             out.push(PermissionRequest::new("external_directory", self.external.list));
@@ -205,6 +205,8 @@ struct Analyzer<'a> {
     /// The command runs a file (`./x`, `bash x`, `source x`) that does not exist yet: the line
     /// itself must create it, maybe in a way the analysis does not see.
     runs_missing: bool,
+    /// The command runs git.
+    runs_git: bool,
     /// The command writes a file whose name is known only at run time.
     dynamic_writes: bool,
     /// Variables set to values known only at run time (`read x`, `x=$(...)`).
@@ -231,6 +233,7 @@ impl<'a> Analyzer<'a> {
             executed: Vec::new(),
             written: HashSet::new(),
             runs_missing: false,
+            runs_git: false,
             dynamic_writes: false,
             run_time_vars: HashSet::new(),
             arithmetic_vars: HashSet::new(),
@@ -738,6 +741,18 @@ impl<'a> Analyzer<'a> {
                 }
             }
             Effect::Chdir(_) => {}
+            Effect::RunsGitIn(_) if self.secondary => {}
+            Effect::RunsGitIn(dir) => {
+                self.runs_git = true;
+                for path in self.paths(&dir) {
+                    if let Some(nested) = nested_repository(self.root, &path) {
+                        self.unclassified(format!(
+                            "git runs in `{}`, a repository nested in the worktree, whose configuration a command may have written (it can make git run any program)",
+                            nested.strip_prefix(self.root).unwrap_or(&nested).display()
+                        ));
+                    }
+                }
+            }
             Effect::SetsAtRunTime(name) => {
                 if !self.secondary {
                     self.run_time_vars.insert(name);
@@ -753,6 +768,11 @@ impl<'a> Analyzer<'a> {
         if !self.executed.is_empty() && (self.dynamic_writes || self.executed.iter().any(|p| self.written.contains(p)))
         {
             self.out.unclassified.push("the command runs a file that it writes itself".into());
+        }
+        if self.runs_git && self.dynamic_writes {
+            self.out.unclassified.push(
+                "the command runs git and writes a file whose name is known only at run time, which may be git's configuration (it can make git run any program)".into(),
+            );
         }
         if self.runs_missing {
             self.out
@@ -865,6 +885,18 @@ fn resolve_in(base: Option<&Path>, home: Option<&Path>, arg: &Word) -> Option<Pa
         return Some(lexical_normalise(path));
     }
     Some(lexical_normalise(&base?.join(path)))
+}
+
+/// The repository nested in the worktree `root` that git run in `dir` would use: the nearest
+/// directory from `dir` up to (not including) the root that holds a `.git`.
+fn nested_repository(root: &Path, dir: &Path) -> Option<PathBuf> {
+    if !dir.starts_with(root) || dir == root {
+        return None;
+    }
+    dir.ancestors()
+        .take_while(|d| *d != root)
+        .find(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
+        .map(Path::to_path_buf)
 }
 
 /// How many directory trees one command may read before it asks instead.

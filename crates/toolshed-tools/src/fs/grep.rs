@@ -113,7 +113,7 @@ impl TypedTool for GrepTool {
         let mut requests = resolved.requests(&spec.permission);
         // Searching one file shows its contents: the `read` rules apply to it as to `read`.
         if resolved.path().is_file() {
-            requests.push(PermissionRequest::new("read", [resolved.pattern()]).with_always(["*"]));
+            requests.push(PermissionRequest::new("read", [resolved.pattern()]));
         }
         Ok(requests)
     }

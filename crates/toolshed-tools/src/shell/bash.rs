@@ -178,6 +178,9 @@ impl TypedTool for Bash {
         let cwd = dir.path().to_path_buf();
         let policy = &self.shell.policy_for(ctx.agent());
         let protect = protected_paths(policy, &ctx, &cwd);
+        // Read-only commands create nothing; any other run is looked at for protected paths it
+        // created where the analysis could not see it.
+        let absent = if policy.mode == SandboxMode::ReadOnly { Vec::new() } else { super::created::absent(&ctx, &cwd) };
         let plan = sandbox::plan(policy, ctx.root(), &extra, &protect)?;
         let label = plan.label(policy);
         if args.yield_after().is_some() {
@@ -216,6 +219,7 @@ impl TypedTool for Bash {
                         bound.iter().map(|p| protected_pattern(p, ctx.root())).collect::<Vec<_>>().join(", "),
                         refusal_reason(&refusal)
                     ));
+                    notes.extend(self.settle_created(&ctx, &absent, &args, &result).await);
                     return Ok(self.finish(result, &args, &notes, label, false, &read_only));
                 }
             }
@@ -243,6 +247,7 @@ impl TypedTool for Bash {
                 }
             }
         }
+        notes.extend(self.settle_created(&ctx, &absent, &args, &result).await);
         Ok(self.finish(result, &args, &notes, label, escalated, &read_only))
     }
 }
@@ -306,6 +311,23 @@ fn protected_pattern(path: &Path, root: &Path) -> String {
 }
 
 impl Bash {
+    /// Protected paths the command created unseen (see [`super::created`]); for a command still
+    /// running as a session, its session checks them when it ends.
+    async fn settle_created(
+        &self,
+        ctx: &ToolContext,
+        absent: &[PathBuf],
+        args: &BashArgs,
+        result: &Attempt,
+    ) -> Option<String> {
+        if let Ending::Session(id) = result.ending
+            && let Ok(session) = self.shell.state.sessions.get(id)
+        {
+            session.watch_protected(absent.to_vec());
+        }
+        super::created::settle(ctx, absent, &args.command).await
+    }
+
     /// The model's text and metadata of the run that counts.
     fn finish(
         &self,

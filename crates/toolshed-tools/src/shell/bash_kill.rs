@@ -73,7 +73,9 @@ impl TypedTool for BashKill {
         } else {
             format!("(Session {} had already exited.)", session.id)
         };
-        Ok(report(&self.shell, &session, &ctx, &[note]))
+        let mut notes = vec![note];
+        notes.extend(session.settle_protected(&ctx).await);
+        Ok(report(&self.shell, &session, &ctx, &notes))
     }
 }
 

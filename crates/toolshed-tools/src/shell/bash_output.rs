@@ -105,6 +105,7 @@ impl TypedTool for BashOutput {
             _ = tokio::time::sleep(wait(&args)) => {},
             _ = ctx.cancellation().cancelled() => {},
         }
+        notes.extend(session.settle_protected(&ctx).await);
         Ok(report(&self.shell, &session, &ctx, &notes))
     }
 }

@@ -14,6 +14,7 @@
 mod bash;
 mod bash_kill;
 mod bash_output;
+mod created;
 mod process;
 pub mod sandbox;
 mod session;

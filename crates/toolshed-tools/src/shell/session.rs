@@ -27,6 +27,26 @@ pub(crate) struct Session {
     pub run: Run,
     /// Set when the session's own `timeout_ms` stopped it.
     pub timed_out: AtomicBool,
+    /// Protected locations that did not exist when the command started (see
+    /// [`super::created`]): looked at again whenever the session is polled or stopped.
+    absent: Mutex<Vec<std::path::PathBuf>>,
+}
+
+impl Session {
+    /// Watches `absent` protected locations for this session's command.
+    pub(crate) fn watch_protected(&self, absent: Vec<std::path::PathBuf>) {
+        *self.absent.lock().unwrap_or_else(PoisonError::into_inner) = absent;
+    }
+
+    /// Settles what appeared of the watched locations (see [`super::created::settle`]); the
+    /// rest stays watched.
+    pub(crate) async fn settle_protected(&self, ctx: &toolshed_core::ToolContext) -> Option<String> {
+        let absent = std::mem::take(&mut *self.absent.lock().unwrap_or_else(PoisonError::into_inner));
+        let note = super::created::settle(ctx, &absent, &self.command).await;
+        let still: Vec<_> = absent.into_iter().filter(|p| std::fs::symlink_metadata(p).is_err()).collect();
+        self.absent.lock().unwrap_or_else(PoisonError::into_inner).extend(still);
+        note
+    }
 }
 
 /// The sessions of one [`super::Shell`].
@@ -65,7 +85,13 @@ impl Sessions {
         let mut table = self.table();
         table.next += 1;
         let id = table.next;
-        let session = Arc::new(Session { id, command: command.to_string(), run, timed_out: AtomicBool::new(false) });
+        let session = Arc::new(Session {
+            id,
+            command: command.to_string(),
+            run,
+            timed_out: AtomicBool::new(false),
+            absent: Mutex::default(),
+        });
         table.entries.insert(id, session.clone());
         let ended: Vec<u32> = table.entries.values().filter(|s| s.run.is_done()).map(|s| s.id).collect();
         for old in ended.iter().take(ended.len().saturating_sub(MAX_SESSIONS)) {

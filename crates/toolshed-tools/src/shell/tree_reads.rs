@@ -38,9 +38,7 @@ pub(super) fn requests(ctx: &ToolContext, reads: &[TreeRead]) -> Vec<PermissionR
         guarded.sort();
         guarded.dedup();
         out.push(
-            PermissionRequest::new("read", guarded)
-                .with_always(["*"])
-                .with_metadata("reason", "the command shows these files' contents"),
+            PermissionRequest::new("read", guarded).with_metadata("reason", "the command shows these files' contents"),
         );
     }
     if !too_large.is_empty() {

@@ -268,6 +268,19 @@ pub struct ApprovalRequest {
     pub request: PermissionRequest,
 }
 
+impl ApprovalRequest {
+    /// The `ask` of `request` for the call `call`.
+    pub fn for_call(call: &CallInfo, request: &PermissionRequest) -> Self {
+        ApprovalRequest {
+            session_id: call.session_id.clone(),
+            agent: call.agent.clone(),
+            tool: call.tool.clone(),
+            call_id: call.call_id.clone(),
+            request: request.clone(),
+        }
+    }
+}
+
 /// An approver's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {

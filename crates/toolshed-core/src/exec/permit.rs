@@ -132,13 +132,7 @@ impl Gate {
         if unanswered.is_empty() {
             return Ok(false);
         }
-        let approval = ApprovalRequest {
-            session_id: call.session_id.clone(),
-            agent: call.agent.clone(),
-            tool: call.tool.clone(),
-            call_id: call.call_id.clone(),
-            request: request.clone(),
-        };
+        let approval = ApprovalRequest::for_call(call, &request);
         match self.approver.approve(&approval).await {
             Reply::Once => {
                 self.session.approve_call(&call.call_id, &request.permission, &unanswered);
@@ -190,13 +184,7 @@ impl Gate {
         );
         request.patterns = denied;
         request.metadata.insert("reason".into(), why.clone().into());
-        let approval = ApprovalRequest {
-            session_id: call.session_id.clone(),
-            agent: call.agent.clone(),
-            tool: call.tool.clone(),
-            call_id: call.call_id.clone(),
-            request: request.clone(),
-        };
+        let approval = ApprovalRequest::for_call(call, &request);
         match self.approver.approve(&approval).await {
             Reply::Once | Reply::Always => Ok(()),
             Reply::Reject(reason) => {
@@ -226,6 +214,8 @@ impl Asker for Gate {
 
     fn decide(&self, call: &CallInfo, permission: &str, pattern: &str) -> Action {
         match self.permission.evaluate(&call.agent, permission, pattern).action {
+            // The common case first, without touching the session's locks.
+            Action::Allow => Action::Allow,
             Action::Deny => Action::Deny,
             _ if self.session.approved(permission, pattern) => Action::Allow,
             _ if self.session.approved_in_call(&call.call_id, permission, pattern) => Action::Allow,

@@ -4,6 +4,9 @@
 //! directory `OUT`, without a terminal (so an `ask` is rejected) unless it says otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../toolshed-tools/tests/scratch/mod.rs"]
+mod scratch;
+
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
@@ -17,8 +20,10 @@ struct World {
 
 impl World {
     fn new(config: &str) -> World {
-        // Not under /tmp: the sandbox lets commands write the temp dirs.
-        let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        // Outside the sandbox's writable roots (not under /tmp): what a sandboxed command
+        // writes in OUT is the sandbox's failure, not the test's.
+        let tmp = scratch::outside_sandbox("World", None)
+            .unwrap_or_else(|| tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap());
         let base = tmp.path().canonicalize().unwrap();
         let root = base.join("W");
         for dir in [&root, &base.join("OUT"), &base.join("home/.config"), &root.join("src")] {

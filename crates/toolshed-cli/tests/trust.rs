@@ -4,6 +4,9 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../toolshed-tools/tests/scratch/mod.rs"]
+mod scratch;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -144,18 +147,21 @@ fn an_unsandboxed_child_cannot_read_toolsheds_environment_from_proc() {
     assert!(output.contains("Permission denied"), "{output}");
 }
 
-/// A directory the workspace-write sandbox does not cover: under the target dir.
-fn outside_canary() -> (tempfile::TempDir, PathBuf) {
-    let dir =
-        tempfile::Builder::new().prefix("toolshed-trust-outside-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+/// A directory the workspace-write sandbox does not cover, holding a file `canary`.
+fn outside_canary(test: &str) -> Option<(tempfile::TempDir, PathBuf)> {
+    let dir = scratch::outside_sandbox(test, None)?;
     let canary = dir.path().canonicalize().unwrap().join("canary");
     std::fs::write(&canary, "original\n").unwrap();
-    (dir, canary)
+    Some((dir, canary))
 }
 
 #[test]
 fn a_git_file_written_by_one_call_does_not_widen_the_sandbox_of_the_next() {
-    let (outside, canary) = outside_canary();
+    let Some((outside, canary)) =
+        outside_canary("a_git_file_written_by_one_call_does_not_widen_the_sandbox_of_the_next")
+    else {
+        return;
+    };
     let dir = outside.path().canonicalize().unwrap();
     // Landlock is needed for the sandbox at all.
     let probe = bash(&tempfile::tempdir().unwrap().path().canonicalize().unwrap(), "true", &[]);

@@ -4,6 +4,9 @@
 //! the call asks or is denied) and that nothing outside the worktree changed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../toolshed-tools/tests/scratch/mod.rs"]
+mod scratch;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -19,8 +22,10 @@ struct World {
 
 impl World {
     fn new(config: &str) -> World {
-        // Not under /tmp: the sandbox lets commands write the temp dirs.
-        let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        // Outside the sandbox's writable roots (not under /tmp): what a sandboxed command
+        // writes in OUT is the sandbox's failure, not the test's.
+        let tmp = scratch::outside_sandbox("World", None)
+            .unwrap_or_else(|| tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap());
         let base = tmp.path().canonicalize().unwrap();
         let root = base.join("W");
         let out = base.join("OUT");

@@ -5,6 +5,8 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod scratch;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
@@ -125,24 +127,13 @@ fn have(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
 }
 
-/// A directory outside every writable root of a worktree at `root` (under the target dir, or
-/// `$HOME`), holding a file `canary` that says `original`.
+/// A directory outside every writable root of a worktree at `root`, holding a file `canary`
+/// that says `original`.
 fn outside(test: &str, root: &Path) -> Option<(tempfile::TempDir, PathBuf)> {
-    let writable = sandbox::writable_roots(root, &[]);
-    let candidates = [Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))), std::env::var_os("HOME").map(PathBuf::from)];
-    for base in candidates.into_iter().flatten() {
-        let Ok(base) = base.canonicalize() else { continue };
-        if writable.iter().any(|w| base.starts_with(w)) {
-            continue;
-        }
-        if let Ok(dir) = tempfile::Builder::new().prefix("toolshed-conformance-").tempdir_in(&base) {
-            let canary = dir.path().canonicalize().unwrap().join("canary");
-            std::fs::write(&canary, "original\n").unwrap();
-            return Some((dir, canary));
-        }
-    }
-    skip(test, "no scratch directory outside the sandbox's writable roots");
-    None
+    let dir = scratch::outside_sandbox(test, Some(root))?;
+    let canary = dir.path().canonicalize().unwrap().join("canary");
+    std::fs::write(&canary, "original\n").unwrap();
+    Some((dir, canary))
 }
 
 /// The protected files of a project, with the text each holds.

@@ -2,6 +2,8 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod scratch;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -372,25 +374,6 @@ async fn workdir_outside_the_worktree_asks_external_directory() {
     assert_eq!(*answer.1.lock().unwrap(), vec!["external_directory".to_string()]);
 }
 
-/// A scratch directory the workspace-write sandbox does not cover (for a worktree `root`): under
-/// the target dir, or else under `$HOME`, whichever lies outside every writable root. Removed on
-/// drop. `None` (after a SKIP line) when neither does, e.g. a checkout under /tmp with HOME unset.
-fn outside_dir(test: &str, root: &Path) -> Option<tempfile::TempDir> {
-    let writable = sandbox::writable_roots(root, &[]);
-    let candidates = [Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))), std::env::var_os("HOME").map(PathBuf::from)];
-    for base in candidates.into_iter().flatten() {
-        let Ok(base) = base.canonicalize() else { continue };
-        if writable.iter().any(|w| base.starts_with(w)) {
-            continue;
-        }
-        if let Ok(dir) = tempfile::Builder::new().prefix("toolshed-sandbox-outside-").tempdir_in(&base) {
-            return Some(dir);
-        }
-    }
-    let _ = writeln!(std::io::stderr(), "SKIP {test}: no scratch directory outside the sandbox's writable roots");
-    None
-}
-
 #[tokio::test]
 async fn workspace_write_writes_inside_the_worktree_and_is_refused_outside() {
     if !landlock_or_skip("workspace_write_writes_inside_the_worktree_and_is_refused_outside") {
@@ -406,8 +389,10 @@ async fn workspace_write_writes_inside_the_worktree_and_is_refused_outside() {
 
     // The path is hidden from the permission analysis in a variable, so no
     // `external_directory` approval widens the sandbox: the sandbox alone must stop the write.
-    let Some(outside) = outside_dir("workspace_write_writes_inside_the_worktree_and_is_refused_outside", h.root.path())
-    else {
+    let Some(outside) = scratch::outside_sandbox(
+        "workspace_write_writes_inside_the_worktree_and_is_refused_outside",
+        Some(h.root.path()),
+    ) else {
         return;
     };
     let outside = outside.path();
@@ -430,7 +415,9 @@ async fn approved_escalation_reruns_the_command_unsandboxed() {
     }
     let policy = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, ..FULL };
     let h = Harness::new(policy);
-    let Some(outside) = outside_dir("approved_escalation_reruns_the_command_unsandboxed", h.root.path()) else {
+    let Some(outside) =
+        scratch::outside_sandbox("approved_escalation_reruns_the_command_unsandboxed", Some(h.root.path()))
+    else {
         return;
     };
     let outside = outside.path();
@@ -531,7 +518,8 @@ async fn approved_external_directory_widens_the_sandbox() {
     let answer = Arc::new(Answer(Reply::Once, Mutex::default(), None));
     let policy = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, ..FULL };
     let h = Harness::with(policy, Arc::new(Ruleset::defaults()), answer.clone());
-    let Some(outside) = outside_dir("approved_external_directory_widens_the_sandbox", h.root.path()) else {
+    let Some(outside) = scratch::outside_sandbox("approved_external_directory_widens_the_sandbox", Some(h.root.path()))
+    else {
         return;
     };
     let target = outside.path().join("approved.txt");

@@ -75,7 +75,8 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
         let mut patterns = Vec::new();
         for pattern in &request.patterns {
             let e = ws.agents.explain(&agent, &request.permission, pattern);
-            let action = request.effective(e.action);
+            let decision = toolshed_core::permission::Decision { action: e.action, rule: e.decided_by.clone() };
+            let action = request.action(&decision, ws.agents.as_ref(), &agent);
             overall = strictest(overall, action);
             patterns.push((e, action));
         }
@@ -91,6 +92,7 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
                     "always": req.always,
                     "minimum": req.minimum,
                     "secondary": req.secondary,
+                    "opaque": req.opaque,
                     "patterns": patterns.iter().map(|(e, action)| json!({
                         "pattern": e.pattern,
                         "action": action,
@@ -108,7 +110,13 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
 
     crate::out(format_args!("agent {agent}, tool {} (permission key `{}`)", args.tool, entry.spec().permission));
     for (req, patterns) in &report {
-        if req.secondary {
+        if req.opaque {
+            let why = req.metadata.get("opaque").and_then(Value::as_str).unwrap_or("it runs code no rule can read");
+            crate::out(format_args!(
+                "\nopaque request `{}`: {why}; asks where a rule denies some `{}` command, unless a rule naming it allows it",
+                req.permission, req.permission
+            ));
+        } else if req.secondary {
             crate::out(format_args!(
                 "\nsecondary request `{}`: words that may only be arguments; a deny asks, nothing else counts",
                 req.permission

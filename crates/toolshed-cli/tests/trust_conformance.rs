@@ -232,6 +232,12 @@ fn rows() -> Vec<Row> {
         bash("5: a program name from a variable", RM_DENIED, "p=rm; $p x", Refused),
         bash("5: an alias", RM_DENIED, "shopt -s expand_aliases; alias r=rm; r x", Refused),
         // 6. Wrappers.
+        bash("5: python3 -c running rm", RM_DENIED, "python3 -c 'import os; os.system(\"rm x\")'", Refused),
+        bash("5: python3 -c deleting the file itself", RM_DENIED, "python3 -Bc 'import os; os.remove(\"x\")'", Refused),
+        bash("5: a python script on standard input", RM_DENIED, "python3 - <<'EOF'\nimport os\nos.unlink('x')\nEOF", Refused),
+        bash("5: perl -e", RM_DENIED, "perl -le 'unlink \"x\"'", Refused),
+        bash("5: code in a variable", RM_DENIED, "c='import os; os.remove(\"x\")'; python3 -c \"$c\"", Refused),
+        bash("5: python3 -c behind a wrapper", RM_DENIED, "timeout 5 python3 -c 'import os; os.remove(\"x\")'", Refused),
         bash("6: script -qc 'rm x' /dev/null", RM_DENIED, "script -qc 'rm x' /dev/null", Refused),
         bash("6: env -S'rm x'", RM_DENIED, "env -S'rm x'", Refused),
         bash("6: taskset 1 rm x", RM_DENIED, "taskset 1 rm x", Refused),

@@ -404,6 +404,16 @@ impl Permission for Agents {
     fn disabled(&self, agent: &str, permission: &str) -> bool {
         self.agents.get(agent).is_none_or(|a| a.layers.disabled(permission))
     }
+
+    fn deny_rules(&self, agent: &str, permission: &str) -> Vec<Rule> {
+        match self.agents.get(agent) {
+            Some(a) => [&a.layers.defaults, &a.layers.config, &a.layers.builtin, &a.layers.own]
+                .into_iter()
+                .flat_map(|rules| rules.deny_rules(permission))
+                .collect(),
+            None => vec![Rule::new(permission, "*", Action::Deny)],
+        }
+    }
 }
 
 type BuiltinAgent = (&'static str, &'static str, AgentMode, Vec<Rule>);

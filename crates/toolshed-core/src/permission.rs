@@ -129,6 +129,11 @@ impl Ruleset {
         self.rules.extend(other.rules.iter().cloned());
     }
 
+    /// The rules that deny some pattern of the key `permission`.
+    pub fn deny_rules(&self, permission: &str) -> Vec<Rule> {
+        self.rules.iter().filter(|r| r.action == Action::Deny && r.covers(permission)).cloned().collect()
+    }
+
     /// The decision for one permission key and pattern: the last matching rule, else ask.
     pub fn evaluate(&self, permission: &str, pattern: &str) -> Decision {
         match self.rules.iter().rev().find(|r| r.matches(permission, pattern)) {
@@ -156,6 +161,11 @@ pub trait Permission: Send + Sync {
 
     /// Whether tools guarded by `permission` are hidden from `agent` (denied outright).
     fn disabled(&self, agent: &str, permission: &str) -> bool;
+
+    /// The rules of `agent` that deny some pattern of `permission` (in any layer: a deny that a
+    /// later rule overrides for every pattern is still listed). An opaque request asks when there
+    /// is one (see [`PermissionRequest::opaque`]).
+    fn deny_rules(&self, agent: &str, permission: &str) -> Vec<Rule>;
 }
 
 impl Permission for Ruleset {
@@ -165,6 +175,10 @@ impl Permission for Ruleset {
 
     fn disabled(&self, _agent: &str, permission: &str) -> bool {
         Ruleset::disabled(self, permission)
+    }
+
+    fn deny_rules(&self, _agent: &str, permission: &str) -> Vec<Rule> {
+        self.deny_rules(permission)
     }
 }
 
@@ -189,6 +203,12 @@ pub struct PermissionRequest {
     /// nothing (see [`PermissionRequest::effective`]), and "always" approves none of them.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub secondary: bool,
+    /// An opaque request (also secondary) names a command that runs code no rule can read
+    /// (`python3 -c CODE`, a script on standard input): it may run any command, so it asks when
+    /// some rule of the key denies something, unless a person already approved the command in
+    /// this call or a rule that names it (not `*`) allows it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub opaque: bool,
 }
 
 impl PermissionRequest {
@@ -206,6 +226,7 @@ impl PermissionRequest {
             metadata: Map::new(),
             minimum: Action::Allow,
             secondary: false,
+            opaque: false,
         }
     }
 
@@ -233,6 +254,12 @@ impl PermissionRequest {
         self
     }
 
+    /// Makes the request opaque (see [`PermissionRequest::opaque`]), and so secondary.
+    pub fn opaque(mut self) -> Self {
+        self.opaque = true;
+        self.secondary()
+    }
+
     /// What this request needs when the rules say `action` for one of its patterns: an allow is
     /// raised to ask when the request needs at least that; for a secondary request a deny asks and
     /// anything else allows.
@@ -242,6 +269,23 @@ impl PermissionRequest {
             _ if self.secondary => Action::Allow,
             Action::Allow if self.minimum != Action::Allow => Action::Ask,
             action => action,
+        }
+    }
+
+    /// What this request needs for a pattern the rules of `agent` decided as `decision`, before
+    /// any answer of the session: [`PermissionRequest::effective`], except that an opaque request
+    /// asks when some rule of its key denies something, unless a rule naming the pattern (not
+    /// just `*`) allows it.
+    pub fn action(&self, decision: &Decision, rules: &dyn Permission, agent: &str) -> Action {
+        if !self.opaque {
+            return self.effective(decision.action);
+        }
+        let named = decision.rule.as_ref().is_some_and(|r| r.pattern.chars().any(|c| c != '*'));
+        match decision.action {
+            Action::Deny => Action::Ask,
+            Action::Allow if named => Action::Allow,
+            _ if rules.deny_rules(agent, &self.permission).is_empty() => Action::Allow,
+            _ => Action::Ask,
         }
     }
 

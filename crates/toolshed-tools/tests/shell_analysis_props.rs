@@ -112,6 +112,17 @@ const DYNAMIC: &[&str] = &[
     "find . -maxdepth 1 -name 'c*' -exec rm {} +",
 ];
 
+/// Deletions by interpreters running code the rules cannot read (inline, or on their input).
+const INTERPRETED: &[&str] = &[
+    "python3 -c 'import os; os.remove(\"canary\")'",
+    "python3 -Bc 'import os; os.system(\"rm canary\")'",
+    "python3 - <<< 'import os; os.unlink(\"canary\")'",
+    "echo 'import os; os.remove(\"canary\")' | python3",
+    "perl -e 'unlink \"canary\"'",
+    "perl -le 'system \"rm canary\"'",
+    "code='import os; os.remove(\"canary\")'; python3 -c \"$code\"",
+];
+
 /// Deletions through programs that run their input or the files they find (`RM` is replaced by
 /// a spelling of `rm`).
 const THROUGH: &[&str] = &[
@@ -237,6 +248,7 @@ fn simple() -> impl Strategy<Value = String> {
         1 => through,
         3 => prop::sample::select(HARMLESS).prop_map(str::to_string),
         1 => prop::sample::select(DYNAMIC).prop_map(str::to_string),
+        1 => prop::sample::select(INTERPRETED).prop_map(str::to_string),
     ];
     let wrapper = prop::sample::select(wrappers().clone());
     (leaf, prop::collection::vec(wrapper, 0..=2), any::<bool>(), quoting()).prop_map(|(leaf, wrap, split, q)| {
@@ -330,7 +342,7 @@ fn decide(agents: &Agents, requests: &[PermissionRequest]) -> Action {
     let mut decision = Action::Allow;
     for request in requests {
         for pattern in &request.patterns {
-            let action = request.effective(agents.evaluate("build", &request.permission, pattern).action);
+            let action = request.action(&agents.evaluate("build", &request.permission, pattern), agents, "build");
             decision = match (decision, action) {
                 (Action::Deny, _) | (_, Action::Deny) => Action::Deny,
                 (Action::Ask, _) | (_, Action::Ask) => Action::Ask,

@@ -160,6 +160,9 @@ impl Gate {
     /// A secondary request ([`PermissionRequest::secondary`]): a pattern the rules deny asks the
     /// approver (session approvals do not answer it), everything else passes.
     async fn check_secondary(&self, call: &CallInfo, mut request: PermissionRequest) -> Result<(), ToolError> {
+        if request.opaque {
+            return self.check_opaque(call, request).await;
+        }
         let mut denied = Vec::new();
         let mut rules = Vec::new();
         for pattern in &request.patterns {
@@ -191,6 +194,51 @@ impl Gate {
                 let reason = reason.unwrap_or_else(|| "the user rejected it".to_string());
                 Err(ToolError::model(format!(
                     "Permission for `{}` on `{}` was not granted: {reason}. The call was not run. Why it asked: {why}. Write the command so that no forbidden command appears in it, or ask the user to run it.",
+                    request.permission,
+                    request.patterns.join("`, `"),
+                )))
+            }
+        }
+    }
+
+    /// An opaque request ([`PermissionRequest::opaque`]): commands that run code no rule can
+    /// read ask when the agent's rules deny some pattern of the key, unless the command was
+    /// approved in this call (or for the session), or a rule naming it allows it.
+    async fn check_opaque(&self, call: &CallInfo, mut request: PermissionRequest) -> Result<(), ToolError> {
+        let key = request.permission.clone();
+        let unanswered: Vec<String> = request
+            .patterns
+            .iter()
+            .filter(|pattern| {
+                let decision = self.permission.evaluate(&call.agent, &key, pattern);
+                request.action(&decision, self.permission.as_ref(), &call.agent) != Action::Allow
+                    && !self.session.approved_in_call(&call.call_id, &key, pattern)
+                    && !self.session.approved(&key, pattern)
+            })
+            .cloned()
+            .collect();
+        if unanswered.is_empty() {
+            return Ok(());
+        }
+        request.patterns = unanswered;
+        let denies = self.permission.deny_rules(&call.agent, &key);
+        let mut shown: Vec<String> = denies.iter().take(3).map(|r| format!("`{}`", r.pattern)).collect();
+        if denies.len() > 3 {
+            shown.push(format!("{} more", denies.len() - 3));
+        }
+        let why = format!(
+            "it runs code the rules cannot read, which could run a command the rules of agent `{}` deny ({})",
+            call.agent,
+            shown.join(", "),
+        );
+        request.metadata.insert("reason".into(), why.clone().into());
+        let approval = ApprovalRequest::for_call(call, &request);
+        match self.approver.approve(&approval).await {
+            Reply::Once | Reply::Always => Ok(()),
+            Reply::Reject(reason) => {
+                let reason = reason.unwrap_or_else(|| "the user rejected it".to_string());
+                Err(ToolError::model(format!(
+                    "Permission for `{}` on `{}` was not granted: {reason}. The call was not run. Why it asked: {why}. Make the change with the file tools or plain shell commands the rules can check, or ask the user to run it.",
                     request.permission,
                     request.patterns.join("`, `"),
                 )))
@@ -339,6 +387,31 @@ mod tests {
         gate.check(&info(), PermissionRequest::new("bash", ["rm x"]).secondary()).await.unwrap();
         assert!(!session.approved("bash", "rm x"));
         gate.check(&info(), PermissionRequest::new("bash", ["rm x"]).secondary()).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_opaque_request_asks_only_where_some_command_is_denied() {
+        let opaque = || PermissionRequest::new("bash", ["python3 -c 'import os'"]).opaque();
+        // No deny rule for bash: nothing to hide from, no one is asked.
+        let allow_all = Ruleset::new(vec![Rule::new("*", "*", Action::Allow)]);
+        let gate = Gate::new(Arc::new(allow_all), Arc::new(Scripted(Mutex::default())), Session::new("s", "build"));
+        gate.check(&info(), opaque()).await.unwrap();
+        // A deny of some command: the code could run it, so it asks, even where `*` allows.
+        let mut rules = Ruleset::new(vec![Rule::new("bash", "*", Action::Allow)]);
+        rules.push(Rule::new("bash", "rm *", Action::Deny));
+        let gate = Gate::new(Arc::new(rules.clone()), Arc::new(RejectAll), Session::new("s", "build"));
+        let err = gate.check(&info(), opaque()).await.unwrap_err();
+        insta::assert_snapshot!(err.to_string(), @"Permission for `bash` on `python3 -c 'import os'` was not granted: No one is available to approve it in this non-interactive run (rerun with --yes to approve requests that ask). The call was not run. Why it asked: it runs code the rules cannot read, which could run a command the rules of agent `build` deny (`rm *`). Make the change with the file tools or plain shell commands the rules can check, or ask the user to run it.");
+        // A rule that names the command allows it outright.
+        let mut named = rules.clone();
+        named.push(Rule::new("bash", "python3 *", Action::Allow));
+        let gate = Gate::new(Arc::new(named), Arc::new(RejectAll), Session::new("s", "build"));
+        gate.check(&info(), opaque()).await.unwrap();
+        // A person who approved the command in this call is not asked twice.
+        let session = Session::new("s", "build");
+        session.approve_call(&info().call_id, "bash", &["python3 -c 'import os'".to_string()]);
+        let gate = Gate::new(Arc::new(rules), Arc::new(RejectAll), session);
+        gate.check(&info(), opaque()).await.unwrap();
     }
 
     #[tokio::test]

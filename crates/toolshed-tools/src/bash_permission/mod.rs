@@ -144,6 +144,9 @@ impl Patterns {
 struct Collected {
     patterns: Patterns,
     secondary: Patterns,
+    /// Commands that run code no rule can read (see [`PermissionRequest::opaque`]), and why.
+    opaque: Patterns,
+    opaque_why: Patterns,
     always: Patterns,
     unclassified: Patterns,
     edits: Patterns,
@@ -168,6 +171,14 @@ impl Collected {
         out.push(bash);
         if !secondary.is_empty() {
             out.push(PermissionRequest::new("bash", secondary).secondary().with_metadata("command", command));
+        }
+        if !self.opaque.is_empty() {
+            out.push(
+                PermissionRequest::new("bash", self.opaque.list)
+                    .opaque()
+                    .with_metadata("command", command)
+                    .with_metadata("opaque", self.opaque_why.list.join("; ")),
+            );
         }
         if !self.edits.is_empty() {
             out.push(PermissionRequest::new("edit", self.edits.list));
@@ -758,6 +769,10 @@ impl<'a> Analyzer<'a> {
                     self.run_time_vars.insert(name);
                 }
             }
+            Effect::RunsCode(why) => {
+                self.out.opaque.push(written.to_string());
+                self.out.opaque_why.push(why);
+            }
             Effect::Unclassified(why) => self.unclassified(format!("`{written}`: {why}")),
         }
     }
@@ -1267,6 +1282,51 @@ mod tests {
         assert_eq!(bash(&c, "git grep -O x").minimum, Action::Ask);
         let reqs = requests(&c, "find src -delete");
         assert_eq!(of(&reqs, "edit").unwrap().patterns, ["src/*"]);
+    }
+
+    #[test]
+    fn code_no_rule_can_read_is_an_opaque_request() {
+        let c = case();
+        let opaque = |cmd: &str| -> Vec<String> {
+            requests(&c, cmd).into_iter().filter(|r| r.opaque).flat_map(|r| r.patterns).collect()
+        };
+        for cmd in [
+            "python3 -c 'import os; os.remove(\"x\")'",
+            "python3.12 -Bc 'print(1)'",
+            "python3 -c 'print(1)' --help",
+            "perl -pi -e 's/a/b/' x",
+            "perl -le 'print 1'",
+            "node --eval='1'",
+            "node -p 1",
+            "ruby -e 'File.delete(\"x\")'",
+            "php -r 'unlink(\"x\");'",
+            "bun -e 1",
+            "deno eval 1",
+            "Rscript -e 1",
+            "osascript -e 1",
+            "python3 <<'EOF'\nimport os\nEOF",
+            "python3 - < x.py",
+            "python3",
+            "sqlite3 db '.shell rm x'",
+            "sqlite3 db < dump.sql",
+            "psql -f setup.sql",
+        ] {
+            assert!(!opaque(cmd).is_empty(), "{cmd}: {:?}", requests(&c, cmd));
+        }
+        // Through a wrapper the command as written is the pattern.
+        assert!(opaque("timeout 5 python3 -c 'print(1)'").contains(&"timeout 5 python3 -c 'print(1)'".to_string()));
+        // Scripts are files the command runs; versions and help run no code.
+        for cmd in [
+            "python3 script.sh",
+            "python3 -m venv .venv",
+            "node build.sh",
+            "python3 --version",
+            "node -v",
+            "sqlite3 db 'select 1'",
+            "psql -c 'select 1'",
+        ] {
+            assert!(opaque(cmd).is_empty(), "{cmd}: {:?}", requests(&c, cmd));
+        }
     }
 
     #[test]

@@ -43,6 +43,10 @@ pub(super) enum Effect {
     Chdir(Word),
     /// Sets this shell variable to a value known only at run time (`read x`).
     SetsAtRunTime(String),
+    /// Runs code that no rule can read (`python3 -c CODE`, a script on standard input): it may
+    /// run any command, so it asks where the rules deny some command (an opaque request). The
+    /// reason.
+    RunsCode(String),
     /// Does something that cannot be checked; the reason.
     Unclassified(String),
 }
@@ -228,8 +232,7 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
             vec![Effect::Unclassified("`zip -TT` runs the given command".into())]
         }
         "make" | "gmake" => make(args),
-        "python" | "python2" | "python3" | "perl" | "ruby" | "node" | "nodejs" | "php" | "lua" | "tclsh"
-        | "Rscript" | "deno" | "bun" | "tsx" | "ts-node" => interpreter(program, args),
+        _ if interpreter_family(program).is_some() => interpreter(program, args),
         "cargo" => ["Cargo.toml", "build.rs", ".cargo/config.toml", ".cargo/config"]
             .into_iter()
             .map(|f| Effect::Executes(Word::literal(f)))
@@ -1449,28 +1452,118 @@ fn awk(args: &[Word]) -> Vec<Effect> {
     }
 }
 
-/// An interpreter runs its script operand (`python3 a.py`, `node -r ./hook.js x.js`), a module
-/// (`python3 -m a` runs `a.py`) or code in an option (`-c`, `-e`: a known gap, not followed).
+/// The interpreter `program` is (versions aside: `python3.12`, `perl5.36`, `node20`), if it is
+/// one whose code [`interpreter`] follows.
+pub(super) fn interpreter_family(program: &str) -> Option<&'static str> {
+    const FAMILIES: &[&str] = &[
+        "python",
+        "pypy",
+        "perl",
+        "ruby",
+        "node",
+        "nodejs",
+        "php",
+        "lua",
+        "luajit",
+        "tclsh",
+        "wish",
+        "expect",
+        "Rscript",
+        "R",
+        "julia",
+        "deno",
+        "bun",
+        "tsx",
+        "ts-node",
+        "osascript",
+        "pwsh",
+        "powershell",
+        "guile",
+        "racket",
+        "sbcl",
+        "clisp",
+        "elixir",
+        "erl",
+        "escript",
+        "ghci",
+        "runghc",
+        "groovy",
+        "scala",
+        "jshell",
+        "irb",
+        "sqlite3",
+        "psql",
+        "mysql",
+        "mariadb",
+        "jrunscript",
+        "qjs",
+        "gjs",
+    ];
+    let trimmed = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    FAMILIES.iter().copied().find(|f| *f == program || (*f == trimmed && !matches!(*f, "R" | "erl")))
+}
+
+/// An interpreter runs its script operand (`python3 a.py`, `node -r ./hook.js x.js`: checked as
+/// files it runs), a module (`python3 -m a` runs `a.py`), or code no rule can read: given in an
+/// option (`-c`, `-e`) or read from standard input (no script operand, or `-`). That code may run
+/// any command, so it is [`Effect::RunsCode`].
 fn interpreter(program: &str, args: &[Word]) -> Vec<Effect> {
-    let mut out = Vec::new();
-    let (values, code): (&[&str], &[&str]) = match program {
-        "python" | "python2" | "python3" => (&["-W", "-X", "-Q"], &["-c"]),
+    let family = interpreter_family(program).unwrap_or(program);
+    let inline = |option: &str| {
+        Effect::RunsCode(format!("`{program} {option}` runs code given on the command line, which no rule can read"))
+    };
+    let stdin = || Effect::RunsCode(format!("`{program}` runs code read from its input, which no rule can read"));
+    // Only as the sole argument: `python3 -c CODE --help` runs CODE.
+    if let [only] = args
+        && matches!(only.text.as_str(), "--version" | "-V" | "--help" | "-h" | "-version" | "-v")
+    {
+        return Vec::new();
+    }
+    // Options with a value, and the options whose value (or the rest) is code.
+    let (values, code): (&[&str], &[&str]) = match family {
+        "python" | "pypy" => (&["-W", "-X", "-Q"], &["-c"]),
         "perl" => (&["-I", "-M", "-m", "-x"], &["-e", "-E"]),
-        "ruby" => (&["-I", "-C", "-E", "-F"], &["-e"]),
-        "node" | "nodejs" | "tsx" | "ts-node" => {
-            (&["--title", "--input-type", "--conditions", "-C"], &["-e", "--eval", "-p", "--print"])
-        }
+        "ruby" | "irb" => (&["-I", "-C", "-E", "-F", "-r"], &["-e"]),
+        "node" | "nodejs" | "tsx" | "ts-node" | "bun" => (
+            &["--title", "--input-type", "--conditions", "-C", "--cwd", "--env-file"],
+            &["-e", "--eval", "-p", "--print", "eval"],
+        ),
+        "deno" => (&["--config", "-c", "--import-map", "--env-file"], &["eval"]),
+        "php" => (&["-d", "-c", "-z"], &["-r", "-B", "-R", "-F", "-E", "-a"]),
+        "lua" | "luajit" => (&["-l"], &["-e"]),
+        "Rscript" | "R" => (&[], &["-e", "--expr"]),
+        "julia" => (&["-L", "--project", "-J", "-t", "-p"], &["-e", "-E", "--eval", "--print"]),
+        "osascript" => (&["-l"], &["-e"]),
+        "pwsh" | "powershell" => (&[], &["-c", "-command", "-Command", "-e", "-EncodedCommand", "-ec"]),
+        "expect" | "tclsh" | "wish" => (&[], &["-c"]),
+        "guile" => (&["-L", "-l"], &["-c", "-e"]),
+        "racket" => (&["-l", "-t", "-r"], &["-e", "--eval"]),
+        "sbcl" | "clisp" => (&["--load", "-i"], &["--eval", "-x"]),
+        "elixir" => (&["-r", "--erl"], &["-e", "--eval"]),
+        "erl" => (&[], &["-eval", "-s", "-run"]),
+        "ghci" | "runghc" => (&[], &["-e"]),
+        "groovy" | "scala" | "jrunscript" | "qjs" | "gjs" => (&[], &["-e", "-c"]),
+        // Database shells: their own commands run programs (`.shell`, `\!`, `system`).
+        "sqlite3" | "psql" | "mysql" | "mariadb" => return database_shell(program, args),
         _ => (&[], &["-e", "-c", "eval"]),
     };
+    let mut out = Vec::new();
     let mut i = 0;
     while let Some(w) = args.get(i) {
         let t = w.text.as_str();
         i += 1;
-        if code.contains(&t) {
+        // `-c CODE`, and glued forms (`-cCODE`, `-pe CODE`, `--eval=CODE`).
+        let short_code = t.len() > 2
+            && t.starts_with('-')
+            && !t.starts_with("--")
+            && code.iter().any(|c| c.len() == 2 && t[1..].contains(&c[1..]));
+        let long_code = t.split_once('=').is_some_and(|(name, _)| code.contains(&name));
+        if code.contains(&t) || short_code || long_code {
+            out.push(inline(t));
             return out;
         }
-        match (program, t) {
-            ("python" | "python2" | "python3", "-m") => {
+        match (family, t) {
+            ("python" | "pypy", "-m") => {
                 if let Some(module) = args.get(i) {
                     out.push(Effect::Executes(Word::like(module, format!("{}.py", module.text.replace('.', "/")))));
                 }
@@ -1482,6 +1575,7 @@ fn interpreter(program: &str, args: &[Word]) -> Vec<Effect> {
                 continue;
             }
             ("deno" | "bun", "run" | "test" | "x") => continue,
+            ("erl", _) => continue,
             _ => {}
         }
         if values.contains(&t) {
@@ -1489,7 +1583,14 @@ fn interpreter(program: &str, args: &[Word]) -> Vec<Effect> {
             continue;
         }
         if t == "--" {
-            out.extend(args.get(i).cloned().map(Effect::Executes));
+            match args.get(i) {
+                Some(file) if file.text != "-" => out.push(Effect::Executes(file.clone())),
+                _ => out.push(stdin()),
+            }
+            return out;
+        }
+        if t == "-" {
+            out.push(stdin());
             return out;
         }
         if t.starts_with('-') {
@@ -1497,6 +1598,43 @@ fn interpreter(program: &str, args: &[Word]) -> Vec<Effect> {
         }
         out.push(Effect::Executes(w.clone()));
         return out;
+    }
+    if family != "erl" {
+        out.push(stdin());
+    }
+    out
+}
+
+/// `sqlite3`, `psql`, `mysql`: their own commands run programs (`.shell`, `.system`, `\!`,
+/// `system`), in arguments or in what they read from their input.
+fn database_shell(program: &str, args: &[Word]) -> Vec<Effect> {
+    let runs = |t: &str| {
+        let t = t.trim_start();
+        t.contains(".shell")
+            || t.contains(".system")
+            || t.contains("\\!")
+            || t.contains(".output |")
+            || t.contains(".once |")
+            || t.to_ascii_lowercase().contains("system ")
+    };
+    let mut out = Vec::new();
+    if args.iter().any(|w| w.dynamic || runs(&w.text)) {
+        out.push(Effect::RunsCode(format!("`{program}` runs commands of its own, which may run programs")));
+        return out;
+    }
+    let sql_argument = match program {
+        "sqlite3" => args.iter().filter(|w| !w.text.starts_with('-')).count() >= 2,
+        _ => args.iter().any(|w| {
+            matches!(w.text.as_str(), "-c" | "--command" | "-e" | "--execute")
+                || w.text.starts_with("--command=")
+                || w.text.starts_with("--execute=")
+        }),
+    };
+    let script_file = args.iter().any(|w| matches!(w.text.as_str(), "-f" | "--file" | "-init"));
+    if !sql_argument || script_file {
+        out.push(Effect::RunsCode(format!(
+            "`{program}` runs commands read from its input or a file, which may run programs"
+        )));
     }
     out
 }

@@ -25,6 +25,8 @@ pub(super) const MAX_PATTERN_BYTES: usize = 4 << 20;
 pub(super) const MAX_NESTED_BYTES: usize = 1 << 20;
 /// Words looked up on `PATH` (or as files) for one command.
 pub(super) const MAX_LOOKUPS: usize = 512;
+/// Parts of arguments checked as files the command may show (see `Analyzer::named_files`).
+pub(super) const MAX_FILE_CHECKS: usize = 4096;
 /// How long the whole analysis may take; a backstop behind the counts above.
 pub(super) const TIME_LIMIT: Duration = Duration::from_secs(2);
 
@@ -35,6 +37,7 @@ pub(super) struct Budget {
     pub nested_bytes: usize,
     pub tokens: usize,
     pub lookups: usize,
+    pub file_checks: usize,
     pub deadline: Instant,
 }
 
@@ -46,6 +49,7 @@ impl Budget {
             nested_bytes: MAX_NESTED_BYTES,
             tokens: MAX_TOTAL_TOKENS,
             lookups: MAX_LOOKUPS,
+            file_checks: MAX_FILE_CHECKS,
             deadline: Instant::now() + TIME_LIMIT,
         }
     }

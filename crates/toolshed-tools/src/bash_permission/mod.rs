@@ -65,6 +65,16 @@ const FILE_COMMANDS: &[&str] = &[
     "hexdump", "base64", "base32", "cut", "paste", "fold", "fmt", "rev", "bat", "batcat", "comm", "expand", "iconv",
 ];
 
+/// Programs that do not show the contents of the files their arguments name (the names, sizes
+/// or metadata at most, or they change them): their arguments are not `read` requests. Every
+/// other program's are (see `Analyzer::named_files`).
+const NO_CONTENTS: &[&str] = &[
+    "rm", "rmdir", "unlink", "touch", "chmod", "chown", "chgrp", "ls", "stat", "test", "[", "[[", "file", "du",
+    "mkdir", "ln", "mv", "echo", "printf", "basename", "dirname", "realpath", "readlink", "wc", "cd", "pushd",
+    "export", "unset", "local", "declare", "typeset", "readonly", "true", "false", ":", "sleep", "which", "type",
+    "command", "hash", "mktemp", "truncate", "shred", "tree", "exit", "return", "kill", "wait", "jobs",
+];
+
 /// Programs that read the files they are given (their in-worktree paths are checked as `read`).
 /// The `read` rules apply to them (`.env` asks), and a file-name pattern among their arguments
 /// (`cat *`, `grep KEY .e*`) is a [`TreeRead`].
@@ -224,6 +234,9 @@ struct Analyzer<'a> {
     run_time_vars: HashSet<String>,
     /// Variables the shell evaluates as arithmetic or names (`$((x))`, `${a[x]}`, `${!x}`).
     arithmetic_vars: HashSet<String>,
+    /// The literal text the current simple command gets on its input (here-documents and
+    /// here-strings), for the files an interpreter's code names.
+    input_texts: Vec<String>,
 }
 
 impl<'a> Analyzer<'a> {
@@ -248,6 +261,7 @@ impl<'a> Analyzer<'a> {
             dynamic_writes: false,
             run_time_vars: HashSet::new(),
             arithmetic_vars: HashSet::new(),
+            input_texts: Vec::new(),
         }
     }
 
@@ -498,6 +512,7 @@ impl<'a> Analyzer<'a> {
                     self.always(&words);
                     if !self.secondary {
                         self.file_arguments(&program, &words[1..]);
+                        self.named_files(&program, &words[1..], appended);
                     }
                     if appended && programs::RUN_BY_OPTIONS.contains(&program.as_str()) {
                         self.unclassified(format!(
@@ -632,6 +647,58 @@ impl<'a> Analyzer<'a> {
                 }
             }
         }
+    }
+
+    /// Files a program may show the contents of, beyond the readers' path arguments: any
+    /// existing file of the worktree that an argument names — the word, its value after `=`, or
+    /// a path-like part of it (`awk 1 .env`, `dd if=.env`, `python3 -c 'open(".env")'`, `cp .env
+    /// y`) — is a `read` request, for every program that is not known to leave contents unshown
+    /// ([`NO_CONTENTS`]). A reader whose file is known only at run time (`cat "$f"`, `find -exec
+    /// cat {}`, `xargs cat`) shows any file: the whole worktree is a [`TreeRead`].
+    fn named_files(&mut self, program: &str, args: &[Word], appended: bool) {
+        if READERS.contains(&program) && (appended || args.iter().any(|w| w.dynamic || w.text.contains("{}"))) {
+            let root = self.root.to_path_buf();
+            self.tree_read(TreeRead { path: root, hidden: true, ignored: true, glob: None });
+        }
+        if NO_CONTENTS.contains(&program) {
+            return;
+        }
+        for arg in args {
+            if arg.is_plain() && !self.files_named_in(&arg.text) {
+                return;
+            }
+        }
+        // An interpreter's code on its input (`python3 <<EOF`, `<<<`) names files the same way.
+        if programs::interpreter_family(program).is_some() {
+            for text in std::mem::take(&mut self.input_texts) {
+                if !self.files_named_in(&text) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Adds a `read` request for each existing file of the worktree that `text`, or a path-like
+    /// part of it, names. False (after asking) when the budget of checks is spent.
+    fn files_named_in(&mut self, text: &str) -> bool {
+        let base = self.cwd.clone().unwrap_or_else(|| self.workdir.to_path_buf());
+        let parts = text.split(|c: char| !(c.is_alphanumeric() || "._-/~+@%".contains(c)));
+        for part in std::iter::once(text).chain(parts) {
+            let part = part.trim_start_matches('-');
+            if part.is_empty() || part.len() > 4096 || part.chars().all(|c| c == '.' || c == '/') {
+                continue;
+            }
+            if !Budget::take(&mut self.budget.file_checks, 1) {
+                self.unclassified("it names too many files to check them against the read rules".into());
+                return false;
+            }
+            let Some(path) = resolve_in(Some(&base), self.home, &Word::literal(part)) else { continue };
+            if path.starts_with(self.root) && path.is_file() {
+                let pattern = self.relative(&path);
+                self.out.reads.push(pattern);
+            }
+        }
+        true
     }
 
     /// Notes a tree whose files the command shows (at most [`MAX_TREE_READS`]; beyond that the
@@ -1282,6 +1349,39 @@ mod tests {
         assert_eq!(bash(&c, "git grep -O x").minimum, Action::Ask);
         let reqs = requests(&c, "find src -delete");
         assert_eq!(of(&reqs, "edit").unwrap().patterns, ["src/*"]);
+    }
+
+    #[test]
+    fn files_any_program_names_are_reads() {
+        let c = case();
+        std::fs::write(c.root.join(".env"), "K=v\n").unwrap();
+        let reads = |cmd: &str| -> Vec<String> {
+            requests(&c, cmd).into_iter().filter(|r| r.permission == "read").flat_map(|r| r.patterns).collect()
+        };
+        for cmd in [
+            "awk 1 .env",
+            "sort .env",
+            "dd if=.env",
+            "jq -R . ./.env",
+            "cp .env y",
+            "tar c .env",
+            "git diff --no-index /dev/null .env",
+            "python3 -c 'print(open(\".env\").read())'",
+            "python3 <<'EOF'\nprint(open('.env').read())\nEOF",
+            "timeout 5 python3 <<< 'open(\".env\")'",
+            "cd src && awk 1 ../.env",
+        ] {
+            assert!(reads(cmd).contains(&".env".to_string()), "{cmd}: {:?}", requests(&c, cmd));
+        }
+        // Names, metadata and changes show no contents; nor does text a non-interpreter echoes.
+        for cmd in ["ls .env", "rm .env", "echo .env", "stat .env", "test -f .env", "cat > n.md <<'EOF'\n.env\nEOF"] {
+            assert!(!reads(cmd).contains(&".env".to_string()), "{cmd}: {:?}", requests(&c, cmd));
+        }
+        // A reader whose file is known only at run time may show any file.
+        for cmd in ["cat \"$f\"", "ls | xargs cat", "find . -name x -exec cat {} +"] {
+            let trees = analyse(cmd, &c.root, &c.root, None).tree_reads;
+            assert!(trees.iter().any(|t| t.path == c.root && t.hidden && t.ignored), "{cmd}: {trees:?}");
+        }
     }
 
     #[test]

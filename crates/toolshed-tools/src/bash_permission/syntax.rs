@@ -247,6 +247,7 @@ impl Analyzer<'_> {
         let (start, end) = ctx.written.unwrap_or((node.start_byte(), node.end_byte()));
         let written = w.src.get(start..end).unwrap_or_default().trim();
         self.command_words(words, written, w.depth);
+        self.input_texts.clear();
     }
 
     /// An anonymous `$` where a word should be: a literal dollar, unless a quote follows it
@@ -320,6 +321,7 @@ impl Analyzer<'_> {
                                 self.unclassified("a here-document ends where the parser does not see it end".into());
                             }
                             "heredoc_body" => {
+                                self.input_texts.push(w.text(child).to_string());
                                 w.quoted.push((child.start_byte(), child.end_byte()));
                                 if !quoted {
                                     if w.text(child).contains('`') {
@@ -353,7 +355,11 @@ impl Analyzer<'_> {
                 let mut cursor = node.walk();
                 let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
                 for child in children {
-                    let _ = self.words_of(w, child);
+                    for word in self.words_of(w, child) {
+                        if word.is_plain() {
+                            self.input_texts.push(word.text);
+                        }
+                    }
                 }
             }
             kind => self.cannot(w, node, kind),

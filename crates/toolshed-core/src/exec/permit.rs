@@ -186,6 +186,24 @@ impl Gate {
             rules.join(", "),
         );
         request.patterns = denied;
+        self.ask_once(
+            call,
+            request,
+            why,
+            "Write the command so that no forbidden command appears in it, or ask the user to run it.",
+        )
+        .await
+    }
+
+    /// Asks about a secondary request `why` it needs asking; a rejection tells the model that and
+    /// `instead`. "Always" remembers nothing.
+    async fn ask_once(
+        &self,
+        call: &CallInfo,
+        mut request: PermissionRequest,
+        why: String,
+        instead: &str,
+    ) -> Result<(), ToolError> {
         request.metadata.insert("reason".into(), why.clone().into());
         let approval = ApprovalRequest::for_call(call, &request);
         match self.approver.approve(&approval).await {
@@ -193,7 +211,7 @@ impl Gate {
             Reply::Reject(reason) => {
                 let reason = reason.unwrap_or_else(|| "the user rejected it".to_string());
                 Err(ToolError::model(format!(
-                    "Permission for `{}` on `{}` was not granted: {reason}. The call was not run. Why it asked: {why}. Write the command so that no forbidden command appears in it, or ask the user to run it.",
+                    "Permission for `{}` on `{}` was not granted: {reason}. The call was not run. Why it asked: {why}. {instead}",
                     request.permission,
                     request.patterns.join("`, `"),
                 )))
@@ -231,19 +249,8 @@ impl Gate {
             call.agent,
             shown.join(", "),
         );
-        request.metadata.insert("reason".into(), why.clone().into());
-        let approval = ApprovalRequest::for_call(call, &request);
-        match self.approver.approve(&approval).await {
-            Reply::Once | Reply::Always => Ok(()),
-            Reply::Reject(reason) => {
-                let reason = reason.unwrap_or_else(|| "the user rejected it".to_string());
-                Err(ToolError::model(format!(
-                    "Permission for `{}` on `{}` was not granted: {reason}. The call was not run. Why it asked: {why}. Make the change with the file tools or plain shell commands the rules can check, or ask the user to run it.",
-                    request.permission,
-                    request.patterns.join("`, `"),
-                )))
-            }
-        }
+        let instead = "Make the change with the file tools or plain shell commands the rules can check, or ask the user to run it.";
+        self.ask_once(call, request, why, instead).await
     }
 }
 

@@ -210,6 +210,8 @@ impl Printer {
             println!();
             s.text_open = false;
         }
+        // Tool inputs and outputs come from the model and the tools: shown, never obeyed.
+        let text = if self.terminal { toolshed_core::terminal::visible(text) } else { text.into() };
         eprintln!("{text}");
     }
 
@@ -229,7 +231,11 @@ impl Printer {
                     eprint!("\r\x1b[2K");
                     s.spinner_shown = false;
                 }
-                print!("{text}");
+                if crate::stdout_is_terminal() {
+                    print!("{}", toolshed_core::terminal::visible(text));
+                } else {
+                    print!("{text}");
+                }
                 let _ = std::io::stdout().flush();
                 s.text_open = !text.ends_with('\n');
             }

@@ -42,8 +42,10 @@ pub(crate) fn prompt_text(request: &ApprovalRequest) -> String {
     for p in &r.patterns {
         text.push_str(&format!("  {p}\n"));
     }
-    if let Some(why) = r.metadata.get("unclassified").and_then(|v| v.as_str()) {
-        text.push_str(&format!("  (asked because {why})\n"));
+    for key in ["unclassified", "reason"] {
+        if let Some(why) = r.metadata.get(key).and_then(|v| v.as_str()) {
+            text.push_str(&format!("  (asked because {why})\n"));
+        }
     }
     text.push_str(&format!(
         "Allow? [o]nce, [a]lways this session ({}), [r]eject (or type a message for the model to reject with): ",
@@ -54,7 +56,9 @@ pub(crate) fn prompt_text(request: &ApprovalRequest) -> String {
 
 fn ask(prompt: &str) -> Reply {
     let mut err = std::io::stderr();
-    let _ = write!(err, "{prompt}");
+    // The commands and paths asked about come from the model: an escape sequence in them must
+    // not redraw the question.
+    let _ = write!(err, "{}", toolshed_core::terminal::visible(prompt));
     let _ = err.flush();
     let Ok(tty) = File::open("/dev/tty") else { return Reply::Reject(None) };
     let mut line = String::new();

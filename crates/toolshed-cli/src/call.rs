@@ -108,7 +108,7 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
         result.metadata.insert("session_stopped".into(), true.into());
     }
     if args.json {
-        crate::out(format_args!("{}", result.to_json()));
+        crate::out_exact(format_args!("{}", result.to_json()));
     } else if result.is_error {
         crate::err(format_args!("{}", result.output));
     } else {

@@ -152,16 +152,45 @@ pub async fn terminated_or_unread() {
     }
 }
 
-/// Prints a line to standard output; a closed pipe (`toolshed ... | head`) is not an error.
+/// Prints a line to standard output; a closed pipe (`toolshed ... | head`) is not an error. On
+/// a terminal, control sequences in the text are shown as visible escapes
+/// ([`toolshed_core::terminal::visible`]): text from models, tools and servers must not drive
+/// the terminal. JSON goes through [`out_exact`].
 pub fn out(text: impl std::fmt::Display) {
+    use std::io::Write;
+    let text = text.to_string();
+    let text = if stdout_is_terminal() { toolshed_core::terminal::visible(&text) } else { text.as_str().into() };
+    note_stdout(writeln!(std::io::stdout().lock(), "{text}"));
+}
+
+/// Prints a line to standard output exactly as given (JSON, which escapes control characters
+/// itself).
+pub fn out_exact(text: impl std::fmt::Display) {
     use std::io::Write;
     note_stdout(writeln!(std::io::stdout().lock(), "{text}"));
 }
 
-/// Prints a line to standard error, ignoring a closed pipe.
+/// Prints a line to standard error, ignoring a closed pipe; on a terminal, with control
+/// sequences made visible as [`out`] does.
 pub fn err(text: impl std::fmt::Display) {
     use std::io::Write;
+    let text = text.to_string();
+    let text = if stderr_is_terminal() { toolshed_core::terminal::visible(&text) } else { text.as_str().into() };
     let _ = writeln!(std::io::stderr().lock(), "{text}");
+}
+
+/// Whether standard output is a terminal (asked once).
+pub fn stdout_is_terminal() -> bool {
+    use std::io::IsTerminal;
+    static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TERMINAL.get_or_init(|| std::io::stdout().is_terminal())
+}
+
+/// Whether standard error is a terminal (asked once).
+pub fn stderr_is_terminal() -> bool {
+    use std::io::IsTerminal;
+    static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TERMINAL.get_or_init(|| std::io::stderr().is_terminal())
 }
 
 fn main() -> ExitCode {

@@ -173,9 +173,9 @@ fn list(ws: &Workspace, args: ListArgs) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     if statuses.is_empty() {
-        println!(
+        crate::out(format_args!(
             "No MCP servers are configured. Add [mcp.NAME] tables to toolshed.toml, or run `toolshed mcp import FILE`."
-        );
+        ));
         return Ok(ExitCode::SUCCESS);
     }
     for s in &statuses {
@@ -184,9 +184,9 @@ fn list(ws: &Workspace, args: ListArgs) -> Result<ExitCode, CliError> {
             State::Disabled => "disabled".to_string(),
             State::Unavailable(reason) => format!("unavailable: {reason}"),
         };
-        println!("{}  ({})\n  {state}", s.name, s.transport);
+        crate::out(format_args!("{}  ({})\n  {state}", s.name, s.transport));
         for (tool, why) in &s.skipped {
-            println!("  skipped tool `{tool}`: {why}");
+            crate::out(format_args!("  skipped tool `{tool}`: {why}"));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -223,6 +223,6 @@ fn import(ws: &Workspace, args: ImportArgs) -> Result<ExitCode, CliError> {
     std::io::Write::write_all(&mut file, toml.as_bytes())
         .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
     let names: Vec<&str> = new.iter().map(|(n, _)| n.as_str()).collect();
-    println!("Added {} MCP server(s) to {}: {}", new.len(), path.display(), names.join(", "));
+    crate::out(format_args!("Added {} MCP server(s) to {}: {}", new.len(), path.display(), names.join(", ")));
     Ok(ExitCode::SUCCESS)
 }

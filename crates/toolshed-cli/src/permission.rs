@@ -104,7 +104,7 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
             })
             .collect();
         let out = json!({"agent": agent, "tool": args.tool, "decision": overall, "requests": requests});
-        crate::out(format_args!("{out}"));
+        crate::out_exact(format_args!("{out}"));
         return Ok(ExitCode::SUCCESS);
     }
 

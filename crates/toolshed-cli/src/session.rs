@@ -46,7 +46,7 @@ pub fn run(cmd: SessionCommand) -> Result<ExitCode, CliError> {
                 for s in &sessions {
                     let model = s.model.as_deref().unwrap_or("-");
                     let child = if s.parent_id.is_some() { " (sub-agent)" } else { "" };
-                    println!(
+                    crate::out(format_args!(
                         "{}  {:>8}  {:<8} {:<28} {:>3} msgs  {}{child}",
                         s.id,
                         ago(s.updated_at),
@@ -54,58 +54,67 @@ pub fn run(cmd: SessionCommand) -> Result<ExitCode, CliError> {
                         model,
                         s.messages,
                         s.title
-                    );
+                    ));
                 }
             }
         }
         SessionCommand::Show { id } => {
             let store = store.ok_or_else(|| no_session(&id))?;
             let info = store.session(&id).map_err(CliError::usage)?;
-            println!("session {} ({}, {}) {}", info.id, info.agent, info.model.as_deref().unwrap_or("-"), info.title);
+            crate::out(format_args!(
+                "session {} ({}, {}) {}",
+                info.id,
+                info.agent,
+                info.model.as_deref().unwrap_or("-"),
+                info.title
+            ));
             if let Some(parent) = &info.parent_id {
-                println!("sub-agent of {parent}");
+                crate::out(format_args!("sub-agent of {parent}"));
             }
             for m in store.messages(&id).map_err(CliError::failure)? {
                 let who = match m.role {
                     Role::User => "user".to_string(),
                     Role::Assistant => format!("assistant ({})", m.agent.as_deref().unwrap_or("-")),
                 };
-                println!("\n{who}:");
+                crate::out(format_args!("\n{who}:"));
                 for p in &m.parts {
                     match p {
-                        StoredPart::Text { text } => println!("{}", text.trim_end()),
+                        StoredPart::Text { text } => crate::out(format_args!("{}", text.trim_end())),
                         StoredPart::Reasoning { summary, .. } => match summary.lines().next() {
-                            Some(first) => println!("[reasoning] {first}"),
-                            None => println!("[reasoning]"),
+                            Some(first) => crate::out(format_args!("[reasoning] {first}")),
+                            None => crate::out(format_args!("[reasoning]")),
                         },
                         StoredPart::Tool { tool, input, state, output, images, .. } => {
                             let state = serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string));
-                            println!("[{tool} {}] {}", state.unwrap_or_default(), input);
+                            crate::out(format_args!("[{tool} {}] {}", state.unwrap_or_default(), input));
                             if let Some(out) = output {
                                 for line in out.lines().take(5) {
-                                    println!("  │ {line}");
+                                    crate::out(format_args!("  │ {line}"));
                                 }
                                 let more = out.lines().count().saturating_sub(5);
                                 if more > 0 {
-                                    println!("  │ … {more} more lines");
+                                    crate::out(format_args!("  │ … {more} more lines"));
                                 }
                             }
                             for image in images {
                                 let sent = if image.data_base64.is_some() { "" } else { ", not sent to the model" };
-                                println!("  │ [image {}, {} bytes{sent}]", image.mime_type, image.bytes);
+                                crate::out(format_args!(
+                                    "  │ [image {}, {} bytes{sent}]",
+                                    image.mime_type, image.bytes
+                                ));
                             }
                         }
                     }
                 }
                 if let Some(e) = &m.error {
-                    println!("[error] {e}");
+                    crate::out(format_args!("[error] {e}"));
                 }
             }
             for t in store.tasks(&id).map_err(CliError::failure)? {
-                println!(
+                crate::out(format_args!(
                     "\n[task {} {}] ({}) {} → session {}",
                     t.id, t.status, t.agent, t.description, t.child_session_id
-                );
+                ));
             }
         }
         SessionCommand::Export { id } => {

@@ -130,19 +130,19 @@ fn check(ws: &Workspace, registry: &Registry) -> ExitCode {
             Some(e) => format!(" (not used: {} takes its place)", e.source),
             None => String::new(),
         };
-        println!("ok  {}  {}{replaces}", spec.name, shown(file, &ws.root));
+        crate::out(format_args!("ok  {}  {}{replaces}", spec.name, shown(file, &ws.root)));
     }
     let problems = ws.custom.problems();
     for problem in problems {
         let relative = Problem { file: shown(&problem.file, &ws.root).into(), ..problem.clone() };
-        println!("{relative}");
+        crate::out(format_args!("{relative}"));
     }
-    println!(
+    crate::out(format_args!(
         "{working} custom tool{} ok, {} problem{}",
         if working == 1 { "" } else { "s" },
         problems.len(),
         if problems.len() == 1 { "" } else { "s" }
-    );
+    ));
     if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 

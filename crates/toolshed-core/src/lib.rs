@@ -41,6 +41,7 @@ pub mod registry;
 pub mod render;
 pub mod schema;
 pub mod search;
+pub mod terminal;
 pub mod tool;
 pub mod wildcard;
 

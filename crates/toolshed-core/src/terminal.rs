@@ -1,0 +1,68 @@
+//! Text from a model, a tool or a server shown on a terminal: control sequences made visible.
+//!
+//! A terminal acts on escape sequences in what it prints: OSC 52 writes the clipboard, OSC 8
+//! hides a link's target, CSI sequences move the cursor to overwrite what was printed (a prompt
+//! that asks about one command while showing another), and bidirectional overrides reorder text
+//! (Trojan Source). Whatever toolshed prints to a terminal that it did not write itself goes
+//! through [`visible`]; JSON output stays exact (JSON escapes C0 controls itself).
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+/// `text` with every control character except newline and tab written as a visible escape:
+/// `\e` for ESC, `\r`, `\a`, `\b`, `\x7f`, `\x01`, ...; C1 controls (U+0080–U+009F, which some
+/// terminals read as 8-bit CSI/OSC) and bidirectional formatting characters as `\u{…}`.
+/// Borrowed when nothing needed escaping.
+pub fn visible(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if !needs_escape(c) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\x1b' => out.push_str("\\e"),
+            '\r' => out.push_str("\\r"),
+            '\x07' => out.push_str("\\a"),
+            '\x08' => out.push_str("\\b"),
+            '\x0b' => out.push_str("\\v"),
+            '\x0c' => out.push_str("\\f"),
+            c if (c as u32) < 0x80 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn needs_escape(c: char) -> bool {
+    match c {
+        '\n' | '\t' => false,
+        c if c.is_control() => true,
+        // Bidirectional embeddings, overrides and isolates; the invisible separators around them.
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}' => true,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_sequences_become_visible_and_text_stays() {
+        assert!(matches!(visible("plain ✓ text\n\twith tabs"), Cow::Borrowed(_)));
+        assert_eq!(visible("A\x1b]52;c;cHduZWQ=\x07B"), "A\\e]52;c;cHduZWQ=\\aB");
+        assert_eq!(visible("ok\rrm -rf /"), "ok\\rrm -rf /");
+        assert_eq!(visible("\x1b[2K\x1b[1A"), "\\e[2K\\e[1A");
+        assert_eq!(visible("a\u{9b}31mb"), "a\\u{9b}31mb");
+        assert_eq!(visible("x\u{202e}gnp.exe"), "x\\u{202e}gnp.exe");
+        assert_eq!(visible("\x00\x7f"), "\\x00\\x7f");
+    }
+}

@@ -192,3 +192,41 @@ fn doctor_lists_the_servers_that_start_and_the_ones_found_that_do_not() {
     assert_eq!(lines[3], "  not found on PATH: typescript-language-server, gopls, clangd");
     assert_eq!(lines.len(), 4, "{section}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_refused_at_once_with_a_server_configured() {
+    let (_tmp, root) = worktree();
+    if let Some(program) = pyright::langserver() {
+        std::fs::write(
+            root.join("toolshed.toml"),
+            format!("[lsp.pyright]\ncommand = {}\n", Value::String(program.to_str().unwrap().into())),
+        )
+        .unwrap();
+    }
+    let fifo = root.join("p.py");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", root.to_str().unwrap()])
+        .args(["call", "lsp", r#"{"operation":"diagnostics","file_path":"p.py"}"#])
+        .current_dir(&root)
+        .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+        .env("TOOLSHED_DATA_DIR", root.join(".data"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("`call lsp` on a FIFO still runs after 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("named pipe (FIFO)") && said.contains("not a regular file"), "{said}");
+}

@@ -445,7 +445,11 @@ fn read_document(path: &Path) -> Result<String, String> {
     if size > MAX_DOCUMENT_BYTES {
         return Err(format!("`{}` is {size} bytes, too large to hand to a language server", path.display()));
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("`{}` cannot be read: {e}", path.display()))?;
+    // Checked on the open handle, and the open does not wait for a FIFO's writer: a file swapped
+    // for a FIFO after the tool's check cannot hang the call.
+    let bytes = crate::fs::read_regular(path)
+        .map_err(|e| format!("`{}` cannot be read: {e}", path.display()))?
+        .map_err(|kind| format!("`{}` is {kind}, not a regular file", path.display()))?;
     Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 

@@ -111,7 +111,7 @@ fn read_small(path: &Path) -> Option<String> {
     if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
         return None;
     }
-    std::fs::read(path).ok().map(|b| String::from_utf8_lossy(&b).into_owned())
+    crate::fs::read_regular(path).ok()?.ok().map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 /// `text`, cut to [`MAX_LINE_TEXT`] characters.

@@ -220,6 +220,11 @@ impl Request {
                 resolved.display()
             )));
         }
+        // A FIFO would block the open forever, a device would never end.
+        if let Some(kind) = std::fs::metadata(resolved.path()).ok().and_then(|m| crate::fs::special_kind(m.file_type()))
+        {
+            return Err(crate::fs::special_file_error("hand to a language server", &resolved.display(), kind));
+        }
         Ok(Request { operation: op, at, query })
     }
 }

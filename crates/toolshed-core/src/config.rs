@@ -421,6 +421,8 @@ struct FileConfig {
 struct OutputSection {
     max_lines: Option<usize>,
     max_bytes: Option<usize>,
+    spill_max_bytes: Option<u64>,
+    spill_dir_max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -499,8 +501,16 @@ impl Config {
             if output.max_lines == Some(0) || output.max_bytes.is_some_and(|b| b < 256) {
                 return Err(invalid("[output] max_lines must be at least 1 and max_bytes at least 256".into()));
             }
+            let min = crate::exec::bound::MIN_SPILL_BYTES;
+            if output.spill_max_bytes.is_some_and(|b| b < min) || output.spill_dir_max_bytes.is_some_and(|b| b < min) {
+                return Err(invalid(format!(
+                    "[output] spill_max_bytes and spill_dir_max_bytes must be at least {min} bytes"
+                )));
+            }
             self.output.max_lines = output.max_lines.unwrap_or(self.output.max_lines);
             self.output.max_bytes = output.max_bytes.unwrap_or(self.output.max_bytes);
+            self.output.spill_max_bytes = output.spill_max_bytes.unwrap_or(self.output.spill_max_bytes);
+            self.output.spill_dir_max_bytes = output.spill_dir_max_bytes.unwrap_or(self.output.spill_dir_max_bytes);
         }
         if let Some(rules) = file.permission {
             self.permission_files.extend(std::iter::repeat_n(path.to_path_buf(), rules.0.len()));
@@ -645,7 +655,7 @@ pass = ["GITHUB_TOKEN"]
         )
         .unwrap();
         assert_eq!(c.model.as_deref(), Some("openai/gpt-5.1"));
-        assert_eq!(c.output, OutputLimits { max_lines: 500, max_bytes: 50 * 1024 });
+        assert_eq!(c.output, OutputLimits { max_lines: 500, max_bytes: 50 * 1024, ..OutputLimits::default() });
         let rules: Vec<String> = c.permission.iter().map(|r| r.to_string()).collect();
         assert_eq!(
             rules,
@@ -679,7 +689,7 @@ pass = ["GITHUB_TOKEN"]
     fn unknown_keys_are_reported_with_file_and_line() {
         let err = parse("model = \"x\"\n\n[output]\nmax_line = 5\n").unwrap_err();
         assert_eq!(err.location, Some((4, 1)));
-        insta::assert_snapshot!(err.to_string(), @"/w/toolshed.toml:4:1: unknown field `max_line`, expected `max_lines` or `max_bytes`");
+        insta::assert_snapshot!(err.to_string(), @"/w/toolshed.toml:4:1: unknown field `max_line`, expected one of `max_lines`, `max_bytes`, `spill_max_bytes`, `spill_dir_max_bytes`");
         let err = parse("[agent.x]\ncolour = \"red\"\n").unwrap_err();
         assert_eq!(err.location.map(|l| l.0), Some(2), "{err}");
     }

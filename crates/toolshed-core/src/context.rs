@@ -216,7 +216,7 @@ impl ToolContext {
     /// A bounded sink for output that may be huge: keeps head and tail in memory and spills
     /// everything to a file once the output outgrows `memory_budget` bytes.
     pub fn output_sink(&self, memory_budget: usize) -> OutputSink {
-        OutputSink::new(self.env.spill_dir(), memory_budget)
+        OutputSink::with_limits(self.env.spill_dir(), memory_budget, self.env.limits)
     }
 
     /// Records a metadata entry; it is merged into the call's result even if the call fails.

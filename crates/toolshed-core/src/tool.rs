@@ -171,6 +171,8 @@ pub struct SpillInfo {
     pub total_bytes: u64,
     /// Number of lines of the complete output.
     pub total_lines: u64,
+    /// Bytes of the middle of the output the file does not keep (it passed the spill limit).
+    pub dropped_bytes: u64,
 }
 
 /// A successful tool result.

@@ -16,20 +16,29 @@ use super::ToolResult;
 use crate::context::Environment;
 use crate::tool::SpillInfo;
 
-/// The output budget.
+/// The output budget, and what output may take on disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutputLimits {
     /// Most lines a model sees of one output.
     pub max_lines: usize,
     /// Most bytes a model sees of one output.
     pub max_bytes: usize,
+    /// Most bytes one call's spill file keeps: its first and last halves, with a line saying
+    /// how much was dropped between them (`[output] spill_max_bytes`, default 64 MiB).
+    pub spill_max_bytes: u64,
+    /// Most bytes all spill files keep together; the oldest are deleted first
+    /// (`[output] spill_dir_max_bytes`, default 1 GiB).
+    pub spill_dir_max_bytes: u64,
 }
 
 impl Default for OutputLimits {
     fn default() -> Self {
-        OutputLimits { max_lines: 2000, max_bytes: 50 * 1024 }
+        OutputLimits { max_lines: 2000, max_bytes: 50 * 1024, spill_max_bytes: 64 << 20, spill_dir_max_bytes: 1 << 30 }
     }
 }
+
+/// The smallest spill caps a configuration may set.
+pub const MIN_SPILL_BYTES: u64 = 64 * 1024;
 
 /// Bytes of the budget kept free for the truncation notices.
 const NOTICE_RESERVE: usize = 512;
@@ -50,8 +59,13 @@ pub fn bound(result: &mut ToolResult, env: &Environment) {
     let exact = spilled.is_none();
     let saved: Result<SpillInfo, String> = match spilled {
         Some(info) => Ok(info),
-        None => write_spill(&env.spill_dir(), &result.tool, text.as_bytes())
-            .map(|path| SpillInfo { path, total_bytes: text.len() as u64, total_lines: lines })
+        None => write_spill(&env.spill_dir(), &result.tool, text.as_bytes(), limits)
+            .map(|(path, dropped_bytes)| SpillInfo {
+                path,
+                total_bytes: text.len() as u64,
+                total_lines: lines,
+                dropped_bytes,
+            })
             .map_err(|e| e.to_string()),
     };
     let (total_lines, total_bytes) = match &saved {
@@ -90,6 +104,14 @@ pub fn bound(result: &mut ToolResult, env: &Environment) {
     }
     out.push_str("\n\n");
     match &saved {
+        Ok(info) if info.dropped_bytes > 0 => {
+            out.push_str(&format!(
+                "[Output truncated: {total_lines} lines, {total_bytes} bytes in all. Its first and last parts are saved in {} ({} bytes from the middle were not kept: the output passed the spill limit); grep it.]",
+                info.path.display(),
+                info.dropped_bytes
+            ));
+            result.metadata.insert("output_path".into(), Value::String(info.path.display().to_string()));
+        }
         Ok(info) => {
             let how = match resume_line {
                 Some(line) => format!("read it with offset={line} to see the omitted lines, or grep it"),
@@ -175,14 +197,35 @@ fn ceil_char_boundary(text: &str, mut i: usize) -> usize {
     i
 }
 
-/// Writes `data` to a new spill file in `dir` and returns its path.
-pub fn write_spill(dir: &Path, tool: &str, data: &[u8]) -> io::Result<PathBuf> {
-    let (path, mut file) = create_spill(dir, tool)?;
-    file.write_all(data)?;
-    Ok(path)
+/// Writes `data` to a new spill file in `dir`, keeping at most `limits.spill_max_bytes` of it
+/// (the first and last halves); returns its path and how many bytes were dropped.
+pub fn write_spill(dir: &Path, tool: &str, data: &[u8], limits: OutputLimits) -> io::Result<(PathBuf, u64)> {
+    let (path, mut file) = create_spill(dir, tool, limits)?;
+    let cap = limits.spill_max_bytes.max(2) as usize;
+    let dropped = if data.len() > cap {
+        let head = cap / 2;
+        let tail = cap - head;
+        let dropped = data.len() - cap;
+        file.write_all(&data[..head])?;
+        file.write_all(dropped_line(dropped as u64, limits.spill_max_bytes).as_bytes())?;
+        file.write_all(&data[data.len() - tail..])?;
+        dropped as u64
+    } else {
+        file.write_all(data)?;
+        0
+    };
+    enforce_dir_cap(dir, limits.spill_dir_max_bytes, &path);
+    Ok((path, dropped))
 }
 
-fn create_spill(dir: &Path, tool: &str) -> io::Result<(PathBuf, File)> {
+/// The line a capped spill file has where bytes were dropped.
+fn dropped_line(dropped: u64, cap: u64) -> String {
+    format!(
+        "\n[... {dropped} bytes not kept here: the output passed toolshed's spill limit of {cap} bytes ([output] spill_max_bytes) ...]\n"
+    )
+}
+
+fn create_spill(dir: &Path, tool: &str, limits: OutputLimits) -> io::Result<(PathBuf, File)> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     fs::create_dir_all(dir)?;
     clean_old_spills(dir);
@@ -192,6 +235,7 @@ fn create_spill(dir: &Path, tool: &str) -> io::Result<(PathBuf, File)> {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let path = dir.join(format!("{millis}-{}-{n}-{safe}.txt", std::process::id()));
     let file = File::options().write(true).create_new(true).open(&path)?;
+    enforce_dir_cap(dir, limits.spill_dir_max_bytes, &path);
     Ok((path, file))
 }
 
@@ -207,8 +251,44 @@ fn clean_old_spills(dir: &Path) {
             .metadata()
             .and_then(|m| m.modified())
             .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > SPILL_MAX_AGE));
-        if old && entry.file_name().to_string_lossy().ends_with(".txt") {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if old && (name.ends_with(".txt") || name.ends_with(".ring")) {
             let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Deletes the oldest spill files of `dir` (never `keep`) until all of them together take at
+/// most `cap` bytes.
+fn enforce_dir_cap(dir: &Path, cap: u64, keep: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    let mut files: Vec<(SystemTime, u64, PathBuf)> = entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(".txt") || name.ends_with(".ring")
+        })
+        .filter_map(|e| {
+            let meta = e.metadata().ok()?;
+            meta.is_file().then(|| (meta.modified().unwrap_or(UNIX_EPOCH), meta.len(), e.path()))
+        })
+        .collect();
+    let mut total: u64 = files.iter().map(|f| f.1).sum();
+    if total <= cap {
+        return;
+    }
+    files.sort();
+    for (_, len, path) in files {
+        if total <= cap {
+            break;
+        }
+        if path == keep || path.with_extension("ring") == keep.with_extension("ring") {
+            continue;
+        }
+        if fs::remove_file(&path).is_ok() {
+            total = total.saturating_sub(len);
         }
     }
 }
@@ -216,12 +296,20 @@ fn clean_old_spills(dir: &Path) {
 /// Collects output that may be huge with bounded memory: everything is kept until it
 /// outgrows the memory budget; from then on the complete stream goes to a spill file and only
 /// the head and the tail (half the budget each) stay in memory.
+/// On disk the spill file keeps at most `limits.spill_max_bytes`: the first half as it comes,
+/// the last half in a ring file beside it, joined when the output ends.
 pub struct OutputSink {
     dir: PathBuf,
     budget: usize,
+    limits: OutputLimits,
     buf: Vec<u8>,
     tail: VecDeque<u8>,
     file: Option<(PathBuf, BufWriter<File>)>,
+    /// Bytes written to the spill file itself (its head).
+    written: u64,
+    /// The ring file with the last bytes once the head is full, and how many bytes went to it.
+    ring: Option<(PathBuf, File)>,
+    ring_total: u64,
     error: Option<String>,
     total: u64,
     newlines: u64,
@@ -240,14 +328,25 @@ pub struct SinkOutput {
 }
 
 impl OutputSink {
-    /// A sink spilling into `dir` once more than `memory_budget` bytes arrive.
+    /// A sink spilling into `dir` once more than `memory_budget` bytes arrive, with the default
+    /// disk limits.
     pub fn new(dir: PathBuf, memory_budget: usize) -> Self {
+        OutputSink::with_limits(dir, memory_budget, OutputLimits::default())
+    }
+
+    /// A sink spilling into `dir` once more than `memory_budget` bytes arrive, keeping on disk
+    /// what `limits` allow.
+    pub fn with_limits(dir: PathBuf, memory_budget: usize, limits: OutputLimits) -> Self {
         OutputSink {
             dir,
             budget: memory_budget.max(2),
+            limits,
             buf: Vec::new(),
             tail: VecDeque::new(),
             file: None,
+            written: 0,
+            ring: None,
+            ring_total: 0,
             error: None,
             total: 0,
             newlines: 0,
@@ -279,32 +378,103 @@ impl OutputSink {
         }
         let half = self.budget / 2;
         if self.file.is_none() && self.error.is_none() {
-            match create_spill(&self.dir, "output") {
+            match create_spill(&self.dir, "output", self.limits) {
                 Ok((path, file)) => {
-                    let mut w = BufWriter::new(file);
-                    if let Err(e) = w.write_all(&self.buf) {
-                        self.error = Some(e.to_string());
-                    }
-                    self.file = Some((path, w));
+                    self.file = Some((path, BufWriter::new(file)));
+                    let first = std::mem::take(&mut self.buf);
+                    self.spill(&first);
+                    self.buf = first;
                 }
                 Err(e) => self.error = Some(e.to_string()),
             }
             let rest = self.buf.split_off(half.min(self.buf.len()));
             self.tail.extend(rest);
         }
-        if let Some((_, w)) = &mut self.file
-            && self.error.is_none()
-            && let Err(e) = w.write_all(data)
-        {
-            self.error = Some(e.to_string());
-        }
+        self.spill(data);
         self.tail.extend(data.iter().copied().skip(data.len().saturating_sub(half)));
         let excess = self.tail.len().saturating_sub(half);
         self.tail.drain(..excess);
     }
 
+    /// Writes `data` to the spill file: into its head while that has room, then into the ring.
+    fn spill(&mut self, mut data: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        let cap = self.limits.spill_max_bytes.max(2);
+        let head_cap = cap / 2;
+        if self.written < head_cap {
+            let n = data.len().min((head_cap - self.written) as usize);
+            if let Some((_, w)) = &mut self.file
+                && let Err(e) = w.write_all(&data[..n])
+            {
+                self.error = Some(e.to_string());
+                return;
+            }
+            self.written += n as u64;
+            data = &data[n..];
+        }
+        if data.is_empty() {
+            return;
+        }
+        if let Err(e) = self.write_ring(data, cap - head_cap) {
+            self.error = Some(e.to_string());
+        }
+    }
+
+    /// Writes `data` into the ring of `ring_cap` bytes (only its last `ring_cap` bytes matter).
+    fn write_ring(&mut self, data: &[u8], ring_cap: u64) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        if self.ring.is_none() {
+            let Some((path, _)) = &self.file else { return Ok(()) };
+            let ring_path = path.with_extension("ring");
+            let file = File::options().read(true).write(true).create_new(true).open(&ring_path)?;
+            self.ring = Some((ring_path, file));
+        }
+        let Some((_, ring)) = &self.ring else { return Ok(()) };
+        let skip = data.len().saturating_sub(ring_cap as usize);
+        let mut at = (self.ring_total + skip as u64) % ring_cap;
+        let mut rest = &data[skip..];
+        while !rest.is_empty() {
+            let n = rest.len().min((ring_cap - at) as usize);
+            ring.write_all_at(&rest[..n], at)?;
+            rest = &rest[n..];
+            at = (at + n as u64) % ring_cap;
+        }
+        self.ring_total += data.len() as u64;
+        Ok(())
+    }
+
+    /// Appends the ring to the spill file, oldest byte first, with a line for what was
+    /// dropped; returns how many bytes were.
+    fn join_ring(&mut self) -> io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let Some((ring_path, ring)) = self.ring.take() else { return Ok(0) };
+        let Some((_, w)) = &mut self.file else { return Ok(0) };
+        let cap = self.limits.spill_max_bytes.max(2);
+        let ring_cap = cap - cap / 2;
+        let kept = self.ring_total.min(ring_cap);
+        let dropped = self.ring_total - kept;
+        if dropped > 0 {
+            w.write_all(dropped_line(dropped, self.limits.spill_max_bytes).as_bytes())?;
+        }
+        let start = if dropped > 0 { self.ring_total % ring_cap } else { 0 };
+        let mut buf = vec![0u8; 1 << 16];
+        let mut done = 0u64;
+        while done < kept {
+            let at = (start + done) % ring_cap;
+            let n = (kept - done).min(ring_cap - at).min(buf.len() as u64) as usize;
+            ring.read_exact_at(&mut buf[..n], at)?;
+            w.write_all(&buf[..n])?;
+            done += n as u64;
+        }
+        drop(ring);
+        let _ = fs::remove_file(ring_path);
+        Ok(dropped)
+    }
+
     /// The collected output.
-    pub fn finish(self) -> SinkOutput {
+    pub fn finish(mut self) -> SinkOutput {
         if !self.overflowed() {
             return SinkOutput {
                 text: String::from_utf8_lossy(&self.buf).into_owned(),
@@ -313,7 +483,7 @@ impl OutputSink {
             };
         }
         let head = utf8_prefix(&self.buf);
-        let tail: Vec<u8> = self.tail.into_iter().collect();
+        let tail: Vec<u8> = std::mem::take(&mut self.tail).into_iter().collect();
         let tail = utf8_suffix(&tail);
         let omitted = self.total - (head.len() + tail.len()) as u64;
         let text = format!(
@@ -322,10 +492,23 @@ impl OutputSink {
             String::from_utf8_lossy(tail)
         );
         let lines = self.newlines + u64::from(!self.ends_with_newline);
+        let dropped_bytes = match self.join_ring() {
+            Ok(dropped) => dropped,
+            Err(e) => {
+                self.error.get_or_insert(e.to_string());
+                0
+            }
+        };
+        if let Some((path, _)) = self.ring.take() {
+            let _ = fs::remove_file(path);
+        }
         let mut error = self.error;
         let spill = match self.file {
             Some((path, mut w)) if error.is_none() => match w.flush() {
-                Ok(()) => Some(SpillInfo { path, total_bytes: self.total, total_lines: lines }),
+                Ok(()) => {
+                    enforce_dir_cap(&self.dir, self.limits.spill_dir_max_bytes, &path);
+                    Some(SpillInfo { path, total_bytes: self.total, total_lines: lines, dropped_bytes })
+                }
                 Err(e) => {
                     error = Some(e.to_string());
                     None
@@ -392,7 +575,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let text: String = (1..=100).map(|i| format!("line {i}\n")).collect();
         let mut r = result(text.clone());
-        bound(&mut r, &env(tmp.path(), OutputLimits { max_lines: 10, max_bytes: 10_000 }));
+        bound(&mut r, &env(tmp.path(), OutputLimits { max_lines: 10, max_bytes: 10_000, ..OutputLimits::default() }));
         let path = r.spill_path().unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
         let shown = r.output.replace(&path.display().to_string(), "<spill>");
@@ -419,7 +602,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let text = "é".repeat(10_000);
         let mut r = result(text.clone());
-        bound(&mut r, &env(tmp.path(), OutputLimits { max_lines: 2000, max_bytes: 1000 }));
+        bound(&mut r, &env(tmp.path(), OutputLimits { max_lines: 2000, max_bytes: 1000, ..OutputLimits::default() }));
         assert!(r.output.len() < 1500, "{}", r.output.len());
         assert!(r.output.starts_with("éé"));
         assert!(r.output.contains("bytes omitted"));
@@ -485,5 +668,67 @@ mod tests {
         assert!(out.text.starts_with("row 0 ✓\n"));
         assert!(out.text.ends_with("row 9999 ✓\n"));
         assert!(out.text.contains("bytes omitted"));
+    }
+
+    #[test]
+    fn a_flood_keeps_the_first_and_last_halves_of_the_cap_on_disk() {
+        let tmp = tempfile::tempdir().unwrap();
+        let limits = OutputLimits { spill_max_bytes: 64 * 1024, ..OutputLimits::default() };
+        let mut sink = OutputSink::with_limits(tmp.path().to_path_buf(), 4096, limits);
+        // 1 MiB of numbered lines, in uneven chunks (some larger than the ring).
+        let text: String = (0..100_000).map(|i| format!("{i:09}\n")).collect();
+        let bytes = text.as_bytes();
+        let mut at = 0;
+        for (n, size) in [7usize, 40_000, 100_000, 3, 1 << 20].iter().cycle().enumerate() {
+            if at >= bytes.len() || n > 10_000 {
+                break;
+            }
+            let end = (at + size).min(bytes.len());
+            sink.push(&bytes[at..end]);
+            at = end;
+        }
+        let out = sink.finish();
+        let spill = out.spill.expect("spilled");
+        assert_eq!(spill.total_bytes, bytes.len() as u64);
+        assert_eq!(spill.dropped_bytes, bytes.len() as u64 - 64 * 1024);
+        let on_disk = std::fs::read(&spill.path).unwrap();
+        let marker = dropped_line(spill.dropped_bytes, 64 * 1024);
+        assert_eq!(on_disk.len(), 64 * 1024 + marker.len());
+        assert_eq!(&on_disk[..32 * 1024], &bytes[..32 * 1024]);
+        assert_eq!(&on_disk[32 * 1024..32 * 1024 + marker.len()], marker.as_bytes());
+        assert_eq!(&on_disk[32 * 1024 + marker.len()..], &bytes[bytes.len() - 32 * 1024..]);
+        // The ring file is gone; only the spill file is left.
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn output_under_the_cap_is_kept_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let limits = OutputLimits { spill_max_bytes: 64 * 1024, ..OutputLimits::default() };
+        let mut sink = OutputSink::with_limits(tmp.path().to_path_buf(), 1024, limits);
+        let text: Vec<u8> = (0..50_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        for chunk in text.chunks(999) {
+            sink.push(chunk);
+        }
+        let spill = sink.finish().spill.unwrap();
+        assert_eq!(spill.dropped_bytes, 0);
+        assert_eq!(std::fs::read(&spill.path).unwrap(), text);
+    }
+
+    #[test]
+    fn the_spill_directory_keeps_its_cap_oldest_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let limits =
+            OutputLimits { spill_max_bytes: 64 * 1024, spill_dir_max_bytes: 200 * 1024, ..OutputLimits::default() };
+        let mut paths = Vec::new();
+        for _ in 0..6 {
+            let (path, dropped) = write_spill(tmp.path(), "t", &[b'x'; 100 * 1024], limits).unwrap();
+            assert_eq!(dropped, 100 * 1024 - 64 * 1024);
+            paths.push(path);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let total: u64 = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.metadata().unwrap().len()).sum();
+        assert!(total <= 200 * 1024, "{total}");
+        assert!(paths.last().unwrap().exists() && !paths[0].exists());
     }
 }

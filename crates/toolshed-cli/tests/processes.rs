@@ -111,3 +111,77 @@ fn the_spill_caps_are_configurable_and_the_directory_keeps_its_total() {
         text(&out)
     );
 }
+
+/// Temporary files in `dir` (toolshed's `.NAME.toolshed…-N.tmp`).
+fn temp_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.') && n.ends_with(".tmp") && n.contains(".toolshed"))
+        .collect()
+}
+
+#[test]
+fn temporary_files_of_a_killed_toolshed_are_swept_and_never_shown() {
+    let w = World::new("");
+    // A patch that writes several large files: a kill lands during the writes often enough.
+    let body: String = (0..40_000).map(|i| format!("+line {i} of a file written by apply_patch\n")).collect();
+    let mut patch = String::from("*** Begin Patch\n");
+    for f in 0..6 {
+        patch.push_str(&format!("*** Add File: big{f}.txt\n{body}"));
+    }
+    patch.push_str("*** End Patch\n");
+    let args = serde_json::json!({ "input": patch }).to_string();
+    let mut killed_mid_write = 0;
+    for attempt in 0..10u64 {
+        for f in 0..6 {
+            let _ = std::fs::remove_file(w.root.join(format!("big{f}.txt")));
+        }
+        let mut child = Command::new(TOOLSHED)
+            .args(["call", "--yes", "apply_patch", "-"])
+            .current_dir(&w.root)
+            .env("HOME", w.root.join("../home"))
+            .env("TOOLSHED_DATA_DIR", w.data())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().unwrap();
+            let _ = stdin.write_all(args.as_bytes());
+        }
+        // Spread over the time the writes happen in a debug build (~0.6 s after start).
+        std::thread::sleep(std::time::Duration::from_millis(400 + attempt * 50));
+        // `Child::kill` is SIGKILL.
+        let _ = child.kill();
+        let _ = child.wait();
+        if !temp_files(&w.root).is_empty() {
+            killed_mid_write += 1;
+        }
+    }
+    // A leftover of the same shape from a process that is surely gone, so the check below never
+    // depends on where the kills landed.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    std::fs::write(w.root.join(format!(".a.txt.toolshed-{dead}-1.tmp")), "partial").unwrap();
+    eprintln!("{killed_mid_write} of 10 kills left temporary files");
+    assert!(!temp_files(&w.root).is_empty());
+
+    // Not the user's files: glob, list and grep do not show them.
+    for (tool, args) in [
+        ("glob", r#"{"pattern":"**/*"}"#),
+        ("list", r#"{"path":"."}"#),
+        ("grep", r#"{"pattern":"partial|line 1 of","output_mode":"files_with_matches"}"#),
+    ] {
+        let out = w.toolshed(&["call", tool, args]);
+        assert!(!text(&out).contains(".tmp"), "{tool}: {}", text(&out));
+    }
+    // The next write in the directory sweeps them.
+    let out = w.toolshed(&["call", "write", r#"{"file_path":"after.txt","content":"x\n"}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(temp_files(&w.root), Vec::<String>::new());
+}

@@ -34,13 +34,14 @@ pub enum Durability {
 pub struct CommitOptions {
     /// Whether to sync.
     pub durability: Durability,
-    /// Marks temporary files (`.NAME.TAG-N.tmp`); include something unique to the process.
+    /// Marks temporary files (`.NAME.TAG-N.tmp`); include something unique to the process. The
+    /// default, `toolshed-PID`, makes them [`crate::temp`] files.
     pub temp_tag: String,
 }
 
 impl Default for CommitOptions {
     fn default() -> Self {
-        CommitOptions { durability: Durability::Durable, temp_tag: format!("patch{}", std::process::id()) }
+        CommitOptions { durability: Durability::Durable, temp_tag: crate::temp::tag() }
     }
 }
 
@@ -209,6 +210,8 @@ impl<'a, F: FileSystem + ?Sized> Txn<'a, F> {
         if short.is_empty() {
             short.push('f');
         }
+        // With the default tag this is `crate::temp::name`: the file tools hide such files and
+        // `crate::temp::sweep_stale` removes them once their process is gone.
         target.with_file_name(format!(".{short}.{}-{}.tmp", self.opts.temp_tag, self.counter))
     }
 

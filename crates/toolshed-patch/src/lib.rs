@@ -23,6 +23,7 @@ mod os_fs;
 pub mod parser;
 pub mod plan;
 pub mod seek;
+pub mod temp;
 mod text;
 
 use std::path::PathBuf;

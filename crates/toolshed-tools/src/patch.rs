@@ -292,7 +292,13 @@ fn apply_blocking(
             .ok_or_else(|| format!("The path `{p}` was not resolved. Send the patch again."))
     })
     .map_err(|e| verification_failed(&e))?;
-    let options = CommitOptions { temp_tag: format!("toolshed{}", std::process::id()), ..CommitOptions::default() };
+    // Temporary files a killed toolshed left where this patch writes.
+    for op in &plan.ops {
+        if let Some(parent) = op.path().parent() {
+            toolshed_patch::temp::sweep_stale(parent);
+        }
+    }
+    let options = CommitOptions::default();
     toolshed_patch::commit(&fs, &plan.ops, &options).map_err(|e| verification_failed(&ApplyError::Commit(e)))?;
     let changed = plan.ops.iter().map(|op| op.path().to_path_buf()).collect();
     Ok((plan.summary, changed))

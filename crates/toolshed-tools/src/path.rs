@@ -437,6 +437,10 @@ impl ResolvedPath {
     /// makes the write fail ([`PathError::Changed`]) instead of leaving the checked place.
     pub fn write_atomic(&self, bytes: &[u8]) -> Result<(), PathError> {
         let (dir, name) = self.open_parent(true)?;
+        // Temporary files left by a toolshed process killed mid-write (their pid is gone).
+        if let Some(parent) = self.path.parent() {
+            toolshed_patch::temp::sweep_stale(parent);
+        }
         dir.write_atomic(name, bytes).map_err(|e| self.io_error(e))
     }
 
@@ -680,12 +684,7 @@ mod safe {
                 Ok(st) if (st.st_mode & 0o170000) == 0o100000 => Some(st.st_mode & 0o7777),
                 _ => None,
             };
-            let tmp = format!(
-                ".{}.toolshed-{}-{}.tmp",
-                name.to_string_lossy().chars().take(100).collect::<String>(),
-                std::process::id(),
-                TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-            );
+            let tmp = toolshed_patch::temp::name(&name.to_string_lossy(), TEMP_COUNTER.fetch_add(1, Ordering::Relaxed));
             let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
             let fd = rustix::fs::openat(&self.0, tmp.as_str(), flags, Mode::from_raw_mode(0o666))?;
             let result = (|| -> io::Result<()> {

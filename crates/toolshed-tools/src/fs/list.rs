@@ -133,6 +133,9 @@ fn list(resolved: &ResolvedPath, ignore: &[PathGlob], cap: usize, cancelled: &dy
             if matches!(name.as_ref(), ".git" | ".hg" | ".svn") && is_dir {
                 return false;
             }
+            if toolshed_patch::temp::is_temp(e.file_name()) {
+                return false;
+            }
             let rel = e.path().strip_prefix(&base).unwrap_or(e.path());
             if ignore.iter().any(|g| g.is_match(rel)) {
                 return false;

@@ -288,13 +288,15 @@ fn name_similarity(a: &str, b: &str) -> f64 {
 
 /// A walker over `dir` the way the file tools see a tree: `.gitignore`, `.ignore` and git's
 /// excludes honoured (even outside a git repository), hidden files included, `.git` and other
-/// version-control directories skipped, links not followed.
+/// version-control directories skipped, links not followed, and toolshed's own temporary files
+/// (`.NAME.toolshed-PID-N.tmp`, see `toolshed_patch::temp`) never shown.
 pub fn walker(dir: &Path) -> WalkBuilder {
     let mut builder = WalkBuilder::new(dir);
     builder.hidden(false).require_git(false).follow_links(false).filter_entry(|e| {
         !(e.depth() > 0
-            && e.file_type().is_some_and(|t| t.is_dir())
-            && matches!(e.file_name().to_str(), Some(".git" | ".hg" | ".svn")))
+            && (toolshed_patch::temp::is_temp(e.file_name())
+                || e.file_type().is_some_and(|t| t.is_dir())
+                    && matches!(e.file_name().to_str(), Some(".git" | ".hg" | ".svn"))))
     });
     builder
 }

@@ -185,3 +185,136 @@ fn temporary_files_of_a_killed_toolshed_are_swept_and_never_shown() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(temp_files(&w.root), Vec::<String>::new());
 }
+
+/// Processes whose command line starts with `tag` (other than this test).
+fn running(tag: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) || name == me {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        // The program itself (a `sh -c '... sleep N'` on its way to exec is not it yet).
+        if cmdline.starts_with(tag) {
+            found.push(format!("{name}: {cmdline}"));
+        }
+    }
+    found
+}
+
+/// Waits until `check` holds, for at most `secs` seconds.
+fn wait_until(secs: u64, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    check()
+}
+
+/// A command that leaves the process group and its environment behind: a double fork,
+/// `setsid`, `env -i`; then waits itself. `n` makes the sleeps unique to the test.
+fn escaping_command(n: u32) -> String {
+    format!("(setsid sh -c 'exec env -i sleep 3{n}.71' &); sleep 3{n}.72")
+}
+
+fn spawn_toolshed(w: &World, args: &[&str]) -> std::process::Child {
+    Command::new(TOOLSHED)
+        .args(args)
+        .current_dir(&w.root)
+        .env("HOME", w.root.join("../home"))
+        .env("TOOLSHED_DATA_DIR", w.data())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_killed_call_takes_its_command_and_every_descendant_along() {
+    let w = World::new("");
+    let command = escaping_command(1);
+    let args = serde_json::json!({ "command": command }).to_string();
+    let mut child = spawn_toolshed(&w, &["call", "bash", &args]);
+    assert!(wait_until(10, || running("sleep 31.7").len() == 2), "{:?}", running("sleep 31.7"));
+    child.kill().unwrap(); // SIGKILL: no handler, no atexit.
+    child.wait().unwrap();
+    assert!(wait_until(1, || running("sleep 31.7").is_empty()), "left behind: {:?}", running("sleep 31.7"));
+}
+
+#[test]
+fn a_killed_run_takes_its_command_along() {
+    use toolshed_llm::testing::{FakeServer, Reply, chat};
+    let command = serde_json::json!({ "command": escaping_command(2) }).to_string();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("c1", "bash", &command)])),
+        Reply::sse(chat::text("done")),
+    ])
+    .unwrap();
+    let w = World::new(&format!(
+        "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n",
+        server.base_url()
+    ));
+    let mut child = spawn_toolshed(&w, &["run", "--yes", "wait"]);
+    assert!(wait_until(10, || running("sleep 32.7").len() == 2), "{:?}", running("sleep 32.7"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(wait_until(1, || running("sleep 32.7").is_empty()), "left behind: {:?}", running("sleep 32.7"));
+}
+
+/// `mcp serve` with a bash call running; `stop` ends the server the way a client would.
+fn mcp_serve_stopped_during_a_call(n: u32, stop: impl FnOnce(&mut std::process::Child)) {
+    use std::io::Write;
+    let w = World::new("");
+    let tag = format!("sleep 3{n}.7");
+    let mut child = spawn_toolshed(&w, &["mcp", "serve"]);
+    let call = serde_json::json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "bash", "arguments": { "command": escaping_command(n) } }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
+        call.to_string(),
+    ] {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    stdin.flush().unwrap();
+    assert!(wait_until(15, || running(&tag).len() == 2), "{:?}", running(&tag));
+    child.stdin = Some(stdin);
+    stop(&mut child);
+    // The Python SDK waits 2 s after closing stdin, then sends SIGTERM; either must suffice.
+    let _ = wait_until(3, || child.try_wait().unwrap().is_some());
+    let _ = child.kill();
+    child.wait().unwrap();
+    assert!(wait_until(1, || running(&tag).is_empty()), "left behind: {:?}", running(&tag));
+}
+
+#[test]
+fn mcp_serve_stopped_by_sigterm_takes_its_commands_along() {
+    mcp_serve_stopped_during_a_call(3, |child| {
+        let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+    });
+}
+
+#[test]
+fn mcp_serve_whose_input_closes_takes_its_commands_along() {
+    mcp_serve_stopped_during_a_call(4, |child| drop(child.stdin.take()));
+}
+
+#[test]
+fn a_timeout_reaches_a_descendant_that_left_the_group_and_its_environment() {
+    let w = World::new("");
+    let args = serde_json::json!({ "command": escaping_command(5), "timeout_ms": 1500 }).to_string();
+    let out = w.toolshed(&["call", "bash", &args]);
+    assert!(text(&out).contains("timed out") || text(&out).contains("time"), "{}", text(&out));
+    assert!(wait_until(1, || running("sleep 35.7").is_empty()), "left behind: {:?}", running("sleep 35.7"));
+}

@@ -9,7 +9,16 @@
 //!
 //! Every process a command starts carries a unique marker variable in its environment
 //! (`TOOLSHED_RUN_<id>=1`), so stopping a command also finds the processes that left its process
-//! group (`setsid`, `disown` into a new session) by scanning `/proc/*/environ`.
+//! group (`setsid`, `disown` into a new session) by scanning `/proc/*/environ`. The shell is a
+//! child subreaper (`PR_SET_CHILD_SUBREAPER`): a process that double-forks, calls `setsid()` and
+//! clears its environment is still reparented to the shell, and stopping a command kills every
+//! descendant of the shell too.
+//!
+//! Commands die with toolshed however it dies: at exit (`atexit`), and when it is killed
+//! (`SIGKILL`, or a signal it does not handle) through a watchdog — a small `sh` in a session of
+//! its own, ignoring signals, that toolshed tells about each command over a pipe; when the pipe
+//! closes (toolshed is gone) it stops, then kills, every command still listed, its descendants
+//! and its marked processes.
 
 use std::ffi::OsStr;
 use std::io;
@@ -181,6 +190,8 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
         }
     }
 
+    // Before the command exists: a toolshed killed right after spawning it still takes it along.
+    live::watchdog();
     let confinement = req.confinement;
     // SAFETY: the closure runs in the child between fork and exec and only makes raw system
     // calls (setsid, ioctl, unshare, open/write/close on /proc/self, mount, statvfs, prctl,
@@ -188,6 +199,11 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
     unsafe {
         cmd.pre_exec(move || {
             if libc::setsid() == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            // Orphaned descendants (a double fork) are reparented to the shell, so they stay in
+            // its tree. Kept across exec.
+            if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == -1 {
                 return Err(io::Error::last_os_error());
             }
             if tty && libc::ioctl(0, libc::TIOCSCTTY as _, 0) == -1 {
@@ -434,11 +450,43 @@ impl Drop for Run {
 }
 
 fn signal_all(pgid: i32, marker: &str, signal: i32) {
+    // The shell's descendants first, while the tree still leads to them (the shell is the
+    // group leader: its pid is the group's id).
+    for pid in descendants(pgid) {
+        // SAFETY: kill(2) of one process; errors (ESRCH) are fine.
+        unsafe {
+            libc::kill(pid, signal);
+        }
+    }
     // SAFETY: kill(2) with a negative pid signals a process group; errors (ESRCH) are fine.
     unsafe {
         libc::kill(-pgid, signal);
     }
     signal_marked(marker, signal);
+}
+
+/// The processes descended from `root` (not `root` itself), from `/proc/*/stat`.
+pub(crate) fn descendants(root: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut parent_of: Vec<(i32, i32)> = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // `pid (comm) state ppid ...`: the name may hold spaces and parentheses.
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
+        if let Some(ppid) = after.split_whitespace().nth(1).and_then(|p| p.parse::<i32>().ok()) {
+            parent_of.push((pid, ppid));
+        }
+    }
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(parent_of.iter().filter(|(_, pp)| *pp == parent).map(|(pid, _)| *pid));
+        i += 1;
+    }
+    found.remove(0);
+    found
 }
 
 fn signal_marked(marker: &str, signal: i32) {
@@ -482,10 +530,109 @@ mod live {
             }
         });
         LIVE.lock().unwrap_or_else(PoisonError::into_inner).push((pgid, marker.to_string()));
+        tell_watchdog(&format!("+ {pgid} {marker}\n"));
     }
 
     pub(super) fn remove(pgid: i32, marker: &str) {
         LIVE.lock().unwrap_or_else(PoisonError::into_inner).retain(|(p, m)| !(*p == pgid && m == marker));
+        tell_watchdog(&format!("- {pgid} {marker}\n"));
+    }
+
+    /// The watchdog's script: reads `+ PGID MARKER` / `- PGID MARKER` lines; at end of file
+    /// (toolshed is gone) stops every listed group, then kills the groups, every descendant of
+    /// their leaders, and every process whose environment holds a listed marker.
+    const WATCHDOG: &str = r#"trap '' HUP INT TERM QUIT PIPE USR1 USR2 ALRM
+groups=' '
+markers=' '
+while read -r op g m; do
+  case $op in
+    +) groups="$groups$g "; markers="$markers$m " ;;
+    -) case $groups in *" $g "*) groups="${groups%% $g *} ${groups#* $g }" ;; esac
+       case $markers in *" $m "*) markers="${markers%% $m *} ${markers#* $m }" ;; esac ;;
+  esac
+done
+[ -z "${groups# }" ] && exit 0
+for g in $groups; do kill -STOP -- "-$g" 2>/dev/null; done
+# Freeze first, kill last: a process found is stopped before it can fork again, and a round
+# repeats the scan from everything found so far (a child forked during the scan, an orphan
+# reparented to a stopped shell).
+found=' '
+round=0
+while [ $round -lt 6 ]; do
+  round=$((round + 1))
+  new=$(awk -v roots="$groups $found" -v me="$$" '
+    FNR == 1 {
+      line = $0; off = 0; s = line
+      while ((j = index(s, ")")) > 0) { off += j; s = substr(s, j + 1) }
+      n = split(substr(line, off + 2), a, " ")
+      if (n >= 3) { pp[$1] = a[2]; pg[$1] = a[3] }
+    }
+    END {
+      split(roots, r, " "); for (i in r) if (r[i] != "") want[r[i]] = 1
+      for (p in pg) if (pg[p] in want) take[p] = 1
+      changed = 1
+      while (changed) { changed = 0; for (p in pp) if (!(p in take) && ((pp[p] in want) || (pp[p] in take))) { take[p] = 1; changed = 1 } }
+      for (p in take) if (p != me && !(p in want)) print p
+    }' /proc/[0-9]*/stat 2>/dev/null)
+  for m in $markers; do
+    new="$new $(grep -las -- "$m=" /proc/[0-9]*/environ 2>/dev/null | sed 's#^/proc/\([0-9]*\)/environ$#\1#')"
+  done
+  added=0
+  for p in $new; do
+    case $found in *" $p "*) ;; *) [ "$p" != "$$" ] && { found="$found$p "; kill -STOP "$p" 2>/dev/null; added=1; } ;; esac
+  done
+  [ $added = 0 ] && break
+done
+for p in $found; do kill -KILL "$p" 2>/dev/null; done
+for g in $groups; do kill -KILL -- "-$g" 2>/dev/null; kill -CONT -- "-$g" 2>/dev/null; done
+exit 0
+"#;
+
+    /// The pipe to the watchdog, once started (`None` if it could not be).
+    static WATCHDOG_PIPE: Mutex<Option<Option<std::fs::File>>> = Mutex::new(None);
+
+    /// Starts the watchdog if it is not running yet.
+    pub(super) fn watchdog() {
+        let mut pipe = WATCHDOG_PIPE.lock().unwrap_or_else(PoisonError::into_inner);
+        if pipe.is_some() {
+            return;
+        }
+        *pipe = Some(start_watchdog().ok());
+    }
+
+    fn start_watchdog() -> io::Result<std::fs::File> {
+        let (reader, writer) = std::io::pipe()?;
+        let mut cmd = std::process::Command::new("/bin/sh");
+        cmd.arg("-c").arg(WATCHDOG).arg("toolshed-watchdog");
+        cmd.stdin(Stdio::from(reader)).stdout(Stdio::null()).stderr(Stdio::null());
+        cmd.env_clear().env("PATH", "/usr/bin:/bin:/usr/sbin:/sbin").env("LC_ALL", "C");
+        // SAFETY: only setsid(2) between fork and exec: out of toolshed's process group, so a
+        // signal to the group (Ctrl-C, `kill -- -PGID`) does not take the watchdog first.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let child = cmd.spawn()?;
+        // Not waited for: it outlives toolshed by design; when toolshed exits first, init reaps it.
+        drop(child);
+        let file = std::fs::File::from(OwnedFd::from(writer));
+        // A stuck watchdog must never block a command: writes that would block are dropped.
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe {
+            let fd = file.as_raw_fd();
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+        Ok(file)
+    }
+
+    fn tell_watchdog(line: &str) {
+        use std::io::Write;
+        if let Some(Some(pipe)) = WATCHDOG_PIPE.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+            let _ = pipe.write_all(line.as_bytes());
+        }
     }
 
     /// Kills every command still running. Also what happens at exit.

@@ -106,12 +106,15 @@ fn skills(ws: &Workspace) -> Report {
     for (hidden, by) in &found.shadowed {
         lines.push(format!("shadowed: {} ({}) is hidden by {}", hidden.name, hidden.file.display(), by.display()));
     }
+    for warning in &found.warnings {
+        lines.push(format!("loaded, but: {warning}"));
+    }
     for problem in &found.problems {
         lines.push(format!("broken, left out: {problem}"));
     }
     let status = if !found.problems.is_empty() {
         Status::Problem
-    } else if !found.shadowed.is_empty() {
+    } else if !found.shadowed.is_empty() || !found.warnings.is_empty() {
         Status::Warning
     } else if found.skills.is_empty() {
         Status::Off

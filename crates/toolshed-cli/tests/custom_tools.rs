@@ -254,3 +254,53 @@ fn docs_example_works_as_printed() {
         assert_eq!(stdout(&out), expected, "$ {cmd}");
     }
 }
+
+/// A helper module next to the tools (no tool export), as OpenCode projects have them: OpenCode
+/// ignores it, so `tools --check` passes and a listing says nothing about it.
+#[test]
+fn a_helper_module_in_the_tools_directory_is_not_a_broken_tool() {
+    let (_tmp, root) = project();
+    let modules = js_modules();
+    std::fs::create_dir_all(root.join(".data/custom-tools/node_modules")).unwrap();
+    std::os::unix::fs::symlink(modules.join("zod"), root.join(".data/custom-tools/node_modules/zod")).unwrap();
+    let path = format!("{}:{}", modules.join(".bin").display(), std::env::var("PATH").unwrap());
+    write(
+        &root,
+        ".opencode/tools/api.ts",
+        "export function apiUrl(path: string): string {\n  return `https://api.example.com/${path}`\n}\n",
+    );
+    write(
+        &root,
+        ".opencode/tools/endpoint.ts",
+        r#"import { tool } from "@opencode-ai/plugin"
+import { apiUrl } from "./api"
+
+export default tool({
+  description: "Show the API URL of a path.",
+  args: { path: tool.schema.string() },
+  async execute(args) {
+    return apiUrl(args.path)
+  },
+})
+"#,
+    );
+    let out = toolshed_with_path(&root, &["tools", "--check"], &path);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert!(!stdout(&out).contains("api.ts"), "{}", stdout(&out));
+    assert!(stdout(&out).ends_with("2 custom tools ok, 0 problems\n"), "{}", stdout(&out));
+    for _ in 0..2 {
+        let out = toolshed_with_path(&root, &["tools"], &path);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(!stderr(&out).contains("api"), "{}", stderr(&out));
+        let names: Vec<String> = json(&out)
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["source"].as_str().unwrap().starts_with("custom:"))
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names, ["endpoint", "greet"]);
+    }
+    let out = toolshed_with_path(&root, &["call", "endpoint", r#"{"path": "v2/users"}"#, "--yes"], &path);
+    assert_eq!(stdout(&out), "https://api.example.com/v2/users\n", "{}", stderr(&out));
+}

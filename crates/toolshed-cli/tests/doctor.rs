@@ -65,7 +65,7 @@ fn doctor_reports_the_sandbox_the_shell_will_use() {
     if landlock {
         let protection = sandbox.lines().nth(2).unwrap_or_default();
         assert!(
-            protection.starts_with("  protected paths (.git, .toolshed, .opencode/tool, .opencode/tools, .opencode/skills, .opencode/skill, .claude/skills, toolshed.toml) "),
+            protection.starts_with("  protected paths (.git, .toolshed, .opencode/tool, .opencode/tools, .opencode/skills, .opencode/skill, .claude/skills, .agents/skills, toolshed.toml) "),
             "{sandbox}"
         );
         assert!(protection.contains("bound read-only") || protection.contains("stay WRITABLE"), "{sandbox}");
@@ -109,7 +109,9 @@ fn doctor_in_a_bare_worktree_says_what_is_off_and_why() {
       no skills found; looked in:
         $ROOT/.toolshed/skills
         $ROOT/.opencode/skills
+        $ROOT/.opencode/skill
         $ROOT/.claude/skills
+        $ROOT/.agents/skills
         $ROOT/.xdg-config/toolshed/skills
     instructions: off
       no AGENTS.md or CLAUDE.md from $ROOT down to $ROOT, nor in the user config directory
@@ -213,4 +215,20 @@ fn call_webfetch_prints_the_page_and_attachments_as_json() {
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["attachments"][0]["type"], "image");
     assert_eq!(result["attachments"][0]["mime_type"], "image/png");
+}
+
+#[test]
+fn doctor_warns_about_a_skill_description_over_the_limit_and_loads_the_skill() {
+    let tmp = worktree();
+    let root = tmp.path();
+    // Anthropic's claude-api skill as published: a 1,068-character description.
+    let skill = include_str!("../../toolshed-tools/tests/fixtures/skills/claude-api/SKILL.md");
+    write(&root.join(".agents/skills/claude-api/SKILL.md"), skill);
+    let out = toolshed(root, &["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout).replace(&root.display().to_string(), "$ROOT");
+    let (skills, _) = sections(&text, "skills");
+    assert_eq!(
+        skills,
+        "skills: warning\n  claude-api: $ROOT/.agents/skills/claude-api/SKILL.md\n  loaded, but: $ROOT/.agents/skills/claude-api/SKILL.md:3: `description` is 1068 characters long, over the 1024 the Agent Skills rules allow; the skill is loaded with all of it, but agents that keep to the rules leave it out, so shorten it if you can\n"
+    );
 }

@@ -26,6 +26,7 @@ const NESTED_DIRS: &[(&str, &str)] = &[
     (".opencode", "skills"),
     (".opencode", "skill"),
     (".claude", "skills"),
+    (".agents", "skills"),
 ];
 
 /// File names protected wherever they appear.
@@ -41,6 +42,7 @@ pub const LOCATIONS: &[&str] = &[
     ".opencode/skills",
     ".opencode/skill",
     ".claude/skills",
+    ".agents/skills",
     crate::config::PROJECT_FILE,
 ];
 
@@ -262,6 +264,11 @@ mod tests {
             "pkg/.opencode/tools/t.ts",
             ".opencode/skills/s/SKILL.md",
             ".claude/skills/s/SKILL.md",
+            ".opencode/skill/s/SKILL.md",
+            ".agents/skills/s/SKILL.md",
+            "pkg/.agents/skills/group/s/SKILL.md",
+            ".agents",
+            ".agents/sk*",
             "./*",
             ".",
             ".gi*/config",
@@ -308,6 +315,8 @@ mod tests {
             ".claude/settings.json",
             ".opencode/package.json",
             "src/opencode",
+            ".agents/README.md",
+            "agents/skills/s/SKILL.md",
         ] {
             assert!(!is_protected(p, Some(Path::new("/home/u/.config/toolshed"))), "{p}");
         }

@@ -191,21 +191,7 @@ impl Decoder for AnthropicDecoder {
                     self.usage.output_tokens = n;
                 }
             }
-            "message_stop" => {
-                self.finished = true;
-                let stop = match self.stop.as_deref() {
-                    Some("tool_use") => StopReason::ToolUse,
-                    Some("max_tokens") => StopReason::MaxTokens,
-                    Some("refusal") => StopReason::Refusal,
-                    Some("model_context_window_exceeded") => {
-                        return Err(DecodeError::provider("the model's context window is exceeded", "stop_reason"));
-                    }
-                    _ if self.calls > 0 => StopReason::ToolUse,
-                    Some("end_turn" | "stop_sequence") | None => StopReason::EndTurn,
-                    Some(_) => StopReason::Other,
-                };
-                out.push(StreamEvent::Finished { stop, usage: self.usage });
-            }
+            "message_stop" => out.extend(self.finish()?),
             "error" => {
                 let message = v.pointer("/error/message").and_then(Value::as_str).unwrap_or("unknown error");
                 let kind = v.pointer("/error/type").and_then(Value::as_str).unwrap_or("error");
@@ -220,7 +206,34 @@ impl Decoder for AnthropicDecoder {
         if self.finished {
             return Ok(Vec::new());
         }
+        // `message_delta` carries the stop reason after the last content block closed: the
+        // answer is complete even if `message_stop` never came.
+        if self.stop.is_some() && self.blocks.is_empty() {
+            return self.finish();
+        }
         Err(DecodeError::Stream("the stream ended before message_stop".to_string()))
+    }
+}
+
+impl AnthropicDecoder {
+    /// The `Finished` event, once.
+    fn finish(&mut self) -> Result<Vec<StreamEvent>, DecodeError> {
+        if self.finished {
+            return Ok(Vec::new());
+        }
+        self.finished = true;
+        let stop = match self.stop.as_deref() {
+            Some("tool_use") => StopReason::ToolUse,
+            Some("max_tokens") => StopReason::MaxTokens,
+            Some("refusal") => StopReason::Refusal,
+            Some("model_context_window_exceeded") => {
+                return Err(DecodeError::provider("the model's context window is exceeded", "stop_reason"));
+            }
+            _ if self.calls > 0 => StopReason::ToolUse,
+            Some("end_turn" | "stop_sequence") | None => StopReason::EndTurn,
+            Some(_) => StopReason::Other,
+        };
+        Ok(vec![StreamEvent::Finished { stop, usage: self.usage }])
     }
 }
 

@@ -244,7 +244,7 @@ impl Client {
                         .ok()
                         .and_then(Result::ok)
                         .unwrap_or_default();
-                    let error = classify_http(&name, &request.model, status, &text, &self.settings.key_hint());
+                    let error = classify_http(&name, &request.model, &url, status, &text, &self.settings.key_hint());
                     if self.refuses_encrypted_reasoning(&error, &body) {
                         // The same request without the option, not counted as a retry.
                         body = self.body(request);
@@ -362,7 +362,12 @@ fn decode_stream(provider: String, response: reqwest::Response, decoder: Box<dyn
             };
             let decoded = match next {
                 Some(Ok(event)) => s.decoder.event(&event.event, &event.data).map_err(|e| (e, false)),
-                Some(Err(e)) => Err((DecodeError::Stream(format!("the connection broke: {e}")), true)),
+                // A connection that breaks after the response was complete (after a chat
+                // `finish_reason`, before `[DONE]`) lost nothing: the decoder finishes it.
+                Some(Err(e)) => match s.decoder.end() {
+                    Ok(evs) if evs.iter().any(|e| matches!(e, StreamEvent::Finished { .. })) => Ok(evs),
+                    _ => Err((DecodeError::Stream(format!("the connection broke: {e}")), true)),
+                },
                 None => match s.decoder.end() {
                     Ok(evs) if evs.iter().any(|e| matches!(e, StreamEvent::Finished { .. })) => Ok(evs),
                     Ok(_) => Err((

@@ -36,6 +36,32 @@ pub enum LlmError {
         /// The provider's message.
         message: String,
     },
+    /// The account is out of quota or credit (OpenAI's 429 `insufficient_quota`, Anthropic's
+    /// "credit balance is too low"): permanent until someone pays, so never retried.
+    #[error(
+        "{provider} refused the request because the account has no quota or credit left (HTTP {status}): {message}. This is a billing problem, not rate limiting, and retrying does not help: check the plan and billing details of the account the API key belongs to"
+    )]
+    Quota {
+        /// The provider name.
+        provider: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// Nothing at the address the request went to (HTTP 404 that does not name the model):
+    /// the base URL is likely wrong.
+    #[error(
+        "{provider} answered HTTP 404 (not found) for {url}: {message}. Nothing answers at that address: check the provider's base URL (`base_url` in [provider.NAME], OPENAI_BASE_URL or ANTHROPIC_BASE_URL)"
+    )]
+    NotFound {
+        /// The provider name.
+        provider: String,
+        /// The URL requested.
+        url: String,
+        /// The provider's message.
+        message: String,
+    },
     /// Still rate-limited after every retry.
     #[error("{provider} is rate-limiting requests (HTTP 429) and still was after {attempts} {}: {message}", if *attempts == 1 { "attempt" } else { "attempts" })]
     RateLimited {
@@ -94,16 +120,30 @@ impl LlmError {
 }
 
 /// How a provider answered an HTTP error, split into the cases the user must act on.
-pub(crate) fn classify_http(provider: &str, model: &str, status: u16, body: &str, key_hint: &str) -> LlmError {
+/// `url` is the address the request went to.
+pub(crate) fn classify_http(
+    provider: &str,
+    model: &str,
+    url: &str,
+    status: u16,
+    body: &str,
+    key_hint: &str,
+) -> LlmError {
     let message = error_message(body);
     let lower = body.to_ascii_lowercase();
     let provider = provider.to_string();
     if is_context_overflow(body) {
         return LlmError::ContextOverflow { message };
     }
+    if is_out_of_quota(&lower) {
+        return LlmError::Quota { provider, status, message };
+    }
     match status {
         401 | 403 => LlmError::Auth { provider, status, message, hint: key_hint.to_string() },
-        404 => LlmError::UnknownModel { provider, model: model.to_string(), message },
+        // Providers name the model when they do not know it (OpenAI `model_not_found`, Anthropic
+        // `not_found_error` "model: ..."); any other 404 is an address with nothing behind it.
+        404 if lower.contains("model") => LlmError::UnknownModel { provider, model: model.to_string(), message },
+        404 => LlmError::NotFound { provider, url: url.to_string(), message },
         400 if lower.contains("model_not_found")
             || (lower.contains("model") && (lower.contains("not found") || lower.contains("does not exist"))) =>
         {
@@ -112,6 +152,15 @@ pub(crate) fn classify_http(provider: &str, model: &str, status: u16, body: &str
         429 => LlmError::RateLimited { provider, attempts: 1, message },
         _ => LlmError::Http { provider, status, message },
     }
+}
+
+/// Whether a provider's error body (lowercased) says the account is out of quota or credit:
+/// OpenAI's `insufficient_quota` type and code (sent with HTTP 429), Anthropic's "Your credit
+/// balance is too low" (HTTP 400), and the `billing` codes of compatible servers.
+fn is_out_of_quota(lower: &str) -> bool {
+    ["insufficient_quota", "credit balance is too low", "billing_hard_limit_reached", "billing_not_active"]
+        .iter()
+        .any(|m| lower.contains(m))
 }
 
 /// Whether a provider's error text says the conversation outgrew the context window.
@@ -174,13 +223,14 @@ mod tests {
 
     #[test]
     fn classifies_the_errors_a_user_must_fix() {
-        let auth = classify_http("openai", "gpt-x", 401, r#"{"error":{"message":"Incorrect API key"}}"#, "Set X.");
+        let auth = classify_http("openai", "gpt-x", "u", 401, r#"{"error":{"message":"Incorrect API key"}}"#, "Set X.");
         assert_eq!(auth.to_string(), "openai rejected the API key (HTTP 401): Incorrect API key. Set X.");
-        let model = classify_http("openai", "gpt-x", 404, r#"{"error":{"message":"no such model"}}"#, "");
+        let model = classify_http("openai", "gpt-x", "u", 404, r#"{"error":{"message":"no such model"}}"#, "");
         assert!(matches!(model, LlmError::UnknownModel { .. }), "{model:?}");
         let anthropic_model = classify_http(
             "anthropic",
             "claude-x",
+            "u",
             404,
             r#"{"type":"error","error":{"type":"not_found_error","message":"model: claude-x"}}"#,
             "",
@@ -189,6 +239,7 @@ mod tests {
         let overflow = classify_http(
             "openai",
             "m",
+            "u",
             400,
             r#"{"error":{"code":"context_length_exceeded","message":"This model's maximum context length is 8192 tokens"}}"#,
             "",
@@ -197,13 +248,24 @@ mod tests {
         let anthropic_overflow = classify_http(
             "anthropic",
             "m",
+            "u",
             400,
             r#"{"error":{"message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
             "",
         );
         assert!(matches!(anthropic_overflow, LlmError::ContextOverflow { .. }));
-        assert!(classify_http("p", "m", 503, "busy", "").is_retryable());
-        assert!(!classify_http("p", "m", 400, "bad", "").is_retryable());
+        assert!(classify_http("p", "m", "u", 503, "busy", "").is_retryable());
+        assert!(!classify_http("p", "m", "u", 400, "bad", "").is_retryable());
+        let credit = classify_http(
+            "anthropic",
+            "m",
+            "u",
+            400,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}"#,
+            "",
+        );
+        assert!(matches!(credit, LlmError::Quota { status: 400, .. }), "{credit:?}");
+        assert!(!credit.is_retryable());
     }
 
     #[test]

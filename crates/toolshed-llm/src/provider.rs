@@ -109,13 +109,19 @@ pub fn resolve(config: &Config, model: &ModelRef, env: EnvLookup<'_>) -> Result<
         },
         None => None,
     };
-    Ok(ProviderSettings {
-        name: name.to_string(),
-        kind,
-        base_url: base_url.trim_end_matches('/').to_string(),
-        api_key,
-        api_key_env: key_env,
-    })
+    let base_url = base_url.trim_end_matches('/');
+    let base_url = match kind {
+        ProviderKind::Anthropic => anthropic_api_root(base_url),
+        _ => base_url.to_string(),
+    };
+    Ok(ProviderSettings { name: name.to_string(), kind, base_url, api_key, api_key_env: key_env })
+}
+
+/// An Anthropic base URL as the Anthropic SDKs and Claude Code take it: the server's root,
+/// under which the API is `/v1/messages` (`ANTHROPIC_BASE_URL=http://127.0.0.1:4000`). A URL
+/// that already ends in `/v1` (toolshed's own convention, and the default) is kept.
+fn anthropic_api_root(base_url: &str) -> String {
+    if base_url.ends_with("/v1") { base_url.to_string() } else { format!("{base_url}/v1") }
 }
 
 fn missing_key(name: &str, var: &str, configured: Option<&ProviderConfig>) -> LlmError {

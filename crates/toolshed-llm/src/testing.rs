@@ -23,6 +23,8 @@ pub struct Reply {
     pub delay: Duration,
     /// Close the connection after this many chunks, without finishing the body.
     pub break_after: Option<usize>,
+    /// With `break_after`: reset the connection (TCP RST) instead of closing it.
+    pub reset: bool,
 }
 
 impl Reply {
@@ -34,6 +36,7 @@ impl Reply {
             chunks: events.into_iter().map(String::into_bytes).collect(),
             delay: Duration::ZERO,
             break_after: None,
+            reset: false,
         }
     }
 
@@ -45,6 +48,7 @@ impl Reply {
             chunks: vec![body.to_string().into_bytes()],
             delay: Duration::ZERO,
             break_after: None,
+            reset: false,
         }
     }
 
@@ -70,6 +74,14 @@ impl Reply {
     /// Breaks the connection after `chunks` chunks.
     pub fn break_after(mut self, chunks: usize) -> Reply {
         self.break_after = Some(chunks);
+        self
+    }
+
+    /// Resets the connection (TCP RST, as a proxy or load balancer dropping it does) after
+    /// `chunks` chunks.
+    pub fn reset_after(mut self, chunks: usize) -> Reply {
+        self.break_after = Some(chunks);
+        self.reset = true;
         self
     }
 }
@@ -204,7 +216,13 @@ async fn serve(mut socket: tokio::net::TcpStream, shared: Arc<Mutex<Shared>>) {
     }
     for (i, chunk) in reply.chunks.iter().enumerate() {
         if reply.break_after == Some(i) {
-            let _ = socket.shutdown().await;
+            if reply.reset {
+                // Closing with a zero linger time sends RST instead of FIN.
+                let _ = socket.set_zero_linger();
+                drop(socket);
+            } else {
+                let _ = socket.shutdown().await;
+            }
             return;
         }
         if !reply.delay.is_zero() {

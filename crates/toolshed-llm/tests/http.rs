@@ -424,3 +424,92 @@ async fn a_model_that_refuses_encrypted_reasoning_is_asked_again_without_it() {
     assert_eq!(got[0].body["include"], json!(["reasoning.encrypted_content"]));
     assert!(got[1].body.get("include").is_none() && got[2].body.get("include").is_none());
 }
+
+#[tokio::test]
+async fn a_429_for_insufficient_quota_is_a_billing_problem_and_not_retried() {
+    // OpenAI's answer when the account has no credit left: HTTP 429, like a rate limit.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).set_body_json(json!({"error": {
+            "message": "You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.",
+            "type": "insufficient_quota",
+            "param": null,
+            "code": "insufficient_quota"
+        }})))
+        .mount(&server)
+        .await;
+    let c = client(ProviderKind::OpenaiResponses, &format!("{}/v1", server.uri()), Some("sk"));
+    let err = c.stream(&request()).await.err().unwrap();
+    assert!(matches!(err, LlmError::Quota { status: 429, .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("no quota or credit left") && text.contains("billing"), "{text}");
+    assert!(!text.contains("rate-limiting"), "{text}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 1, "a quota error must not be retried");
+}
+
+#[tokio::test]
+async fn a_connection_reset_after_the_finish_keeps_the_complete_answer() {
+    // Chat Completions: reset after the `finish_reason` chunk, before the usage chunk and
+    // `[DONE]`; Anthropic: after `message_delta` (the stop reason), before `message_stop`.
+    for (kind, events, cut) in [
+        (ProviderKind::OpenaiChat, chat::text("one two three"), 2),
+        (ProviderKind::Anthropic, anthropic::text("one two three"), 1),
+    ] {
+        let at = events.len() - cut;
+        let server = FakeServer::start(vec![Reply::sse(events).reset_after(at)]).unwrap();
+        let c = client(kind, &server.base_url(), Some("k"));
+        let response = collect(c.stream(&request()).await.unwrap(), |_| {}).await;
+        let response = response.unwrap_or_else(|e| panic!("{kind:?}: the complete answer was lost: {e}"));
+        assert_eq!(response.message.text(), "one two three", "{kind:?}");
+        assert_eq!(response.stop, StopReason::EndTurn, "{kind:?}");
+        assert_eq!(server.received().len(), 1, "{kind:?}: a complete answer is not asked for again");
+    }
+    // A reset before the finish still loses the answer, and says so.
+    let events = chat::text("one two three");
+    let at = events.len() - 3;
+    let server = FakeServer::start(vec![Reply::sse(events).reset_after(at)]).unwrap();
+    let c = client(ProviderKind::OpenaiChat, &server.base_url(), Some("k"));
+    let err = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap_err();
+    assert!(matches!(err, LlmError::Stream { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn anthropic_base_url_is_the_server_root_as_the_sdks_take_it() {
+    use toolshed_llm::provider::{ModelRef, resolve};
+    let server = FakeServer::start(vec![Reply::sse(anthropic::text("hi")); 3]).unwrap();
+    let root = server.base_url().trim_end_matches("/v1").to_string();
+    // As Claude Code and the Anthropic SDKs take it (no `/v1`), and with `/v1` as before.
+    for base in [root.clone(), format!("{root}/"), format!("{root}/v1")] {
+        let env = |name: &str| match name {
+            "ANTHROPIC_BASE_URL" => Some(base.clone()),
+            "ANTHROPIC_API_KEY" => Some("ak".to_string()),
+            _ => None,
+        };
+        let model = ModelRef::parse("anthropic/claude-sonnet-4-5").unwrap();
+        let settings = resolve(&toolshed_core::config::Config::default(), &model, &env).unwrap();
+        let c = Client::new(settings).unwrap();
+        let response = collect(c.stream(&request()).await.unwrap(), |_| {}).await.unwrap();
+        assert_eq!(response.message.text(), "hi", "{base}");
+        assert_eq!(server.received().last().unwrap().path, "/v1/messages", "{base}");
+    }
+}
+
+#[tokio::test]
+async fn a_404_that_does_not_name_the_model_is_a_wrong_address_not_an_unknown_model() {
+    let not_found = Reply {
+        status: 404,
+        headers: vec![("content-type".into(), "text/plain".into())],
+        chunks: vec![b"404 page not found\n".to_vec()],
+        delay: Duration::ZERO,
+        break_after: None,
+        reset: false,
+    };
+    let server = FakeServer::start(vec![not_found]).unwrap();
+    let c = client(ProviderKind::Anthropic, &format!("{}/api", server.base_url()), Some("k"));
+    let err = c.stream(&request()).await.err().unwrap();
+    assert!(matches!(err, LlmError::NotFound { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("/v1/api/messages") && text.contains("base URL"), "{text}");
+    assert!(!text.contains("does not know the model"), "{text}");
+    assert_eq!(server.received().len(), 1, "a 404 is not retried");
+}

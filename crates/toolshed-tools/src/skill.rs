@@ -2,14 +2,17 @@
 //!
 //! A skill is a directory holding a `SKILL.md`: YAML front matter with `name` and
 //! `description`, then Markdown instructions; scripts, templates and references may sit beside
-//! it. Skills are found in `.toolshed/skills/`, `.opencode/skills/` and `.claude/skills/` of
-//! the working directory and each parent up to the worktree root (nearest first), then in
+//! it. Skills are found in `.toolshed/skills/`, `.opencode/skills/`, `.opencode/skill/`,
+//! `.claude/skills/` and `.agents/skills/` of the working directory and each parent up to the
+//! worktree root (nearest first; OpenCode reads the first four, Codex and OpenCode the last), then in
 //! `~/.config/toolshed/skills/`; a skill directory sits directly in one of these or one level
 //! deeper (a group). When two skills share a name the first found wins.
 //!
 //! The naming rules are the Agent Skills ones: `name` is 1–64 characters of lowercase ASCII
 //! letters and digits with single hyphens between them, and equals its directory's name;
-//! `description` is 1–1024 characters; `compatibility`, if given, at most 500.
+//! `description` is 1–1024 characters; `compatibility`, if given, at most 500. A description
+//! over 1024 characters is the one rule a skill may break and still load (Anthropic's own
+//! `claude-api` skill does, and Claude Code and OpenCode load it): [`Skills::warnings`] says so.
 //!
 //! A broken skill never breaks the tool list: it is left out, and [`Skills::problems`] says
 //! what is wrong, with the file and line (`toolshed doctor` prints them).
@@ -28,7 +31,8 @@ use toolshed_core::{Registry, ToolContext, ToolError, ToolOutput};
 /// The file that makes a directory a skill.
 pub const SKILL_FILE: &str = "SKILL.md";
 /// The skill directories looked for in the working directory and each parent up to the root.
-pub const PROJECT_DIRS: &[&str] = &[".toolshed/skills", ".opencode/skills", ".claude/skills"];
+pub const PROJECT_DIRS: &[&str] =
+    &[".toolshed/skills", ".opencode/skills", ".opencode/skill", ".claude/skills", ".agents/skills"];
 /// The longest allowed `name`.
 pub const MAX_NAME: usize = 64;
 /// The longest allowed `description`.
@@ -82,6 +86,8 @@ pub struct Skills {
     pub skills: Vec<Skill>,
     /// Skills left out because they are broken.
     pub problems: Vec<SkillProblem>,
+    /// Skills loaded although something in them is off (a description over the limit).
+    pub warnings: Vec<SkillProblem>,
     /// Valid skills hidden by an earlier skill of the same name: (hidden, the one that wins).
     pub shadowed: Vec<(Skill, PathBuf)>,
     /// The directories searched, in order.
@@ -124,12 +130,15 @@ pub fn discover_in(dirs: &[PathBuf]) -> Skills {
         for skill_dir in skill_dirs(dir) {
             let file = skill_dir.join(SKILL_FILE);
             match load(&skill_dir, &file) {
-                Ok(skill) => match out.skills.iter().find(|s| s.name == skill.name) {
+                Ok((skill, warnings)) => match out.skills.iter().find(|s| s.name == skill.name) {
                     Some(winner) => {
                         let by = winner.file.clone();
                         out.shadowed.push((skill, by));
                     }
-                    None => out.skills.push(skill),
+                    None => {
+                        out.warnings.extend(warnings);
+                        out.skills.push(skill);
+                    }
                 },
                 Err(problem) => out.problems.push(problem),
             }
@@ -163,7 +172,7 @@ fn sorted_subdirs(dir: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-fn load(dir: &Path, file: &Path) -> Result<Skill, SkillProblem> {
+fn load(dir: &Path, file: &Path) -> Result<(Skill, Vec<SkillProblem>), SkillProblem> {
     let text = std::fs::read_to_string(file).map_err(|e| SkillProblem {
         path: file.to_path_buf(),
         line: None,
@@ -175,7 +184,14 @@ fn load(dir: &Path, file: &Path) -> Result<Skill, SkillProblem> {
         line: Some(line),
         message,
     })?;
-    Ok(Skill { name: parsed.name, description: parsed.description, dir: dir.to_path_buf(), file: file.to_path_buf() })
+    let warnings = parsed
+        .warnings
+        .into_iter()
+        .map(|(line, message)| SkillProblem { path: file.to_path_buf(), line: Some(line), message })
+        .collect();
+    let skill =
+        Skill { name: parsed.name, description: parsed.description, dir: dir.to_path_buf(), file: file.to_path_buf() };
+    Ok((skill, warnings))
 }
 
 /// A parsed `SKILL.md`.
@@ -187,6 +203,8 @@ pub struct SkillDocument {
     pub description: String,
     /// The Markdown after the front matter, trimmed.
     pub body: String,
+    /// What is off but does not stop the skill loading: (1-based line, message).
+    pub warnings: Vec<(usize, String)>,
 }
 
 /// Parses and validates a `SKILL.md` of a skill whose directory is called `dir_name`; an error
@@ -244,10 +262,13 @@ pub fn parse(text: &str, dir_name: &str) -> Result<SkillDocument, (usize, String
             "`description` is empty: say what the skill does and when to use it".to_string(),
         ));
     }
+    let mut warnings = Vec::new();
     if count > MAX_DESCRIPTION {
-        return Err((
+        warnings.push((
             key_line("description"),
-            format!("`description` is {count} characters long; the limit is {MAX_DESCRIPTION}"),
+            format!(
+                "`description` is {count} characters long, over the {MAX_DESCRIPTION} the Agent Skills rules allow; the skill is loaded with all of it, but agents that keep to the rules leave it out, so shorten it if you can"
+            ),
         ));
     }
     if let Some(compat) = string("compatibility")? {
@@ -259,7 +280,7 @@ pub fn parse(text: &str, dir_name: &str) -> Result<SkillDocument, (usize, String
             ));
         }
     }
-    Ok(SkillDocument { name, description, body })
+    Ok(SkillDocument { name, description, body, warnings })
 }
 
 /// Checks a skill name against the naming rules and its directory's name.
@@ -533,7 +554,9 @@ mod tests {
         }
         insta::assert_snapshot!(check_name("forms", "pdf-forms").unwrap_err(), @r#"`name` "forms" must equal the name of the skill's directory, "pdf-forms": rename one of them"#);
         let long_description = format!("---\nname: x\ndescription: {}\n---\n", "d".repeat(1025));
-        insta::assert_snapshot!(problem(&long_description, "x"), @"3: `description` is 1025 characters long; the limit is 1024");
+        let doc = parse(&long_description, "x").unwrap();
+        assert_eq!(doc.description.len(), 1025, "loaded whole");
+        insta::assert_snapshot!(format!("{}: {}", doc.warnings[0].0, doc.warnings[0].1), @"3: `description` is 1025 characters long, over the 1024 the Agent Skills rules allow; the skill is loaded with all of it, but agents that keep to the rules leave it out, so shorten it if you can");
         let compat = format!("---\nname: x\ndescription: d\ncompatibility: {}\n---\n", "c".repeat(501));
         insta::assert_snapshot!(problem(&compat, "x"), @"4: `compatibility` is 501 characters long; the limit is 500");
     }

@@ -166,22 +166,96 @@ fn a_file_that_does_not_compile_is_a_problem_with_its_line() {
         ".opencode/tools/broken.ts",
         "import { tool } from \"@opencode-ai/plugin\"\n\nexport default tool({\n  description: \"x\",\n  args: {},\n  async execute( { return 1 }\n})\n",
     );
-    p.write(".opencode/tools/empty.ts", "export const answer = 42\n");
     let custom = p.custom(&Scope::All);
     let problems = custom.problems();
-    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert_eq!(problems.len(), 1, "{problems:?}");
     assert_eq!(problems[0].file, p.root.join(".opencode/tools/broken.ts"));
     assert_eq!(problems[0].line, Some(6));
     assert!(problems[0].message.starts_with("cannot import: "), "{}", problems[0].message);
-    assert!(problems[1].message.starts_with("exports no tool"), "{}", problems[1].message);
     let names: Vec<&str> = custom.unavailable().iter().map(|u| u.name.as_str()).collect();
-    assert_eq!(names, ["broken", "empty"]);
+    assert_eq!(names, ["broken"]);
     let executor = p.executor(&custom);
     let entry = executor.registry().get("broken").unwrap();
     assert_eq!(entry.spec().exposure, Exposure::Hidden);
     assert!(
         call(&executor, "broken", json!({})).output.starts_with("The custom tool broken cannot be used: cannot import")
     );
+}
+
+/// A helper module next to the tools, as OpenCode projects have them: no tool export.
+const API_TS: &str = r#"export const API_ROOT = "https://api.example.com"
+
+export function apiUrl(path: string): string {
+  return `${API_ROOT}/${path.replace(/^\//, "")}`
+}
+"#;
+
+const FETCH_TS: &str = r#"import { tool } from "@opencode-ai/plugin"
+import { apiUrl } from "./api"
+
+export default tool({
+  description: "Show the API URL of a path.",
+  args: { path: tool.schema.string() },
+  async execute(args) {
+    return apiUrl(args.path)
+  },
+})
+"#;
+
+#[test]
+fn a_helper_module_without_tool_exports_is_ignored_as_opencode_does() {
+    let p = Project::new().with_bun();
+    p.write(".opencode/tools/api.ts", API_TS);
+    p.write(".opencode/tools/endpoint.ts", FETCH_TS);
+    for scope in [Scope::Fresh, Scope::All] {
+        // Fresh (`tools --check`) imports every file; All serves the second listing from the cache.
+        let custom = p.custom(&scope);
+        assert!(custom.problems().is_empty(), "{scope:?}: {:?}", custom.problems());
+        assert!(custom.unavailable().is_empty(), "{scope:?}");
+        let names: Vec<String> = custom.tools().map(|(spec, _)| spec.name.clone()).collect();
+        assert_eq!(names, ["endpoint"], "{scope:?}");
+    }
+    let custom = p.custom(&Scope::All);
+    let executor = p.executor(&custom);
+    assert!(executor.registry().get("api").is_none());
+    let out = call(&executor, "endpoint", json!({"path": "/v2/users"}));
+    assert!(!out.is_error, "{}", out.output);
+    assert_eq!(out.output, "https://api.example.com/v2/users");
+}
+
+#[test]
+fn args_given_as_one_zod_object_get_a_message_that_says_what_to_pass() {
+    let p = Project::new().with_bun();
+    p.write(
+        ".opencode/tools/greet.ts",
+        r#"import { tool } from "@opencode-ai/plugin"
+import { z } from "zod"
+
+export default tool({
+  description: "Greet someone.",
+  args: z.object({ name: z.string() }),
+  async execute(args) {
+    return `hello ${args.name}`
+  },
+})
+
+export const half = { description: "Half a tool.", args: {} }
+"#,
+    );
+    let custom = p.custom(&Scope::Fresh);
+    let messages: Vec<&str> = custom.problems().iter().map(|p| p.message.as_str()).collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages[0].contains("greet: `args` is a zod schema")
+            && messages[0].contains("pass a plain object of zod schemas"),
+        "{messages:?}"
+    );
+    assert!(!messages.iter().any(|m| m.contains("JSON Schema")), "{messages:?}");
+    assert!(messages[1].contains("greet_half: looks like a tool but has no `execute` function"), "{messages:?}");
+    let executor = p.executor(&custom);
+    let out = call(&executor, "greet", json!({"name": "x"}));
+    assert!(out.is_error);
+    assert!(out.output.contains("pass a plain object of zod schemas"), "{}", out.output);
 }
 
 #[test]

@@ -162,3 +162,51 @@ fn no_skills_means_no_skill_tool() {
     assert!(registry.get("skill").is_none());
     assert!(found.skills.is_empty() && found.problems.is_empty());
 }
+
+/// Anthropic's `claude-api` skill as published (front matter unchanged; its description is
+/// 1,068 characters).
+const CLAUDE_API_SKILL: &str = include_str!("fixtures/skills/claude-api/SKILL.md");
+
+#[tokio::test]
+async fn skills_in_every_directory_opencode_reads_are_found_and_loaded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let skill_md = |name: &str| format!("---\nname: {name}\ndescription: The {name} skill.\n---\nDo {name}.\n");
+    write(&root.join(".opencode/skill/singular/SKILL.md"), &skill_md("singular"));
+    write(&root.join(".agents/skills/shared/SKILL.md"), &skill_md("shared"));
+    write(&root.join(".agents/skills/group/grouped/SKILL.md"), &skill_md("grouped"));
+    let (registry, found) = registry_for(root);
+    assert!(found.problems.is_empty() && found.warnings.is_empty(), "{found:?}");
+    let names: Vec<&str> = found.skills.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["grouped", "shared", "singular"]);
+    let exec = executor(registry, root);
+    for name in names {
+        let result = call(&exec, "skill", json!({"name": name})).await;
+        assert!(!result.is_error, "{name}: {}", result.output);
+        assert!(result.output.contains(&format!("Do {name}.")), "{}", result.output);
+    }
+}
+
+#[tokio::test]
+async fn a_description_over_the_limit_loads_with_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(&root.join(".claude/skills/claude-api/SKILL.md"), CLAUDE_API_SKILL);
+    let (registry, found) = registry_for(root);
+    assert!(found.problems.is_empty(), "{:?}", found.problems);
+    let skill = found.get("claude-api").expect("the claude-api skill is loaded");
+    assert_eq!(skill.description.chars().count(), 1068, "the whole description");
+    assert_eq!(found.warnings.len(), 1, "{:?}", found.warnings);
+    let warning = found.warnings[0].to_string();
+    assert!(
+        warning.ends_with(
+            "SKILL.md:3: `description` is 1068 characters long, over the 1024 the Agent Skills rules allow; the skill is loaded with all of it, but agents that keep to the rules leave it out, so shorten it if you can"
+        ),
+        "{warning}"
+    );
+    let spec = registry.get("skill").unwrap().spec();
+    assert!(spec.description.contains("- claude-api: Reference for the Claude API"), "{}", spec.description);
+    let result = call(&executor(registry, root), "skill", json!({"name": "claude-api"})).await;
+    assert!(!result.is_error, "{}", result.output);
+    assert!(result.output.contains("# Building LLM-Powered Applications with Claude"), "{}", result.output);
+}

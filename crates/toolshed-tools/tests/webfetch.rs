@@ -14,6 +14,11 @@ use toolshed_core::registry::Registry;
 use toolshed_core::tool::Attachment;
 
 const ARTICLE: &str = include_str!("fixtures/article.html");
+/// A page as Sphinx writes it (docs.python.org's tutorial): code in `<pre>` without `<code>`,
+/// highlighted by spans, the language on the wrapping `<div>`.
+const SPHINX: &str = include_str!("fixtures/sphinx.html");
+/// A page as texinfo 7 writes it (the Bash manual): `<pre class="example-preformatted">`.
+const TEXINFO: &str = include_str!("fixtures/texinfo.html");
 
 /// A 1×1 PNG.
 const PNG: &[u8] = &[
@@ -64,6 +69,48 @@ async fn article_page_becomes_markdown_without_scripts_styles_or_navigation() {
         Some("http://127.0.0.1:PORT/posts/async-cancellation (text/html)")
     );
     insta::assert_snapshot!(redact_port(&result.output, server.addr));
+}
+
+#[tokio::test]
+async fn sphinx_code_without_a_code_element_is_a_fenced_block_in_the_page_language() {
+    let server = serving(|| Reply::ok("text/html; charset=utf-8", SPHINX)).await;
+    let result = fetch(json!({"url": server.url("/3/tutorial/introduction.html")})).await;
+    assert!(!result.is_error, "{}", result.output);
+    let out = &result.output;
+    for block in [
+        "```python\n# this is the first comment\nspam = 1  # and this is the second comment\n          \
+         # ... and now a third!\ntext = \"# This is not a comment because it's inside quotes.\"\n```",
+        "```python\n>>> 2 + 2\n4\n>>> 50 - 5*6\n20\n>>> 8 / 5  # division always returns a floating-point \
+         number\n1.6\n```",
+        "```\n>>> word = 'Python'\n>>> word[0]  # character in position 0\n'P'\n```",
+    ] {
+        assert!(out.contains(block), "missing\n{block}\nin\n{out}");
+    }
+    // Outside the fences nothing of the code is left to be read as Markdown.
+    let mut in_code = false;
+    for line in out.lines() {
+        if line.starts_with("```") {
+            in_code = !in_code;
+        } else if !in_code {
+            assert!(!line.contains(">>>") || line.contains("glossary"), "code read as Markdown: {line}\n{out}");
+            assert!(!line.contains("comment"), "code read as Markdown: {line}\n{out}");
+        }
+    }
+    assert!(!in_code, "a fence is left open:\n{out}");
+}
+
+#[tokio::test]
+async fn texinfo_examples_are_fenced_blocks() {
+    let server = serving(|| Reply::ok("text/html; charset=utf-8", TEXINFO)).await;
+    let result = fetch(json!({"url": server.url("/manual/html_node/Shell-Functions.html")})).await;
+    assert!(!result.is_error, "{}", result.output);
+    let out = &result.output;
+    for block in [
+        "```\n# a comment, not a heading\nfunc1()\n{\n   echo \"$1\" > out   # quoted\n}\n```",
+        "```\n> quoted? no: a prompt\nfname () compound-command [ redirections ]\n```",
+    ] {
+        assert!(out.contains(block), "missing\n{block}\nin\n{out}");
+    }
 }
 
 #[tokio::test]

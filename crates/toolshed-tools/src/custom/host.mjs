@@ -123,6 +123,15 @@ function tidy(schema) {
 const looksLikeTool = (v) =>
   v !== null && typeof v === "object" && "args" in v && "description" in v && typeof v.execute === "function";
 
+const TOOL_KEYS = ["description", "args", "execute"];
+
+/** An export meant as a tool that lacks part of one (two of `description`, `args`, `execute`);
+ *  other exports (helper functions, constants) are not tools, and OpenCode ignores them. */
+const almostTool = (v) =>
+  v !== null && typeof v === "object" && !looksLikeTool(v) && TOOL_KEYS.filter((k) => k in v).length >= 2;
+
+const isZod = (a) => a !== null && typeof a === "object" && ("_zod" in a || "_def" in a);
+
 /** Imports `file` (fresh when it changed) and describes each tool it exports. */
 async function load(file, stem) {
   bridgeFor(file);
@@ -132,17 +141,29 @@ async function load(file, stem) {
   const problems = [];
   let zod = null;
   for (const [exportName, value] of Object.entries(mod)) {
-    if (!looksLikeTool(value)) continue;
     const name = exportName === "default" ? stem : `${stem}_${exportName}`;
+    if (almostTool(value)) {
+      const missing = TOOL_KEYS.filter((k) => !(k in value) || (k === "execute" && typeof value[k] !== "function"));
+      problems.push({
+        export: exportName,
+        message: `${name}: looks like a tool but has no ${missing.map((k) => "`" + k + "`").join(" or ")}${missing.includes("execute") ? " function" : ""}; a tool is tool({ description, args, execute })`,
+      });
+      continue;
+    }
+    if (!looksLikeTool(value)) continue;
     try {
       if (typeof value.description !== "string") throw new Error("`description` must be a string");
       const args = value.args ?? {};
-      if (typeof args !== "object") throw new Error("`args` must be an object of zod schemas");
+      if (typeof args !== "object") throw new Error("`args` must be a plain object of zod schemas");
+      if (isZod(args)) {
+        throw new Error(
+          "`args` is a zod schema (such as z.object({...})); pass a plain object of zod schemas instead, e.g. args: { path: tool.schema.string() }",
+        );
+      }
       const values = Object.values(args);
-      const isZod = (a) => a !== null && typeof a === "object" && "_zod" in a;
       let parameters;
       let z = null;
-      if (values.every(isZod)) {
+      if (values.every((a) => a !== null && typeof a === "object" && "_zod" in a)) {
         z = zod ??= await zodFor(file);
         parameters = tidy(z.toJSONSchema(z.object(args), { io: "input", unrepresentable: "any" }));
         delete parameters.$schema;

@@ -176,6 +176,10 @@ fn markdown_converter(budget: &Budget, cut: &Arc<AtomicBool>) -> HtmlToMarkdown 
                 _ => handlers.fallback(element),
             }
         })
+        // A `<pre>` is a code block whatever it holds: htmd fences only `<pre><code>`, and
+        // writes any other `<pre>` (Sphinx's highlighted spans, texinfo's examples) as
+        // Markdown, where `>>>` lines become quotes and `#` comments headings.
+        .add_handler(vec!["pre"], |_: &dyn Handlers, element: Element| Some(code_block(element.node).into()))
         // Added last, so it runs first for these tags.
         .add_handler(BUDGET_CHECKED.to_vec(), {
             let budget = budget.clone();
@@ -189,6 +193,80 @@ fn markdown_converter(budget: &Budget, cut: &Arc<AtomicBool>) -> HtmlToMarkdown 
             }
         })
         .build()
+}
+
+/// A `<pre>` as a fenced code block: its text as written (`<br>` as a line break), in a fence
+/// longer than any run of backticks in it, labelled with the language the page states.
+fn code_block(pre: &Rc<Node>) -> String {
+    let mut text = String::new();
+    preformatted_text(pre, &mut text);
+    let text = text.trim_end_matches(['\n', '\r', ' ', '\t']);
+    let text = text.trim_start_matches(['\n', '\r']);
+    if text.trim().is_empty() {
+        return String::new();
+    }
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(3.max(longest + 1));
+    let language = code_language(pre).unwrap_or_default();
+    format!("\n\n{fence}{language}\n{text}\n{fence}\n\n")
+}
+
+/// The text of a `<pre>`'s descendants, unescaped and unchanged (recursive: the tree's depth is
+/// bounded by the parser).
+fn preformatted_text(node: &Rc<Node>, out: &mut String) {
+    for child in node.children.borrow().iter() {
+        match &child.data {
+            NodeData::Text { contents } => out.push_str(&contents.borrow()),
+            NodeData::Element { .. } if dropped(child) => {}
+            NodeData::Element { name, .. } if &*name.local == "br" => out.push('\n'),
+            NodeData::Element { .. } => preformatted_text(child, out),
+            _ => {}
+        }
+    }
+}
+
+/// The language a code block's markup states: `language-X` / `lang-X` on the `<pre>` or its
+/// `<code>`, or Sphinx's `highlight-X` on one of the two `<div>`s around the `<pre>`
+/// (`highlight-default`, `-none` and `-text` state none).
+fn code_language(pre: &Rc<Node>) -> Option<String> {
+    let from_class = |node: &Node| -> Option<String> {
+        let class = attr(node, "class")?;
+        class.split_whitespace().find_map(|c| {
+            let name = c
+                .strip_prefix("language-")
+                .or_else(|| c.strip_prefix("lang-"))
+                .or_else(|| c.strip_prefix("highlight-"))?;
+            match name {
+                "" | "default" | "none" | "text" | "plain" | "plaintext" => None,
+                "python3" | "py3" => Some("python".to_string()),
+                name if name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '_' | '#' | '.')) => {
+                    Some(name.to_string())
+                }
+                _ => None,
+            }
+        })
+    };
+    if let Some(language) = from_class(pre) {
+        return Some(language);
+    }
+    let code = pre.children.borrow().iter().find(|c| tag(c) == Some("code")).cloned();
+    if let Some(language) = code.as_deref().and_then(from_class) {
+        return Some(language);
+    }
+    let mut current = parent(pre);
+    for _ in 0..2 {
+        let node = current?;
+        if let Some(language) = from_class(&node) {
+            return Some(language);
+        }
+        current = parent(&node);
+    }
+    None
 }
 
 fn tag(node: &Node) -> Option<&str> {
@@ -447,13 +525,24 @@ pub fn collapse_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Trims trailing spaces on each line and squeezes three or more newlines to two.
+/// Trims trailing spaces on each line and squeezes three or more newlines to two, except inside
+/// fenced code blocks, whose blank lines are the code's.
 fn tidy(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut blank_run = 0;
+    let mut fence: Option<&str> = None;
     for line in text.lines() {
         let line = line.trim_end();
-        if line.is_empty() {
+        let marker = line.trim_start();
+        match fence {
+            Some(open) if marker == open => fence = None,
+            Some(_) => {}
+            None if marker.starts_with("```") => {
+                fence = Some(&marker[..marker.len() - marker.trim_start_matches('`').len()]);
+            }
+            None => {}
+        }
+        if line.is_empty() && fence.is_none() {
             blank_run += 1;
             if blank_run > 1 || out.is_empty() {
                 continue;
@@ -711,6 +800,19 @@ let y = 2;</code></pre>
         let page = to_markdown(&run, None);
         assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
         assert_eq!(page.content, format!("**{}**", "x".repeat(100_000)));
+    }
+
+    #[test]
+    fn pre_blocks_keep_their_text_and_blank_lines_and_state_their_language() {
+        let html = "<p>x</p><div class=\"highlight-python3 notranslate\"><div class=\"highlight\"><pre><span></span>\
+                    <span class=\"k\">def</span> f():\n    pass\n\n\n<span class=\"c1\"># two blank lines above</span>\n\
+                    x = `a`\n</pre></div></div><pre class=\"example\">&gt; not a quote\n# not a heading</pre>";
+        assert_eq!(
+            to_markdown(html, None).content,
+            "x\n\n```python\ndef f():\n    pass\n\n\n# two blank lines above\nx = `a`\n```\n\n```\n> not a quote\n# not a heading\n```"
+        );
+        let fenced = "<pre><code class=\"language-rust\">let a = \"```\";</code></pre>";
+        assert_eq!(to_markdown(fenced, None).content, "````rust\nlet a = \"```\";\n````");
     }
 
     #[test]

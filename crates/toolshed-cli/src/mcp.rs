@@ -92,7 +92,12 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
             };
             let peers = Peers::default();
             let approver = ElicitingApprover::new(peers.clone(), ws.config.mcp_server.ask.unwrap_or(McpAsk::Reject));
-            let executor = ws.executor(build(), Arc::new(approver)).build();
+            // The client runs the loop, so the order of its calls is its own: the doom-loop
+            // check is off unless `[mcp_server] doom_loop = true`.
+            let executor = ws
+                .executor(build(), Arc::new(approver))
+                .doom_loop(ws.config.mcp_server.doom_loop.unwrap_or(false))
+                .build();
             let exported = Exported::new(executor, agent, peers);
             // An upstream server's changed tool list rebuilds the registry and tells our clients.
             let (changed_tx, mut changed_rx) = mpsc::channel::<()>(8);

@@ -279,3 +279,26 @@ fn malformed_params_get_invalid_params_and_unknown_methods_method_not_found() {
     assert_eq!(replies[&4]["error"]["code"], -32601, "{}", replies[&4]);
     assert_eq!(replies[&5]["result"]["isError"], false, "{}", replies[&5]);
 }
+
+/// Over MCP the client runs the loop: re-running the same call (the same test, a file that
+/// changed) is not refused as a doom loop unless `[mcp_server] doom_loop = true` asks for it.
+#[tokio::test]
+async fn doom_loop_is_off_over_mcp_unless_the_config_turns_it_on() {
+    let tmp = workspace("");
+    let client = stdio_client(tmp.path(), Client { answer: None }).await;
+    for i in 0..4 {
+        let r = call(&client, "read", json!({"file_path": "notes.txt"})).await;
+        assert_ne!(r.is_error, Some(true), "call {i}: {}", text(&r));
+    }
+    client.cancel().await.unwrap();
+    let tmp = workspace("[mcp_server]\ndoom_loop = true\n");
+    let client = stdio_client(tmp.path(), Client { answer: None }).await;
+    for _ in 0..2 {
+        let r = call(&client, "read", json!({"file_path": "notes.txt"})).await;
+        assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    }
+    let r = call(&client, "read", json!({"file_path": "notes.txt"})).await;
+    assert_eq!(r.is_error, Some(true));
+    assert!(text(&r).contains("three times in a row"), "{}", text(&r));
+    client.cancel().await.unwrap();
+}

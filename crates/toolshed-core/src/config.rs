@@ -210,6 +210,9 @@ pub struct McpConfig {
 pub struct McpServerConfig {
     /// What to answer when the MCP client cannot answer an approval request.
     pub ask: Option<McpAsk>,
+    /// Whether the third identical call in a row asks (`doom_loop`); off unless set, since the
+    /// MCP client runs the loop and toolshed does not know its order.
+    pub doom_loop: Option<bool>,
 }
 
 /// The answer `toolshed mcp serve` gives an `ask` when the client cannot be asked.
@@ -534,6 +537,7 @@ impl Config {
         }
         if let Some(server) = file.mcp_server {
             set(&mut self.mcp_server.ask, server.ask);
+            set(&mut self.mcp_server.doom_loop, server.doom_loop);
         }
         if let Some(search) = file.tool_search {
             if !(0.0..=1.0).contains(&search.defer_when_share_exceeds) {

@@ -74,6 +74,12 @@ pub fn attach(ws: &Workspace, registry: &mut Registry, scope: Scope<'_>) -> Resu
     Ok(toolshed_runtime::mcp::attach(ws, registry, scope, &|line| eprintln!("toolshed: {line}"))?)
 }
 
+/// The registry a call of `tool` runs against, with its MCP server(s) attached; unreachable
+/// servers are reported on standard error.
+pub fn registry_for_tool(ws: &Workspace, tool: &str) -> Result<(Registry, Option<Attached>), CliError> {
+    Ok(toolshed_runtime::mcp::registry_for_tool(ws, tool, &|line| eprintln!("toolshed: {line}"))?)
+}
+
 fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
     let agent = ws.agent(args.agent.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

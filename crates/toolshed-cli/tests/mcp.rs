@@ -302,3 +302,30 @@ async fn doom_loop_is_off_over_mcp_unless_the_config_turns_it_on() {
     assert!(text(&r).contains("three times in a row"), "{}", text(&r));
     client.cancel().await.unwrap();
 }
+
+/// `permission explain` knows every tool `call` can run: an MCP server's tool is explained with
+/// its full name as the permission key, and rules written for it decide.
+#[test]
+fn permission_explain_knows_mcp_tools_as_call_does() {
+    let tmp = workspace("");
+    let config = format!("{}\n[permission]\ninner_grep = \"deny\"\n", upstream_config(tmp.path(), 500));
+    std::fs::write(tmp.path().join("toolshed.toml"), config).unwrap();
+    let out = toolshed(tmp.path())
+        .args(["permission", "explain", "inner_read", r#"{"file_path": "inner.txt"}"#, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let explained: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(explained["decision"], "allow", "{explained}");
+    assert_eq!(explained["requests"][0]["permission"], "inner_read", "{explained}");
+    let out =
+        toolshed(tmp.path()).args(["permission", "explain", "inner_grep", r#"{"pattern": "x"}"#]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("inner_grep = deny") || shown.contains("decision: deny"), "{shown}");
+    let call = toolshed(tmp.path()).args(["call", "inner_grep", r#"{"pattern": "x"}"#]).output().unwrap();
+    assert_eq!(call.status.code(), Some(1), "the rule explain shows is the one call meets");
+    let out = toolshed(tmp.path()).args(["permission", "explain", "inner_nope", "{}"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("inner_nope"), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use toolshed_core::config::McpAsk;
 use toolshed_core::registry::Registry;
 use toolshed_mcp::server::{ElicitingApprover, Exported, Peers};
-use toolshed_mcp::{McpClients, State};
+use toolshed_mcp::{McpClients, McpServer, State};
 
 use crate::CliError;
 use crate::workspace::Workspace;
@@ -89,11 +89,17 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
     runtime
         .block_on(async {
-            let clients = McpClients::connect(enabled(ws), &options(ws)).await;
-            report_unavailable(&clients, &|line| eprintln!("toolshed: {line}"));
+            // Upstream servers start in the background: the client gets its answer to
+            // `initialize` (and the built-in tools) at once, and each server's tools join with
+            // `notifications/tools/list_changed` when it is up.
+            let connected: std::sync::Mutex<Vec<(usize, Arc<McpServer>)>> = std::sync::Mutex::default();
+            let clients = || {
+                let servers = connected.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                McpClients::new(servers.iter().map(|(_, s)| s.clone()).collect())
+            };
             let build = || {
                 let mut registry = ws.registry();
-                clients.register(&mut registry);
+                clients().register(&mut registry);
                 registry
             };
             let peers = Peers::default();
@@ -105,24 +111,43 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                 .doom_loop(ws.config.mcp_server.doom_loop.unwrap_or(false))
                 .build();
             let exported = Exported::new(executor, agent, peers);
-            // An upstream server's changed tool list rebuilds the registry and tells our clients.
-            let (changed_tx, mut changed_rx) = mpsc::channel::<()>(8);
-            for server in clients.servers() {
-                let mut changes = server.subscribe();
-                let tx = changed_tx.clone();
-                tokio::spawn(async move {
-                    while changes.changed().await.is_ok() {
-                        if tx.send(()).await.is_err() {
-                            break;
+            // A server that came up, or whose tool list changed, rebuilds the registry and tells
+            // our clients.
+            let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
+            let connect = async {
+                let mut tasks = tokio::task::JoinSet::new();
+                for (i, (name, config)) in enabled(ws).enumerate() {
+                    let (name, config, options) = (name.clone(), config.clone(), options(ws));
+                    tasks.spawn(async move { (i, McpServer::connect(&name, &config, &options).await) });
+                }
+                while let Some(done) = tasks.join_next().await {
+                    let Ok((i, server)) = done else { continue };
+                    report_unavailable(&McpClients::new(vec![server.clone()]), &|line| eprintln!("toolshed: {line}"));
+                    let mut changes = server.subscribe();
+                    let tx = changed_tx.clone();
+                    tokio::spawn(async move {
+                        while changes.changed().await.is_ok() {
+                            if tx.send(()).is_err() {
+                                break;
+                            }
                         }
-                    }
-                });
-            }
-            drop(changed_tx);
+                    });
+                    let mut servers = connected.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    servers.push((i, server));
+                    servers.sort_by_key(|(i, _)| *i);
+                    drop(servers);
+                    let _ = changed_tx.send(());
+                }
+            };
             let follow = async {
                 while changed_rx.recv().await.is_some() {
+                    // Several servers that came up together need one rebuild.
+                    while changed_rx.try_recv().is_ok() {}
                     exported.replace_registry(build()).await;
                 }
+            };
+            let follow = async {
+                tokio::join!(connect, follow);
                 std::future::pending::<()>().await;
             };
             let served = match args.http {
@@ -148,7 +173,7 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                     }
                 }
             };
-            clients.shutdown().await;
+            clients().shutdown().await;
             toolshed_tools::lsp::shared(&ws.config).shutdown().await;
             served
         })

@@ -60,7 +60,7 @@ impl ClientHandler for Client {
     }
 }
 
-async fn stdio_client(root: &Path, client: Client) -> RunningService<RoleClient, Client> {
+async fn stdio_client<C: ClientHandler>(root: &Path, client: C) -> RunningService<RoleClient, C> {
     let root = root.to_path_buf();
     let cmd = tokio::process::Command::new(TOOLSHED).configure(|c| {
         c.arg("--root")
@@ -73,7 +73,7 @@ async fn stdio_client(root: &Path, client: Client) -> RunningService<RoleClient,
     client.serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap()
 }
 
-async fn call(client: &RunningService<RoleClient, Client>, tool: &str, args: Value) -> CallToolResult {
+async fn call<C: ClientHandler>(client: &RunningService<RoleClient, C>, tool: &str, args: Value) -> CallToolResult {
     let mut params = CallToolRequestParams::new(tool.to_string());
     params.arguments = args.as_object().cloned();
     client.call_tool(params).await.unwrap()
@@ -328,4 +328,46 @@ fn permission_explain_knows_mcp_tools_as_call_does() {
     let out = toolshed(tmp.path()).args(["permission", "explain", "inner_nope", "{}"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("inner_nope"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A client that notes `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+struct Watcher {
+    changed: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl ClientHandler for Watcher {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+}
+
+/// `mcp serve` answers `initialize` before its upstream servers are up (one of them hangs far
+/// longer than the client would wait), serves the built-in tools meanwhile, and the upstream
+/// tools join with `notifications/tools/list_changed`.
+#[tokio::test]
+async fn serve_answers_initialize_at_once_and_upstream_tools_join_later() {
+    let tmp = workspace("");
+    std::fs::write(tmp.path().join("toolshed.toml"), upstream_config(tmp.path(), 120_000)).unwrap();
+    let watcher = Watcher::default();
+    let started = Instant::now();
+    let client = tokio::time::timeout(Duration::from_secs(60), stdio_client(tmp.path(), watcher.clone()))
+        .await
+        .expect("initialize was not answered while an upstream server hangs");
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let read = call(&client, "read", json!({"file_path": "notes.txt"})).await;
+    assert!(text(&read).contains("needle in a haystack"), "{}", text(&read));
+    let joined = async {
+        loop {
+            let tools = client.list_all_tools().await.unwrap();
+            if tools.iter().any(|t| t.name == "inner_grep") {
+                return;
+            }
+            watcher.changed.notified().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), joined).await.expect("the upstream tools never joined");
+    let grep = call(&client, "inner_grep", json!({"pattern": "needle"})).await;
+    assert!(text(&grep).contains("inner.txt"), "{}", text(&grep));
+    client.cancel().await.unwrap();
 }

@@ -597,6 +597,12 @@ impl McpClients {
         McpClients { servers: servers.into_iter().map(|(_, s)| s).collect() }
     }
 
+    /// The servers given, in this order (servers connected one by one, as `mcp serve` does so
+    /// that it can answer its own clients before every upstream server has started).
+    pub fn new(servers: Vec<Arc<McpServer>>) -> McpClients {
+        McpClients { servers }
+    }
+
     /// The servers, in config order.
     pub fn servers(&self) -> &[Arc<McpServer>] {
         &self.servers

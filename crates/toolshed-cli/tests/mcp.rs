@@ -371,3 +371,73 @@ async fn serve_answers_initialize_at_once_and_upstream_tools_join_later() {
     assert!(text(&grep).contains("inner.txt"), "{}", text(&grep));
     client.cancel().await.unwrap();
 }
+
+/// One raw HTTP/1.1 request; the status code and the response head.
+fn http_request(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut request = format!("{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap() == 1 {
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, head)
+}
+
+/// HTTP `mcp serve` refuses requests from a page of another origin (DNS rebinding: the spec
+/// says servers must validate `Origin`), answers local origins and clients that send none, and
+/// ends a session with 204 on DELETE.
+#[test]
+fn http_serve_rejects_foreign_origins_and_answers_delete_with_204() {
+    let tmp = workspace("");
+    let mut server = toolshed(tmp.path())
+        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let base = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+    let with = |origin: &'static str| {
+        let mut h = base.to_vec();
+        h.push(("Origin", origin));
+        h
+    };
+    let (status, head) = http_request(&addr, "POST", &with("http://evil.example"), init);
+    assert_eq!(status, 403, "{head}");
+    let (status, head) = http_request(&addr, "POST", &with("null"), init);
+    assert_eq!(status, 403, "{head}");
+    let (status, head) = http_request(&addr, "POST", &with("http://localhost:3000"), init);
+    assert_eq!(status, 200, "{head}");
+    let (status, head) = http_request(&addr, "POST", &base, init);
+    assert_eq!(status, 200, "{head}");
+    let session = head
+        .lines()
+        .find_map(|l| {
+            l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")).map(|(_, v)| v.trim())
+        })
+        .unwrap_or_else(|| panic!("no session id: {head}"))
+        .to_string();
+    let mut delete = base.to_vec();
+    delete.push(("Mcp-Session-Id", &session));
+    delete.push(("MCP-Protocol-Version", "2025-11-25"));
+    let (status, head) = http_request(&addr, "DELETE", &delete, "");
+    assert!(status == 204 || status == 200, "{head}");
+    server.kill().unwrap();
+    server.wait().unwrap();
+}

@@ -170,7 +170,7 @@ env = {{ XDG_CONFIG_HOME = "{root}/.xdg-inner" }}
 [mcp.stuck]
 command = "sleep"
 args = ["1000"]
-timeout_ms = {hang_ms}
+startup_timeout_ms = {hang_ms}
 
 [mcp.gone]
 command = "false"

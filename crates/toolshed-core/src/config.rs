@@ -194,6 +194,9 @@ pub struct McpConfig {
     pub enabled: Option<bool>,
     /// Timeout of one call, in milliseconds.
     pub timeout_ms: Option<u64>,
+    /// How long the server may take to start and list its tools, in milliseconds (separate from
+    /// the call timeout: `npx -y` with a cold npm cache takes far longer than a call).
+    pub startup_timeout_ms: Option<u64>,
     /// Only these tools (wildcards).
     #[serde(default)]
     pub include: Vec<String>,

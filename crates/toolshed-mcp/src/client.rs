@@ -32,8 +32,9 @@ use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use crate::convert;
 
-/// How long a server may take to start and list its tools when `timeout_ms` is not set.
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a server may take to start and list its tools when `startup_timeout_ms` is not set
+/// (`npx -y some-server` with a cold npm cache downloads the package first).
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long one tool call may take when `timeout_ms` is not set.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -140,7 +141,7 @@ impl ClientHandler for Handler {
 }
 
 fn startup_timeout(config: &McpConfig) -> Duration {
-    config.timeout_ms.map_or(DEFAULT_STARTUP_TIMEOUT, Duration::from_millis)
+    config.startup_timeout_ms.map_or(DEFAULT_STARTUP_TIMEOUT, Duration::from_millis)
 }
 
 fn call_timeout(config: &McpConfig) -> Duration {

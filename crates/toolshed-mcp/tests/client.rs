@@ -78,7 +78,7 @@ async fn a_server_that_crashes_at_start_is_unavailable_with_its_own_words() {
 #[tokio::test]
 async fn a_server_that_hangs_is_given_up_on_after_its_timeout() {
     let mut hang = fixture("hang");
-    hang.timeout_ms = Some(500);
+    hang.startup_timeout_ms = Some(500);
     let started = Instant::now();
     let clients = connect(&[("stuck", hang), ("fx", fixture("ok"))]).await;
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
@@ -250,4 +250,25 @@ async fn env_pass_adds_named_variables_to_a_stdio_servers_environment() {
     assert!(r.output.lines().any(|n| n == "CARGO_PKG_NAME"), "{}", r.output);
     assert!(!r.output.lines().any(|n| n == "CARGO_MANIFEST_DIR"), "{}", r.output);
     clients.shutdown().await;
+}
+
+/// A server that is slow to start (`npx -y` with a cold npm cache) gets the start-up limit, not
+/// the call limit: a short `timeout_ms` bounds calls only, and `startup_timeout_ms` bounds the
+/// start.
+#[tokio::test]
+async fn start_up_and_calls_have_separate_time_limits() {
+    let mut slow_start = fixture("ok");
+    slow_start.args.extend(["--start-delay-ms".into(), "1500".into()]);
+    slow_start.timeout_ms = Some(300);
+    let clients = connect(&[("fx", slow_start.clone())]).await;
+    assert_eq!(clients.statuses()[0].state, State::Connected, "the call limit cut the start short");
+    let exec = executor(&clients, Ruleset::defaults());
+    let r = call(&exec, "fx_slow", json!({"ms": 5_000})).await;
+    assert!(r.is_error && r.output.contains("300 ms"), "{}", r.output);
+    assert_eq!(call(&exec, "fx_echo", json!({"text": "up"})).await.output, "up");
+    clients.shutdown().await;
+    slow_start.startup_timeout_ms = Some(500);
+    let clients = connect(&[("fx", slow_start)]).await;
+    let State::Unavailable(reason) = &clients.statuses()[0].state else { panic!("{:?}", clients.statuses()[0]) };
+    assert!(reason.starts_with("it did not answer within 500 ms"), "{reason}");
 }

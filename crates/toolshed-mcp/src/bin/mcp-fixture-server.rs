@@ -11,7 +11,9 @@
 //! - `env`: `echo`, plus `env`, which returns the names of the server's environment variables,
 //!   one a line, sorted.
 //!
-//! `--tools N` adds N synthetic tools with realistic schemas (`tool_0000`, ...).
+//! `--tools N` adds N synthetic tools with realistic schemas (`tool_0000`, ...);
+//! `--start-delay-ms N` waits N ms before it reads anything (a slow start, as `npx -y` with a
+//! cold cache).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -187,6 +189,9 @@ async fn main() {
     let value = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned();
     let mode = value("--mode").unwrap_or_else(|| "ok".to_string());
     let extra: usize = value("--tools").and_then(|n| n.parse().ok()).unwrap_or(0);
+    if let Some(ms) = value("--start-delay-ms").and_then(|n| n.parse().ok()) {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
     match mode.as_str() {
         "crash" => {
             eprintln!("fixture: crashing on purpose before the handshake");

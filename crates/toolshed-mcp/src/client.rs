@@ -194,7 +194,12 @@ fn build_table(server: &str, config: &McpConfig, tools: Vec<rmcp::model::Tool>) 
             ToolFlags { mutating: annotations.and_then(|a| a.destructive_hint) == Some(true), ..ToolFlags::default() }
         };
         let exposure = config.exposure.unwrap_or(Exposure::Direct);
-        let spec = ToolSpec::new(name, description, parameters).with_flags(flags).with_exposure(exposure);
+        let mut spec = ToolSpec::new(name, description, parameters).with_flags(flags).with_exposure(exposure);
+        // What toolshed does not use itself passes through when it serves the tool over MCP.
+        if let Ok(Value::Object(mut fields)) = serde_json::to_value(&tool) {
+            fields.retain(|k, _| !matches!(k.as_str(), "name" | "description" | "inputSchema"));
+            spec.mcp = fields;
+        }
         table.tools.push(Imported { raw_name: raw, spec });
     }
     table

@@ -272,3 +272,44 @@ async fn start_up_and_calls_have_separate_time_limits() {
     let State::Unavailable(reason) = &clients.statuses()[0].state else { panic!("{:?}", clients.statuses()[0]) };
     assert!(reason.starts_with("it did not answer within 500 ms"), "{reason}");
 }
+
+/// Re-exported upstream tools keep what toolshed does not use itself: a real MCP client of the
+/// server (streamable HTTP on loopback) sees the fixture tool's title, output schema and every
+/// annotation, and gets its embedded resource and structured content as the fixture sent them.
+#[tokio::test]
+async fn the_proxy_passes_upstream_tool_fields_and_results_through() {
+    use rmcp::ServiceExt;
+    use toolshed_mcp::server::{Exported, Peers};
+    let clients = connect(&[("fx", fixture("rich"))]).await;
+    let exported = Exported::new(executor(&clients, Ruleset::defaults()), "build", Peers::default());
+    let listener = toolshed_mcp::server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let serving = tokio::spawn({
+        let (exported, cancel) = (exported.clone(), cancel.clone());
+        async move { exported.serve_http(listener, cancel).await }
+    });
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+    let client = ().serve(transport).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let rich = serde_json::to_value(tools.iter().find(|t| t.name == "fx_rich").unwrap()).unwrap();
+    assert_eq!(rich["title"], "Rich Report", "{rich}");
+    assert_eq!(rich["outputSchema"]["required"], json!(["count"]), "{rich}");
+    assert_eq!(rich["annotations"]["idempotentHint"], true, "{rich}");
+    assert_eq!(rich["annotations"]["openWorldHint"], false, "{rich}");
+    assert_eq!(rich["annotations"]["readOnlyHint"], true, "{rich}");
+    let result = client.call_tool(rmcp::model::CallToolRequestParams::new("fx_rich")).await.unwrap();
+    let result = serde_json::to_value(&result).unwrap();
+    assert_eq!(result["structuredContent"], json!({"count": 3}), "{result}");
+    assert_eq!(result["content"][1]["type"], "resource", "{result}");
+    assert_eq!(result["content"][1]["resource"]["uri"], "file:///report.txt", "{result}");
+    assert_eq!(result["content"][1]["resource"]["text"], "the report", "{result}");
+    // A model of toolshed's own agent still reads it all as text.
+    let r = call(&executor(&clients, Ruleset::defaults()), "fx_rich", json!({})).await;
+    assert!(r.output.contains("3 findings") && r.output.contains("the report"), "{}", r.output);
+    client.cancel().await.unwrap();
+    cancel.cancel();
+    let _ = serving.await;
+    clients.shutdown().await;
+}

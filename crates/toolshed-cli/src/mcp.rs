@@ -236,6 +236,9 @@ fn import(ws: &Workspace, args: ImportArgs) -> Result<ExitCode, CliError> {
     for note in &imported.skipped {
         eprintln!("toolshed: skipped {note}");
     }
+    for warning in &imported.warnings {
+        eprintln!("toolshed: warning: {warning}");
+    }
     let (existing, new): (Vec<_>, Vec<_>) =
         imported.servers.into_iter().partition(|(name, _)| ws.config.mcp.contains_key(name));
     for (name, _) in &existing {

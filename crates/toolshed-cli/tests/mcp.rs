@@ -441,3 +441,53 @@ fn http_serve_rejects_foreign_origins_and_answers_delete_with_204() {
     server.kill().unwrap();
     server.wait().unwrap();
 }
+
+/// `mcp import` takes over `cwd`, `envFile` and `${workspaceFolder}` (the server then really
+/// starts there, with those variables), imports a server whose values need `${input:...}` disabled
+/// with a warning naming the field, names fields it has no equivalent for, and does not take an
+/// SSE `url` without `type` for streamable HTTP.
+#[test]
+fn import_maps_cwd_env_file_and_workspace_folder_and_warns_about_the_rest() {
+    let tmp = workspace("");
+    std::fs::create_dir_all(tmp.path().join("sub")).unwrap();
+    std::fs::write(tmp.path().join("sub/inner.txt"), "inner\n").unwrap();
+    std::fs::write(tmp.path().join("inner.env"), "# from VS Code\nexport MARKER=\"from the env file\"\n").unwrap();
+    let file = tmp.path().join("mcp.json");
+    let servers = json!({
+        "inputs": [{"type": "promptString", "id": "token", "password": true}],
+        "servers": {
+            "inner": {
+                "type": "stdio",
+                "command": TOOLSHED,
+                "args": ["--root", "${workspaceFolder}/sub", "mcp", "serve"],
+                "cwd": "${workspaceFolder}/sub",
+                "envFile": "${workspaceFolder}/inner.env",
+                "env": {"XDG_CONFIG_HOME": "${workspaceFolder}/.xdg-inner"}
+            },
+            "gh": {"command": "github-mcp", "env": {"GITHUB_TOKEN": "${input:token}"}, "alwaysAllow": ["get_issue"]},
+            "legacy": {"url": "http://127.0.0.1:1/sse"}
+        }
+    });
+    std::fs::write(&file, servers.to_string()).unwrap();
+    let out = toolshed(tmp.path()).args(["mcp", "import"]).arg(&file).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("gh: `env.GITHUB_TOKEN` uses ${input:token}"), "{stderr}");
+    assert!(stderr.contains("gh: `alwaysAllow` was not imported"), "{stderr}");
+    assert!(stderr.contains("legacy: its `url` ends in /sse"), "{stderr}");
+    let config = std::fs::read_to_string(tmp.path().join("toolshed.toml")).unwrap();
+    assert!(!config.contains("[mcp.legacy]"), "{config}");
+    let list = toolshed(tmp.path()).args(["mcp", "list", "--json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let status = |name: &str| list.as_array().unwrap().iter().find(|s| s["name"] == name).unwrap().clone();
+    assert_eq!(status("gh")["status"], "disabled", "{list}");
+    assert_eq!(status("inner")["status"], "connected", "{list}");
+    let out = toolshed(tmp.path())
+        .args(["call", "inner_bash", r#"{"command": "pwd; echo \"$MARKER\"", "description": "where"}"#, "--json"])
+        .output()
+        .unwrap();
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let output = result["output"].as_str().unwrap();
+    assert!(output.lines().next().unwrap().ends_with("/sub"), "{result}");
+    assert!(output.contains("from the env file"), "{result}");
+}

@@ -185,6 +185,11 @@ pub struct McpConfig {
     /// Extra environment variables for it.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The directory it starts in, relative to the worktree root (default: the root).
+    pub cwd: Option<String>,
+    /// A file of `KEY=VALUE` lines (dotenv) whose variables it also gets, relative to the
+    /// worktree root; `env` wins over it.
+    pub env_file: Option<String>,
     /// The server's URL (streamable HTTP transport).
     pub url: Option<String>,
     /// Extra HTTP headers.

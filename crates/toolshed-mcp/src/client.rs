@@ -296,11 +296,35 @@ impl McpServer {
         };
         let service = match (&self.config.command, &self.config.url) {
             (Some(command), _) => {
-                let mut cmd = tokio::process::Command::new(command);
+                // `${workspaceFolder}` (VS Code's, kept by `mcp import`) is the worktree root.
+                let root = options.cwd.as_ref().map(|d| d.to_string_lossy().into_owned());
+                let expand = |text: &str| match &root {
+                    Some(root) => text.replace(WORKSPACE_FOLDER, root),
+                    None => text.to_string(),
+                };
+                let in_root = |path: &str| match &options.cwd {
+                    Some(root) => root.join(expand(path)),
+                    None => PathBuf::from(expand(path)),
+                };
+                let mut cmd = tokio::process::Command::new(expand(command));
                 options.env.apply_minimal(cmd.as_std_mut());
-                cmd.args(&self.config.args).envs(&self.config.env);
-                if let Some(dir) = &options.cwd {
-                    cmd.current_dir(dir);
+                if let Some(file) = &self.config.env_file {
+                    cmd.envs(read_env_file(&in_root(file))?);
+                }
+                cmd.args(self.config.args.iter().map(|a| expand(a)));
+                cmd.envs(self.config.env.iter().map(|(k, v)| (k, expand(v))));
+                match (&self.config.cwd, &options.cwd) {
+                    (Some(dir), _) => {
+                        let dir = in_root(dir);
+                        if !dir.is_dir() {
+                            return Err(format!("its `cwd` {} is not a directory", dir.display()));
+                        }
+                        cmd.current_dir(dir);
+                    }
+                    (None, Some(dir)) => {
+                        cmd.current_dir(dir);
+                    }
+                    (None, None) => {}
                 }
                 let (transport, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(Stdio::piped())
@@ -502,6 +526,33 @@ impl McpServer {
             let _ = service.close_with_timeout(Duration::from_secs(2)).await;
         }
     }
+}
+
+/// VS Code's variable for the workspace root; in a stdio server's `command`, `args`, `env`,
+/// `cwd` and `env_file` it stands for the worktree root.
+pub const WORKSPACE_FOLDER: &str = "${workspaceFolder}";
+
+/// The variables of a dotenv file: `KEY=VALUE` lines, `#` comments, an optional `export `, and
+/// values optionally in matching quotes.
+fn read_env_file(path: &std::path::Path) -> Result<Vec<(String, String)>, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read its `env_file` {}: {e}", path.display()))?;
+    let mut vars = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(format!("its `env_file` {} line {}: expected KEY=VALUE", path.display(), n + 1));
+        };
+        let value = value.trim();
+        let unquoted =
+            ['"', '\''].iter().find_map(|q| value.strip_prefix(*q).and_then(|v| v.strip_suffix(*q))).unwrap_or(value);
+        vars.push((key.trim().to_string(), unquoted.to_string()));
+    }
+    Ok(vars)
 }
 
 /// Selects rustls's `ring` provider for HTTPS (no C toolchain needed); harmless if already set.

@@ -35,7 +35,8 @@ pub struct ServeArgs {
     #[arg(long)]
     agent: Option<String>,
     /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8700; port 0 picks a free one).
-    /// Only requests addressed to localhost are answered, and there is no authentication.
+    /// Only requests addressed to localhost, and from no browser origin or a local one, are
+    /// answered, and there is no authentication.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
 }
@@ -162,7 +163,7 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                     eprintln!("toolshed: serving MCP (streamable HTTP) on http://{local}/mcp");
                     if !local.ip().is_loopback() {
                         eprintln!(
-                            "toolshed: note: only requests addressed to localhost, 127.0.0.1 or ::1 are answered (others get 403: DNS-rebinding protection), and there is no authentication; reach this server from another machine through an SSH tunnel or an authenticating proxy"
+                            "toolshed: note: only requests addressed to localhost, 127.0.0.1 or ::1, and from no browser origin or a local one, are answered (others get 403: DNS-rebinding protection), and there is no authentication; reach this server from another machine through an SSH tunnel or an authenticating proxy"
                         );
                     }
                     let cancel = toolshed_core::context::CancellationToken::new();

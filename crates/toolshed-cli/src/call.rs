@@ -65,8 +65,7 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
         Some(text) => text.to_string(),
         None => "{}".to_string(),
     };
-    let mut registry = ws.registry();
-    let _mcp = crate::mcp::attach(ws, &mut registry, crate::mcp::Scope::Tool(&args.tool))?;
+    let (mut registry, _mcp) = crate::mcp::registry_for_tool(ws, &args.tool)?;
     let approver = crate::approver::for_command(args.yes);
     let (session, call) = match &stored {
         Some((store, info)) => {

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use toolshed_core::config::McpAsk;
 use toolshed_core::registry::Registry;
 use toolshed_mcp::server::{ElicitingApprover, Exported, Peers};
-use toolshed_mcp::{McpClients, State};
+use toolshed_mcp::{McpClients, McpServer, State};
 
 use crate::CliError;
 use crate::workspace::Workspace;
@@ -35,7 +35,8 @@ pub struct ServeArgs {
     #[arg(long)]
     agent: Option<String>,
     /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8700; port 0 picks a free one).
-    /// Only requests addressed to localhost are answered, and there is no authentication.
+    /// Only requests addressed to localhost, and from no browser origin or a local one, are
+    /// answered, and there is no authentication.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
 }
@@ -74,6 +75,12 @@ pub fn attach(ws: &Workspace, registry: &mut Registry, scope: Scope<'_>) -> Resu
     Ok(toolshed_runtime::mcp::attach(ws, registry, scope, &|line| eprintln!("toolshed: {line}"))?)
 }
 
+/// The registry a call of `tool` runs against, with its MCP server(s) attached; unreachable
+/// servers are reported on standard error.
+pub fn registry_for_tool(ws: &Workspace, tool: &str) -> Result<(Registry, Option<Attached>), CliError> {
+    Ok(toolshed_runtime::mcp::registry_for_tool(ws, tool, &|line| eprintln!("toolshed: {line}"))?)
+}
+
 fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
     let agent = ws.agent(args.agent.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -83,35 +90,65 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
     runtime
         .block_on(async {
-            let clients = McpClients::connect(enabled(ws), &options(ws)).await;
-            report_unavailable(&clients, &|line| eprintln!("toolshed: {line}"));
+            // Upstream servers start in the background: the client gets its answer to
+            // `initialize` (and the built-in tools) at once, and each server's tools join with
+            // `notifications/tools/list_changed` when it is up.
+            let connected: std::sync::Mutex<Vec<(usize, Arc<McpServer>)>> = std::sync::Mutex::default();
+            let clients = || {
+                let servers = connected.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                McpClients::new(servers.iter().map(|(_, s)| s.clone()).collect())
+            };
             let build = || {
                 let mut registry = ws.registry();
-                clients.register(&mut registry);
+                clients().register(&mut registry);
                 registry
             };
             let peers = Peers::default();
             let approver = ElicitingApprover::new(peers.clone(), ws.config.mcp_server.ask.unwrap_or(McpAsk::Reject));
-            let executor = ws.executor(build(), Arc::new(approver)).build();
+            // The client runs the loop, so the order of its calls is its own: the doom-loop
+            // check is off unless `[mcp_server] doom_loop = true`.
+            let executor = ws
+                .executor(build(), Arc::new(approver))
+                .doom_loop(ws.config.mcp_server.doom_loop.unwrap_or(false))
+                .build();
             let exported = Exported::new(executor, agent, peers);
-            // An upstream server's changed tool list rebuilds the registry and tells our clients.
-            let (changed_tx, mut changed_rx) = mpsc::channel::<()>(8);
-            for server in clients.servers() {
-                let mut changes = server.subscribe();
-                let tx = changed_tx.clone();
-                tokio::spawn(async move {
-                    while changes.changed().await.is_ok() {
-                        if tx.send(()).await.is_err() {
-                            break;
+            // A server that came up, or whose tool list changed, rebuilds the registry and tells
+            // our clients.
+            let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
+            let connect = async {
+                let mut tasks = tokio::task::JoinSet::new();
+                for (i, (name, config)) in enabled(ws).enumerate() {
+                    let (name, config, options) = (name.clone(), config.clone(), options(ws));
+                    tasks.spawn(async move { (i, McpServer::connect(&name, &config, &options).await) });
+                }
+                while let Some(done) = tasks.join_next().await {
+                    let Ok((i, server)) = done else { continue };
+                    report_unavailable(&McpClients::new(vec![server.clone()]), &|line| eprintln!("toolshed: {line}"));
+                    let mut changes = server.subscribe();
+                    let tx = changed_tx.clone();
+                    tokio::spawn(async move {
+                        while changes.changed().await.is_ok() {
+                            if tx.send(()).is_err() {
+                                break;
+                            }
                         }
-                    }
-                });
-            }
-            drop(changed_tx);
+                    });
+                    let mut servers = connected.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    servers.push((i, server));
+                    servers.sort_by_key(|(i, _)| *i);
+                    drop(servers);
+                    let _ = changed_tx.send(());
+                }
+            };
             let follow = async {
                 while changed_rx.recv().await.is_some() {
+                    // Several servers that came up together need one rebuild.
+                    while changed_rx.try_recv().is_ok() {}
                     exported.replace_registry(build()).await;
                 }
+            };
+            let follow = async {
+                tokio::join!(connect, follow);
                 std::future::pending::<()>().await;
             };
             let served = match args.http {
@@ -126,7 +163,7 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                     eprintln!("toolshed: serving MCP (streamable HTTP) on http://{local}/mcp");
                     if !local.ip().is_loopback() {
                         eprintln!(
-                            "toolshed: note: only requests addressed to localhost, 127.0.0.1 or ::1 are answered (others get 403: DNS-rebinding protection), and there is no authentication; reach this server from another machine through an SSH tunnel or an authenticating proxy"
+                            "toolshed: note: only requests addressed to localhost, 127.0.0.1 or ::1, and from no browser origin or a local one, are answered (others get 403: DNS-rebinding protection), and there is no authentication; reach this server from another machine through an SSH tunnel or an authenticating proxy"
                         );
                     }
                     let cancel = toolshed_core::context::CancellationToken::new();
@@ -137,7 +174,7 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                     }
                 }
             };
-            clients.shutdown().await;
+            clients().shutdown().await;
             toolshed_tools::lsp::shared(&ws.config).shutdown().await;
             served
         })
@@ -199,6 +236,9 @@ fn import(ws: &Workspace, args: ImportArgs) -> Result<ExitCode, CliError> {
         toolshed_mcp::import::parse(&text).map_err(|e| CliError::usage(format!("{}: {e}", args.file.display())))?;
     for note in &imported.skipped {
         eprintln!("toolshed: skipped {note}");
+    }
+    for warning in &imported.warnings {
+        eprintln!("toolshed: warning: {warning}");
     }
     let (existing, new): (Vec<_>, Vec<_>) =
         imported.servers.into_iter().partition(|(name, _)| ws.config.mcp.contains_key(name));

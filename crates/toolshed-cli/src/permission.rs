@@ -48,7 +48,8 @@ impl PermissionCommand {
 pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliError> {
     let PermissionCommand::Explain(args) = command;
     let agent = ws.agent(args.agent.as_deref())?;
-    let registry = ws.registry();
+    // The registry `toolshed call` would run this call against: MCP and custom tools included.
+    let (registry, _mcp) = crate::mcp::registry_for_tool(ws, &args.tool)?;
     let entry = registry.get(&args.tool).ok_or_else(|| {
         let view = toolshed_core::registry::View { agent: &agent, ..Default::default() };
         CliError::usage(toolshed_core::exec::resolve::unknown(&registry, &args.tool, &view))

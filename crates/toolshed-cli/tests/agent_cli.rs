@@ -280,3 +280,38 @@ fn a_run_killed_mid_call_resumes_with_the_call_marked_interrupted() {
     assert_eq!((part["tool"].as_str(), part["state"].as_str()), (Some("bash"), Some("error")));
     assert_eq!(part["metadata"]["interrupted"], true);
 }
+
+/// Parallel calls of one step overlap, so they are not "in a row": three identical reads in
+/// one response all run, while a third identical read in a third step still meets `doom_loop`.
+#[test]
+fn doom_loop_never_counts_parallel_calls_of_one_step_as_consecutive() {
+    let read = r#"{"file_path":"notes.txt"}"#;
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("p1", "read", read), ("p2", "read", read), ("p3", "read", read)])),
+        Reply::sse(chat::tool_calls(&[("s1", "read", read)])),
+        Reply::sse(chat::tool_calls(&[("s2", "read", read)])),
+        Reply::sse(chat::tool_calls(&[("s3", "read", read)])),
+        Reply::sse(chat::text("done")),
+    ])
+    .unwrap();
+    let dir = worktree(&server);
+    std::fs::write(dir.path().join("notes.txt"), "the note\n").unwrap();
+    let out = toolshed(dir.path(), &["run", "read the note"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let received = server.received();
+    let results = |n: usize| -> Vec<(String, String)> {
+        received[n].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| (m["tool_call_id"].as_str().unwrap().to_string(), m["content"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    let all = results(4);
+    for (id, content) in &all[..5] {
+        assert!(content.contains("the note"), "{id}: {content}");
+    }
+    assert_eq!(all[5].0, "s3");
+    assert!(all[5].1.contains("three times in a row"), "{}", all[5].1);
+}

@@ -60,7 +60,7 @@ impl ClientHandler for Client {
     }
 }
 
-async fn stdio_client(root: &Path, client: Client) -> RunningService<RoleClient, Client> {
+async fn stdio_client<C: ClientHandler>(root: &Path, client: C) -> RunningService<RoleClient, C> {
     let root = root.to_path_buf();
     let cmd = tokio::process::Command::new(TOOLSHED).configure(|c| {
         c.arg("--root")
@@ -73,7 +73,7 @@ async fn stdio_client(root: &Path, client: Client) -> RunningService<RoleClient,
     client.serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap()
 }
 
-async fn call(client: &RunningService<RoleClient, Client>, tool: &str, args: Value) -> CallToolResult {
+async fn call<C: ClientHandler>(client: &RunningService<RoleClient, C>, tool: &str, args: Value) -> CallToolResult {
     let mut params = CallToolRequestParams::new(tool.to_string());
     params.arguments = args.as_object().cloned();
     client.call_tool(params).await.unwrap()
@@ -170,7 +170,7 @@ env = {{ XDG_CONFIG_HOME = "{root}/.xdg-inner" }}
 [mcp.stuck]
 command = "sleep"
 args = ["1000"]
-timeout_ms = {hang_ms}
+startup_timeout_ms = {hang_ms}
 
 [mcp.gone]
 command = "false"
@@ -278,4 +278,216 @@ fn malformed_params_get_invalid_params_and_unknown_methods_method_not_found() {
     assert!(replies[&3]["error"]["message"].as_str().unwrap().contains("expected a map"), "{}", replies[&3]);
     assert_eq!(replies[&4]["error"]["code"], -32601, "{}", replies[&4]);
     assert_eq!(replies[&5]["result"]["isError"], false, "{}", replies[&5]);
+}
+
+/// Over MCP the client runs the loop: re-running the same call (the same test, a file that
+/// changed) is not refused as a doom loop unless `[mcp_server] doom_loop = true` asks for it.
+#[tokio::test]
+async fn doom_loop_is_off_over_mcp_unless_the_config_turns_it_on() {
+    let tmp = workspace("");
+    let client = stdio_client(tmp.path(), Client { answer: None }).await;
+    for i in 0..4 {
+        let r = call(&client, "read", json!({"file_path": "notes.txt"})).await;
+        assert_ne!(r.is_error, Some(true), "call {i}: {}", text(&r));
+    }
+    client.cancel().await.unwrap();
+    let tmp = workspace("[mcp_server]\ndoom_loop = true\n");
+    let client = stdio_client(tmp.path(), Client { answer: None }).await;
+    for _ in 0..2 {
+        let r = call(&client, "read", json!({"file_path": "notes.txt"})).await;
+        assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    }
+    let r = call(&client, "read", json!({"file_path": "notes.txt"})).await;
+    assert_eq!(r.is_error, Some(true));
+    assert!(text(&r).contains("three times in a row"), "{}", text(&r));
+    client.cancel().await.unwrap();
+}
+
+/// `permission explain` knows every tool `call` can run: an MCP server's tool is explained with
+/// its full name as the permission key, and rules written for it decide.
+#[test]
+fn permission_explain_knows_mcp_tools_as_call_does() {
+    let tmp = workspace("");
+    let config = format!("{}\n[permission]\ninner_grep = \"deny\"\n", upstream_config(tmp.path(), 500));
+    std::fs::write(tmp.path().join("toolshed.toml"), config).unwrap();
+    let out = toolshed(tmp.path())
+        .args(["permission", "explain", "inner_read", r#"{"file_path": "inner.txt"}"#, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let explained: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(explained["decision"], "allow", "{explained}");
+    assert_eq!(explained["requests"][0]["permission"], "inner_read", "{explained}");
+    let out =
+        toolshed(tmp.path()).args(["permission", "explain", "inner_grep", r#"{"pattern": "x"}"#]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("inner_grep = deny") || shown.contains("decision: deny"), "{shown}");
+    let call = toolshed(tmp.path()).args(["call", "inner_grep", r#"{"pattern": "x"}"#]).output().unwrap();
+    assert_eq!(call.status.code(), Some(1), "the rule explain shows is the one call meets");
+    let out = toolshed(tmp.path()).args(["permission", "explain", "inner_nope", "{}"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("inner_nope"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A client that notes `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+struct Watcher {
+    changed: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl ClientHandler for Watcher {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+}
+
+/// `mcp serve` answers `initialize` before its upstream servers are up (one of them hangs far
+/// longer than the client would wait), serves the built-in tools meanwhile, and the upstream
+/// tools join with `notifications/tools/list_changed`.
+#[tokio::test]
+async fn serve_answers_initialize_at_once_and_upstream_tools_join_later() {
+    let tmp = workspace("");
+    std::fs::write(tmp.path().join("toolshed.toml"), upstream_config(tmp.path(), 120_000)).unwrap();
+    let watcher = Watcher::default();
+    let started = Instant::now();
+    let client = tokio::time::timeout(Duration::from_secs(60), stdio_client(tmp.path(), watcher.clone()))
+        .await
+        .expect("initialize was not answered while an upstream server hangs");
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let read = call(&client, "read", json!({"file_path": "notes.txt"})).await;
+    assert!(text(&read).contains("needle in a haystack"), "{}", text(&read));
+    let joined = async {
+        loop {
+            let tools = client.list_all_tools().await.unwrap();
+            if tools.iter().any(|t| t.name == "inner_grep") {
+                return;
+            }
+            watcher.changed.notified().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), joined).await.expect("the upstream tools never joined");
+    let grep = call(&client, "inner_grep", json!({"pattern": "needle"})).await;
+    assert!(text(&grep).contains("inner.txt"), "{}", text(&grep));
+    client.cancel().await.unwrap();
+}
+
+/// One raw HTTP/1.1 request; the status code and the response head.
+fn http_request(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut request = format!("{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap() == 1 {
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, head)
+}
+
+/// HTTP `mcp serve` refuses requests from a page of another origin (DNS rebinding: the spec
+/// says servers must validate `Origin`), answers local origins and clients that send none, and
+/// ends a session with 204 on DELETE.
+#[test]
+fn http_serve_rejects_foreign_origins_and_answers_delete_with_204() {
+    let tmp = workspace("");
+    let mut server = toolshed(tmp.path())
+        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let base = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+    let with = |origin: &'static str| {
+        let mut h = base.to_vec();
+        h.push(("Origin", origin));
+        h
+    };
+    let (status, head) = http_request(&addr, "POST", &with("http://evil.example"), init);
+    assert_eq!(status, 403, "{head}");
+    let (status, head) = http_request(&addr, "POST", &with("null"), init);
+    assert_eq!(status, 403, "{head}");
+    let (status, head) = http_request(&addr, "POST", &with("http://localhost:3000"), init);
+    assert_eq!(status, 200, "{head}");
+    let (status, head) = http_request(&addr, "POST", &base, init);
+    assert_eq!(status, 200, "{head}");
+    let session = head
+        .lines()
+        .find_map(|l| {
+            l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")).map(|(_, v)| v.trim())
+        })
+        .unwrap_or_else(|| panic!("no session id: {head}"))
+        .to_string();
+    let mut delete = base.to_vec();
+    delete.push(("Mcp-Session-Id", &session));
+    delete.push(("MCP-Protocol-Version", "2025-11-25"));
+    let (status, head) = http_request(&addr, "DELETE", &delete, "");
+    assert!(status == 204 || status == 200, "{head}");
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
+/// `mcp import` takes over `cwd`, `envFile` and `${workspaceFolder}` (the server then really
+/// starts there, with those variables), imports a server whose values need `${input:...}` disabled
+/// with a warning naming the field, names fields it has no equivalent for, and does not take an
+/// SSE `url` without `type` for streamable HTTP.
+#[test]
+fn import_maps_cwd_env_file_and_workspace_folder_and_warns_about_the_rest() {
+    let tmp = workspace("");
+    std::fs::create_dir_all(tmp.path().join("sub")).unwrap();
+    std::fs::write(tmp.path().join("sub/inner.txt"), "inner\n").unwrap();
+    std::fs::write(tmp.path().join("inner.env"), "# from VS Code\nexport MARKER=\"from the env file\"\n").unwrap();
+    let file = tmp.path().join("mcp.json");
+    let servers = json!({
+        "inputs": [{"type": "promptString", "id": "token", "password": true}],
+        "servers": {
+            "inner": {
+                "type": "stdio",
+                "command": TOOLSHED,
+                "args": ["--root", "${workspaceFolder}/sub", "mcp", "serve"],
+                "cwd": "${workspaceFolder}/sub",
+                "envFile": "${workspaceFolder}/inner.env",
+                "env": {"XDG_CONFIG_HOME": "${workspaceFolder}/.xdg-inner"}
+            },
+            "gh": {"command": "github-mcp", "env": {"GITHUB_TOKEN": "${input:token}"}, "alwaysAllow": ["get_issue"]},
+            "legacy": {"url": "http://127.0.0.1:1/sse"}
+        }
+    });
+    std::fs::write(&file, servers.to_string()).unwrap();
+    let out = toolshed(tmp.path()).args(["mcp", "import"]).arg(&file).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("gh: `env.GITHUB_TOKEN` uses ${input:token}"), "{stderr}");
+    assert!(stderr.contains("gh: `alwaysAllow` was not imported"), "{stderr}");
+    assert!(stderr.contains("legacy: its `url` ends in /sse"), "{stderr}");
+    let config = std::fs::read_to_string(tmp.path().join("toolshed.toml")).unwrap();
+    assert!(!config.contains("[mcp.legacy]"), "{config}");
+    let list = toolshed(tmp.path()).args(["mcp", "list", "--json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let status = |name: &str| list.as_array().unwrap().iter().find(|s| s["name"] == name).unwrap().clone();
+    assert_eq!(status("gh")["status"], "disabled", "{list}");
+    assert_eq!(status("inner")["status"], "connected", "{list}");
+    let out = toolshed(tmp.path())
+        .args(["call", "inner_bash", r#"{"command": "pwd; echo \"$MARKER\"", "description": "where"}"#, "--json"])
+        .output()
+        .unwrap();
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let output = result["output"].as_str().unwrap();
+    assert!(output.lines().next().unwrap().ends_with("/sub"), "{result}");
+    assert!(output.contains("from the env file"), "{result}");
 }

@@ -185,6 +185,11 @@ pub struct McpConfig {
     /// Extra environment variables for it.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The directory it starts in, relative to the worktree root (default: the root).
+    pub cwd: Option<String>,
+    /// A file of `KEY=VALUE` lines (dotenv) whose variables it also gets, relative to the
+    /// worktree root; `env` wins over it.
+    pub env_file: Option<String>,
     /// The server's URL (streamable HTTP transport).
     pub url: Option<String>,
     /// Extra HTTP headers.
@@ -194,6 +199,9 @@ pub struct McpConfig {
     pub enabled: Option<bool>,
     /// Timeout of one call, in milliseconds.
     pub timeout_ms: Option<u64>,
+    /// How long the server may take to start and list its tools, in milliseconds (separate from
+    /// the call timeout: `npx -y` with a cold npm cache takes far longer than a call).
+    pub startup_timeout_ms: Option<u64>,
     /// Only these tools (wildcards).
     #[serde(default)]
     pub include: Vec<String>,
@@ -210,6 +218,9 @@ pub struct McpConfig {
 pub struct McpServerConfig {
     /// What to answer when the MCP client cannot answer an approval request.
     pub ask: Option<McpAsk>,
+    /// Whether the third identical call in a row asks (`doom_loop`); off unless set, since the
+    /// MCP client runs the loop and toolshed does not know its order.
+    pub doom_loop: Option<bool>,
 }
 
 /// The answer `toolshed mcp serve` gives an `ask` when the client cannot be asked.
@@ -544,6 +555,7 @@ impl Config {
         }
         if let Some(server) = file.mcp_server {
             set(&mut self.mcp_server.ask, server.ask);
+            set(&mut self.mcp_server.doom_loop, server.doom_loop);
         }
         if let Some(search) = file.tool_search {
             if !(0.0..=1.0).contains(&search.defer_when_share_exceeds) {

@@ -124,12 +124,31 @@ pub fn anthropic(spec: &ToolSpec) -> Value {
 /// MCP `tools/list`: `{name, description, inputSchema, annotations}`; freeform tools use the JSON
 /// fallback, as MCP has no freeform input.
 pub fn mcp(spec: &ToolSpec) -> Value {
-    json!({
+    let mut tool = json!({
         "name": spec.name,
         "description": spec.description,
         "inputSchema": spec.parameters,
         "annotations": { "readOnlyHint": spec.flags.read_only }
-    })
+    });
+    // An upstream MCP tool's own fields (title, outputSchema, all its annotations, ...) pass
+    // through; name, description and inputSchema stay toolshed's (the qualified name, the
+    // normalised schema).
+    for (key, value) in &spec.mcp {
+        match (key.as_str(), value) {
+            ("name" | "description" | "inputSchema", _) => {}
+            ("annotations", Value::Object(upstream)) => {
+                if let Some(Value::Object(annotations)) = tool.get_mut("annotations") {
+                    for (k, v) in upstream {
+                        annotations.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
+                }
+            }
+            _ => {
+                tool[key] = value.clone();
+            }
+        }
+    }
+    tool
 }
 
 /// Size in bytes of `{name, description, parameters}` as compact JSON.

@@ -101,6 +101,10 @@ pub struct ToolSpec {
     /// The permission key that guards the tool (`edit` for write and apply_patch); the tool's
     /// name unless set otherwise.
     pub permission: String,
+    /// MCP fields of the tool that no other wire format carries (an upstream MCP tool's
+    /// `title`, `outputSchema`, `annotations`, `icons`, `_meta`), passed through as they are
+    /// when the tool is served over MCP.
+    pub mcp: Map<String, Value>,
 }
 
 impl ToolSpec {
@@ -115,6 +119,7 @@ impl ToolSpec {
             freeform: None,
             flags: ToolFlags::default(),
             exposure: Exposure::Direct,
+            mcp: Map::new(),
         }
     }
 

@@ -32,8 +32,9 @@ use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use crate::convert;
 
-/// How long a server may take to start and list its tools when `timeout_ms` is not set.
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a server may take to start and list its tools when `startup_timeout_ms` is not set
+/// (`npx -y some-server` with a cold npm cache downloads the package first).
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long one tool call may take when `timeout_ms` is not set.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -140,7 +141,7 @@ impl ClientHandler for Handler {
 }
 
 fn startup_timeout(config: &McpConfig) -> Duration {
-    config.timeout_ms.map_or(DEFAULT_STARTUP_TIMEOUT, Duration::from_millis)
+    config.startup_timeout_ms.map_or(DEFAULT_STARTUP_TIMEOUT, Duration::from_millis)
 }
 
 fn call_timeout(config: &McpConfig) -> Duration {
@@ -193,7 +194,12 @@ fn build_table(server: &str, config: &McpConfig, tools: Vec<rmcp::model::Tool>) 
             ToolFlags { mutating: annotations.and_then(|a| a.destructive_hint) == Some(true), ..ToolFlags::default() }
         };
         let exposure = config.exposure.unwrap_or(Exposure::Direct);
-        let spec = ToolSpec::new(name, description, parameters).with_flags(flags).with_exposure(exposure);
+        let mut spec = ToolSpec::new(name, description, parameters).with_flags(flags).with_exposure(exposure);
+        // What toolshed does not use itself passes through when it serves the tool over MCP.
+        if let Ok(Value::Object(mut fields)) = serde_json::to_value(&tool) {
+            fields.retain(|k, _| !matches!(k.as_str(), "name" | "description" | "inputSchema"));
+            spec.mcp = fields;
+        }
         table.tools.push(Imported { raw_name: raw, spec });
     }
     table
@@ -290,11 +296,35 @@ impl McpServer {
         };
         let service = match (&self.config.command, &self.config.url) {
             (Some(command), _) => {
-                let mut cmd = tokio::process::Command::new(command);
+                // `${workspaceFolder}` (VS Code's, kept by `mcp import`) is the worktree root.
+                let root = options.cwd.as_ref().map(|d| d.to_string_lossy().into_owned());
+                let expand = |text: &str| match &root {
+                    Some(root) => text.replace(WORKSPACE_FOLDER, root),
+                    None => text.to_string(),
+                };
+                let in_root = |path: &str| match &options.cwd {
+                    Some(root) => root.join(expand(path)),
+                    None => PathBuf::from(expand(path)),
+                };
+                let mut cmd = tokio::process::Command::new(expand(command));
                 options.env.apply_minimal(cmd.as_std_mut());
-                cmd.args(&self.config.args).envs(&self.config.env);
-                if let Some(dir) = &options.cwd {
-                    cmd.current_dir(dir);
+                if let Some(file) = &self.config.env_file {
+                    cmd.envs(read_env_file(&in_root(file))?);
+                }
+                cmd.args(self.config.args.iter().map(|a| expand(a)));
+                cmd.envs(self.config.env.iter().map(|(k, v)| (k, expand(v))));
+                match (&self.config.cwd, &options.cwd) {
+                    (Some(dir), _) => {
+                        let dir = in_root(dir);
+                        if !dir.is_dir() {
+                            return Err(format!("its `cwd` {} is not a directory", dir.display()));
+                        }
+                        cmd.current_dir(dir);
+                    }
+                    (None, Some(dir)) => {
+                        cmd.current_dir(dir);
+                    }
+                    (None, None) => {}
                 }
                 let (transport, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(Stdio::piped())
@@ -498,6 +528,33 @@ impl McpServer {
     }
 }
 
+/// VS Code's variable for the workspace root; in a stdio server's `command`, `args`, `env`,
+/// `cwd` and `env_file` it stands for the worktree root.
+pub const WORKSPACE_FOLDER: &str = "${workspaceFolder}";
+
+/// The variables of a dotenv file: `KEY=VALUE` lines, `#` comments, an optional `export `, and
+/// values optionally in matching quotes.
+fn read_env_file(path: &std::path::Path) -> Result<Vec<(String, String)>, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read its `env_file` {}: {e}", path.display()))?;
+    let mut vars = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(format!("its `env_file` {} line {}: expected KEY=VALUE", path.display(), n + 1));
+        };
+        let value = value.trim();
+        let unquoted =
+            ['"', '\''].iter().find_map(|q| value.strip_prefix(*q).and_then(|v| v.strip_suffix(*q))).unwrap_or(value);
+        vars.push((key.trim().to_string(), unquoted.to_string()));
+    }
+    Ok(vars)
+}
+
 /// Selects rustls's `ring` provider for HTTPS (no C toolchain needed); harmless if already set.
 fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -595,6 +652,12 @@ impl McpClients {
         }
         servers.sort_by_key(|(i, _)| *i);
         McpClients { servers: servers.into_iter().map(|(_, s)| s).collect() }
+    }
+
+    /// The servers given, in this order (servers connected one by one, as `mcp serve` does so
+    /// that it can answer its own clients before every upstream server has started).
+    pub fn new(servers: Vec<Arc<McpServer>>) -> McpClients {
+        McpClients { servers }
     }
 
     /// The servers, in config order.

@@ -43,6 +43,15 @@ pub fn from_mcp(result: CallToolResult) -> Result<ToolOutput, ToolError> {
         texts.push(structured.to_string());
     }
     let text = texts.join("\n\n");
+    // What the text cannot say (embedded resources as resources, links, audio, structured
+    // content) is kept for an MCP client of `mcp serve`, which gets it as the server sent it.
+    let plain = result.content.iter().all(|b| matches!(b, ContentBlock::Text(_) | ContentBlock::Image(_)));
+    if (!plain || result.structured_content.is_some())
+        && let Ok(serde_json::Value::Object(mut original)) = serde_json::to_value(&result)
+    {
+        original.retain(|k, _| matches!(k.as_str(), "content" | "structuredContent"));
+        output.metadata.insert(PASSTHROUGH.to_string(), serde_json::Value::Object(original));
+    }
     if result.is_error == Some(true) {
         let message =
             if text.trim().is_empty() { "The MCP tool returned an error without a message.".to_string() } else { text };
@@ -52,8 +61,34 @@ pub fn from_mcp(result: CallToolResult) -> Result<ToolOutput, ToolError> {
     Ok(output)
 }
 
+/// The metadata key under which an upstream MCP result's `content` and `structuredContent` are
+/// kept when its text form loses something.
+pub const PASSTHROUGH: &str = "mcp_result";
+
 /// A toolshed result as an MCP result: the text, then images; `isError` when the call failed.
+/// The result of an upstream MCP tool goes out as that server sent it (resources, links,
+/// structured content), unless the output had to be cut: then the cut text, with the
+/// structured content still attached (a client checks it against the tool's `outputSchema`).
 pub fn to_mcp(result: &ToolResult) -> CallToolResult {
+    if let Some(serde_json::Value::Object(original)) = result.metadata.get(PASSTHROUGH)
+        && !result.is_error
+    {
+        let structured = original.get("structuredContent").cloned();
+        let content: Option<Vec<ContentBlock>> =
+            original.get("content").and_then(|c| serde_json::from_value(c.clone()).ok());
+        if let Some(content) = content.filter(|_| result.spill_path().is_none()) {
+            let mut out = CallToolResult::success(content);
+            out.structured_content = structured;
+            return out;
+        }
+        let mut out = text_result(result);
+        out.structured_content = structured;
+        return out;
+    }
+    text_result(result)
+}
+
+fn text_result(result: &ToolResult) -> CallToolResult {
     let mut content = vec![ContentBlock::text(result.output.clone())];
     for attachment in &result.attachments {
         match attachment {

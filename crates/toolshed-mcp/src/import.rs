@@ -24,6 +24,11 @@ struct ForeignServer {
     transport: Option<String>,
     disabled: Option<bool>,
     timeout: Option<u64>,
+    cwd: Option<String>,
+    env_file: Option<String>,
+    /// Fields toolshed has no equivalent for; each is named in a warning.
+    #[serde(flatten)]
+    other: BTreeMap<String, serde_json::Value>,
 }
 
 /// The servers of a file, and notes about the ones that could not be taken over.
@@ -33,6 +38,31 @@ pub struct Imported {
     pub servers: Vec<(String, McpConfig)>,
     /// One line per server left out, saying why.
     pub skipped: Vec<String>,
+    /// One line per field of an imported server that was not taken over as written, naming it.
+    pub warnings: Vec<String>,
+}
+
+/// Whether `url` is a legacy HTTP+SSE endpoint by its look (the path ends in `/sse`), for files
+/// that leave `type` out (Cursor, Claude Desktop's remote servers).
+fn looks_like_sse(url: &str) -> bool {
+    let path = url.split(['?', '#']).next().unwrap_or(url).trim_end_matches('/');
+    path.ends_with("/sse")
+}
+
+/// The `${...}` placeholders in `text` other than `${workspaceFolder}` (which toolshed expands
+/// to the worktree root when it starts the server).
+fn placeholders(text: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let Some(len) = rest[start..].find('}') else { break };
+        let placeholder = &rest[start..start + len + 1];
+        if placeholder != crate::client::WORKSPACE_FOLDER {
+            found.push(placeholder);
+        }
+        rest = &rest[start + len + 1..];
+    }
+    found
 }
 
 /// Reads `text` (JSON with `mcpServers` or `servers`).
@@ -52,24 +82,63 @@ pub fn parse(text: &str) -> Result<Imported, String> {
                 continue;
             }
         };
-        if server.transport.as_deref() == Some("sse") {
+        let url = server.url.or(server.server_url);
+        let sse_by_look = server.transport.is_none() && url.as_deref().is_some_and(looks_like_sse);
+        if server.transport.as_deref() == Some("sse") || sse_by_look {
+            let why = if sse_by_look {
+                "its `url` ends in /sse, the legacy HTTP+SSE transport"
+            } else {
+                "its `type` is \"sse\", the legacy HTTP+SSE transport"
+            };
             out.skipped.push(format!(
-                "{name}: uses the legacy HTTP+SSE transport, which toolshed does not speak (only streamable HTTP)"
+                "{name}: {why}, which toolshed does not speak (only streamable HTTP); if the server also offers streamable HTTP (often at /mcp), add it by hand"
             ));
             continue;
         }
-        let url = server.url.or(server.server_url);
         if server.command.is_some() == url.is_some() {
             out.skipped.push(format!("{name}: needs exactly one of `command` or `url`"));
             continue;
+        }
+        for field in server.other.keys() {
+            let hint = match field.as_str() {
+                "alwaysAllow" | "autoApprove" => {
+                    "; allow its tools with [permission] rules instead (e.g. `NAME_TOOL = \"allow\"`)"
+                }
+                _ => "",
+            };
+            out.warnings.push(format!("{name}: `{field}` was not imported: toolshed has no such setting{hint}"));
+        }
+        let mut fields: Vec<(String, &str)> = Vec::new();
+        fields.extend(server.command.as_deref().map(|c| ("command".to_string(), c)));
+        fields.extend(server.args.iter().enumerate().map(|(i, a)| (format!("args[{i}]"), a.as_str())));
+        fields.extend(server.env.iter().map(|(k, v)| (format!("env.{k}"), v.as_str())));
+        fields.extend(url.as_deref().map(|u| ("url".to_string(), u)));
+        fields.extend(server.headers.iter().map(|(k, v)| (format!("headers.{k}"), v.as_str())));
+        fields.extend(server.cwd.as_deref().map(|c| ("cwd".to_string(), c)));
+        fields.extend(server.env_file.as_deref().map(|f| ("envFile".to_string(), f)));
+        let mut unresolved = false;
+        for (field, value) in &fields {
+            for placeholder in placeholders(value) {
+                unresolved = true;
+                let what = if placeholder.starts_with("${input:") {
+                    "an input the other client asks its user for when the server starts"
+                } else {
+                    "a variable toolshed does not expand (it expands only ${workspaceFolder})"
+                };
+                out.warnings.push(format!(
+                    "{name}: `{field}` uses {placeholder}, {what}; the server is imported with `enabled = false`: write the value into its table in toolshed.toml, then remove that line"
+                ));
+            }
         }
         let config = McpConfig {
             command: server.command,
             args: server.args,
             env: server.env,
+            cwd: server.cwd,
+            env_file: server.env_file,
             url,
             headers: server.headers,
-            enabled: server.disabled.map(|d| !d),
+            enabled: if unresolved { Some(false) } else { server.disabled.map(|d| !d) },
             timeout_ms: server.timeout,
             ..McpConfig::default()
         };
@@ -94,6 +163,12 @@ pub fn to_toml(servers: &[(String, McpConfig)]) -> String {
                 "env".into(),
                 toml::Value::Table(c.env.iter().map(|(k, v)| (k.clone(), v.clone().into())).collect()),
             );
+        }
+        if let Some(cwd) = &c.cwd {
+            table.insert("cwd".into(), cwd.clone().into());
+        }
+        if let Some(file) = &c.env_file {
+            table.insert("env_file".into(), file.clone().into());
         }
         if let Some(url) = &c.url {
             table.insert("url".into(), url.clone().into());

@@ -175,20 +175,41 @@ impl Exported {
     }
 
     /// Serves streamable HTTP on `listener` (path-independent) until `cancel` fires.
+    ///
+    /// Against DNS rebinding (the spec's "servers MUST validate the Origin header"), only
+    /// requests addressed to a loopback host are answered, and a request that carries an
+    /// `Origin` must come from a loopback origin ([`LOCAL_ORIGINS`]); anything else gets 403.
+    /// Clients that are not browsers send no `Origin` and are not affected. A `DELETE` that
+    /// ends a session is answered 204 No Content.
     pub async fn serve_http(self: &Arc<Self>, listener: tokio::net::TcpListener, cancel: CancellationToken) {
         let shared = self.clone();
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(true)
+            .with_allowed_origins(LOCAL_ORIGINS)
+            .enforce_origin_validation()
             .with_cancellation_token(cancel.child_token());
         let service =
             StreamableHttpService::new(move || Ok(shared.session()), Arc::new(LocalSessionManager::default()), config);
+        // rmcp answers a session-ending `DELETE` with 202 Accepted; the session is closed by
+        // then, not queued, so the answer is 204 No Content.
+        let service = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+            let service = service.clone();
+            async move {
+                let delete = request.method() == http::Method::DELETE;
+                let mut response = service.handle(request).await;
+                if delete && response.status() == http::StatusCode::ACCEPTED {
+                    *response.status_mut() = http::StatusCode::NO_CONTENT;
+                }
+                Ok::<_, std::convert::Infallible>(response)
+            }
+        });
         loop {
             let accepted = tokio::select! {
                 accepted = listener.accept() => accepted,
                 () = cancel.cancelled() => return,
             };
             let Ok((stream, _)) = accepted else { continue };
-            let service = hyper_util::service::TowerToHyperService::new(service.clone());
+            let service = service.clone();
             tokio::spawn(async move {
                 let io = hyper_util::rt::TokioIo::new(stream);
                 let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
@@ -196,6 +217,16 @@ impl Exported {
         }
     }
 }
+
+/// The origins a browser page may call `mcp serve --http` from: loopback ones, any port.
+pub const LOCAL_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
 
 /// Binds `addr` for [`Exported::serve_http`].
 pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {

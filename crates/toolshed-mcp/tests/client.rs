@@ -78,7 +78,7 @@ async fn a_server_that_crashes_at_start_is_unavailable_with_its_own_words() {
 #[tokio::test]
 async fn a_server_that_hangs_is_given_up_on_after_its_timeout() {
     let mut hang = fixture("hang");
-    hang.timeout_ms = Some(500);
+    hang.startup_timeout_ms = Some(500);
     let started = Instant::now();
     let clients = connect(&[("stuck", hang), ("fx", fixture("ok"))]).await;
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
@@ -249,5 +249,67 @@ async fn env_pass_adds_named_variables_to_a_stdio_servers_environment() {
     let r = call(&exec, "fx_env", json!({})).await;
     assert!(r.output.lines().any(|n| n == "CARGO_PKG_NAME"), "{}", r.output);
     assert!(!r.output.lines().any(|n| n == "CARGO_MANIFEST_DIR"), "{}", r.output);
+    clients.shutdown().await;
+}
+
+/// A server that is slow to start (`npx -y` with a cold npm cache) gets the start-up limit, not
+/// the call limit: a short `timeout_ms` bounds calls only, and `startup_timeout_ms` bounds the
+/// start.
+#[tokio::test]
+async fn start_up_and_calls_have_separate_time_limits() {
+    let mut slow_start = fixture("ok");
+    slow_start.args.extend(["--start-delay-ms".into(), "1500".into()]);
+    slow_start.timeout_ms = Some(300);
+    let clients = connect(&[("fx", slow_start.clone())]).await;
+    assert_eq!(clients.statuses()[0].state, State::Connected, "the call limit cut the start short");
+    let exec = executor(&clients, Ruleset::defaults());
+    let r = call(&exec, "fx_slow", json!({"ms": 5_000})).await;
+    assert!(r.is_error && r.output.contains("300 ms"), "{}", r.output);
+    assert_eq!(call(&exec, "fx_echo", json!({"text": "up"})).await.output, "up");
+    clients.shutdown().await;
+    slow_start.startup_timeout_ms = Some(500);
+    let clients = connect(&[("fx", slow_start)]).await;
+    let State::Unavailable(reason) = &clients.statuses()[0].state else { panic!("{:?}", clients.statuses()[0]) };
+    assert!(reason.starts_with("it did not answer within 500 ms"), "{reason}");
+}
+
+/// Re-exported upstream tools keep what toolshed does not use itself: a real MCP client of the
+/// server (streamable HTTP on loopback) sees the fixture tool's title, output schema and every
+/// annotation, and gets its embedded resource and structured content as the fixture sent them.
+#[tokio::test]
+async fn the_proxy_passes_upstream_tool_fields_and_results_through() {
+    use rmcp::ServiceExt;
+    use toolshed_mcp::server::{Exported, Peers};
+    let clients = connect(&[("fx", fixture("rich"))]).await;
+    let exported = Exported::new(executor(&clients, Ruleset::defaults()), "build", Peers::default());
+    let listener = toolshed_mcp::server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let serving = tokio::spawn({
+        let (exported, cancel) = (exported.clone(), cancel.clone());
+        async move { exported.serve_http(listener, cancel).await }
+    });
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+    let client = ().serve(transport).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let rich = serde_json::to_value(tools.iter().find(|t| t.name == "fx_rich").unwrap()).unwrap();
+    assert_eq!(rich["title"], "Rich Report", "{rich}");
+    assert_eq!(rich["outputSchema"]["required"], json!(["count"]), "{rich}");
+    assert_eq!(rich["annotations"]["idempotentHint"], true, "{rich}");
+    assert_eq!(rich["annotations"]["openWorldHint"], false, "{rich}");
+    assert_eq!(rich["annotations"]["readOnlyHint"], true, "{rich}");
+    let result = client.call_tool(rmcp::model::CallToolRequestParams::new("fx_rich")).await.unwrap();
+    let result = serde_json::to_value(&result).unwrap();
+    assert_eq!(result["structuredContent"], json!({"count": 3}), "{result}");
+    assert_eq!(result["content"][1]["type"], "resource", "{result}");
+    assert_eq!(result["content"][1]["resource"]["uri"], "file:///report.txt", "{result}");
+    assert_eq!(result["content"][1]["resource"]["text"], "the report", "{result}");
+    // A model of toolshed's own agent still reads it all as text.
+    let r = call(&executor(&clients, Ruleset::defaults()), "fx_rich", json!({})).await;
+    assert!(r.output.contains("3 findings") && r.output.contains("the report"), "{}", r.output);
+    client.cancel().await.unwrap();
+    cancel.cancel();
+    let _ = serving.await;
     clients.shutdown().await;
 }

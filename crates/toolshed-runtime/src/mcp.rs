@@ -80,6 +80,19 @@ pub fn attach(
     Ok(Some(Attached { runtime: Some(runtime), clients }))
 }
 
+/// The registry one call of `tool` runs against (`toolshed call`) and is explained against
+/// (`permission explain`): the workspace's tools, plus the tools of the MCP server(s) whose name
+/// prefixes `tool` (started for it). Keep the [`Attached`] alive while the registry is used.
+pub fn registry_for_tool(
+    ws: &Workspace,
+    tool: &str,
+    warn: &dyn Fn(&str),
+) -> Result<(Registry, Option<Attached>), Error> {
+    let mut registry = ws.registry();
+    let attached = attach(ws, &mut registry, McpScope::Tool(tool), warn)?;
+    Ok((registry, attached))
+}
+
 /// Reports every server that could not be reached through `warn`.
 pub fn report_unavailable(clients: &McpClients, warn: &dyn Fn(&str)) {
     for status in clients.statuses() {

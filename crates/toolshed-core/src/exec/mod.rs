@@ -158,6 +158,8 @@ struct SessionInner {
 #[derive(Default)]
 struct SessionState {
     recent: VecDeque<u64>,
+    /// Calls of this session that entered the chain and have not finished.
+    in_flight: usize,
     approvals: Ruleset,
     /// What a person approved for one call (once or always): (call id, permission, pattern),
     /// the most recent [`CALL_APPROVALS_KEPT`].
@@ -237,10 +239,25 @@ impl Session {
         })
     }
 
-    /// Notes a call's fingerprint; true when it completes a run of identical calls that should
-    /// trigger the doom-loop check.
-    pub(crate) fn note_call(&self, fingerprint: u64) -> bool {
+    /// Marks a call as running until the returned guard drops; the guard knows whether the call
+    /// started while another call of this session was running (it overlaps it).
+    pub(crate) fn begin_call(&self) -> InFlight {
         let mut state = self.state();
+        let overlapping = state.in_flight > 0;
+        state.in_flight += 1;
+        InFlight { session: self.clone(), overlapping }
+    }
+
+    /// Notes a call's fingerprint; true when it completes a run of identical calls that should
+    /// trigger the doom-loop check. Only calls that follow each other count as a run: a call
+    /// that overlaps another (parallel calls of one step, concurrent requests of an MCP client)
+    /// has no well-defined place in the order, so it ends the run and does not start one.
+    pub(crate) fn note_call(&self, fingerprint: u64, overlapping: bool) -> bool {
+        let mut state = self.state();
+        if overlapping {
+            state.recent.clear();
+            return false;
+        }
         if state.recent.back().is_some_and(|last| *last != fingerprint) {
             state.recent.clear();
         }
@@ -277,6 +294,19 @@ impl Session {
     }
 }
 
+/// A call in flight (see [`Session::begin_call`]); finishing it is dropping it.
+pub(crate) struct InFlight {
+    session: Session,
+    overlapping: bool,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut state = self.session.state();
+        state.in_flight = state.in_flight.saturating_sub(1);
+    }
+}
+
 /// Runs tool calls through the chain. Shared by every session of a process.
 pub struct Executor {
     registry: Arc<Registry>,
@@ -285,6 +315,7 @@ pub struct Executor {
     recorder: Arc<dyn Recorder>,
     env: Arc<Environment>,
     default_time_limit: Duration,
+    doom_loop: bool,
 }
 
 /// Builds an [`Executor`].
@@ -295,6 +326,7 @@ pub struct ExecutorBuilder {
     recorder: Arc<dyn Recorder>,
     env: Environment,
     default_time_limit: Duration,
+    doom_loop: bool,
 }
 
 impl Executor {
@@ -309,6 +341,7 @@ impl Executor {
             recorder: Arc::new(NoRecorder),
             env: Environment::new(root, crate::paths::data_dir()),
             default_time_limit: DEFAULT_TIME_LIMIT,
+            doom_loop: true,
         }
     }
 
@@ -330,6 +363,7 @@ impl Executor {
     /// Runs one call through every stage and returns its result; never panics.
     pub async fn call(&self, session: &Session, call: ToolCall) -> ToolResult {
         let started = Instant::now();
+        let flight = session.begin_call();
         let ctx = self.context(session, &call);
         let outcome = async {
             let entry = match self.registry.get(&call.name) {
@@ -342,7 +376,9 @@ impl Executor {
                 }
             };
             let args = decode::decode(entry, &call.input)?;
-            let fingerprint = decode::fingerprint(&call.name, &call.input);
+            // The doom-loop check counts only calls that follow each other (see `note_call`).
+            let fingerprint =
+                self.doom_loop.then(|| (decode::fingerprint(&call.name, &call.input), flight.overlapping));
             let invocation = run::guard(entry.spec(), || entry.tool.prepare(args))?;
             let requests = run::guard(entry.spec(), || invocation.permissions(&ctx))?;
             permit::permit(self, session, &ctx, entry.spec(), requests, fingerprint).await?;
@@ -381,6 +417,7 @@ impl Executor {
             recorder: self.recorder.clone(),
             env: self.env.clone(),
             default_time_limit: self.default_time_limit,
+            doom_loop: self.doom_loop,
         }
     }
 }
@@ -428,6 +465,13 @@ impl ExecutorBuilder {
         self
     }
 
+    /// Turns the `doom_loop` check (the third identical call in a row asks) on or off; on by
+    /// default. A front-end whose client runs the loop itself (`mcp serve`) turns it off.
+    pub fn doom_loop(mut self, on: bool) -> Self {
+        self.doom_loop = on;
+        self
+    }
+
     /// Sets the time limit of calls whose tool sets none.
     pub fn default_time_limit(mut self, limit: Duration) -> Self {
         self.default_time_limit = limit;
@@ -443,6 +487,7 @@ impl ExecutorBuilder {
             recorder: self.recorder,
             env: Arc::new(self.env),
             default_time_limit: self.default_time_limit,
+            doom_loop: self.doom_loop,
         }
     }
 }
@@ -454,12 +499,18 @@ mod tests {
     #[test]
     fn doom_loop_fires_on_the_third_identical_call_in_a_row() {
         let s = Session::new("s", "build");
-        assert!(!s.note_call(1));
-        assert!(!s.note_call(1));
-        assert!(s.note_call(1));
-        assert!(s.note_call(1));
-        assert!(!s.note_call(2));
-        assert!(!s.note_call(1));
+        assert!(!s.note_call(1, false));
+        assert!(!s.note_call(1, false));
+        assert!(s.note_call(1, false));
+        assert!(s.note_call(1, false));
+        assert!(!s.note_call(2, false));
+        assert!(!s.note_call(1, false));
+        // An overlapping call ends the run and does not start one.
+        assert!(!s.note_call(1, false));
+        assert!(!s.note_call(1, true));
+        assert!(!s.note_call(1, false));
+        assert!(!s.note_call(1, false));
+        assert!(s.note_call(1, false));
     }
 
     #[test]

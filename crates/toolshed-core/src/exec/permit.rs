@@ -17,9 +17,11 @@ pub async fn permit(
     ctx: &ToolContext,
     spec: &ToolSpec,
     mut requests: Vec<PermissionRequest>,
-    fingerprint: u64,
+    fingerprint: Option<(u64, bool)>,
 ) -> Result<(), Failure> {
-    if session.note_call(fingerprint) {
+    if let Some((fingerprint, overlapping)) = fingerprint
+        && session.note_call(fingerprint, overlapping)
+    {
         requests.insert(
             0,
             PermissionRequest::new("doom_loop", [spec.name.as_str()])

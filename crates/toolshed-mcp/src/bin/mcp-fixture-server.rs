@@ -8,10 +8,14 @@
 //! - `hang`: reads its input and never answers;
 //! - `broken-schema`: `echo`, plus `bad` whose input schema is not valid JSON Schema;
 //! - `all-broken`: only tools whose input schemas are not valid JSON Schema;
+//! - `rich`: `echo`, plus `rich`, which has a title, an output schema and every annotation, and
+//!   answers with text, an embedded resource and structured content;
 //! - `env`: `echo`, plus `env`, which returns the names of the server's environment variables,
 //!   one a line, sorted.
 //!
-//! `--tools N` adds N synthetic tools with realistic schemas (`tool_0000`, ...).
+//! `--tools N` adds N synthetic tools with realistic schemas (`tool_0000`, ...);
+//! `--start-delay-ms N` waits N ms before it reads anything (a slow start, as `npx -y` with a
+//! cold cache).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -75,6 +79,20 @@ fn base_tools(mode: &str) -> Vec<Tool> {
     let mut tools = vec![tool("echo", "Returns the text it is given.", text_schema("text", "What to send back."))];
     if mode == "env" {
         tools.push(tool("env", "Returns the names of the server's environment variables.", json!({"type": "object"})));
+        return tools;
+    }
+    if mode == "rich" {
+        let rich = json!({
+            "name": "rich",
+            "title": "Rich Report",
+            "description": "Returns a report as text, an embedded resource and structured content.",
+            "inputSchema": {"type": "object", "properties": {}},
+            "outputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]},
+            "annotations": {"title": "Rich Report", "readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
+        });
+        if let Ok(rich) = serde_json::from_value(rich) {
+            tools.push(rich);
+        }
         return tools;
     }
     if mode == "broken-schema" {
@@ -171,6 +189,14 @@ impl ServerHandler for Fixture {
                 names.sort();
                 CallToolResult::success(vec![ContentBlock::text(names.join("\n"))])
             }
+            "rich" => serde_json::from_value(json!({
+                "content": [
+                    {"type": "text", "text": "3 findings"},
+                    {"type": "resource", "resource": {"uri": "file:///report.txt", "mimeType": "text/plain", "text": "the report"}}
+                ],
+                "structuredContent": {"count": 3}
+            }))
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?,
             "extra" => CallToolResult::success(vec![ContentBlock::text(format!("extra: {}", text("text")))]),
             name if name.starts_with("tool_") => {
                 CallToolResult::success(vec![ContentBlock::text(format!("{name} called with {:?}", request.arguments))])
@@ -187,6 +213,9 @@ async fn main() {
     let value = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned();
     let mode = value("--mode").unwrap_or_else(|| "ok".to_string());
     let extra: usize = value("--tools").and_then(|n| n.parse().ok()).unwrap_or(0);
+    if let Some(ms) = value("--start-delay-ms").and_then(|n| n.parse().ok()) {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
     match mode.as_str() {
         "crash" => {
             eprintln!("fixture: crashing on purpose before the handshake");

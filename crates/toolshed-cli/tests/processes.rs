@@ -138,16 +138,7 @@ fn temporary_files_of_a_killed_toolshed_are_swept_and_never_shown() {
         for f in 0..6 {
             let _ = std::fs::remove_file(w.root.join(format!("big{f}.txt")));
         }
-        let mut child = Command::new(TOOLSHED)
-            .args(["call", "--yes", "apply_patch", "-"])
-            .current_dir(&w.root)
-            .env("HOME", w.root.join("../home"))
-            .env("TOOLSHED_DATA_DIR", w.data())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_toolshed(&w, &["call", "--yes", "apply_patch", "-"]);
         {
             use std::io::Write;
             let mut stdin = child.stdin.take().unwrap();

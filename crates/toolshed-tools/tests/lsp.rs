@@ -445,3 +445,39 @@ async fn diagnostics_without_versions_wait_for_the_servers_revision() {
     let out = p.lsp(json!({"operation": "diagnostics", "file_path": "x.fake"})).await;
     insta::assert_snapshot!(ok(&out), @"fake reports no errors or warnings in `x.fake`.");
 }
+
+/// The number of errors `lsp diagnostics` reports for `file`.
+async fn errors_in(p: &Project, file: &str) -> (u64, String) {
+    let out = p.lsp(json!({"operation": "diagnostics", "file_path": file})).await;
+    let text = ok(&out).to_string();
+    let errors = text.matches(": error:").count() as u64;
+    (errors, text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diagnostics_of_a_file_follow_a_change_in_another_one_in_a_warm_session() {
+    let lib = "class Foo:\n    pass\n";
+    let user = "from lib import Foo\n\nx = Foo()\n";
+    let Some(p) = Project::with_pyright(&[("lib.py", lib), ("use.py", user)]) else { return };
+    let (errors, text) = errors_in(&p, "use.py").await;
+    assert_eq!(errors, 0, "{text}");
+    for round in 0..2 {
+        // Renamed through the edit tool: `use.py` now imports a name that does not exist.
+        let out =
+            p.call("edit", json!({"file_path": "lib.py", "old_string": "class Foo", "new_string": "class Bar"})).await;
+        ok(&out);
+        let (errors, text) = errors_in(&p, "use.py").await;
+        assert_eq!(errors, 1, "round {round}, after the rename: {text}");
+        assert!(text.contains("Foo"), "{text}");
+        // Renamed back: no error is left.
+        let out =
+            p.call("edit", json!({"file_path": "lib.py", "old_string": "class Bar", "new_string": "class Foo"})).await;
+        ok(&out);
+        let (errors, text) = errors_in(&p, "use.py").await;
+        assert_eq!(errors, 0, "round {round}, after renaming back: {text}");
+    }
+    // Changed behind toolshed's back (a shell command, another editor): the next question sees it.
+    std::fs::write(p.root.join("lib.py"), "class Baz:\n    pass\n").unwrap();
+    let (errors, text) = errors_in(&p, "use.py").await;
+    assert_eq!(errors, 1, "after a change on disk: {text}");
+}

@@ -30,6 +30,9 @@ const MAX_DOCUMENT_BYTES: u64 = 8 * 1024 * 1024;
 const STDERR_TAIL_BYTES: usize = 8 * 1024;
 /// After a file's diagnostics arrive, how long to wait for a revision of them.
 const SETTLE: Duration = Duration::from_millis(150);
+/// After a change to the project, how long to wait for diagnostics published after it before
+/// taking older ones (a file the change does not affect may never be published again).
+const FRESH_WAIT: Duration = Duration::from_secs(3);
 /// How long `shutdown` and `exit` may take before the server is killed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
@@ -101,6 +104,9 @@ pub struct Synced {
     pub changed: bool,
     /// The diagnostics sequence number before the change was sent.
     seq_before: u64,
+    /// The diagnostics counter when a document last changed on the server (this one or another):
+    /// diagnostics published before that may answer for an older state of the project.
+    changed_seq: u64,
 }
 
 /// Why diagnostics did not come.
@@ -121,6 +127,8 @@ pub struct Server {
     inbox: Arc<Inbox>,
     capabilities: ServerCapabilities,
     documents: tokio::sync::Mutex<HashMap<PathBuf, Document>>,
+    /// The diagnostics counter when a document was last opened or changed on the server.
+    changed_seq: std::sync::atomic::AtomicU64,
     exit: watch::Receiver<Option<String>>,
     stderr: Arc<Mutex<Vec<u8>>>,
     process: ProcessGroup,
@@ -190,6 +198,7 @@ impl Server {
             inbox,
             capabilities: ServerCapabilities::default(),
             documents: tokio::sync::Mutex::default(),
+            changed_seq: std::sync::atomic::AtomicU64::new(0),
             exit,
             stderr,
             process,
@@ -296,13 +305,38 @@ impl Server {
     /// Sends the file's current content: opens it the first time, sends a change when it
     /// differs from what the server has, and nothing when it does not.
     pub async fn sync(&self, path: &Path) -> Result<Synced, String> {
+        use std::sync::atomic::Ordering::SeqCst;
         let text = read_document(path)?;
         let mut documents = self.documents.lock().await;
+        // Other open files changed on disk since they were sent (a shell command, another
+        // editor): the server learns of it first, so answers about this file take it into account.
+        for (other, doc) in documents.iter_mut() {
+            if other == path {
+                continue;
+            }
+            let Ok(now) = read_document(other) else { continue };
+            if now != doc.text {
+                doc.version += 1;
+                doc.text = now.clone();
+                let params = DidChangeTextDocumentParams {
+                    text_document: VersionedTextDocumentIdentifier { uri: doc.uri.clone(), version: doc.version },
+                    content_changes: vec![TextDocumentContentChangeEvent {
+                        range: None,
+                        range_length: None,
+                        text: now,
+                    }],
+                };
+                self.changed_seq.store(*self.inbox.seq.borrow(), SeqCst);
+                self.changed_on_disk(&doc.uri).await;
+                let _ = self.conn.notify_typed::<DidChangeTextDocument>(params).await;
+            }
+        }
         let seq_before = *self.inbox.seq.borrow();
+        let changed_seq = self.changed_seq.load(SeqCst);
         let failed = |e: RpcError| format!("{} {}", self.spec.name, e);
         match documents.get_mut(path) {
             Some(doc) if doc.text == text => {
-                Ok(Synced { uri: doc.uri.clone(), version: doc.version, text, changed: false, seq_before })
+                Ok(Synced { uri: doc.uri.clone(), version: doc.version, text, changed: false, seq_before, changed_seq })
             }
             Some(doc) => {
                 doc.version += 1;
@@ -315,22 +349,36 @@ impl Server {
                         text: text.clone(),
                     }],
                 };
+                self.changed_seq.store(seq_before, SeqCst);
+                self.changed_on_disk(&doc.uri).await;
                 self.conn.notify_typed::<DidChangeTextDocument>(params).await.map_err(failed)?;
                 self.saved(&doc.uri, &text).await.map_err(failed)?;
-                Ok(Synced { uri: doc.uri.clone(), version: doc.version, text, changed: true, seq_before })
+                let changed_seq = seq_before;
+                Ok(Synced { uri: doc.uri.clone(), version: doc.version, text, changed: true, seq_before, changed_seq })
             }
             None => {
                 let uri =
                     file_uri(path).ok_or_else(|| format!("`{}` cannot be named by a file URI", path.display()))?;
+                // The server may have read an older version from disk (the file was just written).
+                self.changed_on_disk(&uri).await;
                 let item = TextDocumentItem::new(uri.clone(), language_id(path), 1, text.clone());
                 self.conn
                     .notify_typed::<DidOpenTextDocument>(DidOpenTextDocumentParams { text_document: item })
                     .await
                     .map_err(failed)?;
                 documents.insert(path.to_path_buf(), Document { uri: uri.clone(), version: 1, text: text.clone() });
-                Ok(Synced { uri, version: 1, text, changed: true, seq_before })
+                self.changed_seq.store(seq_before, SeqCst);
+                Ok(Synced { uri, version: 1, text, changed: true, seq_before, changed_seq: seq_before })
             }
         }
+    }
+
+    /// Tells the server that the file at `uri` changed on disk (`workspace/didChangeWatchedFiles`):
+    /// pyright re-reads it and re-checks the files that import it, which a `didOpen` with new
+    /// text alone does not make it do for a file it had read from disk.
+    async fn changed_on_disk(&self, uri: &Uri) {
+        let params = json!({"changes": [{"uri": uri, "type": 2}]});
+        let _ = self.conn.notify("workspace/didChangeWatchedFiles", params).await;
     }
 
     /// Tells a server that wants saves that the file was saved (some check only on save).
@@ -363,9 +411,22 @@ impl Server {
     pub async fn diagnostics(&self, synced: &Synced, deadline: Instant) -> Result<Vec<Diagnostic>, WaitError> {
         let mut seq = self.inbox.seq.subscribe();
         let mut exit = self.exit.clone();
+        // After a change elsewhere in the project, diagnostics published before it may be
+        // stale (pyright publishes a file's dependents again once it has re-checked them): wait
+        // a moment for a publication that follows the change before taking the one there is.
+        let fresh_until = (Instant::now() + FRESH_WAIT).min(deadline);
         let accepted = loop {
             if let Some(found) = self.current(synced) {
-                break found;
+                let fresh = found.seq > synced.changed_seq || synced.changed_seq == 0;
+                if fresh || Instant::now() >= fresh_until {
+                    break found;
+                }
+                tokio::select! {
+                    changed = seq.changed() => if changed.is_err() { return Err(self.exited().await) },
+                    _ = tokio::time::sleep_until(fresh_until) => {}
+                    () = until_exited(&mut exit) => return Err(self.exited().await),
+                }
+                continue;
             }
             tokio::select! {
                 changed = seq.changed() => if changed.is_err() { return Err(self.exited().await) },
@@ -427,7 +488,12 @@ async fn until_exited(exit: &mut watch::Receiver<Option<String>>) {
 fn client_capabilities() -> ClientCapabilities {
     serde_json::from_value(json!({
         "general": {"positionEncodings": ["utf-16"]},
-        "workspace": {"configuration": true, "workspaceFolders": true, "symbol": {}},
+        "workspace": {
+            "configuration": true,
+            "workspaceFolders": true,
+            "symbol": {},
+            "didChangeWatchedFiles": {"dynamicRegistration": true}
+        },
         "textDocument": {
             "synchronization": {"didSave": true, "dynamicRegistration": false},
             "publishDiagnostics": {"relatedInformation": false, "versionSupport": true},

@@ -94,7 +94,13 @@ fn the_spill_caps_are_configurable_and_the_directory_keeps_its_total() {
     for _ in 0..5 {
         let out = w.toolshed(&["call", "bash", r#"{"command":"yes | head -c 5000000"}"#]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        // Outputs of the last minute are never deleted (a call may still be writing or
+        // reporting them): age the ones there are, as if the calls were minutes apart.
+        for (path, _) in w.spills() {
+            let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+            let older = modified - std::time::Duration::from_secs(120);
+            std::fs::File::options().write(true).open(&path).unwrap().set_modified(older).unwrap();
+        }
     }
     let spills = w.spills();
     assert!(spills.iter().all(|s| s.1 <= (1 << 20) + 200), "{spills:?}");
@@ -308,4 +314,48 @@ fn a_timeout_reaches_a_descendant_that_left_the_group_and_its_environment() {
     let out = w.toolshed(&["call", "bash", &args]);
     assert!(text(&out).contains("timed out") || text(&out).contains("time"), "{}", text(&out));
     assert!(wait_until(1, || running("sleep 35.7").is_empty()), "left behind: {:?}", running("sleep 35.7"));
+}
+
+#[test]
+fn outputs_still_streaming_are_never_deleted_to_keep_the_directory_cap() {
+    let w = World::new("[output]\nspill_max_bytes = 100000\nspill_dir_max_bytes = 150000\n");
+    // Three calls at once, each writing past the cap in bursts: no call's file may vanish.
+    let args = r#"{"command":"for i in 1 2 3 4; do seq 1 100000; sleep 0.3; done"}"#;
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            Command::new(TOOLSHED)
+                .args(["call", "--json", "bash", args])
+                .current_dir(&w.root)
+                .env("HOME", w.root.join("../home"))
+                .env("TOOLSHED_DATA_DIR", w.data())
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let path = result["metadata"]["output_path"].as_str().expect("spilled");
+        assert!(Path::new(path).exists(), "the reported output file is gone: {path}");
+    }
+}
+
+#[test]
+fn a_command_that_kills_the_watchdog_still_dies_with_toolshed() {
+    let w = World::new("");
+    // Kill the watchdog (a child of toolshed, the shell's parent), then escape and wait.
+    let command = format!(
+        "for d in /proc/[0-9]*; do [ \"$(awk '{{print $4}}' $d/stat 2>/dev/null)\" = \"$PPID\" ] && [ \"${{d#/proc/}}\" != $$ ] && grep -qa toolshed-watchdog $d/cmdline 2>/dev/null && kill -9 ${{d#/proc/}}; done; sleep 0.5; {}",
+        escaping_command(6)
+    );
+    let args = serde_json::json!({ "command": command }).to_string();
+    // Approved: the point is what the command can do once it runs.
+    let mut child = spawn_toolshed(&w, &["call", "--yes", "bash", &args]);
+    assert!(wait_until(10, || running("sleep 36.7").len() == 2), "{:?}", running("sleep 36.7"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(wait_until(1, || running("sleep 36.7").is_empty()), "left behind: {:?}", running("sleep 36.7"));
 }

@@ -259,10 +259,14 @@ fn clean_old_spills(dir: &Path) {
     }
 }
 
-/// Deletes the oldest spill files of `dir` (never `keep`) until all of them together take at
-/// most `cap` bytes.
+/// Deletes the oldest spill files of `dir` until all of them together take at most `cap`
+/// bytes. Never `keep`, and never an output still being written (any process's: its `.ring`
+/// file exists, or it changed within the last minute), so a path a call reports stays valid
+/// while the call runs; the total may pass the cap while several outputs stream at once.
 fn enforce_dir_cap(dir: &Path, cap: u64, keep: &Path) {
+    const BUSY: Duration = Duration::from_secs(60);
     let Ok(entries) = fs::read_dir(dir) else { return };
+    let now = SystemTime::now();
     let mut files: Vec<(SystemTime, u64, PathBuf)> = entries
         .flatten()
         .filter(|e| {
@@ -280,11 +284,13 @@ fn enforce_dir_cap(dir: &Path, cap: u64, keep: &Path) {
         return;
     }
     files.sort();
-    for (_, len, path) in files {
+    for (modified, len, path) in files {
         if total <= cap {
             break;
         }
-        if path == keep || path.with_extension("ring") == keep.with_extension("ring") {
+        let streaming = path.extension().is_some_and(|e| e == "ring") || path.with_extension("ring").exists();
+        let recent = now.duration_since(modified).is_ok_and(|age| age < BUSY);
+        if path == keep || streaming || recent {
             continue;
         }
         if fs::remove_file(&path).is_ok() {
@@ -450,6 +456,14 @@ impl OutputSink {
     fn join_ring(&mut self) -> io::Result<u64> {
         use std::os::unix::fs::FileExt;
         let Some((ring_path, ring)) = self.ring.take() else { return Ok(0) };
+        // The ring goes whatever happens below.
+        struct Remove(PathBuf);
+        impl Drop for Remove {
+            fn drop(&mut self) {
+                let _ = fs::remove_file(&self.0);
+            }
+        }
+        let _remove = Remove(ring_path);
         let Some((_, w)) = &mut self.file else { return Ok(0) };
         let cap = self.limits.spill_max_bytes.max(2);
         let ring_cap = cap - cap / 2;
@@ -469,7 +483,6 @@ impl OutputSink {
             done += n as u64;
         }
         drop(ring);
-        let _ = fs::remove_file(ring_path);
         Ok(dropped)
     }
 
@@ -721,11 +734,13 @@ mod tests {
         let limits =
             OutputLimits { spill_max_bytes: 64 * 1024, spill_dir_max_bytes: 200 * 1024, ..OutputLimits::default() };
         let mut paths = Vec::new();
-        for _ in 0..6 {
+        for i in 0..6u64 {
             let (path, dropped) = write_spill(tmp.path(), "t", &[b'x'; 100 * 1024], limits).unwrap();
             assert_eq!(dropped, 100 * 1024 - 64 * 1024);
+            // Written an hour ago and more, oldest first: files of the last minute are kept.
+            let age = Duration::from_secs(3600 * (10 - i));
+            File::options().write(true).open(&path).unwrap().set_modified(SystemTime::now() - age).unwrap();
             paths.push(path);
-            std::thread::sleep(Duration::from_millis(20));
         }
         let total: u64 = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.metadata().unwrap().len()).sum();
         assert!(total <= 200 * 1024, "{total}");

@@ -67,12 +67,13 @@ const FILE_COMMANDS: &[&str] = &[
 
 /// Programs that do not show the contents of the files their arguments name (the names, sizes
 /// or metadata at most, or they change them): their arguments are not `read` requests. Every
-/// other program's are (see `Analyzer::named_files`).
+/// other program's are (see `Analyzer::named_files`) — `mv` and `ln` too: a secret renamed or
+/// linked under another name is no longer guarded by its name.
 const NO_CONTENTS: &[&str] = &[
     "rm", "rmdir", "unlink", "touch", "chmod", "chown", "chgrp", "ls", "stat", "test", "[", "[[", "file", "du",
-    "mkdir", "ln", "mv", "echo", "printf", "basename", "dirname", "realpath", "readlink", "wc", "cd", "pushd",
-    "export", "unset", "local", "declare", "typeset", "readonly", "true", "false", ":", "sleep", "which", "type",
-    "command", "hash", "mktemp", "truncate", "shred", "tree", "exit", "return", "kill", "wait", "jobs",
+    "mkdir", "echo", "printf", "basename", "dirname", "realpath", "readlink", "wc", "cd", "pushd", "export", "unset",
+    "local", "declare", "typeset", "readonly", "true", "false", ":", "sleep", "which", "type", "command", "hash",
+    "mktemp", "truncate", "shred", "tree", "exit", "return", "kill", "wait", "jobs",
 ];
 
 /// Programs that read the files they are given (their in-worktree paths are checked as `read`).
@@ -1370,6 +1371,8 @@ mod tests {
             "python3 <<'EOF'\nprint(open('.env').read())\nEOF",
             "timeout 5 python3 <<< 'open(\".env\")'",
             "cd src && awk 1 ../.env",
+            "mv .env e1",
+            "ln .env h",
         ] {
             assert!(reads(cmd).contains(&".env".to_string()), "{cmd}: {:?}", requests(&c, cmd));
         }
@@ -1410,6 +1413,15 @@ mod tests {
             "sqlite3 db '.shell rm x'",
             "sqlite3 db < dump.sql",
             "psql -f setup.sql",
+            "perl '-Mstrict;unlink(q(x))' ok.pl",
+            "node --import='data:text/javascript,1' ok.js",
+            "python3 -m timeit 'import os'",
+            "python3 -m code",
+            "python3 -i ok.py",
+            "perl -d ok.pl",
+            "python3 /dev/stdin",
+            "sqlite3 :memory: '.sh rm x'",
+            "sqlite3 :memory: \".read '|rm x'\"",
         ] {
             assert!(!opaque(cmd).is_empty(), "{cmd}: {:?}", requests(&c, cmd));
         }
@@ -1419,6 +1431,9 @@ mod tests {
         for cmd in [
             "python3 script.sh",
             "python3 -m venv .venv",
+            "python3 -m pytest -q",
+            "python3 -Wignore script.sh",
+            "sqlite3 ./app.db 'select 1'",
             "node build.sh",
             "python3 --version",
             "node -v",

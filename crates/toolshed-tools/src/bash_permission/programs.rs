@@ -1562,16 +1562,51 @@ fn interpreter(program: &str, args: &[Word]) -> Vec<Effect> {
             out.push(inline(t));
             return out;
         }
+        // Options that run code of their own or read it from the input: perl's `-M`/`-m` (pasted
+        // in as `use ...;`) and `-d`, python's and node's `-i` (the input after the script).
+        let runs_code = match family {
+            "perl" => t.starts_with("-M") || t.starts_with("-m") || t.starts_with("-d"),
+            "python" | "pypy" => {
+                t.len() > 1
+                    && t.starts_with('-')
+                    && t[1..].bytes().all(|b| b"bBdEhiIOPqsSuvVx".contains(&b))
+                    && t[1..].contains('i')
+            }
+            "node" | "nodejs" | "bun" | "deno" => matches!(t, "-i" | "--interactive"),
+            _ => false,
+        };
+        if runs_code {
+            out.push(Effect::RunsCode(format!("`{program} {t}` runs code no rule can read")));
+            return out;
+        }
         match (family, t) {
             ("python" | "pypy", "-m") => {
                 if let Some(module) = args.get(i) {
-                    out.push(Effect::Executes(Word::like(module, format!("{}.py", module.text.replace('.', "/")))));
+                    if SCRIPT_MODULES.contains(&module.text.as_str()) {
+                        out.push(Effect::Executes(Word::like(module, format!("{}.py", module.text.replace('.', "/")))));
+                    } else {
+                        // `timeit`, `cProfile`, `code`, `pdb`, ... run code given as arguments or
+                        // on the input; a module not known to run only files is taken as one.
+                        out.push(Effect::RunsCode(format!(
+                            "`{program} -m {}` runs a module that may run code no rule can read",
+                            module.text
+                        )));
+                    }
                 }
                 return out;
             }
             ("node" | "nodejs" | "tsx" | "ts-node" | "bun" | "deno", "-r" | "--require" | "--import" | "--loader") => {
-                out.extend(args.get(i).cloned().map(Effect::Executes));
+                out.extend(args.get(i).cloned().map(|w| loaded(program, w)));
                 i += 1;
+                continue;
+            }
+            ("node" | "nodejs" | "tsx" | "ts-node" | "bun" | "deno", _)
+                if ["--require=", "--import=", "--loader=", "--experimental-loader="]
+                    .iter()
+                    .any(|p| t.starts_with(p)) =>
+            {
+                let value = t.split_once('=').map_or("", |(_, v)| v);
+                out.push(loaded(program, Word::like(w, value.to_string())));
                 continue;
             }
             ("deno" | "bun", "run" | "test" | "x") => continue,
@@ -1589,7 +1624,7 @@ fn interpreter(program: &str, args: &[Word]) -> Vec<Effect> {
             }
             return out;
         }
-        if t == "-" {
+        if t == "-" || STDIN_FILES.contains(&t) {
             out.push(stdin());
             return out;
         }
@@ -1605,20 +1640,72 @@ fn interpreter(program: &str, args: &[Word]) -> Vec<Effect> {
     out
 }
 
+/// Python modules that run the files they are given (tests, builds, linters), not code in
+/// their arguments or input: `python3 -m NAME` of one of these is a script-file run; any other
+/// module may run code no rule can read (`timeit`, `cProfile`, `code`, `pdb`, `runpy`, ...).
+const SCRIPT_MODULES: &[&str] = &[
+    "pytest",
+    "unittest",
+    "venv",
+    "pip",
+    "build",
+    "twine",
+    "mypy",
+    "black",
+    "ruff",
+    "flake8",
+    "pylint",
+    "isort",
+    "coverage",
+    "json.tool",
+    "http.server",
+    "compileall",
+    "py_compile",
+    "tox",
+    "nox",
+    "hatch",
+    "poetry",
+    "uv",
+    "pyright",
+    "bandit",
+    "pydoc",
+    "zipfile",
+    "tarfile",
+    "ensurepip",
+    "pip._internal",
+    "maturin",
+    "sphinx",
+];
+
+/// Names of the standard input as a file: a "script" there is code on the input.
+const STDIN_FILES: &[&str] = &["/dev/stdin", "/proc/self/fd/0", "/dev/fd/0"];
+
+/// A module an interpreter loads before the script (`node --import X`): a `data:` URL is code in
+/// the argument itself.
+fn loaded(program: &str, module: Word) -> Effect {
+    if module.dynamic || module.text.starts_with("data:") {
+        Effect::RunsCode(format!("`{program}` loads code given on the command line, which no rule can read"))
+    } else {
+        Effect::Executes(module)
+    }
+}
+
 /// `sqlite3`, `psql`, `mysql`: their own commands run programs (`.shell`, `.system`, `\!`,
 /// `system`), in arguments or in what they read from their input.
 fn database_shell(program: &str, args: &[Word]) -> Vec<Effect> {
+    // Any dot-command (sqlite3 abbreviates them: `.sh`, and `.output`/`.once`/`.read`/`.import`
+    // take `|CMD`), a pipe, psql's `\!` and mysql's `system`.
     let runs = |t: &str| {
-        let t = t.trim_start();
-        t.contains(".shell")
-            || t.contains(".system")
+        t.lines().any(|l| l.trim_start().starts_with('.'))
+            || t.contains('|')
             || t.contains("\\!")
-            || t.contains(".output |")
-            || t.contains(".once |")
-            || t.to_ascii_lowercase().contains("system ")
+            || t.to_ascii_lowercase().contains("system")
     };
     let mut out = Vec::new();
-    if args.iter().any(|w| w.dynamic || runs(&w.text)) {
+    // sqlite3's first operand is the database file (`./app.db` is no dot-command).
+    let database = if program == "sqlite3" { args.iter().position(|w| !w.text.starts_with('-')) } else { None };
+    let commands = args.iter().enumerate().filter(|(i, _)| Some(*i) != database).map(|(_, w)| w);
+    if commands.clone().any(|w| w.dynamic || runs(&w.text)) {
         out.push(Effect::RunsCode(format!("`{program}` runs commands of its own, which may run programs")));
         return out;
     }

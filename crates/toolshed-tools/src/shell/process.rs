@@ -546,7 +546,7 @@ groups=' '
 markers=' '
 while read -r op g m; do
   case $op in
-    +) groups="$groups$g "; markers="$markers$m " ;;
+    +) case $groups in *" $g "*) ;; *) groups="$groups$g "; markers="$markers$m " ;; esac ;;
     -) case $groups in *" $g "*) groups="${groups%% $g *} ${groups#* $g }" ;; esac
        case $markers in *" $m "*) markers="${markers%% $m *} ${markers#* $m }" ;; esac ;;
   esac
@@ -597,10 +597,32 @@ exit 0
         if pipe.is_some() {
             return;
         }
-        *pipe = Some(start_watchdog().ok());
+        *pipe = Some(start_watchdog(0).ok());
     }
 
-    fn start_watchdog() -> io::Result<std::fs::File> {
+    /// A watchdog killed by a signal (a command may try) is started again at once and told of
+    /// every command still running; one that keeps dying within a second of its start is given up.
+    fn respawn_when_killed(mut child: std::process::Child, started: Instant, quick_deaths: u32) {
+        std::thread::spawn(move || {
+            let Ok(status) = child.wait() else { return };
+            if status.signal().is_none() {
+                return; // End of its input: toolshed is exiting.
+            }
+            let quick = if started.elapsed() < Duration::from_secs(1) { quick_deaths + 1 } else { 0 };
+            let mut pipe = WATCHDOG_PIPE.lock().unwrap_or_else(PoisonError::into_inner);
+            let fresh = if quick > 5 { None } else { start_watchdog(quick).ok() };
+            *pipe = Some(fresh);
+            if let Some(Some(file)) = pipe.as_mut() {
+                use std::io::Write;
+                let live = LIVE.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                for (pgid, marker) in live {
+                    let _ = file.write_all(format!("+ {pgid} {marker}\n").as_bytes());
+                }
+            }
+        });
+    }
+
+    fn start_watchdog(quick_deaths: u32) -> io::Result<std::fs::File> {
         let (reader, writer) = std::io::pipe()?;
         let mut cmd = std::process::Command::new("/bin/sh");
         cmd.arg("-c").arg(WATCHDOG).arg("toolshed-watchdog");
@@ -615,8 +637,9 @@ exit 0
             });
         }
         let child = cmd.spawn()?;
-        // Not waited for: it outlives toolshed by design; when toolshed exits first, init reaps it.
-        drop(child);
+        // Waited for by a thread of its own, which starts it again if a signal killed it; it
+        // outlives toolshed by design (then init reaps it).
+        respawn_when_killed(child, Instant::now(), quick_deaths);
         let file = std::fs::File::from(OwnedFd::from(writer));
         // A stuck watchdog must never block a command: writes that would block are dropped.
         // SAFETY: fcntl on a descriptor we own.

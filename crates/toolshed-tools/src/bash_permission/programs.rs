@@ -1582,9 +1582,9 @@ fn interpreter(program: &str, args: &[Word]) -> Vec<Effect> {
         match (family, t) {
             ("python" | "pypy", "-m") => {
                 if let Some(module) = args.get(i) {
-                    if SCRIPT_MODULES.contains(&module.text.as_str()) {
-                        out.push(Effect::Executes(Word::like(module, format!("{}.py", module.text.replace('.', "/")))));
-                    } else {
+                    // The module's file, when it is one of the worktree's (written by this line?).
+                    out.push(Effect::Executes(Word::like(module, format!("{}.py", module.text.replace('.', "/")))));
+                    if !SCRIPT_MODULES.contains(&module.text.as_str()) {
                         // `timeit`, `cProfile`, `code`, `pdb`, ... run code given as arguments or
                         // on the input; a module not known to run only files is taken as one.
                         out.push(Effect::RunsCode(format!(

@@ -316,19 +316,7 @@ impl Server {
             }
             let Ok(now) = read_document(other) else { continue };
             if now != doc.text {
-                doc.version += 1;
-                doc.text = now.clone();
-                let params = DidChangeTextDocumentParams {
-                    text_document: VersionedTextDocumentIdentifier { uri: doc.uri.clone(), version: doc.version },
-                    content_changes: vec![TextDocumentContentChangeEvent {
-                        range: None,
-                        range_length: None,
-                        text: now,
-                    }],
-                };
-                self.changed_seq.store(*self.inbox.seq.borrow(), SeqCst);
-                self.changed_on_disk(&doc.uri).await;
-                let _ = self.conn.notify_typed::<DidChangeTextDocument>(params).await;
+                let _ = self.send_change(doc, now).await;
             }
         }
         let seq_before = *self.inbox.seq.borrow();
@@ -339,19 +327,7 @@ impl Server {
                 Ok(Synced { uri: doc.uri.clone(), version: doc.version, text, changed: false, seq_before, changed_seq })
             }
             Some(doc) => {
-                doc.version += 1;
-                doc.text = text.clone();
-                let params = DidChangeTextDocumentParams {
-                    text_document: VersionedTextDocumentIdentifier { uri: doc.uri.clone(), version: doc.version },
-                    content_changes: vec![TextDocumentContentChangeEvent {
-                        range: None,
-                        range_length: None,
-                        text: text.clone(),
-                    }],
-                };
-                self.changed_seq.store(seq_before, SeqCst);
-                self.changed_on_disk(&doc.uri).await;
-                self.conn.notify_typed::<DidChangeTextDocument>(params).await.map_err(failed)?;
+                self.send_change(doc, text.clone()).await.map_err(failed)?;
                 self.saved(&doc.uri, &text).await.map_err(failed)?;
                 let changed_seq = seq_before;
                 Ok(Synced { uri: doc.uri.clone(), version: doc.version, text, changed: true, seq_before, changed_seq })
@@ -371,6 +347,20 @@ impl Server {
                 Ok(Synced { uri, version: 1, text, changed: true, seq_before, changed_seq: seq_before })
             }
         }
+    }
+
+    /// Sends `doc`'s new `text` as its next version, announced as changed on disk too, and notes
+    /// the change (diagnostics published before it may be stale).
+    async fn send_change(&self, doc: &mut Document, text: String) -> Result<(), RpcError> {
+        doc.version += 1;
+        doc.text = text.clone();
+        let params = DidChangeTextDocumentParams {
+            text_document: VersionedTextDocumentIdentifier { uri: doc.uri.clone(), version: doc.version },
+            content_changes: vec![TextDocumentContentChangeEvent { range: None, range_length: None, text }],
+        };
+        self.changed_seq.store(*self.inbox.seq.borrow(), std::sync::atomic::Ordering::SeqCst);
+        self.changed_on_disk(&doc.uri).await;
+        self.conn.notify_typed::<DidChangeTextDocument>(params).await
     }
 
     /// Tells the server that the file at `uri` changed on disk (`workspace/didChangeWatchedFiles`):

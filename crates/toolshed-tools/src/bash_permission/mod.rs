@@ -1353,6 +1353,19 @@ mod tests {
     }
 
     #[test]
+    fn a_quoted_newline_in_a_word_with_braces_still_ends_the_command_of_bash_c() {
+        // Found by the property test: brace expansion re-escaped the quoted newline, and
+        // unescaping took it for a line continuation, so `python3` and `\r\m x` were one command.
+        let c = case();
+        let reqs = requests(&c, "bash -c \\p\\y\\t\\h\\o\\n\\3'\n'\\\\\\r\\\\\\m\\ \\c\\{\\a\\,\\}\\x");
+        let bash = of(&reqs, "bash").unwrap();
+        // The newline reaches the string bash runs; tree-sitter then keeps `\r\m` in `python3`'s
+        // command, which bash ends at the newline: that asks.
+        assert!(bash.patterns.iter().any(|p| p.contains("python3\n")), "{:?}", bash.patterns);
+        assert_eq!(bash.minimum, Action::Ask, "{bash:?}");
+    }
+
+    #[test]
     fn files_any_program_names_are_reads() {
         let c = case();
         std::fs::write(c.root.join(".env"), "K=v\n").unwrap();

@@ -762,6 +762,15 @@ impl Analyzer<'_> {
                 w.src.get(previous.start_byte()..next.end_byte()).unwrap_or_default().chars().take(60).collect();
             self.unclassified(format!("the words of `{text}` cannot be told apart"));
         }
+        // A newline (not escaped) ends a command for bash; tree-sitter keeps a next line that
+        // starts with a backslash in the same command (`python3⏎\r\m x` is `python3`, then `rm x`).
+        let line_break = start <= end
+            && (start..end).any(|i| b[i] == b'\n' && b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 0);
+        if line_break {
+            let text: String =
+                w.src.get(previous.start_byte()..next.end_byte()).unwrap_or_default().chars().take(60).collect();
+            self.unclassified(format!("`{text}` continues a command across a line where bash ends it"));
+        }
     }
 
     /// Where tree-sitter and bash split words differently, outside quotes: a backslash-newline

@@ -101,8 +101,13 @@ pub(super) fn assemble(pieces: &[Piece]) -> Vec<Word> {
         if !p.quoted && !p.dynamic {
             escaped.push_str(&p.raw);
         } else {
+            // Quoted text is literal: every character escaped, except a newline, which
+            // `unescape_unquoted` would take for a line continuation and drop (bash keeps a
+            // quoted newline; braces and commas do not care about it).
             for c in p.text.chars() {
-                escaped.push('\\');
+                if c != '\n' {
+                    escaped.push('\\');
+                }
                 escaped.push(c);
             }
         }

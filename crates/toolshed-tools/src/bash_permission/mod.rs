@@ -1363,6 +1363,9 @@ mod tests {
         // command, which bash ends at the newline: that asks.
         assert!(bash.patterns.iter().any(|p| p.contains("python3\n")), "{:?}", bash.patterns);
         assert_eq!(bash.minimum, Action::Ask, "{bash:?}");
+        // A line tree-sitter folds into a word after a comment.
+        let reqs = requests(&c, "x=1 # comment\n\\rm canary");
+        assert_eq!(of(&reqs, "bash").unwrap().minimum, Action::Ask, "{reqs:?}");
     }
 
     #[test]

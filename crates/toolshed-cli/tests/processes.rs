@@ -323,16 +323,9 @@ fn outputs_still_streaming_are_never_deleted_to_keep_the_directory_cap() {
     let args = r#"{"command":"for i in 1 2 3 4; do seq 1 100000; sleep 0.3; done"}"#;
     let children: Vec<_> = (0..3)
         .map(|_| {
-            Command::new(TOOLSHED)
-                .args(["call", "--json", "bash", args])
-                .current_dir(&w.root)
-                .env("HOME", w.root.join("../home"))
-                .env("TOOLSHED_DATA_DIR", w.data())
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap()
+            let mut child = spawn_toolshed(&w, &["call", "--json", "bash", args]);
+            drop(child.stdin.take());
+            child
         })
         .collect();
     for child in children {

@@ -209,24 +209,19 @@ impl Analyzer<'_> {
                 if child.is_named() && child.kind() != "comment" {
                     previous_word = (child.kind() != "heredoc_redirect").then_some(child);
                 }
+                if child.is_named() && matches!(c.field_name(), Some("name" | "argument")) {
+                    self.check_word_lines(w, child);
+                }
                 match (c.field_name(), child.kind()) {
                     (_, "variable_assignment") => self.assignment(w, child),
                     (Some("redirect"), _) | (_, "file_redirect" | "heredoc_redirect" | "herestring_redirect") => {
                         self.redirect(w, child, &mut inner_extra)
                     }
-                    (Some("name"), _)
-                        if {
-                            self.check_word_lines(w, child);
-                            false
-                        } => {}
                     (Some("name"), _) => match child.named_child(0) {
                         Some(inner) => words.extend(self.words_of(w, inner)),
                         None => self.cannot(w, child, child.kind()),
                     },
-                    (Some("argument"), _) if child.is_named() => {
-                        self.check_word_lines(w, child);
-                        words.extend(self.words_of(w, child))
-                    }
+                    (Some("argument"), _) if child.is_named() => words.extend(self.words_of(w, child)),
                     (Some("argument"), _) => match self.lone_dollar(w, child) {
                         Some(word) => words.push(word),
                         None => words.push(Word::new("$", true)),

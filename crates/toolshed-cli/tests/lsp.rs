@@ -3,8 +3,8 @@
 //! and nothing is left running when `toolshed call` returns.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../toolshed-tools/tests/pyright/mod.rs"]
-mod pyright;
+#[path = "../../toolshed-tools/tests/servers/mod.rs"]
+mod servers;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -98,7 +98,7 @@ fn reads_and_listings_start_no_server_and_a_write_starts_the_one_found_on_path()
 
 #[test]
 fn a_one_shot_write_reports_pyrights_errors_and_leaves_no_server_running() {
-    let Some(program) = pyright::langserver() else { return };
+    let Some(program) = servers::pyright() else { return };
     let (_tmp, root) = worktree();
     std::fs::write(
         root.join("toolshed.toml"),
@@ -139,7 +139,7 @@ fn a_one_shot_write_reports_pyrights_errors_and_leaves_no_server_running() {
 
 #[test]
 fn doctor_lists_the_servers_that_start_and_the_ones_found_that_do_not() {
-    let Some(program) = pyright::langserver() else { return };
+    let Some(program) = servers::pyright() else { return };
     let (tmp, root) = worktree();
     std::fs::write(
         root.join("toolshed.toml"),
@@ -197,7 +197,7 @@ fn doctor_lists_the_servers_that_start_and_the_ones_found_that_do_not() {
 #[test]
 fn a_fifo_is_refused_at_once_with_a_server_configured() {
     let (_tmp, root) = worktree();
-    if let Some(program) = pyright::langserver() {
+    if let Some(program) = servers::pyright() {
         std::fs::write(
             root.join("toolshed.toml"),
             format!("[lsp.pyright]\ncommand = {}\n", Value::String(program.to_str().unwrap().into())),

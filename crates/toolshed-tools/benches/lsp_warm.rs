@@ -6,8 +6,8 @@
 //! like the tests).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/pyright/mod.rs"]
-mod pyright;
+#[path = "../tests/servers/mod.rs"]
+mod servers;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -35,7 +35,7 @@ fn executor(root: &std::path::Path, lsp_toml: &str) -> Executor {
 }
 
 fn bench_warm_edit(c: &mut Criterion) {
-    let Some(program) = pyright::langserver() else { return };
+    let Some(program) = servers::pyright() else { return };
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();

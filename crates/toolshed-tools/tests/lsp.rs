@@ -3,7 +3,7 @@
 //! missing, crash at start or never answer.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod pyright;
+mod servers;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -70,8 +70,16 @@ impl Project {
 
     /// A project served by the real pyright, or `None` (after a SKIP line) without it.
     fn with_pyright(files: &[(&str, &str)]) -> Option<Project> {
-        let program = pyright::langserver()?;
+        let program = servers::pyright()?;
         let toml = format!("[pyright]\ncommand = {}\ntimeout_ms = 60000\n", json!(program.to_str().unwrap()));
+        Some(Project::new(files, &toml))
+    }
+
+    /// A project served by the real typescript-language-server, or `None` (after a SKIP line)
+    /// without it.
+    fn with_typescript(files: &[(&str, &str)]) -> Option<Project> {
+        let program = servers::typescript()?;
+        let toml = format!("[typescript]\ncommand = {}\ntimeout_ms = 60000\n", json!(program.to_str().unwrap()));
         Some(Project::new(files, &toml))
     }
 
@@ -316,7 +324,7 @@ async fn a_server_that_never_answers_costs_the_edit_only_its_timeout() {
 
 #[test]
 fn doctor_tells_servers_that_start_from_missing_broken_and_incomplete_ones() {
-    let Some(program) = pyright::langserver() else { return };
+    let Some(program) = servers::pyright() else { return };
     let toml = format!(
         r#"[pyright]
 command = {}
@@ -479,5 +487,94 @@ async fn diagnostics_of_a_file_follow_a_change_in_another_one_in_a_warm_session(
     // Changed behind toolshed's back (a shell command, another editor): the next question sees it.
     std::fs::write(p.root.join("lib.py"), "class Baz:\n    pass\n").unwrap();
     let (errors, text) = errors_in(&p, "use.py").await;
+    assert_eq!(errors, 1, "after a change on disk: {text}");
+}
+
+const TSCONFIG: &str =
+    r#"{ "compilerOptions": { "strict": true, "target": "es2022", "module": "nodenext", "noEmit": true } }"#;
+
+const SHAPES_TS: &str = r#"export interface Shape {
+  name: string;
+  area(): number;
+}
+
+export const MARGIN = 2;
+
+export function makeSquare(side: number): Shape {
+  return { name: "square", area: () => side * side };
+}
+"#;
+
+const MAIN_TS: &str = r#"import { makeSquare, MARGIN } from "./shapes.js";
+
+const s = makeSquare(3);
+const total: number = s.area() + MARGIN;
+console.log(total);
+"#;
+
+fn typescript_project() -> Option<Project> {
+    Project::with_typescript(&[("tsconfig.json", TSCONFIG), ("shapes.ts", SHAPES_TS), ("main.ts", MAIN_TS)])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_answers_across_files_on_the_first_call_after_start() {
+    // A cold server each time: the first question is asked while it is still loading the project.
+    for round in 0..2 {
+        let Some(p) = typescript_project() else { return };
+        let out = p.lsp(json!({"operation": "definition", "file_path": "main.ts", "line": 3, "character": 12})).await;
+        let text = ok(&out);
+        assert!(text.contains("shapes.ts:8:17: export function makeSquare"), "round {round}: {text}");
+        let out = p.lsp(json!({"operation": "hover", "file_path": "main.ts", "line": 4, "character": 25})).await;
+        let text = ok(&out);
+        assert!(text.contains("(method) Shape.area(): number"), "round {round}: {text}");
+        drop(p);
+        // Hover first on a cold server, then references from the other file.
+        let Some(p) = typescript_project() else { return };
+        let out = p.lsp(json!({"operation": "hover", "file_path": "main.ts", "line": 3, "character": 11})).await;
+        let text = ok(&out);
+        assert!(text.contains("makeSquare(side: number): Shape"), "round {round}: {text}");
+        let out = p.lsp(json!({"operation": "references", "file_path": "shapes.ts", "line": 8, "character": 17})).await;
+        let text = ok(&out);
+        assert!(text.contains("main.ts:3:11"), "round {round}: {text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_reports_a_type_error_after_every_edit_that_makes_one() {
+    let Some(p) = typescript_project() else { return };
+    let (errors, text) = errors_in(&p, "main.ts").await;
+    assert_eq!(errors, 0, "{text}");
+    let edit = |file: &str, old: &str, new: &str| {
+        p.call("edit", json!({"file_path": file, "old_string": old, "new_string": new}))
+    };
+    for round in 0..4 {
+        // In the edited file: the edit's own report names TS2322.
+        let out = edit("main.ts", "total: number", "total: string").await;
+        let text = ok(&out);
+        assert_eq!(out.metadata["diagnostics"]["main.ts"]["errors"], 1, "round {round}: {text}");
+        assert!(
+            text.contains("main.ts:4:7: error: Type 'number' is not assignable to type 'string'. [2322]"),
+            "{text}"
+        );
+        let out = edit("main.ts", "total: string", "total: number").await;
+        assert_eq!(out.metadata["diagnostics"]["main.ts"]["errors"], 0, "round {round}: {}", ok(&out));
+
+        // In another file: the margin becomes a string, so the sum does too, and `total: number`
+        // cannot hold it. The edited file itself stays clean (its server has nothing new to say).
+        let started = Instant::now();
+        let out = edit("shapes.ts", "MARGIN = 2", "MARGIN = \"2\"").await;
+        assert_eq!(out.metadata["diagnostics"]["shapes.ts"]["errors"], 0, "round {round}: {}", ok(&out));
+        assert!(started.elapsed() < Duration::from_secs(10), "the edit took {:?}", started.elapsed());
+        let (errors, text) = errors_in(&p, "main.ts").await;
+        assert_eq!(errors, 1, "round {round}, after the change in shapes.ts: {text}");
+        assert!(text.contains("[2322]"), "{text}");
+        let out = edit("shapes.ts", "MARGIN = \"2\"", "MARGIN = 2").await;
+        assert_eq!(out.metadata["diagnostics"]["shapes.ts"]["errors"], 0, "round {round}: {}", ok(&out));
+        let (errors, text) = errors_in(&p, "main.ts").await;
+        assert_eq!(errors, 0, "round {round}, after changing it back: {text}");
+    }
+    // Changed behind toolshed's back: the next question sees it.
+    std::fs::write(p.root.join("shapes.ts"), SHAPES_TS.replace("MARGIN = 2", "MARGIN = \"2\"")).unwrap();
+    let (errors, text) = errors_in(&p, "main.ts").await;
     assert_eq!(errors, 1, "after a change on disk: {text}");
 }

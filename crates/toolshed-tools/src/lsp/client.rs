@@ -20,9 +20,10 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::position::file_uri;
+use super::position::{file_uri, uri_path};
 use super::rpc::{Connection, Handler, METHOD_NOT_FOUND, RpcError};
 use super::servers::{ServerSpec, language_id};
+use super::tsserver::{self, PullError};
 
 /// Largest file handed to a server.
 const MAX_DOCUMENT_BYTES: u64 = 8 * 1024 * 1024;
@@ -33,6 +34,9 @@ const SETTLE: Duration = Duration::from_millis(150);
 /// After a change to the project, how long to wait for diagnostics published after it before
 /// taking older ones (a file the change does not affect may never be published again).
 const FRESH_WAIT: Duration = Duration::from_secs(3);
+/// After a file is first opened, how long a server that neither reports progress nor publishes
+/// diagnostics is given to load what the file needs before questions about it are asked.
+const QUIET: Duration = Duration::from_secs(3);
 /// How long `shutdown` and `exit` may take before the server is killed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
@@ -44,15 +48,48 @@ struct Published {
     diagnostics: Vec<Diagnostic>,
 }
 
+/// Work the server reported through `$/progress` (loading the project, indexing).
+#[derive(Debug, Default)]
+struct Work {
+    /// Tokens of work begun and not ended yet.
+    active: std::collections::HashSet<String>,
+    /// How many pieces of work have ended.
+    ended: u64,
+}
+
 /// What the server's own messages update.
 struct Inbox {
     diagnostics: Mutex<HashMap<Uri, Published>>,
     seq: watch::Sender<u64>,
+    work: watch::Sender<Work>,
     folders: Value,
+}
+
+impl Inbox {
+    /// Notes a `$/progress` report: work begins or ends.
+    fn progress(&self, params: &Value) {
+        let token = params.get("token").map(Value::to_string).unwrap_or_default();
+        match params.pointer("/value/kind").and_then(Value::as_str) {
+            Some("begin") => {
+                self.work.send_modify(|work| {
+                    work.active.insert(token);
+                });
+            }
+            Some("end") => self.work.send_modify(|work| {
+                if work.active.remove(&token) {
+                    work.ended += 1;
+                }
+            }),
+            _ => {}
+        }
+    }
 }
 
 impl Handler for Inbox {
     fn notification(&self, method: &str, params: Value) {
+        if method == "$/progress" {
+            return self.progress(&params);
+        }
         if method != "textDocument/publishDiagnostics" {
             return;
         }
@@ -107,6 +144,16 @@ pub struct Synced {
     /// The diagnostics counter when a document last changed on the server (this one or another):
     /// diagnostics published before that may answer for an older state of the project.
     changed_seq: u64,
+    /// When the sync happened, and how many pieces of the server's work had ended by then.
+    at: Instant,
+    work_ended: u64,
+}
+
+impl Synced {
+    /// Whether this sync opened the file on the server.
+    fn opened(&self) -> bool {
+        self.changed && self.version == 1
+    }
 }
 
 /// Why diagnostics did not come.
@@ -174,9 +221,11 @@ impl Server {
         let folder_name = root.file_name().map_or_else(|| "root".to_string(), |n| n.to_string_lossy().into_owned());
         let folders = vec![WorkspaceFolder { uri: root_uri.clone(), name: folder_name }];
         let (seq, _) = watch::channel(0);
+        let (work, _) = watch::channel(Work::default());
         let inbox = Arc::new(Inbox {
             diagnostics: Mutex::default(),
             seq,
+            work,
             folders: serde_json::to_value(&folders).unwrap_or(Value::Null),
         });
         let conn = Connection::start(stdout, stdin, inbox.clone());
@@ -321,16 +370,33 @@ impl Server {
         }
         let seq_before = *self.inbox.seq.borrow();
         let changed_seq = self.changed_seq.load(SeqCst);
+        let (at, work_ended) = (Instant::now(), self.inbox.work.borrow().ended);
         let failed = |e: RpcError| format!("{} {}", self.spec.name, e);
         match documents.get_mut(path) {
-            Some(doc) if doc.text == text => {
-                Ok(Synced { uri: doc.uri.clone(), version: doc.version, text, changed: false, seq_before, changed_seq })
-            }
+            Some(doc) if doc.text == text => Ok(Synced {
+                uri: doc.uri.clone(),
+                version: doc.version,
+                text,
+                changed: false,
+                seq_before,
+                changed_seq,
+                at,
+                work_ended,
+            }),
             Some(doc) => {
                 self.send_change(doc, text.clone()).await.map_err(failed)?;
                 self.saved(&doc.uri, &text).await.map_err(failed)?;
                 let changed_seq = seq_before;
-                Ok(Synced { uri: doc.uri.clone(), version: doc.version, text, changed: true, seq_before, changed_seq })
+                Ok(Synced {
+                    uri: doc.uri.clone(),
+                    version: doc.version,
+                    text,
+                    changed: true,
+                    seq_before,
+                    changed_seq,
+                    at,
+                    work_ended,
+                })
             }
             None => {
                 let uri =
@@ -344,7 +410,7 @@ impl Server {
                     .map_err(failed)?;
                 documents.insert(path.to_path_buf(), Document { uri: uri.clone(), version: 1, text: text.clone() });
                 self.changed_seq.store(seq_before, SeqCst);
-                Ok(Synced { uri, version: 1, text, changed: true, seq_before, changed_seq: seq_before })
+                Ok(Synced { uri, version: 1, text, changed: true, seq_before, changed_seq: seq_before, at, work_ended })
             }
         }
     }
@@ -399,6 +465,17 @@ impl Server {
     /// Waits until `deadline` for the diagnostics of the synced file's version, then a moment
     /// more in case the server revises them.
     pub async fn diagnostics(&self, synced: &Synced, deadline: Instant) -> Result<Vec<Diagnostic>, WaitError> {
+        if self.asks_tsserver()
+            && let Some(path) = uri_path(&synced.uri)
+        {
+            match tsserver::diagnostics(&self.conn, &path, deadline).await {
+                Ok(all) => return Ok(all),
+                Err(PullError::Rpc(RpcError::Timeout)) => return Err(WaitError::Timeout),
+                Err(PullError::Rpc(RpcError::Closed(_))) => return Err(self.exited().await),
+                // Another answer than expected: wait for the publications as for any server.
+                Err(PullError::Rpc(_) | PullError::Unusable) => {}
+            }
+        }
         let mut seq = self.inbox.seq.subscribe();
         let mut exit = self.exit.clone();
         // After a change elsewhere in the project, diagnostics published before it may be
@@ -441,6 +518,58 @@ impl Server {
         }
     }
 
+    /// Waits until `deadline` for the server to be ready to answer questions about the synced
+    /// file: no work it reported (`$/progress`, as typescript-language-server reports loading
+    /// the project) is still going on, and, when the sync opened the file, the server showed it
+    /// has taken the file in (published its diagnostics or ended some work since), or stayed
+    /// silent for a moment. A server asked earlier answers from a half-loaded project: "no
+    /// definition" or a type of `any`. Whether it became ready; a server that exited is left
+    /// for the question to report.
+    pub async fn settle(&self, synced: &Synced, deadline: Instant) -> bool {
+        let mut work = self.inbox.work.subscribe();
+        let mut seq = self.inbox.seq.subscribe();
+        let mut exit = self.exit.clone();
+        let quiet_until = (synced.at + QUIET).min(deadline);
+        loop {
+            let (active, ended) = {
+                let work = work.borrow_and_update();
+                (work.active.len(), work.ended)
+            };
+            seq.borrow_and_update();
+            let heard = !synced.opened()
+                || ended > synced.work_ended
+                || self.published_since(synced)
+                || Instant::now() >= quiet_until;
+            if active == 0 && heard {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            let wake = if active == 0 { quiet_until } else { deadline };
+            tokio::select! {
+                _ = work.changed() => {}
+                _ = seq.changed() => {}
+                _ = tokio::time::sleep_until(wake) => {}
+                () = until_exited(&mut exit) => return true,
+                _ = self.conn.closed().cancelled() => return true,
+            }
+        }
+    }
+
+    /// Whether the server published diagnostics for the synced file after the sync.
+    fn published_since(&self, synced: &Synced) -> bool {
+        let map = self.inbox.diagnostics.lock().unwrap_or_else(PoisonError::into_inner);
+        map.get(&synced.uri).is_some_and(|p| p.seq > synced.seq_before)
+    }
+
+    /// Whether diagnostics are asked of the TypeScript server behind it (typescript-language-server)
+    /// rather than waited for.
+    fn asks_tsserver(&self) -> bool {
+        let commands = self.capabilities.execute_command_provider.as_ref().map(|p| p.commands.as_slice());
+        commands.unwrap_or_default().iter().any(|c| c == tsserver::COMMAND)
+    }
+
     /// The published diagnostics that answer `synced`, if they have arrived.
     fn current(&self, synced: &Synced) -> Option<Published> {
         let map = self.inbox.diagnostics.lock().unwrap_or_else(PoisonError::into_inner);
@@ -478,6 +607,7 @@ async fn until_exited(exit: &mut watch::Receiver<Option<String>>) {
 fn client_capabilities() -> ClientCapabilities {
     serde_json::from_value(json!({
         "general": {"positionEncodings": ["utf-16"]},
+        "window": {"workDoneProgress": true},
         "workspace": {
             "configuration": true,
             "workspaceFolders": true,

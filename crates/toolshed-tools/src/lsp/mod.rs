@@ -22,6 +22,7 @@ pub mod position;
 mod rpc;
 pub mod servers;
 mod tool;
+mod tsserver;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -23,6 +23,10 @@ use super::rpc::RpcError;
 use super::{Lookup, LspService};
 use crate::path::{self, Permitted, ResolvedPath};
 
+/// Of the time left when a question is asked, at most this much is kept for the question itself
+/// when waiting for the server to finish loading the project.
+const SETTLE_RESERVE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Locations, symbols or diagnostics listed; the rest are counted.
 pub const MAX_RESULTS: usize = 100;
 /// Longest hover text shown, in characters.
@@ -240,14 +244,31 @@ struct Ask<'a> {
 
 impl Ask<'_> {
     async fn answer(&self, request: &Request) -> Result<String, ToolError> {
-        match request.operation {
-            Operation::Diagnostics => self.diagnostics().await,
-            Operation::Definition => self.definition(self.position(request)?).await,
-            Operation::References => self.references(self.position(request)?).await,
-            Operation::Hover => self.hover(self.position(request)?).await,
-            Operation::DocumentSymbols => self.document_symbols().await,
-            Operation::WorkspaceSymbols => self.workspace_symbols(&request.query).await,
+        if request.operation == Operation::Diagnostics {
+            return self.diagnostics().await;
         }
+        let position = if request.at.is_some() { Some(self.position(request)?) } else { None };
+        // Asked before the server has loaded the project, the answer would be "no definition"
+        // or `any`: wait for it, keeping part of the time for the question itself.
+        let now = tokio::time::Instant::now();
+        let reserve = (self.deadline.saturating_duration_since(now) / 4).min(SETTLE_RESERVE);
+        let ready = self.server.settle(self.synced, self.deadline - reserve).await;
+        let text = match (request.operation, position) {
+            (Operation::Definition, Some(at)) => self.definition(at).await,
+            (Operation::References, Some(at)) => self.references(at).await,
+            (Operation::Hover, Some(at)) => self.hover(at).await,
+            (Operation::DocumentSymbols, _) => self.document_symbols().await,
+            (Operation::WorkspaceSymbols, _) => self.workspace_symbols(&request.query).await,
+            _ => Err(ToolError::model("A position is needed for this operation.")),
+        }?;
+        Ok(if ready {
+            text
+        } else {
+            format!(
+                "({} was still loading the project; this answer may be incomplete. Ask again in a moment if it looks wrong.)\n{text}",
+                self.server.name()
+            )
+        })
     }
 
     fn files(&self) -> Files {

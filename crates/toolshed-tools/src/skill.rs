@@ -5,8 +5,11 @@
 //! it. Skills are found in `.toolshed/skills/`, `.opencode/skills/`, `.opencode/skill/`,
 //! `.claude/skills/` and `.agents/skills/` of the working directory and each parent up to the
 //! worktree root (nearest first; OpenCode reads the first four, Codex and OpenCode the last), then in
-//! `~/.config/toolshed/skills/`; a skill directory sits directly in one of these or one level
-//! deeper (a group). When two skills share a name the first found wins.
+//! the user's `~/.config/toolshed/skills/`, `~/.claude/skills/`, `~/.agents/skills/` and
+//! `~/.config/opencode/{skills,skill}/` (as OpenCode reads them). A skill directory may sit at any
+//! depth below one of these (groups of groups), down to [`MAX_SKILL_DEPTH`] levels; hidden
+//! directories and dependency trees (`node_modules`, …) are not searched. When two skills share a
+//! name the first found wins.
 //!
 //! The naming rules are the Agent Skills ones: `name` is 1–64 characters of lowercase ASCII
 //! letters and digits with single hyphens between them, and equals its directory's name;
@@ -33,6 +36,10 @@ pub const SKILL_FILE: &str = "SKILL.md";
 /// The skill directories looked for in the working directory and each parent up to the root.
 pub const PROJECT_DIRS: &[&str] =
     &[".toolshed/skills", ".opencode/skills", ".opencode/skill", ".claude/skills", ".agents/skills"];
+/// The user-level skill directories below the home directory, after toolshed's own.
+pub const HOME_DIRS: &[&str] = &[".claude/skills", ".agents/skills"];
+/// How many directory levels below a skills directory a `SKILL.md` is looked for.
+pub const MAX_SKILL_DEPTH: usize = 8;
 /// The longest allowed `name`.
 pub const MAX_NAME: usize = 64;
 /// The longest allowed `description`.
@@ -101,9 +108,23 @@ impl Skills {
     }
 }
 
+/// The user's skill directories, in precedence order: toolshed's (`~/.config/toolshed/skills`),
+/// then Claude Code's and the shared `~/.agents/skills`, then OpenCode's.
+pub fn user_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = toolshed_core::paths::config_dir().map(|d| d.join("skills")).into_iter().collect();
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from) {
+        dirs.extend(HOME_DIRS.iter().map(|d| home.join(d)));
+    }
+    let xdg = std::env::var_os("XDG_CONFIG_HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    if let Some(config) = xdg.or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config"))) {
+        dirs.extend(["skills", "skill"].iter().map(|d| config.join("opencode").join(d)));
+    }
+    dirs
+}
+
 /// The skill directories for a worktree, in precedence order: the project directories of `cwd`
-/// and each parent up to `root`, then `user_config_dir/skills`.
-pub fn search_dirs(root: &Path, cwd: &Path, user_config_dir: Option<&Path>) -> Vec<PathBuf> {
+/// and each parent up to `root`, then the user's `user_dirs`.
+pub fn search_dirs(root: &Path, cwd: &Path, user_dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     let start = if cwd.starts_with(root) { cwd } else { root };
     for dir in start.ancestors() {
@@ -112,15 +133,17 @@ pub fn search_dirs(root: &Path, cwd: &Path, user_config_dir: Option<&Path>) -> V
             break;
         }
     }
-    if let Some(user) = user_config_dir {
-        dirs.push(user.join("skills"));
+    for user in user_dirs {
+        if !dirs.contains(user) {
+            dirs.push(user.clone());
+        }
     }
     dirs
 }
 
-/// Finds the skills of a worktree (with the user's from `~/.config/toolshed/skills`).
+/// Finds the skills of a worktree, with the user's ([`user_dirs`]).
 pub fn discover(root: &Path, cwd: &Path) -> Skills {
-    discover_in(&search_dirs(root, cwd, toolshed_core::paths::config_dir().as_deref()))
+    discover_in(&search_dirs(root, cwd, &user_dirs()))
 }
 
 /// Finds the skills in `dirs`, earlier directories winning on a name clash.
@@ -148,15 +171,29 @@ pub fn discover_in(dirs: &[PathBuf]) -> Skills {
     out
 }
 
-/// The skill directories directly in `dir` or one level below (sorted).
+/// The skill directories at any depth below `dir` (down to [`MAX_SKILL_DEPTH`] levels),
+/// shallower first, sorted within a level. A directory reached again through a symbolic link is
+/// searched once, where it is nearest.
 fn skill_dirs(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    for child in sorted_subdirs(dir) {
-        if child.join(SKILL_FILE).is_file() {
-            found.push(child);
-        } else {
-            found.extend(sorted_subdirs(&child).into_iter().filter(|g| g.join(SKILL_FILE).is_file()));
+    let mut seen: std::collections::HashSet<PathBuf> = dir.canonicalize().into_iter().collect();
+    let mut level = vec![dir.to_path_buf()];
+    for _ in 0..MAX_SKILL_DEPTH {
+        let mut next = Vec::new();
+        for parent in &level {
+            for child in sorted_subdirs(parent) {
+                let unlisted = child.file_name().is_some_and(|n| UNLISTED_DIRS.iter().any(|u| n == *u));
+                let Ok(real) = child.canonicalize() else { continue };
+                if unlisted || !seen.insert(real) {
+                    continue;
+                }
+                if child.join(SKILL_FILE).is_file() {
+                    found.push(child.clone());
+                }
+                next.push(child);
+            }
         }
+        level = next;
     }
     found
 }
@@ -571,17 +608,27 @@ mod tests {
         write(&root.join(".claude/skills/group/gamma/SKILL.md"), &skill_md("gamma", "From a group in .claude."));
         write(&user.join("skills/delta/SKILL.md"), &skill_md("delta", "From the user."));
         write(&root.join("sub/.claude/skills/epsilon/SKILL.md"), &skill_md("epsilon", "Nested project."));
-        write(&root.join(".claude/skills/a/b/c/SKILL.md"), &skill_md("c", "Too deep."));
+        write(&root.join(".claude/skills/a/b/c/SKILL.md"), &skill_md("c", "In a group of groups."));
+        let deep = root.join(".claude/skills/l1/l2/l3/l4/l5/l6/l7");
+        write(&deep.join("level-8/SKILL.md"), &skill_md("level-8", "Eight levels down."));
+        write(&deep.join("level-8/level-9/SKILL.md"), &skill_md("level-9", "Too deep."));
+        write(&root.join(".claude/skills/tool/node_modules/dep/SKILL.md"), &skill_md("dep", "A dependency's."));
+        write(&root.join(".claude/skills/.cache/hidden/SKILL.md"), &skill_md("hidden", "Hidden."));
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(root.join(".claude/skills"), root.join(".claude/skills/a/loop")).unwrap();
+        let home = tmp.path().join("home");
+        write(&home.join(".agents/skills/zeta/SKILL.md"), &skill_md("zeta", "From ~/.agents."));
 
-        let at_root = discover_in(&search_dirs(&root, &root, Some(&user)));
+        let users = [user.join("skills"), home.join(".agents/skills")];
+        let at_root = discover_in(&search_dirs(&root, &root, &users));
         let names: Vec<&str> = at_root.skills.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["alpha", "beta", "delta", "gamma"]);
+        assert_eq!(names, ["alpha", "beta", "c", "delta", "gamma", "level-8", "zeta"]);
         assert!(at_root.problems.is_empty(), "{:?}", at_root.problems);
         assert_eq!(at_root.get("gamma").unwrap().dir, root.join(".claude/skills/group/gamma"));
 
-        let in_sub = discover_in(&search_dirs(&root, &root.join("sub"), Some(&user)));
+        let in_sub = discover_in(&search_dirs(&root, &root.join("sub"), &users));
         assert!(in_sub.get("epsilon").is_some());
-        assert_eq!(in_sub.skills.len(), 5);
+        assert_eq!(in_sub.skills.len(), 8);
     }
 
     #[test]
@@ -591,7 +638,7 @@ mod tests {
         let user = tmp.path().join("config");
         write(&root.join(".claude/skills/deploy/SKILL.md"), &skill_md("deploy", "Project deploy."));
         write(&user.join("skills/deploy/SKILL.md"), &skill_md("deploy", "User deploy."));
-        let found = discover_in(&search_dirs(&root, &root, Some(&user)));
+        let found = discover_in(&search_dirs(&root, &root, &[user.join("skills")]));
         assert_eq!(found.skills.len(), 1);
         assert_eq!(found.skills[0].description, "Project deploy.");
         assert_eq!(found.shadowed.len(), 1);

@@ -40,7 +40,7 @@ fn worktree() -> tempfile::TempDir {
 }
 
 fn registry_for(root: &Path) -> (Registry, skill::Skills) {
-    let found = skill::discover_in(&skill::search_dirs(root, root, None));
+    let found = skill::discover_in(&skill::search_dirs(root, root, &[]));
     let mut registry = Registry::new();
     skill::register(&mut registry, &found);
     (registry, found)

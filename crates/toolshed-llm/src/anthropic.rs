@@ -346,6 +346,9 @@ mod tests {
         let err = d
             .event("error", r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#)
             .unwrap_err();
-        assert_eq!(err, DecodeError::Provider { message: "overloaded_error: Overloaded".into(), transient: true });
+        assert_eq!(
+            err,
+            DecodeError::Provider { message: "overloaded_error: Overloaded".into(), transient: true, quota: false }
+        );
     }
 }

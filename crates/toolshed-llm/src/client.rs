@@ -13,7 +13,7 @@ use futures_util::{Stream, StreamExt};
 use serde_json::Value;
 use toolshed_core::config::ProviderKind;
 
-use crate::error::{LlmError, classify_http, is_context_overflow, is_transient, parse_retry_after};
+use crate::error::{LlmError, classify_http, is_context_overflow, is_out_of_quota, is_transient, parse_retry_after};
 use crate::provider::ProviderSettings;
 use crate::types::{Request, StreamEvent};
 use crate::{anthropic, openai_chat, openai_responses};
@@ -72,6 +72,8 @@ pub(crate) enum DecodeError {
         message: String,
         /// Whether the same request may succeed if sent again (overloaded, server error).
         transient: bool,
+        /// Whether its type, code or message says the account is out of quota or credit.
+        quota: bool,
     },
 }
 
@@ -80,7 +82,8 @@ impl DecodeError {
     pub(crate) fn provider(message: impl Into<String>, kind: &str) -> DecodeError {
         let message = message.into();
         let transient = is_transient(kind, &message);
-        DecodeError::Provider { message, transient }
+        let quota = is_out_of_quota(&kind.to_ascii_lowercase()) || is_out_of_quota(&message.to_ascii_lowercase());
+        DecodeError::Provider { message, transient: transient && !quota, quota }
     }
 }
 
@@ -386,7 +389,10 @@ fn decode_stream(provider: String, response: reqwest::Response, decoder: Box<dyn
                         DecodeError::Provider { message, .. } if is_context_overflow(&message) => {
                             (LlmError::ContextOverflow { message }, false)
                         }
-                        DecodeError::Provider { message, transient } => {
+                        DecodeError::Provider { message, quota: true, .. } => {
+                            (LlmError::Quota { provider, status: None, message }, false)
+                        }
+                        DecodeError::Provider { message, transient, .. } => {
                             (LlmError::Provider { provider, message }, transient)
                         }
                         DecodeError::Stream(message) => (LlmError::Stream { provider, message }, cut_short),

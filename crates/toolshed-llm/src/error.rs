@@ -9,7 +9,7 @@ pub enum LlmError {
     #[error("{0}")]
     Config(String),
     /// The API key was refused (HTTP 401/403).
-    #[error("{provider} rejected the API key (HTTP {status}): {message}. {hint}")]
+    #[error("{provider} rejected the API key (HTTP {status}): {}. {hint}", sentence(.message))]
     Auth {
         /// The provider name.
         provider: String,
@@ -37,22 +37,26 @@ pub enum LlmError {
         message: String,
     },
     /// The account is out of quota or credit (OpenAI's 429 `insufficient_quota`, Anthropic's
-    /// "credit balance is too low"): permanent until someone pays, so never retried.
+    /// "credit balance is too low"), said by the HTTP status or inside the response stream:
+    /// permanent until someone pays, so never retried.
     #[error(
-        "{provider} refused the request because the account has no quota or credit left (HTTP {status}): {message}. This is a billing problem, not rate limiting, and retrying does not help: check the plan and billing details of the account the API key belongs to"
+        "{provider} refused the request because the account has no quota or credit left ({}): {}. This is a billing problem, not rate limiting, and retrying does not help: check the plan and billing details of the account the API key belongs to",
+        .status.map_or_else(|| "said in the response stream".to_string(), |s| format!("HTTP {s}")),
+        sentence(.message)
     )]
     Quota {
         /// The provider name.
         provider: String,
-        /// The HTTP status.
-        status: u16,
+        /// The HTTP status, or `None` when the stream said so after an HTTP 200.
+        status: Option<u16>,
         /// The provider's message.
         message: String,
     },
     /// Nothing at the address the request went to (HTTP 404 that does not name the model):
     /// the base URL is likely wrong.
     #[error(
-        "{provider} answered HTTP 404 (not found) for {url}: {message}. Nothing answers at that address: check the provider's base URL (`base_url` in [provider.NAME], OPENAI_BASE_URL or ANTHROPIC_BASE_URL)"
+        "{provider} answered HTTP 404 (not found) for {url}: {}. Nothing answers at that address: check the provider's base URL (`base_url` in [provider.NAME], OPENAI_BASE_URL or ANTHROPIC_BASE_URL)",
+        sentence(.message)
     )]
     NotFound {
         /// The provider name.
@@ -110,6 +114,11 @@ pub enum LlmError {
     },
 }
 
+/// A provider's message to be followed by `. `: without its own final full stop.
+fn sentence(message: &str) -> &str {
+    message.strip_suffix('.').unwrap_or(message)
+}
+
 impl LlmError {
     /// Whether sending the same request again may succeed (rate limits, server errors, broken
     /// connections before any output).
@@ -136,7 +145,7 @@ pub(crate) fn classify_http(
         return LlmError::ContextOverflow { message };
     }
     if is_out_of_quota(&lower) {
-        return LlmError::Quota { provider, status, message };
+        return LlmError::Quota { provider, status: Some(status), message };
     }
     match status {
         401 | 403 => LlmError::Auth { provider, status, message, hint: key_hint.to_string() },
@@ -156,11 +165,18 @@ pub(crate) fn classify_http(
 
 /// Whether a provider's error body (lowercased) says the account is out of quota or credit:
 /// OpenAI's `insufficient_quota` type and code (sent with HTTP 429), Anthropic's "Your credit
-/// balance is too low" (HTTP 400), and the `billing` codes of compatible servers.
-fn is_out_of_quota(lower: &str) -> bool {
-    ["insufficient_quota", "credit balance is too low", "billing_hard_limit_reached", "billing_not_active"]
-        .iter()
-        .any(|m| lower.contains(m))
+/// balance is too low" (HTTP 400) and `billing_error` type, and the `billing` codes of
+/// compatible servers.
+pub(crate) fn is_out_of_quota(lower: &str) -> bool {
+    [
+        "insufficient_quota",
+        "credit balance is too low",
+        "billing_hard_limit_reached",
+        "billing_not_active",
+        "billing_error",
+    ]
+    .iter()
+    .any(|m| lower.contains(m))
 }
 
 /// Whether a provider's error text says the conversation outgrew the context window.
@@ -264,7 +280,7 @@ mod tests {
             r#"{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}"#,
             "",
         );
-        assert!(matches!(credit, LlmError::Quota { status: 400, .. }), "{credit:?}");
+        assert!(matches!(credit, LlmError::Quota { status: Some(400), .. }), "{credit:?}");
         assert!(!credit.is_retryable());
     }
 

@@ -332,9 +332,9 @@ mod tests {
     fn an_error_chunk_is_reported_as_the_providers() {
         let mut d = ChatDecoder::default();
         let err = d.event("", r#"{"error":{"message":"model overloaded"}}"#).unwrap_err();
-        assert_eq!(err, DecodeError::Provider { message: "model overloaded".into(), transient: true });
+        assert_eq!(err, DecodeError::Provider { message: "model overloaded".into(), transient: true, quota: false });
         let err = d.event("", r#"{"error":{"message":"bad tools","type":"invalid_request_error"}}"#).unwrap_err();
-        assert_eq!(err, DecodeError::Provider { message: "bad tools".into(), transient: false });
+        assert_eq!(err, DecodeError::Provider { message: "bad tools".into(), transient: false, quota: false });
     }
 
     #[test]

@@ -464,7 +464,7 @@ mod tests {
                 r#"{"type":"response.failed","response":{"error":{"code":"server_error","message":"boom"}}}"#,
             )
             .unwrap_err();
-        assert_eq!(err, DecodeError::Provider { message: "boom".into(), transient: true });
+        assert_eq!(err, DecodeError::Provider { message: "boom".into(), transient: true, quota: false });
         assert!(ResponsesDecoder::default().end().is_err());
     }
 }

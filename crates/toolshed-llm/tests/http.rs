@@ -426,6 +426,35 @@ async fn a_model_that_refuses_encrypted_reasoning_is_asked_again_without_it() {
 }
 
 #[tokio::test]
+async fn a_quota_error_inside_the_stream_is_a_billing_problem_and_not_retried() {
+    // The Responses API answers HTTP 200 and says so in a `response.failed` event.
+    let failed = vec![
+        "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r1\"}}\n\n".to_string(),
+        "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"id\":\"r1\",\"status\":\"failed\",\"error\":{\"code\":\"insufficient_quota\",\"message\":\"You exceeded your current quota, please check your plan and billing details.\"}}}\n\n".to_string(),
+    ];
+    let server = FakeServer::start(vec![Reply::sse(failed), Reply::sse(responses::text("never asked for"))]).unwrap();
+    let c = client(ProviderKind::OpenaiResponses, &server.base_url(), Some("k"));
+    let err = c.stream(&request()).await.err().unwrap();
+    assert!(matches!(err, LlmError::Quota { status: None, .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "test refused the request because the account has no quota or credit left (said in the response stream): You exceeded your current quota, please check your plan and billing details. This is a billing problem, not rate limiting, and retrying does not help: check the plan and billing details of the account the API key belongs to"
+    );
+    assert_eq!(server.received().len(), 1, "a quota error must not be retried");
+
+    // Anthropic's `error` event of type `billing_error`.
+    let billing = vec![
+        "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"billing_error\",\"message\":\"Your credit balance is too low to access the Anthropic API.\"}}\n\n"
+            .to_string(),
+    ];
+    let server = FakeServer::start(vec![Reply::sse(billing), Reply::sse(anthropic::text("never"))]).unwrap();
+    let c = client(ProviderKind::Anthropic, &server.base_url(), Some("k"));
+    let err = c.stream(&request()).await.err().unwrap();
+    assert!(matches!(err, LlmError::Quota { status: None, .. }), "{err:?}");
+    assert_eq!(server.received().len(), 1, "a quota error must not be retried");
+}
+
+#[tokio::test]
 async fn a_429_for_insufficient_quota_is_a_billing_problem_and_not_retried() {
     // OpenAI's answer when the account has no credit left: HTTP 429, like a rate limit.
     let server = MockServer::start().await;
@@ -440,7 +469,7 @@ async fn a_429_for_insufficient_quota_is_a_billing_problem_and_not_retried() {
         .await;
     let c = client(ProviderKind::OpenaiResponses, &format!("{}/v1", server.uri()), Some("sk"));
     let err = c.stream(&request()).await.err().unwrap();
-    assert!(matches!(err, LlmError::Quota { status: 429, .. }), "{err:?}");
+    assert!(matches!(err, LlmError::Quota { status: Some(429), .. }), "{err:?}");
     let text = err.to_string();
     assert!(text.contains("no quota or credit left") && text.contains("billing"), "{text}");
     assert!(!text.contains("rate-limiting"), "{text}");

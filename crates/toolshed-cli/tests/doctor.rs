@@ -13,6 +13,7 @@ fn toolshed(root: &Path, args: &[&str]) -> Output {
         .args(args)
         .current_dir(root)
         .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+        .env("HOME", root.join(".home"))
         .env("TOOLSHED_DATA_DIR", root.join(".data"))
         .env_remove("BRAVE_API_KEY")
         // No language server on PATH, so the lsp section is the same on every machine.
@@ -113,6 +114,10 @@ fn doctor_in_a_bare_worktree_says_what_is_off_and_why() {
         $ROOT/.claude/skills
         $ROOT/.agents/skills
         $ROOT/.xdg-config/toolshed/skills
+        $ROOT/.home/.claude/skills
+        $ROOT/.home/.agents/skills
+        $ROOT/.xdg-config/opencode/skills
+        $ROOT/.xdg-config/opencode/skill
     instructions: off
       no AGENTS.md or CLAUDE.md from $ROOT down to $ROOT, nor in the user config directory
     lsp: off

@@ -42,7 +42,7 @@ pub struct AgentsMd {
 impl AgentsMd {
     /// Reads the instructions that apply to `cwd` in the worktree `root`.
     pub fn load(root: &Path, cwd: &Path) -> Self {
-        AgentsMd { text: toolshed_tools::instructions::load(root, cwd).render() }
+        AgentsMd { text: crate::instructions::load(root, cwd).render() }
     }
 }
 
@@ -75,7 +75,7 @@ impl ContextProvider for TodoList {
         }
         Some(format!(
             "# Your todo list\n\n{}\n\nUpdate it with todo_write as you go.",
-            toolshed_tools::todo::render_list(&todos)
+            toolshed_core::todo::render_list(&todos)
         ))
     }
 }

@@ -8,7 +8,7 @@
 //! ```
 //! let tmp = tempfile::tempdir().unwrap();
 //! std::fs::write(tmp.path().join("AGENTS.md"), "Run `cargo test` before committing.").unwrap();
-//! let found = toolshed_tools::instructions::load_from(tmp.path(), tmp.path(), None);
+//! let found = toolshed_agent::instructions::load_from(tmp.path(), tmp.path(), None);
 //! assert_eq!(found.files.len(), 1);
 //! assert!(found.render().contains("Run `cargo test` before committing."));
 //! ```

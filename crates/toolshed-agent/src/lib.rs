@@ -4,6 +4,7 @@
 
 pub mod context;
 pub mod events;
+pub mod instructions;
 pub mod runtime;
 pub mod store;
 pub mod tasks;

@@ -635,7 +635,6 @@ impl RuntimeBuilder {
     /// directories (the runtime sets the recorder: the store).
     pub fn build(mut self, configure: impl FnOnce(ExecutorBuilder) -> ExecutorBuilder) -> Arc<Runtime> {
         let handle = RuntimeHandle::default();
-        toolshed_tools::register_todo(&mut self.registry, self.store.clone());
         for tool in tasks::runtime_tools(handle.clone()) {
             self.registry.register_arc(tool, Source::Runtime);
         }

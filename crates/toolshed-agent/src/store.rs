@@ -15,10 +15,10 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use toolshed_core::exec::CallInput;
 use toolshed_core::exec::record::{CallRecord, Recorder};
+use toolshed_core::todo::{Todo, TodoStore};
 use toolshed_core::tool::Attachment;
 use toolshed_llm::types::{IMAGE_MEDIA_TYPES, MAX_IMAGE_BASE64_BYTES};
 use toolshed_llm::{CallKind, Image, Message, Part, Reasoning, Role, ToolCall, ToolResult, Usage};
-use toolshed_tools::todo::{Todo, TodoStore};
 
 /// What a model is told about a call that never finished (interrupted or lost in a crash).
 pub const INTERRUPTED: &str = "[Tool execution was interrupted before it finished; it may or may not have taken effect. Check before repeating it.]";
@@ -1066,7 +1066,7 @@ mod tests {
     fn todos_and_tasks_round_trip_and_running_tasks_become_lost() {
         let (_d, s) = store();
         let ses = s.create_session(None, "build", None, Path::new("/w")).unwrap().id;
-        let todos = vec![Todo { content: "a".into(), status: toolshed_tools::todo::TodoStatus::Pending }];
+        let todos = vec![Todo { content: "a".into(), status: toolshed_core::todo::TodoStatus::Pending }];
         TodoStore::set(&s, &ses, &todos).unwrap();
         assert_eq!(TodoStore::get(&s, &ses).unwrap(), todos);
         assert!(TodoStore::set(&s, "nope", &todos).is_err());

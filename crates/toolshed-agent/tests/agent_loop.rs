@@ -157,7 +157,10 @@ fn runtime_with(
     let settings = Settings { max_steps: 8, max_depth: 1, root: root.to_path_buf(), cwd: root.to_path_buf() };
     let store = Arc::new(Store::open(db).unwrap());
     let data = root.join(".data");
-    Runtime::builder(registry(rules.clone()), store, Arc::new(models), agents, settings)
+    // As toolshed-runtime does: the todo list lives in the session database.
+    let mut registry = registry(rules.clone());
+    toolshed_tools::register_todo(&mut registry, store.clone());
+    Runtime::builder(registry, store, Arc::new(models), agents, settings)
         .events(Arc::new(move |e: &Event| events.lock().unwrap().push(e.clone())))
         .build(|b| b.permission(rules).approver(approver).data_dir(data))
 }

@@ -8,7 +8,8 @@
 use std::fmt;
 use std::process::ExitCode;
 
-use toolshed_tools::{instructions, skill, web};
+use toolshed_agent::instructions;
+use toolshed_tools::{skill, web};
 
 use crate::CliError;
 use crate::workspace::Workspace;

@@ -42,6 +42,7 @@ pub mod render;
 pub mod schema;
 pub mod search;
 pub mod terminal;
+pub mod todo;
 pub mod tool;
 pub mod wildcard;
 

@@ -1,3 +1,10 @@
+//! # toolshed-custom
+//!
+//! Owns: custom tools as a tool source: manifest tools in any language and OpenCode tool files
+//! through a JS host, their discovery, problems and default `ask` rules. Must never run a tool
+//! file to list it when its cached spec is current, and never let a broken file break a
+//! listing. Public face: [`Discover`], [`CustomTools`], [`Problem`].
+//!
 //! Custom tools: manifest tools in any language (`.toolshed/tools/*.toml`) and OpenCode's tool
 //! files (`.opencode/tools/*.{ts,js}`), found per worktree and registered like built-ins.
 //!

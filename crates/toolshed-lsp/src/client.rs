@@ -633,7 +633,7 @@ fn read_document(path: &Path) -> Result<String, String> {
     }
     // Checked on the open handle, and the open does not wait for a FIFO's writer: a file swapped
     // for a FIFO after the tool's check cannot hang the call.
-    let bytes = crate::fs::read_regular(path)
+    let bytes = toolshed_path::read_regular(path)
         .map_err(|e| format!("`{}` cannot be read: {e}", path.display()))?
         .map_err(|kind| format!("`{}` is {kind}, not a regular file", path.display()))?;
     Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use lsp_types::{Diagnostic, DiagnosticSeverity, NumberOrString, Position, SymbolKind, Uri};
 
 use super::position::{char_index, line_at, uri_path};
-use crate::path::pattern_for;
+use toolshed_path::pattern_for;
 
 /// Longest line text shown after a location, in characters.
 const MAX_LINE_TEXT: usize = 200;
@@ -111,7 +111,7 @@ fn read_small(path: &Path) -> Option<String> {
     if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
         return None;
     }
-    crate::fs::read_regular(path).ok()?.ok().map(|b| String::from_utf8_lossy(&b).into_owned())
+    toolshed_path::read_regular(path).ok()?.ok().map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 /// `text`, cut to [`MAX_LINE_TEXT`] characters.

@@ -1,3 +1,10 @@
+//! # toolshed-lsp
+//!
+//! Owns: the language-server client, the `lsp` tool and the post-write diagnostics hook. Must
+//! never fail an edit (a missing, slow or crashing server becomes a note) and never start a
+//! server before a file of its language is written or asked about. Public face: [`LspTool`],
+//! [`hooks`], [`shared`], [`ServerTable`], [`doctor`].
+//!
 //! Code intelligence from real language servers: an LSP client (JSON-RPC over the server's
 //! standard streams, typed with `lsp-types`), the [`LspTool`] a model calls, and the
 //! [`Diagnostics`] post-write hook that appends a changed file's errors to edit, write and
@@ -10,7 +17,7 @@
 //! restarted after a crash, and is stopped when the [`LspService`] is dropped (or at exit).
 //!
 //! The CLI builds both halves from the config: [`hooks`] for the executor, and
-//! [`crate::register_builtins`] registers the tool; both use the process's [`shared`] service,
+//! `toolshed_tools::register_builtins` registers the tool; both use the process's [`shared`] service,
 //! so a server the tool started also answers the next edit.
 
 mod client;
@@ -338,7 +345,7 @@ impl Slot {
 }
 
 /// The service shared by every user in this process with the same servers configured: the
-/// `lsp` tool registered by [`crate::register_builtins`] and the hooks from [`hooks`]. It lives
+/// `lsp` tool registered by `toolshed_tools::register_builtins` and the hooks from [`hooks`]. It lives
 /// while someone holds it; servers stop when the last holder drops it.
 pub fn shared(config: &Config) -> Arc<LspService> {
     static SHARED: Mutex<Vec<(ServerTable, Weak<LspService>)>> = Mutex::new(Vec::new());

@@ -21,7 +21,7 @@ use super::format::{Files, severity_name, shorten, symbol_kind_name};
 use super::position::{line_at, uri_path, utf16_offset};
 use super::rpc::RpcError;
 use super::{Lookup, LspService};
-use crate::path::{self, Permitted, ResolvedPath};
+use toolshed_path::{self as path, Permitted, ResolvedPath};
 
 /// Of the time left when a question is asked, at most this much is kept for the question itself
 /// when waiting for the server to finish loading the project.
@@ -225,9 +225,10 @@ impl Request {
             )));
         }
         // A FIFO would block the open forever, a device would never end.
-        if let Some(kind) = std::fs::metadata(resolved.path()).ok().and_then(|m| crate::fs::special_kind(m.file_type()))
+        if let Some(kind) =
+            std::fs::metadata(resolved.path()).ok().and_then(|m| toolshed_path::special_kind(m.file_type()))
         {
-            return Err(crate::fs::special_file_error("hand to a language server", &resolved.display(), kind));
+            return Err(toolshed_path::special_file_error("hand to a language server", &resolved.display(), kind));
         }
         Ok(Request { operation: op, at, query })
     }

@@ -1,3 +1,12 @@
+//! # toolshed-path
+//!
+//! Owns: turning a model-given path into a [`ResolvedPath`] (inside or outside the worktree,
+//! symbolic links resolved), the no-follow atomic writes and removals, and the refusal of special
+//! files ([`special_kind`], [`open_regular`], [`read_regular`]). Must never decide a permission
+//! itself (it builds the `external_directory` request; the chain decides) and never starts a
+//! process. Used by the file tools, apply_patch, the shell's `workdir`, the command-line analysis
+//! and the lsp tool.
+//!
 //! Path confinement shared by every tool that takes a path from a model (the file tools,
 //! apply_patch, the shell's `workdir`).
 //!
@@ -21,7 +30,7 @@
 //! # let tmp = tempfile::tempdir().unwrap();
 //! # let root = tmp.path().canonicalize().unwrap();
 //! # std::fs::create_dir(root.join("src")).unwrap();
-//! use toolshed_tools::path::Confinement;
+//! use toolshed_path::Confinement;
 //!
 //! let paths = Confinement::new(&root, &root);
 //! let main = paths.resolve("src/../src/main.rs").unwrap();
@@ -39,7 +48,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::io;
+use std::io::{self, Read as _};
 use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -769,6 +778,73 @@ mod safe {
             std::fs::remove_file(self.0.join(name))
         }
     }
+}
+
+// Special files: what they are and how to read only regular ones.
+
+/// What kind of special file `file_type` is, when it is neither a regular file nor a directory
+/// (a FIFO would block a reader forever, `/dev/zero` never ends).
+pub fn special_kind(file_type: std::fs::FileType) -> Option<&'static str> {
+    #[cfg(unix)]
+    use std::os::unix::fs::FileTypeExt as _;
+    if file_type.is_file() || file_type.is_dir() {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        if file_type.is_fifo() {
+            return Some("a named pipe (FIFO)");
+        }
+        if file_type.is_char_device() {
+            return Some("a character device");
+        }
+        if file_type.is_block_device() {
+            return Some("a block device");
+        }
+        if file_type.is_socket() {
+            return Some("a socket");
+        }
+    }
+    Some("a special file")
+}
+
+/// The refusal for a special file (see [`special_kind`]).
+pub fn special_file_error(verb: &str, display: &str, kind: &str) -> ToolError {
+    ToolError::model(format!(
+        "Cannot {verb} `{display}`: it is {kind}, not a regular file. The file tools only work on regular files; use the shell if you really mean to touch it."
+    ))
+}
+
+/// Opens `path` for reading, refusing anything but a regular file. The check is made on the
+/// open handle, and the open itself does not wait for a FIFO's writer, so a file swapped for a
+/// FIFO or a device after an earlier check can neither hang nor flood the caller.
+pub fn open_regular(path: &Path) -> std::io::Result<Result<std::fs::File, &'static str>> {
+    // Sockets cannot even be opened: tell them apart before trying.
+    if let Some(kind) = special_kind(std::fs::metadata(path)?.file_type()) {
+        return Ok(Err(kind));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    let file_type = file.metadata()?.file_type();
+    if let Some(kind) = special_kind(file_type) {
+        return Ok(Err(kind));
+    }
+    // O_NONBLOCK stays set: regular files ignore it.
+    Ok(Ok(file))
+}
+
+/// Reads a whole regular file (see [`open_regular`]); `Ok(Err(kind))` for a special file.
+pub fn read_regular(path: &Path) -> std::io::Result<Result<Vec<u8>, &'static str>> {
+    let mut file = match open_regular(path)? {
+        Ok(file) => file,
+        Err(kind) => return Ok(Err(kind)),
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(Ok(bytes))
 }
 
 #[cfg(test)]

@@ -136,6 +136,9 @@ impl Workspace {
             cwd: self.cwd.clone(),
         };
         let models = Arc::new(ConfiguredModels::new(self.config.clone()));
+        // The todo list lives in the session database.
+        let mut registry = registry;
+        toolshed_tools::register_todo(&mut registry, store.clone());
         Runtime::builder(registry, store, models, self.agents.clone(), settings)
             .events(events)
             .build(|b| self.configure(b, approver))

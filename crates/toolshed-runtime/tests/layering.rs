@@ -1,65 +1,191 @@
-//! ARCHITECTURE.md's dependency rule, checked against every crate's `Cargo.toml`: which
-//! toolshed crates each crate may depend on (normal dependencies; tests may use more).
+//! ARCHITECTURE.md's dependency rule, checked against `cargo metadata`: the arrows of the rule's
+//! diagram are read from ARCHITECTURE.md itself (so the document and the check cannot drift),
+//! and every normal dependency between the workspace's crates, target-specific ones included,
+//! must follow an arrow or a path of arrows (a crate may use anything below its targets, never
+//! sideways or upward). Tests and benchmarks may use more (dev-dependencies are not checked).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::process::Command;
 
-/// crate → the toolshed crates it may depend on.
-const ALLOWED: &[(&str, &[&str])] = &[
-    ("toolshed-core", &[]),
-    ("toolshed-patch", &[]),
-    ("toolshed-tools", &["toolshed-core", "toolshed-patch"]),
-    ("toolshed-mcp", &["toolshed-core"]),
-    ("toolshed-llm", &["toolshed-core"]),
-    ("toolshed-agent", &["toolshed-core", "toolshed-llm", "toolshed-tools"]),
-    ("toolshed-runtime", &["toolshed-core", "toolshed-tools", "toolshed-mcp", "toolshed-llm", "toolshed-agent"]),
-    (
-        "toolshed-cli",
-        &["toolshed-core", "toolshed-tools", "toolshed-mcp", "toolshed-llm", "toolshed-agent", "toolshed-runtime"],
-    ),
-];
+use serde_json::Value;
 
-/// The toolshed crates named in the `[dependencies]` table of each crate of the workspace.
-fn dependencies() -> BTreeMap<String, BTreeSet<String>> {
-    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(crates).unwrap() {
-        let manifest = entry.unwrap().path().join("Cargo.toml");
-        let Ok(text) = std::fs::read_to_string(&manifest) else { continue };
-        let doc: toml::Table = toml::from_str(&text).unwrap();
-        let name = doc["package"]["name"].as_str().unwrap().to_string();
-        let deps = doc
-            .get("dependencies")
-            .and_then(|d| d.as_table())
-            .map(|t| t.keys().filter(|k| k.starts_with("toolshed-")).cloned().collect())
-            .unwrap_or_default();
-        out.insert(name, deps);
+/// The arrows of the dependency rule, `crate → the crates it may depend on directly`, from the
+/// first fenced block after "Dependency rule" in `text`. Statements are separated by three or
+/// more spaces; `a → b → {c, d}` is `a → b` and `b → c, d`; short names mean `toolshed-NAME`;
+/// `→ nothing of ours` declares crates with no arrows.
+fn arrows(text: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let rule = text.find("Dependency rule").expect("ARCHITECTURE.md has no dependency rule");
+    let block = text[rule..].split("```").nth(1).expect("the dependency rule has no diagram");
+    let names = |part: &str| -> Vec<String> {
+        part.trim()
+            .trim_start_matches('{')
+            .trim_end_matches('}')
+            .split(',')
+            .map(|n| format!("toolshed-{}", n.trim()))
+            .collect()
+    };
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in block.lines() {
+        for statement in line.split("   ").map(str::trim).filter(|s| !s.is_empty()) {
+            let parts: Vec<&str> = statement.split('→').collect();
+            assert!(parts.len() >= 2, "not a rule: {statement:?}");
+            for pair in parts.windows(2) {
+                let targets = if pair[1].trim() == "nothing of ours" { Vec::new() } else { names(pair[1]) };
+                for from in names(pair[0]) {
+                    out.entry(from).or_default().extend(targets.iter().cloned());
+                }
+            }
+            // The last target of a chain is declared too, even with no arrows of its own.
+            if parts[parts.len() - 1].trim() != "nothing of ours" {
+                for to in names(parts[parts.len() - 1]) {
+                    out.entry(to).or_default();
+                }
+            }
+        }
     }
     out
 }
 
-#[test]
-fn every_crate_depends_only_on_what_the_architecture_allows() {
-    let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
-    let deps = dependencies();
-    for (name, uses) in &deps {
-        let Some(ok) = allowed.get(name.as_str()) else {
-            panic!("{name} is not in ARCHITECTURE.md's dependency rule (add it there and to ALLOWED here)");
-        };
-        for dep in uses {
-            assert!(ok.contains(&dep.as_str()), "{name} must not depend on {dep} (ARCHITECTURE.md, dependency rule)");
+/// Everything `name` may reach by following arrows.
+fn reachable(arrows: &BTreeMap<String, BTreeSet<String>>, name: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo: Vec<&str> = arrows.get(name).into_iter().flatten().map(String::as_str).collect();
+    while let Some(next) = todo.pop() {
+        if seen.insert(next.to_string()) {
+            todo.extend(arrows.get(next).into_iter().flatten().map(String::as_str));
         }
     }
-    assert!(deps.len() >= ALLOWED.len(), "a crate listed here is gone: {:?}", deps.keys());
+    seen
+}
+
+/// The workspace crates and their normal dependencies on each other, from `cargo metadata`
+/// output.
+fn workspace_dependencies(metadata: &Value) -> BTreeMap<String, BTreeSet<String>> {
+    let members: BTreeSet<String> =
+        metadata["packages"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap().to_string()).collect();
+    let mut out = BTreeMap::new();
+    for package in metadata["packages"].as_array().unwrap() {
+        let uses = package["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["kind"].is_null()) // normal: neither "dev" nor "build"
+            .filter_map(|d| d["name"].as_str())
+            .filter(|d| members.contains(*d))
+            .map(str::to_string)
+            .collect();
+        out.insert(package["name"].as_str().unwrap().to_string(), uses);
+    }
+    out
+}
+
+/// What breaks the rule: a crate the rule does not list, a dependency no arrow allows.
+fn violations(rule: &BTreeMap<String, BTreeSet<String>>, deps: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, uses) in deps {
+        if !rule.contains_key(name) {
+            out.push(format!("{name} is not in ARCHITECTURE.md's dependency rule: add it to the diagram"));
+            continue;
+        }
+        let allowed = reachable(rule, name);
+        for dep in uses {
+            if !allowed.contains(dep) {
+                out.push(format!("{name} must not depend on {dep} (ARCHITECTURE.md, dependency rule)"));
+            }
+        }
+    }
+    for name in rule.keys() {
+        if !deps.contains_key(name) {
+            out.push(format!("{name} is in ARCHITECTURE.md's dependency rule but not in the workspace"));
+        }
+    }
+    out
+}
+
+fn workspace_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().parent().unwrap()
+}
+
+fn metadata() -> Value {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(workspace_root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn rule() -> BTreeMap<String, BTreeSet<String>> {
+    arrows(&std::fs::read_to_string(workspace_root().join("ARCHITECTURE.md")).unwrap())
+}
+
+#[test]
+fn every_crate_depends_only_on_what_the_architecture_allows() {
+    let found = violations(&rule(), &workspace_dependencies(&metadata()));
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
 #[test]
 fn only_front_ends_use_the_runtime_builder_and_nothing_uses_the_cli() {
-    for (name, uses) in dependencies() {
+    for (name, uses) in workspace_dependencies(&metadata()) {
         assert!(!uses.contains("toolshed-cli"), "{name} depends on the cli");
         if uses.contains("toolshed-runtime") {
             assert_eq!(name, "toolshed-cli", "only front-ends build on toolshed-runtime");
         }
     }
+}
+
+#[test]
+fn the_agent_compiles_no_tool_family() {
+    let rule = rule();
+    let deps = workspace_dependencies(&metadata());
+    let agent: Vec<&String> = deps["toolshed-agent"].iter().collect();
+    assert_eq!(agent, ["toolshed-core", "toolshed-llm"], "the agent's own workspace dependencies");
+    for family in ["toolshed-tools", "toolshed-shell", "toolshed-web", "toolshed-lsp", "toolshed-custom"] {
+        assert!(!reachable(&rule, "toolshed-agent").contains(family), "the rule lets the agent reach {family}");
+    }
+}
+
+/// The check itself: a forbidden edge and an unlisted crate are both caught, including an edge
+/// declared only for one target (`[target.'cfg(unix)'.dependencies]`), which `cargo metadata`
+/// lists like any other.
+#[test]
+fn the_check_fails_on_a_forbidden_edge_and_on_an_unlisted_crate() {
+    let doc = "Dependency rule (arrows):\n\n```\ncli → runtime → {agent, tools}   agent → core\ntools → core   core → nothing of ours\n```\n";
+    let rule = arrows(doc);
+    assert_eq!(rule.len(), 5, "{rule:?}");
+    let package = |name: &str, deps: &[(&str, Value)]| {
+        let deps: Vec<Value> =
+            deps.iter().map(|(d, kind)| serde_json::json!({"name": d, "kind": kind, "target": "cfg(unix)"})).collect();
+        serde_json::json!({"name": name, "dependencies": deps})
+    };
+    let good = serde_json::json!({"packages": [
+        package("toolshed-cli", &[("toolshed-runtime", Value::Null), ("toolshed-core", Value::Null)]),
+        package("toolshed-runtime", &[("toolshed-agent", Value::Null), ("toolshed-tools", Value::Null)]),
+        package("toolshed-agent", &[("toolshed-core", Value::Null), ("toolshed-tools", "dev".into())]),
+        package("toolshed-tools", &[("toolshed-core", Value::Null)]),
+        package("toolshed-core", &[]),
+    ]});
+    assert_eq!(violations(&rule, &workspace_dependencies(&good)), Vec::<String>::new());
+
+    let bad = serde_json::json!({"packages": [
+        package("toolshed-cli", &[("toolshed-runtime", Value::Null)]),
+        package("toolshed-runtime", &[("toolshed-agent", Value::Null)]),
+        package("toolshed-agent", &[("toolshed-tools", Value::Null)]),
+        package("toolshed-tools", &[("toolshed-core", Value::Null)]),
+        package("toolshed-core", &[("toolshed-tools", Value::Null)]),
+        package("toolshed-extra", &[]),
+    ]});
+    assert_eq!(
+        violations(&rule, &workspace_dependencies(&bad)),
+        [
+            "toolshed-agent must not depend on toolshed-tools (ARCHITECTURE.md, dependency rule)",
+            "toolshed-core must not depend on toolshed-tools (ARCHITECTURE.md, dependency rule)",
+            "toolshed-extra is not in ARCHITECTURE.md's dependency rule: add it to the diagram",
+        ]
+    );
 }

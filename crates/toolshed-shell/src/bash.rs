@@ -11,8 +11,8 @@ use toolshed_core::protected;
 use toolshed_core::tool::{ToolFlags, ToolSpec, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
 
-use crate::bash_permission;
-use crate::path::{Confinement, Permitted, ResolvedPath};
+use toolshed_path::{Confinement, Permitted, ResolvedPath};
+use toolshed_shellpolicy as bash_permission;
 
 use super::process::{self, Exit, KILL_GRACE, SpawnRequest, StdinMode};
 use super::sandbox::{self, Plan, SandboxMode, SandboxPolicy};
@@ -536,7 +536,7 @@ fn external_dirs(requests: &[PermissionRequest]) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shell::SandboxPolicy;
+    use crate::SandboxPolicy;
 
     fn args(json: serde_json::Value) -> BashArgs {
         serde_json::from_value(json).unwrap()

@@ -82,7 +82,7 @@ impl TypedTool for BashKill {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shell::SandboxPolicy;
+    use crate::SandboxPolicy;
 
     #[tokio::test]
     async fn unknown_session_lists_what_exists() {

@@ -162,7 +162,7 @@ pub(super) fn report(shell: &Shell, session: &Session, ctx: &ToolContext, notes:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shell::{Bash, BashArgs, SandboxMode, SandboxPolicy};
+    use crate::{Bash, BashArgs, SandboxMode, SandboxPolicy};
 
     #[tokio::test]
     async fn input_to_a_command_that_exited_is_not_sent_and_the_session_closes() {

@@ -1,3 +1,12 @@
+#![cfg(unix)]
+//! # toolshed-shell
+//!
+//! Owns: the `bash`, `bash_output` and `bash_kill` tools, the process runner (process groups, the
+//! watchdog, PTY sessions, bounded output) and the Landlock / seccomp / mount-namespace sandbox.
+//! Must never decide what a command may do by itself: the permission requests come from
+//! `toolshed-shellpolicy`, and the sandbox's boundary from what toolshed resolved (never from a
+//! file the command can write). Public face: [`Shell`] (register the tools), [`SandboxPolicy`].
+//!
 //! Shell tools: `bash` runs a command and returns when the shell exits (never waiting on a
 //! background process that holds the output open), with bounded memory, a timeout that stops
 //! the whole process group, and a Landlock sandbox; a command still running after `yield_ms`
@@ -5,7 +14,7 @@
 //!
 //! ```no_run
 //! use toolshed_core::Registry;
-//! use toolshed_tools::shell::{SandboxPolicy, Shell};
+//! use toolshed_shell::{SandboxPolicy, Shell};
 //!
 //! let mut registry = Registry::new();
 //! Shell::new(SandboxPolicy::default()).register(&mut registry);

@@ -11,8 +11,8 @@ use globset::{GlobBuilder, GlobMatcher};
 use toolshed_core::ToolContext;
 use toolshed_core::permission::{Action, PermissionRequest};
 
-use crate::bash_permission::TreeRead;
-use crate::path::pattern_for;
+use toolshed_path::pattern_for;
+use toolshed_shellpolicy::TreeRead;
 
 /// Entries looked at across all trees of one command before it asks instead.
 const MAX_ENTRIES: usize = 200_000;

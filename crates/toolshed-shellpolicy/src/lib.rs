@@ -1,3 +1,12 @@
+//! # toolshed-shellpolicy
+//!
+//! Owns: the analysis of a bash command line into permission requests ([`permission_requests`],
+//! [`analyse`]). Pure: it parses and reads the file system's metadata (which programs are on
+//! `PATH`, where links lead) but never runs a process and never writes; it is fuzzed
+//! (`tests/shell_analysis_props.rs`) and bounded (`tests/shell_analysis_bounds.rs`). Fails
+//! closed: what it does not positively understand becomes a request that asks. Used by
+//! `toolshed-shell`, the only crate that runs commands.
+//!
 //! What a shell command line needs permission for.
 //!
 //! The line is parsed with tree-sitter-bash and walked (iteratively, never recursing with the
@@ -35,9 +44,9 @@ use toolshed_core::paths::lexical_normalise;
 use toolshed_core::permission::{Action, PermissionRequest};
 use tree_sitter::{ParseOptions, Parser};
 
-use crate::path::{Confinement, ResolvedPath};
 use bounds::Budget;
 use programs::Effect;
+use toolshed_path::{Confinement, ResolvedPath};
 use wrappers::Next;
 
 mod bounds;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use toolshed_core::permission::{Action, PermissionRequest};
-use toolshed_tools::bash_permission::permission_requests;
+use toolshed_shellpolicy::permission_requests;
 
 const MIB: usize = 1 << 20;
 

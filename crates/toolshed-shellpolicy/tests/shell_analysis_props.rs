@@ -25,7 +25,7 @@ use proptest::test_runner::{Config, FileFailurePersistence};
 use toolshed_core::agents::Agents;
 use toolshed_core::config::Config as ToolshedConfig;
 use toolshed_core::permission::{Action, Permission, PermissionRequest};
-use toolshed_tools::bash_permission::permission_requests;
+use toolshed_shellpolicy::permission_requests;
 
 const RULES: &str = "[permission]\nbash = { \"*\" = \"allow\", \"rm *\" = \"deny\" }\n";
 

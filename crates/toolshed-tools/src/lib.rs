@@ -1,21 +1,19 @@
 //! toolshed's built-in tools, one module per tool family: each tool is one file holding its
 //! arguments, the description a model reads, `execute`, and its unit tests.
-//!
-//! Besides tools it provides [`instructions`], the project instructions (AGENTS.md) an agent
-//! puts in its system prompt.
 
-pub mod bash_permission;
-pub mod custom;
 pub mod fs;
-pub mod instructions;
-pub mod lsp;
 pub mod patch;
-pub mod path;
-#[cfg(unix)]
-pub mod shell;
 pub mod skill;
 pub mod todo;
-pub mod web;
+
+// The tool families that are crates of their own, under the names they had here.
+pub use toolshed_custom as custom;
+pub use toolshed_lsp as lsp;
+pub use toolshed_path as path;
+#[cfg(unix)]
+pub use toolshed_shell as shell;
+pub use toolshed_shellpolicy as bash_permission;
+pub use toolshed_web as web;
 
 use std::path::Path;
 use std::sync::Arc;

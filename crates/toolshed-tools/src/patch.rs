@@ -18,7 +18,7 @@ use toolshed_core::tool::{Grammar, GrammarSyntax, ToolFlags, ToolSpec, TypedTool
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
 use toolshed_patch::{Action, ApplyError, CommitOptions, Hunk, OsFs, Patch, Summary};
 
-use crate::path::{Confinement, ResolvedPath};
+use toolshed_path::{Confinement, ResolvedPath};
 
 /// Codex's grammar for the patch, sent byte for byte as the freeform tool's format.
 pub const GRAMMAR: &str = r#"start: begin_patch hunk+ end_patch

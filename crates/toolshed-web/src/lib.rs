@@ -1,3 +1,9 @@
+//! # toolshed-web
+//!
+//! Owns: `webfetch`, `websearch` and the HTML-to-Markdown conversion (with bounded nesting, size
+//! and time). Must never touch the network before a call needs it. Public face:
+//! [`fetch::WebFetch`], [`search::WebSearch`], [`search::backend`], [`html`].
+//!
 //! Tools that reach the web: `webfetch` (one URL, converted for a model to read) and
 //! `websearch` (a configured search backend). Both share one HTTP client, built on first use
 //! so registering the tools costs nothing.

@@ -11,8 +11,8 @@ use toolshed_core::tool::{ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::{Sniff, TextStyle, blocking, not_found, plural, sniff, unified_diff};
-use crate::path::{self, Permitted, ResolvedPath};
 use matcher::{Applied, Edit, Refusal, Strategy};
+use toolshed_path::{self as path, Permitted, ResolvedPath};
 
 /// Largest file edit will load.
 const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;

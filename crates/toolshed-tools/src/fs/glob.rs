@@ -12,7 +12,7 @@ use toolshed_core::tool::{ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::{PathGlob, blocking, path_order, walker};
-use crate::path::{self, Permitted, ResolvedPath, pattern_for};
+use toolshed_path::{self as path, Permitted, ResolvedPath, pattern_for};
 
 /// Most paths returned.
 pub const MAX_RESULTS: usize = 100;

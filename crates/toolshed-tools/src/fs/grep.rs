@@ -21,7 +21,7 @@ use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::glob::{display_path, worker_threads};
 use super::{PathGlob, blocking, path_order, plural, walker};
-use crate::path::{self, Permitted, ResolvedPath};
+use toolshed_path::{self as path, Permitted, ResolvedPath};
 
 /// Results shown when `limit` is not given.
 pub const DEFAULT_LIMIT: usize = 100;

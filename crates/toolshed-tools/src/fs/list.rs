@@ -13,7 +13,7 @@ use toolshed_core::tool::{ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::{NOISE_DIRS, PathGlob, blocking, walker};
-use crate::path::{self, Permitted, ResolvedPath};
+use toolshed_path::{self as path, Permitted, ResolvedPath};
 
 /// Most entries shown.
 pub const MAX_ENTRIES: usize = 500;
@@ -321,7 +321,7 @@ mod tests {
         files.extend((0..5).map(|i| format!("top{i}.txt")));
         let refs: Vec<&str> = files.iter().map(String::as_str).collect();
         let (_tmp, root) = tree(&refs);
-        let resolved = crate::path::Confinement::new(&root, &root).resolve(".").unwrap();
+        let resolved = toolshed_path::Confinement::new(&root, &root).resolve(".").unwrap();
         let out = list(&resolved, &[], 10, &|| false);
         insta::assert_snapshot!(out.text, @r"
         ./

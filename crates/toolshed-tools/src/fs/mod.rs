@@ -1,5 +1,5 @@
 //! The file tools: `read`, `list`, `glob`, `grep`, `write` and `edit`, one module each, all
-//! confined to the worktree through [`crate::path`]. This module holds what several of them
+//! confined to the worktree through [`toolshed_path`]. This module holds what several of them
 //! share: binary sniffing, "did you mean" suggestions, walking, globs, text style and diffs.
 
 pub mod edit;
@@ -17,13 +17,15 @@ use globset::{GlobBuilder, GlobMatcher};
 use ignore::WalkBuilder;
 use toolshed_core::ToolError;
 
-use crate::path::ResolvedPath;
+use toolshed_path::ResolvedPath;
 
 pub use edit::EditTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
 pub use list::ListTool;
 pub use read::ReadTool;
+/// The special-file refusal every tool shares lives with the path confinement.
+pub use toolshed_path::{open_regular, read_regular, special_file_error, special_kind};
 pub use write::WriteTool;
 
 /// Longest line, in characters, a file tool shows before cutting it.
@@ -116,71 +118,6 @@ fn image_mime(sample: &[u8]) -> Option<&'static str> {
     } else {
         None
     }
-}
-
-/// What kind of special file `file_type` is, when it is neither a regular file nor a directory
-/// (a FIFO would block a reader forever, `/dev/zero` never ends).
-pub fn special_kind(file_type: std::fs::FileType) -> Option<&'static str> {
-    #[cfg(unix)]
-    use std::os::unix::fs::FileTypeExt as _;
-    if file_type.is_file() || file_type.is_dir() {
-        return None;
-    }
-    #[cfg(unix)]
-    {
-        if file_type.is_fifo() {
-            return Some("a named pipe (FIFO)");
-        }
-        if file_type.is_char_device() {
-            return Some("a character device");
-        }
-        if file_type.is_block_device() {
-            return Some("a block device");
-        }
-        if file_type.is_socket() {
-            return Some("a socket");
-        }
-    }
-    Some("a special file")
-}
-
-/// The refusal for a special file (see [`special_kind`]).
-pub fn special_file_error(verb: &str, display: &str, kind: &str) -> ToolError {
-    ToolError::model(format!(
-        "Cannot {verb} `{display}`: it is {kind}, not a regular file. The file tools only work on regular files; use the shell if you really mean to touch it."
-    ))
-}
-
-/// Opens `path` for reading, refusing anything but a regular file. The check is made on the
-/// open handle, and the open itself does not wait for a FIFO's writer, so a file swapped for a
-/// FIFO or a device after an earlier check can neither hang nor flood the caller.
-pub fn open_regular(path: &Path) -> std::io::Result<Result<std::fs::File, &'static str>> {
-    // Sockets cannot even be opened: tell them apart before trying.
-    if let Some(kind) = special_kind(std::fs::metadata(path)?.file_type()) {
-        return Ok(Err(kind));
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-    let file = options.open(path)?;
-    let file_type = file.metadata()?.file_type();
-    if let Some(kind) = special_kind(file_type) {
-        return Ok(Err(kind));
-    }
-    // O_NONBLOCK stays set: regular files ignore it.
-    Ok(Ok(file))
-}
-
-/// Reads a whole regular file (see [`open_regular`]); `Ok(Err(kind))` for a special file.
-pub fn read_regular(path: &Path) -> std::io::Result<Result<Vec<u8>, &'static str>> {
-    let mut file = match open_regular(path)? {
-        Ok(file) => file,
-        Err(kind) => return Ok(Err(kind)),
-    };
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(Ok(bytes))
 }
 
 /// Reads up to [`SNIFF_BYTES`] from the start of a file and sniffs them.

@@ -15,7 +15,7 @@ use super::{
     MAX_LINE_CHARS, Sniff, blocking, cut_line, not_found, open_regular, plural, read_regular, sniff_file,
     special_file_error, special_kind,
 };
-use crate::path::{self, Permitted, ResolvedPath};
+use toolshed_path::{self as path, Permitted, ResolvedPath};
 
 /// Lines shown when `limit` is not given.
 pub const DEFAULT_LIMIT: u64 = 2000;

@@ -8,7 +8,7 @@ use toolshed_core::tool::{ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::{TextStyle, blocking, diff_counts, plural, unified_diff};
-use crate::path::{self, Permitted, ResolvedPath};
+use toolshed_path::{self as path, Permitted, ResolvedPath};
 
 /// Diff lines shown in a write result.
 const SUMMARY_DIFF_LINES: usize = 40;

@@ -232,8 +232,8 @@ fn list(ws: &Workspace, args: ListArgs) -> Result<ExitCode, CliError> {
 fn import(ws: &Workspace, args: ImportArgs) -> Result<ExitCode, CliError> {
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| CliError::usage(format!("cannot read {}: {e}", args.file.display())))?;
-    let imported =
-        toolshed_mcp::import::parse(&text).map_err(|e| CliError::usage(format!("{}: {e}", args.file.display())))?;
+    let imported = toolshed_mcp::import::parse(&text, toolshed_mcp::import::Source::of_path(&args.file))
+        .map_err(|e| CliError::usage(format!("{}: {e}", args.file.display())))?;
     for note in &imported.skipped {
         eprintln!("toolshed: skipped {note}");
     }

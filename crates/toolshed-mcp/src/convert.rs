@@ -45,12 +45,14 @@ pub fn from_mcp(result: CallToolResult) -> Result<ToolOutput, ToolError> {
     let text = texts.join("\n\n");
     // What the text cannot say (embedded resources as resources, links, audio, structured
     // content) is kept for an MCP client of `mcp serve`, which gets it as the server sent it.
+    // It is not metadata: the text and attachments already hold what it says, so it is kept
+    // out of the session record (which would otherwise store every resource twice).
     let plain = result.content.iter().all(|b| matches!(b, ContentBlock::Text(_) | ContentBlock::Image(_)));
     if (!plain || result.structured_content.is_some())
         && let Ok(serde_json::Value::Object(mut original)) = serde_json::to_value(&result)
     {
         original.retain(|k, _| matches!(k.as_str(), "content" | "structuredContent"));
-        output.metadata.insert(PASSTHROUGH.to_string(), serde_json::Value::Object(original));
+        output.passthrough = Some(serde_json::Value::Object(original));
     }
     if result.is_error == Some(true) {
         let message =
@@ -61,16 +63,12 @@ pub fn from_mcp(result: CallToolResult) -> Result<ToolOutput, ToolError> {
     Ok(output)
 }
 
-/// The metadata key under which an upstream MCP result's `content` and `structuredContent` are
-/// kept when its text form loses something.
-pub const PASSTHROUGH: &str = "mcp_result";
-
 /// A toolshed result as an MCP result: the text, then images; `isError` when the call failed.
 /// The result of an upstream MCP tool goes out as that server sent it (resources, links,
 /// structured content), unless the output had to be cut: then the cut text, with the
 /// structured content still attached (a client checks it against the tool's `outputSchema`).
 pub fn to_mcp(result: &ToolResult) -> CallToolResult {
-    if let Some(serde_json::Value::Object(original)) = result.metadata.get(PASSTHROUGH)
+    if let Some(serde_json::Value::Object(original)) = &result.passthrough
         && !result.is_error
     {
         let structured = original.get("structuredContent").cloned();

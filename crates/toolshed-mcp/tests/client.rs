@@ -313,3 +313,28 @@ async fn the_proxy_passes_upstream_tool_fields_and_results_through() {
     let _ = serving.await;
     clients.shutdown().await;
 }
+
+/// A result with an embedded resource is recorded once: its text is in the output the model
+/// reads (what the session store keeps, with the metadata), and the form the server sent, which
+/// `mcp serve` hands to its clients, is not recorded beside it.
+#[tokio::test]
+async fn a_result_with_an_embedded_resource_is_recorded_once() {
+    use toolshed_core::exec::record::MemoryRecorder;
+    let clients = connect(&[("fx", fixture("rich"))]).await;
+    let recorder = Arc::new(MemoryRecorder::default());
+    let mut registry = Registry::new();
+    clients.register(&mut registry);
+    let executor = Executor::builder(registry, std::env::temp_dir()).recorder(recorder.clone()).build();
+    let r = call(&executor, "fx_rich", json!({})).await;
+    assert!(!r.is_error, "{}", r.output);
+    assert!(r.passthrough.is_some(), "the server's own form is still there for `mcp serve`");
+    let records = recorder.records();
+    assert_eq!(records.len(), 1);
+    let recorded = &records[0].result;
+    // What a recorder stores: the output, the metadata, the attachments (`call --json` prints the same).
+    let stored = format!("{}\n{}", serde_json::Value::Object(recorded.metadata.clone()), recorded.to_json());
+    assert_eq!(recorded.output.matches("the report").count(), 1, "{}", recorded.output);
+    assert_eq!(serde_json::Value::Object(recorded.metadata.clone()).to_string().matches("the report").count(), 0);
+    assert_eq!(recorded.to_json().to_string().matches("the report").count(), 1, "{stored}");
+    clients.shutdown().await;
+}

@@ -565,6 +565,7 @@ mod tests {
             attachments: vec![],
             duration: Duration::ZERO,
             spill: None,
+            passthrough: None,
         }
     }
 

@@ -470,7 +470,7 @@ impl McpServer {
             }
         };
         match result {
-            Ok(result) => convert::from_mcp(result),
+            Ok(result) => convert::from_mcp(result, ctx.output_limits().max_blob_bytes),
             Err(rmcp::ServiceError::McpError(e)) => Err(ToolError::model(format!(
                 "The MCP server `{}` rejected the call: {}. Check the tool name and arguments.",
                 self.name, e.message

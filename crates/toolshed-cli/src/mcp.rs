@@ -152,8 +152,10 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                 std::future::pending::<()>().await;
             };
             let served = match args.http {
+                // SIGTERM (or Ctrl-C) ends serving like a closed input, so the clean-up below runs.
                 None => tokio::select! {
                     served = exported.serve_stdio() => served,
+                    () = crate::stop_requested() => Ok(()),
                     () = follow => Ok(()),
                 },
                 Some(addr) => {
@@ -175,6 +177,9 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                 }
             };
             clients().shutdown().await;
+            // Upstream servers still starting (or given up on) are not among the clients: their
+            // process groups go too, whatever their start-up was doing.
+            toolshed_mcp::kill_all_servers();
             toolshed_tools::lsp::shared(&ws.config).shutdown().await;
             served
         })

@@ -152,8 +152,10 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                 std::future::pending::<()>().await;
             };
             let served = match args.http {
+                // SIGTERM (or Ctrl-C) ends serving like a closed input, so the clean-up below runs.
                 None => tokio::select! {
                     served = exported.serve_stdio() => served,
+                    () = crate::stop_requested() => Ok(()),
                     () = follow => Ok(()),
                 },
                 Some(addr) => {
@@ -175,6 +177,9 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                 }
             };
             clients().shutdown().await;
+            // Upstream servers still starting (or given up on) are not among the clients: their
+            // process groups go too, whatever their start-up was doing.
+            toolshed_mcp::kill_all_servers();
             toolshed_tools::lsp::shared(&ws.config).shutdown().await;
             served
         })
@@ -232,8 +237,8 @@ fn list(ws: &Workspace, args: ListArgs) -> Result<ExitCode, CliError> {
 fn import(ws: &Workspace, args: ImportArgs) -> Result<ExitCode, CliError> {
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| CliError::usage(format!("cannot read {}: {e}", args.file.display())))?;
-    let imported =
-        toolshed_mcp::import::parse(&text).map_err(|e| CliError::usage(format!("{}: {e}", args.file.display())))?;
+    let imported = toolshed_mcp::import::parse(&text, toolshed_mcp::import::Source::of_path(&args.file))
+        .map_err(|e| CliError::usage(format!("{}: {e}", args.file.display())))?;
     for note in &imported.skipped {
         eprintln!("toolshed: skipped {note}");
     }

@@ -236,6 +236,101 @@ fn import_appends_mcp_servers_to_the_project_config() {
     assert_eq!(list.as_array().unwrap().len(), 2);
 }
 
+/// `timeout` counts seconds in Cline's file and milliseconds in Claude Code's and Gemini CLI's:
+/// each becomes the right `timeout_ms`; a number that is implausible in its file's unit, or
+/// whose unit the file's client does not document, is left out with a warning naming it.
+#[test]
+fn import_converts_each_clients_timeout_to_milliseconds_or_warns() {
+    let tmp = workspace("");
+    let write = |rel: &str, body: Value| {
+        let path = tmp.path().join("clients").join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, serde_json::to_string_pretty(&body).unwrap()).unwrap();
+        path
+    };
+    let import = |path: &Path| {
+        let out = toolshed(tmp.path()).args(["mcp", "import", "--print"]).arg(path).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // Cline (VS Code extension storage): seconds, default 60.
+    let cline = write(
+        "saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+        json!({"mcpServers": {
+            "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+                       "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "t"}, "disabled": false, "autoApprove": [],
+                       "timeout": 120, "type": "stdio"},
+            "milliseconds": {"command": "srv", "disabled": false, "autoApprove": [], "timeout": 60000, "type": "stdio"}
+        }}),
+    );
+    let (toml, stderr) = import(&cline);
+    assert!(toml.contains("[mcp.github]") && toml.contains("timeout_ms = 120000"), "{toml}");
+    assert!(!toml.contains("timeout_ms = 60000"), "{toml}");
+    assert!(
+        stderr.contains("milliseconds: `timeout` (60000) was not imported: Cline counts it in seconds")
+            && stderr.contains("write `timeout_ms = 60000`"),
+        "{stderr}"
+    );
+    // Claude Code's .mcp.json: milliseconds.
+    let claude_code = write(
+        "repo/.mcp.json",
+        json!({"mcpServers": {
+            "api": {"type": "http", "url": "https://mcp.example.test/mcp", "headers": {"Authorization": "Bearer k"}, "timeout": 30000},
+            "seconds": {"type": "stdio", "command": "srv", "args": [], "env": {}, "timeout": 30}
+        }}),
+    );
+    let (toml, stderr) = import(&claude_code);
+    assert!(toml.contains("timeout_ms = 30000") && toml.matches("timeout_ms").count() == 1, "{toml}");
+    assert!(
+        stderr.contains("seconds: `timeout` (30) was not imported: Claude Code counts it in milliseconds"),
+        "{stderr}"
+    );
+    // Gemini CLI's .gemini/settings.json: milliseconds (default 600,000).
+    let gemini = write(
+        "repo/.gemini/settings.json",
+        json!({"theme": "Default", "mcpServers": {
+            "py": {"command": "python", "args": ["-m", "srv"], "cwd": "./srv", "timeout": 600000, "trust": false}
+        }}),
+    );
+    let (toml, stderr) = import(&gemini);
+    assert!(toml.contains("timeout_ms = 600000"), "{toml}");
+    assert!(stderr.contains("py: `trust` was not imported"), "{stderr}");
+    // Clients that document no `timeout`, and a file whose client is unknown: not guessed.
+    let undocumented = [
+        (
+            "Claude/claude_desktop_config.json",
+            json!({"mcpServers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "timeout": 60}}}),
+            "Claude Desktop does not document",
+        ),
+        (
+            "repo/.cursor/mcp.json",
+            json!({"mcpServers": {"fs": {"url": "https://mcp.example.test/mcp", "headers": {"X-Key": "k"}, "timeout": 60}}}),
+            "Cursor does not document",
+        ),
+        (
+            "codeium/windsurf/mcp_config.json",
+            json!({"mcpServers": {"fs": {"serverUrl": "https://mcp.example.test/mcp", "disabled": false, "timeout": 60}}}),
+            "Windsurf does not document",
+        ),
+        (
+            "repo/.vscode/mcp.json",
+            json!({"servers": {"fs": {"type": "stdio", "command": "mcp-fs", "timeout": 60}}}),
+            "VS Code does not document",
+        ),
+        (
+            "servers.json",
+            json!({"mcpServers": {"fs": {"command": "mcp-fs", "timeout": 60}}}),
+            "the file's name does not say which client wrote it",
+        ),
+    ];
+    for (rel, body, why) in undocumented {
+        let (toml, stderr) = import(&write(rel, body));
+        assert!(toml.contains("[mcp.fs]") && !toml.contains("timeout_ms"), "{rel}: {toml}");
+        assert!(stderr.contains("fs: `timeout` (60) was not imported") && stderr.contains(why), "{rel}: {stderr}");
+        assert!(stderr.contains("set `timeout_ms` (milliseconds) in its table by hand"), "{rel}: {stderr}");
+    }
+}
+
 /// A client that sends a standard method with params that do not parse is told "invalid
 /// params" (-32602) and why, not "method not found"; an unknown method is -32601.
 #[test]

@@ -307,6 +307,48 @@ fn mcp_serve_whose_input_closes_takes_its_commands_along() {
     mcp_serve_stopped_during_a_call(4, |child| drop(child.stdin.take()));
 }
 
+/// `mcp serve` stopped while an upstream server is still starting (a wrapper that sleeps before
+/// it starts the real server, so `initialize` is not answered yet): the upstream and what it
+/// started (a sleep in the background, a sleep in the foreground) go with it.
+fn mcp_serve_stopped_while_an_upstream_starts(n: u32, stop: impl FnOnce(&mut std::process::Child)) {
+    use std::io::Write;
+    let tag = format!("sleep 5.5{n}");
+    let upstream = format!("sleep 5.5{n}1 & sleep 5.5{n}2; exec '{TOOLSHED}' mcp serve");
+    let config = format!("[mcp.slow]\ncommand = \"sh\"\nargs = [\"-c\", {}]\n", serde_json::Value::String(upstream));
+    let w = World::new(&config);
+    let mut child = spawn_toolshed(&w, &["mcp", "serve"]);
+    let mut stdin = child.stdin.take().unwrap();
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    ] {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    stdin.flush().unwrap();
+    assert!(wait_until(15, || running(&tag).len() == 2), "{:?}", running(&tag));
+    child.stdin = Some(stdin);
+    stop(&mut child);
+    let _ = wait_until(3, || child.try_wait().unwrap().is_some());
+    let _ = child.kill();
+    child.wait().unwrap();
+    assert!(wait_until(1, || running(&tag).is_empty()), "left behind: {:?}", running(&tag));
+    let wrapper = format!("sh -c sleep 5.5{n}");
+    assert!(wait_until(1, || running(&wrapper).is_empty()), "left behind: {:?}", running(&wrapper));
+}
+
+#[test]
+fn mcp_serve_stopped_by_sigterm_takes_an_upstream_still_starting_along() {
+    mcp_serve_stopped_while_an_upstream_starts(1, |child| {
+        let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+    });
+}
+
+#[test]
+fn mcp_serve_whose_input_closes_takes_an_upstream_still_starting_along() {
+    mcp_serve_stopped_while_an_upstream_starts(2, |child| drop(child.stdin.take()));
+}
+
 #[test]
 fn a_timeout_reaches_a_descendant_that_left_the_group_and_its_environment() {
     let w = World::new("");

@@ -434,6 +434,7 @@ struct OutputSection {
     max_bytes: Option<usize>,
     spill_max_bytes: Option<u64>,
     spill_dir_max_bytes: Option<u64>,
+    max_blob_bytes: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -518,6 +519,11 @@ impl Config {
                     "[output] spill_max_bytes and spill_dir_max_bytes must be at least {min} bytes"
                 )));
             }
+            let min_blob = crate::exec::bound::MIN_BLOB_BYTES;
+            if output.max_blob_bytes.is_some_and(|b| b < min_blob) {
+                return Err(invalid(format!("[output] max_blob_bytes must be at least {min_blob} bytes")));
+            }
+            self.output.max_blob_bytes = output.max_blob_bytes.unwrap_or(self.output.max_blob_bytes);
             self.output.max_lines = output.max_lines.unwrap_or(self.output.max_lines);
             self.output.max_bytes = output.max_bytes.unwrap_or(self.output.max_bytes);
             self.output.spill_max_bytes = output.spill_max_bytes.unwrap_or(self.output.spill_max_bytes);
@@ -701,7 +707,7 @@ pass = ["GITHUB_TOKEN"]
     fn unknown_keys_are_reported_with_file_and_line() {
         let err = parse("model = \"x\"\n\n[output]\nmax_line = 5\n").unwrap_err();
         assert_eq!(err.location, Some((4, 1)));
-        insta::assert_snapshot!(err.to_string(), @"/w/toolshed.toml:4:1: unknown field `max_line`, expected one of `max_lines`, `max_bytes`, `spill_max_bytes`, `spill_dir_max_bytes`");
+        insta::assert_snapshot!(err.to_string(), @"/w/toolshed.toml:4:1: unknown field `max_line`, expected one of `max_lines`, `max_bytes`, `spill_max_bytes`, `spill_dir_max_bytes`, `max_blob_bytes`");
         let err = parse("[agent.x]\ncolour = \"red\"\n").unwrap_err();
         assert_eq!(err.location.map(|l| l.0), Some(2), "{err}");
     }
@@ -771,5 +777,16 @@ pass = ["GITHUB_TOKEN"]
         assert_eq!((c.model.as_deref(), c.session.max_steps), (Some("openai/gpt-5"), 7));
         let err = Config::load(Some(&tmp.path().join("missing.toml")), tmp.path()).unwrap_err();
         assert!(err.message.starts_with("cannot read:"), "{err}");
+    }
+
+    #[test]
+    fn max_blob_bytes_is_read_and_has_a_floor() {
+        let mut c = Config::default();
+        assert_eq!(c.output.max_blob_bytes, 5 << 20);
+        c.merge_str(Path::new("/w/toolshed.toml"), "[output]\nmax_blob_bytes = 65536\n").unwrap();
+        assert_eq!(c.output.max_blob_bytes, 65536);
+        let err =
+            Config::default().merge_str(Path::new("/w/toolshed.toml"), "[output]\nmax_blob_bytes = 10\n").unwrap_err();
+        assert!(err.to_string().contains("[output] max_blob_bytes must be at least 1024 bytes"), "{err}");
     }
 }

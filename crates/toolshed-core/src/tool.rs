@@ -193,6 +193,10 @@ pub struct ToolOutput {
     pub attachments: Vec<Attachment>,
     /// Set when the tool already spilled its complete output to a file.
     pub spill: Option<SpillInfo>,
+    /// The result as its source sent it (an upstream MCP server's `content` and
+    /// `structuredContent`), for a client that speaks that form (`mcp serve`). The text and
+    /// attachments above already say what it holds, so it is never recorded nor shown to a model.
+    pub passthrough: Option<Value>,
 }
 
 impl ToolOutput {

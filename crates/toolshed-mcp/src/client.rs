@@ -31,6 +31,7 @@ use toolshed_core::wildcard;
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use crate::convert;
+use crate::group::Group;
 
 /// How long a server may take to start and list its tools when `startup_timeout_ms` is not set
 /// (`npx -y some-server` with a cold npm cache downloads the package first).
@@ -110,6 +111,8 @@ pub struct McpServer {
     crashed: AtomicBool,
     restarts: AtomicU32,
     restarting: tokio::sync::Mutex<()>,
+    /// The process group of a stdio server's current process: killed when replaced or dropped.
+    group: Mutex<Option<Group>>,
 }
 
 /// Receives the server's notifications: a changed tool list is fetched again.
@@ -266,6 +269,7 @@ impl McpServer {
             crashed: AtomicBool::new(false),
             restarts: AtomicU32::new(0),
             restarting: tokio::sync::Mutex::new(()),
+            group: Mutex::new(None),
         });
         if config.enabled == Some(false) {
             *server.state.write().unwrap_or_else(PoisonError::into_inner) = State::Disabled;
@@ -274,9 +278,13 @@ impl McpServer {
         let timeout = startup_timeout(config);
         match tokio::time::timeout(timeout, server.start(options)).await {
             Ok(Ok(())) => {}
-            Ok(Err(reason)) => server.set_unavailable(format!("{reason}{}", server.stderr_tail())),
+            Ok(Err(reason)) => {
+                server.kill_group();
+                server.set_unavailable(format!("{reason}{}", server.stderr_tail()));
+            }
             Err(_) => {
                 server.service.write().unwrap_or_else(PoisonError::into_inner).take();
+                server.kill_group();
                 server.set_unavailable(format!(
                     "it did not answer within {} ms while starting and listing its tools{}",
                     timeout.as_millis(),
@@ -307,6 +315,9 @@ impl McpServer {
                     None => PathBuf::from(expand(path)),
                 };
                 let mut cmd = tokio::process::Command::new(expand(command));
+                // A group of its own: stopping it stops what it started too.
+                #[cfg(unix)]
+                cmd.process_group(0);
                 options.env.apply_minimal(cmd.as_std_mut());
                 if let Some(file) = &self.config.env_file {
                     cmd.envs(read_env_file(&in_root(file))?);
@@ -330,6 +341,9 @@ impl McpServer {
                     .stderr(Stdio::piped())
                     .spawn()
                     .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                // Listed before the first await, so a start-up cancelled at any point still
+                // leaves a group to kill (replacing a crashed process's group kills what it left).
+                *self.group.lock().unwrap_or_else(PoisonError::into_inner) = transport.id().and_then(Group::new);
                 let mut reader = None;
                 if let Some(stderr) = stderr {
                     let keep = self.stderr.clone();
@@ -430,6 +444,7 @@ impl McpServer {
             }
             Some(reason) => {
                 self.service.write().unwrap_or_else(PoisonError::into_inner).take();
+                self.kill_group();
                 self.set_unavailable(format!(
                     "it crashed, and starting it again (attempt {attempt}) failed: {reason}{}",
                     self.stderr_tail()
@@ -470,7 +485,7 @@ impl McpServer {
             }
         };
         match result {
-            Ok(result) => convert::from_mcp(result),
+            Ok(result) => convert::from_mcp(result, ctx.output_limits().max_blob_bytes),
             Err(rmcp::ServiceError::McpError(e)) => Err(ToolError::model(format!(
                 "The MCP server `{}` rejected the call: {}. Check the tool name and arguments.",
                 self.name, e.message
@@ -517,7 +532,8 @@ impl McpServer {
             .collect()
     }
 
-    /// Closes the connection (a stdio server is asked to exit, then killed).
+    /// Closes the connection (a stdio server is asked to exit, then killed, with everything
+    /// left in its process group).
     pub async fn shutdown(&self) {
         let service = self.service.write().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(service) = service
@@ -525,6 +541,12 @@ impl McpServer {
         {
             let _ = service.close_with_timeout(Duration::from_secs(2)).await;
         }
+        self.kill_group();
+    }
+
+    /// Kills the process group of a stdio server's current process (a no-op for others).
+    fn kill_group(&self) {
+        drop(self.group.lock().unwrap_or_else(PoisonError::into_inner).take());
     }
 }
 

@@ -7,10 +7,45 @@ use toolshed_core::exec::ToolResult;
 use toolshed_core::tool::Attachment;
 use toolshed_core::{ToolError, ToolOutput};
 
-/// What the model sees of an MCP tool's result. Text parts are joined with blank lines;
-/// images become attachments; an embedded text resource is appended, a binary one described;
-/// with no content, the structured content is shown as JSON. `isError` makes it an error.
-pub fn from_mcp(result: CallToolResult) -> Result<ToolOutput, ToolError> {
+/// The size of base64 `data` once decoded.
+fn decoded_len(data: &str) -> usize {
+    let data = data.trim_end_matches('=');
+    data.len() / 4 * 3 + (data.len() % 4 * 3 / 4)
+}
+
+/// `block`, or a note in its place when its binary data (an image's, audio's or an embedded
+/// resource's blob) decodes to more than `max_blob_bytes`: what was left out, its type and size,
+/// and what to do instead.
+fn bounded(block: ContentBlock, max_blob_bytes: usize) -> ContentBlock {
+    let (what, mime_type, size) = match &block {
+        ContentBlock::Image(image) => {
+            ("An image".to_string(), Some(image.mime_type.as_str()), decoded_len(&image.data))
+        }
+        ContentBlock::Audio(audio) => ("Audio".to_string(), Some(audio.mime_type.as_str()), decoded_len(&audio.data)),
+        ContentBlock::Resource(embedded) => match &embedded.resource {
+            ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => {
+                (format!("The embedded resource {uri}"), mime_type.as_deref(), decoded_len(blob))
+            }
+            _ => return block,
+        },
+        _ => return block,
+    };
+    if size <= max_blob_bytes {
+        return block;
+    }
+    ContentBlock::text(format!(
+        "[{what} ({}, {size} bytes) was left out: it is over toolshed's limit of {max_blob_bytes} bytes for one binary part of a tool result ([output] max_blob_bytes). Call the tool again asking for less (a smaller image or region, a lower resolution, a shorter clip, a part of the resource) if it has such an option.]",
+        mime_type.unwrap_or("unknown type")
+    ))
+}
+
+/// What the model sees of an MCP tool's result. Binary parts over `max_blob_bytes` are first
+/// replaced by a note ([`bounded`]), for the model and for a client of `mcp serve` alike. Text
+/// parts are joined with blank lines; images become attachments; an embedded text resource is
+/// appended, a binary one described; with no content, the structured content is shown as JSON.
+/// `isError` makes it an error.
+pub fn from_mcp(mut result: CallToolResult, max_blob_bytes: usize) -> Result<ToolOutput, ToolError> {
+    result.content = std::mem::take(&mut result.content).into_iter().map(|b| bounded(b, max_blob_bytes)).collect();
     let mut texts = Vec::new();
     let mut output = ToolOutput::default();
     for block in &result.content {
@@ -45,12 +80,14 @@ pub fn from_mcp(result: CallToolResult) -> Result<ToolOutput, ToolError> {
     let text = texts.join("\n\n");
     // What the text cannot say (embedded resources as resources, links, audio, structured
     // content) is kept for an MCP client of `mcp serve`, which gets it as the server sent it.
+    // It is not metadata: the text and attachments already hold what it says, so it is kept
+    // out of the session record (which would otherwise store every resource twice).
     let plain = result.content.iter().all(|b| matches!(b, ContentBlock::Text(_) | ContentBlock::Image(_)));
     if (!plain || result.structured_content.is_some())
         && let Ok(serde_json::Value::Object(mut original)) = serde_json::to_value(&result)
     {
         original.retain(|k, _| matches!(k.as_str(), "content" | "structuredContent"));
-        output.metadata.insert(PASSTHROUGH.to_string(), serde_json::Value::Object(original));
+        output.passthrough = Some(serde_json::Value::Object(original));
     }
     if result.is_error == Some(true) {
         let message =
@@ -61,16 +98,12 @@ pub fn from_mcp(result: CallToolResult) -> Result<ToolOutput, ToolError> {
     Ok(output)
 }
 
-/// The metadata key under which an upstream MCP result's `content` and `structuredContent` are
-/// kept when its text form loses something.
-pub const PASSTHROUGH: &str = "mcp_result";
-
 /// A toolshed result as an MCP result: the text, then images; `isError` when the call failed.
 /// The result of an upstream MCP tool goes out as that server sent it (resources, links,
 /// structured content), unless the output had to be cut: then the cut text, with the
 /// structured content still attached (a client checks it against the tool's `outputSchema`).
 pub fn to_mcp(result: &ToolResult) -> CallToolResult {
-    if let Some(serde_json::Value::Object(original)) = result.metadata.get(PASSTHROUGH)
+    if let Some(serde_json::Value::Object(original)) = &result.passthrough
         && !result.is_error
     {
         let structured = original.get("structuredContent").cloned();
@@ -103,23 +136,37 @@ fn text_result(result: &ToolResult) -> CallToolResult {
 mod tests {
     use super::*;
 
+    fn from_mcp_default(result: CallToolResult) -> Result<ToolOutput, ToolError> {
+        from_mcp(result, toolshed_core::exec::bound::OutputLimits::default().max_blob_bytes)
+    }
+
+    #[test]
+    fn decoded_sizes_count_padding() {
+        let b64 = |n: usize| base64::engine::general_purpose::STANDARD.encode(vec![7u8; n]);
+        for n in [0, 1, 2, 3, 4, 5, 1000, 1001, 1002] {
+            assert_eq!(decoded_len(&b64(n)), n);
+            assert_eq!(decoded_len(b64(n).trim_end_matches('=')), n);
+        }
+    }
+
     #[test]
     fn text_parts_join_and_errors_carry_their_text() {
-        let ok = from_mcp(CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")])).unwrap();
+        let ok =
+            from_mcp_default(CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")])).unwrap();
         assert_eq!(ok.text, "a\n\nb");
-        let err = from_mcp(CallToolResult::error(vec![ContentBlock::text("no such repo")])).unwrap_err();
+        let err = from_mcp_default(CallToolResult::error(vec![ContentBlock::text("no such repo")])).unwrap_err();
         assert_eq!(err, ToolError::model("no such repo"));
-        let err = from_mcp(CallToolResult::error(vec![])).unwrap_err();
+        let err = from_mcp_default(CallToolResult::error(vec![])).unwrap_err();
         assert_eq!(err.to_string(), "The MCP tool returned an error without a message.");
     }
 
     #[test]
     fn images_become_attachments_and_structured_content_fills_empty_results() {
         let png = base64::engine::general_purpose::STANDARD.encode([1u8, 2, 3]);
-        let out = from_mcp(CallToolResult::success(vec![ContentBlock::image(png, "image/png")])).unwrap();
+        let out = from_mcp_default(CallToolResult::success(vec![ContentBlock::image(png, "image/png")])).unwrap();
         assert_eq!(out.attachments, [Attachment::Image { mime_type: "image/png".into(), data: vec![1, 2, 3] }]);
         let mut structured = CallToolResult::success(vec![]);
         structured.structured_content = Some(serde_json::json!({"ok": true}));
-        assert_eq!(from_mcp(structured).unwrap().text, r#"{"ok":true}"#);
+        assert_eq!(from_mcp_default(structured).unwrap().text, r#"{"ok":true}"#);
     }
 }

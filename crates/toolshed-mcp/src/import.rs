@@ -3,6 +3,7 @@
 //! and written out as TOML.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde::Deserialize;
 use toolshed_core::config::McpConfig;
@@ -23,12 +24,122 @@ struct ForeignServer {
     #[serde(rename = "type")]
     transport: Option<String>,
     disabled: Option<bool>,
-    timeout: Option<u64>,
+    /// Its unit depends on the client that wrote the file ([`Source::timeout_unit`]).
+    timeout: Option<serde_json::Value>,
     cwd: Option<String>,
     env_file: Option<String>,
     /// Fields toolshed has no equivalent for; each is named in a warning.
     #[serde(flatten)]
     other: BTreeMap<String, serde_json::Value>,
+}
+
+/// Which client wrote the file, told by its name and folder: what its `timeout` counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Cline's `cline_mcp_settings.json`: `timeout` in seconds (default 60, at least 1).
+    Cline,
+    /// Claude Code's `.mcp.json` (or `~/.claude.json`): `timeout` in milliseconds.
+    ClaudeCode,
+    /// Gemini CLI's `.gemini/settings.json`: `timeout` in milliseconds (default 600,000).
+    GeminiCli,
+    /// Claude Desktop's `claude_desktop_config.json` (documents no `timeout`).
+    ClaudeDesktop,
+    /// Cursor's `.cursor/mcp.json` (documents no `timeout`).
+    Cursor,
+    /// Windsurf's `mcp_config.json` (documents no `timeout`).
+    Windsurf,
+    /// VS Code's `.vscode/mcp.json` (documents no `timeout`).
+    VsCode,
+    /// A file whose name does not say which client wrote it.
+    Unknown,
+}
+
+/// The unit of a source's `timeout`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeoutUnit {
+    /// Seconds.
+    Seconds,
+    /// Milliseconds.
+    Milliseconds,
+}
+
+/// The shortest and longest call time limits an imported `timeout` may come to (1 s to 1 h);
+/// outside them the number was most likely written in the other unit.
+const PLAUSIBLE_TIMEOUT_MS: std::ops::RangeInclusive<f64> = 1_000.0..=3_600_000.0;
+
+impl Source {
+    /// The client that writes a file of this name in this folder.
+    pub fn of_path(path: &Path) -> Source {
+        let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+        let parent =
+            path.parent().and_then(Path::file_name).map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+        match (name.as_str(), parent.as_str()) {
+            ("cline_mcp_settings.json", _) => Source::Cline,
+            (".mcp.json" | ".claude.json", _) => Source::ClaudeCode,
+            ("settings.json", ".gemini") => Source::GeminiCli,
+            ("claude_desktop_config.json", _) => Source::ClaudeDesktop,
+            ("mcp.json", ".cursor") => Source::Cursor,
+            ("mcp_config.json", _) => Source::Windsurf,
+            ("mcp.json", ".vscode") => Source::VsCode,
+            _ => Source::Unknown,
+        }
+    }
+
+    /// What people call it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Source::Cline => "Cline",
+            Source::ClaudeCode => "Claude Code",
+            Source::GeminiCli => "Gemini CLI",
+            Source::ClaudeDesktop => "Claude Desktop",
+            Source::Cursor => "Cursor",
+            Source::Windsurf => "Windsurf",
+            Source::VsCode => "VS Code",
+            Source::Unknown => "an unknown client",
+        }
+    }
+
+    /// What its `timeout` counts, when its documentation says.
+    pub fn timeout_unit(self) -> Option<TimeoutUnit> {
+        match self {
+            Source::Cline => Some(TimeoutUnit::Seconds),
+            Source::ClaudeCode | Source::GeminiCli => Some(TimeoutUnit::Milliseconds),
+            Source::ClaudeDesktop | Source::Cursor | Source::Windsurf | Source::VsCode | Source::Unknown => None,
+        }
+    }
+}
+
+/// A server's `timeout` as `timeout_ms`, or why it was not taken over (for a warning).
+fn timeout_ms(value: &serde_json::Value, source: Source) -> Result<u64, String> {
+    let written = value.to_string();
+    let Some(unit) = source.timeout_unit() else {
+        let whose = match source {
+            Source::Unknown => "the file's name does not say which client wrote it, so the unit of its `timeout` (seconds for Cline, milliseconds for Claude Code and Gemini CLI) is unknown".to_string(),
+            other => format!("{} does not document a `timeout` setting, so its unit is unknown", other.label()),
+        };
+        return Err(format!(
+            "`timeout` ({written}) was not imported: {whose}; set `timeout_ms` (milliseconds) in its table by hand"
+        ));
+    };
+    let number = value.as_f64().filter(|n| n.is_finite() && *n > 0.0).ok_or_else(|| {
+        format!("`timeout` ({written}) was not imported: it is not a positive number; set `timeout_ms` (milliseconds) in its table by hand")
+    })?;
+    let (ms, unit_name, other) = match unit {
+        TimeoutUnit::Seconds => {
+            (number * 1000.0, "seconds", format!("if {written} meant milliseconds, write `timeout_ms = {written}`"))
+        }
+        TimeoutUnit::Milliseconds => {
+            (number, "milliseconds", format!("if {written} meant seconds, write `timeout_ms = {}`", number * 1000.0))
+        }
+    };
+    if !PLAUSIBLE_TIMEOUT_MS.contains(&ms) {
+        return Err(format!(
+            "`timeout` ({written}) was not imported: {} counts it in {unit_name}, which makes a call time limit of {} ms, outside 1 s to 1 hour; {other} in its table, or leave toolshed's default (60 s)",
+            source.label(),
+            ms.round()
+        ));
+    }
+    Ok(ms.round() as u64)
 }
 
 /// The servers of a file, and notes about the ones that could not be taken over.
@@ -65,8 +176,8 @@ fn placeholders(text: &str) -> Vec<&str> {
     found
 }
 
-/// Reads `text` (JSON with `mcpServers` or `servers`).
-pub fn parse(text: &str) -> Result<Imported, String> {
+/// Reads `text` (JSON with `mcpServers` or `servers`), written by `source`.
+pub fn parse(text: &str, source: Source) -> Result<Imported, String> {
     let root: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
     let table = root
         .get("mcpServers")
@@ -130,6 +241,13 @@ pub fn parse(text: &str) -> Result<Imported, String> {
                 ));
             }
         }
+        let timeout = server.timeout.as_ref().and_then(|value| match timeout_ms(value, source) {
+            Ok(ms) => Some(ms),
+            Err(why) => {
+                out.warnings.push(format!("{name}: {why}"));
+                None
+            }
+        });
         let config = McpConfig {
             command: server.command,
             args: server.args,
@@ -139,7 +257,7 @@ pub fn parse(text: &str) -> Result<Imported, String> {
             url,
             headers: server.headers,
             enabled: if unresolved { Some(false) } else { server.disabled.map(|d| !d) },
-            timeout_ms: server.timeout,
+            timeout_ms: timeout,
             ..McpConfig::default()
         };
         out.servers.push((name.clone(), config));
@@ -210,7 +328,7 @@ mod tests {
             "off": {"command": "srv", "disabled": true},
             "bad": {"args": []}
         }}"#;
-        let imported = parse(text).unwrap();
+        let imported = parse(text, Source::ClaudeDesktop).unwrap();
         let names: Vec<&str> = imported.servers.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["github", "remote", "off"]);
         assert_eq!(imported.skipped.len(), 2, "{:?}", imported.skipped);
@@ -221,8 +339,55 @@ mod tests {
         assert_eq!(config.mcp["github"].env["GITHUB_TOKEN"], "x");
         assert_eq!(config.mcp["remote"].headers["X-Key"], "k");
         assert_eq!(config.mcp["off"].enabled, Some(false));
-        let vscode = parse(r#"{"servers": {"fs": {"type": "stdio", "command": "mcp-fs"}}}"#).unwrap();
+        let vscode = parse(r#"{"servers": {"fs": {"type": "stdio", "command": "mcp-fs"}}}"#, Source::VsCode).unwrap();
         assert_eq!(vscode.servers[0].1.command.as_deref(), Some("mcp-fs"));
-        assert!(parse("{}").is_err());
+        assert!(parse("{}", Source::Unknown).is_err());
+    }
+
+    #[test]
+    fn each_client_is_known_by_its_file_and_its_timeout_unit_is_converted_or_warned_about() {
+        let of = |p: &str| Source::of_path(Path::new(p));
+        assert_eq!(
+            of("/home/u/.config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"),
+            Source::Cline
+        );
+        assert_eq!(of("/repo/.mcp.json"), Source::ClaudeCode);
+        assert_eq!(of("/repo/.gemini/settings.json"), Source::GeminiCli);
+        assert_eq!(of("/repo/.vscode/settings.json"), Source::Unknown);
+        assert_eq!(of("/repo/.cursor/mcp.json"), Source::Cursor);
+        assert_eq!(of("/repo/.vscode/mcp.json"), Source::VsCode);
+        assert_eq!(of("/home/u/.codeium/windsurf/mcp_config.json"), Source::Windsurf);
+        assert_eq!(of("/home/u/Library/Application Support/Claude/claude_desktop_config.json"), Source::ClaudeDesktop);
+        assert_eq!(of("/tmp/servers.json"), Source::Unknown);
+        let one = |source, timeout: &str| {
+            let text = format!(r#"{{"mcpServers": {{"s": {{"command": "srv", "timeout": {timeout}}}}}}}"#);
+            let imported = parse(&text, source).unwrap();
+            (imported.servers[0].1.timeout_ms, imported.warnings)
+        };
+        assert_eq!(one(Source::Cline, "60"), (Some(60_000), vec![]));
+        assert_eq!(one(Source::Cline, "1.5"), (Some(1_500), vec![]));
+        assert_eq!(one(Source::ClaudeCode, "30000"), (Some(30_000), vec![]));
+        assert_eq!(one(Source::GeminiCli, "600000"), (Some(600_000), vec![]));
+        let (ms, warnings) = one(Source::Cline, "60000");
+        assert_eq!(ms, None);
+        assert!(
+            warnings[0].contains("s: `timeout` (60000) was not imported: Cline counts it in seconds"),
+            "{warnings:?}"
+        );
+        assert!(warnings[0].contains("write `timeout_ms = 60000`"), "{warnings:?}");
+        let (ms, warnings) = one(Source::ClaudeCode, "30");
+        assert_eq!(ms, None);
+        assert!(warnings[0].contains("if 30 meant seconds, write `timeout_ms = 30000`"), "{warnings:?}");
+        for source in [Source::ClaudeDesktop, Source::Cursor, Source::Windsurf, Source::VsCode, Source::Unknown] {
+            let (ms, warnings) = one(source, "60");
+            assert_eq!(ms, None, "{source:?}");
+            assert!(
+                warnings[0].contains("`timeout` (60) was not imported") && warnings[0].contains("unit"),
+                "{warnings:?}"
+            );
+        }
+        let (ms, warnings) = one(Source::Cline, r#""60s""#);
+        assert_eq!(ms, None);
+        assert!(warnings[0].contains("not a positive number"), "{warnings:?}");
     }
 }

@@ -7,8 +7,10 @@
 
 pub mod client;
 mod convert;
+mod group;
 pub mod import;
 pub mod schema;
 pub mod server;
 
 pub use client::{ConnectOptions, McpClients, McpServer, McpTool, ServerStatus, State};
+pub use group::kill_all as kill_all_servers;

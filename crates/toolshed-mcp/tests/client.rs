@@ -313,3 +313,97 @@ async fn the_proxy_passes_upstream_tool_fields_and_results_through() {
     let _ = serving.await;
     clients.shutdown().await;
 }
+
+/// A result with an embedded resource is recorded once: its text is in the output the model
+/// reads (what the session store keeps, with the metadata), and the form the server sent, which
+/// `mcp serve` hands to its clients, is not recorded beside it.
+#[tokio::test]
+async fn a_result_with_an_embedded_resource_is_recorded_once() {
+    use toolshed_core::exec::record::MemoryRecorder;
+    let clients = connect(&[("fx", fixture("rich"))]).await;
+    let recorder = Arc::new(MemoryRecorder::default());
+    let mut registry = Registry::new();
+    clients.register(&mut registry);
+    let executor = Executor::builder(registry, std::env::temp_dir()).recorder(recorder.clone()).build();
+    let r = call(&executor, "fx_rich", json!({})).await;
+    assert!(!r.is_error, "{}", r.output);
+    assert!(r.passthrough.is_some(), "the server's own form is still there for `mcp serve`");
+    let records = recorder.records();
+    assert_eq!(records.len(), 1);
+    let recorded = &records[0].result;
+    // What a recorder stores: the output, the metadata, the attachments (`call --json` prints the same).
+    let stored = format!("{}\n{}", serde_json::Value::Object(recorded.metadata.clone()), recorded.to_json());
+    assert_eq!(recorded.output.matches("the report").count(), 1, "{}", recorded.output);
+    assert_eq!(serde_json::Value::Object(recorded.metadata.clone()).to_string().matches("the report").count(), 0);
+    assert_eq!(recorded.to_json().to_string().matches("the report").count(), 1, "{stored}");
+    clients.shutdown().await;
+}
+
+/// An upstream image or embedded blob over `[output] max_blob_bytes` reaches neither the model
+/// nor a client of `mcp serve` (a real MCP client over loopback HTTP): a note takes its place,
+/// with its type, its size and what to do. One under the limit passes as it was sent.
+#[tokio::test]
+async fn oversized_images_and_blobs_are_replaced_by_a_note_for_the_model_and_for_mcp_clients() {
+    use rmcp::ServiceExt;
+    use toolshed_core::exec::bound::OutputLimits;
+    use toolshed_mcp::server::{Exported, Peers};
+    let limits = OutputLimits { max_blob_bytes: 64 * 1024, ..OutputLimits::default() };
+    let clients = connect(&[("fx", fixture("big"))]).await;
+    let build = || {
+        let mut registry = Registry::new();
+        clients.register(&mut registry);
+        Executor::builder(registry, std::env::temp_dir()).limits(limits).build()
+    };
+    // Toolshed's own model.
+    let image = call(&build(), "fx_image_of", json!({"bytes": 3_000_000})).await;
+    assert!(!image.is_error && image.attachments.is_empty(), "{}", image.output);
+    assert!(
+        image
+            .output
+            .contains("[An image (image/png, 3000000 bytes) was left out: it is over toolshed's limit of 65536 bytes")
+            && image.output.contains("[output] max_blob_bytes")
+            && image.output.contains("Call the tool again asking for less"),
+        "{}",
+        image.output
+    );
+    assert!(image.output.len() < 1024, "{}", image.output.len());
+    let small = call(&build(), "fx_image_of", json!({"bytes": 1000})).await;
+    assert_eq!(small.attachments.len(), 1, "{}", small.output);
+    // A client of `mcp serve`.
+    let exported = Exported::new(build(), "build", Peers::default());
+    let listener = toolshed_mcp::server::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let serving = tokio::spawn({
+        let (exported, cancel) = (exported.clone(), cancel.clone());
+        async move { exported.serve_http(listener, cancel).await }
+    });
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+    let client = ().serve(transport).await.unwrap();
+    let over = |tool: &str, bytes: u64| {
+        let mut params = rmcp::model::CallToolRequestParams::new(tool.to_string());
+        params.arguments = json!({"bytes": bytes}).as_object().cloned();
+        client.call_tool(params)
+    };
+    for (tool, what) in [
+        ("fx_image_of", "[An image (image/png, 3000000 bytes) was left out"),
+        ("fx_blob_of", "[The embedded resource file:///big.bin (application/octet-stream, 3000000 bytes) was left out"),
+    ] {
+        let result = serde_json::to_value(over(tool, 3_000_000).await.unwrap()).unwrap();
+        let text = result.to_string();
+        assert!(text.len() < 4096, "{tool}: {} bytes went out", text.len());
+        assert!(text.contains(what), "{tool}: {text}");
+        let types: Vec<&str> =
+            result["content"].as_array().unwrap().iter().map(|c| c["type"].as_str().unwrap()).collect();
+        assert!(types.iter().all(|t| *t == "text"), "{tool}: {text}");
+    }
+    let blob = serde_json::to_value(over("fx_blob_of", 1000).await.unwrap()).unwrap();
+    assert_eq!(blob["content"][1]["type"], "resource", "{blob}");
+    let image = serde_json::to_value(over("fx_image_of", 1000).await.unwrap()).unwrap();
+    assert_eq!(image["content"][1]["type"], "image", "{image}");
+    client.cancel().await.unwrap();
+    cancel.cancel();
+    let _ = serving.await;
+    clients.shutdown().await;
+}

@@ -29,16 +29,30 @@ pub struct OutputLimits {
     /// Most bytes all spill files keep together; the oldest are deleted first
     /// (`[output] spill_dir_max_bytes`, default 1 GiB).
     pub spill_dir_max_bytes: u64,
+    /// Most bytes one binary part of an MCP tool's result (an image, audio, an embedded
+    /// resource's blob) may take, decoded; a larger one is replaced by a note saying what was
+    /// left out, for the model and for clients of `mcp serve` (`[output] max_blob_bytes`,
+    /// default 5 MiB).
+    pub max_blob_bytes: usize,
 }
 
 impl Default for OutputLimits {
     fn default() -> Self {
-        OutputLimits { max_lines: 2000, max_bytes: 50 * 1024, spill_max_bytes: 64 << 20, spill_dir_max_bytes: 1 << 30 }
+        OutputLimits {
+            max_lines: 2000,
+            max_bytes: 50 * 1024,
+            spill_max_bytes: 64 << 20,
+            spill_dir_max_bytes: 1 << 30,
+            max_blob_bytes: 5 << 20,
+        }
     }
 }
 
 /// The smallest spill caps a configuration may set.
 pub const MIN_SPILL_BYTES: u64 = 64 * 1024;
+
+/// The smallest `max_blob_bytes` a configuration may set.
+pub const MIN_BLOB_BYTES: usize = 1024;
 
 /// Bytes of the budget kept free for the truncation notices.
 const NOTICE_RESERVE: usize = 512;
@@ -565,6 +579,7 @@ mod tests {
             attachments: vec![],
             duration: Duration::ZERO,
             spill: None,
+            passthrough: None,
         }
     }
 

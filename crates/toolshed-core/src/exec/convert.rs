@@ -55,6 +55,7 @@ pub fn convert(
         attachments: Vec::new(),
         duration: started.elapsed(),
         spill: None,
+        passthrough: None,
     };
     match outcome {
         Ok(output) => {
@@ -90,6 +91,7 @@ fn absorb(result: &mut ToolResult, output: ToolOutput) {
     result.metadata.extend(output.metadata);
     result.attachments = output.attachments;
     result.spill = output.spill;
+    result.passthrough = output.passthrough;
 }
 
 fn stopped(result: &mut ToolResult, partial: Option<Box<ToolOutput>>, note: String) {

@@ -110,6 +110,8 @@ pub struct ToolResult {
     pub duration: Duration,
     /// Where the tool already saved its complete output (consumed by the bound stage).
     pub(crate) spill: Option<SpillInfo>,
+    /// The result as its source sent it ([`ToolOutput::passthrough`]); not recorded.
+    pub passthrough: Option<Value>,
 }
 
 impl ToolResult {

@@ -10,6 +10,8 @@
 //! - `all-broken`: only tools whose input schemas are not valid JSON Schema;
 //! - `rich`: `echo`, plus `rich`, which has a title, an output schema and every annotation, and
 //!   answers with text, an embedded resource and structured content;
+//! - `big`: `echo`, plus `image_of` and `blob_of`, which answer with an image, or an embedded
+//!   binary resource, of `bytes` bytes (next to a line of text);
 //! - `env`: `echo`, plus `env`, which returns the names of the server's environment variables,
 //!   one a line, sorted.
 //!
@@ -79,6 +81,12 @@ fn base_tools(mode: &str) -> Vec<Tool> {
     let mut tools = vec![tool("echo", "Returns the text it is given.", text_schema("text", "What to send back."))];
     if mode == "env" {
         tools.push(tool("env", "Returns the names of the server's environment variables.", json!({"type": "object"})));
+        return tools;
+    }
+    if mode == "big" {
+        let sized = |what: &str| json!({"type": "object", "properties": {"bytes": {"type": "integer", "description": format!("Size of the {what} in bytes.")}}, "required": ["bytes"]});
+        tools.push(tool("image_of", "Returns a PNG image of the given size.", sized("image")));
+        tools.push(tool("blob_of", "Returns an embedded binary resource of the given size.", sized("resource")));
         return tools;
     }
     if mode == "rich" {
@@ -197,6 +205,21 @@ impl ServerHandler for Fixture {
                 "structuredContent": {"count": 3}
             }))
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?,
+            "image_of" | "blob_of" => {
+                use base64::Engine;
+                let bytes = arg(&request, "bytes").and_then(Value::as_u64).unwrap_or(0) as usize;
+                let mut data = b"\x89PNG\r\n\x1a\n".to_vec();
+                data.resize(bytes.max(data.len()), 0);
+                data.truncate(bytes);
+                let data = base64::engine::general_purpose::STANDARD.encode(data);
+                let part = if request.name == "image_of" {
+                    json!({"type": "image", "data": data, "mimeType": "image/png"})
+                } else {
+                    json!({"type": "resource", "resource": {"uri": "file:///big.bin", "mimeType": "application/octet-stream", "blob": data}})
+                };
+                serde_json::from_value(json!({"content": [{"type": "text", "text": format!("{bytes} bytes")}, part]}))
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+            }
             "extra" => CallToolResult::success(vec![ContentBlock::text(format!("extra: {}", text("text")))]),
             name if name.starts_with("tool_") => {
                 CallToolResult::success(vec![ContentBlock::text(format!("{name} called with {:?}", request.arguments))])

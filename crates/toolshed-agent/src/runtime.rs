@@ -548,7 +548,7 @@ impl Runtime {
         let (image_count, image_bytes) = images.fold((0u64, 0usize), |(n, b), i| (n + 1, b + i.data_base64.len()));
         let bytes = request.system.len()
             + serde_json::to_string(&request.messages).map_or(0, |s| s.len()).saturating_sub(image_bytes)
-            + request.tools.iter().map(ToolSpec::definition_bytes).sum::<usize>();
+            + request.tools.iter().map(toolshed_core::render::definition_bytes).sum::<usize>();
         let estimate = (bytes / 4) as u64 + image_count * IMAGE_TOKENS;
         if estimate > window {
             return Err(AgentError::Model(LlmError::ContextOverflow {

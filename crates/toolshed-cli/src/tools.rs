@@ -91,7 +91,7 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
                         "parameters": spec.parameters,
                         "exposure": v.exposure.as_str(),
                         "source": v.entry.source.to_string(),
-                        "bytes": spec.definition_bytes(),
+                        "bytes": toolshed_core::render::definition_bytes(spec),
                     });
                     if let Some(replaced) = &v.entry.overrides {
                         item["overrides"] = Value::String(replaced.to_string());

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
-use crate::exec::bound::OutputLimits;
+use crate::output::OutputLimits;
 use crate::permission::{Action, Rule};
 use crate::registry::EditTool;
 use crate::tool::Exposure;
@@ -513,13 +513,13 @@ impl Config {
             if output.max_lines == Some(0) || output.max_bytes.is_some_and(|b| b < 256) {
                 return Err(invalid("[output] max_lines must be at least 1 and max_bytes at least 256".into()));
             }
-            let min = crate::exec::bound::MIN_SPILL_BYTES;
+            let min = crate::output::MIN_SPILL_BYTES;
             if output.spill_max_bytes.is_some_and(|b| b < min) || output.spill_dir_max_bytes.is_some_and(|b| b < min) {
                 return Err(invalid(format!(
                     "[output] spill_max_bytes and spill_dir_max_bytes must be at least {min} bytes"
                 )));
             }
-            let min_blob = crate::exec::bound::MIN_BLOB_BYTES;
+            let min_blob = crate::output::MIN_BLOB_BYTES;
             if output.max_blob_bytes.is_some_and(|b| b < min_blob) {
                 return Err(invalid(format!("[output] max_blob_bytes must be at least {min_blob} bytes")));
             }

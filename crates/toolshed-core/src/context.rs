@@ -6,13 +6,23 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Map, Value};
 pub use tokio_util::sync::CancellationToken;
 
-use crate::exec::Session;
-use crate::exec::admit::{PathGuard, PathLocks};
-use crate::exec::bound::{OutputLimits, OutputSink};
 use crate::hooks::Hooks;
+use crate::locks::{PathGuard, PathLocks};
+use crate::output::{OutputLimits, OutputSink};
 use crate::permission::{AllowAll, Asker, PermissionRequest};
-use crate::registry::Registry;
-use crate::tool::ToolError;
+use crate::tool::{ToolError, ToolSpec};
+
+/// What `tool_search` may ask of the executor running a call, without seeing its registry or
+/// session: the tools deferred for the call's agent and model, and loading some of them.
+pub trait ToolDiscovery: Send + Sync {
+    /// An identity of the deferred set (it changes when the set does), so an index built over
+    /// the set can be reused.
+    fn deferred_key(&self) -> u64;
+    /// The deferred tools: each one's spec and the MCP server it comes from, if any.
+    fn deferred(&self) -> Vec<(ToolSpec, Option<String>)>;
+    /// Puts `tool` in the session's tool list from the next step on.
+    fn load(&self, tool: &str);
+}
 
 /// Who is calling: the ids of the session, message and call, the agent and the tool.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -74,30 +84,24 @@ pub struct ToolContext {
     cancel: CancellationToken,
     asker: Arc<dyn Asker>,
     metadata: Arc<Mutex<Map<String, Value>>>,
-    runtime: Option<(Arc<Registry>, Session)>,
+    discovery: Option<Arc<dyn ToolDiscovery>>,
 }
 
 impl ToolContext {
     /// A context for one call.
     pub fn new(info: CallInfo, env: Arc<Environment>, cancel: CancellationToken, asker: Arc<dyn Asker>) -> Self {
-        ToolContext { info: Arc::new(info), env, cancel, asker, metadata: Arc::default(), runtime: None }
+        ToolContext { info: Arc::new(info), env, cancel, asker, metadata: Arc::default(), discovery: None }
     }
 
-    /// The same context with the registry and session of the executor running the call, for
-    /// tools that work on the runtime itself (`tool_search`).
-    pub fn with_runtime(mut self, registry: Arc<Registry>, session: Session) -> Self {
-        self.runtime = Some((registry, session));
+    /// The same context with the executor's [`ToolDiscovery`] handle, for `tool_search`.
+    pub fn with_discovery(mut self, discovery: Arc<dyn ToolDiscovery>) -> Self {
+        self.discovery = Some(discovery);
         self
     }
 
-    /// The registry of the executor running this call, if any.
-    pub fn registry(&self) -> Option<&Arc<Registry>> {
-        self.runtime.as_ref().map(|(registry, _)| registry)
-    }
-
-    /// The session this call belongs to, if it runs inside an executor.
-    pub fn session(&self) -> Option<&Session> {
-        self.runtime.as_ref().map(|(_, session)| session)
+    /// The executor's handle on the deferred tools, if the call runs inside an executor.
+    pub fn discovery(&self) -> Option<&Arc<dyn ToolDiscovery>> {
+        self.discovery.as_ref()
     }
 
     /// A context outside any executor, rooted at `root`, that allows every permission request;

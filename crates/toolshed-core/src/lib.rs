@@ -34,6 +34,8 @@ pub mod context;
 pub mod env;
 pub mod exec;
 pub mod hooks;
+pub mod locks;
+pub mod output;
 pub mod paths;
 pub mod permission;
 pub mod protected;

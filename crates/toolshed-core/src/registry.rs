@@ -12,6 +12,10 @@ use std::sync::{Arc, OnceLock};
 use crate::permission::Permission;
 use crate::tool::{Exposure, Tool, ToolSpec};
 
+/// The name of `tool_search` (in `crate::search`), which the registry leaves out of a view
+/// with no deferred tool.
+pub const TOOL_SEARCH: &str = "tool_search";
+
 /// Where a tool came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
@@ -204,8 +208,7 @@ impl Registry {
             .collect();
         // `tool_search` is offered only while it has something to find.
         if !visible.iter().any(|v| v.exposure == Exposure::Deferred) {
-            visible
-                .retain(|v| !(v.entry.source == Source::Runtime && v.entry.spec().name == crate::search::TOOL_SEARCH));
+            visible.retain(|v| !(v.entry.source == Source::Runtime && v.entry.spec().name == TOOL_SEARCH));
         }
         visible
     }

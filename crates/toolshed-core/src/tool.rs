@@ -5,7 +5,6 @@
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use crate::context::ToolContext;
+use crate::output::SpillInfo;
 use crate::permission::{Permission, PermissionRequest};
 
 /// A boxed, sendable future; the return type of object-safe async tool methods.
@@ -146,12 +146,6 @@ impl ToolSpec {
         self.freeform = Some(grammar);
         self
     }
-
-    /// The size in bytes of the tool's definition as a model receives it (name, description and
-    /// parameters as compact JSON): what the tool costs in the context.
-    pub fn definition_bytes(&self) -> usize {
-        crate::render::definition_bytes(self)
-    }
 }
 
 /// A non-text part of a tool result.
@@ -164,20 +158,6 @@ pub enum Attachment {
         /// The raw image bytes.
         data: Vec<u8>,
     },
-}
-
-/// Where a tool already saved its complete output, when it bounded its own text while
-/// streaming (the shell does this so a huge output never sits in memory).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SpillInfo {
-    /// The file holding the complete output.
-    pub path: PathBuf,
-    /// Size of the complete output in bytes.
-    pub total_bytes: u64,
-    /// Number of lines of the complete output.
-    pub total_lines: u64,
-    /// Bytes of the middle of the output the file does not keep (it passed the spill limit).
-    pub dropped_bytes: u64,
 }
 
 /// A successful tool result.

@@ -634,6 +634,9 @@ mod tests {
         assert_eq!(spec.permission, "lsp");
         assert!(spec.flags.read_only);
         insta::assert_json_snapshot!("parameters", spec.parameters);
-        insta::assert_snapshot!("description", format!("{}\n\nbytes: {}", spec.description, spec.definition_bytes()));
+        insta::assert_snapshot!(
+            "description",
+            format!("{}\n\nbytes: {}", spec.description, toolshed_core::render::definition_bytes(spec))
+        );
     }
 }

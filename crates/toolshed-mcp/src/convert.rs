@@ -137,7 +137,7 @@ mod tests {
     use super::*;
 
     fn from_mcp_default(result: CallToolResult) -> Result<ToolOutput, ToolError> {
-        from_mcp(result, toolshed_core::exec::bound::OutputLimits::default().max_blob_bytes)
+        from_mcp(result, toolshed_core::output::OutputLimits::default().max_blob_bytes)
     }
 
     #[test]

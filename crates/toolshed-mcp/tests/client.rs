@@ -345,7 +345,7 @@ async fn a_result_with_an_embedded_resource_is_recorded_once() {
 #[tokio::test]
 async fn oversized_images_and_blobs_are_replaced_by_a_note_for_the_model_and_for_mcp_clients() {
     use rmcp::ServiceExt;
-    use toolshed_core::exec::bound::OutputLimits;
+    use toolshed_core::output::OutputLimits;
     use toolshed_mcp::server::{Exported, Peers};
     let limits = OutputLimits { max_blob_bytes: 64 * 1024, ..OutputLimits::default() };
     let clients = connect(&[("fx", fixture("big"))]).await;

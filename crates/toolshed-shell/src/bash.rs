@@ -435,7 +435,7 @@ enum Ending {
 }
 
 struct Attempt {
-    output: toolshed_core::exec::bound::SinkOutput,
+    output: toolshed_core::output::SinkOutput,
     ending: Ending,
     elapsed: Duration,
 }

@@ -36,7 +36,7 @@ use toolshed_core::Registry;
 use toolshed_core::agents::{READ_ONLY_SANDBOX_AGENTS, sandbox_mode};
 use toolshed_core::config::Config;
 use toolshed_core::env::ChildEnv;
-use toolshed_core::exec::bound::SinkOutput;
+use toolshed_core::output::SinkOutput;
 use toolshed_core::tool::{ToolOutput, Typed};
 
 pub use bash::{Bash, BashArgs};

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::watch;
 use toolshed_core::env::ChildEnv;
-use toolshed_core::exec::bound::{OutputSink, SinkOutput};
+use toolshed_core::output::{OutputSink, SinkOutput};
 
 use super::sandbox::Confinement;
 

@@ -19,7 +19,7 @@ fn file_tool_definitions_are_stable() {
             serde_json::to_string_pretty(&spec.parameters).unwrap(),
             spec.flags,
             spec.permission,
-            spec.definition_bytes()
+            toolshed_core::render::definition_bytes(spec)
         );
         insta::assert_snapshot!(format!("tool_{name}"), text);
     }

@@ -22,12 +22,12 @@ use base64::Engine;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::context::{CallInfo, Environment, ToolContext};
+use crate::context::{CallInfo, Environment, ToolContext, ToolDiscovery};
 use crate::hooks::Hooks;
+use crate::output::{OutputLimits, SpillInfo};
 use crate::permission::{Approver, Permission, RejectAll, Rule, Ruleset};
 use crate::registry::Registry;
-use crate::tool::{Attachment, SpillInfo};
-use bound::OutputLimits;
+use crate::tool::{Attachment, ToolSpec};
 use record::{NoRecorder, Recorder};
 
 /// How long a call may run when its tool sets no limit of its own.
@@ -404,8 +404,10 @@ impl Executor {
             tool: call.name.clone(),
         };
         let gate = permit::Gate::new(self.permission.clone(), self.approver.clone(), session.clone());
+        let discovery =
+            Discovery { registry: self.registry.clone(), session: session.clone(), agent: info.agent.clone() };
         ToolContext::new(info, self.env.clone(), call.cancel.child_token(), Arc::new(gate))
-            .with_runtime(self.registry.clone(), session.clone())
+            .with_discovery(Arc::new(discovery))
     }
 
     /// An executor with the same rules, approver, recorder, environment (and so the same file
@@ -491,6 +493,55 @@ impl ExecutorBuilder {
             default_time_limit: self.default_time_limit,
             doom_loop: self.doom_loop,
         }
+    }
+}
+
+/// The executor's side of [`ToolDiscovery`]: the registry's tools deferred for one call's view.
+struct Discovery {
+    registry: Arc<Registry>,
+    session: Session,
+    agent: String,
+}
+
+impl Discovery {
+    fn with_deferred<T>(&self, f: impl FnOnce(Vec<&crate::registry::Entry>) -> T) -> T {
+        let model = self.session.model();
+        let view = crate::registry::View { agent: &self.agent, model: model.as_deref(), found: None };
+        let exposed = self.registry.exposed(&view);
+        f(exposed.into_iter().filter(|v| v.exposure == crate::tool::Exposure::Deferred).map(|v| v.entry).collect())
+    }
+}
+
+impl ToolDiscovery for Discovery {
+    fn deferred_key(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        self.with_deferred(|entries| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            for entry in entries {
+                entry.spec().name.hash(&mut hasher);
+                (Arc::as_ptr(&entry.tool) as *const () as usize).hash(&mut hasher);
+            }
+            hasher.finish()
+        })
+    }
+
+    fn deferred(&self) -> Vec<(ToolSpec, Option<String>)> {
+        self.with_deferred(|entries| {
+            entries
+                .into_iter()
+                .map(|e| {
+                    let server = match &e.source {
+                        crate::registry::Source::Mcp(server) => Some(server.clone()),
+                        _ => None,
+                    };
+                    (e.spec().clone(), server)
+                })
+                .collect()
+        })
+    }
+
+    fn load(&self, tool: &str) {
+        self.session.mark_found(tool);
     }
 }
 

@@ -50,7 +50,7 @@ impl AutoDefer {
             if spec.exposure != Exposure::Direct {
                 continue;
             }
-            let bytes = spec.definition_bytes() as u64;
+            let bytes = crate::render::definition_bytes(spec) as u64;
             match &entry.source {
                 Source::Mcp(server) if self.auto_servers.contains(server) => {
                     *per_server.entry(server.as_str()).or_default() += bytes;

@@ -1,7 +1,5 @@
 //! The `tool_search` tool.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use schemars::JsonSchema;
@@ -9,11 +7,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::index::{SearchDoc, SearchIndex};
-use crate::registry::{Entry, Registry, Source, View};
-use crate::tool::{Exposure, ToolContext, ToolError, ToolFlags, ToolOutput, ToolSpec, TypedTool};
+use crate::context::ToolDiscovery;
+use crate::registry::Source;
+use crate::tool::{ToolContext, ToolError, ToolFlags, ToolOutput, ToolSpec, TypedTool};
 
-/// The tool's name.
-pub const TOOL_SEARCH: &str = "tool_search";
+/// The tool's name (the registry hides it when no tool is deferred).
+pub use crate::registry::TOOL_SEARCH;
 
 /// How many tools a search returns when the model does not say.
 pub const DEFAULT_LIMIT: usize = 8;
@@ -42,7 +41,7 @@ pub struct ToolSearch {
 
 /// The deferred tools of one view, indexed.
 struct Catalog {
-    names: Vec<String>,
+    specs: Vec<ToolSpec>,
     index: SearchIndex,
 }
 
@@ -52,25 +51,19 @@ impl ToolSearch {
         ToolSearch::default()
     }
 
-    /// The index over the tools deferred for `view`, reused while that set does not change.
-    fn catalog(&self, registry: &Registry, view: &View<'_>) -> Arc<Catalog> {
-        let deferred: Vec<&Entry> =
-            registry.exposed(view).into_iter().filter(|v| v.exposure == Exposure::Deferred).map(|v| v.entry).collect();
-        let mut hasher = DefaultHasher::new();
-        for entry in &deferred {
-            entry.spec().name.hash(&mut hasher);
-            (Arc::as_ptr(&entry.tool) as *const () as usize).hash(&mut hasher);
-        }
-        let key = hasher.finish();
+    /// The index over the deferred tools, reused while that set does not change.
+    fn catalog(&self, discovery: &dyn ToolDiscovery) -> Arc<Catalog> {
+        let key = discovery.deferred_key();
         let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((cached_key, catalog)) = cache.as_ref()
             && *cached_key == key
         {
             return catalog.clone();
         }
-        let docs: Vec<SearchDoc> = deferred.iter().map(|e| search_doc(e.spec(), &e.source)).collect();
+        let deferred = discovery.deferred();
+        let docs: Vec<SearchDoc> = deferred.iter().map(|(spec, server)| doc_for(spec, server.as_deref())).collect();
         let catalog = Arc::new(Catalog {
-            names: deferred.iter().map(|e| e.spec().name.clone()).collect(),
+            specs: deferred.into_iter().map(|(spec, _)| spec).collect(),
             index: SearchIndex::build(&docs),
         });
         *cache = Some((key, catalog.clone()));
@@ -82,9 +75,15 @@ impl ToolSearch {
 /// description, and parameter names and descriptions.
 pub fn search_doc(spec: &ToolSpec, source: &Source) -> SearchDoc {
     let server = match source {
-        Source::Mcp(server) => Some(server.clone()),
+        Source::Mcp(server) => Some(server.as_str()),
         _ => None,
     };
+    doc_for(spec, server)
+}
+
+/// What the index knows of a tool from `server` (an MCP server's name), if any.
+fn doc_for(spec: &ToolSpec, server: Option<&str>) -> SearchDoc {
+    let server = server.map(str::to_string);
     let original_name = server.as_ref().and_then(|s| {
         let prefix = format!("{}_", crate::registry::sanitize_name(s));
         spec.name.strip_prefix(&prefix).map(str::to_string)
@@ -132,13 +131,11 @@ impl TypedTool for ToolSearch {
             ));
         }
         let limit = args.limit.map_or(DEFAULT_LIMIT, |l| l as usize).clamp(1, MAX_LIMIT);
-        let registry = ctx
-            .registry()
-            .ok_or_else(|| ToolError::fatal("tool_search runs only inside an executor (it needs the registry)"))?;
-        let model = ctx.session().and_then(|s| s.model());
-        let view = View { agent: ctx.agent(), model: model.as_deref(), found: None };
-        let catalog = self.catalog(registry, &view);
-        if catalog.names.is_empty() {
+        let discovery = ctx
+            .discovery()
+            .ok_or_else(|| ToolError::fatal("tool_search runs only inside an executor (it needs the tool list)"))?;
+        let catalog = self.catalog(discovery.as_ref());
+        if catalog.specs.is_empty() {
             return Ok(ToolOutput::text(
                 "No tools are waiting to be loaded: every available tool is already in your tool list.",
             )
@@ -148,21 +145,17 @@ impl TypedTool for ToolSearch {
         if hits.is_empty() {
             return Ok(ToolOutput::text(format!(
                 "No tool matches \"{query}\" among the {} tools not loaded yet. Try other words for the capability you need (what it acts on, what it does).",
-                catalog.names.len()
+                catalog.specs.len()
             ))
             .with_metadata("tools", json!([])));
         }
         let mut found = Vec::new();
         let mut specs = Vec::new();
         for hit in &hits {
-            let name = &catalog.names[hit.doc];
-            let Some(entry) = registry.get(name) else { continue };
-            let spec = entry.spec();
-            if let Some(session) = ctx.session() {
-                session.mark_found(name);
-            }
+            let Some(spec) = catalog.specs.get(hit.doc) else { continue };
+            discovery.load(&spec.name);
             specs.push(json!({"name": spec.name, "description": spec.description, "parameters": spec.parameters}));
-            found.push(name.clone());
+            found.push(spec.name.clone());
         }
         let listing = serde_json::to_string_pretty(&specs).map_err(ToolError::fatal)?;
         let text = format!(

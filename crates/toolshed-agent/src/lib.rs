@@ -2,9 +2,9 @@
 //! execution chain and sends the results back; sessions in SQLite; context providers (todo
 //! list, plan / build mode, sub-agents, background tasks, AGENTS.md); and sub-agents.
 
-pub mod context;
 pub mod events;
 pub mod instructions;
+pub mod providers;
 pub mod runtime;
 pub mod store;
 pub mod tasks;

@@ -21,8 +21,8 @@ use toolshed_core::tool::{Tool, ToolSpec};
 use toolshed_llm::provider::{self, ModelRef};
 use toolshed_llm::{Client, EventStream, LlmError, Part, Request, RetryPolicy, StreamEvent, ToolCall, Usage};
 
-use crate::context::{self, ContextProvider};
 use crate::events::{Event, EventSink};
+use crate::providers::{self, ContextProvider};
 use crate::store::{Store, StoreError};
 use crate::tasks::{self, Tasks};
 
@@ -372,7 +372,7 @@ impl Runtime {
     /// The system prompt for the session's next step.
     pub fn system_prompt(&self, session: &LiveSession) -> String {
         let agent = session.agent();
-        let mut sections = vec![context::base_prompt(&self.settings)];
+        let mut sections = vec![providers::base_prompt(&self.settings)];
         if let Some(prompt) = self.agents.get(&agent).and_then(|p| p.prompt.clone()) {
             sections.push(prompt);
         }
@@ -641,7 +641,7 @@ impl RuntimeBuilder {
         let executor = configure(Executor::builder(self.registry, self.settings.root.clone()))
             .recorder(self.store.clone())
             .build();
-        let mut providers = context::builtin_providers(&self.settings.root, &self.settings.cwd);
+        let mut providers = providers::builtin_providers(&self.settings.root, &self.settings.cwd);
         providers.extend(self.providers);
         let runtime = Arc::new(Runtime {
             executor,

@@ -11,7 +11,7 @@ use toolshed_core::tool::{ToolFlags, ToolSpec, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
 
 use super::bash::{MAX_TIMEOUT_MS, permission_patterns};
-use super::session::Session;
+use super::session::ProcessSession;
 use super::{MEMORY_BUDGET, Shell, compose, exit_line, exit_metadata};
 
 /// Default `wait_ms`.
@@ -114,7 +114,7 @@ fn wait(args: &BashOutputArgs) -> Duration {
     Duration::from_millis(args.wait_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_TIMEOUT_MS))
 }
 
-async fn send_input(session: &Session, input: &str) -> Option<String> {
+async fn send_input(session: &ProcessSession, input: &str) -> Option<String> {
     let run = &session.run;
     if run.is_done() {
         return Some("(The input was not sent: the command had already exited.)".to_string());
@@ -133,7 +133,7 @@ async fn send_input(session: &Session, input: &str) -> Option<String> {
 }
 
 /// New output of `session` and its state; closes the session once its exit is reported.
-pub(super) fn report(shell: &Shell, session: &Session, ctx: &ToolContext, notes: &[String]) -> ToolOutput {
+pub(super) fn report(shell: &Shell, session: &ProcessSession, ctx: &ToolContext, notes: &[String]) -> ToolOutput {
     let run = &session.run;
     let done = run.is_done();
     let output = run.take_output(ctx.output_sink(MEMORY_BUDGET));

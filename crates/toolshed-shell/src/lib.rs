@@ -64,7 +64,7 @@ struct ShellState {
     env: ChildEnv,
     /// Agents whose commands run in another mode than `policy.mode`.
     agent_modes: BTreeMap<String, SandboxMode>,
-    sessions: session::Sessions,
+    sessions: session::ProcessSessions,
 }
 
 impl Shell {
@@ -90,7 +90,9 @@ impl Shell {
 
     fn with_agent_modes(policy: SandboxPolicy, mut agent_modes: BTreeMap<String, SandboxMode>, env: ChildEnv) -> Self {
         agent_modes.retain(|_, mode| *mode != policy.mode);
-        Shell { state: Arc::new(ShellState { policy, env, agent_modes, sessions: session::Sessions::default() }) }
+        Shell {
+            state: Arc::new(ShellState { policy, env, agent_modes, sessions: session::ProcessSessions::default() }),
+        }
     }
 
     /// The sandbox policy of agents without a mode of their own.

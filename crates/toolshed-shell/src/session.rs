@@ -18,7 +18,7 @@ use super::process::Run;
 pub const MAX_SESSIONS: usize = 16;
 
 /// One long-running command.
-pub(crate) struct Session {
+pub(crate) struct ProcessSession {
     /// The id the model uses.
     pub id: u32,
     /// The command text.
@@ -32,7 +32,7 @@ pub(crate) struct Session {
     absent: Mutex<Vec<std::path::PathBuf>>,
 }
 
-impl Session {
+impl ProcessSession {
     /// Watches `absent` protected locations for this session's command.
     pub(crate) fn watch_protected(&self, absent: Vec<std::path::PathBuf>) {
         *self.absent.lock().unwrap_or_else(PoisonError::into_inner) = absent;
@@ -51,17 +51,17 @@ impl Session {
 
 /// The sessions of one [`super::Shell`].
 #[derive(Default)]
-pub(crate) struct Sessions {
+pub(crate) struct ProcessSessions {
     table: Mutex<Table>,
 }
 
 #[derive(Default)]
 struct Table {
     next: u32,
-    entries: BTreeMap<u32, Arc<Session>>,
+    entries: BTreeMap<u32, Arc<ProcessSession>>,
 }
 
-impl Sessions {
+impl ProcessSessions {
     fn table(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -69,7 +69,7 @@ impl Sessions {
     /// Fails with a model-facing message when no further session may start.
     pub(crate) fn check_capacity(&self) -> Result<(), ToolError> {
         let table = self.table();
-        let running: Vec<&Arc<Session>> = table.entries.values().filter(|s| !s.run.is_done()).collect();
+        let running: Vec<&Arc<ProcessSession>> = table.entries.values().filter(|s| !s.run.is_done()).collect();
         if running.len() < MAX_SESSIONS {
             return Ok(());
         }
@@ -81,11 +81,11 @@ impl Sessions {
     }
 
     /// Adds a running command; `timeout` (if any) is how much longer it may run.
-    pub(crate) fn insert(&self, command: &str, run: Run, timeout: Option<Duration>) -> Arc<Session> {
+    pub(crate) fn insert(&self, command: &str, run: Run, timeout: Option<Duration>) -> Arc<ProcessSession> {
         let mut table = self.table();
         table.next += 1;
         let id = table.next;
-        let session = Arc::new(Session {
+        let session = Arc::new(ProcessSession {
             id,
             command: command.to_string(),
             run,
@@ -114,7 +114,7 @@ impl Sessions {
     }
 
     /// The session with this id, or a model-facing error listing the ones there are.
-    pub(crate) fn get(&self, id: u32) -> Result<Arc<Session>, ToolError> {
+    pub(crate) fn get(&self, id: u32) -> Result<Arc<ProcessSession>, ToolError> {
         let table = self.table();
         if let Some(session) = table.entries.get(&id) {
             return Ok(session.clone());
@@ -137,7 +137,7 @@ impl Sessions {
 
     /// Stops every session (SIGTERM, then SIGKILL) and forgets them.
     pub(crate) async fn shutdown(&self) {
-        let sessions: Vec<Arc<Session>> = std::mem::take(&mut self.table().entries).into_values().collect();
+        let sessions: Vec<Arc<ProcessSession>> = std::mem::take(&mut self.table().entries).into_values().collect();
         for session in &sessions {
             session.run.terminate().await;
         }

@@ -45,6 +45,18 @@ pub enum StoreError {
     /// No session has this id.
     #[error("no session `{0}`; `toolshed session list` shows the stored sessions")]
     NoSession(String),
+    /// The database was written by a newer toolshed, whose schema this one does not know.
+    #[error(
+        "session database {path} has schema version {found}, newer than the {known} this toolshed knows; it was left unchanged. Upgrade toolshed, or set TOOLSHED_DATA_DIR to use another data directory"
+    )]
+    NewerSchema {
+        /// The database file.
+        path: PathBuf,
+        /// Its `user_version`.
+        found: i64,
+        /// The newest version this build knows.
+        known: i64,
+    },
 }
 
 /// One stored session.
@@ -243,7 +255,15 @@ pub struct Store {
     conn: Mutex<Connection>,
 }
 
-const SCHEMA: &str = "
+/// The schema's migrations, in order: migration `i` takes a database from `PRAGMA user_version`
+/// `i` to `i + 1`, in one transaction. Append new ones; never edit one that has shipped.
+/// (`rusqlite_migration` does the same, but its releases pin an older rusqlite than ours.)
+const MIGRATIONS: &[&str] = &[SCHEMA_V1];
+
+/// Version 1: the schema as it was before it had a version. Every statement is `IF NOT
+/// EXISTS`, so databases written before versioning (some without the `attachments` table) are
+/// brought to it as they are.
+const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
   id TEXT PRIMARY KEY,
   parent_id TEXT,
@@ -313,6 +333,33 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 ";
 
+/// Brings the database at `path` to the newest schema version, one migration (and one
+/// transaction) at a time; refuses, changing nothing, a database newer than this build.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let sql = |source| StoreError::Sqlite { path: path.to_path_buf(), source };
+    let found = schema_version(conn, path)?;
+    for (version, migration) in MIGRATIONS.iter().enumerate().skip(found.max(0) as usize) {
+        let tx = conn.transaction().map_err(sql)?;
+        tx.execute_batch(migration).map_err(sql)?;
+        tx.pragma_update(None, "user_version", version as i64 + 1).map_err(sql)?;
+        tx.commit().map_err(sql)?;
+    }
+    Ok(())
+}
+
+/// The database's schema version (`PRAGMA user_version`); an error for one newer than this
+/// build knows.
+fn schema_version(conn: &Connection, path: &Path) -> Result<i64, StoreError> {
+    let known = MIGRATIONS.len() as i64;
+    let found: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(|source| StoreError::Sqlite { path: path.to_path_buf(), source })?;
+    if found > known {
+        return Err(StoreError::NewerSchema { path: path.to_path_buf(), found, known });
+    }
+    Ok(found)
+}
+
 /// Milliseconds since the epoch.
 pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
@@ -332,12 +379,14 @@ impl Store {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Io { path: dir.to_path_buf(), source })?;
         }
         let sql = |source| StoreError::Sqlite { path: path.clone(), source };
-        let conn = Connection::open(&path).map_err(sql)?;
+        let mut conn = Connection::open(&path).map_err(sql)?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(sql)?;
+        // Before anything writes (WAL mode changes the file's header): a newer schema is refused.
+        schema_version(&conn, &path)?;
         conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
-        conn.execute_batch(SCHEMA).map_err(sql)?;
+        migrate(&mut conn, &path)?;
         Ok(Store { path, conn: Mutex::new(conn) })
     }
 
@@ -1021,11 +1070,57 @@ mod tests {
             ses = s.create_session(None, "build", Some("p/m"), Path::new("/w")).unwrap().id;
             let a = s.add_message(&ses, Role::Assistant, Some("build"), Some("p/m")).unwrap();
             s.add_tool_call(&ses, &a, &call("c1")).unwrap();
-            s.conn().execute_batch("DROP TABLE attachments").unwrap();
+            // As databases were before the schema had a version.
+            s.conn().execute_batch("DROP TABLE attachments; PRAGMA user_version = 0;").unwrap();
         }
         let s = Store::open(&path).unwrap();
         let history = s.history(&ses).unwrap();
         assert!(matches!(&history[1].parts[0], Part::ToolResult(r) if r.images.is_empty()));
+    }
+
+    #[test]
+    fn a_database_of_the_unversioned_schema_is_migrated_and_a_newer_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        // Written by the schema as it was before versioning (user_version 0), without the
+        // attachments table that came later.
+        let path = dir.path().join("v0.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(SCHEMA_V1).unwrap();
+            conn.execute_batch("DROP TABLE attachments; DROP INDEX IF EXISTS attachments_by_call;").unwrap();
+            conn.execute(
+                "INSERT INTO sessions (id, agent, created_at, updated_at) VALUES ('ses_old', 'build', 1, 1)",
+                [],
+            )
+            .unwrap();
+            assert_eq!(conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).unwrap(), 0);
+        }
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.session("ses_old").unwrap().agent, "build");
+        let version: i64 = s.conn().pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(version, MIGRATIONS.len() as i64);
+        let tables: i64 = s
+            .conn()
+            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'attachments'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(tables, 1);
+        drop(s);
+        // Opened again: nothing to do.
+        Store::open(&path).unwrap();
+
+        // From a newer toolshed: refused, and left as it was.
+        let newer = dir.path().join("newer.db");
+        {
+            let conn = Connection::open(&newer).unwrap();
+            conn.execute_batch("CREATE TABLE future (x); PRAGMA user_version = 99;").unwrap();
+        }
+        let before = std::fs::read(&newer).unwrap();
+        let err = Store::open(&newer).err().unwrap();
+        assert!(matches!(err, StoreError::NewerSchema { found: 99, .. }), "{err}");
+        assert!(err.to_string().contains("newer than the 1 this toolshed knows"), "{err}");
+        assert!(std::fs::read(&newer).unwrap() == before, "the newer database was changed");
     }
 
     #[test]

@@ -118,6 +118,8 @@ fn doctor_in_a_bare_worktree_says_what_is_off_and_why() {
         $ROOT/.home/.agents/skills
         $ROOT/.xdg-config/opencode/skills
         $ROOT/.xdg-config/opencode/skill
+        $ROOT/.home/.opencode/skills
+        $ROOT/.home/.opencode/skill
     instructions: off
       no AGENTS.md or CLAUDE.md from $ROOT down to $ROOT, nor in the user config directory
     lsp: off

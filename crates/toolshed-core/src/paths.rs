@@ -8,25 +8,50 @@ fn env_path(name: &str) -> Option<PathBuf> {
     env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
-fn home() -> Option<PathBuf> {
-    env_path("HOME")
+/// The user's base directories as the XDG Base Directory specification places them
+/// (`etcetera`: `$XDG_CONFIG_HOME`, else `~/.config`, and so on; relative values are ignored,
+/// as the specification says), read afresh on each call.
+fn xdg() -> Option<etcetera::base_strategy::Xdg> {
+    etcetera::base_strategy::choose_base_strategy().ok()
+}
+
+/// The user's home directory: `$HOME`, else the password database's entry.
+pub fn home_dir() -> Option<PathBuf> {
+    etcetera::home_dir().ok().filter(|h| !h.as_os_str().is_empty())
+}
+
+/// The user's configuration base: `$XDG_CONFIG_HOME`, else `~/.config`.
+pub fn config_home() -> Option<PathBuf> {
+    use etcetera::BaseStrategy as _;
+    xdg().map(|x| x.config_dir())
 }
 
 /// The data directory: `$TOOLSHED_DATA_DIR`, else `$XDG_DATA_HOME/toolshed`, else
 /// `~/.local/share/toolshed`, else a directory under the system temp dir.
 pub fn data_dir() -> PathBuf {
+    use etcetera::BaseStrategy as _;
     if let Some(dir) = env_path("TOOLSHED_DATA_DIR") {
         return dir;
     }
-    match env_path("XDG_DATA_HOME").or_else(|| home().map(|h| h.join(".local/share"))) {
-        Some(base) => base.join("toolshed"),
+    match xdg() {
+        Some(base) => base.data_dir().join("toolshed"),
         None => env::temp_dir().join("toolshed"),
     }
 }
 
 /// The user config directory: `$XDG_CONFIG_HOME/toolshed`, else `~/.config/toolshed`.
 pub fn config_dir() -> Option<PathBuf> {
-    env_path("XDG_CONFIG_HOME").or_else(|| home().map(|h| h.join(".config"))).map(|base| base.join("toolshed"))
+    config_home().map(|base| base.join("toolshed"))
+}
+
+/// The user's OpenCode configuration directories, whose `tool(s)` and `skill(s)` OpenCode loads:
+/// `$XDG_CONFIG_HOME/opencode` (else `~/.config/opencode`), `~/.opencode`, and
+/// `$OPENCODE_CONFIG_DIR` when set. One list for discovery and for the protected paths.
+pub fn opencode_config_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = config_home().map(|c| c.join("opencode")).into_iter().collect();
+    dirs.extend(home_dir().map(|h| h.join(".opencode")));
+    dirs.extend(env_path("OPENCODE_CONFIG_DIR"));
+    dirs
 }
 
 /// The worktree containing `dir`: the nearest ancestor holding `.git` (a directory, or the

@@ -146,15 +146,7 @@ fn is_nested_parent(name: &str) -> bool {
 /// custom tools are loaded from (`$XDG_CONFIG_HOME/opencode/tool(s)`, `~/.opencode/tool(s)`,
 /// `$OPENCODE_CONFIG_DIR/tool(s)`).
 fn user_dirs(user_config: Option<&Path>) -> Vec<PathBuf> {
-    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let mut bases = Vec::new();
-    if let Some(config) = env("XDG_CONFIG_HOME").or_else(|| env("HOME").map(|h| h.join(".config"))) {
-        bases.push(config.join("opencode"));
-    }
-    if let Some(home) = env("HOME") {
-        bases.push(home.join(".opencode"));
-    }
-    bases.extend(env("OPENCODE_CONFIG_DIR"));
+    let bases = crate::paths::opencode_config_dirs();
     let mut dirs: Vec<PathBuf> = user_config.map(Path::to_path_buf).into_iter().collect();
     for base in bases {
         dirs.extend(["tool", "tools"].map(|sub| base.join(sub)));

@@ -155,18 +155,7 @@ impl Discover {
     /// environment (`XDG_CONFIG_HOME`, `HOME`, `OPENCODE_CONFIG_DIR`).
     pub fn new(root: impl Into<PathBuf>, cwd: impl Into<PathBuf>, data_dir: impl Into<PathBuf>) -> Self {
         let user_manifest_dirs = toolshed_core::paths::config_dir().map(|d| d.join("tools")).into_iter().collect();
-        let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let home = env("HOME");
-        let mut bases = Vec::new();
-        if let Some(config) = env("XDG_CONFIG_HOME").or_else(|| home.as_ref().map(|h| h.join(".config"))) {
-            bases.push(config.join("opencode"));
-        }
-        if let Some(home) = &home {
-            bases.push(home.join(".opencode"));
-        }
-        if let Some(dir) = env("OPENCODE_CONFIG_DIR") {
-            bases.push(dir);
-        }
+        let bases = toolshed_core::paths::opencode_config_dirs();
         let mut user_opencode_dirs: Vec<PathBuf> = Vec::new();
         for base in bases {
             for sub in ["tool", "tools"] {

@@ -306,9 +306,8 @@ impl Confinement {
         }
         let mut path = trimmed.replace('\\', "/");
         if path == "~" || path.starts_with("~/") {
-            let home = std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .ok_or_else(|| PathError::NoHome { input: input.to_string() })?;
+            let home =
+                toolshed_core::paths::home_dir().ok_or_else(|| PathError::NoHome { input: input.to_string() })?;
             path = format!("{}{}", home.to_string_lossy(), &path[1..]);
         }
         if path.len() > MAX_PATH_BYTES {

@@ -67,7 +67,7 @@ impl Workspace {
     /// A workspace from what the caller resolved itself (embedding, tests): the rules are built
     /// here, from the same defaults as [`Workspace::open`].
     pub fn from_parts(root: PathBuf, cwd: PathBuf, config: Config, custom: CustomTools) -> Workspace {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let home = toolshed_core::paths::home_dir();
         let agents = Arc::new(Agents::with_defaults(&config, &root, home.as_deref(), &default_rules(&custom)));
         Workspace { root, cwd, config, agents, custom }
     }

@@ -516,7 +516,7 @@ fn resolve_workdir(ctx: &ToolContext, workdir: Option<&str>) -> Result<ResolvedP
 /// worktree (the workdir included).
 /// Also the `read` rules of the files the command shows without naming them (`grep -r KEY .`).
 fn command_requests(ctx: &ToolContext, command: &str, dir: &ResolvedPath) -> Vec<PermissionRequest> {
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let home = toolshed_core::paths::home_dir();
     let analysis = bash_permission::analyse(command, dir.path(), ctx.root(), home.as_deref());
     let mut requests = analysis.requests;
     requests.extend(super::tree_reads::requests(ctx, &analysis.tree_reads));

@@ -6,7 +6,7 @@
 //! `.claude/skills/` and `.agents/skills/` of the working directory and each parent up to the
 //! worktree root (nearest first; OpenCode reads the first four, Codex and OpenCode the last), then in
 //! the user's `~/.config/toolshed/skills/`, `~/.claude/skills/`, `~/.agents/skills/` and
-//! `~/.config/opencode/{skills,skill}/` (as OpenCode reads them). A skill directory may sit at any
+//! `{skills,skill}/` of each OpenCode configuration directory (as OpenCode reads them). A skill directory may sit at any
 //! depth below one of these (groups of groups), down to [`MAX_SKILL_DEPTH`] levels; hidden
 //! directories and dependency trees (`node_modules`, …) are not searched. When two skills share a
 //! name the first found wins.
@@ -109,15 +109,16 @@ impl Skills {
 }
 
 /// The user's skill directories, in precedence order: toolshed's (`~/.config/toolshed/skills`),
-/// then Claude Code's and the shared `~/.agents/skills`, then OpenCode's.
+/// then Claude Code's and the shared `~/.agents/skills`, then OpenCode's
+/// ([`toolshed_core::paths::opencode_config_dirs`]).
 pub fn user_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = toolshed_core::paths::config_dir().map(|d| d.join("skills")).into_iter().collect();
-    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from) {
+    use toolshed_core::paths;
+    let mut dirs: Vec<PathBuf> = paths::config_dir().map(|d| d.join("skills")).into_iter().collect();
+    if let Some(home) = paths::home_dir() {
         dirs.extend(HOME_DIRS.iter().map(|d| home.join(d)));
     }
-    let xdg = std::env::var_os("XDG_CONFIG_HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
-    if let Some(config) = xdg.or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config"))) {
-        dirs.extend(["skills", "skill"].iter().map(|d| config.join("opencode").join(d)));
+    for opencode in paths::opencode_config_dirs() {
+        dirs.extend(["skills", "skill"].iter().map(|d| opencode.join(d)));
     }
     dirs
 }

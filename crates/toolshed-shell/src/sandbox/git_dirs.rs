@@ -41,7 +41,7 @@ pub fn pin(root: &Path) -> Vec<PathBuf> {
     if let Some((_, dirs)) = pinned.iter().find(|(r, _)| r == root) {
         return dirs.clone();
     }
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let home = toolshed_core::paths::home_dir();
     let dirs = resolve(root, home.as_deref());
     pinned.push((root.to_path_buf(), dirs.clone()));
     dirs

@@ -48,6 +48,7 @@ Results are `path:line:col: text of that line`, at most 100. The first call for 
 /// What to ask.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[allow(missing_docs)] // variant docs would turn the schema's plain `enum` into a `oneOf`
 pub enum Operation {
     Diagnostics,
     Definition,

@@ -60,6 +60,7 @@ const DESCRIPTION: &str = "Fetch a URL and return its content for you to read.
 /// How an HTML page is returned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[allow(missing_docs)] // variant docs would turn the schema's plain `enum` into a `oneOf`
 pub enum Format {
     // Variants without doc comments so the schema is a plain `enum` of the three names.
     #[default]

@@ -47,6 +47,7 @@ const DESCRIPTION: &str = "Searches file contents with a regular expression (rip
 /// match (`files_with_matches`), or the number of matching lines per file (`count`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[allow(missing_docs)] // variant docs would turn the schema's plain `enum` into a `oneOf`
 pub enum OutputMode {
     #[default]
     Content,

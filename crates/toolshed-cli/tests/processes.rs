@@ -265,33 +265,49 @@ fn a_killed_run_takes_its_command_along() {
     assert!(wait_until(1, || running("sleep 32.7").is_empty()), "left behind: {:?}", running("sleep 32.7"));
 }
 
+/// `toolshed mcp serve` in `w`, initialized as a client does, then sent `lines`.
+fn mcp_serve(w: &World, lines: &[String]) -> std::process::Child {
+    use std::io::Write;
+    let mut child = spawn_toolshed(w, &["mcp", "serve"]);
+    let stdin = child.stdin.as_mut().unwrap();
+    let init = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    ];
+    for line in init.iter().copied().chain(lines.iter().map(String::as_str)) {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    stdin.flush().unwrap();
+    child
+}
+
+/// Stops `child` with `stop` as a client would (the Python SDK waits 2 s after closing stdin,
+/// then sends SIGTERM; either must suffice), then finds nothing matching `left` a second later.
+fn stopped_leaves_nothing(
+    mut child: std::process::Child,
+    stop: impl FnOnce(&mut std::process::Child),
+    left: &[String],
+) {
+    stop(&mut child);
+    let _ = wait_until(3, || child.try_wait().unwrap().is_some());
+    let _ = child.kill();
+    child.wait().unwrap();
+    for tag in left {
+        assert!(wait_until(1, || running(tag).is_empty()), "left behind: {:?}", running(tag));
+    }
+}
+
 /// `mcp serve` with a bash call running; `stop` ends the server the way a client would.
 fn mcp_serve_stopped_during_a_call(n: u32, stop: impl FnOnce(&mut std::process::Child)) {
-    use std::io::Write;
     let w = World::new("");
     let tag = format!("sleep 3{n}.7");
-    let mut child = spawn_toolshed(&w, &["mcp", "serve"]);
     let call = serde_json::json!({
         "jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": { "name": "bash", "arguments": { "command": escaping_command(n) } }
     });
-    let mut stdin = child.stdin.take().unwrap();
-    for line in [
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#.to_string(),
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_string(),
-        call.to_string(),
-    ] {
-        writeln!(stdin, "{line}").unwrap();
-    }
-    stdin.flush().unwrap();
+    let child = mcp_serve(&w, &[call.to_string()]);
     assert!(wait_until(15, || running(&tag).len() == 2), "{:?}", running(&tag));
-    child.stdin = Some(stdin);
-    stop(&mut child);
-    // The Python SDK waits 2 s after closing stdin, then sends SIGTERM; either must suffice.
-    let _ = wait_until(3, || child.try_wait().unwrap().is_some());
-    let _ = child.kill();
-    child.wait().unwrap();
-    assert!(wait_until(1, || running(&tag).is_empty()), "left behind: {:?}", running(&tag));
+    stopped_leaves_nothing(child, stop, &[tag]);
 }
 
 #[test]
@@ -311,29 +327,13 @@ fn mcp_serve_whose_input_closes_takes_its_commands_along() {
 /// it starts the real server, so `initialize` is not answered yet): the upstream and what it
 /// started (a sleep in the background, a sleep in the foreground) go with it.
 fn mcp_serve_stopped_while_an_upstream_starts(n: u32, stop: impl FnOnce(&mut std::process::Child)) {
-    use std::io::Write;
     let tag = format!("sleep 5.5{n}");
     let upstream = format!("sleep 5.5{n}1 & sleep 5.5{n}2; exec '{TOOLSHED}' mcp serve");
     let config = format!("[mcp.slow]\ncommand = \"sh\"\nargs = [\"-c\", {}]\n", serde_json::Value::String(upstream));
     let w = World::new(&config);
-    let mut child = spawn_toolshed(&w, &["mcp", "serve"]);
-    let mut stdin = child.stdin.take().unwrap();
-    for line in [
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    ] {
-        writeln!(stdin, "{line}").unwrap();
-    }
-    stdin.flush().unwrap();
+    let child = mcp_serve(&w, &[]);
     assert!(wait_until(15, || running(&tag).len() == 2), "{:?}", running(&tag));
-    child.stdin = Some(stdin);
-    stop(&mut child);
-    let _ = wait_until(3, || child.try_wait().unwrap().is_some());
-    let _ = child.kill();
-    child.wait().unwrap();
-    assert!(wait_until(1, || running(&tag).is_empty()), "left behind: {:?}", running(&tag));
-    let wrapper = format!("sh -c sleep 5.5{n}");
-    assert!(wait_until(1, || running(&wrapper).is_empty()), "left behind: {:?}", running(&wrapper));
+    stopped_leaves_nothing(child, stop, &[tag, format!("sh -c sleep 5.5{n}")]);
 }
 
 #[test]

@@ -189,3 +189,20 @@ fn the_check_fails_on_a_forbidden_edge_and_on_an_unlisted_crate() {
         ]
     );
 }
+
+/// ARCHITECTURE.md's code map names only what exists: every `crates/...` path it quotes is in
+/// the tree, and every crate of the workspace has its entry.
+#[test]
+fn the_code_map_matches_the_tree() {
+    let text = std::fs::read_to_string(workspace_root().join("ARCHITECTURE.md")).unwrap();
+    let mut missing = Vec::new();
+    for quoted in text.split('`').skip(1).step_by(2) {
+        if quoted.starts_with("crates/") && !quoted.contains(' ') && !workspace_root().join(quoted).exists() {
+            missing.push(quoted.to_string());
+        }
+    }
+    assert!(missing.is_empty(), "ARCHITECTURE.md names paths that do not exist: {missing:?}");
+    for name in workspace_dependencies(&metadata()).keys() {
+        assert!(text.contains(&format!("`crates/{name}/")), "ARCHITECTURE.md's code map has no entry for {name}");
+    }
+}

@@ -125,7 +125,7 @@ fn node_strips_types(version: &str) -> bool {
 
 /// `name` on `PATH`.
 pub(crate) fn on_path(name: &str) -> Option<PathBuf> {
-    super::find_program(name, Path::new("/"))
+    toolshed_process::find_program(name, Path::new("/")).ok()
 }
 
 /// The host of one toolshed process; cheap to share, started on first use.

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use toolshed_agent::{Event, EventSink, Runtime, Store};
+use toolshed_core::paths::FileLock;
 use toolshed_core::permission::Approver;
 use toolshed_llm::provider::{self, ModelRef};
 
@@ -38,52 +39,31 @@ pub fn check_model(ws: &Workspace, model: &str) -> Result<(), CliError> {
 
 /// Opens the session database under the data directory.
 /// A session this process is running. While it is held, `--session ID` in another toolshed
-/// process is refused, so two runs never interleave their messages in one session. A lock whose
-/// process is gone (killed) is taken over.
-pub struct SessionLock(std::path::PathBuf);
+/// process is refused, so two runs never interleave their messages in one session. The lock is
+/// an advisory file lock: the kernel releases it when its process ends, so the lock of a killed
+/// process is free to take.
+pub struct SessionLock {
+    _held: FileLock,
+}
 
 impl SessionLock {
     /// Takes the lock of session `id` in `store`'s directory.
     pub fn acquire(store: &Store, id: &str) -> Result<SessionLock, CliError> {
-        use std::io::Write as _;
         let dir = store.path().parent().unwrap_or(std::path::Path::new(".")).join("locks");
         std::fs::create_dir_all(&dir)
             .map_err(|e| CliError::failure(format!("cannot create {}: {e}", dir.display())))?;
         let path = dir.join(format!("{id}.lock"));
-        for _ in 0..3 {
-            match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut file) => {
-                    let _ = write!(file, "{}", std::process::id());
-                    return Ok(SessionLock(path));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    use toolshed_core::paths::{lock_owner, process_alive};
-                    let old = std::fs::metadata(&path)
-                        .and_then(|m| m.modified())
-                        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > std::time::Duration::from_secs(5)));
-                    match lock_owner(&path) {
-                        Some(pid) if !process_alive(pid) => drop(std::fs::remove_file(&path)),
-                        // A lock that never got its pid was left by a process killed at once.
-                        None if old => drop(std::fs::remove_file(&path)),
-                        // No pid yet: another process has just created the lock.
-                        owner => {
-                            let pid = owner.map_or("starting".to_string(), |pid| format!("pid {pid}"));
-                            return Err(CliError::failure(format!(
-                                "session {id} is in use by another toolshed process ({pid}); wait for it to finish or stop it, then continue the session"
-                            )));
-                        }
-                    }
-                }
-                Err(e) => return Err(CliError::failure(format!("cannot lock session {id}: {e}"))),
+        match FileLock::try_acquire(&path) {
+            Ok(Some(lock)) => Ok(SessionLock { _held: lock }),
+            Ok(None) => {
+                // No pid yet: another process has just taken the lock.
+                let pid = FileLock::holder(&path).map_or("starting".to_string(), |pid| format!("pid {pid}"));
+                Err(CliError::failure(format!(
+                    "session {id} is in use by another toolshed process ({pid}); wait for it to finish or stop it, then continue the session"
+                )))
             }
+            Err(e) => Err(CliError::failure(format!("cannot lock session {id} ({}): {e}", path.display()))),
         }
-        Err(CliError::failure(format!("cannot lock session {id}: {} keeps reappearing", path.display())))
-    }
-}
-
-impl Drop for SessionLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
     }
 }
 
@@ -300,7 +280,7 @@ mod tests {
         drop(held);
         let again = SessionLock::acquire(&store, "ses_1").unwrap();
         drop(again);
-        // A lock left by a process that no longer exists.
+        // A lock file left by a process that no longer exists (it names a pid, holds no lock).
         std::fs::write(dir.path().join("locks/ses_1.lock"), "4294967").unwrap();
         assert!(SessionLock::acquire(&store, "ses_1").is_ok());
     }

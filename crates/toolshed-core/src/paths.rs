@@ -1,5 +1,5 @@
 //! Where toolshed keeps things: the data directory, the user config directory, and the
-//! worktree a command works in.
+//! worktree a command works in; advisory lock files ([`FileLock`]).
 
 use std::env;
 use std::path::{Component, Path, PathBuf};
@@ -60,14 +60,72 @@ pub fn find_worktree(dir: &Path) -> PathBuf {
     dir.ancestors().find(|d| d.join(".git").exists()).unwrap_or(dir).to_path_buf()
 }
 
-/// The process id written in a lock file, if it holds one (a lock just created may not yet).
-pub fn lock_owner(lock: &Path) -> Option<u32> {
-    std::fs::read_to_string(lock).ok()?.trim().parse().ok()
+/// An advisory lock on a file (`File::try_lock`: `flock(2)` on Unix), held while this value
+/// lives. The kernel releases it when the holder's process ends, however it ends, so a lock left
+/// by a dead process is simply free: no process id is checked and nothing is guessed from the
+/// file's age. The holder writes its process id into the file, for messages only
+/// ([`FileLock::holder`]). Dropping the lock removes the file.
+#[derive(Debug)]
+pub struct FileLock {
+    file: std::fs::File,
+    path: PathBuf,
 }
 
-/// Whether process `pid` still exists (Linux: its `/proc` entry).
-pub fn process_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
+impl FileLock {
+    /// Takes the lock of `path` (creating the file) unless another open file holds it: `None`
+    /// then, in this process or another. An error says why the file could not be opened or
+    /// locked.
+    pub fn try_acquire(path: &Path) -> std::io::Result<Option<FileLock>> {
+        use std::io::Write as _;
+        // A holder removes the file before it lets go: a lock taken on a file no longer at
+        // `path` guards nothing, so the file at `path` is opened again.
+        for _ in 0..16 {
+            let mut file =
+                std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+                Err(std::fs::TryLockError::Error(e)) => return Err(e),
+            }
+            if !same_file(&file, path) {
+                continue;
+            }
+            file.set_len(0)?;
+            write!(file, "{}", std::process::id())?;
+            return Ok(Some(FileLock { file, path: path.to_path_buf() }));
+        }
+        Err(std::io::Error::other(format!("{} keeps being replaced while it is locked", path.display())))
+    }
+
+    /// The process id the holder of `path`'s lock wrote into it, if the file holds one (a lock
+    /// just taken may not yet). For messages: whether the lock is held is [`FileLock::try_acquire`]'s
+    /// answer alone.
+    pub fn holder(path: &Path) -> Option<u32> {
+        std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    }
+
+    /// The locked file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        // Removed while still held (the lock goes when `file` closes, after this).
+        if same_file(&self.file, &self.path) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Whether `path` names the file `file` has open.
+fn same_file(file: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+        _ => false,
+    }
 }
 
 /// `path` with `.` removed and `..` resolved against the components before it, without
@@ -89,6 +147,69 @@ pub fn lexical_normalise(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The variable that makes `hold_a_lock_until_killed` take a lock.
+    const HOLD: &str = "TOOLSHED_TEST_HOLD_LOCK";
+
+    /// Run by `a_lock_is_held_while_its_process_lives_and_free_once_it_is_killed` in a child
+    /// process: takes the lock of `$TOOLSHED_TEST_HOLD_LOCK`, says so, and waits to be killed.
+    #[test]
+    #[ignore = "a helper: run in a child process by a_lock_is_held_while_its_process_lives_and_free_once_it_is_killed"]
+    fn hold_a_lock_until_killed() {
+        let path = PathBuf::from(env::var_os(HOLD).unwrap());
+        let _lock = FileLock::try_acquire(&path).unwrap().unwrap();
+        println!("LOCK-TAKEN");
+        std::thread::sleep(std::time::Duration::from_secs(60));
+    }
+
+    #[test]
+    fn a_lock_is_held_while_its_process_lives_and_free_once_it_is_killed() {
+        use std::io::BufRead as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("x.lock");
+        let mut holder = std::process::Command::new(env::current_exe().unwrap())
+            .args(["--exact", "paths::tests::hold_a_lock_until_killed", "--ignored", "--nocapture"])
+            .args(["--test-threads=1"])
+            .env(HOLD, &path)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = std::io::BufReader::new(holder.stdout.take().unwrap());
+        // The test harness prints the helper's name on the same line, before what it prints.
+        let mut line = String::new();
+        while !line.contains("LOCK-TAKEN") {
+            line.clear();
+            assert_ne!(out.read_line(&mut line).unwrap(), 0, "the holder ended without the lock");
+        }
+        // Held by a live process: refused, and the holder is named.
+        assert!(FileLock::try_acquire(&path).unwrap().is_none());
+        assert_eq!(FileLock::holder(&path), Some(holder.id()));
+        // Killed: nothing ran to clean up (the file is still there), yet the lock is free.
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        assert!(path.exists());
+        let lock = FileLock::try_acquire(&path).unwrap().expect("the dead holder's lock was not reclaimed");
+        assert_eq!(FileLock::holder(&path), Some(std::process::id()));
+        drop(lock);
+        assert!(!path.exists(), "the lock file is removed when its lock is dropped");
+    }
+
+    #[test]
+    fn a_lock_is_one_holder_at_a_time_in_one_process_too() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("x.lock");
+        // A file left behind with a pid in it, unlocked: free.
+        std::fs::write(&path, "4294967").unwrap();
+        let held = FileLock::try_acquire(&path).unwrap().unwrap();
+        assert_eq!(held.path(), path);
+        assert!(FileLock::try_acquire(&path).unwrap().is_none());
+        drop(held);
+        let again = FileLock::try_acquire(&path).unwrap();
+        assert!(again.is_some());
+        let missing = tmp.path().join("no/such/dir/x.lock");
+        assert!(FileLock::try_acquire(&missing).is_err());
+    }
 
     #[test]
     fn lexical_normalisation_resolves_dots_without_the_file_system() {

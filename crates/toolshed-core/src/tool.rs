@@ -160,6 +160,23 @@ pub enum Attachment {
     },
 }
 
+/// The media type of an image in a format models accept (PNG, JPEG, GIF, WebP), told from its
+/// first bytes (its magic number), whatever its file name or label says; `None` for anything
+/// else. The one sniffer for images read from files and fetched from the web.
+pub fn image_mime(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
 /// A successful tool result.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolOutput {
@@ -494,6 +511,20 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn images_are_told_by_their_first_bytes() {
+        assert_eq!(image_mime(b"\x89PNG\r\n\x1a\n...."), Some("image/png"));
+        assert_eq!(image_mime(b"\xff\xd8\xff\xe0"), Some("image/jpeg"));
+        assert_eq!(image_mime(b"GIF87a.."), Some("image/gif"));
+        assert_eq!(image_mime(b"GIF89a.."), Some("image/gif"));
+        assert_eq!(image_mime(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
+        assert_eq!(image_mime(b"RIFF\0\0\0\0WAVEfmt "), None);
+        assert_eq!(image_mime(b"RIFF"), None);
+        assert_eq!(image_mime(b"\x89PNG"), None);
+        assert_eq!(image_mime(b"<svg xmlns"), None);
+        assert_eq!(image_mime(b""), None);
+    }
 
     #[derive(Deserialize, JsonSchema)]
     struct Args {

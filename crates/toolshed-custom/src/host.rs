@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 use toolshed_core::env::ChildEnv;
+use toolshed_core::paths::FileLock;
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -125,7 +126,7 @@ fn node_strips_types(version: &str) -> bool {
 
 /// `name` on `PATH`.
 pub(crate) fn on_path(name: &str) -> Option<PathBuf> {
-    super::find_program(name, Path::new("/"))
+    toolshed_process::find_program(name, Path::new("/")).ok()
 }
 
 /// The host of one toolshed process; cheap to share, started on first use.
@@ -427,29 +428,16 @@ fn install_zod(dir: &Path, runtime: &Runtime) -> Result<(), String> {
     result
 }
 
-/// Whether the process that wrote `lock` (its pid is the content) is gone.
-fn lock_owner_gone(lock: &Path) -> bool {
-    toolshed_core::paths::lock_owner(lock).is_some_and(|pid| !toolshed_core::paths::process_alive(pid))
-}
-
+/// Installs zod while holding `dir/install.lock`, an advisory file lock: another toolshed
+/// process installing there is waited for (up to [`INSTALL_WAIT`]), and a lock left by one that
+/// died is free, since the kernel released it.
 fn install_zod_locked(dir: &Path, runtime: &Runtime) -> Result<(), String> {
     let lock = dir.join("install.lock");
     let started = SystemTime::now();
-    loop {
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&lock) {
-            Ok(mut file) => {
-                let _ = write!(file, "{}", std::process::id());
-                break;
-            }
-            Err(_) => {
-                let stale = lock_owner_gone(&lock)
-                    || std::fs::metadata(&lock)
-                        .and_then(|m| m.modified())
-                        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > INSTALL_WAIT));
-                if stale {
-                    let _ = std::fs::remove_file(&lock);
-                    continue;
-                }
+    let _held = loop {
+        match FileLock::try_acquire(&lock) {
+            Ok(Some(held)) => break held,
+            Ok(None) => {
                 if zod_installed(dir) {
                     return Ok(());
                 }
@@ -458,11 +446,10 @@ fn install_zod_locked(dir: &Path, runtime: &Runtime) -> Result<(), String> {
                 }
                 std::thread::sleep(Duration::from_millis(200));
             }
+            Err(e) => return Err(format!("cannot lock {} to install zod: {e}", lock.display())),
         }
-    }
-    let result = run_install(dir, runtime);
-    let _ = std::fs::remove_file(&lock);
-    result
+    };
+    run_install(dir, runtime)
 }
 
 fn run_install(dir: &Path, runtime: &Runtime) -> Result<(), String> {
@@ -597,13 +584,19 @@ mod tests {
     }
 
     #[test]
-    fn a_lock_whose_owner_is_gone_is_stale() {
+    fn an_install_lock_held_elsewhere_is_waited_for_until_zod_appears() {
         let tmp = tempfile::tempdir().unwrap();
-        let lock = tmp.path().join("install.lock");
-        std::fs::write(&lock, std::process::id().to_string()).unwrap();
-        assert!(!lock_owner_gone(&lock));
-        std::fs::write(&lock, "4294967").unwrap();
-        assert!(lock_owner_gone(&lock));
+        let runtime =
+            Runtime { program: PathBuf::from("/nonexistent/bun"), kind: RuntimeKind::Bun, env: ChildEnv::default() };
+        // Held by another open file (as by another process): zod appearing ends the wait, and
+        // nothing is installed. (A lock left by a dead process is free: `FileLock`'s tests.)
+        let held = FileLock::try_acquire(&tmp.path().join("install.lock")).unwrap().unwrap();
+        let pkg = tmp.path().join("node_modules/zod");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("package.json"), r#"{"version": "4.1.8"}"#).unwrap();
+        assert_eq!(install_zod_locked(tmp.path(), &runtime), Ok(()));
+        drop(held);
+        assert!(!tmp.path().join("install.lock").exists());
     }
 
     #[test]

@@ -38,6 +38,7 @@ use toolshed_core::env::ChildEnv;
 use toolshed_core::permission::{Action, PermissionRequest, Rule};
 use toolshed_core::registry::{Registry, Source};
 use toolshed_core::tool::{BoxFuture, Exposure, Invocation, Tool, ToolError, ToolOutput, ToolSpec};
+use toolshed_process::ProgramError;
 
 /// Which custom tools a discovery loads, and whether it trusts the spec cache.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -297,19 +298,14 @@ fn invalid_name(name: &str) -> Option<String> {
 }
 
 /// Where `program` is: a path with a `/` is taken relative to `root`; a bare name is looked up
-/// on `PATH`.
+/// on `PATH`, executable. A relative path needs only to be a file: whether it may be executed
+/// is found out when the tool runs (its error then says so).
 fn find_program(program: &str, root: &Path) -> Option<PathBuf> {
-    if program.contains('/') {
-        let path = root.join(program);
-        return path.is_file().then_some(path);
+    match toolshed_process::find_program(program, root) {
+        Ok(path) => Some(path),
+        Err(ProgramError::NotExecutable(path)) if path.is_file() => Some(path),
+        Err(_) => None,
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| is_executable(p))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// The hidden tool registered in place of an unavailable one: calling it says why.

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use toolshed_core::context::ToolContext;
 use toolshed_core::env::ChildEnv;
 use toolshed_core::tool::{ToolError, ToolOutput};
+use toolshed_process::{ProcessGroup, SIGKILL};
 
 /// How much standard output is kept in memory before it spills to a file.
 const MEMORY_BUDGET: usize = 1024 * 1024;
@@ -69,7 +70,8 @@ pub(crate) async fn run_command(command: Command, args: Value, ctx: ToolContext)
             command.program.display()
         ))
     })?;
-    let group = Group(child.id());
+    // Killed on request and when dropped (an abandoned call leaves nothing behind).
+    let group = child.id().and_then(|pid| ProcessGroup::new(pid, SIGKILL));
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let (exited_tx, exited_rx) = watch::channel(false);
     let input = format!("{args}\n").into_bytes();
@@ -91,7 +93,9 @@ pub(crate) async fn run_command(command: Command, args: Value, ctx: ToolContext)
             let wait = async {
                 let status = child.wait().await;
                 // Whatever the tool left running ends with it.
-                group.kill();
+                if let Some(group) = &group {
+                    group.stop();
+                }
                 let _ = exited_tx.send(true);
                 status
             };
@@ -107,7 +111,9 @@ pub(crate) async fn run_command(command: Command, args: Value, ctx: ToolContext)
         tokio::select! {
             status = &mut io => Some(status),
             _ = cancel.cancelled() => {
-                group.kill();
+                if let Some(group) = &group {
+                    group.stop();
+                }
                 let _ = tokio::time::timeout(DRAIN_GRACE * 2, &mut io).await;
                 None
             }
@@ -218,27 +224,6 @@ fn failure(
         ToolError::model(format!("{name} {how} without printing an error."))
     } else {
         ToolError::model(format!("{detail}\n\n[{name} {how}]"))
-    }
-}
-
-/// A process group, killed on request and when dropped (an abandoned call leaves nothing behind).
-struct Group(Option<u32>);
-
-impl Group {
-    fn kill(&self) {
-        if let Some(pid) = self.0.and_then(|p| i32::try_from(p).ok()) {
-            // SAFETY: kill(2) with a negative pid signals the process group we created with
-            // process_group(0); it touches no memory of ours.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 

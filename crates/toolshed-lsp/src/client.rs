@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -19,6 +18,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
+use toolshed_process::{GroupList, ProcessGroup, SIGTERM};
 
 use super::position::{file_uri, uri_path};
 use super::rpc::{Connection, Handler, METHOD_NOT_FOUND, RpcError};
@@ -178,7 +178,9 @@ pub struct Server {
     changed_seq: std::sync::atomic::AtomicU64,
     exit: watch::Receiver<Option<String>>,
     stderr: Arc<Mutex<Vec<u8>>>,
-    process: ProcessGroup,
+    pid: Option<u32>,
+    /// Its process group, until the server is shut down.
+    process: Mutex<Option<ProcessGroup>>,
 }
 
 impl Server {
@@ -198,7 +200,8 @@ impl Server {
         #[cfg(unix)]
         command.process_group(0);
         let mut child = command.spawn().map_err(|e| format!("could not be started (`{}`): {e}", program.display()))?;
-        let process = ProcessGroup::new(child.id());
+        let pid = child.id();
+        let process = Mutex::new(pid.and_then(|pid| ProcessGroup::listed(pid, SIGTERM, &SERVERS)));
         let (Some(stdin), Some(stdout), Some(stderr_pipe)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -207,13 +210,11 @@ impl Server {
         let stderr = Arc::new(Mutex::new(Vec::new()));
         tokio::spawn(keep_tail(stderr_pipe, stderr.clone()));
         let (exit_tx, exit) = watch::channel(None);
-        let exited = process.exited.clone();
         tokio::spawn(async move {
             let status = match child.wait().await {
                 Ok(status) => describe_exit(status),
                 Err(e) => format!("could not be waited for: {e}"),
             };
-            exited.store(true, Ordering::SeqCst);
             exit_tx.send_replace(Some(status));
         });
 
@@ -250,6 +251,7 @@ impl Server {
             changed_seq: std::sync::atomic::AtomicU64::new(0),
             exit,
             stderr,
+            pid,
             process,
         };
         match server.conn.call::<lsp_types::request::Initialize>(params, deadline).await {
@@ -292,7 +294,7 @@ impl Server {
 
     /// Its process id.
     pub fn pid(&self) -> Option<u32> {
-        self.process.pid
+        self.pid
     }
 
     /// What it said it can do.
@@ -595,7 +597,8 @@ impl Server {
                 let _ = tokio::time::timeout_at(deadline, exit.wait_for(Option::is_some)).await;
             }
         }
-        self.process.kill();
+        // Stopped with everything it started, and no longer listed for the exit hook.
+        drop(self.process.lock().unwrap_or_else(PoisonError::into_inner).take());
     }
 }
 
@@ -672,76 +675,7 @@ pub fn seconds(d: Duration) -> String {
     if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{:.1} s", d.as_secs_f64()) }
 }
 
-/// The server's process group: signalled when the server is dropped, and at exit.
-struct ProcessGroup {
-    pid: Option<u32>,
-    exited: Arc<AtomicBool>,
-}
-
-impl ProcessGroup {
-    fn new(pid: Option<u32>) -> Self {
-        if let Some(pid) = pid {
-            live::add(pid);
-        }
-        ProcessGroup { pid, exited: Arc::default() }
-    }
-
-    fn kill(&self) {
-        if let Some(pid) = self.pid {
-            if !self.exited.swap(true, Ordering::SeqCst) {
-                live::signal(pid);
-            }
-            live::remove(pid);
-        }
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Servers still running, so they can be stopped when toolshed exits (`atexit` also runs on
-/// `std::process::exit`, where no destructor does).
-mod live {
-    use std::sync::{Mutex, Once, PoisonError};
-
-    static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-    static HOOK: Once = Once::new();
-
-    pub(super) fn add(pid: u32) {
-        #[cfg(unix)]
-        HOOK.call_once(|| {
-            // SAFETY: registering a plain `extern "C"` function.
-            unsafe {
-                libc::atexit(stop_all_at_exit);
-            }
-        });
-        LIVE.lock().unwrap_or_else(PoisonError::into_inner).push(pid);
-    }
-
-    pub(super) fn remove(pid: u32) {
-        LIVE.lock().unwrap_or_else(PoisonError::into_inner).retain(|p| *p != pid);
-    }
-
-    /// Terminates the process group `pid` leads (the server and anything it started).
-    pub(super) fn signal(pid: u32) {
-        #[cfg(unix)]
-        if let Ok(pid) = i32::try_from(pid) {
-            // SAFETY: kill(2) with a negative pid signals a process group; errors (ESRCH) are fine.
-            unsafe {
-                libc::kill(-pid, libc::SIGTERM);
-            }
-        }
-    }
-
-    #[cfg(unix)]
-    extern "C" fn stop_all_at_exit() {
-        if let Ok(live) = LIVE.try_lock() {
-            for pid in live.iter() {
-                signal(*pid);
-            }
-        }
-    }
-}
+/// The process groups of the servers still running: each server is stopped (SIGTERM, with
+/// whatever it started) when its `Server` is dropped or shut down, and at exit (`atexit` also
+/// runs on `std::process::exit`, where no destructor does).
+static SERVERS: GroupList = GroupList::new();

@@ -261,35 +261,9 @@ pub fn project_root(markers: &[String], file: &Path, worktree: &Path) -> PathBuf
 }
 
 /// Finds `command`: a path with a `/` is taken relative to `base`; a bare name is looked up in
-/// `PATH`. The error says where it looked.
+/// `PATH`; either must be executable. The error says where it looked.
 pub fn find_program(command: &str, base: &Path) -> Result<PathBuf, String> {
-    if command.contains('/') {
-        let path = base.join(command);
-        return if is_executable(&path) {
-            Ok(path)
-        } else {
-            Err(format!("`{}` is not an executable file", path.display()))
-        };
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        let candidate = dir.join(command);
-        if is_executable(&candidate) {
-            return Ok(candidate);
-        }
-    }
-    Err(format!("`{command}` was not found on PATH"))
-}
-
-#[cfg(unix)]
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-#[cfg(not(unix))]
-fn is_executable(path: &Path) -> bool {
-    path.is_file()
+    toolshed_process::find_program(command, base).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -29,9 +29,9 @@ use toolshed_core::registry::{Registry, Source, qualified_name};
 use toolshed_core::tool::{BoxFuture, Exposure, Invocation, Tool, ToolFlags};
 use toolshed_core::wildcard;
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
+use toolshed_process::{GroupList, ProcessGroup, SIGKILL};
 
 use crate::convert;
-use crate::group::Group;
 
 /// How long a server may take to start and list its tools when `startup_timeout_ms` is not set
 /// (`npx -y some-server` with a cold npm cache downloads the package first).
@@ -112,7 +112,7 @@ pub struct McpServer {
     restarts: AtomicU32,
     restarting: tokio::sync::Mutex<()>,
     /// The process group of a stdio server's current process: killed when replaced or dropped.
-    group: Mutex<Option<Group>>,
+    group: Mutex<Option<ProcessGroup>>,
 }
 
 /// Receives the server's notifications: a changed tool list is fetched again.
@@ -343,7 +343,8 @@ impl McpServer {
                     .map_err(|e| format!("cannot start `{command}`: {e}"))?;
                 // Listed before the first await, so a start-up cancelled at any point still
                 // leaves a group to kill (replacing a crashed process's group kills what it left).
-                *self.group.lock().unwrap_or_else(PoisonError::into_inner) = transport.id().and_then(Group::new);
+                *self.group.lock().unwrap_or_else(PoisonError::into_inner) =
+                    transport.id().and_then(|pid| ProcessGroup::listed(pid, SIGKILL, &STDIO_SERVERS));
                 let mut reader = None;
                 if let Some(stderr) = stderr {
                     let keep = self.stderr.clone();
@@ -548,6 +549,20 @@ impl McpServer {
     fn kill_group(&self) {
         drop(self.group.lock().unwrap_or_else(PoisonError::into_inner).take());
     }
+}
+
+/// The process groups of the stdio servers this process started. Each server is started as the
+/// leader of a group of its own, so stopping it also stops what it started (a wrapper's `sleep`,
+/// `npx`'s node, ...). A group is listed from its spawn until its server stops, whatever the
+/// server's start-up was doing (spawned, in the handshake, listing its tools, or given up on),
+/// and whatever is still listed is killed by [`kill_all_servers`] and when the process exits (any
+/// command, by any path that runs `atexit` handlers).
+static STDIO_SERVERS: GroupList = GroupList::new();
+
+/// Kills every stdio server's process group still listed, with everything in it. Safe to call
+/// more than once; what `mcp serve` does when it stops.
+pub fn kill_all_servers() {
+    STDIO_SERVERS.stop_all();
 }
 
 /// VS Code's variable for the workspace root; in a stdio server's `command`, `args`, `env`,

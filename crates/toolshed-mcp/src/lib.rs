@@ -7,10 +7,9 @@
 
 pub mod client;
 mod convert;
-mod group;
 pub mod import;
 pub mod schema;
 pub mod server;
 
+pub use client::kill_all_servers;
 pub use client::{ConnectOptions, McpClients, McpServer, McpTool, ServerStatus, State};
-pub use group::kill_all as kill_all_servers;

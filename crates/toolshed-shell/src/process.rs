@@ -458,9 +458,10 @@ fn signal_all(pgid: i32, marker: &str, signal: i32) {
             libc::kill(pid, signal);
         }
     }
-    // SAFETY: kill(2) with a negative pid signals a process group; errors (ESRCH) are fine.
-    unsafe {
-        libc::kill(-pgid, signal);
+    // The group (errors, an empty group, are fine); never one whose id the kernel has handed to
+    // a process that is not ours since the shell was reaped.
+    if let Ok(pgid) = u32::try_from(pgid) {
+        toolshed_process::signal_group(pgid, signal);
     }
     signal_marked(marker, signal);
 }

@@ -346,19 +346,8 @@ fn classify(mime: &str) -> Kind {
 
 /// Decides the kind of an unlabelled body from its first bytes.
 fn sniff(body: &[u8]) -> Kind {
-    const SIGNATURES: &[(&[u8], &str)] = &[
-        (b"\x89PNG\r\n\x1a\n", "image/png"),
-        (b"\xff\xd8\xff", "image/jpeg"),
-        (b"GIF87a", "image/gif"),
-        (b"GIF89a", "image/gif"),
-    ];
-    for (magic, mime) in SIGNATURES {
-        if body.starts_with(magic) {
-            return Kind::Image((*mime).to_string());
-        }
-    }
-    if body.len() >= 12 && &body[..4] == b"RIFF" && &body[8..12] == b"WEBP" {
-        return Kind::Image("image/webp".to_string());
+    if let Some(mime) = toolshed_core::tool::image_mime(body) {
+        return Kind::Image(mime.to_string());
     }
     let head = &body[..body.len().min(8192)];
     if head.contains(&0) {

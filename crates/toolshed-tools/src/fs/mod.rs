@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::WalkBuilder;
 use toolshed_core::ToolError;
+use toolshed_core::tool::image_mime;
 
 use toolshed_path::ResolvedPath;
 
@@ -104,20 +105,6 @@ pub fn sniff(path: &Path, sample: &[u8]) -> Sniff {
 
 fn memchr_nul(sample: &[u8]) -> Option<usize> {
     sample.iter().position(|&b| b == 0)
-}
-
-fn image_mime(sample: &[u8]) -> Option<&'static str> {
-    if sample.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else if sample.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        Some("image/jpeg")
-    } else if sample.starts_with(b"GIF87a") || sample.starts_with(b"GIF89a") {
-        Some("image/gif")
-    } else if sample.len() >= 12 && &sample[..4] == b"RIFF" && &sample[8..12] == b"WEBP" {
-        Some("image/webp")
-    } else {
-        None
-    }
 }
 
 /// Reads up to [`SNIFF_BYTES`] from the start of a file and sniffs them.

@@ -32,6 +32,8 @@ use std::fmt;
 use std::ops::Range;
 
 use similar::{Algorithm, DiffOp};
+// Codex's table of typographic dashes, quotes and spaces and their ASCII forms, kept once.
+use toolshed_patch::seek::normalize_char;
 
 /// The matcher that found the text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -395,23 +397,12 @@ fn unescape(text: &str) -> String {
     out
 }
 
-/// Codex's table: typographic dashes, quotes and spaces, and their ASCII forms.
-fn ascii_punctuation(c: char) -> Option<char> {
-    match c {
-        '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}' | '\u{2212}' => Some('-'),
-        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' => Some('\''),
-        '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' => Some('"'),
-        '\u{00A0}' | '\u{2002}' | '\u{2003}' | '\u{2004}' | '\u{2005}' | '\u{2006}' | '\u{2007}' | '\u{2008}'
-        | '\u{2009}' | '\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => Some(' '),
-        _ => None,
-    }
-}
-
+/// `line` with typographic dashes, quotes and spaces in their ASCII forms.
 fn punctuation_ascii(line: &str) -> Cow<'_, str> {
-    if line.is_ascii() || !line.chars().any(|c| ascii_punctuation(c).is_some()) {
+    if line.is_ascii() || line.chars().all(|c| normalize_char(c) == c) {
         return Cow::Borrowed(line);
     }
-    Cow::Owned(line.chars().map(|c| ascii_punctuation(c).unwrap_or(c)).collect())
+    Cow::Owned(line.chars().map(normalize_char).collect())
 }
 
 fn collapse_whitespace(line: &str) -> Cow<'_, str> {
@@ -760,8 +751,8 @@ impl<'a> Plan<'a> {
                 return line;
             }
             line.chars()
-                .map(|ch| match ascii_punctuation(ch) {
-                    Some(ascii) if !block_text.contains(ch) => ascii,
+                .map(|ch| match normalize_char(ch) {
+                    ascii if ascii != ch && !block_text.contains(ch) => ascii,
                     _ => ch,
                 })
                 .collect()

@@ -105,7 +105,7 @@ fn bench_loop(c: &mut Criterion) {
                     assert_eq!(answer, "done");
                 }
                 total.mul_f64(iters as f64 / (sessions * calls_per_session) as f64)
-            })
+            });
         });
     }
 }

@@ -363,7 +363,7 @@ impl Runtime {
             .registry()
             .direct(&view)
             .iter()
-            .map(|v| v.spec())
+            .map(toolshed_core::registry::Visible::spec)
             .filter(|spec| !(nested_too_deep && tasks::TASK_TOOLS.contains(&spec.name.as_str())))
             .cloned()
             .collect()
@@ -402,7 +402,7 @@ impl Runtime {
                 if let Err(store) = self.store.mark_interrupted(&session.id) {
                     self.emit(Event::Error { session_id: session.id.clone(), message: store.to_string() });
                 }
-                self.emit(Event::Error { session_id: session.id.clone(), message: e.to_string() })
+                self.emit(Event::Error { session_id: session.id.clone(), message: e.to_string() });
             }
         }
         result
@@ -463,7 +463,7 @@ impl Runtime {
         let mut streamed = Streamed::default();
         let outcome = tokio::select! {
             r = self.stream_step(client.as_ref(), &request, session, &message, &mut streamed) => r,
-            _ = cancel.cancelled() => Err(AgentError::Interrupted),
+            () = cancel.cancelled() => Err(AgentError::Interrupted),
         };
         if !streamed.pending_text.is_empty() {
             self.store.add_text(&session.id, &message, &streamed.pending_text)?;
@@ -520,7 +520,7 @@ impl Runtime {
                     out.calls.push(call);
                 }
                 StreamEvent::Reasoning(mut reasoning) => {
-                    reasoning.model = session.model.clone();
+                    reasoning.model.clone_from(&session.model);
                     // Kept in arrival order: it is replayed before the items it led to.
                     if !out.pending_text.is_empty() {
                         self.store.add_text(&session.id, message, &std::mem::take(&mut out.pending_text))?;

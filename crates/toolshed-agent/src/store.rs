@@ -874,7 +874,7 @@ pub fn history_of(messages: &[StoredMessage]) -> Vec<Message> {
                     for image in images.iter().filter(|_| finished) {
                         match &image.data_base64 {
                             Some(data) => {
-                                sent.push(Image { media_type: image.mime_type.clone(), data_base64: data.clone() })
+                                sent.push(Image { media_type: image.mime_type.clone(), data_base64: data.clone() });
                             }
                             None => {
                                 if !output.is_empty() {

@@ -389,9 +389,9 @@ impl TypedTool for TaskWaitTool {
                 return Ok(ToolOutput::text(format!("{head}{}", lines.join("\n"))));
             }
             tokio::select! {
-                _ = &mut notified => {}
-                _ = tokio::time::sleep(deadline - now) => {}
-                _ = ctx.cancellation().cancelled() => return Err(ToolError::model("task_wait was interrupted.")),
+                () = &mut notified => {}
+                () = tokio::time::sleep(deadline - now) => {}
+                () = ctx.cancellation().cancelled() => return Err(ToolError::model("task_wait was interrupted.")),
             }
         }
     }

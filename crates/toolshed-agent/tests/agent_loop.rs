@@ -84,7 +84,7 @@ fn test_registry(rules: Arc<dyn Permission>) -> Registry {
                     let out = out.map_err(ToolError::fatal)?;
                     Ok(ToolOutput::text(format!("{}exit {}", String::from_utf8_lossy(&out.stdout), out.status.code().unwrap_or(-1))))
                 }
-                _ = ctx.cancellation().cancelled() => Err(ToolError::model("killed")),
+                () = ctx.cancellation().cancelled() => Err(ToolError::model("killed")),
             }
         })
         .mutating(),
@@ -92,8 +92,8 @@ fn test_registry(rules: Arc<dyn Permission>) -> Registry {
     r.register_builtin(
         tool_fn("sleep", "Wait.", |a: SleepArgs, ctx: ToolContext| async move {
             tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(a.ms)) => Ok(ToolOutput::text(format!("slept {}", a.ms))),
-                _ = ctx.cancellation().cancelled() => Err(ToolError::model("woken")),
+                () = tokio::time::sleep(Duration::from_millis(a.ms)) => Ok(ToolOutput::text(format!("slept {}", a.ms))),
+                () = ctx.cancellation().cancelled() => Err(ToolError::model("woken")),
             }
         })
         .read_only(),

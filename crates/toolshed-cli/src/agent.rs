@@ -239,7 +239,7 @@ impl Printer {
                 "[the model hit its output-token limit: this response is cut off, and a tool call in it may be incomplete]",
             ),
             Event::SessionStart { agent, parent_id: Some(_), .. } => {
-                self.line(&mut s, &format!("{indent}[sub-agent {agent} started]"))
+                self.line(&mut s, &format!("{indent}[sub-agent {agent} started]"));
             }
             Event::Finish { .. } if main && s.text_open => {
                 println!();

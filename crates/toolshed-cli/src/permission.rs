@@ -57,7 +57,7 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
     let value = decode(entry, &CallInput::Raw(args.args)).map_err(CliError::usage)?;
     let invocation = entry.tool.prepare(value).map_err(CliError::usage)?;
     let mut env = Environment::new(ws.root.clone(), toolshed_core::paths::data_dir());
-    env.cwd = ws.cwd.clone();
+    env.cwd.clone_from(&ws.cwd);
     let info = CallInfo { agent: agent.clone(), tool: args.tool.clone(), ..CallInfo::default() };
     // The rules answer what a tool checks while it prepares (grep -r's files), asking no one.
     let gate = Gate::new(ws.agents.clone(), Arc::new(RejectAll), Session::new("explain", agent.clone()));

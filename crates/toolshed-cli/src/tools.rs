@@ -106,7 +106,7 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
                 .collect(),
         ),
         Format::Wire(format) => {
-            let specs: Vec<_> = shown.iter().map(|v| v.spec()).collect();
+            let specs: Vec<_> = shown.iter().map(toolshed_core::registry::Visible::spec).collect();
             render(format, &specs)
         }
     };

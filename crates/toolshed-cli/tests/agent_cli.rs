@@ -218,7 +218,7 @@ fn run_reads_edits_and_runs_a_command_with_the_builtin_tools_and_stores_the_sess
         m["content"].as_str().unwrap().to_string()
     };
     assert!(tool_message(1).contains("1: let answer = 41;"), "{}", tool_message(1));
-    assert!(tool_message(3).starts_with("1"), "bash output: {}", tool_message(3));
+    assert!(tool_message(3).starts_with('1'), "bash output: {}", tool_message(3));
     let id = session_id(&err);
     let out = toolshed(dir.path(), &["session", "export", &id], "");
     let export: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -152,7 +152,7 @@ fn row(name: &'static str, config: &'static str, args: &[&str], expect: Expect) 
         name,
         config,
         before: Vec::new(),
-        args: args.iter().map(|a| a.to_string()).collect(),
+        args: args.iter().map(std::string::ToString::to_string).collect(),
         expect,
         hidden: None,
         env: &[],
@@ -179,7 +179,7 @@ impl Row {
     fn before_bash(mut self, command: &str, flags: &[&str]) -> Row {
         let json = serde_json::json!({ "command": command }).to_string();
         let mut call = vec!["call".to_string(), "bash".to_string(), json];
-        call.extend(flags.iter().map(|f| f.to_string()));
+        call.extend(flags.iter().map(std::string::ToString::to_string));
         self.before.push(call);
         self
     }

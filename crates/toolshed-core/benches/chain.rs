@@ -46,7 +46,7 @@ fn bench_chain(c: &mut Criterion) {
                     let r = exec.call(session, call).await;
                     assert!(!r.is_error, "{}", r.output);
                 }
-            })
+            });
         });
     }
 }

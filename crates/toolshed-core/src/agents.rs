@@ -332,7 +332,7 @@ impl Agents {
                 builtin: false,
             });
             if let Some(d) = &cfg.description {
-                agent.description = d.clone();
+                agent.description.clone_from(d);
             }
             agent.mode = cfg.mode.unwrap_or(agent.mode);
             agent.prompt = cfg.prompt.clone().or(agent.prompt.take());

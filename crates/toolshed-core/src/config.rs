@@ -674,7 +674,7 @@ pass = ["GITHUB_TOKEN"]
         .unwrap();
         assert_eq!(c.model.as_deref(), Some("openai/gpt-5.1"));
         assert_eq!(c.output, OutputLimits { max_lines: 500, max_bytes: 50 * 1024, ..OutputLimits::default() });
-        let rules: Vec<String> = c.permission.iter().map(|r| r.to_string()).collect();
+        let rules: Vec<String> = c.permission.iter().map(std::string::ToString::to_string).collect();
         assert_eq!(
             rules,
             [r#"edit "*" = ask"#, r#"bash "*" = ask"#, r#"bash "git status *" = allow"#, r#"bash "rm *" = deny"#]

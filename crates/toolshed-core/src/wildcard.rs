@@ -61,7 +61,7 @@ fn glob<T: Copy + PartialEq + Wild>(text: &[T], pat: &[T]) -> bool {
             },
         }
     }
-    pat[p..].iter().all(|c| c.is_star())
+    pat[p..].iter().all(Wild::is_star)
 }
 
 /// The wildcard roles of a pattern element: characters in the general path, bytes in the fast

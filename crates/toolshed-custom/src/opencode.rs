@@ -86,7 +86,7 @@ async fn call(host: Arc<JsHost>, name: String, message: Value, ctx: ToolContext)
     loop {
         let reply = tokio::select! {
             reply = request.next() => reply.map_err(unavailable)?,
-            _ = cancel.cancelled() => {
+            () = cancel.cancelled() => {
                 let _ = request.send(json!({"type": "cancel"}));
                 return stop(&host, request).await;
             }
@@ -130,7 +130,7 @@ async fn stop(host: &JsHost, mut request: Request) -> Result<ToolOutput, ToolErr
                 Ok(_) => {}
                 Err(_) => return Ok(ToolOutput::default()),
             },
-            _ = &mut deadline => {
+            () = &mut deadline => {
                 request.stop_host(host);
                 return Ok(ToolOutput::default());
             }
@@ -157,7 +157,7 @@ fn permission_request(value: &Value) -> Result<PermissionRequest, String> {
         request = request.with_always(strings("always"));
     }
     if let Some(Value::Object(metadata)) = value.get("metadata") {
-        request.metadata = metadata.clone();
+        request.metadata.clone_from(metadata);
     }
     Ok(request)
 }
@@ -170,7 +170,7 @@ fn result(reply: Value, title: Option<String>) -> Result<ToolOutput, ToolError> 
     let mut output = ToolOutput::text(reply.get("output").and_then(Value::as_str).unwrap_or_default());
     output.title = reply.get("title").and_then(Value::as_str).map(String::from).or(title);
     if let Some(Value::Object(metadata)) = reply.get("metadata") {
-        output.metadata = metadata.clone();
+        output.metadata.clone_from(metadata);
     }
     for attachment in reply.get("attachments").and_then(Value::as_array).into_iter().flatten() {
         match image(attachment) {

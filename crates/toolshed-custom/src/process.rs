@@ -102,15 +102,15 @@ pub(crate) async fn run_command(command: Command, args: Value, ctx: ToolContext)
             let read_out = drain(stdout, exited_rx.clone(), |b| sink.push(b));
             let read_err = drain(stderr, exited_rx.clone(), |b| {
                 err_total += b.len();
-                keep_tail(&mut err_tail, b)
+                keep_tail(&mut err_tail, b);
             });
-            let (_, status, _, _) = tokio::join!(write, wait, read_out, read_err);
+            let ((), status, (), ()) = tokio::join!(write, wait, read_out, read_err);
             status
         };
         tokio::pin!(io);
         tokio::select! {
             status = &mut io => Some(status),
-            _ = cancel.cancelled() => {
+            () = cancel.cancelled() => {
                 if let Some(group) = &group {
                     group.stop();
                 }
@@ -156,7 +156,7 @@ async fn drain<R: AsyncRead + Unpin>(pipe: Option<R>, exited: watch::Receiver<bo
                 Ok(0) | Err(_) => break,
                 Ok(n) => push(&buf[..n]),
             },
-            _ = &mut grace => break,
+            () = &mut grace => break,
         }
     }
 }

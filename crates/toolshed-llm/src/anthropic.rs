@@ -92,7 +92,7 @@ fn blocks(message: &Message) -> Vec<Value> {
         match part {
             Part::Text { text } if !text.is_empty() => out.push(json!({"type": "text", "text": text})),
             Part::ToolCall(c) => {
-                out.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input_object(c)}))
+                out.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input_object(c)}));
             }
             _ => {}
         }

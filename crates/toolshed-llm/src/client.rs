@@ -216,15 +216,12 @@ impl Client {
             attempt += 1;
             // A server that accepts the connection but never answers gets the same bound as a
             // stream that falls silent, then an error (not a retry: it would wait as long again).
-            let sent = match tokio::time::timeout(self.idle_timeout, self.post(&url, &body).send()).await {
-                Ok(sent) => sent,
-                Err(_) => {
-                    return Err(LlmError::Transport {
-                        provider: name.clone(),
-                        url: url.clone(),
-                        message: format!("no response within {} s of sending the request", self.idle_timeout.as_secs()),
-                    });
-                }
+            let Ok(sent) = tokio::time::timeout(self.idle_timeout, self.post(&url, &body).send()).await else {
+                return Err(LlmError::Transport {
+                    provider: name.clone(),
+                    url: url.clone(),
+                    message: format!("no response within {} s of sending the request", self.idle_timeout.as_secs()),
+                });
             };
             let (error, retry_after, retryable) = match sent {
                 Ok(resp) if resp.status().is_success() => {
@@ -352,16 +349,13 @@ fn decode_stream(provider: String, response: reqwest::Response, decoder: Box<dyn
             if s.done {
                 return None;
             }
-            let next = match tokio::time::timeout(s.idle, s.events.next()).await {
-                Ok(next) => next,
-                Err(_) => {
-                    // Not retried: a model that stays silent this long would likely do it again,
-                    // and each attempt would cost the whole timeout.
-                    s.done = true;
-                    let message = format!("no data for {} s", s.idle.as_secs());
-                    let error = LlmError::Stream { provider: s.provider.clone(), message };
-                    return Some((Err(Failure { error, retryable: false }), s));
-                }
+            let Ok(next) = tokio::time::timeout(s.idle, s.events.next()).await else {
+                // Not retried: a model that stays silent this long would likely do it again,
+                // and each attempt would cost the whole timeout.
+                s.done = true;
+                let message = format!("no data for {} s", s.idle.as_secs());
+                let error = LlmError::Stream { provider: s.provider.clone(), message };
+                return Some((Err(Failure { error, retryable: false }), s));
             };
             let decoded = match next {
                 Some(Ok(event)) => s.decoder.event(&event.event, &event.data).map_err(|e| (e, false)),

@@ -69,7 +69,7 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
             for (i, part) in message.parts.iter().enumerate() {
                 match part {
                     Part::Reasoning(r) if r.format == FORMAT && leads_somewhere(&message.parts[i + 1..]) => {
-                        out.extend(replayable(r))
+                        out.extend(replayable(r));
                     }
                     Part::Text { text } if !text.is_empty() => out.push(json!({
                         "type": "message", "role": "assistant",
@@ -171,7 +171,7 @@ impl Decoder for ResponsesDecoder {
         match kind {
             "response.output_text.delta" => out.push(StreamEvent::TextDelta(delta())),
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                out.push(StreamEvent::ReasoningDelta(delta()))
+                out.push(StreamEvent::ReasoningDelta(delta()));
             }
             "response.output_item.added" => {
                 if let Some((_, id, name)) = v.get("item").and_then(call_of) {
@@ -207,7 +207,7 @@ impl Decoder for ResponsesDecoder {
                 }
             }
             "response.completed" => {
-                out.extend(self.finished(StopReason::EndTurn, v.get("response").unwrap_or(&Value::Null)))
+                out.extend(self.finished(StopReason::EndTurn, v.get("response").unwrap_or(&Value::Null)));
             }
             "response.incomplete" => {
                 let response = v.get("response").unwrap_or(&Value::Null);

@@ -137,7 +137,7 @@ impl FakeServer {
                     }
                 };
                 tokio::select! {
-                    _ = accept => {}
+                    () = accept => {}
                     _ = stopped => {}
                 }
             });

@@ -114,7 +114,7 @@ async fn anthropic_sends_its_headers_and_streams_text_from_wiremock() {
     let mut streamed = String::new();
     let response = collect(c.stream(&request()).await.unwrap(), |e| {
         if let StreamEvent::TextDelta(t) = e {
-            streamed.push_str(t)
+            streamed.push_str(t);
         }
     })
     .await
@@ -372,7 +372,7 @@ async fn a_stream_that_fails_after_output_or_with_a_permanent_error_is_not_retri
     let mut text = String::new();
     let err = collect(c.stream(&request()).await.unwrap(), |e| {
         if let StreamEvent::TextDelta(t) = e {
-            text.push_str(t)
+            text.push_str(t);
         }
     })
     .await

@@ -492,16 +492,16 @@ impl Server {
                 }
                 tokio::select! {
                     changed = seq.changed() => if changed.is_err() { return Err(self.exited().await) },
-                    _ = tokio::time::sleep_until(fresh_until) => {}
+                    () = tokio::time::sleep_until(fresh_until) => {}
                     () = until_exited(&mut exit) => return Err(self.exited().await),
                 }
                 continue;
             }
             tokio::select! {
                 changed = seq.changed() => if changed.is_err() { return Err(self.exited().await) },
-                _ = tokio::time::sleep_until(deadline) => return Err(WaitError::Timeout),
+                () = tokio::time::sleep_until(deadline) => return Err(WaitError::Timeout),
                 () = until_exited(&mut exit) => return Err(self.exited().await),
-                _ = self.conn.closed().cancelled() => return Err(self.exited().await),
+                () = self.conn.closed().cancelled() => return Err(self.exited().await),
             }
         };
         // A revision of this file's diagnostics restarts the wait; other files' do not.
@@ -552,9 +552,9 @@ impl Server {
             tokio::select! {
                 _ = work.changed() => {}
                 _ = seq.changed() => {}
-                _ = tokio::time::sleep_until(wake) => {}
+                () = tokio::time::sleep_until(wake) => {}
                 () = until_exited(&mut exit) => return true,
-                _ = self.conn.closed().cancelled() => return true,
+                () = self.conn.closed().cancelled() => return true,
             }
         }
     }

@@ -36,7 +36,7 @@ impl PostWriteHook for Diagnostics {
         Box::pin(async move {
             tokio::select! {
                 note = self.report(ctx, files) => note,
-                _ = ctx.cancellation().cancelled() => None,
+                () = ctx.cancellation().cancelled() => None,
             }
         })
     }
@@ -59,7 +59,7 @@ impl Diagnostics {
         let mut pending = Vec::new();
         let mut seen = std::collections::HashSet::new();
         // First hand every file over, so a server checks them all while we wait for the first.
-        for path in files.iter().filter(|p| seen.insert(p.to_path_buf())) {
+        for path in files.iter().filter(|p| seen.insert((*p).clone())) {
             let display = shown.display(path);
             if !path.is_file() {
                 self.service.forget(path).await;

@@ -165,9 +165,9 @@ impl Builtin {
         ServerSpec {
             name: self.name.to_string(),
             command: self.command.to_string(),
-            args: self.args.iter().map(|s| s.to_string()).collect(),
-            extensions: self.extensions.iter().map(|s| s.to_string()).collect(),
-            root_markers: self.root_markers.iter().map(|s| s.to_string()).collect(),
+            args: self.args.iter().map(std::string::ToString::to_string).collect(),
+            extensions: self.extensions.iter().map(std::string::ToString::to_string).collect(),
+            root_markers: self.root_markers.iter().map(std::string::ToString::to_string).collect(),
             timeout: DEFAULT_TIMEOUT,
             configured: false,
             env: ChildEnv::default(),
@@ -199,16 +199,16 @@ fn merge(name: &str, section: &LspConfig, base: Option<ServerSpec>) -> Result<Se
     };
     spec.configured = true;
     if !section.command.trim().is_empty() {
-        spec.command = section.command.clone();
+        spec.command.clone_from(&section.command);
     }
     if !section.args.is_empty() {
-        spec.args = section.args.clone();
+        spec.args.clone_from(&section.args);
     }
     if !section.extensions.is_empty() {
         spec.extensions = section.extensions.iter().map(|e| normal_extension(e)).collect();
     }
     if !section.root_markers.is_empty() {
-        spec.root_markers = section.root_markers.clone();
+        spec.root_markers.clone_from(&section.root_markers);
     }
     if let Some(ms) = section.timeout_ms {
         spec.timeout = Duration::from_millis(ms.max(1));

@@ -163,7 +163,7 @@ impl TypedTool for LspTool {
         let ask = Ask { server: &server, synced: &synced, resolved: &resolved, ctx: &ctx, deadline };
         let text = tokio::select! {
             text = ask.answer(&request) => text?,
-            _ = ctx.cancellation().cancelled() => return Err(ToolError::model("The lsp call was cancelled.")),
+            () = ctx.cancellation().cancelled() => return Err(ToolError::model("The lsp call was cancelled.")),
         };
         let text = match &restarted {
             Some(note) => format!("({note}.)\n{text}"),

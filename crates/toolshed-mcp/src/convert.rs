@@ -54,7 +54,7 @@ pub fn from_mcp(mut result: CallToolResult, max_blob_bytes: usize) -> Result<Too
             ContentBlock::Image(image) => match base64::engine::general_purpose::STANDARD.decode(&image.data) {
                 Ok(data) => output.attachments.push(Attachment::Image { mime_type: image.mime_type.clone(), data }),
                 Err(_) => {
-                    texts.push(format!("[The server sent an image ({}) that is not valid base64]", image.mime_type))
+                    texts.push(format!("[The server sent an image ({}) that is not valid base64]", image.mime_type));
                 }
             },
             ContentBlock::Resource(embedded) => match &embedded.resource {

@@ -167,7 +167,7 @@ fn placeholders(text: &str) -> Vec<&str> {
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         let Some(len) = rest[start..].find('}') else { break };
-        let placeholder = &rest[start..start + len + 1];
+        let placeholder = &rest[start..=(start + len)];
         if placeholder != crate::client::WORKSPACE_FOLDER {
             found.push(placeholder);
         }

@@ -455,7 +455,7 @@ fn apply_chunks(current: &[u8], chunks: &[Chunk<'_>], path: &str) -> Result<Vec<
                 let earlier_at = seek(lines, old, 0, false).map(|(at, _)| at + 1).filter(|&at| at <= index);
                 return Err(ApplyError::LinesNotFound(Box::new(NotFound {
                     pos: pos(index),
-                    lines: old.iter().map(|l| l.to_string()).collect(),
+                    lines: old.iter().map(std::string::ToString::to_string).collect(),
                     earlier_at,
                     closest: region(lines, 0, old),
                 })));

@@ -398,19 +398,19 @@ impl Bash {
         let timeout = args.timeout();
         // `None`: the command is still running when `yield_ms` passed.
         let ending = tokio::select! {
-            _ = run.wait_done() => Some(match run.exit() {
+            () = run.wait_done() => Some(match run.exit() {
                 Some(exit) => Ending::Exited(exit),
                 None => Ending::WaitFailed(run.wait_error().unwrap_or_default()),
             }),
-            _ = tokio::time::sleep(timeout) => {
+            () = tokio::time::sleep(timeout) => {
                 run.terminate().await;
                 Some(Ending::TimedOut(timeout))
             },
-            _ = ctx.cancellation().cancelled() => {
+            () = ctx.cancellation().cancelled() => {
                 run.terminate().await;
                 Some(Ending::Interrupted)
             },
-            _ = tokio::time::sleep(yield_after.unwrap_or(Duration::MAX)), if yield_after.is_some() => None,
+            () = tokio::time::sleep(yield_after.unwrap_or(Duration::MAX)), if yield_after.is_some() => None,
         };
         let elapsed = run.elapsed();
         let output = run.take_output(ctx.output_sink(MEMORY_BUDGET));

@@ -101,9 +101,9 @@ impl TypedTool for BashOutput {
             notes.push(format!("(Closing standard input failed: {e}.)"));
         }
         tokio::select! {
-            _ = session.run.wait_done() => {},
-            _ = tokio::time::sleep(wait(&args)) => {},
-            _ = ctx.cancellation().cancelled() => {},
+            () = session.run.wait_done() => {},
+            () = tokio::time::sleep(wait(&args)) => {},
+            () = ctx.cancellation().cancelled() => {},
         }
         notes.extend(session.settle_protected(&ctx).await);
         Ok(report(&self.shell, &session, &ctx, &notes))

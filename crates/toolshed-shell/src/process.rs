@@ -310,7 +310,7 @@ async fn pump(
                     Err(e) => s.wait_error = Some(e.to_string()),
                 }
             },
-            _ = tokio::time::sleep_until(drain_deadline), if exited && !eof => break,
+            () = tokio::time::sleep_until(drain_deadline), if exited && !eof => break,
         }
     }
 }

@@ -482,7 +482,7 @@ impl<'a> Analyzer<'a> {
                 }
                 self.linked_program(&full, &words[1..], depth);
             }
-            words[0].text = program.clone();
+            words[0].text.clone_from(&program);
             self.pattern(&join(&words));
             let peeled = wrappers::peel(&program, &words[1..]);
             for effect in peeled.effects {
@@ -1194,14 +1194,14 @@ mod tests {
                 .collect()
         };
         assert_eq!(trees("grep -r KEY src"), [("src".into(), true, true, None)]);
-        assert_eq!(trees("grep -rn KEY"), [("".into(), true, true, None)]);
+        assert_eq!(trees("grep -rn KEY"), [(String::new(), true, true, None)]);
         assert_eq!(trees("grep -e KEY -R src"), [("src".into(), true, true, None)]);
         assert_eq!(trees("grep --directories=recurse KEY src"), [("src".into(), true, true, None)]);
-        assert_eq!(trees("rg KEY"), [("".into(), false, false, None)]);
+        assert_eq!(trees("rg KEY"), [(String::new(), false, false, None)]);
         assert_eq!(trees("rg -uu KEY src"), [("src".into(), true, true, None)]);
-        assert_eq!(trees("rg --hidden KEY"), [("".into(), true, false, None)]);
+        assert_eq!(trees("rg --hidden KEY"), [(String::new(), true, false, None)]);
         assert_eq!(trees("rg --files"), []);
-        assert_eq!(trees("cat *.txt"), [("".into(), false, true, Some("*.txt".into()))]);
+        assert_eq!(trees("cat *.txt"), [(String::new(), false, true, Some("*.txt".into()))]);
         assert_eq!(trees("head src/.e*"), [("src".into(), true, true, Some(".e*".into()))]);
         assert_eq!(trees("grep KEY src/a.txt"), []);
         assert_eq!(trees("ls; git status"), []);

@@ -805,7 +805,7 @@ fn git_runs(sub: &str, rest: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect
             out.push(Effect::Unclassified("`git init --template` installs hooks from the given directory".into()));
         }
         "instaweb" | "web--browse" => {
-            out.push(Effect::Unclassified(format!("`git {sub}` runs a browser or web server")))
+            out.push(Effect::Unclassified(format!("`git {sub}` runs a browser or web server")));
         }
         "help" if rest.iter().any(|w| matches!(w.text.as_str(), "-w" | "--web" | "-i" | "--info" | "-m" | "--man")) => {
             out.push(Effect::Unclassified("`git help` runs a viewer program".into()));
@@ -1379,7 +1379,7 @@ fn wget(args: &[Word]) -> Vec<Effect> {
                     Some(file) if is("output-file") || is("append-output") => out.push(Effect::Writes(file)),
                     Some(d) if is("directory-prefix") => dir = Some(d),
                     _ if is("execute") => {
-                        out.push(Effect::Unclassified("`wget --execute` runs wgetrc commands".into()))
+                        out.push(Effect::Unclassified("`wget --execute` runs wgetrc commands".into()));
                     }
                     None if is("spider") => document = true,
                     _ => {}
@@ -2143,7 +2143,7 @@ fn tar(args: &[Word]) -> Vec<Effect> {
     };
     let (options, _operands) = split(&syntax, &words);
     let runs = options.iter().any(|a| match a {
-        Arg::Short('I' | 'F', _) | Arg::Short('P', _) => true,
+        Arg::Short('I' | 'F' | 'P', _) => true,
         Arg::Long(name, value) => {
             // Any abbreviation getopt_long could take for one of these (an ambiguous one fails).
             let name = name.as_str();

@@ -215,7 +215,7 @@ impl Analyzer<'_> {
                 match (c.field_name(), child.kind()) {
                     (_, "variable_assignment") => self.assignment(w, child),
                     (Some("redirect"), _) | (_, "file_redirect" | "heredoc_redirect" | "herestring_redirect") => {
-                        self.redirect(w, child, &mut inner_extra)
+                        self.redirect(w, child, &mut inner_extra);
                     }
                     (Some("name"), _) => match child.named_child(0) {
                         Some(inner) => words.extend(self.words_of(w, inner)),

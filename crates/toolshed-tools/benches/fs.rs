@@ -40,7 +40,7 @@ fn edit(c: &mut Criterion) {
             let done = apply(&Edit { content: &content, old: OLD, new: NEW, replace_all: false }).unwrap();
             assert_eq!(done.strategy.name(), "indentation");
             done
-        })
+        });
     });
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
@@ -54,7 +54,7 @@ fn edit(c: &mut Criterion) {
             },
             |(args, ctx)| async move { EditTool.run(args, ctx).await.unwrap() },
             BatchSize::PerIteration,
-        )
+        );
     });
     group.finish();
 }
@@ -77,7 +77,7 @@ fn read(c: &mut Criterion) {
             let args = serde_json::from_value(serde_json::json!({"file_path": "big.txt", "offset": offset})).unwrap();
             let ctx = ToolContext::standalone(&root, root.join(".data"));
             async move { ReadTool.run(args, ctx).await.unwrap() }
-        })
+        });
     });
 }
 
@@ -101,14 +101,14 @@ fn search(c: &mut Criterion) {
             let args = serde_json::from_value(serde_json::json!({"pattern": r"def \w+\(self"})).unwrap();
             let ctx = ctx(&dir);
             async move { GrepTool.run(args, ctx).await.unwrap() }
-        })
+        });
     });
     group.bench_function("glob/stdlib", |b| {
         b.to_async(&rt).iter(|| {
             let args = serde_json::from_value(serde_json::json!({"pattern": "*.py"})).unwrap();
             let ctx = ctx(&dir);
             async move { GlobTool.run(args, ctx).await.unwrap() }
-        })
+        });
     });
     group.finish();
 }

@@ -62,7 +62,7 @@ fn bench_warm_edit(c: &mut Criterion) {
                     let r = exec.call(session, call).await;
                     assert!(!r.is_error && !r.output.contains("unavailable"), "{}", r.output);
                 }
-            })
+            });
         });
     }
     group.finish();

@@ -517,7 +517,7 @@ fn read_skill(skill: &Skill) -> Result<ToolOutput, ToolError> {
 fn list_files(dir: &Path, rel: &Path, depth: usize, out: &mut Vec<String>, total: &mut usize) {
     let Ok(entries) = std::fs::read_dir(dir.join(rel)) else { return };
     let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
-    entries.sort_by_key(|e| e.file_name());
+    entries.sort_by_key(std::fs::DirEntry::file_name);
     for entry in entries {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with('.') || (depth == 0 && name == SKILL_FILE) {

@@ -115,7 +115,7 @@ fn adversarial_paths(w: &World) -> Vec<String> {
         "folder/../../outside/new.txt",
     ]
     .iter()
-    .map(|s| s.to_string())
+    .map(std::string::ToString::to_string)
     .collect();
     cases.extend([
         format!("{base}/escape.txt"),

@@ -245,7 +245,7 @@ fn a_broken_manifest_is_unavailable_and_says_why_when_called() {
     p.write(".toolshed/tools/broken.toml", "description = \"Broken.\"\ncommand = [\"echo\"]\n[args]\nn = \"int\"\n");
     p.write(".toolshed/tools/fine.toml", "description = \"Fine.\"\ncommand = [\"echo\", \"fine\"]\n");
     let custom = p.custom(&Scope::All);
-    let problems: Vec<String> = custom.problems().iter().map(|p| p.to_string()).collect();
+    let problems: Vec<String> = custom.problems().iter().map(std::string::ToString::to_string).collect();
     assert_eq!(
         problems,
         [format!(

@@ -631,7 +631,7 @@ async fn read_only_changes_no_metadata_inside_or_outside_the_worktree() {
     }
     for file in [&inside, &canary] {
         let before = meta(file);
-        for row in rows.iter().map(|r| r.to_string()).chain(py_commands.iter().cloned()) {
+        for row in rows.iter().map(std::string::ToString::to_string).chain(py_commands.iter().cloned()) {
             // A variable hides the path from the permission analysis: only the sandbox decides.
             let r = h.bash(&format!("F={}; {row}", file.display())).await;
             assert_eq!(meta(file), before, "row `{row}` on {}: {}", file.display(), r.output);

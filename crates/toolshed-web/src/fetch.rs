@@ -517,7 +517,8 @@ async fn render(mut response: Response, format: Format, ctx: &ToolContext) -> Re
         output = output.with_metadata("content_encoding", coding.name());
     }
     if !response.hops.is_empty() {
-        output = output.with_metadata("redirects", response.hops.iter().map(|u| u.to_string()).collect::<Vec<_>>());
+        output = output
+            .with_metadata("redirects", response.hops.iter().map(std::string::ToString::to_string).collect::<Vec<_>>());
     }
 
     let mut header = vec![];

@@ -287,7 +287,7 @@ fn attr(node: &Node, name: &str) -> Option<String> {
 
 fn parent(node: &Node) -> Option<Rc<Node>> {
     let weak = node.parent.take();
-    let parent = weak.as_ref().and_then(|w| w.upgrade());
+    let parent = weak.as_ref().and_then(std::rc::Weak::upgrade);
     node.parent.set(weak);
     parent
 }

@@ -368,14 +368,11 @@ impl Executor {
         let flight = session.begin_call();
         let ctx = self.context(session, &call);
         let outcome = async {
-            let entry = match self.registry.get(&call.name) {
-                Some(entry) => entry,
-                None => {
-                    let (found, model) = (session.found(), session.model());
-                    let view =
-                        crate::registry::View { agent: session.agent(), model: model.as_deref(), found: Some(&found) };
-                    return Err(resolve::unknown(&self.registry, &call.name, &view).into());
-                }
+            let Some(entry) = self.registry.get(&call.name) else {
+                let (found, model) = (session.found(), session.model());
+                let view =
+                    crate::registry::View { agent: session.agent(), model: model.as_deref(), found: Some(&found) };
+                return Err(resolve::unknown(&self.registry, &call.name, &view).into());
             };
             let args = decode::decode(entry, &call.input)?;
             // The doom-loop check counts only calls that follow each other (see `note_call`).

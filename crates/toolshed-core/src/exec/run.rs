@@ -33,8 +33,8 @@ pub async fn run(
             }
             return Err(Failure::Cancelled { partial: partial(result) });
         }
-        _ = token.cancelled() => Stop::Cancelled,
-        _ = tokio::time::sleep(limit) => Stop::TimedOut(limit),
+        () = token.cancelled() => Stop::Cancelled,
+        () = tokio::time::sleep(limit) => Stop::TimedOut(limit),
     };
     token.cancel();
     let partial = tokio::time::timeout(STOP_GRACE, fut).await.ok().and_then(partial);

@@ -203,7 +203,7 @@ mod tests {
             original_name: Some(tool.to_string()),
             server: Some(server.to_string()),
             description: description.to_string(),
-            params: params.iter().map(|p| p.to_string()).collect(),
+            params: params.iter().map(std::string::ToString::to_string).collect(),
             param_descriptions: Vec::new(),
         }
     }

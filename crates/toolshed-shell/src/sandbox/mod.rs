@@ -396,7 +396,7 @@ mod imp {
         let created = Ruleset::default()
             .set_compatibility(CompatLevel::HardRequirement)
             .handle_access(AccessFs::from_all(ABI::V1))
-            .and_then(|r| r.create());
+            .and_then(landlock::Ruleset::create);
         match created {
             Ok(_) => {
                 // SAFETY: landlock_create_ruleset with a null attribute, size 0 and the VERSION
@@ -449,7 +449,7 @@ mod imp {
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(all)
-            .and_then(|r| r.create())
+            .and_then(landlock::Ruleset::create)
             .map_err(|e| e.to_string())?;
         ruleset = ruleset.add_rule(rule("/", read)?).map_err(|e| e.to_string())?;
         let devices = DEVICE_FILES.iter().map(PathBuf::from);

@@ -171,7 +171,7 @@ pub fn near_paths(path: &ResolvedPath, max: usize) -> Vec<String> {
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let mut out: Vec<PathBuf> = scored.into_iter().map(|(_, p)| p).take(max).collect();
     if out.len() < max && path.is_inside() {
-        let target = path.path().file_name().map(|n| n.to_os_string());
+        let target = path.path().file_name().map(std::ffi::OsStr::to_os_string);
         let mut seen = 0usize;
         for entry in walker(path.root()).build().flatten() {
             seen += 1;

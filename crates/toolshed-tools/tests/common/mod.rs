@@ -46,7 +46,7 @@ impl Project {
         let mut d = Discover::new(&self.root, &self.root, &self.data);
         d.user_manifest_dirs.clear();
         d.user_opencode_dirs.clear();
-        d.js_runtime = self.runtime.clone();
+        d.js_runtime.clone_from(&self.runtime);
         d
     }
 

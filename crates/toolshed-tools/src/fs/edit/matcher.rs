@@ -735,12 +735,12 @@ impl<'a> Plan<'a> {
         for op in similar::capture_diff_slices(Algorithm::Myers, old, new) {
             match op {
                 DiffOp::Equal { old_index, len, .. } => {
-                    kept[old_index..old_index + len].iter_mut().for_each(|k| *k = true)
+                    kept[old_index..old_index + len].iter_mut().for_each(|k| *k = true);
                 }
                 DiffOp::Delete { .. } => {}
                 DiffOp::Insert { old_index, new_index, new_len }
                 | DiffOp::Replace { old_index, new_index, new_len, .. } => {
-                    before[old_index].extend(new_index..new_index + new_len)
+                    before[old_index].extend(new_index..new_index + new_len);
                 }
             }
         }
@@ -896,13 +896,13 @@ fn align(old: &[&str], block: &[&str]) -> Vec<Pair> {
     for op in similar::capture_diff_slices(Algorithm::Myers, old, block) {
         match op {
             DiffOp::Equal { old_index, new_index, len } => {
-                pairs.extend((0..len).map(|k| Pair::Both { o: old_index + k, f: new_index + k, eq: true }))
+                pairs.extend((0..len).map(|k| Pair::Both { o: old_index + k, f: new_index + k, eq: true }));
             }
             DiffOp::Delete { old_index, old_len, .. } => {
-                pairs.extend((0..old_len).map(|k| Pair::OldOnly { o: old_index + k }))
+                pairs.extend((0..old_len).map(|k| Pair::OldOnly { o: old_index + k }));
             }
             DiffOp::Insert { new_index, new_len, .. } => {
-                pairs.extend((0..new_len).map(|k| Pair::FileOnly { f: new_index + k }))
+                pairs.extend((0..new_len).map(|k| Pair::FileOnly { f: new_index + k }));
             }
             DiffOp::Replace { old_index, old_len, new_index, new_len } => {
                 let both = old_len.min(new_len);

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -176,6 +177,9 @@ pub struct Server {
     documents: tokio::sync::Mutex<HashMap<PathBuf, Document>>,
     /// The diagnostics counter when a document was last opened or changed on the server.
     changed_seq: std::sync::atomic::AtomicU64,
+    /// Set once the server was first ready ([`Server::settle`]): work it reports later (a
+    /// `cargo check` after a save, re-indexing) no longer holds questions back.
+    loaded: AtomicBool,
     exit: watch::Receiver<Option<String>>,
     stderr: Arc<Mutex<Vec<u8>>>,
     pid: Option<u32>,
@@ -249,6 +253,7 @@ impl Server {
             capabilities: ServerCapabilities::default(),
             documents: tokio::sync::Mutex::default(),
             changed_seq: std::sync::atomic::AtomicU64::new(0),
+            loaded: AtomicBool::new(false),
             exit,
             stderr,
             pid,
@@ -521,8 +526,8 @@ impl Server {
     }
 
     /// Waits until `deadline` for the server to be ready to answer questions about the synced
-    /// file: no work it reported (`$/progress`, as typescript-language-server reports loading
-    /// the project) is still going on, and, when the sync opened the file, the server showed it
+    /// file: until it was first ready, no work it reported (`$/progress`, as
+    /// typescript-language-server reports loading the project) is still going on; and, when the sync opened the file, the server showed it
     /// has taken the file in (published its diagnostics or ended some work since), or stayed
     /// silent for a moment. A server asked earlier answers from a half-loaded project: "no
     /// definition" or a type of `any`. Whether it became ready; a server that exited is left
@@ -542,13 +547,15 @@ impl Server {
                 || ended > synced.work_ended
                 || self.published_since(synced)
                 || Instant::now() >= quiet_until;
-            if active == 0 && heard {
+            let busy = active > 0 && !self.loaded.load(Ordering::SeqCst);
+            if !busy && heard {
+                self.loaded.store(true, Ordering::SeqCst);
                 return true;
             }
             if Instant::now() >= deadline {
                 return false;
             }
-            let wake = if active == 0 { quiet_until } else { deadline };
+            let wake = if busy { deadline } else { quiet_until };
             tokio::select! {
                 _ = work.changed() => {}
                 _ = seq.changed() => {}

@@ -39,7 +39,7 @@ struct InstantModel {
 impl ModelClient for InstantModel {
     fn stream<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<EventStream, LlmError>> {
         let step = request.messages.iter().filter(|m| m.role == Role::Assistant).count();
-        let finished = |stop| StreamEvent::Finished { stop, usage: Usage { input_tokens: 1000, output_tokens: 10 } };
+        let finished = |stop| StreamEvent::Finished { stop, usage: Usage::new(1000, 10) };
         let events: Vec<StreamEvent> = if step < STEPS {
             let mut events: Vec<StreamEvent> = (0..self.width)
                 .map(|i| {
@@ -79,7 +79,8 @@ fn runtime(dir: &std::path::Path, width: usize) -> Arc<Runtime> {
     let config = Config::default();
     let agents = Arc::new(Agents::with_defaults(&config, dir, None, &default_rules()));
     let store = Arc::new(Store::open(dir.join("sessions.db")).unwrap());
-    let settings = Settings { max_steps: 100, max_depth: 1, root: dir.to_path_buf(), cwd: dir.to_path_buf() };
+    let settings =
+        Settings { max_steps: 100, max_depth: 1, root: dir.to_path_buf(), cwd: dir.to_path_buf(), compact_at: 0.85 };
     let permission = agents.clone();
     let data = dir.join("data");
     Runtime::builder(registry, store, Arc::new(Models(Arc::new(InstantModel { width }))), agents, settings)

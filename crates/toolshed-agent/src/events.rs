@@ -70,9 +70,43 @@ pub enum Event {
         step: u32,
         /// Why the model stopped.
         stop: String,
-        /// Prompt tokens.
+        /// Prompt tokens, as the provider counted them (cached ones included).
         input_tokens: u64,
-        /// Generated tokens.
+        /// Generated tokens (reasoning included).
+        output_tokens: u64,
+        /// Of the prompt, tokens read from the provider's cache.
+        cached_input_tokens: u64,
+        /// Of the prompt, tokens written to the provider's cache.
+        cache_write_tokens: u64,
+        /// Of the output, reasoning tokens.
+        reasoning_tokens: u64,
+        /// The model's context window.
+        context_window: u64,
+    },
+    /// Old tool outputs were dropped from what is sent (the session keeps them).
+    Pruned {
+        /// The session.
+        session_id: String,
+        /// Estimated tokens dropped.
+        tokens_dropped: u64,
+        /// The estimated size of the next request before.
+        tokens_before: u64,
+    },
+    /// The older history was summarised; what is sent now starts with the summary.
+    Compaction {
+        /// The session.
+        session_id: String,
+        /// `auto`, `overflow` or `manual`.
+        trigger: String,
+        /// Stored messages the summary stands for.
+        summarised: i64,
+        /// The estimated size of the next request before.
+        tokens_before: u64,
+        /// ... and after.
+        tokens_after: u64,
+        /// Prompt tokens of the summary request.
+        input_tokens: u64,
+        /// Tokens of the summary.
         output_tokens: u64,
     },
     /// The session switched agents (plan ↔ build).
@@ -110,6 +144,8 @@ impl Event {
             | Event::ToolCall { session_id, .. }
             | Event::ToolResult { session_id, .. }
             | Event::StepFinish { session_id, .. }
+            | Event::Pruned { session_id, .. }
+            | Event::Compaction { session_id, .. }
             | Event::AgentSwitch { session_id, .. }
             | Event::Finish { session_id, .. }
             | Event::Error { session_id, .. } => session_id,

@@ -21,14 +21,13 @@ use toolshed_core::tool::{Tool, ToolSpec};
 use toolshed_llm::provider::{self, ModelRef};
 use toolshed_llm::{Client, EventStream, LlmError, Part, Request, RetryPolicy, StreamEvent, ToolCall, Usage};
 
+use crate::context::{self, Budget};
 use crate::events::{Event, EventSink};
 use crate::providers::{self, ContextProvider};
-use crate::store::{Store, StoreError};
+use crate::store::{Compaction, Store, StoreError};
 use crate::tasks::{self, Tasks};
 
-/// What one image is counted as against the context window: about what the providers charge
-/// for a large one (Anthropic caps an image near 1,600 tokens), not its base64 length.
-pub const IMAGE_TOKENS: u64 = 1_600;
+pub use crate::context::IMAGE_TOKENS;
 
 /// Why a prompt did not get an answer.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +52,9 @@ pub enum AgentError {
     /// The request cannot be served as asked (unknown agent, no model...).
     #[error("{0}")]
     Usage(String),
+    /// A compaction failed; the session is as it was.
+    #[error("compaction failed, the session is unchanged: {0}")]
+    Compaction(String),
 }
 
 /// Something that streams model responses (a provider client, or a test double).
@@ -128,6 +130,9 @@ pub struct Settings {
     pub root: PathBuf,
     /// The working directory.
     pub cwd: PathBuf,
+    /// The share of the context window a request may reach before old tool outputs are
+    /// pruned from what is sent and, if that is not enough, the history is summarised.
+    pub compact_at: f64,
 }
 
 /// A session being run in this process.
@@ -424,7 +429,16 @@ impl Runtime {
             if let Some(to) = session.take_switch() {
                 self.switch_agent(session, &to)?;
             }
-            let (answer, calls, message) = self.step(session, step, cancel).await?;
+            let (answer, calls, message) = match self.step(session, step, cancel).await {
+                // The provider counted more than the estimate: compact and try once more.
+                Err(AgentError::Model(LlmError::ContextOverflow { message })) => {
+                    self.compact(session, Trigger::Overflow, cancel).await.map_err(|e| {
+                        AgentError::Usage(format!("the provider refused the request as too long ({message}), and {e}"))
+                    })?;
+                    self.step(session, step, cancel).await?
+                }
+                other => other?,
+            };
             if calls.is_empty() {
                 return Ok(answer);
             }
@@ -447,19 +461,12 @@ impl Runtime {
         cancel: &CancellationToken,
     ) -> Result<(String, Vec<ToolCall>, String), AgentError> {
         let agent = session.agent();
-        let model = ModelRef::parse(&session.model)?;
         let client = self.models.client(&session.model)?;
-        let request = Request {
-            model: model.model.clone(),
-            system: self.system_prompt(session),
-            messages: history_for(self.store.history(&session.id)?, &session.model),
-            tools: self.visible_tools(session),
-            max_tokens: None,
-        };
-        self.check_context(session, &request)?;
+        let (request, estimate) = self.prepare(session, cancel).await?;
         self.emit(Event::StepStart { session_id: session.id.clone(), step });
         let message =
             self.store.add_message(&session.id, toolshed_llm::Role::Assistant, Some(&agent), Some(&session.model))?;
+        self.store.set_request_tokens(&message, estimate)?;
         let mut streamed = Streamed::default();
         let outcome = tokio::select! {
             r = self.stream_step(client.as_ref(), &request, session, &message, &mut streamed) => r,
@@ -478,6 +485,10 @@ impl Runtime {
                     stop,
                     input_tokens: usage.input_tokens,
                     output_tokens: usage.output_tokens,
+                    cached_input_tokens: usage.cached_input_tokens,
+                    cache_write_tokens: usage.cache_write_tokens,
+                    reasoning_tokens: usage.reasoning_tokens,
+                    context_window: self.models.context_window(&session.model),
                 });
                 Ok((streamed.answer, streamed.calls, message))
             }
@@ -537,28 +548,165 @@ impl Runtime {
         }))
     }
 
-    /// Refuses a request that cannot fit the model's context window (estimated at 4 bytes a
-    /// token, and [`IMAGE_TOKENS`] an image whatever its size), with what to do instead.
-    fn check_context(&self, session: &LiveSession, request: &Request) -> Result<(), AgentError> {
-        let window = self.models.context_window(&session.model);
-        let images = request.messages.iter().flat_map(|m| &m.parts).flat_map(|p| match p {
-            Part::ToolResult(r) => r.images.as_slice(),
-            _ => &[],
-        });
-        let (image_count, image_bytes) = images.fold((0u64, 0usize), |(n, b), i| (n + 1, b + i.data_base64.len()));
-        let bytes = request.system.len()
-            + serde_json::to_string(&request.messages).map_or(0, |s| s.len()).saturating_sub(image_bytes)
-            + request.tools.iter().map(toolshed_core::render::definition_bytes).sum::<usize>();
-        let estimate = (bytes / 4) as u64 + image_count * IMAGE_TOKENS;
-        if estimate > window {
+    /// The sizes that follow from the session's model's context window.
+    pub fn budget(&self, session: &LiveSession) -> Budget {
+        Budget { window: self.models.context_window(&session.model), compact_at: self.settings.compact_at }
+    }
+
+    /// The request for the session's next step and its estimated size (4 bytes a token). When
+    /// the size the provider will count (the estimate calibrated by the last response's usage)
+    /// would pass `compact_at` of the window, old tool outputs are pruned from what is sent;
+    /// if that is not enough, the history is compacted (once). A request that still cannot fit
+    /// the window is refused with what to do.
+    async fn prepare(&self, session: &LiveSession, cancel: &CancellationToken) -> Result<(Request, u64), AgentError> {
+        let budget = self.budget(session);
+        let mut compacted = false;
+        loop {
+            let stored = self.store.messages(&session.id)?;
+            let compaction = self.store.compactions(&session.id)?.pop();
+            let pruned_through = self.store.pruned_through(&session.id)?;
+            let request =
+                self.request(session, context::view(&stored, compaction.as_ref(), pruned_through, &budget))?;
+            let estimate = context::estimate_request(&request);
+            let projected = context::project(estimate, context::calibration(&stored));
+            if projected <= budget.trigger() {
+                return Ok((request, estimate));
+            }
+            let from = compaction.as_ref().map_or(i64::MIN, |c| c.kept_from);
+            if let Some((seq, dropped)) = context::prune_point(&stored, from, pruned_through, &budget) {
+                self.store.set_pruned_through(&session.id, seq)?;
+                self.emit(Event::Pruned {
+                    session_id: session.id.clone(),
+                    tokens_dropped: dropped,
+                    tokens_before: projected,
+                });
+                continue;
+            }
+            if !compacted {
+                compacted = true;
+                match self.compact(session, Trigger::Auto, cancel).await {
+                    Ok(_) => continue,
+                    // Nothing left to summarise: what is sent is as small as it gets.
+                    Err(AgentError::Compaction(_)) if projected <= budget.window => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if projected <= budget.window {
+                return Ok((request, estimate));
+            }
             return Err(AgentError::Model(LlmError::ContextOverflow {
                 message: format!(
-                    "about {estimate} tokens against {window} for {}; start a new session, or set the real window in [provider.NAME.models.ID] context",
-                    session.model
+                    "about {projected} tokens against {} for {}, even with old tool outputs pruned and the history summarised; start a new session, or set the real window in [provider.NAME.models.ID] context",
+                    budget.window, session.model
                 ),
             }));
         }
-        Ok(())
+    }
+
+    /// A request of `messages` with the session's system prompt and tools.
+    fn request(&self, session: &LiveSession, messages: Vec<toolshed_llm::Message>) -> Result<Request, AgentError> {
+        let model = ModelRef::parse(&session.model)?;
+        Ok(Request {
+            model: model.model,
+            system: self.system_prompt(session),
+            messages: history_for(messages, &session.model),
+            tools: self.visible_tools(session),
+            max_tokens: None,
+        })
+    }
+
+    /// Summarises the session's older history: one request to the session's model, without
+    /// tools. What is sent from then on is the user's messages, the summary and the files
+    /// changed, followed by the most recent messages verbatim; the stored messages stay as
+    /// they were. A compaction that fails (error, empty or overlong summary, nothing to
+    /// summarise) stores nothing.
+    pub async fn compact(
+        &self,
+        session: &LiveSession,
+        trigger: Trigger,
+        cancel: &CancellationToken,
+    ) -> Result<Compaction, AgentError> {
+        let fail = |why: String| AgentError::Compaction(why);
+        let budget = self.budget(session);
+        let stored = self.store.messages(&session.id)?;
+        let previous = self.store.compactions(&session.id)?.pop();
+        let pruned_through = self.store.pruned_through(&session.id)?;
+        let ratio = context::calibration(&stored);
+        let before = {
+            let request = self.request(session, context::view(&stored, previous.as_ref(), pruned_through, &budget))?;
+            context::project(context::estimate_request(&request), ratio)
+        };
+        let from = previous.as_ref().map_or(i64::MIN, |c| c.kept_from);
+        // The tail kept verbatim gets half of what the fixed part (system prompt, tools, the
+        // block with the user's messages and the summary) leaves under the trigger; a
+        // provider's overflow means the estimate ran short, so then a quarter.
+        let fixed = self.request(
+            session,
+            vec![toolshed_llm::Message::user(
+                "x".repeat(((budget.user_messages_tokens() + budget.summary_tokens()) * 4) as usize),
+            )],
+        )?;
+        let left = budget.trigger().saturating_sub(context::project(context::estimate_request(&fixed), ratio));
+        let room = if trigger == Trigger::Overflow { left / 4 } else { left / 2 };
+        let room = (room as f64 / ratio) as u64;
+        let kept_from = context::tail_start(&stored, from, pruned_through, room)
+            .ok_or_else(|| fail("there is nothing to summarise yet".into()))?;
+        let range: Vec<_> = stored.iter().filter(|m| m.seq >= from && m.seq < kept_from).cloned().collect();
+        if range.is_empty() {
+            return Err(fail("there is nothing to summarise yet".into()));
+        }
+        let model = ModelRef::parse(&session.model)?;
+        let prior = previous.as_ref().map(|c| c.summary.as_str());
+        let users = context::user_messages(&stored, kept_from, &budget);
+        let (request, _left_out) = context::summary_request(&model.model, prior, &users, &range, &budget, ratio)
+            .ok_or_else(|| {
+                fail(format!("even the summary request does not fit the context window of {}", session.model))
+            })?;
+        let client = self.models.client(&session.model)?;
+        let response = tokio::select! {
+            r = async { toolshed_llm::collect(client.stream(&request).await?, |_| {}).await } => r,
+            () = cancel.cancelled() => return Err(AgentError::Interrupted),
+        }
+        .map_err(|e| fail(format!("the summary request failed: {e}")))?;
+        let summary = response.message.text();
+        if summary.trim().is_empty() {
+            return Err(fail("the model answered the summary request with no text".into()));
+        }
+        let summary_tokens = context::project(context::tokens_of(summary.len()), ratio);
+        if response.stop == toolshed_llm::StopReason::MaxTokens || summary_tokens > budget.summary_tokens() * 5 / 4 {
+            return Err(fail(format!(
+                "the summary is too long (about {summary_tokens} tokens; at most {} fit)",
+                budget.summary_tokens()
+            )));
+        }
+        let summarised = stored.iter().filter(|m| m.seq < kept_from).count() as i64;
+        let mut compaction = Compaction {
+            kind: crate::store::COMPACTION,
+            id: crate::store::new_id("cmp"),
+            session_id: session.id.clone(),
+            created_at: crate::store::now_ms(),
+            trigger: trigger.as_str().to_string(),
+            kept_from,
+            summarised,
+            summary,
+            model: Some(session.model.clone()),
+            tokens_before: before,
+            tokens_after: 0,
+            usage: Some(response.usage),
+        };
+        let after = self.request(session, context::view(&stored, Some(&compaction), pruned_through, &budget))?;
+        compaction.tokens_after = context::project(context::estimate_request(&after), ratio);
+        self.store.add_compaction(&compaction)?;
+        self.emit(Event::Compaction {
+            session_id: session.id.clone(),
+            trigger: compaction.trigger.clone(),
+            summarised,
+            tokens_before: before,
+            tokens_after: compaction.tokens_after,
+            input_tokens: response.usage.input_tokens,
+            output_tokens: response.usage.output_tokens,
+        });
+        Ok(compaction)
     }
 
     /// Runs the calls of one response through the chain, concurrently; results in call order.
@@ -609,6 +757,28 @@ fn history_for(mut messages: Vec<toolshed_llm::Message>, model: &str) -> Vec<too
         message.parts.retain(|p| !matches!(p, Part::Reasoning(r) if r.model != model));
     }
     messages
+}
+
+/// What started a compaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// The next request would have passed `[session] compact_at` of the window.
+    Auto,
+    /// The provider refused a request as longer than the window.
+    Overflow,
+    /// Someone asked (`/compact`, `toolshed session compact`).
+    Manual,
+}
+
+impl Trigger {
+    /// `auto`, `overflow` or `manual`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Auto => "auto",
+            Trigger::Overflow => "overflow",
+            Trigger::Manual => "manual",
+        }
+    }
 }
 
 #[derive(Default)]

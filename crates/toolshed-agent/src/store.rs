@@ -208,6 +208,8 @@ pub enum StoredPart {
 pub struct StoredMessage {
     /// Its id.
     pub id: String,
+    /// Its position in the session (1, 2, ...; gaps are possible).
+    pub seq: i64,
     /// Who said it.
     pub role: Role,
     /// The agent that answered (assistant messages).
@@ -220,12 +222,50 @@ pub struct StoredMessage {
     pub finished_at: Option<i64>,
     /// Token counts.
     pub usage: Option<Usage>,
+    /// What toolshed estimated the request that got this response to be, in tokens (4 bytes
+    /// a token); with `usage` it calibrates the estimate of the next request.
+    pub request_tokens: Option<u64>,
     /// Why the model stopped.
     pub stop_reason: Option<String>,
     /// Why the response failed, if it did.
     pub error: Option<String>,
     /// Its parts, in order.
     pub parts: Vec<StoredPart>,
+}
+
+/// What a compaction is labelled as in `session show` and `session export`.
+pub const COMPACTION: &str = "compaction";
+
+/// A compaction: a summary that stands, in what is sent to the model, for the messages before
+/// `kept_from`. The messages themselves stay stored.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Compaction {
+    /// Always [`COMPACTION`] (the label exports carry).
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Its id.
+    pub id: String,
+    /// The session.
+    pub session_id: String,
+    /// Milliseconds since the epoch.
+    pub created_at: i64,
+    /// What started it: `auto` (the context passed `[session] compact_at`), `overflow` (the
+    /// provider refused the request as too long) or `manual` (`/compact`, `session compact`).
+    pub trigger: String,
+    /// Messages from this `seq` on are sent verbatim after the summary.
+    pub kept_from: i64,
+    /// How many stored messages the summary stands for (all before `kept_from`).
+    pub summarised: i64,
+    /// The summary the model wrote.
+    pub summary: String,
+    /// The model that wrote it.
+    pub model: Option<String>,
+    /// The estimated size of the next request before, in tokens.
+    pub tokens_before: u64,
+    /// ... and after.
+    pub tokens_after: u64,
+    /// What the summary request cost.
+    pub usage: Option<Usage>,
 }
 
 /// A background task as stored.
@@ -258,7 +298,7 @@ pub struct Store {
 /// The schema's migrations, in order: migration `i` takes a database from `PRAGMA user_version`
 /// `i` to `i + 1`, in one transaction. Append new ones; never edit one that has shipped.
 /// (`rusqlite_migration` does the same, but its releases pin an older rusqlite than ours.)
-const MIGRATIONS: &[&str] = &[SCHEMA_V1];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2_CONTEXT];
 
 /// Version 1: the schema as it was before it had a version. Every statement is `IF NOT
 /// EXISTS`, so databases written before versioning (some without the `attachments` table) are
@@ -331,6 +371,33 @@ CREATE TABLE IF NOT EXISTS tasks (
   created_at INTEGER NOT NULL,
   finished_at INTEGER
 );
+";
+
+/// Version 2: what keeps a session inside its context window. Each response's full usage and
+/// the estimate of the request that got it (their ratio calibrates the next estimate); how far
+/// tool outputs are pruned from what is sent; the compactions (summaries that replace older
+/// history in what is sent; the messages themselves stay).
+const SCHEMA_V2_CONTEXT: &str = "
+ALTER TABLE messages ADD COLUMN cached_input_tokens INTEGER;
+ALTER TABLE messages ADD COLUMN cache_write_tokens INTEGER;
+ALTER TABLE messages ADD COLUMN reasoning_tokens INTEGER;
+ALTER TABLE messages ADD COLUMN request_tokens INTEGER;
+ALTER TABLE sessions ADD COLUMN pruned_through INTEGER;
+CREATE TABLE compactions (
+  id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  created_at INTEGER NOT NULL,
+  trigger TEXT NOT NULL,
+  kept_from INTEGER NOT NULL,
+  summarised INTEGER NOT NULL,
+  summary TEXT NOT NULL,
+  model TEXT,
+  tokens_before INTEGER NOT NULL,
+  tokens_after INTEGER NOT NULL,
+  input_tokens INTEGER,
+  output_tokens INTEGER
+);
+CREATE INDEX compactions_by_session ON compactions(session_id, created_at);
 ";
 
 /// Brings the database at `path` to the newest schema version, one migration (and one
@@ -558,6 +625,94 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// Records the estimated size, in tokens, of the request message `message_id` answers.
+    pub fn set_request_tokens(&self, message_id: &str, tokens: u64) -> Result<(), StoreError> {
+        self.conn()
+            .execute("UPDATE messages SET request_tokens = ?2 WHERE id = ?1", params![message_id, tokens as i64])
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// The `seq` of the newest message whose tool outputs are sent pruned (0: none).
+    pub fn pruned_through(&self, session_id: &str) -> Result<i64, StoreError> {
+        let seq: Option<Option<i64>> = self
+            .conn()
+            .query_row("SELECT pruned_through FROM sessions WHERE id = ?1", [session_id], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))?;
+        seq.map(Option::unwrap_or_default).ok_or_else(|| StoreError::NoSession(session_id.to_string()))
+    }
+
+    /// Prunes tool outputs through message `seq` from what is sent (never backwards).
+    pub fn set_pruned_through(&self, session_id: &str, seq: i64) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE sessions SET pruned_through = MAX(COALESCE(pruned_through, 0), ?2) WHERE id = ?1",
+                params![session_id, seq],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Stores a compaction; from now on what is sent starts with it.
+    pub fn add_compaction(&self, c: &Compaction) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "INSERT INTO compactions (id, session_id, created_at, trigger, kept_from, summarised, summary, model,
+                                          tokens_before, tokens_after, input_tokens, output_tokens)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                params![
+                    c.id,
+                    c.session_id,
+                    c.created_at,
+                    c.trigger,
+                    c.kept_from,
+                    c.summarised,
+                    c.summary,
+                    c.model,
+                    c.tokens_before as i64,
+                    c.tokens_after as i64,
+                    c.usage.map(|u| u.input_tokens as i64),
+                    c.usage.map(|u| u.output_tokens as i64),
+                ],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// The session's compactions, oldest first.
+    pub fn compactions(&self, session_id: &str) -> Result<Vec<Compaction>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT id, session_id, created_at, trigger, kept_from, summarised, summary, model, tokens_before,
+                        tokens_after, input_tokens, output_tokens
+                 FROM compactions WHERE session_id = ?1 ORDER BY created_at, rowid",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([session_id], |r| {
+                let input: Option<i64> = r.get(10)?;
+                let output: Option<i64> = r.get(11)?;
+                Ok(Compaction {
+                    kind: COMPACTION,
+                    id: r.get(0)?,
+                    session_id: r.get(1)?,
+                    created_at: r.get(2)?,
+                    trigger: r.get(3)?,
+                    kept_from: r.get(4)?,
+                    summarised: r.get(5)?,
+                    summary: r.get(6)?,
+                    model: r.get(7)?,
+                    tokens_before: r.get::<_, i64>(8)?.max(0) as u64,
+                    tokens_after: r.get::<_, i64>(9)?.max(0) as u64,
+                    usage: input.zip(output).map(|(i, o)| Usage::new(i.max(0) as u64, o.max(0) as u64)),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
     /// Records how a model response ended.
     pub fn finish_message(
         &self,
@@ -568,14 +723,18 @@ impl Store {
     ) -> Result<(), StoreError> {
         self.conn()
             .execute(
-                "UPDATE messages SET finished_at = ?2, input_tokens = ?3, output_tokens = ?4, stop_reason = ?5, error = ?6 WHERE id = ?1",
+                "UPDATE messages SET finished_at = ?2, input_tokens = ?3, output_tokens = ?4, stop_reason = ?5, error = ?6,
+                        cached_input_tokens = ?7, cache_write_tokens = ?8, reasoning_tokens = ?9 WHERE id = ?1",
                 params![
                     message_id,
                     now_ms(),
                     usage.map(|u| u.input_tokens as i64),
                     usage.map(|u| u.output_tokens as i64),
                     stop_reason,
-                    error
+                    error,
+                    usage.map(|u| u.cached_input_tokens as i64),
+                    usage.map(|u| u.cache_write_tokens as i64),
+                    usage.map(|u| u.reasoning_tokens as i64),
                 ],
             )
             .map(drop)
@@ -599,7 +758,8 @@ impl Store {
         let conn = self.conn();
         let mut stmt = conn
             .prepare(
-                "SELECT id, role, agent, model, created_at, finished_at, input_tokens, output_tokens, stop_reason, error
+                "SELECT id, role, agent, model, created_at, finished_at, input_tokens, output_tokens, stop_reason, error,
+                        seq, cached_input_tokens, cache_write_tokens, reasoning_tokens, request_tokens
                  FROM messages WHERE session_id = ?1 ORDER BY seq",
             )
             .map_err(|e| self.err(e))?;
@@ -607,14 +767,24 @@ impl Store {
             .query_map([session_id], |r| {
                 let input: Option<i64> = r.get(6)?;
                 let output: Option<i64> = r.get(7)?;
+                let count = |i| r.get::<_, Option<i64>>(i).map(|n| n.unwrap_or(0).max(0) as u64);
+                let (cached, written, reasoning) = (count(11)?, count(12)?, count(13)?);
                 Ok(StoredMessage {
                     id: r.get(0)?,
+                    seq: r.get(10)?,
+                    request_tokens: r.get::<_, Option<i64>>(14)?.map(|n| n.max(0) as u64),
                     role: if r.get::<_, String>(1)? == "user" { Role::User } else { Role::Assistant },
                     agent: r.get(2)?,
                     model: r.get(3)?,
                     created_at: r.get(4)?,
                     finished_at: r.get(5)?,
-                    usage: input.zip(output).map(|(i, o)| Usage { input_tokens: i as u64, output_tokens: o as u64 }),
+                    usage: input.zip(output).map(|(i, o)| Usage {
+                        input_tokens: i.max(0) as u64,
+                        output_tokens: o.max(0) as u64,
+                        cached_input_tokens: cached,
+                        cache_write_tokens: written,
+                        reasoning_tokens: reasoning,
+                    }),
                     stop_reason: r.get(8)?,
                     error: r.get(9)?,
                     parts: Vec::new(),
@@ -814,7 +984,8 @@ impl Store {
         let messages = self.messages(session_id)?;
         let tasks = self.tasks(session_id)?;
         let todos = self.todos(session_id)?;
-        Ok(json!({"session": info, "todos": todos, "messages": messages, "tasks": tasks}))
+        let compactions = self.compactions(session_id)?;
+        Ok(json!({"session": info, "todos": todos, "messages": messages, "compactions": compactions, "tasks": tasks}))
     }
 }
 
@@ -1071,7 +1242,17 @@ mod tests {
             let a = s.add_message(&ses, Role::Assistant, Some("build"), Some("p/m")).unwrap();
             s.add_tool_call(&ses, &a, &call("c1")).unwrap();
             // As databases were before the schema had a version.
-            s.conn().execute_batch("DROP TABLE attachments; PRAGMA user_version = 0;").unwrap();
+            s.conn()
+                .execute_batch(
+                    "DROP TABLE attachments; DROP TABLE compactions;
+                     ALTER TABLE messages DROP COLUMN cached_input_tokens;
+                     ALTER TABLE messages DROP COLUMN cache_write_tokens;
+                     ALTER TABLE messages DROP COLUMN reasoning_tokens;
+                     ALTER TABLE messages DROP COLUMN request_tokens;
+                     ALTER TABLE sessions DROP COLUMN pruned_through;
+                     PRAGMA user_version = 0;",
+                )
+                .unwrap();
         }
         let s = Store::open(&path).unwrap();
         let history = s.history(&ses).unwrap();
@@ -1119,7 +1300,8 @@ mod tests {
         let before = std::fs::read(&newer).unwrap();
         let err = Store::open(&newer).err().unwrap();
         assert!(matches!(err, StoreError::NewerSchema { found: 99, .. }), "{err}");
-        assert!(err.to_string().contains("newer than the 1 this toolshed knows"), "{err}");
+        let known = format!("newer than the {} this toolshed knows", MIGRATIONS.len());
+        assert!(err.to_string().contains(&known), "{err}");
         assert!(std::fs::read(&newer).unwrap() == before, "the newer database was changed");
     }
 

@@ -154,7 +154,8 @@ fn runtime_with(
         max_delay: Duration::from_millis(20),
         max_retry_after: Duration::from_secs(5),
     });
-    let settings = Settings { max_steps: 8, max_depth: 1, root: root.to_path_buf(), cwd: root.to_path_buf() };
+    let settings =
+        Settings { max_steps: 8, max_depth: 1, root: root.to_path_buf(), cwd: root.to_path_buf(), compact_at: 0.85 };
     let store = Arc::new(Store::open(db).unwrap());
     let data = root.join(".data");
     // As toolshed-runtime does: the todo list lives in the session database.

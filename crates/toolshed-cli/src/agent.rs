@@ -238,6 +238,22 @@ impl Printer {
                 &mut s,
                 "[the model hit its output-token limit: this response is cut off, and a tool call in it may be incomplete]",
             ),
+            Event::Pruned { tokens_dropped, tokens_before, .. } if main => self.line(
+                &mut s,
+                &format!(
+                    "[context ~{} tokens: old tool outputs dropped from what is sent (~{} tokens); the session keeps them]",
+                    thousands(*tokens_before),
+                    thousands(*tokens_dropped)
+                ),
+            ),
+            Event::Compaction { trigger, summarised, tokens_before, tokens_after, .. } => self.line(
+                &mut s,
+                &format!(
+                    "{indent}[compaction ({trigger}): {summarised} messages summarised, next request ~{} → ~{} tokens; `toolshed session show` lists it, the messages stay stored]",
+                    thousands(*tokens_before),
+                    thousands(*tokens_after)
+                ),
+            ),
             Event::SessionStart { agent, parent_id: Some(_), .. } => {
                 self.line(&mut s, &format!("{indent}[sub-agent {agent} started]"));
             }
@@ -248,6 +264,19 @@ impl Printer {
             _ => {}
         }
     }
+}
+
+/// `12345` as `12,345`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn first_line(text: &str) -> String {

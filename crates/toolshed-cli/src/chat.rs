@@ -50,7 +50,7 @@ impl Approver for LineApprover {
     }
 }
 
-const HELP: &str = "Type a prompt, or: /plan (plan mode: read and plan only), /build (build mode), /agent NAME, /session (show the session id), /exit. Ctrl-C interrupts a running turn; Ctrl-D quits.";
+const HELP: &str = "Type a prompt, or: /plan (plan mode: read and plan only), /build (build mode), /agent NAME, /session (show the session id), /compact (summarise the older history now to free context), /exit. Ctrl-C interrupts a running turn; Ctrl-D quits.";
 
 pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
     let (store, agent, model) =
@@ -138,6 +138,17 @@ pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
                 }
                 "/session" => {
                     eprintln!("session {}", session.id);
+                    continue;
+                }
+                "/compact" => {
+                    let cancel = CancellationToken::new();
+                    *current.lock().unwrap_or_else(PoisonError::into_inner) = Some(cancel.clone());
+                    // The printer reports the compaction; only a failure needs saying here.
+                    let outcome = rt.compact(&session, toolshed_agent::Trigger::Manual, &cancel).await;
+                    current.lock().unwrap_or_else(PoisonError::into_inner).take();
+                    if let Err(e) = outcome {
+                        eprintln!("toolshed: {e}");
+                    }
                     continue;
                 }
                 "/plan" => Some("plan"),

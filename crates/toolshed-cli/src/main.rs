@@ -203,8 +203,7 @@ fn main() -> ExitCode {
         Command::Call(args) => args.scope(),
         Command::Permission(cmd) => cmd.scope(),
         Command::Run(_) | Command::Chat(_) => toolshed_tools::custom::Scope::All,
-        // Reading stored sessions needs no tools: nothing is imported.
-        Command::Session(_) => toolshed_tools::custom::Scope::Tool(String::new()),
+        Command::Session(cmd) => cmd.scope(),
         Command::Mcp(_) => toolshed_tools::custom::Scope::All,
         Command::Doctor => toolshed_tools::custom::Scope::All,
     };
@@ -215,7 +214,7 @@ fn main() -> ExitCode {
             Command::Call(args) => call::run(&ws, args),
             Command::Run(args) => run::run(&ws, args),
             Command::Chat(args) => chat::run(&ws, args),
-            Command::Session(cmd) => session::run(cmd),
+            Command::Session(cmd) => session::run(&ws, cmd),
             Command::Permission(cmd) => permission::run(&ws, cmd),
             Command::Mcp(cmd) => mcp::run(&ws, cmd),
             Command::Doctor => doctor::run(&ws),

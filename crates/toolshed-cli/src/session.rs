@@ -1,13 +1,17 @@
-//! `toolshed session list | show | export`: the stored sessions.
+//! `toolshed session list | show | export | compact`: the stored sessions.
 
 use std::process::ExitCode;
 
 use clap::Subcommand;
+use tokio_util::sync::CancellationToken;
 use toolshed_agent::Store;
-use toolshed_agent::store::{StoredPart, now_ms};
-use toolshed_llm::Role;
+use toolshed_agent::Trigger;
+use toolshed_agent::store::{Compaction, StoredPart, now_ms};
+use toolshed_llm::{Role, Usage};
 
 use crate::CliError;
+use crate::agent::thousands;
+use crate::workspace::Workspace;
 
 #[derive(Subcommand)]
 pub enum SessionCommand {
@@ -22,14 +26,35 @@ pub enum SessionCommand {
         /// The session id.
         id: String,
     },
-    /// Print a session as JSON: the session, its todos, messages with parts, and tasks.
+    /// Print a session as JSON: the session, its todos, messages with parts, compactions, and
+    /// tasks.
     Export {
         /// The session id.
         id: String,
     },
+    /// Summarise a session's older history now, so its next request is smaller (the messages
+    /// stay stored; `session show` lists the compaction). Asks the session's model.
+    Compact {
+        /// The session id.
+        id: String,
+        /// The model to ask (default: the session's).
+        #[arg(long)]
+        model: Option<String>,
+    },
 }
 
-pub fn run(cmd: SessionCommand) -> Result<ExitCode, CliError> {
+impl SessionCommand {
+    /// What the command loads: compacting measures requests with the session's tools, reading
+    /// stored sessions needs none.
+    pub fn scope(&self) -> toolshed_tools::custom::Scope {
+        match self {
+            SessionCommand::Compact { .. } => toolshed_tools::custom::Scope::All,
+            _ => toolshed_tools::custom::Scope::Tool(String::new()),
+        }
+    }
+}
+
+pub fn run(ws: &Workspace, cmd: SessionCommand) -> Result<ExitCode, CliError> {
     let path = Store::default_path(&toolshed_core::paths::data_dir());
     let store = if path.exists() { Some(Store::open(&path).map_err(CliError::failure)?) } else { None };
     match cmd {
@@ -71,7 +96,11 @@ pub fn run(cmd: SessionCommand) -> Result<ExitCode, CliError> {
             if let Some(parent) = &info.parent_id {
                 crate::out(format_args!("sub-agent of {parent}"));
             }
+            let compactions = store.compactions(&id).map_err(CliError::failure)?;
             for m in store.messages(&id).map_err(CliError::failure)? {
+                for c in compactions.iter().filter(|c| next_message_of(c, m.seq)) {
+                    show_compaction(c);
+                }
                 let who = match m.role {
                     Role::User => "user".to_string(),
                     Role::Assistant => format!("assistant ({})", m.agent.as_deref().unwrap_or("-")),
@@ -109,6 +138,14 @@ pub fn run(cmd: SessionCommand) -> Result<ExitCode, CliError> {
                 if let Some(e) = &m.error {
                     crate::out(format_args!("[error] {e}"));
                 }
+                if let Some(u) = &m.usage {
+                    crate::out(format_args!("[tokens] {}", usage_line(u)));
+                }
+            }
+            // Compactions after the last message (everything summarised).
+            let last = store.messages(&id).map_err(CliError::failure)?.last().map_or(0, |m| m.seq);
+            for c in compactions.iter().filter(|c| c.kept_from > last) {
+                show_compaction(c);
             }
             for t in store.tasks(&id).map_err(CliError::failure)? {
                 crate::out(format_args!(
@@ -117,6 +154,7 @@ pub fn run(cmd: SessionCommand) -> Result<ExitCode, CliError> {
                 ));
             }
         }
+        SessionCommand::Compact { id, model } => return compact(ws, &id, model.as_deref()),
         SessionCommand::Export { id } => {
             let store = store.ok_or_else(|| no_session(&id))?;
             let export = store.export(&id).map_err(CliError::usage)?;
@@ -124,6 +162,74 @@ pub fn run(cmd: SessionCommand) -> Result<ExitCode, CliError> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether compaction `c` belongs right before the message numbered `seq`.
+fn next_message_of(c: &Compaction, seq: i64) -> bool {
+    c.kept_from == seq
+}
+
+fn show_compaction(c: &Compaction) {
+    crate::out(format_args!(
+        "\n── compaction ({}, {}): {} messages before this point are sent as the summary below; next request ~{} → ~{} tokens{} ──",
+        c.trigger,
+        c.model.as_deref().unwrap_or("-"),
+        c.summarised,
+        thousands(c.tokens_before),
+        thousands(c.tokens_after),
+        c.usage.map(|u| format!("; summary request {}", usage_line(&u))).unwrap_or_default()
+    ));
+    for line in c.summary.lines() {
+        crate::out(format_args!("  ┊ {line}"));
+    }
+}
+
+/// `in 12,345 (cached 10,000, written 0) · out 345 (reasoning 100)`.
+fn usage_line(u: &Usage) -> String {
+    let mut line = format!("in {}", thousands(u.input_tokens));
+    if u.cached_input_tokens > 0 || u.cache_write_tokens > 0 {
+        line.push_str(&format!(
+            " (cached {}, written {})",
+            thousands(u.cached_input_tokens),
+            thousands(u.cache_write_tokens)
+        ));
+    }
+    line.push_str(&format!(" · out {}", thousands(u.output_tokens)));
+    if u.reasoning_tokens > 0 {
+        line.push_str(&format!(" (reasoning {})", thousands(u.reasoning_tokens)));
+    }
+    line
+}
+
+/// `toolshed session compact ID`: one summary request, then what the next request will weigh.
+fn compact(ws: &Workspace, id: &str, model: Option<&str>) -> Result<ExitCode, CliError> {
+    let (store, agent, model) = crate::agent::session_target(ws, Some(id), None, model)?;
+    let approver = crate::approver::for_command(false);
+    let (rt, _mcp) = crate::agent::runtime(ws, store, approver, toolshed_agent::events::no_events())?;
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
+    tokio_rt.block_on(async {
+        let _lock = crate::agent::SessionLock::acquire(rt.store(), id)?;
+        let session = rt.resume_session(id, Some(&model), Some(&agent)).map_err(CliError::failure)?;
+        let cancel = CancellationToken::new();
+        let on_interrupt = cancel.clone();
+        tokio::spawn(async move {
+            crate::stop_requested().await;
+            on_interrupt.cancel();
+        });
+        eprintln!("asking {model} for a summary of session {id}…");
+        let c = rt.compact(&session, Trigger::Manual, &cancel).await.map_err(CliError::failure)?;
+        crate::out(format_args!(
+            "compacted session {id}: {} messages are now sent as a summary; the next request is ~{} tokens instead of ~{} (the messages stay stored; `toolshed session show {id}` lists the compaction)",
+            c.summarised,
+            thousands(c.tokens_after),
+            thousands(c.tokens_before)
+        ));
+        Ok(ExitCode::SUCCESS)
+    })
 }
 
 fn no_session(id: &str) -> CliError {

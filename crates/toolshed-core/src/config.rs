@@ -254,21 +254,29 @@ impl Default for ToolSearchConfig {
 }
 
 /// `[session]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionConfig {
     /// Most model steps in one run.
     #[serde(default = "default_max_steps")]
     pub max_steps: u32,
+    /// The share of the model's context window a request may reach before old tool outputs
+    /// are pruned from what is sent and, if that is not enough, the history is summarised.
+    #[serde(default = "default_compact_at")]
+    pub compact_at: f64,
 }
 
 fn default_max_steps() -> u32 {
     100
 }
 
+fn default_compact_at() -> f64 {
+    0.85
+}
+
 impl Default for SessionConfig {
     fn default() -> Self {
-        SessionConfig { max_steps: default_max_steps() }
+        SessionConfig { max_steps: default_max_steps(), compact_at: default_compact_at() }
     }
 }
 
@@ -573,6 +581,12 @@ impl Config {
             if session.max_steps == 0 {
                 return Err(invalid("[session] max_steps must be at least 1 (the default is 100)".into()));
             }
+            if !(0.3..=0.98).contains(&session.compact_at) {
+                return Err(invalid(format!(
+                    "[session] compact_at must be between 0.3 and 0.98 (a share of the context window; the default is 0.85), not {}",
+                    session.compact_at
+                )));
+            }
             self.session = session;
         }
         set(&mut self.websearch, file.websearch);
@@ -658,6 +672,7 @@ defer_when_share_exceeds = 0.2
 
 [session]
 max_steps = 20
+compact_at = 0.7
 
 [websearch]
 backend = "searxng"

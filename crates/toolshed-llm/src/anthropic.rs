@@ -132,6 +132,8 @@ impl Decoder for AnthropicDecoder {
                 let get = |k: &str| u.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
                 self.usage.input_tokens =
                     get("input_tokens") + get("cache_read_input_tokens") + get("cache_creation_input_tokens");
+                self.usage.cached_input_tokens = get("cache_read_input_tokens");
+                self.usage.cache_write_tokens = get("cache_creation_input_tokens");
                 self.usage.output_tokens = get("output_tokens");
             }
             "content_block_start" => {
@@ -246,7 +248,7 @@ mod tests {
         let mut d = AnthropicDecoder::default();
         let mut events = Vec::new();
         for data in [
-            r#"{"type":"message_start","message":{"usage":{"input_tokens":12,"output_tokens":1}}}"#,
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":2,"cache_read_input_tokens":7,"cache_creation_input_tokens":3,"output_tokens":1}}}"#,
             r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
             r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Reading."}}"#,
             r#"{"type":"content_block_stop","index":0}"#,
@@ -273,7 +275,7 @@ mod tests {
                 }),
                 StreamEvent::Finished {
                     stop: StopReason::ToolUse,
-                    usage: Usage { input_tokens: 12, output_tokens: 20 }
+                    usage: Usage { cached_input_tokens: 7, cache_write_tokens: 3, ..Usage::new(12, 20) }
                 },
             ]
         );

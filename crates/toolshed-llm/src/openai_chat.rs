@@ -222,6 +222,13 @@ impl Decoder for ChatDecoder {
             self.usage.input_tokens = u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(self.usage.input_tokens);
             self.usage.output_tokens =
                 u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(self.usage.output_tokens);
+            let detail = |k: &str, d: &str| u.get(k).and_then(|u| u.get(d)).and_then(Value::as_u64);
+            if let Some(n) = detail("prompt_tokens_details", "cached_tokens") {
+                self.usage.cached_input_tokens = n;
+            }
+            if let Some(n) = detail("completion_tokens_details", "reasoning_tokens") {
+                self.usage.reasoning_tokens = n;
+            }
         }
         let mut out = Vec::new();
         let Some(choice) = v.get("choices").and_then(|c| c.get(0)) else {
@@ -278,7 +285,7 @@ mod tests {
                 r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"path\":"}}]}}]}"#,
                 r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"tern\":\"x\"}"}}]}}]}"#,
                 r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"a.txt\"}"}}]},"finish_reason":"tool_calls"}]}"#,
-                r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5}}"#,
+                r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":8},"completion_tokens_details":{"reasoning_tokens":2}}}"#,
                 "[DONE]",
             ],
         );
@@ -294,7 +301,7 @@ mod tests {
             events.last(),
             Some(&StreamEvent::Finished {
                 stop: StopReason::ToolUse,
-                usage: Usage { input_tokens: 10, output_tokens: 5 }
+                usage: Usage { cached_input_tokens: 8, reasoning_tokens: 2, ..Usage::new(10, 5) }
             })
         );
     }

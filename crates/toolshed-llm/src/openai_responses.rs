@@ -152,7 +152,14 @@ impl ResponsesDecoder {
         self.finished = true;
         let u = response.get("usage");
         let get = |k: &str| u.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
-        let usage = Usage { input_tokens: get("input_tokens"), output_tokens: get("output_tokens") };
+        let detail = |k: &str, d: &str| u.and_then(|u| u.get(k)).and_then(|u| u.get(d)).and_then(Value::as_u64);
+        let usage = Usage {
+            input_tokens: get("input_tokens"),
+            output_tokens: get("output_tokens"),
+            cached_input_tokens: detail("input_tokens_details", "cached_tokens").unwrap_or(0),
+            cache_write_tokens: 0,
+            reasoning_tokens: detail("output_tokens_details", "reasoning_tokens").unwrap_or(0),
+        };
         let stop = if stop == StopReason::EndTurn && self.calls > 0 { StopReason::ToolUse } else { stop };
         vec![StreamEvent::Finished { stop, usage }]
     }
@@ -281,7 +288,7 @@ mod tests {
             ),
             (
                 "response.completed",
-                r#"{"type":"response.completed","response":{"id":"r","usage":{"input_tokens":7,"output_tokens":3}}}"#,
+                r#"{"type":"response.completed","response":{"id":"r","usage":{"input_tokens":7,"output_tokens":3,"input_tokens_details":{"cached_tokens":4},"output_tokens_details":{"reasoning_tokens":1}}}}"#,
             ),
         ] {
             events.extend(d.event(name, data).unwrap());
@@ -298,7 +305,10 @@ mod tests {
         );
         assert_eq!(
             events[3],
-            StreamEvent::Finished { stop: StopReason::ToolUse, usage: Usage { input_tokens: 7, output_tokens: 3 } }
+            StreamEvent::Finished {
+                stop: StopReason::ToolUse,
+                usage: Usage { cached_input_tokens: 4, reasoning_tokens: 1, ..Usage::new(7, 3) }
+            }
         );
 
         let replay = Request {

@@ -104,8 +104,12 @@ impl Received {
     }
 }
 
+/// Computes a reply from the request (a model that reacts to what it is sent).
+pub type Handler = Arc<dyn Fn(&Received) -> Reply + Send + Sync>;
+
 struct Shared {
     replies: VecDeque<Reply>,
+    handler: Option<Handler>,
     received: Vec<Received>,
 }
 
@@ -121,10 +125,20 @@ impl FakeServer {
     /// Starts a server on 127.0.0.1 that answers with `replies` in order (then HTTP 500).
     /// It runs on a thread of its own, so blocking tests and spawned processes can use it.
     pub fn start(replies: Vec<Reply>) -> std::io::Result<FakeServer> {
+        FakeServer::launch(Shared { replies: replies.into(), handler: None, received: Vec::new() })
+    }
+
+    /// Starts a server that answers every request with what `handler` makes of it (called on
+    /// the server's thread, one request at a time).
+    pub fn with_handler(handler: impl Fn(&Received) -> Reply + Send + Sync + 'static) -> std::io::Result<FakeServer> {
+        FakeServer::launch(Shared { replies: VecDeque::new(), handler: Some(Arc::new(handler)), received: Vec::new() })
+    }
+
+    fn launch(shared: Shared) -> std::io::Result<FakeServer> {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Mutex::new(Shared { replies: replies.into(), received: Vec::new() }));
+        let shared = Arc::new(Mutex::new(shared));
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let state = shared.clone();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -202,8 +216,13 @@ async fn serve(mut socket: tokio::net::TcpStream, shared: Arc<Mutex<Shared>>) {
     let body = serde_json::from_slice(&buf[header_end..header_end + length]).unwrap_or(Value::Null);
     let reply = {
         let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
-        s.received.push(Received { path, headers, body });
-        s.replies.pop_front()
+        let received = Received { path, headers, body };
+        let reply = match &s.handler {
+            Some(handler) => Some(handler(&received)),
+            None => s.replies.pop_front(),
+        };
+        s.received.push(received);
+        reply
     };
     let reply = reply.unwrap_or_else(|| Reply::error(500, json!({"error": {"message": "no more scripted replies"}})));
     let mut head = format!("HTTP/1.1 {} X\r\nconnection: close\r\ntransfer-encoding: chunked\r\n", reply.status);

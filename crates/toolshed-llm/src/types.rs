@@ -180,13 +180,32 @@ pub struct Request {
     pub max_tokens: Option<u32>,
 }
 
-/// Token counts of one response.
+/// Token counts of one response, normalised across providers: `input_tokens` is the whole
+/// prompt (Anthropic reports cache reads and writes apart; they are added in), so it is the
+/// size of the request as the model saw it, and the cache counts say how much of it was read
+/// from or written to the provider's prompt cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Tokens read (the prompt).
+    /// Tokens read: the whole prompt, cached or not.
     pub input_tokens: u64,
-    /// Tokens written.
+    /// Tokens written (reasoning included).
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the prompt cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Of `input_tokens`, those written to the prompt cache (Anthropic).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// Of `output_tokens`, those spent reasoning (where the provider says).
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+}
+
+impl Usage {
+    /// Counts of a response that reports only the prompt and the answer.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Usage {
+        Usage { input_tokens, output_tokens, ..Usage::default() }
+    }
 }
 
 /// Why the model stopped.

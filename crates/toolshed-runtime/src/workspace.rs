@@ -134,6 +134,7 @@ impl Workspace {
             max_depth: 1,
             root: self.root.clone(),
             cwd: self.cwd.clone(),
+            compact_at: self.config.session.compact_at,
         };
         let models = Arc::new(ConfiguredModels::new(self.config.clone()));
         // The todo list lives in the session database.

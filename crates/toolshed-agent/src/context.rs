@@ -38,6 +38,9 @@ const NEVER_PRUNED: &[&str] = &["skill"];
 /// Outputs shorter than this are not worth a stub.
 const STUB_WORTHY_BYTES: usize = 400;
 
+/// The most files a compacted request lists as changed.
+const MAX_FILES_LISTED: usize = 40;
+
 /// How much of each tool output a summary request shows, tried in turn until it fits.
 const SUMMARY_OUTPUT_CUTS: [usize; 4] = [2_000, 600, 150, 0];
 
@@ -103,14 +106,20 @@ pub fn estimate_request(request: &Request) -> u64 {
 }
 
 /// How many tokens the provider counted per estimated token on the session's last response
-/// that said (1 when none did), kept within 0.5–4 so one odd count cannot run away.
+/// that said (1 when none did). A count under half the estimate is not believed (a server that
+/// reports a constant, or only the uncached part): the estimate stands. The ratio is kept
+/// within 0.8–4, so one odd count cannot run away and a provider that counts fewer tokens than
+/// the estimate only ever makes compaction a little early, never late.
 pub fn calibration(messages: &[StoredMessage]) -> f64 {
     let last = messages.iter().rev().find_map(|m| {
         let counted = m.usage?.input_tokens;
         let estimated = m.request_tokens?;
         (counted > 0 && estimated > 0).then(|| counted as f64 / estimated as f64)
     });
-    last.map_or(1.0, |ratio| ratio.clamp(0.5, 4.0))
+    match last {
+        Some(ratio) if ratio >= 0.5 => ratio.clamp(0.8, 4.0),
+        _ => 1.0,
+    }
 }
 
 /// The size the provider will count for a request estimated at `estimate`.
@@ -249,7 +258,12 @@ pub fn block(stored: &[StoredMessage], c: &Compaction, budget: &Budget) -> Strin
     let files = files_changed(stored);
     if !files.is_empty() {
         out.push_str("\n## Files changed in this session\n");
-        for f in &files {
+        // The most recent ones; a long list says how many more there are.
+        let shown = files.len().min(MAX_FILES_LISTED);
+        if shown < files.len() {
+            let _ = writeln!(out, "({} earlier ones not listed)", files.len() - shown);
+        }
+        for f in &files[files.len() - shown..] {
             let _ = writeln!(out, "- {f}");
         }
     }
@@ -557,6 +571,12 @@ mod tests {
         assert_eq!(project(1_000, 1.5), 1_500);
         m.usage = Some(Usage::new(100_000, 10));
         assert!((calibration(std::slice::from_ref(&m)) - 4.0).abs() < 1e-9, "clamped");
+        m.usage = Some(Usage::new(1_800, 10));
+        assert!((calibration(std::slice::from_ref(&m)) - 0.9).abs() < 1e-9);
+        m.usage = Some(Usage::new(1_200, 10));
+        assert!((calibration(std::slice::from_ref(&m)) - 0.8).abs() < 1e-9, "never much under the estimate");
+        m.usage = Some(Usage::new(100, 10));
+        assert!((calibration(std::slice::from_ref(&m)) - 1.0).abs() < 1e-9, "a count that cannot be right is ignored");
     }
 
     #[test]

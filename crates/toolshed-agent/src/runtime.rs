@@ -52,6 +52,9 @@ pub enum AgentError {
     /// The request cannot be served as asked (unknown agent, no model...).
     #[error("{0}")]
     Usage(String),
+    /// The next request cannot fit the model's context window, even pruned and compacted.
+    #[error("the conversation does not fit the model's context window: {0}")]
+    ContextFull(String),
     /// A compaction failed; the session is as it was.
     #[error("compaction failed, the session is unchanged: {0}")]
     Compaction(String),
@@ -582,24 +585,28 @@ impl Runtime {
                 });
                 continue;
             }
+            let mut failed = String::new();
             if !compacted {
                 compacted = true;
                 match self.compact(session, Trigger::Auto, cancel).await {
                     Ok(_) => continue,
-                    // Nothing left to summarise: what is sent is as small as it gets.
-                    Err(AgentError::Compaction(_)) if projected <= budget.window => {}
+                    // E.g. nothing left to summarise: what is sent is as small as it gets.
+                    Err(AgentError::Compaction(why)) => failed = format!("; summarising failed: {why}"),
                     Err(e) => return Err(e),
                 }
             }
             if projected <= budget.window {
                 return Ok((request, estimate));
             }
-            return Err(AgentError::Model(LlmError::ContextOverflow {
-                message: format!(
-                    "about {projected} tokens against {} for {}, even with old tool outputs pruned and the history summarised; start a new session, or set the real window in [provider.NAME.models.ID] context",
-                    budget.window, session.model
-                ),
-            }));
+            let summarised = if compacted && failed.is_empty() { " and the history summarised" } else { "" };
+            let fixed = context::project(
+                context::estimate(&request.system, &[], &request.tools),
+                context::calibration(&stored),
+            );
+            return Err(AgentError::ContextFull(format!(
+                "about {projected} tokens against a window of {} for {}, even with old tool outputs pruned{summarised} (the system prompt and tool definitions alone take about {fixed}{failed}); set the real window in [provider.NAME.models.ID] context, use a model with a larger one, or start a new session",
+                budget.window, session.model
+            )));
         }
     }
 
@@ -652,7 +659,8 @@ impl Runtime {
         let kept_from = context::tail_start(&stored, from, pruned_through, room)
             .ok_or_else(|| fail("there is nothing to summarise yet".into()))?;
         let range: Vec<_> = stored.iter().filter(|m| m.seq >= from && m.seq < kept_from).cloned().collect();
-        if range.is_empty() {
+        // The user's messages are kept as they are: a range of nothing else has nothing to add.
+        if !range.iter().any(|m| m.role == toolshed_llm::Role::Assistant) {
             return Err(fail("there is nothing to summarise yet".into()));
         }
         let model = ModelRef::parse(&session.model)?;

@@ -290,6 +290,14 @@ pub mod chat {
         events
     }
 
+    /// `events` (from [`text`] or [`tool_calls`]) reporting these token counts instead.
+    pub fn with_usage(events: Vec<String>, prompt_tokens: u64, completion_tokens: u64) -> Vec<String> {
+        let usage = data(
+            json!({"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}),
+        );
+        events.into_iter().map(|e| if e.contains("\"usage\"") { usage.clone() } else { e }).collect()
+    }
+
     /// Tool calls `(id, name, arguments)`, each one's arguments split across three chunks.
     pub fn tool_calls(calls: &[(&str, &str, &str)]) -> Vec<String> {
         let mut events = Vec::new();

@@ -1,0 +1,365 @@
+//! Sessions longer than the context window, end to end: `toolshed run` against a loopback
+//! model with a 16,000-token window that counts every request it receives (4 bytes a token of
+//! the body as sent), refuses one that does not fit as a real provider does, and answers
+//! summary requests (those without tools) with notes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolshed_llm::testing::{FakeServer, Received, Reply, chat};
+
+const WINDOW: u64 = 16_000;
+const PROMPT: &str = "Check every file fNNN.txt in order: read it, then mark the file you read before as checked by replacing its MARKER line.";
+const TODO: &str = "Mark every file as checked";
+
+fn command(root: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
+    cmd.args(["--root", root.to_str().unwrap()])
+        .args(args)
+        .current_dir(root)
+        .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+        .env("TOOLSHED_DATA_DIR", root.join(".data"))
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+fn toolshed(root: &Path, args: &[&str]) -> Output {
+    command(root, args).output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A worktree with `files` files of 8 KB, each with a `MARKER-N` line, configured for the
+/// fake model with a 16,000-token window.
+fn worktree(server: &FakeServer, files: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolshed.toml"),
+        format!(
+            "model = \"fake/small\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[provider.fake.models.small]\ncontext = {WINDOW}\n[session]\nmax_steps = 400\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    for n in 1..=files {
+        let mut body = format!("MARKER-{n}\n");
+        let mut line = 0;
+        while body.len() < 8_000 {
+            line += 1;
+            body.push_str(&format!("file {n} line {line}: the quick brown fox jumps over the lazy dog {}\n", n * line));
+        }
+        std::fs::write(dir.path().join(format!("f{n:03}.txt")), body).unwrap();
+    }
+    dir
+}
+
+#[derive(Default)]
+struct Model {
+    /// Model steps answered (summary requests and refused requests not counted).
+    steps: usize,
+    /// Requests over the window.
+    violations: Vec<u64>,
+    /// Requests without the first prompt, or (steps) without the todo list.
+    missing: Vec<String>,
+    summaries: usize,
+    summary_input: u64,
+    summary_output: u64,
+    largest: u64,
+    /// Pause before answering a summary request (to kill the client during one).
+    summary_delay: Duration,
+    /// Steps whose first request is refused as too long, whatever its size.
+    refuse_once: Vec<usize>,
+    /// Refuse every step's request as too long from this step on.
+    refuse_from: Option<usize>,
+    /// Requests refused so.
+    refused: usize,
+}
+
+const NOTES: &str = "## Task\n- Check every file fNNN.txt in order, marking the previous one as checked.\n## Decisions\n- One file per step.\n## Files\n- Files up to the latest read are checked.\n## Commands\n- none\n## Open problems\n- none\n## Next steps\n- Continue with the next file.";
+
+/// The scripted model: step 1 writes the todo list and reads f001; step n reads fNNN and edits
+/// the file before it; after `files` steps it answers.
+fn model(state: Arc<Mutex<Model>>, files: usize) -> impl Fn(&Received) -> Reply + Send + Sync + 'static {
+    move |r: &Received| {
+        let body = r.body.to_string();
+        let tokens = body.len().div_ceil(4) as u64;
+        let mut s = state.lock().unwrap();
+        s.largest = s.largest.max(tokens);
+        if tokens > WINDOW {
+            s.violations.push(tokens);
+            return Reply::error(
+                400,
+                json!({"error": {"code": "context_length_exceeded", "message": format!("This model's maximum context length is {WINDOW} tokens; the request has {tokens}")}}),
+            );
+        }
+        if !body.contains(PROMPT) {
+            let step = s.steps;
+            s.missing.push(format!("prompt missing from a request after step {step}"));
+        }
+        let has_tools = r.body.get("tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty());
+        if !has_tools {
+            s.summaries += 1;
+            s.summary_input += tokens;
+            s.summary_output += (NOTES.len() / 4) as u64;
+            let delay = s.summary_delay;
+            return Reply::sse(chat::with_usage(chat::text(NOTES), tokens, (NOTES.len() / 4) as u64)).delay(delay);
+        }
+        let next = s.steps + 1;
+        if s.refuse_once.contains(&next) || s.refuse_from.is_some_and(|from| next >= from) {
+            s.refuse_once.retain(|&n| n != next);
+            s.refused += 1;
+            return Reply::error(
+                400,
+                json!({"error": {"code": "context_length_exceeded", "message": "This model's maximum context length is 16000 tokens"}}),
+            );
+        }
+        if s.steps > 0 && !body.contains(TODO) {
+            let step = s.steps + 1;
+            s.missing.push(format!("todo list missing from step {step}"));
+        }
+        s.steps += 1;
+        let n = s.steps;
+        let events = if n == 1 {
+            let todos = json!({"todos": [{"content": TODO, "status": "in_progress"}]}).to_string();
+            chat::tool_calls(&[("c1-todo", "todo_write", &todos), ("c1-read", "read", r#"{"file_path":"f001.txt"}"#)])
+        } else if n <= files {
+            let read = json!({"file_path": format!("f{n:03}.txt")}).to_string();
+            let prev = n - 1;
+            let edit = json!({"file_path": format!("f{prev:03}.txt"), "old_string": format!("MARKER-{prev}\n"), "new_string": format!("CHECKED-{prev}\n")})
+                .to_string();
+            chat::tool_calls(&[(&format!("c{n}-read"), "read", &read), (&format!("c{n}-edit"), "edit", &edit)])
+        } else {
+            chat::text("All files are checked.")
+        };
+        Reply::sse(chat::with_usage(events, tokens, 40))
+    }
+}
+
+fn session_id(stderr: &str) -> String {
+    stderr.lines().rev().find_map(|l| l.strip_prefix("session ")).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_150_step_session_stays_inside_a_16000_token_window() {
+    const FILES: usize = 150;
+    let state = Arc::new(Mutex::new(Model::default()));
+    let server = FakeServer::with_handler(model(state.clone(), FILES)).unwrap();
+    let dir = worktree(&server, FILES);
+    let started = Instant::now();
+    let out = toolshed(dir.path(), &["run", PROMPT, "--yes"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {}",
+        &stderr[stderr.len().saturating_sub(3000)..]
+    );
+    assert!(stdout.contains("All files are checked."), "{stdout}");
+    let s = state.lock().unwrap();
+    assert_eq!(s.steps, FILES + 1);
+    assert!(s.violations.is_empty(), "requests over the window: {:?}", s.violations);
+    assert!(s.missing.is_empty(), "{:?}", s.missing);
+    assert!(s.summaries >= 1, "a 150-step session of 8 KB reads needs compaction");
+    // Every edit landed, on the file it was meant for.
+    for n in 1..FILES {
+        let body = std::fs::read_to_string(dir.path().join(format!("f{n:03}.txt"))).unwrap();
+        assert!(body.starts_with(&format!("CHECKED-{n}\n")), "f{n:03}.txt was not edited");
+    }
+    let id = session_id(&stderr);
+    let show = toolshed(dir.path(), &["session", "show", &id]);
+    let shown = text(&show.stdout);
+    assert_eq!(shown.matches("── compaction (auto").count(), s.summaries, "{}", &shown[..2000.min(shown.len())]);
+    assert!(shown.contains("[tokens] in "), "usage shown per step");
+    let export: Value = serde_json::from_slice(&toolshed(dir.path(), &["session", "export", &id]).stdout).unwrap();
+    let compactions = export["compactions"].as_array().unwrap();
+    assert_eq!(compactions.len(), s.summaries);
+    assert!(compactions.iter().all(|c| c["type"] == "compaction"));
+    // Nothing stored is lost: every call and its full output are still there.
+    let outputs: Vec<&str> = export["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap())
+        .filter(|p| p["type"] == "tool" && p["tool"] == "read")
+        .map(|p| p["output"].as_str().unwrap())
+        .collect();
+    assert_eq!(outputs.len(), FILES);
+    assert!(outputs.iter().all(|o| o.len() > 8_000), "stored outputs are whole");
+    let prune_lines = stderr.matches("old tool outputs dropped").count();
+    eprintln!(
+        "150-step session: {} model steps, {} compactions ({} summary tokens in, {} out), {} prunings, largest request {} of {WINDOW} tokens, {:.1} s",
+        s.steps,
+        s.summaries,
+        s.summary_input,
+        s.summary_output,
+        prune_lines,
+        s.largest,
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn an_overflow_the_estimate_missed_compacts_and_retries_once() {
+    const FILES: usize = 10;
+    let state = Arc::new(Mutex::new(Model { refuse_once: vec![6], ..Model::default() }));
+    let server = FakeServer::with_handler(model(state.clone(), FILES)).unwrap();
+    let dir = worktree(&server, FILES);
+    let out = toolshed(dir.path(), &["run", PROMPT, "--yes"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    {
+        let s = state.lock().unwrap();
+        assert_eq!((s.refused, s.summaries, s.steps), (1, 1, FILES + 1));
+    }
+    let id = session_id(&stderr);
+    let export: Value = serde_json::from_slice(&toolshed(dir.path(), &["session", "export", &id]).stdout).unwrap();
+    assert_eq!(export["compactions"][0]["trigger"], "overflow");
+
+    // A provider that refuses whatever it is sent: one compaction, one retry, then the run
+    // ends with the provider's reason (no loop).
+    let state = Arc::new(Mutex::new(Model { refuse_from: Some(4), ..Model::default() }));
+    let server = FakeServer::with_handler(model(state.clone(), FILES)).unwrap();
+    let dir = worktree(&server, FILES);
+    let out = toolshed(dir.path(), &["run", PROMPT, "--yes"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("maximum context length is 16000 tokens"), "{stderr}");
+    let s = state.lock().unwrap();
+    assert_eq!((s.refused, s.summaries, s.steps), (2, 1, 3));
+}
+
+#[test]
+fn a_window_too_small_for_the_tools_alone_is_refused_with_what_to_do() {
+    let state = Arc::new(Mutex::new(Model::default()));
+    let server = FakeServer::with_handler(model(state.clone(), 2)).unwrap();
+    let dir = worktree(&server, 2);
+    let config = std::fs::read_to_string(dir.path().join("toolshed.toml")).unwrap();
+    std::fs::write(dir.path().join("toolshed.toml"), config.replace("context = 16000", "context = 3000")).unwrap();
+    let out = toolshed(dir.path(), &["run", PROMPT, "--yes"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    for needle in [
+        "does not fit the model's context window",
+        "tool definitions alone take about",
+        "[provider.NAME.models.ID] context",
+    ] {
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
+    }
+    assert!(server.received().is_empty(), "nothing was sent");
+}
+
+fn wait_for(what: &str, child: &mut Child, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !done() {
+        assert!(child.try_wait().unwrap().is_none(), "toolshed ended before {what}");
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_kill_during_compaction_loses_nothing_and_the_session_continues() {
+    const FILES: usize = 90;
+    let state = Arc::new(Mutex::new(Model { summary_delay: Duration::from_secs(3), ..Model::default() }));
+    let server = FakeServer::with_handler(model(state.clone(), FILES)).unwrap();
+    let dir = worktree(&server, FILES);
+    let mut child = command(dir.path(), &["run", PROMPT, "--yes", "--json"]).spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stdout, &mut out);
+        out
+    });
+    wait_for("a summary request", &mut child, || state.lock().unwrap().summaries > 0);
+    let steps_before = state.lock().unwrap().steps;
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let events = text(&reader.join().unwrap());
+    let id = events
+        .lines()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok().filter(|v| v["type"] == "session_start"))
+        .map(|v| v["session_id"].as_str().unwrap().to_string())
+        .unwrap();
+    let export =
+        |dir: &Path| -> Value { serde_json::from_slice(&toolshed(dir, &["session", "export", &id]).stdout).unwrap() };
+    let before = export(dir.path());
+    assert_eq!(before["compactions"].as_array().unwrap().len(), 0, "the interrupted compaction left nothing");
+    let stored_calls = |v: &Value| -> Vec<(String, String)> {
+        v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["parts"].as_array().unwrap())
+            .filter(|p| p["type"] == "tool")
+            .map(|p| (p["call_id"].as_str().unwrap().to_string(), p["output"].to_string()))
+            .collect()
+    };
+    let calls_before = stored_calls(&before);
+    assert_eq!(calls_before.len(), 2 * steps_before, "every finished call is stored");
+    state.lock().unwrap().summary_delay = Duration::ZERO;
+    let out = toolshed(dir.path(), &["run", "Go on.", "--yes", "--session", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let after = export(dir.path());
+    let calls_after = stored_calls(&after);
+    assert_eq!(&calls_after[..calls_before.len()], &calls_before[..], "what was stored is unchanged");
+    assert!(!after["compactions"].as_array().unwrap().is_empty());
+    let s = state.lock().unwrap();
+    assert_eq!(s.steps, FILES + 1, "the session went on to the end");
+    assert!(s.violations.is_empty(), "{:?}", s.violations);
+    for n in 1..FILES {
+        let body = std::fs::read_to_string(dir.path().join(format!("f{n:03}.txt"))).unwrap();
+        assert!(body.starts_with(&format!("CHECKED-{n}\n")), "f{n:03}.txt was not edited");
+    }
+}
+
+#[test]
+fn session_compact_summarises_on_demand_and_a_failed_one_changes_nothing() {
+    const FILES: usize = 4;
+    let state = Arc::new(Mutex::new(Model::default()));
+    let server = FakeServer::with_handler(model(state.clone(), FILES)).unwrap();
+    let dir = worktree(&server, FILES);
+    let out = toolshed(dir.path(), &["run", PROMPT, "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let id = session_id(&text(&out.stderr));
+    assert_eq!(state.lock().unwrap().summaries, 0, "a short session is not compacted");
+    let out = toolshed(dir.path(), &["session", "compact", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&format!("compacted session {id}")), "{}", text(&out.stdout));
+    assert_eq!(state.lock().unwrap().summaries, 1);
+    let shown = text(&toolshed(dir.path(), &["session", "show", &id]).stdout);
+    assert!(shown.contains("── compaction (manual"), "{shown}");
+    assert!(shown.contains("Continue with the next file."), "the summary is shown");
+
+    // A model that fails the summary request: exit 1, the reason, nothing stored.
+    drop(server);
+    let broken = FakeServer::start(vec![Reply::sse(chat::text(""))]).unwrap();
+    let config = std::fs::read_to_string(dir.path().join("toolshed.toml")).unwrap();
+    let old_url = config.lines().find_map(|l| l.strip_prefix("base_url = ")).unwrap().to_string();
+    std::fs::write(dir.path().join("toolshed.toml"), config.replace(&old_url, &format!("\"{}\"", broken.base_url())))
+        .unwrap();
+    let before = toolshed(dir.path(), &["session", "export", &id]).stdout;
+    let out = toolshed(dir.path(), &["session", "compact", &id]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("compaction failed, the session is unchanged") && err.contains("no text"), "{err}");
+    let after = toolshed(dir.path(), &["session", "export", &id]).stdout;
+    let strip = |b: &[u8]| {
+        let mut v: Value = serde_json::from_slice(b).unwrap();
+        v["session"]["updated_at"] = Value::Null;
+        v
+    };
+    assert_eq!(strip(&before), strip(&after));
+    let _ = std::io::stderr().flush();
+}

@@ -654,7 +654,12 @@ impl Runtime {
             )],
         )?;
         let left = budget.trigger().saturating_sub(context::project(context::estimate_request(&fixed), ratio));
-        let room = if trigger == Trigger::Overflow { left / 4 } else { left / 2 };
+        // Asked for by a person, it summarises everything: the block quotes their messages.
+        let room = match trigger {
+            Trigger::Auto => left / 2,
+            Trigger::Overflow => left / 4,
+            Trigger::Manual => 0,
+        };
         let room = (room as f64 / ratio) as u64;
         let kept_from = context::tail_start(&stored, from, pruned_through, room)
             .ok_or_else(|| fail("there is nothing to summarise yet".into()))?;

@@ -177,6 +177,28 @@ fn chat_takes_prompts_line_by_line_and_switches_to_plan_mode() {
 }
 
 #[test]
+fn chat_compacts_on_demand_and_goes_on_from_the_summary() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("c1", "read", r#"{"file_path":"toolshed.toml"}"#)])),
+        Reply::sse(chat::text("read it")),
+        Reply::sse(chat::text("## Task\n- look at the config")),
+        Reply::sse(chat::text("still on it")),
+    ])
+    .unwrap();
+    let dir = worktree(&server);
+    let out = toolshed(dir.path(), &["chat"], "look at the config\n/compact\nand now?\n/exit\n");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("[compaction (manual): 3 messages summarised"), "{err}");
+    let received = server.received();
+    assert!(received[2].body.get("tools").is_none(), "the summary request has no tools");
+    // The next step is sent the user's message, the summary and the new prompt.
+    let last = received[3].body["messages"].to_string();
+    assert!(last.contains("look at the config") && last.contains("## Task") && last.contains("and now?"), "{last}");
+    assert!(!last.contains("read it"), "the summarised answer is not sent again: {last}");
+}
+
+#[test]
 fn chat_answers_permission_requests_from_the_next_line() {
     let server = FakeServer::start(vec![
         Reply::sse(chat::tool_calls(&[("p1", "plan_exit", "{}")])),

@@ -344,11 +344,20 @@ fn session_compact_summarises_on_demand_and_a_failed_one_changes_nothing() {
 
     // A model that fails the summary request: exit 1, the reason, nothing stored.
     drop(server);
-    let broken = FakeServer::start(vec![Reply::sse(chat::text(""))]).unwrap();
+    let broken =
+        FakeServer::start(vec![Reply::sse(chat::text("One more answer.")), Reply::sse(chat::text(""))]).unwrap();
     let config = std::fs::read_to_string(dir.path().join("toolshed.toml")).unwrap();
     let old_url = config.lines().find_map(|l| l.strip_prefix("base_url = ")).unwrap().to_string();
     std::fs::write(dir.path().join("toolshed.toml"), config.replace(&old_url, &format!("\"{}\"", broken.base_url())))
         .unwrap();
+    // Everything is summarised: nothing to do until the session goes on.
+    let out = toolshed(dir.path(), &["session", "compact", &id]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("there is nothing to summarise yet"), "{}", text(&out.stderr));
+    let out = toolshed(dir.path(), &["run", "One more thing.", "--session", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let sent = broken.received()[0].body["messages"].to_string();
+    assert!(sent.contains("Continue with the next file.") && sent.contains(PROMPT), "{sent}");
     let before = toolshed(dir.path(), &["session", "export", &id]).stdout;
     let out = toolshed(dir.path(), &["session", "compact", &id]);
     assert_eq!(out.status.code(), Some(1));

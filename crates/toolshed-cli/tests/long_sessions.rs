@@ -85,6 +85,8 @@ struct Model {
     refuse_from: Option<usize>,
     /// Requests refused so.
     refused: usize,
+    /// Report a constant 100 prompt tokens, as the test helpers do (usage that cannot be right).
+    constant_usage: bool,
 }
 
 const NOTES: &str = "## Task\n- Check every file fNNN.txt in order, marking the previous one as checked.\n## Decisions\n- One file per step.\n## Files\n- Files up to the latest read are checked.\n## Commands\n- none\n## Open problems\n- none\n## Next steps\n- Continue with the next file.";
@@ -143,7 +145,8 @@ fn model(state: Arc<Mutex<Model>>, files: usize) -> impl Fn(&Received) -> Reply 
         } else {
             chat::text("All files are checked.")
         };
-        Reply::sse(chat::with_usage(events, tokens, 40))
+        let reported = if s.constant_usage { 100 } else { tokens };
+        Reply::sse(chat::with_usage(events, reported, 40))
     }
 }
 
@@ -258,6 +261,21 @@ fn a_window_too_small_for_the_tools_alone_is_refused_with_what_to_do() {
         assert!(stderr.contains(needle), "{needle}: {stderr}");
     }
     assert!(server.received().is_empty(), "nothing was sent");
+}
+
+#[test]
+fn a_provider_whose_usage_cannot_be_right_is_kept_inside_the_window_by_the_estimate() {
+    const FILES: usize = 60;
+    let state = Arc::new(Mutex::new(Model { constant_usage: true, ..Model::default() }));
+    let server = FakeServer::with_handler(model(state.clone(), FILES)).unwrap();
+    let dir = worktree(&server, FILES);
+    let out = toolshed(dir.path(), &["run", PROMPT, "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let s = state.lock().unwrap();
+    assert_eq!(s.steps, FILES + 1);
+    assert!(s.violations.is_empty(), "requests over the window: {:?}", s.violations);
+    assert!(s.missing.is_empty(), "{:?}", s.missing);
+    eprintln!("without usage: largest request {} of {WINDOW} tokens, {} compactions", s.largest, s.summaries);
 }
 
 fn wait_for(what: &str, child: &mut Child, mut done: impl FnMut() -> bool) {

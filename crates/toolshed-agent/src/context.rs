@@ -59,14 +59,13 @@ impl Budget {
         (self.window as f64 * self.compact_at) as u64
     }
 
-    /// Tokens of the most recent tool outputs that are never pruned: a quarter of the window.
-    pub fn protected(&self) -> u64 {
-        self.window / 4
-    }
-
-    /// The least a pruning must drop to be worth changing the request's prefix.
-    pub fn prune_minimum(&self) -> u64 {
-        self.window / 10
+    /// The tokens of most recent tool outputs that are never pruned, and the least a pruning
+    /// must drop to be worth changing the request's prefix: a quarter and a tenth of the
+    /// window — or, when the system prompt and tools (`fixed` tokens) leave less room under the
+    /// trigger, half and a quarter of that room, so a small window prunes before it summarises.
+    pub fn pruning(&self, fixed: u64) -> (u64, u64) {
+        let room = self.trigger().saturating_sub(fixed);
+        ((self.window / 4).min(room / 2), (self.window / 10).min(room / 4))
     }
 
     /// The longest summary asked for, in tokens.
@@ -217,11 +216,16 @@ fn droppable_tokens(m: &StoredMessage) -> u64 {
 }
 
 /// Where pruning should now reach: the `seq` of the newest message whose outputs may be
-/// stubbed, keeping at least [`Budget::protected`] tokens of the most recent outputs (the
-/// latest step's always) — if that drops at least [`Budget::prune_minimum`] tokens more than
-/// is already pruned. Returns the `seq` and the tokens it drops. Only messages from `from`
-/// (the latest compaction's `kept_from`) count.
-pub fn prune_point(stored: &[StoredMessage], from: i64, pruned_through: i64, budget: &Budget) -> Option<(i64, u64)> {
+/// stubbed, keeping the most recent outputs that lie wholly within the newest `protected`
+/// tokens of output (the latest step's always) — if that drops at least `minimum` tokens more than is already pruned. Returns the
+/// `seq` and the tokens it drops. Only messages from `from` (the latest compaction's
+/// `kept_from`) count. [`Budget::pruning`] gives the two sizes.
+pub fn prune_point(
+    stored: &[StoredMessage],
+    from: i64,
+    pruned_through: i64,
+    (protected, minimum): (u64, u64),
+) -> Option<(i64, u64)> {
     let mut kept = 0u64;
     let mut boundary = None;
     let mut newest_with_outputs = true;
@@ -233,17 +237,19 @@ pub fn prune_point(stored: &[StoredMessage], from: i64, pruned_through: i64, bud
         if tokens == 0 {
             continue;
         }
-        kept += tokens;
-        if !std::mem::take(&mut newest_with_outputs) && kept > budget.protected() {
+        // An output is protected when it lies wholly within the newest `protected` tokens.
+        if !std::mem::take(&mut newest_with_outputs) && kept + tokens > protected {
             boundary = Some(i);
             break;
         }
+        kept += tokens;
     }
-    let boundary = boundary?;
-    let candidates = stored[..boundary].iter().filter(|m| m.seq >= from && m.seq > pruned_through);
+    // This message and the older ones may be pruned.
+    let prunable = &stored[..=boundary?];
+    let candidates = prunable.iter().filter(|m| m.seq >= from && m.seq > pruned_through);
     let dropped: u64 = candidates.map(droppable_tokens).sum();
-    let last = stored[..boundary].last()?;
-    (dropped >= budget.prune_minimum() && last.seq > pruned_through).then_some((last.seq, dropped))
+    let last = prunable.last()?;
+    (dropped >= minimum && last.seq > pruned_through).then_some((last.seq, dropped))
 }
 
 /// The text that stands for the summarised history: the user's own messages (all of them
@@ -539,11 +545,13 @@ mod tests {
         for (i, m) in stored.iter_mut().enumerate() {
             m.seq = i as i64 + 1;
         }
-        let (through, dropped) = prune_point(&stored, i64::MIN, 0, &SMALL).unwrap();
-        // 2,000 tokens per output: the newest two stay within 4,000, the third crosses it.
+        assert_eq!(SMALL.pruning(0), (4_000, 1_600));
+        assert_eq!(SMALL.pruning(7_600), (3_000, 1_500), "what the tools leave sets the sizes");
+        let (through, dropped) = prune_point(&stored, i64::MIN, 0, SMALL.pruning(0)).unwrap();
+        // 2,000 tokens per output: the newest two fill the 4,000 kept.
         let last = stored.last().unwrap().seq;
-        assert_eq!(through, last - 3, "outputs kept: the three newest");
-        assert!(dropped >= SMALL.prune_minimum());
+        assert_eq!(through, last - 2, "outputs kept: the two newest");
+        assert!(dropped >= 1_600);
         let sent = view(&stored, None, through, &SMALL);
         let outputs: Vec<&str> = sent
             .iter()
@@ -556,9 +564,10 @@ mod tests {
         assert_eq!(outputs.len(), 11);
         assert!(outputs[1].starts_with("[Output of this read call (8000 bytes) dropped"), "{}", outputs[1]);
         assert_eq!(outputs[2].len(), 8_000, "the skill's output is never pruned");
-        assert!(outputs[8..].iter().all(|o| o.len() == 8_000), "recent outputs stay");
+        assert!(outputs[9..].iter().all(|o| o.len() == 8_000), "recent outputs stay");
+        assert!(outputs[8].starts_with("[Output of"), "{}", outputs[8]);
         // Nothing more to prune until enough new output arrives.
-        assert_eq!(prune_point(&stored, i64::MIN, through, &SMALL), None);
+        assert_eq!(prune_point(&stored, i64::MIN, through, SMALL.pruning(0)), None);
     }
 
     #[test]

@@ -576,7 +576,11 @@ impl Runtime {
                 return Ok((request, estimate));
             }
             let from = compaction.as_ref().map_or(i64::MIN, |c| c.kept_from);
-            if let Some((seq, dropped)) = context::prune_point(&stored, from, pruned_through, &budget) {
+            let ratio = context::calibration(&stored);
+            let fixed = context::project(context::estimate(&request.system, &[], &request.tools), ratio);
+            let (protected, minimum) = budget.pruning(fixed);
+            let sizes = ((protected as f64 / ratio) as u64, (minimum as f64 / ratio) as u64);
+            if let Some((seq, dropped)) = context::prune_point(&stored, from, pruned_through, sizes) {
                 self.store.set_pruned_through(&session.id, seq)?;
                 self.emit(Event::Pruned {
                     session_id: session.id.clone(),

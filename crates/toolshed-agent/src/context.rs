@@ -39,7 +39,7 @@ const NEVER_PRUNED: &[&str] = &["skill"];
 const STUB_WORTHY_BYTES: usize = 400;
 
 /// The most files a compacted request lists as changed.
-const MAX_FILES_LISTED: usize = 40;
+pub const MAX_FILES_LISTED: usize = 40;
 
 /// How much of each tool output a summary request shows, tried in turn until it fits.
 const SUMMARY_OUTPUT_CUTS: [usize; 4] = [2_000, 600, 150, 0];
@@ -261,17 +261,8 @@ pub fn block(stored: &[StoredMessage], c: &Compaction, budget: &Budget) -> Strin
     );
     out.push_str(&user_messages(stored, c.kept_from, budget));
     let _ = write!(out, "\n## Summary of the work so far\n{}\n", c.summary.trim());
-    let files = files_changed(stored);
-    if !files.is_empty() {
-        out.push_str("\n## Files changed in this session\n");
-        // The most recent ones; a long list says how many more there are.
-        let shown = files.len().min(MAX_FILES_LISTED);
-        if shown < files.len() {
-            let _ = writeln!(out, "({} earlier ones not listed)", files.len() - shown);
-        }
-        for f in &files[files.len() - shown..] {
-            let _ = writeln!(out, "- {f}");
-        }
+    if !c.files.trim().is_empty() {
+        let _ = write!(out, "\n## Files changed in this session\n{}\n", c.files.trim_end());
     }
     out.push_str(
         "\nContinue from here: work already done is done (check files before redoing anything), and the user's instructions above still hold.",
@@ -324,6 +315,21 @@ pub fn user_messages(stored: &[StoredMessage], before: i64, budget: &Budget) -> 
     }
     if prompts.is_empty() {
         out.push_str("(none before the messages that follow)\n");
+    }
+    out
+}
+
+/// The files the session's finished `write`, `edit` and `apply_patch` calls changed, as a
+/// compaction lists them: one per line, the most recent [`MAX_FILES_LISTED`].
+pub fn files_list(stored: &[StoredMessage]) -> String {
+    let files = files_changed(stored);
+    let shown = files.len().min(MAX_FILES_LISTED);
+    let mut out = String::new();
+    if shown < files.len() {
+        let _ = writeln!(out, "({} earlier ones not listed)", files.len() - shown);
+    }
+    for f in &files[files.len() - shown..] {
+        let _ = writeln!(out, "- {f}");
     }
     out
 }
@@ -603,6 +609,7 @@ mod tests {
             kept_from: 5,
             summarised: 4,
             summary: "SUMMARY".into(),
+            files: "- a.rs | 2 +-\n".into(),
             model: None,
             tokens_before: 0,
             tokens_after: 0,
@@ -612,7 +619,7 @@ mod tests {
         assert!(text.contains("THE TASK") && text.contains("LATEST") && text.contains("middle"));
         assert!(!text.contains(&long), "the long one does not fit");
         assert!(text.contains("1 message(s) left out"), "{text}");
-        assert!(text.contains("SUMMARY"));
+        assert!(text.contains("SUMMARY") && text.contains("## Files changed in this session\n- a.rs | 2 +-"));
         let sent = view(&stored, Some(&c), 0, &SMALL);
         assert_eq!(sent[0].role, Role::User);
         let first = sent[0].text();

@@ -706,6 +706,7 @@ impl Runtime {
             kept_from,
             summarised,
             summary,
+            files: context::files_list(&stored),
             model: Some(session.model.clone()),
             tokens_before: before,
             tokens_after: 0,

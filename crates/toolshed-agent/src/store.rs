@@ -258,6 +258,8 @@ pub struct Compaction {
     pub summarised: i64,
     /// The summary the model wrote.
     pub summary: String,
+    /// The files the session had changed when it was made, one per line with their diff stat.
+    pub files: String,
     /// The model that wrote it.
     pub model: Option<String>,
     /// The estimated size of the next request before, in tokens.
@@ -391,6 +393,7 @@ CREATE TABLE compactions (
   kept_from INTEGER NOT NULL,
   summarised INTEGER NOT NULL,
   summary TEXT NOT NULL,
+  files TEXT NOT NULL DEFAULT '',
   model TEXT,
   tokens_before INTEGER NOT NULL,
   tokens_after INTEGER NOT NULL,
@@ -659,8 +662,8 @@ impl Store {
         self.conn()
             .execute(
                 "INSERT INTO compactions (id, session_id, created_at, trigger, kept_from, summarised, summary, model,
-                                          tokens_before, tokens_after, input_tokens, output_tokens)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                          tokens_before, tokens_after, input_tokens, output_tokens, files)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 params![
                     c.id,
                     c.session_id,
@@ -674,6 +677,7 @@ impl Store {
                     c.tokens_after as i64,
                     c.usage.map(|u| u.input_tokens as i64),
                     c.usage.map(|u| u.output_tokens as i64),
+                    c.files,
                 ],
             )
             .map(drop)
@@ -686,7 +690,7 @@ impl Store {
         let mut stmt = conn
             .prepare(
                 "SELECT id, session_id, created_at, trigger, kept_from, summarised, summary, model, tokens_before,
-                        tokens_after, input_tokens, output_tokens
+                        tokens_after, input_tokens, output_tokens, files
                  FROM compactions WHERE session_id = ?1 ORDER BY created_at, rowid",
             )
             .map_err(|e| self.err(e))?;
@@ -707,6 +711,7 @@ impl Store {
                     tokens_before: r.get::<_, i64>(8)?.max(0) as u64,
                     tokens_after: r.get::<_, i64>(9)?.max(0) as u64,
                     usage: input.zip(output).map(|(i, o)| Usage::new(i.max(0) as u64, o.max(0) as u64)),
+                    files: r.get(12)?,
                 })
             })
             .map_err(|e| self.err(e))?;

@@ -71,7 +71,7 @@ enum Command {
     Run(run::RunArgs),
     /// An interactive session with the agent (Ctrl-C interrupts a turn).
     Chat(chat::ChatArgs),
-    /// List, show or export stored sessions.
+    /// List, show or export stored sessions; show or revert what they changed.
     #[command(subcommand)]
     Session(session::SessionCommand),
     /// Serve tools over MCP, or manage the MCP servers whose tools are imported.
@@ -215,7 +215,7 @@ fn main() -> ExitCode {
             Command::Call(args) => call::run(&ws, args),
             Command::Run(args) => run::run(&ws, args),
             Command::Chat(args) => chat::run(&ws, args),
-            Command::Session(cmd) => session::run(cmd),
+            Command::Session(cmd) => session::run(&ws, cmd),
             Command::Permission(cmd) => permission::run(&ws, cmd),
             Command::Mcp(cmd) => mcp::run(&ws, cmd),
             Command::Doctor => doctor::run(&ws),

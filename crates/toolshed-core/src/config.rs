@@ -260,15 +260,22 @@ pub struct SessionConfig {
     /// Most model steps in one run.
     #[serde(default = "default_max_steps")]
     pub max_steps: u32,
+    /// Days undo's snapshots are kept (then pruned from the shadow repository).
+    #[serde(default = "default_snapshot_retention_days")]
+    pub snapshot_retention_days: u32,
 }
 
 fn default_max_steps() -> u32 {
     100
 }
 
+fn default_snapshot_retention_days() -> u32 {
+    7
+}
+
 impl Default for SessionConfig {
     fn default() -> Self {
-        SessionConfig { max_steps: default_max_steps() }
+        SessionConfig { max_steps: default_max_steps(), snapshot_retention_days: default_snapshot_retention_days() }
     }
 }
 
@@ -572,6 +579,11 @@ impl Config {
         if let Some(session) = file.session {
             if session.max_steps == 0 {
                 return Err(invalid("[session] max_steps must be at least 1 (the default is 100)".into()));
+            }
+            if session.snapshot_retention_days == 0 || session.snapshot_retention_days > 3650 {
+                return Err(invalid(
+                    "[session] snapshot_retention_days must be between 1 and 3650 (the default is 7)".into(),
+                ));
             }
             self.session = session;
         }

@@ -313,7 +313,7 @@ impl Shadow {
                 pathspecs.push(0);
             }
             self.git(
-                &["rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"],
+                &["rm", "-q", "-f", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"],
                 Some(&literal),
             )?;
         }

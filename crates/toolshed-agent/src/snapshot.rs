@@ -579,10 +579,12 @@ impl Shadow {
     /// prunes what no ref keeps any more. Returns whether it ran.
     pub fn prune_if_due(&self, retention: Duration) -> Result<bool, SnapshotError> {
         let stamp = self.git_dir.join("toolshed-gc");
-        let due = std::fs::metadata(&stamp)
-            .and_then(|m| m.modified())
-            .map_or(true, |t| t.elapsed().unwrap_or_default() >= GC_EVERY);
-        if !due {
+        let Ok(last) = std::fs::metadata(&stamp).and_then(|m| m.modified()) else {
+            // A new repository: nothing to prune yet; the clock starts now.
+            std::fs::write(&stamp, b"").map_err(io(&stamp))?;
+            return Ok(false);
+        };
+        if last.elapsed().unwrap_or_default() < GC_EVERY {
             return Ok(false);
         }
         self.prune(retention)?;

@@ -220,3 +220,45 @@ fn revert_restores_edited_created_and_deleted_files_exactly_and_leaves_the_users
     assert_eq!(user_git_state(root), git_before);
     assert!(root.join("ignored.log").exists());
 }
+
+#[test]
+fn a_foreground_sub_agents_changes_belong_to_the_parent_step_that_ran_it() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("kept.txt"), "original\n").unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[(
+            "p1",
+            "task",
+            r#"{"description":"edit a file","prompt":"overwrite kept.txt","agent":"writer"}"#,
+        )])),
+        Reply::sse(chat::tool_calls(&[("s1", "write", r#"{"file_path":"made_by_child.txt","content":"child\n"}"#)])),
+        Reply::sse(chat::text("child done")),
+        Reply::sse(chat::text("parent done")),
+    ])
+    .unwrap();
+    std::fs::write(
+        data.path().join("toolshed.toml"),
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[agent.writer]\ndescription = \"writes\"\nmode = \"subagent\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let config = data.path().join("toolshed.toml");
+    let out = toolshed(root, data.path(), &["--config", config.to_str().unwrap(), "run", "delegate", "--yes", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(root.join("made_by_child.txt").exists(), "{}", text(&out.stdout));
+    let events: Vec<Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let id = events[0]["session_id"].as_str().unwrap().to_string();
+
+    let out = toolshed(root, data.path(), &["session", "show", &id]);
+    assert!(text(&out.stdout).contains("── step 1, changed 1 file ──"), "{}", text(&out.stdout));
+    let out = toolshed(root, data.path(), &["session", "diff", &id, "--step", "1", "--stat"]);
+    assert!(text(&out.stdout).contains("made_by_child.txt"), "{}", text(&out.stdout));
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!root.join("made_by_child.txt").exists());
+    assert_eq!(std::fs::read_to_string(root.join("kept.txt")).unwrap(), "original\n");
+}

@@ -116,6 +116,8 @@ pub struct Shadow {
     git_dir: PathBuf,
     worktree: PathBuf,
     max_file_bytes: u64,
+    /// The data directory, when it is inside the worktree: never snapshotted.
+    data_inside: Option<PathBuf>,
 }
 
 /// The shadow repository's directory for `worktree`: `DATA_DIR/snapshots/<16 hex digits>`, a
@@ -148,7 +150,10 @@ impl Shadow {
             return Err(SnapshotError::NotWritable(worktree));
         }
         let git_dir = shadow_dir(data_dir, &worktree);
-        let shadow = Shadow { git_dir, worktree, max_file_bytes: MAX_FILE_BYTES };
+        let data = data_dir.canonicalize().unwrap_or_else(|_| data_dir.to_path_buf());
+        let data_inside =
+            data.strip_prefix(&worktree).ok().filter(|r| !r.as_os_str().is_empty()).map(Path::to_path_buf);
+        let shadow = Shadow { git_dir, worktree, max_file_bytes: MAX_FILE_BYTES, data_inside };
         if !shadow.git_dir.join("HEAD").exists() {
             std::fs::create_dir_all(&shadow.git_dir).map_err(io(&shadow.git_dir))?;
             let _lock = shadow.lock()?;
@@ -197,12 +202,8 @@ impl Shadow {
     /// Serialises snapshot, restore and gc across processes: one shadow index, one writer.
     fn lock(&self) -> Result<std::fs::File, SnapshotError> {
         let path = self.git_dir.join("toolshed.lock");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io(&path))?;
+        let file =
+            std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io(&path))?;
         file.lock().map_err(io(&path))?;
         Ok(file)
     }
@@ -330,7 +331,18 @@ impl Shadow {
     /// Copies the user's `.git/info/exclude` (when the worktree has a `.git` directory) into the
     /// shadow repository, so what the user excludes is left out here too.
     fn copy_exclude(&self) -> Result<(), SnapshotError> {
-        let theirs = std::fs::read(self.worktree.join(".git/info/exclude")).unwrap_or_default();
+        let mut theirs = std::fs::read(self.worktree.join(".git/info/exclude")).unwrap_or_default();
+        if let Some(data) = &self.data_inside {
+            // The sessions database and this repository change with every step.
+            theirs.extend_from_slice(b"\n/");
+            for b in data.as_os_str().as_bytes() {
+                if matches!(b, b'*' | b'?' | b'[' | b'\\' | b'!' | b'#' | b' ') {
+                    theirs.push(b'\\');
+                }
+                theirs.push(*b);
+            }
+            theirs.extend_from_slice(b"/\n");
+        }
         let ours = self.git_dir.join("info/exclude");
         if std::fs::read(&ours).ok().as_deref() != Some(theirs.as_slice()) {
             std::fs::write(&ours, &theirs).map_err(io(&ours))?;
@@ -429,7 +441,8 @@ impl Shadow {
             }
         }
         let (a, b) = (format!("{from}:files"), format!("{to}:files"));
-        let mut args: Vec<String> = vec!["diff".into(), "--no-color".into(), "--no-ext-diff".into(), "--no-renames".into()];
+        let mut args: Vec<String> =
+            vec!["diff".into(), "--no-color".into(), "--no-ext-diff".into(), "--no-renames".into()];
         if stat {
             args.push("--stat".into());
         }
@@ -535,7 +548,8 @@ impl Shadow {
             let header = String::from_utf8_lossy(&rest[..nl]).into_owned();
             rest = &rest[nl + 1..];
             let mut fields = header.split(' ');
-            let (oid, _kind, size) = (fields.next(), fields.next(), fields.next().and_then(|s| s.parse::<usize>().ok()));
+            let (oid, _kind, size) =
+                (fields.next(), fields.next(), fields.next().and_then(|s| s.parse::<usize>().ok()));
             let (Some(oid), Some(size)) = (oid, size) else { continue };
             let size = size.min(rest.len());
             blobs.insert(oid.to_string(), rest[..size].to_vec());
@@ -571,7 +585,8 @@ impl Shadow {
     /// whose time part says when, for pruning.
     pub fn keep(&self, kept: &[(String, String)]) -> Result<(), SnapshotError> {
         let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let input: String = kept.iter().map(|(name, id)| format!("update refs/toolshed/{secs}/{name} {id}\n")).collect();
+        let input: String =
+            kept.iter().map(|(name, id)| format!("update refs/toolshed/{secs}/{name} {id}\n")).collect();
         self.git(&["update-ref", "--stdin"], Some(input.as_bytes())).map(drop)
     }
 
@@ -600,7 +615,10 @@ impl Shadow {
         let refs = self.git(&["for-each-ref", "--format=%(refname)", "refs/toolshed/"], None)?;
         let mut delete = Vec::new();
         for name in String::from_utf8_lossy(&refs).lines() {
-            let secs = name.strip_prefix("refs/toolshed/").and_then(|r| r.split('/').next()).and_then(|s| s.parse::<u64>().ok());
+            let secs = name
+                .strip_prefix("refs/toolshed/")
+                .and_then(|r| r.split('/').next())
+                .and_then(|s| s.parse::<u64>().ok());
             if secs.is_some_and(|s| now.saturating_sub(s) > retention.as_secs()) {
                 delete.extend_from_slice(format!("delete {name}\n").as_bytes());
             }
@@ -645,9 +663,14 @@ fn parse_manifest(bytes: &[u8]) -> BTreeMap<PathBuf, Manifested> {
             }
             b"s" => {
                 let mut parts = rest.splitn(3, |b| *b == b' ');
-                let (Some(size), Some(mtime), Some(path)) = (parts.next(), parts.next(), parts.next()) else { continue };
+                let (Some(size), Some(mtime), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+                    continue;
+                };
                 let number = |b: &[u8]| String::from_utf8_lossy(b).parse::<i64>().unwrap_or_default();
-                out.insert(PathBuf::from(OsStr::from_bytes(path)), Manifested::Large(number(size) as u64, number(mtime)));
+                out.insert(
+                    PathBuf::from(OsStr::from_bytes(path)),
+                    Manifested::Large(number(size) as u64, number(mtime)),
+                );
             }
             _ => {}
         }

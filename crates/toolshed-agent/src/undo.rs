@@ -92,7 +92,10 @@ impl Undo {
                 .map_err(|e| e.to_string())?
                 .map_err(|e| e.to_string())?
         };
-        let kept = [(format!("{session_id}/{step}-before"), before.to_string()), (format!("{session_id}/{step}-after"), after.clone())];
+        let kept = [
+            (format!("{session_id}/{step}-before"), before.to_string()),
+            (format!("{session_id}/{step}-after"), after.clone()),
+        ];
         shadow.keep(&kept).map_err(|e| e.to_string())?;
         store.set_step_snapshots(session_id, step, before, &after, &changed).map_err(|e| e.to_string())
     }
@@ -252,17 +255,21 @@ pub async fn plan_revert(
         return Ok(None);
     };
     let Some(last) = latest(&steps) else { return Ok(None) };
-    let touched: BTreeSet<PathBuf> =
-        snapshotted(&steps).filter(|(s, _, _)| s.step >= target_step).flat_map(|(s, _, _)| s.changed.iter().cloned()).collect();
+    let touched: BTreeSet<PathBuf> = snapshotted(&steps)
+        .filter(|(s, _, _)| s.step >= target_step)
+        .flat_map(|(s, _, _)| s.changed.iter().cloned())
+        .collect();
     let shadow = undo.shadow().map_err(UndoError::Unavailable)?;
     let current = undo.snapshot().await.map_err(UndoError::Unavailable)?;
     let (target_entries, last_entries, current_entries) =
         (shadow.entries(target)?, shadow.entries(last)?, shadow.entries(&current)?);
-    let files: Vec<PathBuf> =
-        touched.into_iter().filter(|p| target_entries.get(p) != current_entries.get(p)).collect();
+    let files: Vec<PathBuf> = touched.into_iter().filter(|p| target_entries.get(p) != current_entries.get(p)).collect();
     let hand_edited: Vec<PathBuf> = files
         .iter()
-        .filter(|p| last_entries.get(*p) != current_entries.get(*p) && !too_large_same(last_entries.get(*p), current_entries.get(*p)))
+        .filter(|p| {
+            last_entries.get(*p) != current_entries.get(*p)
+                && !too_large_same(last_entries.get(*p), current_entries.get(*p))
+        })
         .cloned()
         .collect();
     if files.is_empty() {
@@ -286,7 +293,12 @@ fn too_large_same(a: Option<&Entry>, b: Option<&Entry>) -> bool {
 /// Carries out `plan`. Files edited by hand since are overwritten only with `force`; otherwise
 /// nothing is changed or recorded. The revert is recorded as a step, and the session gets a
 /// user message naming the files, so the model knows on its next turn.
-pub async fn apply_revert(store: &Store, undo: &Undo, plan: RevertPlan, force: bool) -> Result<RevertOutcome, UndoError> {
+pub async fn apply_revert(
+    store: &Store,
+    undo: &Undo,
+    plan: RevertPlan,
+    force: bool,
+) -> Result<RevertOutcome, UndoError> {
     if !plan.hand_edited.is_empty() && !force {
         return Err(UndoError::HandEdited(plan.hand_edited));
     }

@@ -79,7 +79,10 @@ fn bytes_modes_symlinks_and_nested_dirs_round_trip_outside_git() {
 
     let shadow = Shadow::open(data.path(), root).unwrap();
     let first = shadow.snapshot().unwrap();
-    assert_eq!(shadow.entries(&first).unwrap()[Path::new("private")], Entry::File { oid: shadow_oid(&shadow, &first, "private"), mode: 0o600 });
+    assert_eq!(
+        shadow.entries(&first).unwrap()[Path::new("private")],
+        Entry::File { oid: shadow_oid(&shadow, &first, "private"), mode: 0o600 }
+    );
 
     // Everything changes: edits, modes, a deleted tree, a new file, the link replaced by a file.
     std::fs::write(root.join("private"), "changed\n").unwrap();
@@ -125,7 +128,11 @@ fn ignored_files_are_not_kept_nor_touched_and_gitattributes_cannot_change_bytes(
     git(root, &["init", "-q"]);
     std::fs::write(root.join(".gitignore"), "*.log\nbuild/\n").unwrap();
     std::fs::write(root.join(".git/info/exclude"), "secret.env\n").unwrap();
-    std::fs::write(root.join(".gitattributes"), "*.txt text eol=crlf\n*.bin filter=lfs diff=lfs merge=lfs -text\n*.id ident\n").unwrap();
+    std::fs::write(
+        root.join(".gitattributes"),
+        "*.txt text eol=crlf\n*.bin filter=lfs diff=lfs merge=lfs -text\n*.id ident\n",
+    )
+    .unwrap();
     std::fs::write(root.join("unix.txt"), "one\ntwo\n").unwrap();
     std::fs::write(root.join("dos.txt"), "one\r\ntwo\r\n").unwrap();
     std::fs::write(root.join("blob.bin"), b"\x00\x01 not an lfs pointer").unwrap();
@@ -183,16 +190,12 @@ fn undo_never_writes_the_users_git_dir() {
                 if m.is_dir() {
                     stack.push(p);
                 } else {
-                    files.insert(p.clone(), (std::fs::read(&p).unwrap(), m.permissions().mode(), m.modified().unwrap()));
+                    files
+                        .insert(p.clone(), (std::fs::read(&p).unwrap(), m.permissions().mode(), m.modified().unwrap()));
                 }
             }
         }
-        (
-            files,
-            git(root, &["status", "--porcelain"]),
-            git(root, &["stash", "list"]),
-            git(root, &["rev-parse", "HEAD"]),
-        )
+        (files, git(root, &["status", "--porcelain"]), git(root, &["stash", "list"]), git(root, &["rev-parse", "HEAD"]))
     };
     let before = git_dir(root);
     let index_before = std::fs::read(root.join(".git/index")).unwrap();

@@ -181,7 +181,9 @@ pub fn run(ws: &Workspace, cmd: SessionCommand) -> Result<ExitCode, CliError> {
             let plan = tokio_rt.block_on(undo::plan_revert(&store, &undo, &id, step)).map_err(undo_error)?;
             let Some(plan) = plan else {
                 if json {
-                    crate::out_exact(serde_json::json!({"session_id": id, "step": null, "restored": [], "created": [], "deleted": [], "not_restored": []}));
+                    crate::out_exact(
+                        serde_json::json!({"session_id": id, "step": null, "restored": [], "created": [], "deleted": [], "not_restored": []}),
+                    );
                 } else {
                     crate::out(format_args!("session {id}: nothing to revert (no file it changed differs)"));
                 }

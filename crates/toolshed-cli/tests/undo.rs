@@ -124,7 +124,11 @@ fn revert_restores_edited_created_and_deleted_files_exactly_and_leaves_the_users
 
     let server = FakeServer::start(vec![
         Reply::sse(chat::tool_calls(&[
-            ("c1", "bash", r#"{"command":"printf 'secret v2\\n' > secret.txt && printf 'echo v2\\n' >> run.sh && rm gone.txt"}"#),
+            (
+                "c1",
+                "bash",
+                r#"{"command":"printf 'secret v2\\n' > secret.txt && printf 'echo v2\\n' >> run.sh && rm gone.txt"}"#,
+            ),
             ("c2", "write", r#"{"file_path":"new/dir/created.txt","content":"created by the session\n"}"#),
         ])),
         Reply::sse(chat::text("Done.")),
@@ -132,7 +136,10 @@ fn revert_restores_edited_created_and_deleted_files_exactly_and_leaves_the_users
     .unwrap();
     std::fs::write(
         data.path().join("toolshed.toml"),
-        format!("model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n", server.base_url()),
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n",
+            server.base_url()
+        ),
     )
     .unwrap();
     let config = data.path().join("toolshed.toml");
@@ -145,7 +152,8 @@ fn revert_restores_edited_created_and_deleted_files_exactly_and_leaves_the_users
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let events: Vec<Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let id = events[0]["session_id"].as_str().unwrap().to_string();
-    let steps: Vec<u64> = events.iter().filter(|e| e["type"] == "step_start").map(|e| e["step"].as_u64().unwrap()).collect();
+    let steps: Vec<u64> =
+        events.iter().filter(|e| e["type"] == "step_start").map(|e| e["step"].as_u64().unwrap()).collect();
     assert_eq!(steps, [1, 2]);
     let errors: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_result" && e["is_error"] == true).collect();
     assert!(errors.is_empty(), "{errors:?}");
@@ -247,7 +255,8 @@ fn a_foreground_sub_agents_changes_belong_to_the_parent_step_that_ran_it() {
     )
     .unwrap();
     let config = data.path().join("toolshed.toml");
-    let out = toolshed(root, data.path(), &["--config", config.to_str().unwrap(), "run", "delegate", "--yes", "--json"]);
+    let out =
+        toolshed(root, data.path(), &["--config", config.to_str().unwrap(), "run", "delegate", "--yes", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(root.join("made_by_child.txt").exists(), "{}", text(&out.stdout));
     let events: Vec<Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();

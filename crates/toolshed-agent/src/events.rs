@@ -24,7 +24,7 @@ pub enum Event {
     StepStart {
         /// The session.
         session_id: String,
-        /// 1-based step number within the prompt.
+        /// 1-based step number, counted across the session (all its prompts).
         step: u32,
     },
     /// Answer text streamed.
@@ -118,6 +118,13 @@ pub enum Event {
         /// The new agent.
         to: String,
     },
+    /// Something the user should know that is not an error of the prompt (e.g. undo is off).
+    Notice {
+        /// The session.
+        session_id: String,
+        /// What to tell.
+        message: String,
+    },
     /// The prompt is answered.
     Finish {
         /// The session.
@@ -147,6 +154,7 @@ impl Event {
             | Event::Pruned { session_id, .. }
             | Event::Compaction { session_id, .. }
             | Event::AgentSwitch { session_id, .. }
+            | Event::Notice { session_id, .. }
             | Event::Finish { session_id, .. }
             | Event::Error { session_id, .. } => session_id,
         }

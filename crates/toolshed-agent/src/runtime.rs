@@ -24,8 +24,9 @@ use toolshed_llm::{Client, EventStream, LlmError, Part, Request, RetryPolicy, St
 use crate::context::{self, Budget};
 use crate::events::{Event, EventSink};
 use crate::providers::{self, ContextProvider};
-use crate::store::{Compaction, Store, StoreError};
+use crate::store::{Compaction, StepKind, Store, StoreError};
 use crate::tasks::{self, Tasks};
+use crate::undo::Undo;
 
 pub use crate::context::IMAGE_TOKENS;
 
@@ -221,6 +222,7 @@ pub struct Runtime {
     providers: Vec<Arc<dyn ContextProvider>>,
     sessions: Mutex<HashMap<String, Arc<LiveSession>>>,
     pub(crate) tasks: Tasks,
+    undo: Option<Arc<Undo>>,
 }
 
 /// Builds a [`Runtime`].
@@ -232,6 +234,7 @@ pub struct RuntimeBuilder {
     settings: Settings,
     events: EventSink,
     providers: Vec<Arc<dyn ContextProvider>>,
+    undo: Option<Arc<Undo>>,
 }
 
 impl Runtime {
@@ -252,6 +255,7 @@ impl Runtime {
             settings,
             events: crate::events::no_events(),
             providers: Vec::new(),
+            undo: None,
         }
     }
 
@@ -273,6 +277,51 @@ impl Runtime {
     /// The loop's settings.
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// Undo's snapshots, when the runtime takes them.
+    pub fn undo(&self) -> Option<&Arc<Undo>> {
+        self.undo.as_ref()
+    }
+
+    /// A snapshot for undo before a user's session (not a sub-agent's: its changes belong to
+    /// its parent) runs tool calls; `None` when undo is off (said once) or failed (said).
+    pub(crate) async fn snapshot_for(&self, session: &LiveSession) -> Option<String> {
+        let undo = self.undo.as_ref().filter(|_| session.depth == 0)?;
+        if let Some(why) = undo.warn_once() {
+            self.emit(Event::Notice { session_id: session.id.clone(), message: why });
+        }
+        match undo.snapshot().await {
+            Ok(id) => Some(id),
+            Err(e) => {
+                if undo.shadow().is_ok() {
+                    self.emit(Event::Notice { session_id: session.id.clone(), message: format!("undo: {e}") });
+                }
+                None
+            }
+        }
+    }
+
+    /// Records what step `step` of `session_id` changed since `before`.
+    pub(crate) async fn record_step(&self, session_id: &str, step: u32, before: &str) {
+        let Some(undo) = &self.undo else { return };
+        if let Err(e) = undo.record(&self.store, session_id, step, before).await {
+            self.emit(Event::Notice { session_id: session_id.to_string(), message: format!("undo: {e}") });
+        }
+    }
+
+    /// Records what a background task of `parent` changed since `before` as a step of the
+    /// parent (none when it changed nothing).
+    pub(crate) async fn record_task_step(&self, parent: &str, before: &str) {
+        let Some(undo) = &self.undo else { return };
+        match undo.snapshot().await {
+            Ok(now) if now != before => match self.store.begin_step(parent, StepKind::Task) {
+                Ok(step) => self.record_step(parent, step, before).await,
+                Err(e) => self.emit(Event::Notice { session_id: parent.to_string(), message: format!("undo: {e}") }),
+            },
+            Ok(_) => {}
+            Err(e) => self.emit(Event::Notice { session_id: parent.to_string(), message: format!("undo: {e}") }),
+        }
     }
 
     pub(crate) fn emit(&self, event: Event) {
@@ -425,13 +474,15 @@ impl Runtime {
         self.store.set_title_once(&session.id, text)?;
         let user = self.store.add_message(&session.id, toolshed_llm::Role::User, None, None)?;
         self.store.add_text(&session.id, &user, text)?;
-        for step in 1..=self.settings.max_steps {
+        for _ in 1..=self.settings.max_steps {
             if cancel.is_cancelled() {
                 return Err(AgentError::Interrupted);
             }
             if let Some(to) = session.take_switch() {
                 self.switch_agent(session, &to)?;
             }
+            // Numbered across the session (every prompt), as `session show` and undo count.
+            let step = self.store.begin_step(&session.id, StepKind::Model)?;
             let (answer, calls, message) = match self.step(session, step, cancel).await {
                 // The provider counted more than the estimate: compact and try once more.
                 Err(AgentError::Model(LlmError::ContextOverflow { message })) => {
@@ -442,10 +493,15 @@ impl Runtime {
                 }
                 other => other?,
             };
+            self.store.link_step(&session.id, step, &message)?;
             if calls.is_empty() {
                 return Ok(answer);
             }
+            let before = self.snapshot_for(session).await;
             let results = self.run_calls(session, &message, &calls, cancel).await;
+            if let Some(before) = before {
+                self.record_step(&session.id, step, &before).await;
+            }
             if cancel.is_cancelled() {
                 return Err(AgentError::Interrupted);
             }
@@ -807,6 +863,12 @@ struct Streamed {
 }
 
 impl RuntimeBuilder {
+    /// Takes snapshots for undo around the steps of users' sessions that run tool calls.
+    pub fn undo(mut self, undo: Undo) -> Self {
+        self.undo = Some(Arc::new(undo));
+        self
+    }
+
     /// Sets where events go.
     pub fn events(mut self, events: EventSink) -> Self {
         self.events = events;
@@ -841,6 +903,7 @@ impl RuntimeBuilder {
             providers,
             sessions: Mutex::default(),
             tasks: Tasks::default(),
+            undo: self.undo,
         });
         let _ = handle.0.set(Arc::downgrade(&runtime));
         runtime

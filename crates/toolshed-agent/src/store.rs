@@ -291,6 +291,57 @@ pub struct StoredTask {
     pub error: Option<String>,
 }
 
+/// What a step was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepKind {
+    /// A model response (and the tool calls it made).
+    Model,
+    /// A revert (`session revert`, `/undo`).
+    Revert,
+    /// A background sub-agent task that finished, with what it changed.
+    Task,
+}
+
+impl StepKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Model => "model",
+            StepKind::Revert => "revert",
+            StepKind::Task => "task",
+        }
+    }
+
+    fn parse(s: &str) -> StepKind {
+        match s {
+            "revert" => StepKind::Revert,
+            "task" => StepKind::Task,
+            _ => StepKind::Model,
+        }
+    }
+}
+
+/// One step of a session, as stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StoredStep {
+    /// Its number, from 1 across the session.
+    pub step: u32,
+    /// What it was.
+    pub kind: StepKind,
+    /// The assistant message of a model step.
+    pub message_id: Option<String>,
+    /// The snapshot before its tool calls ran (steps without calls have none).
+    pub before: Option<String>,
+    /// The snapshot after they finished.
+    pub after: Option<String>,
+    /// The paths that differ between the two.
+    pub changed: Vec<PathBuf>,
+    /// Milliseconds since the epoch.
+    pub created_at: i64,
+    /// When its snapshots were recorded.
+    pub finished_at: Option<i64>,
+}
+
 /// The session database.
 pub struct Store {
     path: PathBuf,
@@ -300,7 +351,7 @@ pub struct Store {
 /// The schema's migrations, in order: migration `i` takes a database from `PRAGMA user_version`
 /// `i` to `i + 1`, in one transaction. Append new ones; never edit one that has shipped.
 /// (`rusqlite_migration` does the same, but its releases pin an older rusqlite than ours.)
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2_CONTEXT];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2_CONTEXT, SCHEMA_V3_STEPS];
 
 /// Version 1: the schema as it was before it had a version. Every statement is `IF NOT
 /// EXISTS`, so databases written before versioning (some without the `attachments` table) are
@@ -401,6 +452,24 @@ CREATE TABLE compactions (
   output_tokens INTEGER
 );
 CREATE INDEX compactions_by_session ON compactions(session_id, created_at);
+";
+
+/// Version 3: steps, numbered from 1 across a session (every model step, and every revert), with
+/// the snapshots taken around their tool calls (ids in the worktree's shadow repository, see
+/// [`crate::snapshot`]) and the paths they changed (NUL-separated).
+const SCHEMA_V3_STEPS: &str = "
+CREATE TABLE IF NOT EXISTS steps (
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  message_id TEXT,
+  before_snapshot TEXT,
+  after_snapshot TEXT,
+  changed BLOB,
+  created_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  PRIMARY KEY (session_id, step)
+);
 ";
 
 /// Brings the database at `path` to the newest schema version, one migration (and one
@@ -744,6 +813,89 @@ impl Store {
             )
             .map(drop)
             .map_err(|e| self.err(e))
+    }
+
+    /// Starts the session's next step; returns its number (1 for the first).
+    pub fn begin_step(&self, session_id: &str, kind: StepKind) -> Result<u32, StoreError> {
+        self.conn()
+            .query_row(
+                "INSERT INTO steps (session_id, step, kind, created_at)
+                 VALUES (?1, (SELECT COALESCE(MAX(step), 0) + 1 FROM steps WHERE session_id = ?1), ?2, ?3)
+                 RETURNING step",
+                params![session_id, kind.as_str(), now_ms()],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n as u32)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Links step `step` to its assistant message.
+    pub fn link_step(&self, session_id: &str, step: u32, message_id: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE steps SET message_id = ?3 WHERE session_id = ?1 AND step = ?2",
+                params![session_id, step, message_id],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Records the snapshots around step `step`'s tool calls and the paths they changed.
+    pub fn set_step_snapshots(
+        &self,
+        session_id: &str,
+        step: u32,
+        before: &str,
+        after: &str,
+        changed: &[PathBuf],
+    ) -> Result<(), StoreError> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut joined = Vec::new();
+        for path in changed {
+            joined.extend_from_slice(path.as_os_str().as_bytes());
+            joined.push(0);
+        }
+        self.conn()
+            .execute(
+                "UPDATE steps SET before_snapshot = ?3, after_snapshot = ?4, changed = ?5, finished_at = ?6
+                 WHERE session_id = ?1 AND step = ?2",
+                params![session_id, step, before, after, joined, now_ms()],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// The session's steps, in order.
+    pub fn steps(&self, session_id: &str) -> Result<Vec<StoredStep>, StoreError> {
+        use std::os::unix::ffi::OsStrExt;
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT step, kind, message_id, before_snapshot, after_snapshot, changed, created_at, finished_at
+                 FROM steps WHERE session_id = ?1 ORDER BY step",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([session_id], |r| {
+                let changed: Option<Vec<u8>> = r.get(5)?;
+                Ok(StoredStep {
+                    step: r.get::<_, i64>(0)? as u32,
+                    kind: StepKind::parse(&r.get::<_, String>(1)?),
+                    message_id: r.get(2)?,
+                    before: r.get(3)?,
+                    after: r.get(4)?,
+                    changed: changed
+                        .unwrap_or_default()
+                        .split(|b| *b == 0)
+                        .filter(|p| !p.is_empty())
+                        .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
+                        .collect(),
+                    created_at: r.get(6)?,
+                    finished_at: r.get(7)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 
     /// Marks every call of the session that never finished as interrupted; returns how many.

@@ -159,7 +159,16 @@ fn spawn(rt: Arc<Runtime>, id: String, child: Arc<LiveSession>, prompt: String) 
         e.cancel = cancel.clone();
     }
     tokio::spawn(async move {
+        // Its changes belong to the parent session: recorded there as a step when it finishes.
+        let parent = child.parent_id.clone().filter(|_| child.depth == 1);
+        let before = match (&parent, rt.undo()) {
+            (Some(_), Some(undo)) => undo.snapshot().await.ok(),
+            _ => None,
+        };
         let outcome = rt.prompt(&child, &prompt, &cancel).await;
+        if let (Some(parent), Some(before)) = (parent, before) {
+            rt.record_task_step(&parent, &before).await;
+        }
         let (status, result, error) = match outcome {
             Ok(answer) => (TaskStatus::Completed, Some(answer), None),
             Err(AgentError::Interrupted) => (TaskStatus::Cancelled, None, Some("cancelled".to_string())),

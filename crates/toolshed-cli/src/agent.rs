@@ -234,6 +234,7 @@ impl Printer {
                 self.line(&mut s, &line);
             }
             Event::AgentSwitch { from, to, .. } => self.line(&mut s, &format!("[agent: {from} → {to}]")),
+            Event::Notice { message, .. } => self.line(&mut s, &format!("[{message}]")),
             Event::StepFinish { stop, .. } if main && stop == "maxtokens" => self.line(
                 &mut s,
                 "[the model hit its output-token limit: this response is cut off, and a tool call in it may be incomplete]",

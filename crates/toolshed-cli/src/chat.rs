@@ -50,7 +50,52 @@ impl Approver for LineApprover {
     }
 }
 
-const HELP: &str = "Type a prompt, or: /plan (plan mode: read and plan only), /build (build mode), /agent NAME, /session (show the session id), /compact (summarise the older history now to free context), /exit. Ctrl-C interrupts a running turn; Ctrl-D quits.";
+const HELP: &str = "Type a prompt, or: /plan (plan mode: read and plan only), /build (build mode), /agent NAME, /diff (what this session changed), /undo (put back the files of its last step that changed files; again to redo), /session (show the session id), /compact (summarise the older history now to free context), /exit. Ctrl-C interrupts a running turn; Ctrl-D quits.";
+
+/// `/diff` and `/undo`: the same as `session diff` and `session revert` on this session; a
+/// question about files edited by hand is answered on the next line.
+async fn undo_command(rt: &toolshed_agent::Runtime, id: &str, revert: bool, lines: &Lines) {
+    let Some(undo) = rt.undo() else { return };
+    if let Err(why) = undo.shadow() {
+        crate::err(format_args!("toolshed: {why}"));
+        return;
+    }
+    let store = rt.store();
+    if !revert {
+        match toolshed_agent::undo::session_diff(store, undo, id, None, false) {
+            Ok(diff) => crate::session::print_diff(id, None, &diff),
+            Err(e) => crate::err(format_args!("toolshed: {e}")),
+        }
+        return;
+    }
+    let plan = match toolshed_agent::undo::plan_revert(store, undo, id, None).await {
+        Ok(Some(plan)) => plan,
+        Ok(None) => {
+            crate::err(format_args!("nothing to undo: no file this session changed differs"));
+            return;
+        }
+        Err(e) => {
+            crate::err(format_args!("toolshed: {e}"));
+            return;
+        }
+    };
+    let mut guard = lines.lock().await;
+    let force = crate::session::confirm_overwrite(&plan, true, false, &mut || {
+        tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(guard.recv()))
+    });
+    drop(guard);
+    let force = match force {
+        Ok(force) => force,
+        Err(e) => {
+            crate::err(format_args!("toolshed: {}", e.message));
+            return;
+        }
+    };
+    match toolshed_agent::undo::apply_revert(store, undo, plan, force).await {
+        Ok(outcome) => crate::session::print_revert(&outcome, false),
+        Err(e) => crate::err(format_args!("toolshed: {e}")),
+    }
+}
 
 pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
     let (store, agent, model) =
@@ -149,6 +194,10 @@ pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
                     if let Err(e) = outcome {
                         eprintln!("toolshed: {e}");
                     }
+                    continue;
+                }
+                "/diff" | "/undo" => {
+                    undo_command(&rt, &session.id, line == "/undo", &lines).await;
                     continue;
                 }
                 "/plan" => Some("plan"),

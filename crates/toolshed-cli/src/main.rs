@@ -71,7 +71,7 @@ enum Command {
     Run(run::RunArgs),
     /// An interactive session with the agent (Ctrl-C interrupts a turn).
     Chat(chat::ChatArgs),
-    /// List, show or export stored sessions.
+    /// List, show or export stored sessions; show or revert what they changed.
     #[command(subcommand)]
     Session(session::SessionCommand),
     /// Serve tools over MCP, or manage the MCP servers whose tools are imported.

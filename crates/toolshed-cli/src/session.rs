@@ -1,12 +1,16 @@
-//! `toolshed session list | show | export | compact`: the stored sessions.
+//! `toolshed session list | show | export | compact | diff | revert`: the stored sessions,
+//! compacting them, and undoing
+//! what they changed (the decisions are `toolshed_agent::undo`'s; this prints).
 
+use std::io::BufRead;
 use std::process::ExitCode;
 
 use clap::Subcommand;
 use tokio_util::sync::CancellationToken;
 use toolshed_agent::Store;
 use toolshed_agent::Trigger;
-use toolshed_agent::store::{Compaction, StoredPart, now_ms};
+use toolshed_agent::store::{Compaction, StepKind, StoreError, StoredPart, StoredStep, now_ms};
+use toolshed_agent::undo::{self, RevertOutcome, RevertPlan, SessionDiff, Undo, UndoError};
 use toolshed_llm::{Role, Usage};
 
 use crate::CliError;
@@ -40,6 +44,33 @@ pub enum SessionCommand {
         /// The model to ask (default: the session's).
         #[arg(long)]
         model: Option<String>,
+    },
+    /// Show what a session changed in the worktree, as a unified diff.
+    Diff {
+        /// The session id.
+        id: String,
+        /// Only this step's change (numbers as `session show` lists them).
+        #[arg(long, value_name = "N")]
+        step: Option<u32>,
+        /// A diffstat instead of the diff.
+        #[arg(long)]
+        stat: bool,
+    },
+    /// Put the files a session changed back as they were before a step (default: before its
+    /// last step that changed files). Files changed by hand since are not overwritten unless
+    /// --force. Reverting again undoes the revert.
+    Revert {
+        /// The session id.
+        id: String,
+        /// Revert to before this step.
+        #[arg(long, value_name = "N")]
+        step: Option<u32>,
+        /// Overwrite files changed since the session last touched them.
+        #[arg(long)]
+        force: bool,
+        /// Print a JSON object; never asks (files changed by hand refuse the revert).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -97,9 +128,17 @@ pub fn run(ws: &Workspace, cmd: SessionCommand) -> Result<ExitCode, CliError> {
                 crate::out(format_args!("sub-agent of {parent}"));
             }
             let compactions = store.compactions(&id).map_err(CliError::failure)?;
+            let steps = store.steps(&id).map_err(CliError::failure)?;
+            let mut unlinked = steps.iter().filter(|s| s.message_id.is_none()).peekable();
             for m in store.messages(&id).map_err(CliError::failure)? {
                 for c in compactions.iter().filter(|c| next_message_of(c, m.seq)) {
                     show_compaction(c);
+                }
+                while let Some(step) = unlinked.next_if(|s| s.created_at <= m.created_at) {
+                    crate::out(format_args!("\n{}", step_line(step)));
+                }
+                if let Some(step) = steps.iter().find(|s| s.message_id.as_deref() == Some(m.id.as_str())) {
+                    crate::out(format_args!("\n{}", step_line(step)));
                 }
                 let who = match m.role {
                     Role::User => "user".to_string(),
@@ -147,6 +186,9 @@ pub fn run(ws: &Workspace, cmd: SessionCommand) -> Result<ExitCode, CliError> {
             for c in compactions.iter().filter(|c| c.kept_from > last) {
                 show_compaction(c);
             }
+            for step in unlinked {
+                crate::out(format_args!("\n{}", step_line(step)));
+            }
             for t in store.tasks(&id).map_err(CliError::failure)? {
                 crate::out(format_args!(
                     "\n[task {} {}] ({}) {} → session {}",
@@ -159,6 +201,36 @@ pub fn run(ws: &Workspace, cmd: SessionCommand) -> Result<ExitCode, CliError> {
             let store = store.ok_or_else(|| no_session(&id))?;
             let export = store.export(&id).map_err(CliError::usage)?;
             println!("{}", serde_json::to_string_pretty(&export).map_err(CliError::failure)?);
+        }
+        SessionCommand::Diff { id, step, stat } => {
+            let store = store.ok_or_else(|| no_session(&id))?;
+            let undo = undo_for(ws, &store, &id)?;
+            let diff = undo::session_diff(&store, &undo, &id, step, stat).map_err(undo_error)?;
+            print_diff(&id, step, &diff);
+        }
+        SessionCommand::Revert { id, step, force, json } => {
+            let store = store.ok_or_else(|| no_session(&id))?;
+            let undo = undo_for(ws, &store, &id)?;
+            let _lock = crate::agent::SessionLock::acquire(&store, &id)?;
+            let tokio_rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
+            let plan = tokio_rt.block_on(undo::plan_revert(&store, &undo, &id, step)).map_err(undo_error)?;
+            let Some(plan) = plan else {
+                if json {
+                    crate::out_exact(
+                        serde_json::json!({"session_id": id, "step": null, "restored": [], "created": [], "deleted": [], "not_restored": []}),
+                    );
+                } else {
+                    crate::out(format_args!("session {id}: nothing to revert (no file it changed differs)"));
+                }
+                return Ok(ExitCode::SUCCESS);
+            };
+            let ask = !json && crate::stderr_is_terminal() && std::fs::File::open("/dev/tty").is_ok();
+            let force = force || confirm_overwrite(&plan, ask, json, &mut read_tty_line)?;
+            let outcome = tokio_rt.block_on(undo::apply_revert(&store, &undo, plan, force)).map_err(undo_error)?;
+            print_revert(&outcome, json);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -230,6 +302,112 @@ fn compact(ws: &Workspace, id: &str, model: Option<&str>) -> Result<ExitCode, Cl
         ));
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Undo for the worktree session `id` worked in; an error saying why when it is off.
+pub fn undo_for(ws: &Workspace, store: &Store, id: &str) -> Result<Undo, CliError> {
+    let info = store.session(id).map_err(CliError::usage)?;
+    let data_dir = store.path().parent().map_or_else(toolshed_core::paths::data_dir, std::path::Path::to_path_buf);
+    let undo = Undo::new(&data_dir, std::path::Path::new(&info.root), ws.config.session.snapshot_retention_days);
+    undo.shadow().map_err(CliError::failure)?;
+    Ok(undo)
+}
+
+/// Exit codes of undo's errors: an unknown session or step is a usage error (2); anything else,
+/// a refused revert included, a failure (1).
+pub fn undo_error(e: UndoError) -> CliError {
+    match e {
+        UndoError::BadStep { .. } | UndoError::Store(StoreError::NoSession(_)) => CliError::usage(e),
+        UndoError::HandEdited(_) => CliError::failure(format!("revert refused, nothing changed: {e}")),
+        e => CliError::failure(e),
+    }
+}
+
+/// Prints a session's diff, or that it changed nothing.
+pub fn print_diff(id: &str, step: Option<u32>, diff: &SessionDiff) {
+    match (diff, step) {
+        (SessionDiff::Changed(text), _) => crate::out(text.trim_end()),
+        (SessionDiff::Unchanged, Some(n)) => crate::out(format_args!("session {id}: step {n} changed no files")),
+        (SessionDiff::Unchanged, None) => crate::out(format_args!("session {id} changed no files")),
+    }
+}
+
+/// Whether to overwrite files edited by hand since the session touched them: no question when
+/// there are none; when no one can be asked (`--json`, no terminal) the revert is refused; else
+/// the person says y/N. A refusal is an error (exit 1) that names the files.
+pub fn confirm_overwrite(
+    plan: &RevertPlan,
+    ask: bool,
+    json: bool,
+    read_line: &mut dyn FnMut() -> Option<String>,
+) -> Result<bool, CliError> {
+    if plan.hand_edited.is_empty() {
+        return Ok(false);
+    }
+    let names = plan.hand_edited.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    if !ask {
+        if json {
+            crate::out_exact(serde_json::json!({
+                "session_id": plan.session_id,
+                "refused": true,
+                "hand_edited": plan.hand_edited,
+            }));
+        }
+        return Err(undo_error(UndoError::HandEdited(plan.hand_edited.clone())));
+    }
+    crate::err(format_args!(
+        "These files were changed since the session last touched them, and reverting would overwrite that: {names}"
+    ));
+    eprint!("Overwrite them? [y/N] ");
+    match read_line().map(|l| l.trim().to_ascii_lowercase()) {
+        Some(answer) if answer == "y" || answer == "yes" => Ok(true),
+        _ => Err(CliError::failure("revert cancelled; nothing changed")),
+    }
+}
+
+fn read_tty_line() -> Option<String> {
+    let tty = std::fs::File::open("/dev/tty").ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(tty).read_line(&mut line).ok()?;
+    Some(line)
+}
+
+/// Prints what a revert did: for people, the files restored, created and deleted; with `json`,
+/// one object.
+pub fn print_revert(outcome: &RevertOutcome, json: bool) {
+    if json {
+        crate::out_exact(serde_json::to_string(outcome).unwrap_or_default());
+        return;
+    }
+    crate::out(format_args!(
+        "reverted session {} to before step {} (recorded as step {}; revert again to undo this):",
+        outcome.session_id, outcome.reverted_to_before_step, outcome.step
+    ));
+    for path in &outcome.restored {
+        let how = if outcome.created.contains(path) { "re-created" } else { "restored" };
+        crate::out(format_args!("  {how}  {}", path.display()));
+    }
+    for path in &outcome.deleted {
+        crate::out(format_args!("  deleted     {}", path.display()));
+    }
+    for path in &outcome.not_restored {
+        crate::out(format_args!("  NOT restored (too large or a nested repository, never kept): {}", path.display()));
+    }
+}
+
+/// The line `session show` prints before a step.
+fn step_line(step: &StoredStep) -> String {
+    let what = match step.kind {
+        StepKind::Model => String::new(),
+        StepKind::Revert => " (revert)".to_string(),
+        StepKind::Task => " (background task finished)".to_string(),
+    };
+    let changed = match step.changed.len() {
+        0 => String::new(),
+        1 => ", changed 1 file".to_string(),
+        n => format!(", changed {n} files"),
+    };
+    format!("── step {}{what}{changed} ──", step.step)
 }
 
 fn no_session(id: &str) -> CliError {

@@ -264,6 +264,9 @@ pub struct SessionConfig {
     /// are pruned from what is sent and, if that is not enough, the history is summarised.
     #[serde(default = "default_compact_at")]
     pub compact_at: f64,
+    /// Days undo's snapshots are kept (then pruned from the shadow repository).
+    #[serde(default = "default_snapshot_retention_days")]
+    pub snapshot_retention_days: u32,
 }
 
 fn default_max_steps() -> u32 {
@@ -274,9 +277,17 @@ fn default_compact_at() -> f64 {
     0.85
 }
 
+fn default_snapshot_retention_days() -> u32 {
+    7
+}
+
 impl Default for SessionConfig {
     fn default() -> Self {
-        SessionConfig { max_steps: default_max_steps(), compact_at: default_compact_at() }
+        SessionConfig {
+            max_steps: default_max_steps(),
+            compact_at: default_compact_at(),
+            snapshot_retention_days: default_snapshot_retention_days(),
+        }
     }
 }
 
@@ -586,6 +597,11 @@ impl Config {
                     "[session] compact_at must be between 0.3 and 0.98 (a share of the context window; the default is 0.85), not {}",
                     session.compact_at
                 )));
+            }
+            if session.snapshot_retention_days == 0 || session.snapshot_retention_days > 3650 {
+                return Err(invalid(
+                    "[session] snapshot_retention_days must be between 1 and 3650 (the default is 7)".into(),
+                ));
             }
             self.session = session;
         }

@@ -140,7 +140,11 @@ impl Workspace {
         // The todo list lives in the session database.
         let mut registry = registry;
         toolshed_tools::register_todo(&mut registry, store.clone());
+        // Undo's shadow repository lives beside the session database.
+        let data_dir = store.path().parent().map_or_else(toolshed_core::paths::data_dir, std::path::Path::to_path_buf);
+        let undo = toolshed_agent::undo::Undo::new(&data_dir, &self.root, self.config.session.snapshot_retention_days);
         Runtime::builder(registry, store, models, self.agents.clone(), settings)
+            .undo(undo)
             .events(events)
             .build(|b| self.configure(b, approver))
     }

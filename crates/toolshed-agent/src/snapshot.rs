@@ -1,0 +1,751 @@
+//! Snapshots of a worktree for undo: one shadow git repository per worktree under
+//! `DATA_DIR/snapshots/<hash of the worktree's path>/`, driven through the `git` binary with
+//! its own git dir, index and config, so the user's `.git` (HEAD, index, stash, refs, config,
+//! hooks) is never read for state nor written.
+//!
+//! A snapshot is `git add -A` into the shadow index (its stat cache makes it incremental) and a
+//! tree: `files` (the worktree's tree, `.gitignore` and `.git/info/exclude` honoured) beside
+//! `modes`, a small manifest of what git cannot keep — exact permission bits other than
+//! 644 / 755, and files left out for their size. Restoring never goes through git's checkout:
+//! blobs are read with `git cat-file` and written byte for byte, then given their recorded mode.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Files larger than this are not snapshotted (a revert cannot restore them, and says so).
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// How often the shadow repository is pruned and packed, at most.
+const GC_EVERY: Duration = Duration::from_secs(24 * 3600);
+
+/// Attributes that win over the worktree's `.gitattributes` (`$GIT_DIR/info/attributes` has the
+/// highest precedence): bytes are stored as they are, never converted or filtered.
+const ATTRIBUTES: &str = "* -text -crlf -eol -filter -ident -working-tree-encoding\n";
+
+/// Why a snapshot, a diff or a restore failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// `git` is not installed (or not on `PATH`).
+    #[error("undo is off: `git` was not found on PATH (snapshots are kept with git); install git to enable it")]
+    GitMissing,
+    /// The worktree cannot be written, so nothing could be restored into it.
+    #[error("undo is off: the worktree {0} is not writable")]
+    NotWritable(PathBuf),
+    /// A git command failed.
+    #[error("git {args} failed in the snapshot repository {git_dir}: {stderr}")]
+    Git {
+        /// The arguments.
+        args: String,
+        /// The shadow repository.
+        git_dir: PathBuf,
+        /// What git said.
+        stderr: String,
+    },
+    /// A snapshot is gone (pruned after `[session] snapshot_retention_days`).
+    #[error("snapshot {0} is no longer kept (snapshots are pruned after [session] snapshot_retention_days)")]
+    Gone(String),
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SnapshotError + '_ {
+    move |source| SnapshotError::Io { path: path.to_path_buf(), source }
+}
+
+/// What a path is in a snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// A regular file: its blob and its exact permission bits.
+    File {
+        /// The blob id.
+        oid: String,
+        /// `st_mode & 0o7777`.
+        mode: u32,
+    },
+    /// A symbolic link: the blob holds its target.
+    Symlink {
+        /// The blob id.
+        oid: String,
+    },
+    /// A nested git repository, recorded as its commit only (its files are not snapshotted).
+    Gitlink {
+        /// The commit.
+        oid: String,
+    },
+    /// A file left out for its size: present, but its bytes were not kept.
+    TooLarge {
+        /// Its size in bytes.
+        size: u64,
+        /// Its modification time (seconds), so a change is still noticed.
+        mtime: i64,
+    },
+}
+
+/// Every path of a snapshot (relative to the worktree) with what it was.
+pub type Entries = BTreeMap<PathBuf, Entry>;
+
+/// What a restore did, path by path.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Restored {
+    /// Files written back with their old bytes and mode (they existed in the target).
+    pub written: Vec<PathBuf>,
+    /// Of those, the ones that did not exist before the restore.
+    pub recreated: Vec<PathBuf>,
+    /// Files removed (they did not exist in the target).
+    pub removed: Vec<PathBuf>,
+    /// Files that could not be restored: their bytes were never kept (too large, or a nested
+    /// repository).
+    pub not_kept: Vec<PathBuf>,
+}
+
+/// The shadow repository of one worktree.
+#[derive(Debug)]
+pub struct Shadow {
+    git_dir: PathBuf,
+    worktree: PathBuf,
+    max_file_bytes: u64,
+    /// The data directory, when it is inside the worktree: never snapshotted.
+    data_inside: Option<PathBuf>,
+}
+
+/// The shadow repository's directory for `worktree`: `DATA_DIR/snapshots/<16 hex digits>`, a
+/// stable hash (FNV-1a) of the canonical path.
+pub fn shadow_dir(data_dir: &Path, worktree: &Path) -> PathBuf {
+    let canonical = worktree.canonicalize().unwrap_or_else(|_| worktree.to_path_buf());
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in canonical.as_os_str().as_bytes() {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    data_dir.join("snapshots").join(format!("{hash:016x}"))
+}
+
+/// Whether this process may write `dir`.
+fn writable(dir: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return false };
+    // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+impl Shadow {
+    /// Opens (creating if needed) the shadow repository of `worktree` under `data_dir`.
+    pub fn open(data_dir: &Path, worktree: &Path) -> Result<Shadow, SnapshotError> {
+        let worktree = worktree.canonicalize().map_err(io(worktree))?;
+        if git_on_path("git").is_none() {
+            return Err(SnapshotError::GitMissing);
+        }
+        if !writable(&worktree) {
+            return Err(SnapshotError::NotWritable(worktree));
+        }
+        let git_dir = shadow_dir(data_dir, &worktree);
+        let data = data_dir.canonicalize().unwrap_or_else(|_| data_dir.to_path_buf());
+        let data_inside =
+            data.strip_prefix(&worktree).ok().filter(|r| !r.as_os_str().is_empty()).map(Path::to_path_buf);
+        let shadow = Shadow { git_dir, worktree, max_file_bytes: MAX_FILE_BYTES, data_inside };
+        if !shadow.git_dir.join("HEAD").exists() {
+            std::fs::create_dir_all(&shadow.git_dir).map_err(io(&shadow.git_dir))?;
+            let _lock = shadow.lock()?;
+            if !shadow.git_dir.join("HEAD").exists() {
+                shadow.git(&["init", "-q"], None)?;
+                for (key, value) in [
+                    ("core.autocrlf", "false"),
+                    ("core.safecrlf", "false"),
+                    ("core.fsmonitor", "false"),
+                    ("core.filemode", "true"),
+                    ("core.symlinks", "true"),
+                    ("core.ignorecase", "false"),
+                    ("core.precomposeunicode", "false"),
+                    ("core.quotepath", "false"),
+                    ("core.untrackedCache", "true"),
+                    ("gc.auto", "0"),
+                ] {
+                    shadow.git(&["config", key, value], None)?;
+                }
+                let info = shadow.git_dir.join("info");
+                std::fs::create_dir_all(&info).map_err(io(&info))?;
+                std::fs::write(info.join("attributes"), ATTRIBUTES).map_err(io(&info))?;
+                let note = shadow.git_dir.join("toolshed-worktree");
+                std::fs::write(&note, shadow.worktree.as_os_str().as_bytes()).map_err(io(&note))?;
+            }
+        }
+        Ok(shadow)
+    }
+
+    /// Sets the size over which files are left out (tests use small values).
+    pub fn with_max_file_bytes(mut self, bytes: u64) -> Self {
+        self.max_file_bytes = bytes;
+        self
+    }
+
+    /// The shadow repository (a git dir).
+    pub fn git_dir(&self) -> &Path {
+        &self.git_dir
+    }
+
+    /// The worktree, canonical.
+    pub fn worktree(&self) -> &Path {
+        &self.worktree
+    }
+
+    /// Serialises snapshot, restore and gc across processes: one shadow index, one writer.
+    fn lock(&self) -> Result<std::fs::File, SnapshotError> {
+        let path = self.git_dir.join("toolshed.lock");
+        let file =
+            std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io(&path))?;
+        file.lock().map_err(io(&path))?;
+        Ok(file)
+    }
+
+    /// A `git` command isolated from the user's repository and configuration.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("git");
+        for (key, _) in std::env::vars_os() {
+            if key.as_bytes().starts_with(b"GIT_") {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("GIT_DIR", &self.git_dir)
+            .env("GIT_WORK_TREE", &self.worktree)
+            .env("GIT_INDEX_FILE", self.git_dir.join("index"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .env("LC_ALL", "C")
+            .args([
+                "-c",
+                "core.fsmonitor=false",
+                "-c",
+                "core.autocrlf=false",
+                "-c",
+                "core.safecrlf=false",
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-c",
+                "safe.directory=*",
+                "-c",
+                "gc.auto=0",
+            ])
+            .args(args)
+            .current_dir(&self.worktree)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Runs git, feeding `input`; its standard output.
+    fn git(&self, args: &[&str], input: Option<&[u8]>) -> Result<Vec<u8>, SnapshotError> {
+        let mut cmd = self.command(args);
+        if input.is_some() {
+            cmd.stdin(Stdio::piped());
+        }
+        let failed = |stderr: String| SnapshotError::Git {
+            args: args.join(" "),
+            git_dir: self.git_dir.clone(),
+            stderr: stderr.trim().to_string(),
+        };
+        let mut child = cmd.spawn().map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound { SnapshotError::GitMissing } else { failed(e.to_string()) }
+        })?;
+        let writer = match (input, child.stdin.take()) {
+            (Some(bytes), Some(mut stdin)) => {
+                let bytes = bytes.to_vec();
+                Some(std::thread::spawn(move || stdin.write_all(&bytes)))
+            }
+            _ => None,
+        };
+        let out = child.wait_with_output().map_err(|e| failed(e.to_string()))?;
+        if let Some(w) = writer {
+            let _ = w.join();
+        }
+        if !out.status.success() {
+            return Err(failed(String::from_utf8_lossy(&out.stderr).into_owned()));
+        }
+        Ok(out.stdout)
+    }
+
+    /// Takes a snapshot of the worktree; returns its id (a tree in the shadow repository).
+    pub fn snapshot(&self) -> Result<String, SnapshotError> {
+        let _lock = self.lock()?;
+        self.copy_exclude()?;
+        // Files new or changed since the last snapshot that are too large are left out.
+        let candidates = self.git(&["ls-files", "-z", "--others", "--modified", "--exclude-standard"], None)?;
+        let mut too_large: BTreeMap<PathBuf, (u64, i64)> = BTreeMap::new();
+        for raw in candidates.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+            let rel = PathBuf::from(OsStr::from_bytes(raw));
+            if let Ok(meta) = std::fs::symlink_metadata(self.worktree.join(&rel))
+                && meta.is_file()
+                && meta.len() > self.max_file_bytes
+            {
+                too_large.insert(rel, (meta.len(), meta.mtime()));
+            }
+        }
+        // Ones left out before that are still too large stay out without being read again.
+        for (rel, _) in self.previous_too_large()? {
+            if let Ok(meta) = std::fs::symlink_metadata(self.worktree.join(&rel))
+                && meta.is_file()
+                && meta.len() > self.max_file_bytes
+            {
+                too_large.insert(rel, (meta.len(), meta.mtime()));
+            }
+        }
+        let mut pathspecs: Vec<u8> = b".\0".to_vec();
+        if !too_large.is_empty() {
+            let mut literal = Vec::new();
+            for rel in too_large.keys() {
+                literal.extend_from_slice(b":(literal)");
+                literal.extend_from_slice(rel.as_os_str().as_bytes());
+                literal.push(0);
+                pathspecs.extend_from_slice(b":(exclude,literal)");
+                pathspecs.extend_from_slice(rel.as_os_str().as_bytes());
+                pathspecs.push(0);
+            }
+            self.git(
+                &["rm", "-q", "-f", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"],
+                Some(&literal),
+            )?;
+        }
+        self.git(&["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"], Some(&pathspecs))?;
+        let files = trim(&self.git(&["write-tree"], None)?);
+        let manifest = self.manifest(&too_large)?;
+        let modes = trim(&self.git(&["hash-object", "-w", "--stdin"], Some(&manifest))?);
+        let wrapper = format!("040000 tree {files}\tfiles\n100644 blob {modes}\tmodes\n");
+        let id = trim(&self.git(&["mktree"], Some(wrapper.as_bytes()))?);
+        std::fs::write(self.git_dir.join("toolshed-last"), &id).map_err(io(&self.git_dir))?;
+        Ok(id)
+    }
+
+    /// Copies the user's `.git/info/exclude` (when the worktree has a `.git` directory) into the
+    /// shadow repository, so what the user excludes is left out here too.
+    fn copy_exclude(&self) -> Result<(), SnapshotError> {
+        let mut theirs = std::fs::read(self.worktree.join(".git/info/exclude")).unwrap_or_default();
+        if let Some(data) = &self.data_inside {
+            // The sessions database and this repository change with every step.
+            theirs.extend_from_slice(b"\n/");
+            for b in data.as_os_str().as_bytes() {
+                if matches!(b, b'*' | b'?' | b'[' | b'\\' | b'!' | b'#' | b' ') {
+                    theirs.push(b'\\');
+                }
+                theirs.push(*b);
+            }
+            theirs.extend_from_slice(b"/\n");
+        }
+        let ours = self.git_dir.join("info/exclude");
+        if std::fs::read(&ours).ok().as_deref() != Some(theirs.as_slice()) {
+            std::fs::write(&ours, &theirs).map_err(io(&ours))?;
+        }
+        Ok(())
+    }
+
+    /// The files the last snapshot left out for their size.
+    fn previous_too_large(&self) -> Result<Vec<(PathBuf, Entry)>, SnapshotError> {
+        let Ok(last) = std::fs::read_to_string(self.git_dir.join("toolshed-last")) else { return Ok(Vec::new()) };
+        let Ok(manifest) = self.git(&["cat-file", "blob", &format!("{}:modes", last.trim())], None) else {
+            return Ok(Vec::new());
+        };
+        let large = parse_manifest(&manifest).into_iter().filter(|(_, e)| matches!(e, Manifested::Large(..)));
+        Ok(large.map(|(p, e)| (p, e.entry())).collect())
+    }
+
+    /// The manifest of the index just written: exact modes git does not keep, left-out files.
+    fn manifest(&self, too_large: &BTreeMap<PathBuf, (u64, i64)>) -> Result<Vec<u8>, SnapshotError> {
+        let staged = self.git(&["ls-files", "-z", "--stage"], None)?;
+        let mut out = Vec::new();
+        for record in staged.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+            let Some(tab) = record.iter().position(|b| *b == b'\t') else { continue };
+            let (meta, path) = (&record[..tab], &record[tab + 1..]);
+            let git_mode = meta.split(|b| *b == b' ').next().unwrap_or_default();
+            let default = match git_mode {
+                b"100644" => 0o644,
+                b"100755" => 0o755,
+                _ => continue,
+            };
+            let Ok(m) = std::fs::symlink_metadata(self.worktree.join(OsStr::from_bytes(path))) else { continue };
+            let mode = m.permissions().mode() & 0o7777;
+            if m.is_file() && mode != default {
+                out.extend_from_slice(format!("m {mode:o} ").as_bytes());
+                out.extend_from_slice(path);
+                out.push(0);
+            }
+        }
+        for (path, (size, mtime)) in too_large {
+            out.extend_from_slice(format!("s {size} {mtime} ").as_bytes());
+            out.extend_from_slice(path.as_os_str().as_bytes());
+            out.push(0);
+        }
+        Ok(out)
+    }
+
+    /// Whether the shadow repository still holds snapshot `id`.
+    pub fn has(&self, id: &str) -> bool {
+        self.git(&["cat-file", "-e", &format!("{id}^{{tree}}")], None).is_ok()
+    }
+
+    /// Every path of snapshot `id`.
+    pub fn entries(&self, id: &str) -> Result<Entries, SnapshotError> {
+        if !self.has(id) {
+            return Err(SnapshotError::Gone(id.to_string()));
+        }
+        let listing = self.git(&["ls-tree", "-r", "-z", "--full-tree", &format!("{id}:files")], None)?;
+        let manifest = parse_manifest(&self.git(&["cat-file", "blob", &format!("{id}:modes")], None)?);
+        let mut entries = Entries::new();
+        for record in listing.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+            let Some(tab) = record.iter().position(|b| *b == b'\t') else { continue };
+            let meta = String::from_utf8_lossy(&record[..tab]);
+            let path = PathBuf::from(OsStr::from_bytes(&record[tab + 1..]));
+            let mut fields = meta.split(' ');
+            let (mode, _kind, oid) = (fields.next(), fields.next(), fields.next().unwrap_or_default().to_string());
+            let entry = match mode {
+                Some("120000") => Entry::Symlink { oid },
+                Some("160000") => Entry::Gitlink { oid },
+                Some(m) => {
+                    let default = if m == "100755" { 0o755 } else { 0o644 };
+                    let mode = match manifest.get(&path) {
+                        Some(Manifested::Mode(mode)) => *mode,
+                        _ => default,
+                    };
+                    Entry::File { oid, mode }
+                }
+                None => continue,
+            };
+            entries.insert(path, entry);
+        }
+        for (path, m) in manifest {
+            if let Manifested::Large(..) = m {
+                entries.insert(path, m.entry());
+            }
+        }
+        Ok(entries)
+    }
+
+    /// A unified diff (or a `--stat`) from snapshot `from` to `to`, limited to `paths` when
+    /// given. Mode changes git cannot show (644 → 600) and files too large to keep are listed
+    /// after it.
+    pub fn diff(&self, from: &str, to: &str, paths: Option<&[PathBuf]>, stat: bool) -> Result<String, SnapshotError> {
+        for id in [from, to] {
+            if !self.has(id) {
+                return Err(SnapshotError::Gone(id.to_string()));
+            }
+        }
+        let (a, b) = (format!("{from}:files"), format!("{to}:files"));
+        let mut args: Vec<String> =
+            vec!["diff".into(), "--no-color".into(), "--no-ext-diff".into(), "--no-renames".into()];
+        if stat {
+            args.push("--stat".into());
+        }
+        args.extend([a, b, "--".into()]);
+        let literal: Vec<String> = match paths {
+            Some(paths) => paths.iter().map(|p| format!(":(literal){}", p.display())).collect(),
+            None => Vec::new(),
+        };
+        if paths.is_some_and(<[PathBuf]>::is_empty) {
+            return Ok(String::new());
+        }
+        args.extend(literal);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut text = String::from_utf8_lossy(&self.git(&refs, None)?).into_owned();
+        let (old, new) = (self.entries(from)?, self.entries(to)?);
+        let wanted = |p: &Path| paths.is_none_or(|ps| ps.iter().any(|q| q == p));
+        for (path, entry) in &new {
+            if !wanted(path) {
+                continue;
+            }
+            match (old.get(path), entry) {
+                (Some(Entry::File { oid: o1, mode: m1 }), Entry::File { oid: o2, mode: m2 })
+                    if m1 != m2 && (m1 & 0o111 != 0) == (m2 & 0o111 != 0) =>
+                {
+                    let same = if o1 == o2 { "" } else { " (and content)" };
+                    text.push_str(&format!("mode {m1:o} → {m2:o}{same}: {}\n", path.display()));
+                }
+                (old, Entry::TooLarge { size, .. }) if old != Some(entry) => {
+                    text.push_str(&format!("too large to keep ({size} bytes), not in this diff: {}\n", path.display()));
+                }
+                _ => {}
+            }
+        }
+        Ok(text)
+    }
+
+    /// Puts `paths` back as they are in snapshot `target`: files in it are written with its
+    /// bytes and mode (symlinks as symlinks, parents created), files not in it are removed (and
+    /// the directories that leaves empty, up to the worktree, unless `target` has files under
+    /// them).
+    pub fn restore(&self, target: &str, paths: &[PathBuf]) -> Result<Restored, SnapshotError> {
+        let entries = self.entries(target)?;
+        let _lock = self.lock()?;
+        let mut restored = Restored::default();
+        let wanted: Vec<(&PathBuf, &str)> = paths
+            .iter()
+            .filter_map(|p| match entries.get(p) {
+                Some(Entry::File { oid, .. } | Entry::Symlink { oid }) => Some((p, oid.as_str())),
+                _ => None,
+            })
+            .collect();
+        let blobs = self.blobs(wanted.iter().map(|(_, oid)| *oid).collect())?;
+        for path in paths {
+            let abs = self.worktree.join(path);
+            let existed = std::fs::symlink_metadata(&abs).is_ok();
+            match entries.get(path) {
+                Some(Entry::File { oid, mode }) => {
+                    let bytes = blobs.get(oid.as_str()).map_or(&[][..], Vec::as_slice);
+                    write_file(&abs, bytes, *mode)?;
+                    push_written(&mut restored, path, existed);
+                }
+                Some(Entry::Symlink { oid }) => {
+                    let target = blobs.get(oid.as_str()).map_or(&[][..], Vec::as_slice);
+                    write_symlink(&abs, OsStr::from_bytes(target))?;
+                    push_written(&mut restored, path, existed);
+                }
+                Some(Entry::Gitlink { .. } | Entry::TooLarge { .. }) => restored.not_kept.push(path.clone()),
+                None => {
+                    if existed {
+                        remove_entry(&abs)?;
+                        restored.removed.push(path.clone());
+                        self.remove_empty_parents(path, &entries);
+                    }
+                }
+            }
+        }
+        Ok(restored)
+    }
+
+    fn remove_empty_parents(&self, path: &Path, entries: &Entries) {
+        let mut dir = path.parent();
+        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+            if entries.keys().any(|p| p.starts_with(d)) {
+                break;
+            }
+            if std::fs::remove_dir(self.worktree.join(d)).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+
+    /// The contents of blobs, by id (`git cat-file --batch`).
+    fn blobs(&self, oids: BTreeSet<&str>) -> Result<BTreeMap<String, Vec<u8>>, SnapshotError> {
+        if oids.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let input: Vec<u8> = oids.iter().flat_map(|o| format!("{o}\n").into_bytes()).collect();
+        let out = self.git(&["cat-file", "--batch"], Some(&input))?;
+        let mut blobs = BTreeMap::new();
+        let mut rest = out.as_slice();
+        while let Some(nl) = rest.iter().position(|b| *b == b'\n') {
+            let header = String::from_utf8_lossy(&rest[..nl]).into_owned();
+            rest = &rest[nl + 1..];
+            let mut fields = header.split(' ');
+            let (oid, _kind, size) =
+                (fields.next(), fields.next(), fields.next().and_then(|s| s.parse::<usize>().ok()));
+            let (Some(oid), Some(size)) = (oid, size) else { continue };
+            let size = size.min(rest.len());
+            blobs.insert(oid.to_string(), rest[..size].to_vec());
+            rest = rest.get(size + 1..).unwrap_or_default();
+        }
+        Ok(blobs)
+    }
+
+    /// The paths whose content, kind or mode differs between snapshots `from` and `to`.
+    pub fn changed(&self, from: &str, to: &str) -> Result<Vec<PathBuf>, SnapshotError> {
+        if from == to {
+            return Ok(Vec::new());
+        }
+        let names = self.git(
+            &["diff-tree", "-r", "-z", "--name-only", "--no-renames", &format!("{from}:files"), &format!("{to}:files")],
+            None,
+        )?;
+        let mut paths: BTreeSet<PathBuf> =
+            names.split(|b| *b == 0).filter(|n| !n.is_empty()).map(|n| PathBuf::from(OsStr::from_bytes(n))).collect();
+        let manifest = |id: &str| -> Result<BTreeMap<PathBuf, Manifested>, SnapshotError> {
+            Ok(parse_manifest(&self.git(&["cat-file", "blob", &format!("{id}:modes")], None)?))
+        };
+        let (old, new) = (manifest(from)?, manifest(to)?);
+        for path in old.keys().chain(new.keys()) {
+            if old.get(path) != new.get(path) {
+                paths.insert(path.clone());
+            }
+        }
+        Ok(paths.into_iter().collect())
+    }
+
+    /// Keeps snapshots from gc: each `(name, id)` becomes a ref `refs/toolshed/<secs>/<name>`,
+    /// whose time part says when, for pruning.
+    pub fn keep(&self, kept: &[(String, String)]) -> Result<(), SnapshotError> {
+        let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let input: String =
+            kept.iter().map(|(name, id)| format!("update refs/toolshed/{secs}/{name} {id}\n")).collect();
+        self.git(&["update-ref", "--stdin"], Some(input.as_bytes())).map(drop)
+    }
+
+    /// Drops the refs older than `retention` and, at most once a day, packs the repository and
+    /// prunes what no ref keeps any more. Returns whether it ran.
+    pub fn prune_if_due(&self, retention: Duration) -> Result<bool, SnapshotError> {
+        let stamp = self.git_dir.join("toolshed-gc");
+        let Ok(last) = std::fs::metadata(&stamp).and_then(|m| m.modified()) else {
+            // A new repository: nothing to prune yet; the clock starts now.
+            std::fs::write(&stamp, b"").map_err(io(&stamp))?;
+            return Ok(false);
+        };
+        if last.elapsed().unwrap_or_default() < GC_EVERY {
+            return Ok(false);
+        }
+        self.prune(retention)?;
+        Ok(true)
+    }
+
+    /// Drops the refs older than `retention`, then gc.
+    pub fn prune(&self, retention: Duration) -> Result<(), SnapshotError> {
+        let _lock = self.lock()?;
+        let stamp = self.git_dir.join("toolshed-gc");
+        std::fs::write(&stamp, b"").map_err(io(&stamp))?;
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let refs = self.git(&["for-each-ref", "--format=%(refname)", "refs/toolshed/"], None)?;
+        let mut delete = Vec::new();
+        for name in String::from_utf8_lossy(&refs).lines() {
+            let secs = name
+                .strip_prefix("refs/toolshed/")
+                .and_then(|r| r.split('/').next())
+                .and_then(|s| s.parse::<u64>().ok());
+            if secs.is_some_and(|s| now.saturating_sub(s) > retention.as_secs()) {
+                delete.extend_from_slice(format!("delete {name}\n").as_bytes());
+            }
+        }
+        if !delete.is_empty() {
+            self.git(&["update-ref", "--stdin"], Some(&delete))?;
+        }
+        // Objects written in the last hour stay: a snapshot of another process may not have
+        // its ref yet.
+        self.git(&["gc", "--quiet", "--prune=1.hour.ago"], None).map(drop)
+    }
+}
+
+/// What the manifest says of a path.
+#[derive(PartialEq)]
+enum Manifested {
+    Mode(u32),
+    Large(u64, i64),
+}
+
+impl Manifested {
+    fn entry(&self) -> Entry {
+        match self {
+            Manifested::Mode(_) => Entry::TooLarge { size: 0, mtime: 0 },
+            Manifested::Large(size, mtime) => Entry::TooLarge { size: *size, mtime: *mtime },
+        }
+    }
+}
+
+fn parse_manifest(bytes: &[u8]) -> BTreeMap<PathBuf, Manifested> {
+    let mut out = BTreeMap::new();
+    for record in bytes.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let mut parts = record.splitn(2, |b| *b == b' ');
+        let (Some(kind), Some(rest)) = (parts.next(), parts.next()) else { continue };
+        match kind {
+            b"m" => {
+                let mut parts = rest.splitn(2, |b| *b == b' ');
+                let (Some(mode), Some(path)) = (parts.next(), parts.next()) else { continue };
+                if let Ok(mode) = u32::from_str_radix(&String::from_utf8_lossy(mode), 8) {
+                    out.insert(PathBuf::from(OsStr::from_bytes(path)), Manifested::Mode(mode));
+                }
+            }
+            b"s" => {
+                let mut parts = rest.splitn(3, |b| *b == b' ');
+                let (Some(size), Some(mtime), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+                    continue;
+                };
+                let number = |b: &[u8]| String::from_utf8_lossy(b).parse::<i64>().unwrap_or_default();
+                out.insert(
+                    PathBuf::from(OsStr::from_bytes(path)),
+                    Manifested::Large(number(size) as u64, number(mtime)),
+                );
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn trim(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).trim().to_string()
+}
+
+fn push_written(restored: &mut Restored, path: &Path, existed: bool) {
+    restored.written.push(path.to_path_buf());
+    if !existed {
+        restored.recreated.push(path.to_path_buf());
+    }
+}
+
+/// Makes room for a file or symlink at `abs`: its parents are created, and what stands in the
+/// way (a directory where a file was) is removed.
+fn prepare(abs: &Path) -> Result<(), SnapshotError> {
+    if let Some(parent) = abs.parent() {
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    if std::fs::symlink_metadata(abs).is_ok_and(|m| m.is_dir()) {
+        std::fs::remove_dir_all(abs).map_err(io(abs))?;
+    }
+    Ok(())
+}
+
+fn temp_beside(abs: &Path) -> PathBuf {
+    let name = abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    abs.with_file_name(format!(".{name}.toolshed-undo-{}.tmp", std::process::id()))
+}
+
+/// Writes `bytes` with `mode` at `abs` through a temporary file renamed over it, so a symlink
+/// there is replaced, never followed.
+fn write_file(abs: &Path, bytes: &[u8], mode: u32) -> Result<(), SnapshotError> {
+    prepare(abs)?;
+    let tmp = temp_beside(abs);
+    let _ = std::fs::remove_file(&tmp);
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        file.write_all(bytes)?;
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        file.sync_data()?;
+        std::fs::rename(&tmp, abs)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io(abs))
+}
+
+fn write_symlink(abs: &Path, target: &OsStr) -> Result<(), SnapshotError> {
+    prepare(abs)?;
+    let tmp = temp_beside(abs);
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(target, &tmp).map_err(io(abs))?;
+    std::fs::rename(&tmp, abs).map_err(io(abs))
+}
+
+fn remove_entry(abs: &Path) -> Result<(), SnapshotError> {
+    match std::fs::symlink_metadata(abs) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(abs).map_err(io(abs)),
+        Ok(_) => std::fs::remove_file(abs).map_err(io(abs)),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Where `program` is on `PATH`.
+fn git_on_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .as_bytes()
+        .split(|b| *b == b':')
+        .map(|dir| Path::new(OsStr::from_bytes(dir)).join(program))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}

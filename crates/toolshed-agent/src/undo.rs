@@ -1,0 +1,338 @@
+//! Undo for sessions: the snapshots taken around steps ([`Undo`]), what a session changed
+//! ([`session_diff`]) and putting files back ([`plan_revert`], [`apply_revert`]). Front-ends
+//! only print: every decision (which step, which files, which were edited by hand since) is
+//! made here.
+//!
+//! A revert restores the files the session's steps from the target on changed (never a file
+//! only the user touched) to how they were before the target step. It first snapshots the
+//! worktree: a file whose bytes or mode differ from the session's last snapshot was changed by
+//! someone else since, and is not overwritten unless forced. The revert is recorded as a step of
+//! its own (before: that fresh snapshot; after: the restored worktree), so reverting again
+//! restores what the revert replaced.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde::Serialize;
+use toolshed_llm::Role;
+
+use crate::snapshot::{Entry, Restored, Shadow, SnapshotError};
+use crate::store::{StepKind, Store, StoreError, StoredStep};
+
+/// Snapshots for one worktree, opened on first use.
+pub struct Undo {
+    data_dir: PathBuf,
+    root: PathBuf,
+    retention: Duration,
+    shadow: OnceLock<Result<Arc<Shadow>, String>>,
+    warned: AtomicBool,
+    pruned: AtomicBool,
+}
+
+impl Undo {
+    /// Snapshots of `root` kept under `data_dir`, pruned after `retention_days`.
+    pub fn new(data_dir: &Path, root: &Path, retention_days: u32) -> Undo {
+        Undo {
+            data_dir: data_dir.to_path_buf(),
+            root: root.to_path_buf(),
+            retention: Duration::from_secs(u64::from(retention_days) * 86_400),
+            shadow: OnceLock::new(),
+            warned: AtomicBool::new(false),
+            pruned: AtomicBool::new(false),
+        }
+    }
+
+    /// The shadow repository, or why undo is off.
+    pub fn shadow(&self) -> Result<Arc<Shadow>, String> {
+        self.shadow
+            .get_or_init(|| Shadow::open(&self.data_dir, &self.root).map(Arc::new).map_err(|e| e.to_string()))
+            .clone()
+    }
+
+    /// Why undo is off, the first time it is asked (later: `None`, so it is said once).
+    pub fn warn_once(&self) -> Option<String> {
+        match self.shadow() {
+            Err(why) if !self.warned.swap(true, Ordering::Relaxed) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// Takes a snapshot off the async threads. Once a process, old snapshots are pruned in the
+    /// background when due.
+    pub async fn snapshot(&self) -> Result<String, String> {
+        let shadow = self.shadow()?;
+        let taken = {
+            let shadow = shadow.clone();
+            tokio::task::spawn_blocking(move || shadow.snapshot())
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())
+        };
+        if !self.pruned.swap(true, Ordering::Relaxed) {
+            let retention = self.retention;
+            std::thread::spawn(move || {
+                let _ = shadow.prune_if_due(retention);
+            });
+        }
+        taken
+    }
+
+    /// Records step `step` of `session_id` as the change from `before` to a snapshot taken now.
+    pub async fn record(&self, store: &Store, session_id: &str, step: u32, before: &str) -> Result<(), String> {
+        let after = self.snapshot().await?;
+        let shadow = self.shadow()?;
+        let (from, to) = (before.to_string(), after.clone());
+        let changed = {
+            let shadow = shadow.clone();
+            tokio::task::spawn_blocking(move || shadow.changed(&from, &to))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?
+        };
+        let kept = [
+            (format!("{session_id}/{step}-before"), before.to_string()),
+            (format!("{session_id}/{step}-after"), after.clone()),
+        ];
+        shadow.keep(&kept).map_err(|e| e.to_string())?;
+        store.set_step_snapshots(session_id, step, before, &after, &changed).map_err(|e| e.to_string())
+    }
+}
+
+/// Why a diff or a revert could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum UndoError {
+    /// Snapshots are off (no git, worktree not writable).
+    #[error("{0}")]
+    Unavailable(String),
+    /// No such step in the session.
+    #[error("session {session} has no step {step} (its steps: {known})")]
+    BadStep {
+        /// The session.
+        session: String,
+        /// The step asked for.
+        step: u32,
+        /// The steps it has.
+        known: String,
+    },
+    /// Files changed since the session's last snapshot, by hand or by something else.
+    #[error("these files were changed since the session last touched them, and a revert would overwrite that: {}. Use --force to overwrite them", list(.0))]
+    HandEdited(Vec<PathBuf>),
+    /// The snapshot repository failed.
+    #[error("{0}")]
+    Snapshot(#[from] SnapshotError),
+    /// The session database failed.
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+fn list(paths: &[PathBuf]) -> String {
+    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// Steps that took snapshots, in order.
+fn snapshotted(steps: &[StoredStep]) -> impl Iterator<Item = (&StoredStep, &str, &str)> {
+    steps.iter().filter_map(|s| Some((s, s.before.as_deref()?, s.after.as_deref()?)))
+}
+
+/// The session's latest snapshot: the after-snapshot recorded last.
+fn latest(steps: &[StoredStep]) -> Option<&str> {
+    snapshotted(steps).max_by_key(|(s, _, _)| (s.finished_at, s.step)).map(|(_, _, after)| after)
+}
+
+fn check_step(session: &str, steps: &[StoredStep], step: u32) -> Result<(), UndoError> {
+    if steps.iter().any(|s| s.step == step) {
+        return Ok(());
+    }
+    let known = match (steps.first(), steps.last()) {
+        (Some(first), Some(last)) => format!("{}–{}", first.step, last.step),
+        _ => "none".to_string(),
+    };
+    Err(UndoError::BadStep { session: session.to_string(), step, known })
+}
+
+/// What [`session_diff`] shows.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SessionDiff {
+    /// The diff (or stat) text.
+    Changed(String),
+    /// Nothing changed (in the step asked for, or in the whole session).
+    Unchanged,
+}
+
+/// What the session changed: without `step`, from before its first step that changed files to
+/// its latest snapshot, limited to the files its steps changed; with `step`, that step's change.
+pub fn session_diff(
+    store: &Store,
+    undo: &Undo,
+    session_id: &str,
+    step: Option<u32>,
+    stat: bool,
+) -> Result<SessionDiff, UndoError> {
+    store.session(session_id)?;
+    let steps = store.steps(session_id)?;
+    let (from, to, paths) = match step {
+        Some(n) => {
+            check_step(session_id, &steps, n)?;
+            match snapshotted(&steps).find(|(s, _, _)| s.step == n) {
+                Some((s, before, after)) if !s.changed.is_empty() => (before, after, s.changed.clone()),
+                _ => return Ok(SessionDiff::Unchanged),
+            }
+        }
+        None => {
+            let Some((_, first, _)) = snapshotted(&steps).find(|(s, _, _)| !s.changed.is_empty()) else {
+                return Ok(SessionDiff::Unchanged);
+            };
+            let paths: BTreeSet<PathBuf> = steps.iter().flat_map(|s| s.changed.iter().cloned()).collect();
+            (first, latest(&steps).unwrap_or(first), paths.into_iter().collect())
+        }
+    };
+    let shadow = undo.shadow().map_err(UndoError::Unavailable)?;
+    let text = shadow.diff(from, to, Some(&paths), stat)?;
+    Ok(if text.trim().is_empty() { SessionDiff::Unchanged } else { SessionDiff::Changed(text) })
+}
+
+/// A revert worked out, not yet done.
+#[derive(Debug)]
+pub struct RevertPlan {
+    /// The session.
+    pub session_id: String,
+    /// Files go back to how they were before this step.
+    pub target_step: u32,
+    /// The files that would be written or removed.
+    pub files: Vec<PathBuf>,
+    /// Of those, the ones changed since the session's last snapshot (by hand, or by something
+    /// else): overwritten only when forced.
+    pub hand_edited: Vec<PathBuf>,
+    target: String,
+    current: String,
+}
+
+/// What a revert did.
+#[derive(Debug, Serialize)]
+pub struct RevertOutcome {
+    /// The session.
+    pub session_id: String,
+    /// The step the revert was recorded as.
+    pub step: u32,
+    /// Files are as they were before this step.
+    pub reverted_to_before_step: u32,
+    /// Files written back (including re-created ones).
+    pub restored: Vec<PathBuf>,
+    /// Of those, the ones that did not exist.
+    pub created: Vec<PathBuf>,
+    /// Files removed (they did not exist before the step).
+    pub deleted: Vec<PathBuf>,
+    /// Files that could not be restored: their bytes were never kept (too large, or a nested
+    /// repository).
+    pub not_restored: Vec<PathBuf>,
+}
+
+/// Works out a revert of `session_id` to before `step` (default: its last step that changed
+/// files). `None` when there is nothing to revert. Takes a snapshot of the worktree as it is now.
+pub async fn plan_revert(
+    store: &Store,
+    undo: &Undo,
+    session_id: &str,
+    step: Option<u32>,
+) -> Result<Option<RevertPlan>, UndoError> {
+    store.session(session_id)?;
+    let steps = store.steps(session_id)?;
+    let target_step = match step {
+        Some(n) => {
+            check_step(session_id, &steps, n)?;
+            n
+        }
+        None => match snapshotted(&steps).filter(|(s, _, _)| !s.changed.is_empty()).last() {
+            Some((s, _, _)) => s.step,
+            None => return Ok(None),
+        },
+    };
+    // Before step N = before the first step from N on that took a snapshot.
+    let Some((_, target, _)) = snapshotted(&steps).find(|(s, _, _)| s.step >= target_step) else {
+        return Ok(None);
+    };
+    let Some(last) = latest(&steps) else { return Ok(None) };
+    let touched: BTreeSet<PathBuf> = snapshotted(&steps)
+        .filter(|(s, _, _)| s.step >= target_step)
+        .flat_map(|(s, _, _)| s.changed.iter().cloned())
+        .collect();
+    let shadow = undo.shadow().map_err(UndoError::Unavailable)?;
+    let current = undo.snapshot().await.map_err(UndoError::Unavailable)?;
+    let (target_entries, last_entries, current_entries) =
+        (shadow.entries(target)?, shadow.entries(last)?, shadow.entries(&current)?);
+    let files: Vec<PathBuf> = touched.into_iter().filter(|p| target_entries.get(p) != current_entries.get(p)).collect();
+    let hand_edited: Vec<PathBuf> = files
+        .iter()
+        .filter(|p| {
+            last_entries.get(*p) != current_entries.get(*p)
+                && !too_large_same(last_entries.get(*p), current_entries.get(*p))
+        })
+        .cloned()
+        .collect();
+    if files.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(RevertPlan {
+        session_id: session_id.to_string(),
+        target_step,
+        files,
+        hand_edited,
+        target: target.to_string(),
+        current,
+    }))
+}
+
+/// Two records of one too-large file with the same size and time are the same file.
+fn too_large_same(a: Option<&Entry>, b: Option<&Entry>) -> bool {
+    matches!((a, b), (Some(Entry::TooLarge { size: s1, mtime: m1 }), Some(Entry::TooLarge { size: s2, mtime: m2 })) if s1 == s2 && m1 == m2)
+}
+
+/// Carries out `plan`. Files edited by hand since are overwritten only with `force`; otherwise
+/// nothing is changed or recorded. The revert is recorded as a step, and the session gets a
+/// user message naming the files, so the model knows on its next turn.
+pub async fn apply_revert(
+    store: &Store,
+    undo: &Undo,
+    plan: RevertPlan,
+    force: bool,
+) -> Result<RevertOutcome, UndoError> {
+    if !plan.hand_edited.is_empty() && !force {
+        return Err(UndoError::HandEdited(plan.hand_edited));
+    }
+    let shadow = undo.shadow().map_err(UndoError::Unavailable)?;
+    let restored: Restored = {
+        let (shadow, target, files) = (shadow.clone(), plan.target.clone(), plan.files.clone());
+        tokio::task::spawn_blocking(move || shadow.restore(&target, &files))
+            .await
+            .map_err(|e| UndoError::Unavailable(e.to_string()))??
+    };
+    let step = store.begin_step(&plan.session_id, StepKind::Revert)?;
+    undo.record(store, &plan.session_id, step, &plan.current).await.map_err(UndoError::Unavailable)?;
+    let outcome = RevertOutcome {
+        session_id: plan.session_id.clone(),
+        step,
+        reverted_to_before_step: plan.target_step,
+        restored: restored.written,
+        created: restored.recreated,
+        deleted: restored.removed,
+        not_restored: restored.not_kept,
+    };
+    let mut note = format!(
+        "[The user reverted files to how they were before step {} (recorded as step {step}); earlier edits to them are gone, so read them again before relying on them. Restored: {}",
+        plan.target_step,
+        if outcome.restored.is_empty() { "none".to_string() } else { list(&outcome.restored) }
+    );
+    if !outcome.deleted.is_empty() {
+        note.push_str(&format!("; deleted: {}", list(&outcome.deleted)));
+    }
+    if !outcome.not_restored.is_empty() {
+        note.push_str(&format!("; not restored (never kept): {}", list(&outcome.not_restored)));
+    }
+    note.push_str(".]");
+    let message = store.add_message(&plan.session_id, Role::User, None, None)?;
+    store.add_text(&plan.session_id, &message, &note)?;
+    Ok(outcome)
+}

@@ -1,0 +1,273 @@
+//! Undo through the CLI, on a real git repository: a session edits, creates and deletes files;
+//! `session diff` shows it, `session revert` puts everything back (bytes and modes), a second
+//! revert re-applies the session's changes, a hand edit made since is refused without --force,
+//! and the user's own git state (HEAD, index, stash, untracked files, every file under .git)
+//! never changes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use toolshed_llm::testing::{FakeServer, Reply, chat};
+
+fn toolshed(root: &Path, data: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", root.to_str().unwrap()])
+        .args(args)
+        .current_dir(root)
+        .env("XDG_CONFIG_HOME", data.join("xdg-config"))
+        .env("TOOLSHED_DATA_DIR", data.join("data"))
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+fn git(root: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        // `git status` may otherwise refresh the index's stat data: the test must not write it.
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Every file under `dir` with its bytes and mode (`.git` included when asked).
+fn tree_state(dir: &Path, skip: &[&str]) -> BTreeMap<String, (Vec<u8>, u32)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            if skip.iter().any(|s| rel == *s || rel.starts_with(&format!("{s}/"))) {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+            } else {
+                out.insert(rel, (std::fs::read(&path).unwrap_or_default(), meta.permissions().mode() & 0o7777));
+            }
+        }
+    }
+    out
+}
+
+/// The user's git state: status, stash, HEAD, and a hash of every file under `.git` (the index
+/// included) with its mode.
+fn user_git_state(root: &Path) -> (String, String, String, BTreeMap<String, (u64, u32)>) {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let files = tree_state(&root.join(".git"), &[]);
+    let hashed = files
+        .into_iter()
+        .map(|(name, (bytes, mode))| {
+            let mut h = DefaultHasher::new();
+            bytes.hash(&mut h);
+            (name, (h.finish(), mode))
+        })
+        .collect();
+    (
+        git(root, &["status", "--porcelain", "--untracked-files=all"]),
+        git(root, &["stash", "list"]),
+        git(root, &["rev-parse", "HEAD"]),
+        hashed,
+    )
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn revert_restores_edited_created_and_deleted_files_exactly_and_leaves_the_users_git_alone() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // The user's repository: a commit, a stash entry, a staged change and an untracked file.
+    git(root, &["init", "-q"]);
+    std::fs::write(root.join("secret.txt"), "secret v1\n").unwrap();
+    std::fs::set_permissions(root.join("secret.txt"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(root.join("run.sh"), "#!/bin/sh\necho v1\n").unwrap();
+    std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(root.join("gone.txt"), "to be deleted\r\nwith CRLF\r\n").unwrap();
+    std::fs::write(root.join(".gitignore"), "ignored.log\n").unwrap();
+    std::fs::write(root.join("staged.txt"), "base\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "base"]);
+    std::fs::write(root.join("staged.txt"), "stashed change\n").unwrap();
+    git(root, &["stash", "-q"]);
+    std::fs::write(root.join("staged.txt"), "staged change\n").unwrap();
+    git(root, &["add", "staged.txt"]);
+    std::fs::write(root.join("mine.txt"), "the user's untracked file\n").unwrap();
+    std::fs::write(root.join("ignored.log"), "ignored\n").unwrap();
+
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[
+            (
+                "c1",
+                "bash",
+                r#"{"command":"printf 'secret v2\\n' > secret.txt && printf 'echo v2\\n' >> run.sh && rm gone.txt"}"#,
+            ),
+            ("c2", "write", r#"{"file_path":"new/dir/created.txt","content":"created by the session\n"}"#),
+        ])),
+        Reply::sse(chat::text("Done.")),
+    ])
+    .unwrap();
+    std::fs::write(
+        data.path().join("toolshed.toml"),
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let config = data.path().join("toolshed.toml");
+    let config = config.to_str().unwrap();
+
+    let files_before = tree_state(root, &[".git"]);
+    let git_before = user_git_state(root);
+
+    let out = toolshed(root, data.path(), &["--config", config, "run", "edit things", "--yes", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events: Vec<Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let id = events[0]["session_id"].as_str().unwrap().to_string();
+    let steps: Vec<u64> =
+        events.iter().filter(|e| e["type"] == "step_start").map(|e| e["step"].as_u64().unwrap()).collect();
+    assert_eq!(steps, [1, 2]);
+    let errors: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_result" && e["is_error"] == true).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(std::fs::read_to_string(root.join("secret.txt")).unwrap(), "secret v2\n");
+    assert!(!root.join("gone.txt").exists());
+    assert!(root.join("new/dir/created.txt").exists());
+    let files_after_session = tree_state(root, &[".git"]);
+    assert_eq!(user_git_state(root).1, git_before.1, "stash changed");
+    assert_eq!(user_git_state(root).2, git_before.2, "HEAD changed");
+
+    // The diff names the four files.
+    let out = toolshed(root, data.path(), &["session", "diff", &id, "--stat"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stat = text(&out.stdout);
+    for f in ["secret.txt", "run.sh", "gone.txt", "new/dir/created.txt"] {
+        assert!(stat.contains(f), "{f} missing from the stat: {stat}");
+    }
+    assert!(!stat.contains("staged.txt") && !stat.contains("mine.txt"), "{stat}");
+    let out = toolshed(root, data.path(), &["session", "diff", &id, "--step", "1"]);
+    assert!(text(&out.stdout).contains("+secret v2"), "{}", text(&out.stdout));
+    let out = toolshed(root, data.path(), &["session", "diff", &id, "--step", "2"]);
+    assert!(text(&out.stdout).contains("step 2 changed no files"), "{}", text(&out.stdout));
+    let out = toolshed(root, data.path(), &["session", "diff", &id, "--step", "9"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let out = toolshed(root, data.path(), &["session", "diff", "ses_nope"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+
+    // Revert: all four back, bytes and modes; the new directories gone.
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    for f in ["secret.txt", "run.sh", "gone.txt", "new/dir/created.txt"] {
+        assert!(said.contains(f), "{f} not named: {said}");
+    }
+    assert_eq!(tree_state(root, &[".git"]), files_before);
+    assert_eq!(mode(&root.join("secret.txt")), 0o600);
+    assert_eq!(mode(&root.join("run.sh")), 0o755);
+    assert!(!root.join("new").exists(), "the directories the session created stay");
+    assert_eq!(user_git_state(root), git_before);
+
+    // session show numbers the steps, the revert among them.
+    let out = toolshed(root, data.path(), &["session", "show", &id]);
+    let shown = text(&out.stdout);
+    assert!(shown.contains("── step 1, changed 4 files ──") && shown.contains("── step 2 ──"), "{shown}");
+    assert!(shown.contains("── step 3 (revert), changed 4 files ──"), "{shown}");
+    assert!(shown.contains("The user reverted files to how they were before step 1"), "{shown}");
+
+    // Reverting again re-applies the session's changes.
+    let out = toolshed(root, data.path(), &["session", "revert", &id, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let outcome: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(outcome["step"], 4);
+    assert_eq!(outcome["reverted_to_before_step"], 3);
+    assert_eq!(tree_state(root, &[".git"]), files_after_session);
+
+    // A hand edit since: refused with --json, naming the file, nothing changed or recorded.
+    std::fs::write(root.join("secret.txt"), "edited by hand\n").unwrap();
+    let edited = tree_state(root, &[".git"]);
+    let out = toolshed(root, data.path(), &["session", "revert", &id, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("secret.txt"), "{}", text(&out.stderr));
+    let refused: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(refused["hand_edited"][0], "secret.txt");
+    assert_eq!(tree_state(root, &[".git"]), edited);
+    let out = toolshed(root, data.path(), &["session", "show", &id]);
+    assert!(!text(&out.stdout).contains("── step 5"), "a refused revert was recorded");
+
+    // --force overwrites it.
+    let out = toolshed(root, data.path(), &["session", "revert", &id, "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(tree_state(root, &[".git"]), files_before);
+    assert_eq!(user_git_state(root), git_before);
+    assert!(root.join("ignored.log").exists());
+}
+
+#[test]
+fn a_foreground_sub_agents_changes_belong_to_the_parent_step_that_ran_it() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("kept.txt"), "original\n").unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[(
+            "p1",
+            "task",
+            r#"{"description":"edit a file","prompt":"overwrite kept.txt","agent":"writer"}"#,
+        )])),
+        Reply::sse(chat::tool_calls(&[("s1", "write", r#"{"file_path":"made_by_child.txt","content":"child\n"}"#)])),
+        Reply::sse(chat::text("child done")),
+        Reply::sse(chat::text("parent done")),
+    ])
+    .unwrap();
+    std::fs::write(
+        data.path().join("toolshed.toml"),
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[agent.writer]\ndescription = \"writes\"\nmode = \"subagent\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let config = data.path().join("toolshed.toml");
+    let out =
+        toolshed(root, data.path(), &["--config", config.to_str().unwrap(), "run", "delegate", "--yes", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(root.join("made_by_child.txt").exists(), "{}", text(&out.stdout));
+    let events: Vec<Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let id = events[0]["session_id"].as_str().unwrap().to_string();
+
+    let out = toolshed(root, data.path(), &["session", "show", &id]);
+    assert!(text(&out.stdout).contains("── step 1, changed 1 file ──"), "{}", text(&out.stdout));
+    let out = toolshed(root, data.path(), &["session", "diff", &id, "--step", "1", "--stat"]);
+    assert!(text(&out.stdout).contains("made_by_child.txt"), "{}", text(&out.stdout));
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!root.join("made_by_child.txt").exists());
+    assert_eq!(std::fs::read_to_string(root.join("kept.txt")).unwrap(), "original\n");
+}

@@ -682,6 +682,31 @@ impl Runtime {
         })
     }
 
+    /// The files the session changed, for a compaction: the diff stat of its snapshots when
+    /// undo has them (a user's session), else what its edit tools' calls name.
+    fn files_changed(&self, session: &LiveSession, stored: &[crate::store::StoredMessage]) -> String {
+        let stat = self.undo().filter(|_| session.depth == 0).and_then(|undo| {
+            match crate::undo::session_diff(&self.store, undo, &session.id, None, true) {
+                Ok(crate::undo::SessionDiff::Changed(stat)) => Some(stat),
+                _ => None,
+            }
+        });
+        let Some(stat) = stat else { return context::files_list(stored) };
+        // The summary line, and the last files when there are many.
+        let lines: Vec<&str> = stat.lines().collect();
+        let (files, summary) = lines.split_at(lines.len().saturating_sub(1));
+        let shown = files.len().min(context::MAX_FILES_LISTED);
+        let mut out = String::new();
+        if shown < files.len() {
+            out.push_str(&format!("({} earlier ones not listed)\n", files.len() - shown));
+        }
+        for line in files[files.len() - shown..].iter().chain(summary) {
+            out.push_str(line.trim_start());
+            out.push('\n');
+        }
+        out
+    }
+
     /// Summarises the session's older history: one request to the session's model, without
     /// tools. What is sent from then on is the user's messages, the summary and the files
     /// changed, followed by the most recent messages verbatim; the stored messages stay as
@@ -762,7 +787,7 @@ impl Runtime {
             kept_from,
             summarised,
             summary,
-            files: context::files_list(&stored),
+            files: self.files_changed(session, &stored),
             model: Some(session.model.clone()),
             tokens_before: before,
             tokens_after: 0,

@@ -87,6 +87,8 @@ struct Model {
     refused: usize,
     /// Report a constant 100 prompt tokens, as the test helpers do (usage that cannot be right).
     constant_usage: bool,
+    /// Requests that listed the files changed with a diff stat.
+    with_diff_stat: usize,
 }
 
 const NOTES: &str = "## Task\n- Check every file fNNN.txt in order, marking the previous one as checked.\n## Decisions\n- One file per step.\n## Files\n- Files up to the latest read are checked.\n## Commands\n- none\n## Open problems\n- none\n## Next steps\n- Continue with the next file.";
@@ -126,6 +128,9 @@ fn model(state: Arc<Mutex<Model>>, files: usize) -> impl Fn(&Received) -> Reply 
                 400,
                 json!({"error": {"code": "context_length_exceeded", "message": "This model's maximum context length is 16000 tokens"}}),
             );
+        }
+        if body.contains("## Files changed in this session") && body.contains("files changed, ") {
+            s.with_diff_stat += 1;
         }
         if s.steps > 0 && !body.contains(TODO) {
             let step = s.steps + 1;
@@ -175,6 +180,7 @@ fn a_150_step_session_stays_inside_a_16000_token_window() {
     assert!(s.violations.is_empty(), "requests over the window: {:?}", s.violations);
     assert!(s.missing.is_empty(), "{:?}", s.missing);
     assert!(s.summaries >= 1, "a 150-step session of 8 KB reads needs compaction");
+    assert!(s.with_diff_stat > 0, "compacted requests list the files changed with their diff stat");
     // Every edit landed, on the file it was meant for.
     for n in 1..FILES {
         let body = std::fs::read_to_string(dir.path().join(format!("f{n:03}.txt"))).unwrap();

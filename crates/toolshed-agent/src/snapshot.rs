@@ -497,7 +497,13 @@ impl Shadow {
         let blobs = self.blobs(wanted.iter().map(|(_, oid)| *oid).collect())?;
         for path in paths {
             let abs = self.worktree.join(path);
-            let existed = std::fs::symlink_metadata(&abs).is_ok();
+            // A directory on the way that is now a symlink (or a file) is not followed out of
+            // the worktree: it is what the snapshot had there, a directory, that comes back.
+            let through_link = !real_parents(&self.worktree, path);
+            let existed = !through_link && std::fs::symlink_metadata(&abs).is_ok();
+            if through_link && entries.get(path).is_some() {
+                make_real_parents(&self.worktree, path)?;
+            }
             match entries.get(path) {
                 Some(Entry::File { oid, mode }) => {
                     let bytes = blobs.get(oid.as_str()).map_or(&[][..], Vec::as_slice);
@@ -697,6 +703,40 @@ fn prepare(abs: &Path) -> Result<(), SnapshotError> {
     }
     if std::fs::symlink_metadata(abs).is_ok_and(|m| m.is_dir()) {
         std::fs::remove_dir_all(abs).map_err(io(abs))?;
+    }
+    Ok(())
+}
+
+/// Whether every directory between the worktree and `rel` is a real directory (or absent).
+fn real_parents(worktree: &Path, rel: &Path) -> bool {
+    let mut dir = worktree.to_path_buf();
+    let parents: Vec<_> = rel.components().collect();
+    for part in parents.iter().take(parents.len().saturating_sub(1)) {
+        dir.push(part);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return false,
+            Err(_) => return true,
+        }
+    }
+    true
+}
+
+/// Replaces what stands where `rel`'s parent directories should be (a symlink, a file) by real
+/// directories, so a write lands inside the worktree.
+fn make_real_parents(worktree: &Path, rel: &Path) -> Result<(), SnapshotError> {
+    let mut dir = worktree.to_path_buf();
+    let parents: Vec<_> = rel.components().collect();
+    for part in parents.iter().take(parents.len().saturating_sub(1)) {
+        dir.push(part);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                std::fs::remove_file(&dir).map_err(io(&dir))?;
+                std::fs::create_dir(&dir).map_err(io(&dir))?;
+            }
+            Err(_) => std::fs::create_dir(&dir).map_err(io(&dir))?,
+        }
     }
     Ok(())
 }

@@ -347,3 +347,31 @@ fn du(dir: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
     walk(dir).iter().map(|p| std::fs::symlink_metadata(p).map_or(0, |m| m.blocks() * 512)).sum()
 }
+
+#[test]
+fn a_directory_replaced_by_a_symlink_is_never_followed_out_of_the_worktree() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("out")).unwrap();
+    std::fs::write(root.join("out/kept.txt"), "kept\n").unwrap();
+    std::fs::write(outside.path().join("victim.txt"), "outside\n").unwrap();
+    std::fs::write(outside.path().join("kept.txt"), "outside kept\n").unwrap();
+    let shadow = Shadow::open(data.path(), root).unwrap();
+    let first = shadow.snapshot().unwrap();
+    // Later: a file appears in out/, then out/ becomes a link to a directory elsewhere that has
+    // files of the same names.
+    std::fs::write(root.join("out/victim.txt"), "made later\n").unwrap();
+    let _second = shadow.snapshot().unwrap();
+    std::fs::remove_dir_all(root.join("out")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("out")).unwrap();
+    // Restoring out/kept.txt and removing out/victim.txt must touch nothing outside.
+    let paths = [PathBuf::from("out/kept.txt"), PathBuf::from("out/victim.txt")];
+    shadow.restore(&first, &paths).unwrap();
+    assert_eq!(std::fs::read_to_string(outside.path().join("victim.txt")).unwrap(), "outside\n");
+    assert_eq!(std::fs::read_to_string(outside.path().join("kept.txt")).unwrap(), "outside kept\n");
+    assert!(std::fs::symlink_metadata(root.join("out")).unwrap().is_dir(), "a real directory again");
+    assert_eq!(std::fs::read_to_string(root.join("out/kept.txt")).unwrap(), "kept\n");
+    assert!(!root.join("out/victim.txt").exists());
+}

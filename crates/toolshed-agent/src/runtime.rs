@@ -817,6 +817,8 @@ impl Runtime {
         cancel: &CancellationToken,
     ) -> Vec<ToolResult> {
         let core = session.core();
+        // The calls of one response are parallel: none of them follows another in a row.
+        let _batch = (calls.len() > 1).then(|| core.begin_batch());
         let runs = calls.iter().map(|call| {
             let core = core.clone();
             async move {

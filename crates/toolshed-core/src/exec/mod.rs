@@ -250,6 +250,13 @@ impl Session {
         InFlight { session: self.clone(), overlapping }
     }
 
+    /// Marks the start of calls issued together (the calls of one model response): while the
+    /// returned guard lives, each of them counts as overlapping the others, however quickly
+    /// one finishes before the next starts.
+    pub fn begin_batch(&self) -> Batch {
+        Batch(self.begin_call())
+    }
+
     /// Notes a call's fingerprint; true when it completes a run of identical calls that should
     /// trigger the doom-loop check. Only calls that follow each other count as a run: a call
     /// that overlaps another (parallel calls of one step, concurrent requests of an MCP client)
@@ -308,6 +315,9 @@ impl Drop for InFlight {
         state.in_flight = state.in_flight.saturating_sub(1);
     }
 }
+
+/// Calls issued together are in flight (see [`Session::begin_batch`]) until this drops.
+pub struct Batch(#[allow(dead_code)] InFlight);
 
 /// Runs tool calls through the chain. Shared by every session of a process.
 pub struct Executor {

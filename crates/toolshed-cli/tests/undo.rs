@@ -271,3 +271,123 @@ fn a_foreground_sub_agents_changes_belong_to_the_parent_step_that_ran_it() {
     assert!(!root.join("made_by_child.txt").exists());
     assert_eq!(std::fs::read_to_string(root.join("kept.txt")).unwrap(), "original\n");
 }
+
+#[test]
+fn chat_shows_the_diff_and_undoes_and_redoes_the_last_change() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("kept.txt"), "original\n").unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[
+            ("w1", "write", r#"{"file_path":"made.txt","content":"made in chat\n"}"#),
+            ("e1", "bash", r#"{"command":"printf 'changed\\n' > kept.txt","description":"change kept.txt"}"#),
+        ])),
+        Reply::sse(chat::text("done")),
+    ])
+    .unwrap();
+    std::fs::write(
+        data.path().join("toolshed.toml"),
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[permission]\nbash = \"allow\"\nedit = \"allow\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let config = data.path().join("toolshed.toml");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", root.to_str().unwrap(), "--config", config.to_str().unwrap(), "chat"])
+        .current_dir(root)
+        .env("XDG_CONFIG_HOME", data.path().join("xdg-config"))
+        .env("TOOLSHED_DATA_DIR", data.path().join("data"))
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"make a file\n/diff\n/undo\n/exit\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.contains("+made in chat") && stdout.contains("-original") && stdout.contains("+changed"),
+        "{stdout}"
+    );
+    assert!(!root.join("made.txt").exists(), "undone: {stdout}\n{stderr}");
+    assert_eq!(std::fs::read_to_string(root.join("kept.txt")).unwrap(), "original\n");
+    let out_text = format!("{stdout}{stderr}");
+    assert!(out_text.contains("made.txt") && out_text.contains("kept.txt"), "names what it restored: {out_text}");
+    // A second /undo in a later chat on the same session redoes it.
+    let id = stderr.lines().rev().find_map(|l| l.strip_prefix("session ")).unwrap().trim().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", root.to_str().unwrap(), "--config", config.to_str().unwrap(), "chat", "--session", &id])
+        .current_dir(root)
+        .env("XDG_CONFIG_HOME", data.path().join("xdg-config"))
+        .env("TOOLSHED_DATA_DIR", data.path().join("data"))
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"/undo\n/exit\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("made.txt")).unwrap(), "made in chat\n");
+    assert_eq!(std::fs::read_to_string(root.join("kept.txt")).unwrap(), "changed\n");
+}
+
+#[test]
+fn chat_undo_asks_before_overwriting_a_hand_edit_and_no_keeps_it() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("kept.txt"), "original\n").unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("w1", "write", r#"{"file_path":"kept.txt","content":"by the agent\n"}"#)])),
+        Reply::sse(chat::text("done")),
+    ])
+    .unwrap();
+    std::fs::write(
+        data.path().join("toolshed.toml"),
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[permission]\nedit = \"allow\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let config = data.path().join("toolshed.toml");
+    let chat_with = |answer: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .args(["--root", root.to_str().unwrap(), "--config", config.to_str().unwrap(), "chat"])
+            .current_dir(root)
+            .env("XDG_CONFIG_HOME", data.path().join("xdg-config"))
+            .env("TOOLSHED_DATA_DIR", data.path().join("data"))
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        std::io::Write::write_all(&mut stdin, b"change it\n").unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while server.received().len() < 2 || std::fs::read_to_string(root.join("kept.txt")).unwrap() != "by the agent\n"
+        {
+            assert!(std::time::Instant::now() < deadline, "the turn did not finish");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // Let the turn end (its after-step snapshot), then edit by hand.
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        std::fs::write(root.join("kept.txt"), "by hand\n").unwrap();
+        std::io::Write::write_all(&mut stdin, format!("/undo\n{answer}\n/exit\n").as_bytes()).unwrap();
+        drop(stdin);
+        child.wait_with_output().unwrap()
+    };
+    let out = chat_with("n");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("kept.txt") && stderr.contains("Overwrite them? [y/N]"), "{stderr}");
+    assert!(stderr.contains("revert cancelled; nothing changed"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(root.join("kept.txt")).unwrap(), "by hand\n");
+}

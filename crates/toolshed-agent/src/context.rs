@@ -284,7 +284,7 @@ pub fn user_messages(stored: &[StoredMessage], before: i64, budget: &Budget) -> 
     let prompts: Vec<(usize, String)> = stored
         .iter()
         .filter(|m| m.seq < before && m.role == Role::User)
-        .map(|m| texts(m))
+        .map(texts)
         .filter(|t| !t.trim().is_empty())
         .enumerate()
         .collect();

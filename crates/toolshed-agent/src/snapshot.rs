@@ -501,7 +501,7 @@ impl Shadow {
             // the worktree: it is what the snapshot had there, a directory, that comes back.
             let through_link = !real_parents(&self.worktree, path);
             let existed = !through_link && std::fs::symlink_metadata(&abs).is_ok();
-            if through_link && entries.get(path).is_some() {
+            if through_link && entries.contains_key(path) {
                 make_real_parents(&self.worktree, path)?;
             }
             match entries.get(path) {

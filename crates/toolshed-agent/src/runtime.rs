@@ -291,10 +291,25 @@ impl Runtime {
         if let Some(why) = undo.warn_once() {
             self.emit(Event::Notice { session_id: session.id.clone(), message: why });
         }
-        match undo.snapshot().await {
+        let snapshot = undo.snapshot();
+        tokio::pin!(snapshot);
+        // A first snapshot of a large worktree reads every file: say so when it takes a while.
+        let taken = tokio::select! {
+            taken = &mut snapshot => taken,
+            () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {
+                self.emit(Event::Notice {
+                    session_id: session.id.clone(),
+                    message: "undo: snapshotting the worktree before the tool calls run (a worktree's first snapshot reads every file; later ones are incremental)…".into(),
+                });
+                snapshot.await
+            }
+        };
+        match taken {
             Ok(id) => Some(id),
             Err(e) => {
-                if undo.shadow().is_ok() {
+                if let Some(why) = undo.warn_once() {
+                    self.emit(Event::Notice { session_id: session.id.clone(), message: why });
+                } else if undo.shadow().is_ok() {
                     self.emit(Event::Notice { session_id: session.id.clone(), message: format!("undo: {e}") });
                 }
                 None

@@ -24,6 +24,12 @@ pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// How often the shadow repository is pruned and packed, at most.
 const GC_EVERY: Duration = Duration::from_secs(24 * 3600);
 
+/// The most files a worktree's first snapshot reads; past it, undo is off for the worktree.
+pub const FIRST_MAX_FILES: u64 = 200_000;
+
+/// The most bytes a worktree's first snapshot reads (files over the per-file cap not counted).
+pub const FIRST_MAX_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+
 /// Attributes that win over the worktree's `.gitattributes` (`$GIT_DIR/info/attributes` has the
 /// highest precedence): bytes are stored as they are, never converted or filtered.
 const ATTRIBUTES: &str = "* -text -crlf -eol -filter -ident -working-tree-encoding\n";
@@ -46,6 +52,23 @@ pub enum SnapshotError {
         git_dir: PathBuf,
         /// What git said.
         stderr: String,
+    },
+    /// The worktree is too large for a first snapshot to be cheap (a home directory, a data
+    /// set): undo stays off rather than copy it.
+    #[error(
+        "undo is off for this worktree: it has {files} files ({mib} MiB) outside .gitignore, more than snapshots are kept for ({max_files} files, {max_mib} MiB); run toolshed in the project's own directory, or ignore the bulk in .gitignore",
+        mib = .bytes / (1024 * 1024),
+        max_mib = .max_bytes / (1024 * 1024)
+    )]
+    TooBig {
+        /// Files the first snapshot would read.
+        files: u64,
+        /// Their bytes.
+        bytes: u64,
+        /// The most files allowed.
+        max_files: u64,
+        /// The most bytes allowed.
+        max_bytes: u64,
     },
     /// A snapshot is gone (pruned after `[session] snapshot_retention_days`).
     #[error("snapshot {0} is no longer kept (snapshots are pruned after [session] snapshot_retention_days)")]
@@ -116,6 +139,7 @@ pub struct Shadow {
     git_dir: PathBuf,
     worktree: PathBuf,
     max_file_bytes: u64,
+    first_max: (u64, u64),
     /// The data directory, when it is inside the worktree: never snapshotted.
     data_inside: Option<PathBuf>,
 }
@@ -153,7 +177,13 @@ impl Shadow {
         let data = data_dir.canonicalize().unwrap_or_else(|_| data_dir.to_path_buf());
         let data_inside =
             data.strip_prefix(&worktree).ok().filter(|r| !r.as_os_str().is_empty()).map(Path::to_path_buf);
-        let shadow = Shadow { git_dir, worktree, max_file_bytes: MAX_FILE_BYTES, data_inside };
+        let shadow = Shadow {
+            git_dir,
+            worktree,
+            max_file_bytes: MAX_FILE_BYTES,
+            first_max: (FIRST_MAX_FILES, FIRST_MAX_BYTES),
+            data_inside,
+        };
         if !shadow.git_dir.join("HEAD").exists() {
             std::fs::create_dir_all(&shadow.git_dir).map_err(io(&shadow.git_dir))?;
             let _lock = shadow.lock()?;
@@ -181,6 +211,13 @@ impl Shadow {
             }
         }
         Ok(shadow)
+    }
+
+    /// Refuses a first snapshot of more than `files` files or `bytes` bytes (default:
+    /// [`FIRST_MAX_FILES`], [`FIRST_MAX_BYTES`]).
+    pub fn with_first_limits(mut self, files: u64, bytes: u64) -> Self {
+        self.first_max = (files, bytes);
+        self
     }
 
     /// Sets the size over which files are left out (tests use small values).
@@ -284,14 +321,25 @@ impl Shadow {
         // Files new or changed since the last snapshot that are too large are left out.
         let candidates = self.git(&["ls-files", "-z", "--others", "--modified", "--exclude-standard"], None)?;
         let mut too_large: BTreeMap<PathBuf, (u64, i64)> = BTreeMap::new();
+        let first = !self.git_dir.join("toolshed-last").exists();
+        let (mut files, mut bytes) = (0u64, 0u64);
         for raw in candidates.split(|b| *b == 0).filter(|p| !p.is_empty()) {
             let rel = PathBuf::from(OsStr::from_bytes(raw));
-            if let Ok(meta) = std::fs::symlink_metadata(self.worktree.join(&rel))
-                && meta.is_file()
-                && meta.len() > self.max_file_bytes
-            {
+            let Ok(meta) = std::fs::symlink_metadata(self.worktree.join(&rel)) else { continue };
+            if meta.is_file() && meta.len() > self.max_file_bytes {
                 too_large.insert(rel, (meta.len(), meta.mtime()));
+            } else {
+                files += 1;
+                bytes += meta.len();
             }
+        }
+        if first && (files > self.first_max.0 || bytes > self.first_max.1) {
+            return Err(SnapshotError::TooBig {
+                files,
+                bytes,
+                max_files: self.first_max.0,
+                max_bytes: self.first_max.1,
+            });
         }
         // Ones left out before that are still too large stay out without being read again.
         for (rel, _) in self.previous_too_large()? {

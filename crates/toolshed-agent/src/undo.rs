@@ -30,6 +30,8 @@ pub struct Undo {
     shadow: OnceLock<Result<Arc<Shadow>, String>>,
     warned: AtomicBool,
     pruned: AtomicBool,
+    /// Set when the worktree turned out too large to snapshot: undo is off for this process.
+    off: OnceLock<String>,
 }
 
 impl Undo {
@@ -42,11 +44,15 @@ impl Undo {
             shadow: OnceLock::new(),
             warned: AtomicBool::new(false),
             pruned: AtomicBool::new(false),
+            off: OnceLock::new(),
         }
     }
 
     /// The shadow repository, or why undo is off.
     pub fn shadow(&self) -> Result<Arc<Shadow>, String> {
+        if let Some(why) = self.off.get() {
+            return Err(why.clone());
+        }
         self.shadow
             .get_or_init(|| Shadow::open(&self.data_dir, &self.root).map(Arc::new).map_err(|e| e.to_string()))
             .clone()
@@ -66,10 +72,15 @@ impl Undo {
         let shadow = self.shadow()?;
         let taken = {
             let shadow = shadow.clone();
-            tokio::task::spawn_blocking(move || shadow.snapshot())
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())
+            match tokio::task::spawn_blocking(move || shadow.snapshot()).await.map_err(|e| e.to_string())? {
+                Ok(id) => Ok(id),
+                Err(e @ crate::snapshot::SnapshotError::TooBig { .. }) => {
+                    let why = e.to_string();
+                    let _ = self.off.set(why.clone());
+                    Err(why)
+                }
+                Err(e) => Err(e.to_string()),
+            }
         };
         if !self.pruned.swap(true, Ordering::Relaxed) {
             let retention = self.retention;

@@ -375,3 +375,29 @@ fn a_directory_replaced_by_a_symlink_is_never_followed_out_of_the_worktree() {
     assert_eq!(std::fs::read_to_string(root.join("out/kept.txt")).unwrap(), "kept\n");
     assert!(!root.join("out/victim.txt").exists());
 }
+
+#[test]
+fn a_worktree_too_large_for_a_first_snapshot_is_refused_with_what_to_do() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..12 {
+        std::fs::write(dir.path().join(format!("f{i}")), "x").unwrap();
+    }
+    std::fs::write(dir.path().join(".gitignore"), "ignored/\n").unwrap();
+    std::fs::create_dir(dir.path().join("ignored")).unwrap();
+    for i in 0..50 {
+        std::fs::write(dir.path().join(format!("ignored/g{i}")), "x").unwrap();
+    }
+    let shadow = Shadow::open(data.path(), dir.path()).unwrap().with_first_limits(10, 1 << 30);
+    let err = shadow.snapshot().unwrap_err().to_string();
+    assert!(err.contains("undo is off for this worktree: it has 13 files"), "ignored files do not count: {err}");
+    assert!(err.contains(".gitignore"), "{err}");
+    // Within the limits (ignored files never count), it is taken.
+    let shadow = Shadow::open(data.path(), dir.path()).unwrap().with_first_limits(13, 1 << 30);
+    let first = shadow.snapshot().unwrap();
+    // Later snapshots are incremental and not limited.
+    for i in 0..5 {
+        std::fs::write(dir.path().join(format!("h{i}")), "y").unwrap();
+    }
+    assert_ne!(shadow.snapshot().unwrap(), first);
+}

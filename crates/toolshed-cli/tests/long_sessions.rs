@@ -89,6 +89,8 @@ struct Model {
     constant_usage: bool,
     /// Requests that listed the files changed with a diff stat.
     with_diff_stat: usize,
+    /// Prompt tokens of the model steps (summary requests apart).
+    step_input: u64,
 }
 
 const NOTES: &str = "## Task\n- Check every file fNNN.txt in order, marking the previous one as checked.\n## Decisions\n- One file per step.\n## Files\n- Files up to the latest read are checked.\n## Commands\n- none\n## Open problems\n- none\n## Next steps\n- Continue with the next file.";
@@ -137,6 +139,7 @@ fn model(state: Arc<Mutex<Model>>, files: usize) -> impl Fn(&Received) -> Reply 
             s.missing.push(format!("todo list missing from step {step}"));
         }
         s.steps += 1;
+        s.step_input += tokens;
         let n = s.steps;
         let events = if n == 1 {
             let todos = json!({"todos": [{"content": TODO, "status": "in_progress"}]}).to_string();
@@ -208,10 +211,12 @@ fn a_150_step_session_stays_inside_a_16000_token_window() {
     assert!(outputs.iter().all(|o| o.len() > 8_000), "stored outputs are whole");
     let prune_lines = stderr.matches("old tool outputs dropped").count();
     eprintln!(
-        "150-step session: {} model steps, {} compactions ({} summary tokens in, {} out), {} prunings, largest request {} of {WINDOW} tokens, {:.1} s",
+        "150-step session: {} model steps ({} prompt tokens), {} compactions ({} summary tokens in, {:.1}% more, {} out), {} prunings, largest request {} of {WINDOW} tokens, {:.1} s",
         s.steps,
+        s.step_input,
         s.summaries,
         s.summary_input,
+        100.0 * s.summary_input as f64 / s.step_input as f64,
         s.summary_output,
         prune_lines,
         s.largest,

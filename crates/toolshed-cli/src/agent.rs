@@ -129,6 +129,10 @@ struct PrintState {
     spinner_shown: bool,
     running: HashMap<String, (String, Instant)>,
     frame: usize,
+    /// A question is on screen since then: nothing else is written until it is answered.
+    asking: Option<Instant>,
+    /// What arrived meanwhile, in order (`true`: standard output).
+    held: Vec<(bool, String)>,
 }
 
 impl Printer {
@@ -162,8 +166,51 @@ impl Printer {
         });
     }
 
+    /// A question is about to be written: the spinner goes, streamed text ends its line, and
+    /// nothing else is written until [`Printer::end_question`].
+    pub fn begin_question(&self) {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if s.spinner_shown {
+            eprint!("\r\x1b[2K");
+            s.spinner_shown = false;
+        }
+        if s.text_open {
+            println!();
+            let _ = std::io::stdout().flush();
+            s.text_open = false;
+        }
+        s.asking = Some(Instant::now());
+    }
+
+    /// The question was answered: what arrived meanwhile is written, and the time it waited
+    /// is not counted in the running calls' time.
+    pub fn end_question(&self) {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(since) = s.asking.take() else { return };
+        let waited = since.elapsed();
+        for (_, start) in s.running.values_mut() {
+            *start += waited;
+        }
+        for (stdout, text) in std::mem::take(&mut s.held) {
+            if stdout {
+                print!("{text}");
+                let _ = std::io::stdout().flush();
+                s.text_open = !text.ends_with('\n');
+            } else {
+                if s.text_open {
+                    println!();
+                    s.text_open = false;
+                }
+                eprintln!("{text}");
+            }
+        }
+    }
+
     fn tick(&self) {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if s.asking.is_some() {
+            return;
+        }
         let Some((tool, since)) = s.running.values().min_by_key(|(_, t)| *t).cloned() else { return };
         if since.elapsed() < Duration::from_secs(1) {
             return;
@@ -182,6 +229,11 @@ impl Printer {
 
     /// Writes a line to stderr, clearing the spinner and ending streamed text first.
     fn line(&self, s: &mut PrintState, text: &str) {
+        if s.asking.is_some() {
+            let text = if self.terminal { toolshed_core::terminal::visible(text) } else { text.into() };
+            s.held.push((false, text.into_owned()));
+            return;
+        }
         if s.spinner_shown {
             eprint!("\r\x1b[2K");
             s.spinner_shown = false;
@@ -206,6 +258,10 @@ impl Printer {
         let indent = if main { "" } else { "    " };
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         match event {
+            Event::Text { text, .. } if main && s.asking.is_some() => {
+                let text = if crate::stdout_is_terminal() { toolshed_core::terminal::visible(text) } else { text.into() };
+                s.held.push((true, text.into_owned()));
+            }
             Event::Text { text, .. } if main => {
                 if s.spinner_shown {
                     eprint!("\r\x1b[2K");

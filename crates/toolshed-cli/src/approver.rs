@@ -7,13 +7,21 @@ use std::sync::Arc;
 use toolshed_core::permission::{ApprovalRequest, ApproveAll, Approver, RejectAll, Reply};
 use toolshed_core::tool::BoxFuture;
 
+use crate::agent::Printer;
+
 /// Who answers `ask` for a command: everyone approved with `--yes`, the person at the terminal
 /// when there is one, else nobody (rejected, and the model is told why).
 pub fn for_command(yes: bool) -> Arc<dyn Approver> {
+    for_command_printing(yes, None)
+}
+
+/// [`for_command`] for a command whose events `printer` writes: while a question is on
+/// screen, the printer holds everything else back (no spinner over the question).
+pub fn for_command_printing(yes: bool, printer: Option<Arc<Printer>>) -> Arc<dyn Approver> {
     if yes {
         Arc::new(ApproveAll)
     } else if std::io::stderr().is_terminal() && File::open("/dev/tty").is_ok() {
-        Arc::new(TerminalApprover::default())
+        Arc::new(TerminalApprover { one_at_a_time: tokio::sync::Mutex::default(), printer })
     } else {
         Arc::new(RejectAll)
     }
@@ -21,9 +29,9 @@ pub fn for_command(yes: bool) -> Arc<dyn Approver> {
 
 /// Prompts on standard error and reads the answer from `/dev/tty` (standard input may carry
 /// the tool's arguments). One prompt at a time.
-#[derive(Default)]
 pub struct TerminalApprover {
     one_at_a_time: tokio::sync::Mutex<()>,
+    printer: Option<Arc<Printer>>,
 }
 
 impl Approver for TerminalApprover {
@@ -31,8 +39,27 @@ impl Approver for TerminalApprover {
         Box::pin(async move {
             let _turn = self.one_at_a_time.lock().await;
             let prompt = prompt_text(request);
+            let _question = self.printer.as_deref().map(Question::open);
             tokio::task::spawn_blocking(move || ask(&prompt)).await.unwrap_or(Reply::Reject(None))
         })
+    }
+}
+
+/// A question on screen: the printer holds its output until this drops (the answer came, or
+/// the turn was interrupted).
+pub struct Question<'a>(&'a Printer);
+
+impl<'a> Question<'a> {
+    /// Stops the printer writing over the question that follows.
+    pub fn open(printer: &'a Printer) -> Self {
+        printer.begin_question();
+        Question(printer)
+    }
+}
+
+impl Drop for Question<'_> {
+    fn drop(&mut self) {
+        self.0.end_question();
     }
 }
 

@@ -35,13 +35,16 @@ type Lines = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>;
 /// Answers permission requests with the next line the user types.
 struct LineApprover {
     lines: Lines,
+    printer: Arc<Printer>,
 }
 
 impl Approver for LineApprover {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
         Box::pin(async move {
             let mut lines = self.lines.lock().await;
-            eprint!("{}", crate::approver::prompt_text(request));
+            let _question = crate::approver::Question::open(&self.printer);
+            // The commands and paths asked about come from the model: shown, never obeyed.
+            eprint!("{}", toolshed_core::terminal::visible(&crate::approver::prompt_text(request)));
             match lines.recv().await {
                 Some(line) => crate::approver::parse_answer(&line),
                 None => Reply::Reject(None),
@@ -112,7 +115,7 @@ pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
     let lines: Lines = Arc::new(tokio::sync::Mutex::new(rx));
     let printer = Printer::new(false);
     let interactive = std::io::stdin().is_terminal();
-    let approver = Arc::new(LineApprover { lines: lines.clone() });
+    let approver = Arc::new(LineApprover { lines: lines.clone(), printer: printer.clone() });
     let (rt, _mcp) = runtime(ws, store, approver, printer.sink())?;
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

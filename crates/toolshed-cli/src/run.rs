@@ -40,7 +40,7 @@ pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
     let (store, agent, model) =
         crate::agent::session_target(ws, args.session.as_deref(), args.agent.as_deref(), args.model.as_deref())?;
     let printer = Printer::new(args.json);
-    let approver = crate::approver::for_command(args.yes);
+    let approver = crate::approver::for_command_printing(args.yes, Some(printer.clone()));
     let (rt, _mcp) = runtime(ws, store, approver, printer.sink())?;
     let runtime_handle = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

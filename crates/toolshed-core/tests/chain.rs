@@ -272,3 +272,36 @@ async fn every_call_is_recorded_with_its_result() {
     assert_eq!(records[0].result.output, "ok");
     assert!(records[1].result.is_error);
 }
+
+/// Answers every question after a pause, as a person does.
+struct SlowPerson(Duration);
+
+impl toolshed_core::permission::Approver for SlowPerson {
+    fn approve<'a>(
+        &'a self,
+        _request: &'a toolshed_core::permission::ApprovalRequest,
+    ) -> toolshed_core::tool::BoxFuture<'a, toolshed_core::permission::Reply> {
+        Box::pin(async move {
+            tokio::time::sleep(self.0).await;
+            toolshed_core::permission::Reply::Once
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_time_a_question_waits_is_not_the_tools() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ask = Ruleset::new(vec![Rule::new("*", "*", Action::Ask)]);
+    let exec = Executor::builder(registry(Arc::default()), tmp.path())
+        .data_dir(tmp.path())
+        .permission(Arc::new(ask))
+        .approver(Arc::new(SlowPerson(Duration::from_millis(400))))
+        .build();
+    let session = Session::new("s", "build");
+    let started = Instant::now();
+    let r = exec.call(&session, ToolCall::json("c", "slow_read", json!({"ms": 50}))).await;
+    assert!(!r.is_error, "{}", r.output);
+    assert!(started.elapsed() >= Duration::from_millis(450), "the question was asked");
+    assert!(r.duration >= Duration::from_millis(50), "{:?}", r.duration);
+    assert!(r.duration < Duration::from_millis(300), "the 400 ms of the question are not counted: {:?}", r.duration);
+}

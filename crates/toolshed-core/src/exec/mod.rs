@@ -377,6 +377,8 @@ impl Executor {
         let started = Instant::now();
         let flight = session.begin_call();
         let ctx = self.context(session, &call);
+        // The time a person takes to answer a question is not the tool's.
+        let mut asking = Duration::ZERO;
         let outcome = async {
             let Some(entry) = self.registry.get(&call.name) else {
                 let (found, model) = (session.found(), session.model());
@@ -390,13 +392,17 @@ impl Executor {
                 self.doom_loop.then(|| (decode::fingerprint(&call.name, &call.input), flight.overlapping));
             let invocation = run::guard(entry.spec(), || entry.tool.prepare(args))?;
             let requests = run::guard(entry.spec(), || invocation.permissions(&ctx))?;
-            permit::permit(self, session, &ctx, entry.spec(), requests, fingerprint).await?;
+            let permitting = Instant::now();
+            let permitted = permit::permit(self, session, &ctx, entry.spec(), requests, fingerprint).await;
+            asking = permitting.elapsed();
+            permitted?;
             let _admission = admit::admit(session, entry.spec()).await;
             let limit = invocation.time_limit().unwrap_or(self.default_time_limit);
             run::run(invocation, ctx.clone(), limit).await
         }
         .await;
         let mut result = convert::convert(&call, outcome, &ctx, started);
+        result.duration = result.duration.saturating_sub(asking);
         bound::bound(&mut result, &self.env);
         record::record(self.recorder.as_ref(), session, &call, &mut result);
         result

@@ -61,6 +61,9 @@ pub enum Event {
         title: Option<String>,
         /// How long it took.
         duration_ms: u64,
+        /// What the tool reported besides its text (an edit's `diff`, a write's `created`...).
+        #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+        metadata: serde_json::Map<String, serde_json::Value>,
     },
     /// A model step ended.
     StepFinish {

@@ -858,6 +858,7 @@ impl Runtime {
                     output: result.output.clone(),
                     title: result.title.clone(),
                     duration_ms: result.duration.as_millis() as u64,
+                    metadata: result.metadata.clone(),
                 });
                 result
             }

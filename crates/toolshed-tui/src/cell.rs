@@ -1,0 +1,201 @@
+//! The transcript: what a session shows, cell by cell, built from the agent's events. A cell is
+//! a user prompt, an answer (Markdown, growing while it streams), a reasoning summary, one tool
+//! call (its state moving running → done / failed), or a notice (a compaction, an error).
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+use toolshed_agent::Event;
+
+/// One tool call as the transcript shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCell {
+    /// The call id.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The input as the model sent it.
+    pub input: String,
+    /// Where it stands.
+    pub state: ToolState,
+    /// The tool's title for the result.
+    pub title: Option<String>,
+    /// The result text.
+    pub output: String,
+    /// What the tool reported besides its text (an edit's `diff`...).
+    pub metadata: Map<String, Value>,
+    /// How long the tool ran (not counting a question's wait).
+    pub duration_ms: Option<u64>,
+    /// 0 for the session's own calls, 1 for a sub-agent's.
+    pub depth: u8,
+    /// Whether the whole body is shown.
+    pub expanded: bool,
+}
+
+/// A tool call's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolState {
+    /// It runs.
+    Running,
+    /// It finished.
+    Done,
+    /// It failed (or was rejected).
+    Failed,
+}
+
+/// One cell of the transcript.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    /// What the user sent.
+    User(String),
+    /// The model's answer, Markdown; `done` once it stopped streaming.
+    Answer {
+        /// The text so far.
+        text: String,
+        /// Whether it is complete.
+        done: bool,
+    },
+    /// A reasoning summary (shown dimmed).
+    Reasoning(String),
+    /// A tool call.
+    Tool(ToolCell),
+    /// Something toolshed says (a compaction, a notice, an error).
+    Notice {
+        /// The text.
+        text: String,
+        /// Whether it is an error.
+        error: bool,
+    },
+}
+
+/// The cells of a session, in order.
+#[derive(Debug, Default)]
+pub struct Transcript {
+    cells: Vec<Cell>,
+    /// The session whose text is the answer (the first to start).
+    main: Option<String>,
+    calls: HashMap<String, usize>,
+}
+
+impl Transcript {
+    /// The cells.
+    pub fn cells(&self) -> &[Cell] {
+        &self.cells
+    }
+
+    /// Adds the user's prompt.
+    pub fn push_user(&mut self, text: &str) {
+        self.close_answer();
+        self.cells.push(Cell::User(text.to_string()));
+    }
+
+    /// Adds a notice.
+    pub fn push_notice(&mut self, text: &str, error: bool) {
+        self.close_answer();
+        self.cells.push(Cell::Notice { text: text.to_string(), error });
+    }
+
+    fn close_answer(&mut self) {
+        if let Some(Cell::Answer { done, .. }) = self.cells.last_mut() {
+            *done = true;
+        }
+    }
+
+    fn is_main(&mut self, session: &str) -> bool {
+        self.main.get_or_insert_with(|| session.to_string()) == session
+    }
+
+    /// Takes in one event of the loop.
+    pub fn apply(&mut self, event: &Event) {
+        let main = self.is_main(event.session_id());
+        match event {
+            Event::Text { text, .. } if main => match self.cells.last_mut() {
+                Some(Cell::Answer { text: so_far, done: false }) => so_far.push_str(text),
+                _ => self.cells.push(Cell::Answer { text: text.clone(), done: false }),
+            },
+            Event::ToolCall { call_id, tool, input, .. } => {
+                self.close_answer();
+                self.calls.insert(call_id.clone(), self.cells.len());
+                self.cells.push(Cell::Tool(ToolCell {
+                    call_id: call_id.clone(),
+                    tool: tool.clone(),
+                    input: input.clone(),
+                    state: ToolState::Running,
+                    title: None,
+                    output: String::new(),
+                    metadata: Map::new(),
+                    duration_ms: None,
+                    depth: u8::from(!main),
+                    expanded: false,
+                }));
+            }
+            Event::ToolResult { call_id, is_error, output, title, duration_ms, metadata, .. } => {
+                if let Some(Cell::Tool(cell)) = self.calls.get(call_id).and_then(|&i| self.cells.get_mut(i)) {
+                    cell.state = if *is_error { ToolState::Failed } else { ToolState::Done };
+                    cell.output.clone_from(output);
+                    cell.title.clone_from(title);
+                    cell.duration_ms = Some(*duration_ms);
+                    cell.metadata.clone_from(metadata);
+                }
+            }
+            Event::Compaction { summarised, tokens_before, tokens_after, .. } => self.push_notice(
+                &format!("compacted: {summarised} messages summarised (~{tokens_before} → ~{tokens_after} tokens)"),
+                false,
+            ),
+            Event::Notice { message, .. } => self.push_notice(message, false),
+            Event::Error { message, .. } if main => self.push_notice(message, true),
+            Event::Finish { .. } if main => self.close_answer(),
+            Event::AgentSwitch { from, to, .. } => self.push_notice(&format!("agent: {from} → {to}"), false),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(s: &str, session: &str) -> Event {
+        Event::Text { session_id: session.into(), text: s.into() }
+    }
+
+    #[test]
+    fn events_build_cells_in_order_and_results_land_on_their_call() {
+        let mut t = Transcript::default();
+        t.push_user("fix it");
+        t.apply(&text("Look", "s"));
+        t.apply(&text("ing.", "s"));
+        t.apply(&Event::ToolCall {
+            session_id: "s".into(),
+            call_id: "c1".into(),
+            tool: "bash".into(),
+            input: "{}".into(),
+        });
+        t.apply(&Event::ToolCall {
+            session_id: "sub".into(),
+            call_id: "c2".into(),
+            tool: "read".into(),
+            input: "{}".into(),
+        });
+        t.apply(&text("sub-agent text is not the answer", "sub"));
+        t.apply(&Event::ToolResult {
+            session_id: "s".into(),
+            call_id: "c1".into(),
+            tool: "bash".into(),
+            is_error: true,
+            output: "exit 1".into(),
+            title: None,
+            duration_ms: 12,
+            metadata: Map::new(),
+        });
+        t.apply(&text("Done.", "s"));
+        let cells = t.cells();
+        assert_eq!(cells.len(), 5);
+        assert_eq!(cells[1], Cell::Answer { text: "Looking.".into(), done: true });
+        let Cell::Tool(bash) = &cells[2] else { panic!() };
+        assert_eq!((bash.state, bash.duration_ms, bash.depth), (ToolState::Failed, Some(12), 0));
+        let Cell::Tool(read) = &cells[3] else { panic!() };
+        assert_eq!((read.state, read.depth), (ToolState::Running, 1));
+        assert_eq!(cells[4], Cell::Answer { text: "Done.".into(), done: false });
+    }
+}

@@ -1,0 +1,304 @@
+//! Each cell drawn as lines at a width. A tool cell is a header — state (spinner while it runs,
+//! then ✓ or ✗ and the tool's own duration), the tool, what it works on — and a body that
+//! depends on the tool: the command and the tail of its output for bash, a coloured diff for
+//! edits, the first line of a search, the address and size of a fetch. Collapsed bodies are cut
+//! to a few lines ("… +N lines"); an expanded cell shows all.
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+
+use crate::cell::{Cell, ToolCell, ToolState};
+use crate::markdown::{self, DIM};
+use crate::wrap::wrap;
+
+/// Spinner frames, one per tick.
+pub const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
+
+/// Lines of a collapsed body.
+const COLLAPSED_LINES: usize = 5;
+/// Lines of a collapsed diff.
+const COLLAPSED_DIFF_LINES: usize = 16;
+
+/// `cell` at `width` columns; `frame` picks the spinner frame of running calls.
+pub fn lines(cell: &Cell, width: usize, frame: usize) -> Vec<Line<'static>> {
+    match cell {
+        Cell::User(text) => {
+            let style = Style::new().add_modifier(Modifier::BOLD);
+            let mut out = vec![Line::default()];
+            for line in text.lines() {
+                let first = [Span::styled("› ", Style::new().fg(Color::Magenta))];
+                out.extend(wrap(&[Span::styled(line.to_string(), style)], width, &first, &[Span::raw("  ")]));
+            }
+            out.push(Line::default());
+            out
+        }
+        Cell::Answer { text, .. } => markdown::render(text, width),
+        Cell::Reasoning(text) => {
+            let style = DIM.add_modifier(Modifier::ITALIC);
+            text.lines().flat_map(|l| wrap(&[Span::styled(l.to_string(), style)], width, &[], &[])).collect()
+        }
+        Cell::Notice { text, error } => {
+            let style = if *error { Style::new().fg(Color::Red) } else { DIM };
+            wrap(&[Span::styled(text.clone(), style)], width, &[Span::styled("· ", style)], &[Span::raw("  ")])
+        }
+        Cell::Tool(tool) => tool_lines(tool, width, frame),
+    }
+}
+
+fn tool_lines(cell: &ToolCell, width: usize, frame: usize) -> Vec<Line<'static>> {
+    let indent = "  ".repeat(usize::from(cell.depth));
+    let (glyph, glyph_style) = match cell.state {
+        ToolState::Running => (SPINNER[frame % SPINNER.len()], Style::new().fg(Color::Yellow)),
+        ToolState::Done => ("✓", Style::new().fg(Color::Green)),
+        ToolState::Failed => ("✗", Style::new().fg(Color::Red)),
+    };
+    let args: Value = serde_json::from_str(&cell.input).unwrap_or(Value::Null);
+    let subject = subject(&cell.tool, &args, &cell.input);
+    let mut header = vec![
+        Span::raw(indent.clone()),
+        Span::styled(format!("{glyph} "), glyph_style),
+        Span::styled(cell.tool.clone(), Style::new().add_modifier(Modifier::BOLD)),
+    ];
+    if !subject.is_empty() {
+        header.push(Span::raw(format!(" {subject}")));
+    }
+    if let Some(ms) = cell.duration_ms {
+        header.push(Span::styled(format!(" ({})", duration(ms)), DIM));
+    }
+    let body_prefix = [Span::raw(format!("{indent}  "))];
+    let mut out = wrap(&header, width, &[], &body_prefix);
+    let body = body(cell, &args);
+    let limit = if cell.expanded {
+        usize::MAX
+    } else if is_diff(&body) {
+        COLLAPSED_DIFF_LINES
+    } else {
+        COLLAPSED_LINES
+    };
+    let tail = cell.tool == "bash";
+    let (shown, hidden) = cut(&body, limit, tail);
+    let more = Line::from(vec![body_prefix[0].clone(), Span::styled(format!("… +{hidden} lines"), DIM)]);
+    // Command output shows its tail: the cut is between the command and the last lines.
+    let commands = if tail { shown.iter().take_while(|(l, _)| l.starts_with("$ ")).count() } else { shown.len() };
+    for (i, (text, style)) in shown.into_iter().enumerate() {
+        if i == commands && hidden > 0 {
+            out.push(more.clone());
+        }
+        out.extend(wrap(&[Span::styled(text, style)], width, &body_prefix, &body_prefix));
+    }
+    if hidden > 0 && !tail {
+        out.push(more);
+    }
+    out
+}
+
+/// What the call works on, for its header.
+fn subject(tool: &str, args: &Value, raw: &str) -> String {
+    let field = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
+    let found = match tool {
+        "bash" => field("description").or_else(|| field("command")),
+        "read" | "write" | "edit" | "list" => field("file_path").or_else(|| field("path")),
+        "grep" | "glob" => field("pattern").map(|p| match field("path") {
+            Some(path) => format!("{p} in {path}"),
+            None => p,
+        }),
+        "webfetch" => field("url"),
+        "websearch" | "tool_search" => field("query"),
+        "task" => field("description"),
+        "apply_patch" => {
+            let patch = field("input").unwrap_or_else(|| raw.to_string());
+            let files: Vec<&str> = patch
+                .lines()
+                .filter_map(|l| {
+                    ["*** Update File: ", "*** Add File: ", "*** Delete File: "].iter().find_map(|p| l.strip_prefix(p))
+                })
+                .collect();
+            Some(files.join(", "))
+        }
+        _ => None,
+    };
+    let text = found.unwrap_or_else(|| if args.is_null() { raw.to_string() } else { String::new() });
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 100 { format!("{}…", flat.chars().take(100).collect::<String>()) } else { flat }
+}
+
+/// The body's lines with their styles.
+fn body(cell: &ToolCell, args: &Value) -> Vec<(String, Style)> {
+    if cell.state == ToolState::Running {
+        if cell.tool == "bash"
+            && let Some(command) = args.get("command").and_then(Value::as_str)
+        {
+            return command.lines().map(|l| (format!("$ {l}"), DIM)).collect();
+        }
+        return Vec::new();
+    }
+    if cell.state == ToolState::Failed {
+        return cell
+            .output
+            .lines()
+            .take(COLLAPSED_LINES)
+            .map(|l| (l.to_string(), Style::new().fg(Color::Red)))
+            .collect();
+    }
+    match cell.tool.as_str() {
+        "bash" => {
+            let mut out: Vec<(String, Style)> = args
+                .get("command")
+                .and_then(Value::as_str)
+                .map(|c| c.lines().map(|l| (format!("$ {l}"), DIM)).collect())
+                .unwrap_or_default();
+            out.extend(cell.output.lines().map(|l| (l.to_string(), Style::new())));
+            out
+        }
+        "edit" | "apply_patch" | "write" => {
+            let diff = cell.metadata.get("diff").and_then(Value::as_str).map(str::to_string);
+            match diff {
+                Some(diff) => diff_lines(&diff),
+                None => cell
+                    .title
+                    .iter()
+                    .chain(cell.output.lines().next().map(str::to_string).as_ref())
+                    .take(1)
+                    .map(|t| (t.clone(), DIM))
+                    .collect(),
+            }
+        }
+        "grep" | "glob" | "read" | "list" | "webfetch" | "websearch" => {
+            let first =
+                cell.title.clone().or_else(|| cell.output.lines().next().map(str::to_string)).unwrap_or_default();
+            let size = if cell.tool == "webfetch" { format!(" ({} bytes)", cell.output.len()) } else { String::new() };
+            vec![(format!("{first}{size}"), DIM)]
+        }
+        _ => cell.output.lines().take(3).map(|l| (l.to_string(), DIM)).collect(),
+    }
+}
+
+/// A unified diff, coloured: additions green, removals red, hunk headers cyan.
+pub fn diff_lines(diff: &str) -> Vec<(String, Style)> {
+    diff.lines()
+        .filter(|l| {
+            !l.starts_with("+++") && !l.starts_with("---") && !l.starts_with("Index:") && !l.starts_with("====")
+        })
+        .map(|l| {
+            let style = match l.chars().next() {
+                Some('+') => Style::new().fg(Color::Green),
+                Some('-') => Style::new().fg(Color::Red),
+                Some('@') => Style::new().fg(Color::Cyan),
+                _ => Style::new(),
+            };
+            (l.to_string(), style)
+        })
+        .collect()
+}
+
+fn is_diff(body: &[(String, Style)]) -> bool {
+    body.iter().any(|(l, _)| l.starts_with("@@"))
+}
+
+/// At most `limit` lines: the last ones (`tail`, for command output) or the first ones.
+fn cut(body: &[(String, Style)], limit: usize, tail: bool) -> (Vec<(String, Style)>, usize) {
+    if body.len() <= limit {
+        return (body.to_vec(), 0);
+    }
+    let hidden = body.len() - limit;
+    if tail {
+        // The command itself stays; the output's tail follows.
+        let commands = body.iter().take_while(|(l, _)| l.starts_with("$ ")).count().min(limit);
+        let mut shown: Vec<(String, Style)> = body[..commands].to_vec();
+        shown.extend(body[body.len() - (limit - commands)..].iter().cloned());
+        (shown, hidden)
+    } else {
+        (body[..limit].to_vec(), hidden)
+    }
+}
+
+/// `12 ms`, `3.4 s`, `2 m 5 s`.
+pub fn duration(ms: u64) -> String {
+    match ms {
+        ms if ms < 1_000 => format!("{ms} ms"),
+        ms if ms < 60_000 => format!("{:.1} s", ms as f64 / 1000.0),
+        ms => format!("{} m {} s", ms / 60_000, (ms % 60_000) / 1000),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use ratatui::widgets::Paragraph;
+    use serde_json::json;
+
+    use super::*;
+    use crate::cell::Transcript;
+
+    /// The cells drawn on a test terminal of `width` columns, as text.
+    fn screen(cells: &[Cell], width: u16) -> String {
+        let lines: Vec<Line<'static>> = cells.iter().flat_map(|c| lines(c, usize::from(width), 0)).collect();
+        let height = u16::try_from(lines.len()).unwrap_or(u16::MAX).max(1);
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal.draw(|f| f.render_widget(Paragraph::new(lines), f.area())).unwrap();
+        terminal.backend().to_string()
+    }
+
+    fn tool(tool: &str, input: Value, output: &str, metadata: Value) -> Cell {
+        Cell::Tool(ToolCell {
+            call_id: "c".into(),
+            tool: tool.into(),
+            input: input.to_string(),
+            state: ToolState::Done,
+            title: None,
+            output: output.into(),
+            metadata: metadata.as_object().cloned().unwrap_or_default(),
+            duration_ms: Some(1234),
+            depth: 0,
+            expanded: false,
+        })
+    }
+
+    #[test]
+    fn a_transcript_with_markdown() {
+        let mut t = Transcript::default();
+        t.push_user("why does the build fail?");
+        t.apply(&toolshed_agent::Event::Text {
+            session_id: "s".into(),
+            text: "## The cause\n\nThe **linker** cannot find `libfoo`:\n\n1. install it\n2. rerun `cargo build`\n\n```sh\napt install libfoo-dev\n```\n".into(),
+        });
+        insta::assert_snapshot!(screen(t.cells(), 48));
+    }
+
+    #[test]
+    fn a_bash_cell_shows_the_command_and_the_tail_of_its_output() {
+        let output: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+        let cell = tool("bash", json!({"command": "cargo test", "description": "run the tests"}), &output, json!({}));
+        insta::assert_snapshot!(screen(&[cell], 48));
+    }
+
+    #[test]
+    fn an_edit_cell_shows_its_diff_in_colour() {
+        let diff = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,3 @@\n fn main() {\n-    println!(\"hi\");\n+    println!(\"hello\");\n }\n";
+        let cell = tool("edit", json!({"file_path": "src/lib.rs"}), "Edited src/lib.rs", json!({"diff": diff}));
+        let drawn = screen(std::slice::from_ref(&cell), 48);
+        insta::assert_snapshot!(drawn);
+        let lines = lines(&cell, 48, 0);
+        let colour_of = |start: &str| {
+            let line = lines
+                .iter()
+                .find(|l| {
+                    l.spans.iter().map(|s| s.content.as_ref()).collect::<String>().trim_start().starts_with(start)
+                })
+                .unwrap();
+            line.spans.iter().rev().find(|s| !s.content.trim().is_empty()).and_then(|s| s.style.fg)
+        };
+        assert_eq!(colour_of("+    println"), Some(Color::Green));
+        assert_eq!(colour_of("-    println"), Some(Color::Red));
+        assert_eq!(colour_of("@@"), Some(Color::Cyan));
+    }
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(duration(12), "12 ms");
+        assert_eq!(duration(3_456), "3.5 s");
+        assert_eq!(duration(125_000), "2 m 5 s");
+    }
+}

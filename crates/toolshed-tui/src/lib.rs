@@ -5,4 +5,5 @@
 pub mod cell;
 pub mod markdown;
 pub mod render;
+pub mod views;
 pub mod wrap;

@@ -98,7 +98,7 @@ pub fn status_line(status: &Status, frame: usize, width: usize) -> Line<'static>
     parts.push((status.agent.clone(), Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD)));
     parts.push((status.model.clone(), DIM));
     if let Some((used, window)) = status.context {
-        let percent = if window == 0 { 0 } else { used * 100 / window };
+        let percent = (used * 100).checked_div(window).unwrap_or(0);
         parts.push((format!("{} / {} tokens ({percent}%)", short(used), short(window)), DIM));
     }
     for part in [&status.session, &status.worktree, &status.sandbox] {

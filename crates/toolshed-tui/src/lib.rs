@@ -3,6 +3,7 @@
 //! into styled lines ([`markdown`]), and each cell drawn at a given width ([`render`]).
 
 pub mod cell;
+pub mod composer;
 pub mod markdown;
 pub mod render;
 pub mod views;

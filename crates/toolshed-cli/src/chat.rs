@@ -1,6 +1,7 @@
-//! `toolshed chat`: an interactive line-based session. Each line is a prompt; `/plan` and
-//! `/build` switch agents; permission requests are answered on the next line; Ctrl-C
-//! interrupts the running turn, not the program.
+//! `toolshed chat`: an interactive session. On a terminal it is the terminal UI
+//! (`toolshed-tui`); with `--plain`, or when standard input or output is not a terminal, it is
+//! line-based: each line is a prompt; `/plan` and `/build` switch agents; permission requests
+//! are answered on the next line; Ctrl-C interrupts the running turn, not the program.
 
 use std::io::{BufRead, IsTerminal};
 use std::process::ExitCode;
@@ -28,6 +29,10 @@ pub struct ChatArgs {
     /// Continue this stored session.
     #[arg(long, value_name = "ID")]
     session: Option<String>,
+    /// Line mode: no terminal UI even on a terminal (it is line mode anyway when standard input
+    /// or output is not a terminal).
+    #[arg(long)]
+    plain: bool,
 }
 
 type Lines = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>;
@@ -100,9 +105,83 @@ async fn undo_command(rt: &toolshed_agent::Runtime, id: &str, revert: bool, line
     }
 }
 
+/// The terminal UI over the same runtime, session lock and sessions as line mode.
+fn tui(
+    ws: &Workspace,
+    args: &ChatArgs,
+    store: Arc<toolshed_agent::Store>,
+    agent: &str,
+    model: &str,
+) -> Result<ExitCode, CliError> {
+    let (sink, approver, messages) = toolshed_tui::app::channel();
+    let (rt, _mcp) = runtime(ws, store, approver, sink)?;
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
+    let history_file = history_path(&rt.settings().root);
+    let history: Vec<String> =
+        std::fs::read_to_string(&history_file).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let outcome = tokio_rt.block_on(async {
+        let early_lock = match &args.session {
+            Some(id) => Some(crate::agent::SessionLock::acquire(rt.store(), id)?),
+            None => None,
+        };
+        let session = match &args.session {
+            Some(id) => rt.resume_session(id, Some(model), Some(agent)),
+            None => rt.create_session(agent, model, None),
+        }
+        .map_err(CliError::failure)?;
+        let _lock = match early_lock {
+            Some(lock) => lock,
+            None => crate::agent::SessionLock::acquire(rt.store(), &session.id)?,
+        };
+        let status = toolshed_tui::views::Status { worktree: home_relative(&rt.settings().root), ..Default::default() };
+        let setup =
+            toolshed_tui::app::Setup { runtime: rt.clone(), session: session.clone(), messages, status, history };
+        let history = toolshed_tui::app::run(setup).await.map_err(|e| {
+            CliError::failure(format!("the terminal UI failed: {e}; `toolshed chat --plain` works without it"))
+        })?;
+        let kept = &history[history.len().saturating_sub(HISTORY_KEPT)..];
+        if let Some(dir) = history_file.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::write(&history_file, serde_json::to_string(kept).unwrap_or_default());
+        eprintln!("session {}", session.id);
+        Ok(ExitCode::SUCCESS)
+    });
+    tokio_rt.block_on(toolshed_tools::lsp::shared(&ws.config).shutdown());
+    outcome
+}
+
+/// Prompts kept per worktree for the composer's Up.
+const HISTORY_KEPT: usize = 500;
+
+/// Where the composer's history of the worktree `root` is kept.
+fn history_path(root: &std::path::Path) -> std::path::PathBuf {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    root.hash(&mut h);
+    toolshed_core::paths::data_dir().join("history").join(format!("{:016x}.json", h.finish()))
+}
+
+/// `root` with the home directory written `~`.
+fn home_relative(root: &std::path::Path) -> String {
+    match toolshed_core::paths::home_dir()
+        .and_then(|home| root.strip_prefix(home).ok().map(std::path::Path::to_path_buf))
+    {
+        Some(rest) => format!("~/{}", rest.display()),
+        None => root.display().to_string(),
+    }
+}
+
 pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
     let (store, agent, model) =
         crate::agent::session_target(ws, args.session.as_deref(), args.agent.as_deref(), args.model.as_deref())?;
+    if !args.plain && std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+        return tui(ws, &args, store, &agent, &model);
+    }
     let (tx, rx) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines() {

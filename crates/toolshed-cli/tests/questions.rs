@@ -5,88 +5,12 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{Read, Write};
-use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+mod pty;
 
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use std::time::Duration;
+
+use pty::Terminal;
 use toolshed_llm::testing::{FakeServer, Reply, chat};
-
-/// A program running in a pseudo-terminal and the screen it draws.
-struct Terminal {
-    screen: Arc<Mutex<vt100::Parser>>,
-    writer: Box<dyn Write + Send>,
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-}
-
-impl Terminal {
-    fn start(dir: &Path, args: &[&str]) -> Terminal {
-        let pty =
-            native_pty_system().openpty(PtySize { rows: 30, cols: 120, pixel_width: 0, pixel_height: 0 }).unwrap();
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_toolshed"));
-        cmd.args(["--root", dir.to_str().unwrap()]);
-        cmd.args(args);
-        cmd.cwd(dir);
-        cmd.env("HOME", dir.join(".home"));
-        cmd.env("XDG_CONFIG_HOME", dir.join(".xdg"));
-        cmd.env("TOOLSHED_DATA_DIR", dir.join(".data"));
-        cmd.env("TERM", "xterm-256color");
-        cmd.env_remove("OPENAI_API_KEY");
-        let child = pty.slave.spawn_command(cmd).unwrap();
-        drop(pty.slave);
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(30, 120, 1000)));
-        let mut reader = pty.master.try_clone_reader().unwrap();
-        let feed = screen.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                feed.lock().unwrap().process(&buf[..n]);
-            }
-        });
-        let writer = pty.master.take_writer().unwrap();
-        // The master must outlive the child's use of the terminal.
-        std::mem::forget(pty.master);
-        Terminal { screen, writer, child }
-    }
-
-    fn contents(&self) -> String {
-        self.screen.lock().unwrap().screen().contents()
-    }
-
-    fn wait_for(&mut self, what: &str, timeout: Duration) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let now = self.contents();
-            if now.contains(what) {
-                return now;
-            }
-            assert!(Instant::now() < deadline, "no {what:?} on screen within {timeout:?}:\n{now}");
-            std::thread::sleep(Duration::from_millis(25));
-        }
-    }
-
-    fn type_text(&mut self, text: &str) {
-        self.writer.write_all(text.as_bytes()).unwrap();
-        self.writer.flush().unwrap();
-    }
-
-    fn wait_exit(&mut self, timeout: Duration) -> u32 {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                // Let the reader take in the last output.
-                std::thread::sleep(Duration::from_millis(200));
-                return status.exit_code();
-            }
-            assert!(Instant::now() < deadline, "still running:\n{}", self.contents());
-            std::thread::sleep(Duration::from_millis(25));
-        }
-    }
-}
 
 #[test]
 fn run_keeps_its_question_on_screen_and_does_not_count_the_wait_as_tool_time() {

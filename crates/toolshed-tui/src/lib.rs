@@ -1,7 +1,10 @@
-//! toolshed's terminal UI. This first part is what the screen shows, built from the agent's
-//! events and independent of any terminal: the transcript's cells ([`cell`]), Markdown turned
-//! into styled lines ([`markdown`]), and each cell drawn at a given width ([`render`]).
+//! toolshed's terminal UI. What the screen shows is built from the agent's events and drawn
+//! without a terminal (snapshot-tested): the transcript's cells ([`cell`]), Markdown turned
+//! into styled lines ([`markdown`]), each cell at a width ([`render`]), the approval dialog,
+//! status line and slash popup ([`views`]), the composer ([`composer`]). [`app`] runs them in
+//! an inline viewport of the terminal.
 
+pub mod app;
 pub mod cell;
 pub mod composer;
 pub mod markdown;

@@ -146,12 +146,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
     SlashCommand { name: "/plan", help: "plan mode: read and plan, change nothing" },
     SlashCommand { name: "/build", help: "build mode" },
     SlashCommand { name: "/agent", help: "switch to another agent: /agent NAME" },
-    SlashCommand { name: "/model", help: "use another model: /model PROVIDER/MODEL" },
-    SlashCommand { name: "/new", help: "start a new session" },
-    SlashCommand { name: "/sessions", help: "pick a session to resume" },
     SlashCommand { name: "/compact", help: "summarise the older history now to free context" },
-    SlashCommand { name: "/undo", help: "put back the files of the last step that changed files" },
-    SlashCommand { name: "/diff", help: "what this session changed" },
     SlashCommand { name: "/help", help: "keys and commands" },
     SlashCommand { name: "/exit", help: "quit" },
 ];
@@ -250,7 +245,7 @@ mod tests {
 
     #[test]
     fn the_slash_popup_lists_what_matches_with_the_selection() {
-        insta::assert_snapshot!(draw(slash_popup("/", 6, 64), 64, false));
+        insta::assert_snapshot!(draw(slash_popup("/", 3, 64), 64, false));
         let compact: Vec<&str> = slash_matches("/co").iter().map(|c| c.name).collect();
         assert_eq!(compact, ["/compact"]);
         assert!(slash_matches("/zz").is_empty());

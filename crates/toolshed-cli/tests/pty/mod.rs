@@ -1,0 +1,98 @@
+//! A program in a real pseudo-terminal (portable-pty) and the screen it draws, read by a
+//! terminal emulator (vt100): what a person sees.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+
+/// A program running in a pseudo-terminal and the screen it draws.
+pub struct Terminal {
+    screen: Arc<Mutex<vt100::Parser>>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+}
+
+impl Terminal {
+    pub fn start(dir: &Path, args: &[&str]) -> Terminal {
+        let pty =
+            native_pty_system().openpty(PtySize { rows: 30, cols: 120, pixel_width: 0, pixel_height: 0 }).unwrap();
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_toolshed"));
+        cmd.args(["--root", dir.to_str().unwrap()]);
+        cmd.args(args);
+        cmd.cwd(dir);
+        cmd.env("HOME", dir.join(".home"));
+        cmd.env("XDG_CONFIG_HOME", dir.join(".xdg"));
+        cmd.env("TOOLSHED_DATA_DIR", dir.join(".data"));
+        cmd.env("TERM", "xterm-256color");
+        cmd.env_remove("OPENAI_API_KEY");
+        let child = pty.slave.spawn_command(cmd).unwrap();
+        drop(pty.slave);
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(30, 120, 1000)));
+        let writer: Arc<Mutex<Box<dyn Write + Send>>> = Arc::new(Mutex::new(pty.master.take_writer().unwrap()));
+        let mut reader = pty.master.try_clone_reader().unwrap();
+        let (feed, answer) = (screen.clone(), writer.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            let mut tail: Vec<u8> = Vec::new();
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let mut parser = feed.lock().unwrap();
+                parser.process(&buf[..n]);
+                // A terminal answers "where is the cursor?" (DSR 6); the emulator does not, so
+                // the harness does, as a terminal would.
+                tail.extend_from_slice(&buf[..n]);
+                let asked = tail.windows(4).filter(|w| w == b"\x1b[6n").count();
+                tail = tail[tail.len().saturating_sub(3)..].to_vec();
+                for _ in 0..asked {
+                    let (row, col) = parser.screen().cursor_position();
+                    let reply = format!("\x1b[{};{}R", row + 1, col + 1);
+                    let _ = answer.lock().unwrap().write_all(reply.as_bytes());
+                }
+            }
+        });
+        // The master must outlive the child's use of the terminal.
+        std::mem::forget(pty.master);
+        Terminal { screen, writer, child }
+    }
+
+    pub fn contents(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    pub fn wait_for(&mut self, what: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let now = self.contents();
+            if now.contains(what) {
+                return now;
+            }
+            assert!(Instant::now() < deadline, "no {what:?} on screen within {timeout:?}:\n{now}");
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    pub fn type_text(&mut self, text: &str) {
+        let mut writer = self.writer.lock().unwrap();
+        writer.write_all(text.as_bytes()).unwrap();
+        writer.flush().unwrap();
+    }
+
+    pub fn wait_exit(&mut self, timeout: Duration) -> u32 {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // Let the reader take in the last output.
+                std::thread::sleep(Duration::from_millis(200));
+                return status.exit_code();
+            }
+            assert!(Instant::now() < deadline, "still running:\n{}", self.contents());
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! `toolshed chat` on a terminal is the terminal UI: driven in a real pseudo-terminal, its
+//! screen read by a terminal emulator, against the loopback model server.
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod pty;
+
+use std::time::{Duration, Instant};
+
+use pty::Terminal;
+use serde_json::Value;
+use toolshed_llm::testing::{FakeServer, Reply, chat};
+
+/// The text of the last user message of a Chat Completions request.
+fn last_prompt(body: &Value) -> String {
+    let messages = body["messages"].as_array().unwrap();
+    let last = messages.iter().rev().find(|m| m["role"] == "user").unwrap();
+    match &last["content"] {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[test]
+fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_interrupts() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::text("# Greeting\n\nHello **there**, `friend`.\n\n- one\n- two\n")),
+        Reply::sse(chat::tool_calls(&[(
+            "e1",
+            "edit",
+            r#"{"file_path":"notes.txt","old_string":"old line","new_string":"new line"}"#,
+        )])),
+        Reply::sse(chat::text("Edited.")),
+        Reply::sse(chat::text("Got the paste.")),
+        Reply::sse(chat::text("a slow answer that takes its time to arrive word by word"))
+            .delay(Duration::from_millis(700)),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "keep\nold line\nkeep\n").unwrap();
+    std::fs::write(
+        dir.path().join("toolshed.toml"),
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[permission]\nedit = \"ask\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let mut term = Terminal::start(dir.path(), &["chat"]);
+    term.wait_for("build", Duration::from_secs(30));
+
+    // A prompt; the answer rendered without Markdown markers.
+    term.type_text("hello\r");
+    let screen = term.wait_for("Hello there, friend.", Duration::from_secs(30));
+    assert!(screen.contains("Greeting") && !screen.contains("# Greeting") && !screen.contains("**"), "{screen}");
+    assert!(screen.contains("• one"), "{screen}");
+
+    // An edit that asks: the dialog stays until answered.
+    term.type_text("edit the notes\r");
+    term.wait_for("asks for `edit`", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_secs(3));
+    let screen = term.contents();
+    assert!(
+        screen.contains("asks for `edit`") && screen.contains("[o] once"),
+        "the dialog is gone after 3 s:\n{screen}"
+    );
+    assert!(screen.contains("notes.txt"), "{screen}");
+    term.type_text("o");
+    let screen = term.wait_for("Edited.", Duration::from_secs(30));
+    assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "keep\nnew line\nkeep\n");
+    assert!(screen.contains("-old line") && screen.contains("+new line"), "the edit's diff is shown:\n{screen}");
+
+    // A three-line bracketed paste is one prompt.
+    term.type_text("\x1b[200~first line\nsecond line\nthird line\x1b[201~");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(server.received().len(), 3, "a paste sends nothing by itself");
+    term.type_text("\r");
+    term.wait_for("Got the paste.", Duration::from_secs(30));
+    assert_eq!(last_prompt(&server.received()[3].body), "first line\nsecond line\nthird line");
+
+    // Ctrl-C during a slow answer: an idle composer within 3 s.
+    term.type_text("take your time\r");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.received().len() < 5 {
+        assert!(Instant::now() < deadline, "the slow prompt was not sent");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(800));
+    let interrupted = Instant::now();
+    term.type_text("\x03");
+    let screen = term.wait_for("interrupted", Duration::from_secs(3));
+    assert!(interrupted.elapsed() < Duration::from_secs(3));
+    assert!(!screen.contains("working"), "the status line still says busy:\n{screen}");
+    // The composer takes input again.
+    term.type_text("/exit\r");
+    assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
+
+    // The session is consistent: every prompt stored, the interrupted answer marked so.
+    let id = term
+        .contents()
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("session ").map(|s| s.trim().to_string()))
+        .or_else(|| {
+            let data = dir.path().join(".data");
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
+                .args(["session", "list", "--json"])
+                .env("TOOLSHED_DATA_DIR", &data)
+                .output()
+                .unwrap();
+            let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+            list[0]["id"].as_str().map(str::to_string)
+        })
+        .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", dir.path().to_str().unwrap(), "session", "export", &id])
+        .env("TOOLSHED_DATA_DIR", dir.path().join(".data"))
+        .env("XDG_CONFIG_HOME", dir.path().join(".xdg"))
+        .output()
+        .unwrap();
+    let export: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let prompts: Vec<String> = export["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["parts"][0]["text"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(prompts, ["hello", "edit the notes", "first line\nsecond line\nthird line", "take your time"]);
+    let last = export["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["role"], "assistant");
+    assert!(last["error"].as_str().is_some_and(|e| e.contains("interrupted")), "{last}");
+}

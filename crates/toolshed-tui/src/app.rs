@@ -1,0 +1,543 @@
+//! The terminal application: an inline viewport at the bottom of the terminal (the live cells,
+//! an approval dialog, the composer and the status line); finished cells are written above it
+//! into the terminal's own scrollback, so the transcript scrolls, copies and survives the way
+//! the rest of the terminal does. The agent runs in tasks of its own; its events and questions
+//! reach the loop through a channel ([`channel`]).
+
+use std::collections::VecDeque;
+use std::io::{self, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::event::{
+    self, DisableBracketedPaste, EnableBracketedPaste, Event as Input, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
+};
+use ratatui::crossterm::{execute, terminal};
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Paragraph, Widget};
+use ratatui::{Frame, Terminal, TerminalOptions, Viewport};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use toolshed_agent::{AgentError, Event, EventSink, LiveSession, Runtime, Trigger};
+use toolshed_core::permission::{ApprovalRequest, Approver, Reply};
+use toolshed_core::tool::BoxFuture;
+
+use crate::cell::{Cell, ToolState, Transcript};
+use crate::composer::Composer;
+use crate::render;
+use crate::views::{self, Status};
+
+/// What reaches the loop from the agent.
+pub enum Message {
+    /// An event of the loop.
+    Agent(Event),
+    /// A permission question and where its answer goes.
+    Ask(ApprovalRequest, oneshot::Sender<Reply>),
+}
+
+/// The event sink and the approver to build the runtime with, and the receiving end for
+/// [`run`].
+pub fn channel() -> (EventSink, Arc<dyn Approver>, mpsc::UnboundedReceiver<Message>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let events = tx.clone();
+    let sink: EventSink = Arc::new(move |e: &Event| {
+        let _ = events.send(Message::Agent(e.clone()));
+    });
+    (sink, Arc::new(TuiApprover(tx)), rx)
+}
+
+/// Puts each question to the application and waits for the answer (no answer: rejected).
+struct TuiApprover(mpsc::UnboundedSender<Message>);
+
+impl Approver for TuiApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
+        Box::pin(async move {
+            let (tx, rx) = oneshot::channel();
+            if self.0.send(Message::Ask(request.clone(), tx)).is_err() {
+                return Reply::Reject(None);
+            }
+            rx.await.unwrap_or(Reply::Reject(None))
+        })
+    }
+}
+
+/// What the application runs.
+pub struct Setup {
+    /// The agent runtime (built with [`channel`]'s sink and approver).
+    pub runtime: Arc<Runtime>,
+    /// The session.
+    pub session: Arc<LiveSession>,
+    /// [`channel`]'s receiver.
+    pub messages: mpsc::UnboundedReceiver<Message>,
+    /// What the status line starts with (worktree, sandbox...).
+    pub status: Status,
+    /// Prompts sent before, oldest first (Up recalls them).
+    pub history: Vec<String>,
+}
+
+/// Raw mode and bracketed paste while the application runs; restored when dropped, even by a
+/// panic.
+struct TerminalMode;
+
+impl TerminalMode {
+    fn enter() -> io::Result<TerminalMode> {
+        terminal::enable_raw_mode()?;
+        execute!(io::stdout(), EnableBracketedPaste)?;
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            previous(info);
+        }));
+        Ok(TerminalMode)
+    }
+}
+
+fn restore() {
+    let _ = execute!(io::stdout(), DisableBracketedPaste);
+    let _ = terminal::disable_raw_mode();
+}
+
+impl Drop for TerminalMode {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Runs the application until the user quits; returns the prompts of the history (to keep).
+pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
+    let Setup { runtime, session, mut messages, status, history } = setup;
+    let _mode = TerminalMode::enter()?;
+    let rows = terminal::size()?.1;
+    let height = (rows / 2).clamp(rows.min(10), 24).min(rows);
+    let mut term = Terminal::with_options(
+        CrosstermBackend::new(io::stdout()),
+        TerminalOptions { viewport: Viewport::Inline(height) },
+    )?;
+    let (input_tx, mut inputs) = mpsc::unbounded_channel();
+    // Polled, not blocked on: a blocked read would hold crossterm's input lock, and ratatui's
+    // cursor-position queries (a resize of the inline viewport) need it.
+    std::thread::spawn(move || {
+        loop {
+            match event::poll(Duration::from_millis(50)) {
+                Ok(true) => match event::read() {
+                    Ok(input) => {
+                        if input_tx.send(input).is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                },
+                Ok(false) => {
+                    if input_tx.is_closed() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+    });
+    let (done_tx, mut done) = mpsc::unbounded_channel();
+    let mut app = App::new(runtime, session, status, history, done_tx);
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        app.commit(&mut term)?;
+        term.draw(|f| app.draw(f))?;
+        tokio::select! {
+            Some(input) = inputs.recv() => {
+                if app.input(input, &mut term)? == Flow::Quit {
+                    break;
+                }
+            }
+            Some(message) = messages.recv() => app.message(message),
+            Some(outcome) = done.recv() => app.finished(outcome),
+            _ = tick.tick(), if app.busy.is_some() => app.frame = app.frame.wrapping_add(1),
+        }
+    }
+    app.quit();
+    app.commit(&mut term)?;
+    term.draw(|f| app.draw(f))?;
+    // The next shell prompt goes below the viewport.
+    let area = term.get_frame().area();
+    term.set_cursor_position((0, area.bottom().saturating_sub(1)))?;
+    println!("\r");
+    io::stdout().flush()?;
+    Ok(app.composer.history().to_vec())
+}
+
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Go,
+    Quit,
+}
+
+type Outcome = Result<String, AgentError>;
+
+struct App {
+    runtime: Arc<Runtime>,
+    session: Arc<LiveSession>,
+    transcript: Transcript,
+    /// Cells already written to the scrollback.
+    committed: usize,
+    composer: Composer,
+    asks: VecDeque<(ApprovalRequest, oneshot::Sender<Reply>)>,
+    /// The message being typed to reject the first question with.
+    rejecting: Option<String>,
+    status: Status,
+    busy: Option<Instant>,
+    turn: Option<CancellationToken>,
+    done: mpsc::UnboundedSender<Outcome>,
+    popup: usize,
+    quit_armed: bool,
+    frame: usize,
+}
+
+impl App {
+    fn new(
+        runtime: Arc<Runtime>,
+        session: Arc<LiveSession>,
+        mut status: Status,
+        history: Vec<String>,
+        done: mpsc::UnboundedSender<Outcome>,
+    ) -> App {
+        status.agent = session.agent();
+        status.model.clone_from(&session.model);
+        status.session.clone_from(&session.id);
+        App {
+            runtime,
+            session,
+            transcript: Transcript::default(),
+            committed: 0,
+            composer: Composer::new(history),
+            asks: VecDeque::new(),
+            rejecting: None,
+            status,
+            busy: None,
+            turn: None,
+            done,
+            popup: 0,
+            quit_armed: false,
+            frame: 0,
+        }
+    }
+
+    /// Writes the finished cells at the front of the transcript into the scrollback.
+    fn commit(&mut self, term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> io::Result<()> {
+        let width = usize::from(term.get_frame().area().width);
+        while let Some(cell) = self.transcript.cells().get(self.committed) {
+            let finished = match cell {
+                Cell::Answer { done, .. } => *done,
+                Cell::Tool(t) => t.state != ToolState::Running,
+                _ => true,
+            };
+            if !finished {
+                break;
+            }
+            let lines = render::lines(cell, width, 0);
+            for chunk in lines.chunks(200) {
+                let chunk = chunk.to_vec();
+                let height = u16::try_from(chunk.len()).unwrap_or(u16::MAX);
+                term.insert_before(height, |buf| Paragraph::new(chunk).render(buf.area, buf))?;
+            }
+            self.committed += 1;
+        }
+        Ok(())
+    }
+
+    fn draw(&mut self, f: &mut Frame<'_>) {
+        let area = f.area();
+        let width = usize::from(area.width);
+        let mut bottom = area.bottom();
+        // The status line.
+        self.status.busy = self.busy.map(|since| {
+            let what = if self.asks.is_empty() { "working" } else { "waiting for your answer" };
+            (what.to_string(), since.elapsed().as_secs())
+        });
+        bottom = bottom.saturating_sub(1);
+        f.render_widget(Paragraph::new(views::status_line(&self.status, self.frame, width)), row(area, bottom, 1));
+        // The composer, or the message a rejection is sent with.
+        let (rows, cursor) = match &self.rejecting {
+            Some(text) => {
+                let mut c = Composer::default();
+                c.insert_str(text);
+                c.render(width)
+            }
+            None => self.composer.render(width),
+        };
+        let shown = rows.len().min(6);
+        let first = (usize::from(cursor.1) + 1).saturating_sub(shown);
+        let composer_rows: Vec<Line<'static>> = rows.into_iter().skip(first).take(shown).collect();
+        let height = u16::try_from(composer_rows.len()).unwrap_or(1);
+        bottom = bottom.saturating_sub(height);
+        let top = bottom;
+        f.render_widget(Paragraph::new(composer_rows), row(area, top, height));
+        f.set_cursor_position((area.x + cursor.0.min(area.width.saturating_sub(1)), top + cursor.1 - first as u16));
+        // The slash popup.
+        let typed = self.composer.text();
+        if self.asks.is_empty() && typed.starts_with('/') && !typed.contains(char::is_whitespace) {
+            let lines = views::slash_popup(&typed, self.popup, width);
+            let h = u16::try_from(lines.len()).unwrap_or(0).min(bottom.saturating_sub(area.y));
+            bottom = bottom.saturating_sub(h);
+            f.render_widget(Paragraph::new(lines), row(area, bottom, h));
+        }
+        // The first pending question.
+        if let Some((request, _)) = self.asks.front() {
+            let more = self.asks.len() - 1;
+            let title =
+                if more > 0 { format!(" permission ({more} more waiting) ") } else { " permission ".to_string() };
+            let mut lines = views::approval(request, None, width.saturating_sub(2));
+            if self.rejecting.is_some() {
+                lines.push(Line::from("  type the message for the model, Enter sends it, Esc goes back"));
+            }
+            let room = bottom.saturating_sub(area.y);
+            let h = (u16::try_from(lines.len()).unwrap_or(u16::MAX).saturating_add(2)).min(room);
+            // What does not fit is the dialog's top; the answers stay visible.
+            let skip = (lines.len() + 2).saturating_sub(usize::from(h));
+            bottom = bottom.saturating_sub(h);
+            let block = Block::default().borders(Borders::ALL).title(title);
+            f.render_widget(
+                Paragraph::new(lines.into_iter().skip(skip).collect::<Vec<_>>()).block(block),
+                row(area, bottom, h),
+            );
+        }
+        // The live cells: the tail that fits.
+        let room = usize::from(bottom.saturating_sub(area.y));
+        let live: Vec<Line<'static>> = self.transcript.cells()[self.committed..]
+            .iter()
+            .flat_map(|c| render::lines(c, width, self.frame))
+            .collect();
+        let tail: Vec<Line<'static>> = live.iter().skip(live.len().saturating_sub(room)).cloned().collect();
+        let h = u16::try_from(tail.len()).unwrap_or(0);
+        f.render_widget(Paragraph::new(tail), row(area, bottom.saturating_sub(h), h));
+    }
+
+    fn message(&mut self, message: Message) {
+        match message {
+            Message::Agent(event) => {
+                if let Event::StepFinish { input_tokens, context_window, .. } = &event {
+                    self.status.context = Some((*input_tokens, *context_window));
+                }
+                if let Event::AgentSwitch { to, .. } = &event {
+                    self.status.agent.clone_from(to);
+                }
+                self.transcript.apply(&event);
+            }
+            Message::Ask(request, answer) => self.asks.push_back((request, answer)),
+        }
+    }
+
+    fn finished(&mut self, outcome: Outcome) {
+        self.busy = None;
+        self.turn = None;
+        // Questions of a turn that ended (interrupted) are answered no.
+        for (_, answer) in self.asks.drain(..) {
+            let _ = answer.send(Reply::Reject(None));
+        }
+        self.rejecting = None;
+        match outcome {
+            Ok(_) => {}
+            Err(AgentError::Interrupted) => self.transcript.push_notice("interrupted; the session is intact", false),
+            Err(e) => self.transcript.push_notice(&e.to_string(), true),
+        }
+    }
+
+    fn answer(&mut self, reply: Reply) {
+        if let Some((_, answer)) = self.asks.pop_front() {
+            let _ = answer.send(reply);
+        }
+        self.rejecting = None;
+    }
+
+    fn input(&mut self, input: Input, term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> io::Result<Flow> {
+        match input {
+            Input::Paste(text) => match &mut self.rejecting {
+                Some(message) => message.push_str(&text),
+                None => self.composer.insert_str(&text),
+            },
+            Input::Resize(..) => term.autoresize()?,
+            Input::Key(key) if key.kind != KeyEventKind::Release => return Ok(self.key(key, term)),
+            _ => {}
+        }
+        Ok(Flow::Go)
+    }
+
+    fn key(&mut self, key: KeyEvent, term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> Flow {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            return self.interrupt_or_quit();
+        }
+        if self.quit_armed {
+            self.quit_armed = false;
+            self.status.busy = None;
+        }
+        if ctrl && key.code == KeyCode::Char('l') {
+            let _ = term.clear();
+            return Flow::Go;
+        }
+        if !self.asks.is_empty() {
+            self.question_key(key);
+            return Flow::Go;
+        }
+        match key.code {
+            KeyCode::Esc => {
+                if let Some(turn) = &self.turn {
+                    turn.cancel();
+                }
+            }
+            KeyCode::Char('d') if ctrl && self.composer.is_empty() => return Flow::Quit,
+            KeyCode::Char('j') if ctrl => self.composer.newline(),
+            KeyCode::Enter if key.modifiers.intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) => {
+                self.composer.newline();
+            }
+            KeyCode::Enter => return self.submit(),
+            KeyCode::Tab => {
+                if let Some(c) = views::slash_matches(&self.composer.text()).get(self.popup) {
+                    self.composer.set_text(&format!("{} ", c.name));
+                    self.popup = 0;
+                }
+            }
+            KeyCode::Up if self.popup_open() => self.popup = self.popup.saturating_sub(1),
+            KeyCode::Down if self.popup_open() => {
+                let n = views::slash_matches(&self.composer.text()).len();
+                self.popup = (self.popup + 1).min(n.saturating_sub(1));
+            }
+            KeyCode::Up => self.composer.up(),
+            KeyCode::Down => self.composer.down(),
+            KeyCode::Left => self.composer.left(),
+            KeyCode::Right => self.composer.right(),
+            KeyCode::Home => self.composer.home(),
+            KeyCode::End => self.composer.end(),
+            KeyCode::Backspace => {
+                self.composer.backspace();
+                self.popup = 0;
+            }
+            KeyCode::Delete => self.composer.delete(),
+            KeyCode::Char(c) if !ctrl => {
+                self.composer.insert_char(c);
+                self.popup = 0;
+            }
+            _ => {}
+        }
+        Flow::Go
+    }
+
+    fn popup_open(&self) -> bool {
+        let typed = self.composer.text();
+        typed.starts_with('/') && !typed.contains(char::is_whitespace)
+    }
+
+    fn question_key(&mut self, key: KeyEvent) {
+        if let Some(message) = &mut self.rejecting {
+            match key.code {
+                KeyCode::Enter => {
+                    let text = message.trim().to_string();
+                    self.answer(Reply::Reject((!text.is_empty()).then_some(text)));
+                }
+                KeyCode::Esc => self.rejecting = None,
+                KeyCode::Backspace => {
+                    message.pop();
+                }
+                KeyCode::Char(c) => message.push(c),
+                _ => {}
+            }
+            return;
+        }
+        match key.code {
+            KeyCode::Char('o' | 'y') | KeyCode::Enter => self.answer(Reply::Once),
+            KeyCode::Char('a') => self.answer(Reply::Always),
+            KeyCode::Char('r' | 'n') | KeyCode::Esc => self.answer(Reply::Reject(None)),
+            KeyCode::Char('m') => self.rejecting = Some(String::new()),
+            _ => {}
+        }
+    }
+
+    /// Ctrl-C: interrupts a running turn, else clears the composer, else (pressed twice) quits.
+    fn interrupt_or_quit(&mut self) -> Flow {
+        if let Some(turn) = &self.turn {
+            turn.cancel();
+            return Flow::Go;
+        }
+        if !self.composer.is_empty() {
+            self.composer.set_text("");
+            return Flow::Go;
+        }
+        if self.quit_armed {
+            return Flow::Quit;
+        }
+        self.quit_armed = true;
+        self.transcript.push_notice("press Ctrl-C again to quit (Ctrl-D on an empty line also quits)", false);
+        Flow::Go
+    }
+
+    fn submit(&mut self) -> Flow {
+        if self.turn.is_some() {
+            // One turn at a time: the text waits in the composer.
+            return Flow::Go;
+        }
+        let text = self.composer.take();
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Flow::Go;
+        }
+        if trimmed.starts_with('/') {
+            return self.slash(trimmed);
+        }
+        self.transcript.push_user(&text);
+        let (runtime, session, done) = (self.runtime.clone(), self.session.clone(), self.done.clone());
+        let cancel = CancellationToken::new();
+        self.turn = Some(cancel.clone());
+        self.busy = Some(Instant::now());
+        tokio::spawn(async move {
+            let outcome = runtime.prompt(&session, &text, &cancel).await;
+            let _ = done.send(outcome);
+        });
+        Flow::Go
+    }
+
+    fn slash(&mut self, line: &str) -> Flow {
+        let (command, arg) = line.split_once(char::is_whitespace).map_or((line, ""), |(c, a)| (c, a.trim()));
+        let switch = |app: &mut App, to: &str| match app.runtime.switch_agent(&app.session, to) {
+            Ok(()) => {
+                app.status.agent = app.session.agent();
+                app.transcript.push_notice(&format!("now {}", app.session.agent()), false);
+            }
+            Err(e) => app.transcript.push_notice(&e.to_string(), true),
+        };
+        match command {
+            "/exit" | "/quit" => return Flow::Quit,
+            "/plan" => switch(self, "plan"),
+            "/build" => switch(self, "build"),
+            "/agent" if !arg.is_empty() => switch(self, arg),
+            "/compact" => {
+                let (runtime, session, done) = (self.runtime.clone(), self.session.clone(), self.done.clone());
+                let cancel = CancellationToken::new();
+                self.turn = Some(cancel.clone());
+                self.busy = Some(Instant::now());
+                tokio::spawn(async move {
+                    let outcome = runtime.compact(&session, Trigger::Manual, &cancel).await.map(|_| String::new());
+                    let _ = done.send(outcome);
+                });
+            }
+            "/help" => self.transcript.push_notice(HELP, false),
+            _ => self.transcript.push_notice(&format!("unknown command {command}; /help lists them"), true),
+        }
+        Flow::Go
+    }
+
+    fn quit(&mut self) {
+        if let Some(turn) = self.turn.take() {
+            turn.cancel();
+        }
+        for (_, answer) in self.asks.drain(..) {
+            let _ = answer.send(Reply::Reject(None));
+        }
+        self.transcript.push_notice(&format!("session {}", self.session.id), false);
+    }
+}
+
+const HELP: &str = "Enter sends · Shift-Enter or Ctrl-J: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Up/Down: history · /plan /build /agent NAME /compact /help /exit · questions: o once, a always, r reject, m reject with a message";
+
+fn row(area: Rect, y: u16, height: u16) -> Rect {
+    Rect { x: area.x, y, width: area.width, height: height.min(area.bottom().saturating_sub(y)) }
+}

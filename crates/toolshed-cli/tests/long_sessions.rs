@@ -932,3 +932,135 @@ fn review_session_compact_refuses_odd_summary_answers_and_odd_targets() {
     assert_eq!(refusing.received().len(), 1, "no summary request for a session without an answer: {err}");
     assert!(err.contains("nothing to summarise"), "{err}");
 }
+
+/// An Anthropic or Responses provider that refuses one step as too long (its own error
+/// shape): one compaction, the step again, well-formed requests, the session goes on.
+#[test]
+fn review_overflow_in_the_anthropic_and_responses_formats() {
+    for wire in [Wire::Anthropic, Wire::Responses] {
+        const FILES: usize = 10;
+        let state = Arc::new(Mutex::new(Seen::default()));
+        let inner = scripted(
+            Script { wire, pattern: Pattern::SameStep, files: FILES, window: WINDOW, bytes_per_token: 4 },
+            state.clone(),
+        );
+        let tool_requests = Arc::new(Mutex::new(0usize));
+        let t = tool_requests.clone();
+        let server = FakeServer::with_handler(move |r: &Received| {
+            if r.body.get("tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty()) {
+                let mut n = t.lock().unwrap();
+                *n += 1;
+                if *n == 6 {
+                    return match wire {
+                        Wire::Anthropic => Reply::error(
+                            400,
+                            json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 17000 tokens > 16000 maximum"}}),
+                        ),
+                        _ => Reply::error(
+                            400,
+                            json!({"error": {"type": "invalid_request_error", "code": "context_length_exceeded", "message": "Your input exceeds the context window of this model."}}),
+                        ),
+                    };
+                }
+            }
+            inner(r)
+        })
+        .unwrap();
+        let dir = worktree(&server, FILES);
+        configure(dir.path(), &server, wire, WINDOW);
+        let out = command(dir.path(), &["run", PROMPT, "--yes"]).env("FAKE_KEY", "k").output().unwrap();
+        let stderr = text(&out.stderr);
+        let s = state.lock().unwrap();
+        assert!(s.malformed.is_empty(), "{wire:?}: {:?}", s.malformed);
+        assert_eq!(out.status.code(), Some(0), "{wire:?}: {stderr}");
+        assert_eq!((s.summaries, s.steps), (1, FILES + 1), "{wire:?}");
+        let id = session_id(&stderr);
+        let export: Value = serde_json::from_slice(&toolshed(dir.path(), &["session", "export", &id]).stdout).unwrap();
+        assert_eq!(export["compactions"][0]["trigger"], "overflow", "{wire:?}");
+    }
+}
+
+/// `kill -9` just after a summary answer arrives (while the compaction is being stored), at a
+/// few different moments, then `--session ID`: what was stored stays, the session goes on.
+#[test]
+fn review_kill_right_after_the_summary_arrives() {
+    const FILES: usize = 70;
+    let state = Arc::new(Mutex::new(Model::default()));
+    let server = FakeServer::with_handler(model(state.clone(), FILES)).unwrap();
+    let dir = worktree(&server, FILES);
+    let mut id: Option<String> = None;
+    let stored_calls = |v: &Value| -> Vec<(String, String)> {
+        v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["parts"].as_array().unwrap())
+            .filter(|p| p["type"] == "tool" && p["state"] == "completed")
+            .map(|p| (p["call_id"].as_str().unwrap().to_string(), p["output"].to_string()))
+            .collect()
+    };
+    let mut previous: Vec<(String, String)> = Vec::new();
+    for pause_ms in [0u64, 2, 10, 30] {
+        let summaries = state.lock().unwrap().summaries;
+        let mut args = vec!["run", "Go on.", "--yes", "--json"];
+        if id.is_none() {
+            args[1] = PROMPT;
+        }
+        let session = id.clone().unwrap_or_default();
+        if id.is_some() {
+            args.extend(["--session", &session]);
+        }
+        let mut child = command(dir.path(), &args).spawn().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut stdout, &mut out);
+            out
+        });
+        wait_for("a summary answer", &mut child, || state.lock().unwrap().summaries > summaries);
+        std::thread::sleep(Duration::from_millis(pause_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let events = text(&reader.join().unwrap());
+        if id.is_none() {
+            id = events
+                .lines()
+                .find_map(|l| serde_json::from_str::<Value>(l).ok().filter(|v| v["type"] == "session_start"))
+                .map(|v| v["session_id"].as_str().unwrap().to_string());
+        }
+        let export = toolshed(dir.path(), &["session", "export", id.as_ref().unwrap()]);
+        assert_eq!(export.status.code(), Some(0), "{}", text(&export.stderr));
+        let v: Value = serde_json::from_slice(&export.stdout).unwrap();
+        let calls = stored_calls(&v);
+        assert!(calls.len() >= previous.len() && calls[..previous.len()] == previous[..], "stored calls changed");
+        previous = calls;
+    }
+    let id = id.unwrap();
+    let out = toolshed(dir.path(), &["run", "Go on.", "--yes", "--session", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let s = state.lock().unwrap();
+    assert!(s.violations.is_empty(), "{:?}", s.violations);
+    assert!(s.missing.is_empty(), "{:?}", s.missing);
+    let shown = text(&toolshed(dir.path(), &["session", "show", &id]).stdout);
+    assert!(shown.contains("── compaction (auto"), "compactions stored after all");
+}
+
+/// The review's request checker catches what it should (so its passing tests mean something).
+#[test]
+fn review_the_request_checker_catches_malformed_requests() {
+    let bad_anthropic = json!({"messages": [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "r"}]},
+    ]});
+    assert!(malformed(Wire::Anthropic, &bad_anthropic).is_some());
+    let unpaired = json!({"messages": [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "read", "input": {}}]},
+        {"role": "user", "content": [{"type": "text", "text": "block"}, {"type": "tool_result", "tool_use_id": "a", "content": "r"}]},
+    ]});
+    assert!(malformed(Wire::Anthropic, &unpaired).is_some());
+    let orphan = json!({"input": [{"type": "function_call_output", "call_id": "z", "output": "r"}]});
+    assert!(malformed(Wire::Responses, &orphan).is_some());
+    let fine = json!({"input": [{"type": "function_call", "call_id": "z", "name": "read", "arguments": "{}"}, {"type": "function_call_output", "call_id": "z", "output": "r"}]});
+    assert!(malformed(Wire::Responses, &fine).is_none());
+}

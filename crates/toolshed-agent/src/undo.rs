@@ -279,8 +279,7 @@ pub async fn plan_revert(
     // A file was changed by someone else when it differs from how the session's last step
     // that changed it left it (not merely from the session's last snapshot: a hand edit made
     // between two prompts, to a file the later prompt did not touch, is in that snapshot).
-    let mut after_entries: std::collections::HashMap<&str, crate::snapshot::Entries> =
-        std::collections::HashMap::new();
+    let mut after_entries: std::collections::HashMap<&str, crate::snapshot::Entries> = std::collections::HashMap::new();
     let mut hand_edited = Vec::new();
     for p in &files {
         let Some((_, _, after)) = snapshotted(&steps)

@@ -472,7 +472,9 @@ fn malformed(wire: Wire, body: &Value) -> Option<String> {
                     }
                     let prev: Vec<&str> = msgs[i - 1]["content"]
                         .as_array()
-                        .map(|a| a.iter().filter(|b| b["type"] == "tool_use").filter_map(|b| b["id"].as_str()).collect())
+                        .map(|a| {
+                            a.iter().filter(|b| b["type"] == "tool_use").filter_map(|b| b["id"].as_str()).collect()
+                        })
                         .unwrap_or_default();
                     if results.iter().any(|r| !prev.contains(r)) || prev.iter().any(|p| !results.contains(p)) {
                         return Some(format!("message {i}: tool_result ids {results:?} vs tool_use ids {prev:?}"));
@@ -480,9 +482,9 @@ fn malformed(wire: Wire, body: &Value) -> Option<String> {
                 }
                 if !uses.is_empty() {
                     let next = msgs.get(i + 1);
-                    let answered = next.and_then(|n| n["content"].as_array()).map_or(0, |a| {
-                        a.iter().filter(|b| b["type"] == "tool_result").count()
-                    });
+                    let answered = next
+                        .and_then(|n| n["content"].as_array())
+                        .map_or(0, |a| a.iter().filter(|b| b["type"] == "tool_result").count());
                     if answered != uses.len() {
                         return Some(format!("message {i}: {} tool_use blocks, {answered} results after", uses.len()));
                     }
@@ -552,12 +554,14 @@ fn malformed(wire: Wire, body: &Value) -> Option<String> {
 fn with_prompt_tokens(wire: Wire, events: Vec<String>, tokens: u64) -> Vec<String> {
     match wire {
         Wire::Chat => chat::with_usage(events, tokens, 40),
-        Wire::Anthropic => {
-            events.into_iter().map(|e| e.replace("\"input_tokens\":100", &format!("\"input_tokens\":{tokens}"))).collect()
-        }
-        Wire::Responses => {
-            events.into_iter().map(|e| e.replace("\"input_tokens\":100", &format!("\"input_tokens\":{tokens}"))).collect()
-        }
+        Wire::Anthropic => events
+            .into_iter()
+            .map(|e| e.replace("\"input_tokens\":100", &format!("\"input_tokens\":{tokens}")))
+            .collect(),
+        Wire::Responses => events
+            .into_iter()
+            .map(|e| e.replace("\"input_tokens\":100", &format!("\"input_tokens\":{tokens}")))
+            .collect(),
     }
 }
 
@@ -719,7 +723,12 @@ fn run_script(script: Script) -> (Arc<Mutex<Seen>>, tempfile::TempDir, String) {
     assert!(s.malformed.is_empty(), "malformed requests: {:?}", &s.malformed[..s.malformed.len().min(5)]);
     assert!(s.violations.is_empty(), "requests over the window: {:?}", s.violations);
     assert!(s.missing.is_empty(), "{:?}", s.missing);
-    assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {}", &stderr[stderr.len().saturating_sub(3000)..]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {}",
+        &stderr[stderr.len().saturating_sub(3000)..]
+    );
     assert!(s.done && stdout.contains("All files are checked."), "{stdout}");
     for n in 1..files {
         let body = std::fs::read_to_string(dir.path().join(format!("f{n:03}.txt"))).unwrap();
@@ -774,7 +783,13 @@ fn review_reading_in_one_step_and_editing_in_the_next() {
 
 #[test]
 fn review_several_reads_and_edits_per_step() {
-    run_script(Script { wire: Wire::Chat, pattern: Pattern::Several(3), files: 45, window: WINDOW, bytes_per_token: 4 });
+    run_script(Script {
+        wire: Wire::Chat,
+        pattern: Pattern::Several(3),
+        files: 45,
+        window: WINDOW,
+        bytes_per_token: 4,
+    });
 }
 
 /// A model that reads one file of 60 KB (more than the window's room once the tools are sent),
@@ -828,7 +843,8 @@ fn review_one_tool_output_larger_than_the_window() {
 fn review_a_session_resumed_on_a_model_with_a_smaller_window() {
     const FILES: usize = 15;
     let state = Arc::new(Mutex::new(Seen::default()));
-    let script = Script { wire: Wire::Chat, pattern: Pattern::SameStep, files: FILES, window: 64_000, bytes_per_token: 4 };
+    let script =
+        Script { wire: Wire::Chat, pattern: Pattern::SameStep, files: FILES, window: 64_000, bytes_per_token: 4 };
     let inner = scripted(script, state.clone());
     let violations = Arc::new(Mutex::new(Vec::new()));
     let v = violations.clone();
@@ -846,16 +862,24 @@ fn review_a_session_resumed_on_a_model_with_a_smaller_window() {
     .unwrap();
     let dir = worktree(&server, FILES);
     configure(dir.path(), &server, Wire::Chat, WINDOW);
-    let out = command(dir.path(), &["run", PROMPT, "--yes", "--model", "fake/big"]).env("FAKE_KEY", "k").output().unwrap();
+    let out =
+        command(dir.path(), &["run", PROMPT, "--yes", "--model", "fake/big"]).env("FAKE_KEY", "k").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(state.lock().unwrap().summaries, 0, "fits the big window");
     let id = session_id(&text(&out.stderr));
-    let out = command(dir.path(), &["run", "Now summarise what you checked.", "--yes", "--session", &id, "--model", "fake/small"])
-        .env("FAKE_KEY", "k")
-        .output()
-        .unwrap();
+    let out = command(
+        dir.path(),
+        &["run", "Now summarise what you checked.", "--yes", "--session", &id, "--model", "fake/small"],
+    )
+    .env("FAKE_KEY", "k")
+    .output()
+    .unwrap();
     let stderr = text(&out.stderr);
-    assert!(violations.lock().unwrap().is_empty(), "requests over the small window: {:?}\n{stderr}", violations.lock().unwrap());
+    assert!(
+        violations.lock().unwrap().is_empty(),
+        "requests over the small window: {:?}\n{stderr}",
+        violations.lock().unwrap()
+    );
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("old tool outputs dropped"), "the smaller window prunes: {stderr}");
 }
@@ -885,7 +909,8 @@ fn review_session_compact_refuses_odd_summary_answers_and_odd_targets() {
     let before = export_without_time(dir.path(), &id);
 
     // The summary model calls a tool instead of answering.
-    let odd = FakeServer::start(vec![Reply::sse(chat::tool_calls(&[("x", "read", r#"{"file_path":"f001.txt"}"#)]))]).unwrap();
+    let odd =
+        FakeServer::start(vec![Reply::sse(chat::tool_calls(&[("x", "read", r#"{"file_path":"f001.txt"}"#)]))]).unwrap();
     point_at(dir.path(), &odd);
     let out = toolshed(dir.path(), &["session", "compact", &id]);
     let err = text(&out.stderr);

@@ -400,9 +400,11 @@ fn chat_undo_asks_before_overwriting_a_hand_edit_and_no_keeps_it() {
 /// `session` when given; returns the session id.
 fn bash_session(root: &Path, data: &Path, session: Option<&str>, command: &str) -> String {
     let args = serde_json::json!({"command": command, "description": "change files"}).to_string();
-    let server =
-        FakeServer::start(vec![Reply::sse(chat::tool_calls(&[("b1", "bash", &args)])), Reply::sse(chat::text("Done."))])
-            .unwrap();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("b1", "bash", &args)])),
+        Reply::sse(chat::text("Done.")),
+    ])
+    .unwrap();
     let config = data.join("toolshed.toml");
     std::fs::write(
         &config,

@@ -764,8 +764,9 @@ impl Runtime {
         let kept_from = context::tail_start(&stored, from, pruned_through, room)
             .ok_or_else(|| fail("there is nothing to summarise yet".into()))?;
         let range: Vec<_> = stored.iter().filter(|m| m.seq >= from && m.seq < kept_from).cloned().collect();
-        // The user's messages are kept as they are: a range of nothing else has nothing to add.
-        if !range.iter().any(|m| m.role == toolshed_llm::Role::Assistant) {
+        // The user's messages are kept as they are: a range of nothing else (an assistant
+        // message that failed before anything arrived has no parts) has nothing to add.
+        if !range.iter().any(|m| m.role == toolshed_llm::Role::Assistant && !m.parts.is_empty()) {
             return Err(fail("there is nothing to summarise yet".into()));
         }
         let model = ModelRef::parse(&session.model)?;

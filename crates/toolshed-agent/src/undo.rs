@@ -5,10 +5,10 @@
 //!
 //! A revert restores the files the session's steps from the target on changed (never a file
 //! only the user touched) to how they were before the target step. It first snapshots the
-//! worktree: a file whose bytes or mode differ from the session's last snapshot was changed by
-//! someone else since, and is not overwritten unless forced. The revert is recorded as a step of
-//! its own (before: that fresh snapshot; after: the restored worktree), so reverting again
-//! restores what the revert replaced.
+//! worktree: a file whose bytes or mode differ from how the session's last step that changed
+//! it left it was changed by someone else since, and is not overwritten unless forced. The
+//! revert is recorded as a step of its own (before: that fresh snapshot; after: the restored
+//! worktree), so reverting again restores what the revert replaced.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -265,24 +265,37 @@ pub async fn plan_revert(
     let Some((_, target, _)) = snapshotted(&steps).find(|(s, _, _)| s.step >= target_step) else {
         return Ok(None);
     };
-    let Some(last) = latest(&steps) else { return Ok(None) };
+    if latest(&steps).is_none() {
+        return Ok(None);
+    }
     let touched: BTreeSet<PathBuf> = snapshotted(&steps)
         .filter(|(s, _, _)| s.step >= target_step)
         .flat_map(|(s, _, _)| s.changed.iter().cloned())
         .collect();
     let shadow = undo.shadow().map_err(UndoError::Unavailable)?;
     let current = undo.snapshot().await.map_err(UndoError::Unavailable)?;
-    let (target_entries, last_entries, current_entries) =
-        (shadow.entries(target)?, shadow.entries(last)?, shadow.entries(&current)?);
+    let (target_entries, current_entries) = (shadow.entries(target)?, shadow.entries(&current)?);
     let files: Vec<PathBuf> = touched.into_iter().filter(|p| target_entries.get(p) != current_entries.get(p)).collect();
-    let hand_edited: Vec<PathBuf> = files
-        .iter()
-        .filter(|p| {
-            last_entries.get(*p) != current_entries.get(*p)
-                && !too_large_same(last_entries.get(*p), current_entries.get(*p))
-        })
-        .cloned()
-        .collect();
+    // A file was changed by someone else when it differs from how the session's last step
+    // that changed it left it (not merely from the session's last snapshot: a hand edit made
+    // between two prompts, to a file the later prompt did not touch, is in that snapshot).
+    let mut after_entries: std::collections::HashMap<&str, crate::snapshot::Entries> = std::collections::HashMap::new();
+    let mut hand_edited = Vec::new();
+    for p in &files {
+        let Some((_, _, after)) = snapshotted(&steps)
+            .filter(|(s, _, _)| s.changed.contains(p))
+            .max_by_key(|(s, _, _)| (s.finished_at, s.step))
+        else {
+            continue;
+        };
+        if !after_entries.contains_key(after) {
+            after_entries.insert(after, shadow.entries(after)?);
+        }
+        let left = after_entries[after].get(p);
+        if left != current_entries.get(p) && !too_large_same(left, current_entries.get(p)) {
+            hand_edited.push(p.clone());
+        }
+    }
     if files.is_empty() {
         return Ok(None);
     }

@@ -401,3 +401,696 @@ fn session_compact_summarises_on_demand_and_a_failed_one_changes_nothing() {
     assert_eq!(strip(&before), strip(&after));
     let _ = std::io::stderr().flush();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Adversarial review: other wire formats, tokenizers, step patterns and windows.
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Wire {
+    Chat,
+    Anthropic,
+    Responses,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Pattern {
+    /// Step n reads fNNN and edits the file before it (as above).
+    SameStep,
+    /// Step 2k-1 reads fk, step 2k edits it: every file takes two model steps.
+    NextStep,
+    /// Each step reads `k` files and edits the `k` read by the step before.
+    Several(usize),
+}
+
+struct Script {
+    wire: Wire,
+    pattern: Pattern,
+    files: usize,
+    window: u64,
+    /// Bytes a token the server counts.
+    bytes_per_token: usize,
+}
+
+#[derive(Default)]
+struct Seen {
+    steps: usize,
+    summaries: usize,
+    violations: Vec<u64>,
+    /// Requests a real provider would reject as malformed (role order, unpaired tool results).
+    malformed: Vec<String>,
+    missing: Vec<String>,
+    largest: u64,
+    done: bool,
+}
+
+fn role_of(m: &Value) -> &str {
+    m["role"].as_str().unwrap_or("")
+}
+
+/// What a real provider would reject in `body`: Anthropic's alternation and tool_use /
+/// tool_result pairing, Responses' call / output pairing, Chat's tool messages.
+fn malformed(wire: Wire, body: &Value) -> Option<String> {
+    match wire {
+        Wire::Anthropic => {
+            let msgs = body["messages"].as_array()?;
+            if msgs.first().map(role_of) != Some("user") {
+                return Some("first message is not a user message".into());
+            }
+            for (i, m) in msgs.iter().enumerate() {
+                if i > 0 && role_of(&msgs[i - 1]) == role_of(m) {
+                    return Some(format!("two {} messages in a row at {i}", role_of(m)));
+                }
+                let blocks: Vec<&Value> = m["content"].as_array().map(|a| a.iter().collect()).unwrap_or_default();
+                let uses: Vec<&str> =
+                    blocks.iter().filter(|b| b["type"] == "tool_use").filter_map(|b| b["id"].as_str()).collect();
+                let results: Vec<&str> = blocks
+                    .iter()
+                    .filter(|b| b["type"] == "tool_result")
+                    .filter_map(|b| b["tool_use_id"].as_str())
+                    .collect();
+                if !results.is_empty() {
+                    // tool_result blocks first, each answering a tool_use of the message before.
+                    let first_other = blocks.iter().position(|b| b["type"] != "tool_result").unwrap_or(blocks.len());
+                    if blocks[..first_other].len() != results.len() {
+                        return Some(format!("message {i}: text before tool_result blocks"));
+                    }
+                    let prev: Vec<&str> = msgs[i - 1]["content"]
+                        .as_array()
+                        .map(|a| {
+                            a.iter().filter(|b| b["type"] == "tool_use").filter_map(|b| b["id"].as_str()).collect()
+                        })
+                        .unwrap_or_default();
+                    if results.iter().any(|r| !prev.contains(r)) || prev.iter().any(|p| !results.contains(p)) {
+                        return Some(format!("message {i}: tool_result ids {results:?} vs tool_use ids {prev:?}"));
+                    }
+                }
+                if !uses.is_empty() {
+                    let next = msgs.get(i + 1);
+                    let answered = next
+                        .and_then(|n| n["content"].as_array())
+                        .map_or(0, |a| a.iter().filter(|b| b["type"] == "tool_result").count());
+                    if answered != uses.len() {
+                        return Some(format!("message {i}: {} tool_use blocks, {answered} results after", uses.len()));
+                    }
+                }
+            }
+            None
+        }
+        Wire::Responses => {
+            let items = body["input"].as_array()?;
+            let mut calls = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                match item["type"].as_str() {
+                    Some("function_call" | "custom_tool_call") => calls.push(item["call_id"].as_str()?.to_string()),
+                    Some("function_call_output" | "custom_tool_call_output") => {
+                        let id = item["call_id"].as_str()?;
+                        if !calls.iter().any(|c| c == id) {
+                            return Some(format!("item {i}: output for {id} without its call"));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            for c in &calls {
+                let answered = items.iter().any(|it| {
+                    it["call_id"].as_str() == Some(c)
+                        && matches!(it["type"].as_str(), Some("function_call_output" | "custom_tool_call_output"))
+                });
+                if !answered {
+                    return Some(format!("call {c} has no output"));
+                }
+            }
+            None
+        }
+        Wire::Chat => {
+            let msgs = body["messages"].as_array()?;
+            let mut open: Vec<String> = Vec::new();
+            for (i, m) in msgs.iter().enumerate() {
+                match role_of(m) {
+                    "assistant" => {
+                        if !open.is_empty() {
+                            return Some(format!("message {i}: calls {open:?} unanswered"));
+                        }
+                        open = m["tool_calls"]
+                            .as_array()
+                            .map(|a| a.iter().filter_map(|c| c["id"].as_str().map(str::to_string)).collect())
+                            .unwrap_or_default();
+                    }
+                    "tool" => {
+                        let id = m["tool_call_id"].as_str().unwrap_or("");
+                        if !open.iter().any(|c| c == id) {
+                            return Some(format!("message {i}: tool result {id} without its call"));
+                        }
+                        open.retain(|c| c != id);
+                    }
+                    _ => {
+                        if !open.is_empty() {
+                            return Some(format!("message {i}: calls {open:?} unanswered"));
+                        }
+                    }
+                }
+            }
+            None
+        }
+    }
+}
+
+fn with_prompt_tokens(wire: Wire, events: Vec<String>, tokens: u64) -> Vec<String> {
+    match wire {
+        Wire::Chat => chat::with_usage(events, tokens, 40),
+        Wire::Anthropic => events
+            .into_iter()
+            .map(|e| e.replace("\"input_tokens\":100", &format!("\"input_tokens\":{tokens}")))
+            .collect(),
+        Wire::Responses => events
+            .into_iter()
+            .map(|e| e.replace("\"input_tokens\":100", &format!("\"input_tokens\":{tokens}")))
+            .collect(),
+    }
+}
+
+fn text_events(wire: Wire, text: &str) -> Vec<String> {
+    use toolshed_llm::testing::{anthropic, responses};
+    match wire {
+        Wire::Chat => chat::text(text),
+        Wire::Anthropic => anthropic::text(text),
+        Wire::Responses => responses::text(text),
+    }
+}
+
+fn call_events(wire: Wire, calls: &[(String, &str, String)]) -> Vec<String> {
+    use toolshed_llm::testing::{anthropic, responses};
+    match wire {
+        Wire::Chat => {
+            let c: Vec<(&str, &str, &str)> = calls.iter().map(|(i, n, a)| (i.as_str(), *n, a.as_str())).collect();
+            chat::tool_calls(&c)
+        }
+        Wire::Anthropic => {
+            let c: Vec<(&str, &str, &str)> = calls.iter().map(|(i, n, a)| (i.as_str(), *n, a.as_str())).collect();
+            anthropic::tool_calls(&c)
+        }
+        Wire::Responses => {
+            let c: Vec<(&str, &str, &str, bool)> =
+                calls.iter().map(|(i, n, a)| (i.as_str(), *n, a.as_str(), false)).collect();
+            responses::tool_calls(&c)
+        }
+    }
+}
+
+fn read_call(id: String, n: usize) -> (String, &'static str, String) {
+    (id, "read", json!({"file_path": format!("f{n:03}.txt")}).to_string())
+}
+
+fn edit_call(id: String, n: usize) -> (String, &'static str, String) {
+    let args = json!({"file_path": format!("f{n:03}.txt"), "old_string": format!("MARKER-{n}\n"), "new_string": format!("CHECKED-{n}\n")});
+    (id, "edit", args.to_string())
+}
+
+/// The calls of model step `n` (from 1), or none when the work is done.
+fn calls_for(pattern: Pattern, files: usize, n: usize) -> Vec<(String, &'static str, String)> {
+    let mut calls = Vec::new();
+    if n == 1 {
+        let todos = json!({"todos": [{"content": TODO, "status": "in_progress"}]}).to_string();
+        calls.push(("c1-todo".to_string(), "todo_write", todos));
+    }
+    match pattern {
+        Pattern::SameStep => {
+            if n <= files {
+                calls.push(read_call(format!("c{n}-read"), n));
+            }
+            if (2..=files).contains(&n) {
+                calls.push(edit_call(format!("c{n}-edit"), n - 1));
+            }
+        }
+        Pattern::NextStep => {
+            let file = n.div_ceil(2);
+            if file <= files {
+                if n % 2 == 1 {
+                    calls.push(read_call(format!("c{n}-read"), file));
+                } else {
+                    calls.push(edit_call(format!("c{n}-edit"), file));
+                }
+            }
+        }
+        Pattern::Several(k) => {
+            for j in 0..k {
+                let f = (n - 1) * k + j + 1;
+                if f <= files {
+                    calls.push(read_call(format!("c{n}-read{j}"), f));
+                }
+                if n > 1 {
+                    let e = (n - 2) * k + j + 1;
+                    if e <= files {
+                        calls.push(edit_call(format!("c{n}-edit{j}"), e));
+                    }
+                }
+            }
+        }
+    }
+    calls
+}
+
+fn scripted(script: Script, state: Arc<Mutex<Seen>>) -> impl Fn(&Received) -> Reply + Send + Sync + 'static {
+    move |r: &Received| {
+        let body = r.body.to_string();
+        let tokens = body.len().div_ceil(script.bytes_per_token) as u64;
+        let mut s = state.lock().unwrap();
+        s.largest = s.largest.max(tokens);
+        if tokens > script.window {
+            s.violations.push(tokens);
+            let status = 400;
+            let err = match script.wire {
+                Wire::Anthropic => {
+                    json!({"type": "error", "error": {"type": "invalid_request_error", "message": format!("prompt is too long: {tokens} tokens > {} maximum", script.window)}})
+                }
+                _ => {
+                    json!({"error": {"code": "context_length_exceeded", "message": format!("This model's maximum context length is {} tokens; the request has {tokens}", script.window)}})
+                }
+            };
+            return Reply::error(status, err);
+        }
+        if let Some(why) = malformed(script.wire, &r.body) {
+            let step = s.steps;
+            s.malformed.push(format!("after step {step}: {why}"));
+        }
+        if !body.contains(PROMPT) {
+            let step = s.steps;
+            s.missing.push(format!("prompt missing from a request after step {step}"));
+        }
+        let has_tools = r.body.get("tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty());
+        if !has_tools {
+            s.summaries += 1;
+            return Reply::sse(with_prompt_tokens(script.wire, text_events(script.wire, NOTES), tokens));
+        }
+        if s.steps > 0 && !body.contains(TODO) {
+            let step = s.steps + 1;
+            s.missing.push(format!("todo list missing from step {step}"));
+        }
+        s.steps += 1;
+        let calls = calls_for(script.pattern, script.files, s.steps);
+        let events = if calls.is_empty() {
+            s.done = true;
+            text_events(script.wire, "All files are checked.")
+        } else {
+            call_events(script.wire, &calls)
+        };
+        Reply::sse(with_prompt_tokens(script.wire, events, tokens))
+    }
+}
+
+fn configure(dir: &Path, server: &FakeServer, wire: Wire, window: u64) {
+    let kind = match wire {
+        Wire::Chat => "openai-chat",
+        Wire::Anthropic => "anthropic",
+        Wire::Responses => "openai-responses",
+    };
+    std::fs::write(
+        dir.join("toolshed.toml"),
+        format!(
+            "model = \"fake/small\"\n[provider.fake]\nkind = \"{kind}\"\nbase_url = \"{}\"\napi_key_env = \"FAKE_KEY\"\n[provider.fake.models.small]\ncontext = {window}\n[provider.fake.models.big]\ncontext = 64000\n[session]\nmax_steps = 400\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+}
+
+/// Runs `script` to the end and checks what every acceptance line asks.
+fn run_script(script: Script) -> (Arc<Mutex<Seen>>, tempfile::TempDir, String) {
+    let (wire, files, window) = (script.wire, script.files, script.window);
+    let state = Arc::new(Mutex::new(Seen::default()));
+    let server = FakeServer::with_handler(scripted(script, state.clone())).unwrap();
+    let dir = worktree(&server, files);
+    configure(dir.path(), &server, wire, window);
+    let out = command(dir.path(), &["run", PROMPT, "--yes"]).env("FAKE_KEY", "k").output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    let s = state.lock().unwrap();
+    assert!(s.malformed.is_empty(), "malformed requests: {:?}", &s.malformed[..s.malformed.len().min(5)]);
+    assert!(s.violations.is_empty(), "requests over the window: {:?}", s.violations);
+    assert!(s.missing.is_empty(), "{:?}", s.missing);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {}",
+        &stderr[stderr.len().saturating_sub(3000)..]
+    );
+    assert!(s.done && stdout.contains("All files are checked."), "{stdout}");
+    for n in 1..files {
+        let body = std::fs::read_to_string(dir.path().join(format!("f{n:03}.txt"))).unwrap();
+        assert!(body.starts_with(&format!("CHECKED-{n}\n")), "f{n:03}.txt was not edited");
+    }
+    eprintln!("{wire:?}: {} steps, {} summaries, largest {} of {window}", s.steps, s.summaries, s.largest);
+    drop(s);
+    let id = session_id(&stderr);
+    (state, dir, id)
+}
+
+#[test]
+fn review_anthropic_compaction_keeps_roles_alternating_and_tool_results_paired() {
+    let (state, ..) = run_script(Script {
+        wire: Wire::Anthropic,
+        pattern: Pattern::SameStep,
+        files: 60,
+        window: WINDOW,
+        bytes_per_token: 4,
+    });
+    assert!(state.lock().unwrap().summaries >= 1);
+}
+
+#[test]
+fn review_responses_compaction_keeps_calls_and_outputs_paired() {
+    let (state, ..) = run_script(Script {
+        wire: Wire::Responses,
+        pattern: Pattern::SameStep,
+        files: 60,
+        window: WINDOW,
+        bytes_per_token: 4,
+    });
+    assert!(state.lock().unwrap().summaries >= 1);
+}
+
+#[test]
+fn review_a_tokenizer_of_three_bytes_a_token_stays_inside_the_window() {
+    run_script(Script { wire: Wire::Chat, pattern: Pattern::SameStep, files: 60, window: WINDOW, bytes_per_token: 3 });
+}
+
+#[test]
+fn review_reading_in_one_step_and_editing_in_the_next() {
+    let (state, ..) = run_script(Script {
+        wire: Wire::Anthropic,
+        pattern: Pattern::NextStep,
+        files: 150,
+        window: WINDOW,
+        bytes_per_token: 4,
+    });
+    assert!(state.lock().unwrap().summaries >= 1);
+}
+
+#[test]
+fn review_several_reads_and_edits_per_step() {
+    run_script(Script {
+        wire: Wire::Chat,
+        pattern: Pattern::Several(3),
+        files: 45,
+        window: WINDOW,
+        bytes_per_token: 4,
+    });
+}
+
+/// A model that reads one file of 60 KB (more than the window's room once the tools are sent),
+/// then answers.
+#[test]
+fn review_one_tool_output_larger_than_the_window() {
+    let state = Arc::new(Mutex::new(Seen::default()));
+    let st = state.clone();
+    let server = FakeServer::with_handler(move |r: &Received| {
+        let body = r.body.to_string();
+        let tokens = body.len().div_ceil(4) as u64;
+        let mut s = st.lock().unwrap();
+        s.largest = s.largest.max(tokens);
+        if tokens > WINDOW {
+            s.violations.push(tokens);
+            return Reply::error(
+                400,
+                json!({"error": {"code": "context_length_exceeded", "message": "This model's maximum context length is 16000 tokens"}}),
+            );
+        }
+        if !body.contains(PROMPT) {
+            s.missing.push("prompt missing".into());
+        }
+        let has_tools = r.body.get("tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty());
+        if !has_tools {
+            s.summaries += 1;
+            return Reply::sse(chat::with_usage(chat::text(NOTES), tokens, 100));
+        }
+        s.steps += 1;
+        let events = if s.steps == 1 {
+            chat::tool_calls(&[("c1", "read", r#"{"file_path":"big.txt"}"#)])
+        } else {
+            chat::text("All files are checked.")
+        };
+        Reply::sse(chat::with_usage(events, tokens, 40))
+    })
+    .unwrap();
+    let dir = worktree(&server, 1);
+    let line = "0123456789 the quick brown fox jumps over the lazy dog, again and again and again.\n";
+    std::fs::write(dir.path().join("big.txt"), line.repeat(60_000 / line.len())).unwrap();
+    let out = toolshed(dir.path(), &["run", PROMPT, "--yes"]);
+    let s = state.lock().unwrap();
+    assert!(s.violations.is_empty(), "requests over the window: {:?}\n{}", s.violations, text(&out.stderr));
+    assert!(s.missing.is_empty(), "{:?}", s.missing);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(s.steps, 2);
+}
+
+/// A session grown on a 64k model goes on with a 16k one.
+#[test]
+fn review_a_session_resumed_on_a_model_with_a_smaller_window() {
+    const FILES: usize = 15;
+    let state = Arc::new(Mutex::new(Seen::default()));
+    let script =
+        Script { wire: Wire::Chat, pattern: Pattern::SameStep, files: FILES, window: 64_000, bytes_per_token: 4 };
+    let inner = scripted(script, state.clone());
+    let violations = Arc::new(Mutex::new(Vec::new()));
+    let v = violations.clone();
+    let server = FakeServer::with_handler(move |r: &Received| {
+        let tokens = r.body.to_string().len().div_ceil(4) as u64;
+        if r.body["model"] == "small" && tokens > WINDOW {
+            v.lock().unwrap().push(tokens);
+            return Reply::error(
+                400,
+                json!({"error": {"code": "context_length_exceeded", "message": "This model's maximum context length is 16000 tokens"}}),
+            );
+        }
+        inner(r)
+    })
+    .unwrap();
+    let dir = worktree(&server, FILES);
+    configure(dir.path(), &server, Wire::Chat, WINDOW);
+    let out =
+        command(dir.path(), &["run", PROMPT, "--yes", "--model", "fake/big"]).env("FAKE_KEY", "k").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(state.lock().unwrap().summaries, 0, "fits the big window");
+    let id = session_id(&text(&out.stderr));
+    let out = command(
+        dir.path(),
+        &["run", "Now summarise what you checked.", "--yes", "--session", &id, "--model", "fake/small"],
+    )
+    .env("FAKE_KEY", "k")
+    .output()
+    .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        violations.lock().unwrap().is_empty(),
+        "requests over the small window: {:?}\n{stderr}",
+        violations.lock().unwrap()
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("old tool outputs dropped"), "the smaller window prunes: {stderr}");
+}
+
+/// Swaps the session's provider for `server`.
+fn point_at(dir: &Path, server: &FakeServer) {
+    let config = std::fs::read_to_string(dir.join("toolshed.toml")).unwrap();
+    let old_url = config.lines().find_map(|l| l.strip_prefix("base_url = ")).unwrap().to_string();
+    std::fs::write(dir.join("toolshed.toml"), config.replace(&old_url, &format!("\"{}\"", server.base_url()))).unwrap();
+}
+
+fn export_without_time(dir: &Path, id: &str) -> Value {
+    let mut v: Value = serde_json::from_slice(&toolshed(dir, &["session", "export", id]).stdout).unwrap();
+    v["session"]["updated_at"] = Value::Null;
+    v
+}
+
+#[test]
+fn review_session_compact_refuses_odd_summary_answers_and_odd_targets() {
+    const FILES: usize = 4;
+    let state = Arc::new(Mutex::new(Model::default()));
+    let server = FakeServer::with_handler(model(state.clone(), FILES)).unwrap();
+    let dir = worktree(&server, FILES);
+    let out = toolshed(dir.path(), &["run", PROMPT, "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let id = session_id(&text(&out.stderr));
+    let before = export_without_time(dir.path(), &id);
+
+    // The summary model calls a tool instead of answering.
+    let odd =
+        FakeServer::start(vec![Reply::sse(chat::tool_calls(&[("x", "read", r#"{"file_path":"f001.txt"}"#)]))]).unwrap();
+    point_at(dir.path(), &odd);
+    let out = toolshed(dir.path(), &["session", "compact", &id]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("compaction failed, the session is unchanged"), "{err}");
+    assert_eq!(export_without_time(dir.path(), &id), before);
+
+    // The summary stops at its token limit.
+    let mut cut = chat::text("## Task\n- part of the notes");
+    for e in &mut cut {
+        *e = e.replace("\"finish_reason\":\"stop\"", "\"finish_reason\":\"length\"");
+    }
+    let cut_server = FakeServer::start(vec![Reply::sse(cut)]).unwrap();
+    point_at(dir.path(), &cut_server);
+    let out = toolshed(dir.path(), &["session", "compact", &id]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("compaction failed, the session is unchanged"), "{err}");
+    assert_eq!(export_without_time(dir.path(), &id), before);
+
+    // A provider error.
+    let failing = FakeServer::start(vec![Reply::error(400, json!({"error": {"message": "bad request"}}))]).unwrap();
+    point_at(dir.path(), &failing);
+    let out = toolshed(dir.path(), &["session", "compact", &id]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("compaction failed, the session is unchanged"), "{err}");
+    assert_eq!(export_without_time(dir.path(), &id), before);
+
+    // An unknown session: a usage error.
+    let out = toolshed(dir.path(), &["session", "compact", "ses_nope"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+
+    // A session of one message (its only request failed): nothing to summarise, and nothing
+    // is asked of the model.
+    let refusing = FakeServer::start(vec![Reply::error(400, json!({"error": {"message": "bad request"}}))]).unwrap();
+    point_at(dir.path(), &refusing);
+    let out = toolshed(dir.path(), &["run", "hi"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let short = session_id(&text(&out.stderr));
+    let out = toolshed(dir.path(), &["session", "compact", &short]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(refusing.received().len(), 1, "no summary request for a session without an answer: {err}");
+    assert!(err.contains("nothing to summarise"), "{err}");
+}
+
+/// An Anthropic or Responses provider that refuses one step as too long (its own error
+/// shape): one compaction, the step again, well-formed requests, the session goes on.
+#[test]
+fn review_overflow_in_the_anthropic_and_responses_formats() {
+    for wire in [Wire::Anthropic, Wire::Responses] {
+        const FILES: usize = 10;
+        let state = Arc::new(Mutex::new(Seen::default()));
+        let inner = scripted(
+            Script { wire, pattern: Pattern::SameStep, files: FILES, window: WINDOW, bytes_per_token: 4 },
+            state.clone(),
+        );
+        let tool_requests = Arc::new(Mutex::new(0usize));
+        let t = tool_requests.clone();
+        let server = FakeServer::with_handler(move |r: &Received| {
+            if r.body.get("tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty()) {
+                let mut n = t.lock().unwrap();
+                *n += 1;
+                if *n == 6 {
+                    return match wire {
+                        Wire::Anthropic => Reply::error(
+                            400,
+                            json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 17000 tokens > 16000 maximum"}}),
+                        ),
+                        _ => Reply::error(
+                            400,
+                            json!({"error": {"type": "invalid_request_error", "code": "context_length_exceeded", "message": "Your input exceeds the context window of this model."}}),
+                        ),
+                    };
+                }
+            }
+            inner(r)
+        })
+        .unwrap();
+        let dir = worktree(&server, FILES);
+        configure(dir.path(), &server, wire, WINDOW);
+        let out = command(dir.path(), &["run", PROMPT, "--yes"]).env("FAKE_KEY", "k").output().unwrap();
+        let stderr = text(&out.stderr);
+        let s = state.lock().unwrap();
+        assert!(s.malformed.is_empty(), "{wire:?}: {:?}", s.malformed);
+        assert_eq!(out.status.code(), Some(0), "{wire:?}: {stderr}");
+        assert_eq!((s.summaries, s.steps), (1, FILES + 1), "{wire:?}");
+        let id = session_id(&stderr);
+        let export: Value = serde_json::from_slice(&toolshed(dir.path(), &["session", "export", &id]).stdout).unwrap();
+        assert_eq!(export["compactions"][0]["trigger"], "overflow", "{wire:?}");
+    }
+}
+
+/// `kill -9` just after a summary answer arrives (while the compaction is being stored), at a
+/// few different moments, then `--session ID`: what was stored stays, the session goes on.
+#[test]
+fn review_kill_right_after_the_summary_arrives() {
+    const FILES: usize = 70;
+    let state = Arc::new(Mutex::new(Model::default()));
+    let server = FakeServer::with_handler(model(state.clone(), FILES)).unwrap();
+    let dir = worktree(&server, FILES);
+    let mut id: Option<String> = None;
+    let stored_calls = |v: &Value| -> Vec<(String, String)> {
+        v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["parts"].as_array().unwrap())
+            .filter(|p| p["type"] == "tool" && p["state"] == "completed")
+            .map(|p| (p["call_id"].as_str().unwrap().to_string(), p["output"].to_string()))
+            .collect()
+    };
+    let mut previous: Vec<(String, String)> = Vec::new();
+    for pause_ms in [0u64, 2, 10, 30] {
+        let summaries = state.lock().unwrap().summaries;
+        let mut args = vec!["run", "Go on.", "--yes", "--json"];
+        if id.is_none() {
+            args[1] = PROMPT;
+        }
+        let session = id.clone().unwrap_or_default();
+        if id.is_some() {
+            args.extend(["--session", &session]);
+        }
+        let mut child = command(dir.path(), &args).spawn().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut stdout, &mut out);
+            out
+        });
+        wait_for("a summary answer", &mut child, || state.lock().unwrap().summaries > summaries);
+        std::thread::sleep(Duration::from_millis(pause_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let events = text(&reader.join().unwrap());
+        if id.is_none() {
+            id = events
+                .lines()
+                .find_map(|l| serde_json::from_str::<Value>(l).ok().filter(|v| v["type"] == "session_start"))
+                .map(|v| v["session_id"].as_str().unwrap().to_string());
+        }
+        let export = toolshed(dir.path(), &["session", "export", id.as_ref().unwrap()]);
+        assert_eq!(export.status.code(), Some(0), "{}", text(&export.stderr));
+        let v: Value = serde_json::from_slice(&export.stdout).unwrap();
+        let calls = stored_calls(&v);
+        assert!(calls.len() >= previous.len() && calls[..previous.len()] == previous[..], "stored calls changed");
+        previous = calls;
+    }
+    let id = id.unwrap();
+    let out = toolshed(dir.path(), &["run", "Go on.", "--yes", "--session", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let s = state.lock().unwrap();
+    assert!(s.violations.is_empty(), "{:?}", s.violations);
+    assert!(s.missing.is_empty(), "{:?}", s.missing);
+    let shown = text(&toolshed(dir.path(), &["session", "show", &id]).stdout);
+    assert!(shown.contains("── compaction (auto"), "compactions stored after all");
+}
+
+/// The review's request checker catches what it should (so its passing tests mean something).
+#[test]
+fn review_the_request_checker_catches_malformed_requests() {
+    let bad_anthropic = json!({"messages": [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "r"}]},
+    ]});
+    assert!(malformed(Wire::Anthropic, &bad_anthropic).is_some());
+    let unpaired = json!({"messages": [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "read", "input": {}}]},
+        {"role": "user", "content": [{"type": "text", "text": "block"}, {"type": "tool_result", "tool_use_id": "a", "content": "r"}]},
+    ]});
+    assert!(malformed(Wire::Anthropic, &unpaired).is_some());
+    let orphan = json!({"input": [{"type": "function_call_output", "call_id": "z", "output": "r"}]});
+    assert!(malformed(Wire::Responses, &orphan).is_some());
+    let fine = json!({"input": [{"type": "function_call", "call_id": "z", "name": "read", "arguments": "{}"}, {"type": "function_call_output", "call_id": "z", "output": "r"}]});
+    assert!(malformed(Wire::Responses, &fine).is_none());
+}

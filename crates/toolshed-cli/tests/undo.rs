@@ -391,3 +391,180 @@ fn chat_undo_asks_before_overwriting_a_hand_edit_and_no_keeps_it() {
     assert!(stderr.contains("revert cancelled; nothing changed"), "{stderr}");
     assert_eq!(std::fs::read_to_string(root.join("kept.txt")).unwrap(), "by hand\n");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Adversarial review.
+// ---------------------------------------------------------------------------------------------
+
+/// Runs one prompt whose single step runs `command` in bash (then answers), continuing
+/// `session` when given; returns the session id.
+fn bash_session(root: &Path, data: &Path, session: Option<&str>, command: &str) -> String {
+    let args = serde_json::json!({"command": command, "description": "change files"}).to_string();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("b1", "bash", &args)])),
+        Reply::sse(chat::text("Done.")),
+    ])
+    .unwrap();
+    let config = data.join("toolshed.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[permission]\nbash = \"allow\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let mut args = vec!["--config", config.to_str().unwrap(), "run", "change files", "--yes", "--json"];
+    if let Some(id) = session {
+        args.extend(["--session", id]);
+    }
+    let out = toolshed(root, data, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events: Vec<Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let errors: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool_result" && e["is_error"] == true).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    events[0]["session_id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn review_revert_restores_odd_file_names_symlinks_and_modes() {
+    use std::os::unix::ffi::OsStrExt;
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    std::fs::write(root.join("with space.txt"), "spaced v1\n").unwrap();
+    std::fs::write(root.join(latin1), "latin-1 name\n").unwrap();
+    std::fs::write(root.join("quote\"d.txt"), "quoted v1\n").unwrap();
+    std::fs::write(root.join("target.txt"), "target\n").unwrap();
+    std::os::unix::fs::symlink("target.txt", root.join("link")).unwrap();
+    std::fs::write(root.join("plain.txt"), "plain\n").unwrap();
+    let before = tree_state(root, &[]);
+    let links_before = std::fs::read_link(root.join("link")).unwrap();
+    let id = bash_session(
+        root,
+        data.path(),
+        None,
+        "printf 'spaced v2\\n' > 'with space.txt' && printf 'new\\n' > \"$(printf 'new\\nline.txt')\" && rm \"$(printf 'caf\\351.txt')\" && printf 'quoted v2\\n' > 'quote\"d.txt' && ln -sfn plain.txt link && chmod 600 plain.txt && printf 'x' > 'tab\there.txt'",
+    );
+    assert!(root.join("new\nline.txt").exists());
+    assert!(!root.join(latin1).exists());
+    let out = toolshed(root, data.path(), &["session", "diff", &id, "--stat"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = toolshed(root, data.path(), &["session", "revert", &id, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(tree_state(root, &[]), before, "{}", text(&out.stdout));
+    assert_eq!(std::fs::read_link(root.join("link")).unwrap(), links_before);
+    assert_eq!(mode(&root.join("plain.txt")), 0o644);
+}
+
+#[test]
+fn review_revert_restores_a_file_turned_directory_and_a_directory_turned_file() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("a"), "a file\n").unwrap();
+    std::fs::create_dir_all(root.join("d/sub")).unwrap();
+    std::fs::write(root.join("d/inner.txt"), "inner\n").unwrap();
+    std::fs::write(root.join("d/sub/deep.txt"), "deep\n").unwrap();
+    let before = tree_state(root, &[]);
+    let id = bash_session(root, data.path(), None, "rm a && mkdir a && echo x > a/x && rm -r d && echo y > d");
+    assert!(root.join("a").is_dir() && root.join("d").is_file());
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(tree_state(root, &[]), before, "{}", text(&out.stdout));
+    assert!(root.join("a").is_file() && root.join("d").is_dir());
+    // And back again.
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(root.join("a/x").is_file() && root.join("d").is_file(), "{}", text(&out.stdout));
+}
+
+#[test]
+fn review_a_linked_git_worktree_is_left_alone() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let main = dir.path().join("main");
+    std::fs::create_dir(&main).unwrap();
+    git(&main, &["init", "-q"]);
+    std::fs::write(main.join("tracked.txt"), "v1\n").unwrap();
+    git(&main, &["add", "-A"]);
+    git(&main, &["commit", "-qm", "base"]);
+    git(&main, &["worktree", "add", "-q", "../wt"]);
+    let wt = dir.path().join("wt");
+    std::fs::write(wt.join("tracked.txt"), "staged in wt\n").unwrap();
+    git(&wt, &["add", "tracked.txt"]);
+    let git_before = user_git_state(&main);
+    let wt_status = git(&wt, &["status", "--porcelain", "--untracked-files=all"]);
+    let dotgit = std::fs::read(wt.join(".git")).unwrap();
+    let files_before = tree_state(&wt, &[]);
+    let id = bash_session(&wt, data.path(), None, "printf 'session\\n' > tracked.txt && printf 'new\\n' > new.txt");
+    let out = toolshed(&wt, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(tree_state(&wt, &[]), files_before);
+    assert_eq!(std::fs::read(wt.join(".git")).unwrap(), dotgit);
+    assert_eq!(user_git_state(&main), git_before);
+    assert_eq!(git(&wt, &["status", "--porcelain", "--untracked-files=all"]), wt_status);
+}
+
+/// A hand edit made between two prompts of the session, to a file the first prompt changed and
+/// the second did not: a revert to before the first must not overwrite it silently.
+#[test]
+fn review_a_hand_edit_between_prompts_is_not_silently_reverted() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("foo.txt"), "foo v1\n").unwrap();
+    std::fs::write(root.join("bar.txt"), "bar v1\n").unwrap();
+    let id = bash_session(root, data.path(), None, "printf 'foo by the session\\n' > foo.txt");
+    std::fs::write(root.join("foo.txt"), "foo edited by hand\n").unwrap();
+    bash_session(root, data.path(), Some(&id), "printf 'bar by the session\\n' > bar.txt");
+    let out = toolshed(root, data.path(), &["session", "revert", &id, "--step", "1", "--json"]);
+    let after = std::fs::read_to_string(root.join("foo.txt")).unwrap();
+    assert_eq!(after, "foo edited by hand\n", "the hand edit was overwritten: {}", text(&out.stdout));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("foo.txt"), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("bar.txt")).unwrap(), "bar by the session\n", "nothing changed");
+}
+
+/// Two sessions in one worktree: the later one's change to a file is, for the earlier one, a
+/// change made since; reverting the later first, then the earlier, works.
+#[test]
+fn review_two_sessions_in_one_worktree() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("foo.txt"), "foo v1\n").unwrap();
+    let a = bash_session(root, data.path(), None, "printf 'foo by A\\n' > foo.txt && printf 'a\\n' > a.txt");
+    let b = bash_session(root, data.path(), None, "printf 'foo by B\\n' > foo.txt && printf 'b\\n' > b.txt");
+    let out = toolshed(root, data.path(), &["session", "revert", &a, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert_eq!(std::fs::read_to_string(root.join("foo.txt")).unwrap(), "foo by B\n");
+    assert!(root.join("a.txt").exists(), "a refused revert changes nothing");
+    let out = toolshed(root, data.path(), &["session", "revert", &b]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("foo.txt")).unwrap(), "foo by A\n");
+    assert!(!root.join("b.txt").exists());
+    let out = toolshed(root, data.path(), &["session", "revert", &a]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("foo.txt")).unwrap(), "foo v1\n");
+    assert!(!root.join("a.txt").exists());
+}
+
+#[test]
+fn review_session_diff_of_a_binary_file_and_a_mode_change() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("blob.bin"), b"\x00\x01\x02binary\xff").unwrap();
+    std::fs::write(root.join("key.pem"), "key\n").unwrap();
+    let before = tree_state(root, &[]);
+    let id = bash_session(root, data.path(), None, "printf '\\000\\003changed\\377' > blob.bin && chmod 600 key.pem");
+    let out = toolshed(root, data.path(), &["session", "diff", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let diff = text(&out.stdout);
+    assert!(diff.contains("blob.bin") && diff.contains("key.pem"), "{diff}");
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(tree_state(root, &[]), before);
+}

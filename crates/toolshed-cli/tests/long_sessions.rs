@@ -746,7 +746,7 @@ fn run_script(script: Script) -> (Arc<Mutex<Seen>>, tempfile::TempDir, String) {
 }
 
 #[test]
-fn review_anthropic_compaction_keeps_roles_alternating_and_tool_results_paired() {
+fn anthropic_compaction_keeps_roles_alternating_and_tool_results_paired() {
     let (state, ..) = run_script(Script {
         wire: Wire::Anthropic,
         pattern: Pattern::SameStep,
@@ -758,7 +758,7 @@ fn review_anthropic_compaction_keeps_roles_alternating_and_tool_results_paired()
 }
 
 #[test]
-fn review_responses_compaction_keeps_calls_and_outputs_paired() {
+fn responses_compaction_keeps_calls_and_outputs_paired() {
     let (state, ..) = run_script(Script {
         wire: Wire::Responses,
         pattern: Pattern::SameStep,
@@ -770,12 +770,12 @@ fn review_responses_compaction_keeps_calls_and_outputs_paired() {
 }
 
 #[test]
-fn review_a_tokenizer_of_three_bytes_a_token_stays_inside_the_window() {
+fn a_tokenizer_of_three_bytes_a_token_stays_inside_the_window() {
     run_script(Script { wire: Wire::Chat, pattern: Pattern::SameStep, files: 60, window: WINDOW, bytes_per_token: 3 });
 }
 
 #[test]
-fn review_reading_in_one_step_and_editing_in_the_next() {
+fn reading_in_one_step_and_editing_in_the_next() {
     let (state, ..) = run_script(Script {
         wire: Wire::Anthropic,
         pattern: Pattern::NextStep,
@@ -787,7 +787,7 @@ fn review_reading_in_one_step_and_editing_in_the_next() {
 }
 
 #[test]
-fn review_several_reads_and_edits_per_step() {
+fn several_reads_and_edits_per_step() {
     run_script(Script {
         wire: Wire::Chat,
         pattern: Pattern::Several(3),
@@ -800,7 +800,7 @@ fn review_several_reads_and_edits_per_step() {
 /// A model that reads one file of 60 KB (more than the window's room once the tools are sent),
 /// then answers.
 #[test]
-fn review_one_tool_output_larger_than_the_window() {
+fn one_tool_output_larger_than_the_window() {
     let state = Arc::new(Mutex::new(Seen::default()));
     let st = state.clone();
     let server = FakeServer::with_handler(move |r: &Received| {
@@ -845,7 +845,7 @@ fn review_one_tool_output_larger_than_the_window() {
 
 /// A session grown on a 64k model goes on with a 16k one.
 #[test]
-fn review_a_session_resumed_on_a_model_with_a_smaller_window() {
+fn a_session_resumed_on_a_model_with_a_smaller_window() {
     const FILES: usize = 15;
     let state = Arc::new(Mutex::new(Seen::default()));
     let script =
@@ -903,7 +903,7 @@ fn export_without_time(dir: &Path, id: &str) -> Value {
 }
 
 #[test]
-fn review_session_compact_refuses_odd_summary_answers_and_odd_targets() {
+fn session_compact_refuses_odd_summary_answers_and_odd_targets() {
     const FILES: usize = 4;
     let state = Arc::new(Mutex::new(Model::default()));
     let server = FakeServer::with_handler(model(state.clone(), FILES)).unwrap();
@@ -966,7 +966,7 @@ fn review_session_compact_refuses_odd_summary_answers_and_odd_targets() {
 /// An Anthropic or Responses provider that refuses one step as too long (its own error
 /// shape): one compaction, the step again, well-formed requests, the session goes on.
 #[test]
-fn review_overflow_in_the_anthropic_and_responses_formats() {
+fn overflow_in_the_anthropic_and_responses_formats() {
     for wire in [Wire::Anthropic, Wire::Responses] {
         const FILES: usize = 10;
         let state = Arc::new(Mutex::new(Seen::default()));
@@ -1013,7 +1013,7 @@ fn review_overflow_in_the_anthropic_and_responses_formats() {
 /// `kill -9` just after a summary answer arrives (while the compaction is being stored), at a
 /// few different moments, then `--session ID`: what was stored stays, the session goes on.
 #[test]
-fn review_kill_right_after_the_summary_arrives() {
+fn kill_right_after_the_summary_arrives() {
     const FILES: usize = 70;
     let state = Arc::new(Mutex::new(Model::default()));
     let server = FakeServer::with_handler(model(state.clone(), FILES)).unwrap();
@@ -1077,7 +1077,7 @@ fn review_kill_right_after_the_summary_arrives() {
 
 /// The review's request checker catches what it should (so its passing tests mean something).
 #[test]
-fn review_the_request_checker_catches_malformed_requests() {
+fn the_request_checker_catches_malformed_requests() {
     let bad_anthropic = json!({"messages": [
         {"role": "user", "content": [{"type": "text", "text": "hi"}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "r"}]},

@@ -427,7 +427,7 @@ fn bash_session(root: &Path, data: &Path, session: Option<&str>, command: &str) 
 }
 
 #[test]
-fn review_revert_restores_odd_file_names_symlinks_and_modes() {
+fn revert_restores_odd_file_names_symlinks_and_modes() {
     use std::os::unix::ffi::OsStrExt;
     let data = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -459,7 +459,7 @@ fn review_revert_restores_odd_file_names_symlinks_and_modes() {
 }
 
 #[test]
-fn review_revert_restores_a_file_turned_directory_and_a_directory_turned_file() {
+fn revert_restores_a_file_turned_directory_and_a_directory_turned_file() {
     let data = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -481,7 +481,7 @@ fn review_revert_restores_a_file_turned_directory_and_a_directory_turned_file() 
 }
 
 #[test]
-fn review_a_linked_git_worktree_is_left_alone() {
+fn a_linked_git_worktree_is_left_alone() {
     let data = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let main = dir.path().join("main");
@@ -510,7 +510,7 @@ fn review_a_linked_git_worktree_is_left_alone() {
 /// A hand edit made between two prompts of the session, to a file the first prompt changed and
 /// the second did not: a revert to before the first must not overwrite it silently.
 #[test]
-fn review_a_hand_edit_between_prompts_is_not_silently_reverted() {
+fn a_hand_edit_between_prompts_is_not_silently_reverted() {
     let data = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -530,7 +530,7 @@ fn review_a_hand_edit_between_prompts_is_not_silently_reverted() {
 /// Two sessions in one worktree: the later one's change to a file is, for the earlier one, a
 /// change made since; reverting the later first, then the earlier, works.
 #[test]
-fn review_two_sessions_in_one_worktree() {
+fn two_sessions_in_one_worktree() {
     let data = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -552,7 +552,7 @@ fn review_two_sessions_in_one_worktree() {
 }
 
 #[test]
-fn review_session_diff_of_a_binary_file_and_a_mode_change() {
+fn session_diff_of_a_binary_file_and_a_mode_change() {
     let data = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();

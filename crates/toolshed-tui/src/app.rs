@@ -234,7 +234,8 @@ impl App {
             if !finished {
                 break;
             }
-            let lines = render::lines(cell, width, 0);
+            let previous = self.committed.checked_sub(1).and_then(|p| self.transcript.cells().get(p));
+            let lines = render::spaced(previous, cell, width, 0);
             for chunk in lines.chunks(200) {
                 let chunk = chunk.to_vec();
                 let height = u16::try_from(chunk.len()).unwrap_or(u16::MAX);
@@ -303,9 +304,9 @@ impl App {
         }
         // The live cells: the tail that fits.
         let room = usize::from(bottom.saturating_sub(area.y));
-        let live: Vec<Line<'static>> = self.transcript.cells()[self.committed..]
-            .iter()
-            .flat_map(|c| render::lines(c, width, self.frame))
+        let cells = self.transcript.cells();
+        let live: Vec<Line<'static>> = (self.committed..cells.len())
+            .flat_map(|i| render::spaced(i.checked_sub(1).map(|p| &cells[p]), &cells[i], width, self.frame))
             .collect();
         let tail: Vec<Line<'static>> = live.iter().skip(live.len().saturating_sub(room)).cloned().collect();
         let h = u16::try_from(tail.len()).unwrap_or(0);

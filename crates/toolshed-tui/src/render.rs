@@ -20,17 +20,32 @@ const COLLAPSED_LINES: usize = 5;
 /// Lines of a collapsed diff.
 const COLLAPSED_DIFF_LINES: usize = 16;
 
+/// Whether a blank row separates `cell` from the cell before it: between cells of different
+/// kinds (a prompt and its answer, an answer and the tool calls after it), not inside a run of
+/// tool calls or notices.
+pub fn gap(previous: Option<&Cell>, cell: &Cell) -> bool {
+    let kind = |c: &Cell| std::mem::discriminant(c);
+    previous.is_some_and(|p| kind(p) != kind(cell) || matches!(cell, Cell::User(_) | Cell::Answer { .. }))
+}
+
+/// `cell` at `width` columns after `previous` (a blank row between them when [`gap`] says
+/// so); `frame` picks the spinner frame of running calls.
+pub fn spaced(previous: Option<&Cell>, cell: &Cell, width: usize, frame: usize) -> Vec<Line<'static>> {
+    let mut out = if gap(previous, cell) { vec![Line::default()] } else { Vec::new() };
+    out.extend(lines(cell, width, frame));
+    out
+}
+
 /// `cell` at `width` columns; `frame` picks the spinner frame of running calls.
 pub fn lines(cell: &Cell, width: usize, frame: usize) -> Vec<Line<'static>> {
     match cell {
         Cell::User(text) => {
             let style = Style::new().add_modifier(Modifier::BOLD);
-            let mut out = vec![Line::default()];
-            for line in text.lines() {
-                let first = [Span::styled("› ", Style::new().fg(Color::Magenta))];
+            let mut out = Vec::new();
+            for (i, line) in text.lines().enumerate() {
+                let first = [Span::styled(if i == 0 { "› " } else { "  " }, Style::new().fg(Color::Magenta))];
                 out.extend(wrap(&[Span::styled(line.to_string(), style)], width, &first, &[Span::raw("  ")]));
             }
-            out.push(Line::default());
             out
         }
         Cell::Answer { text, .. } => markdown::render(text, width),
@@ -234,7 +249,11 @@ mod tests {
 
     /// The cells drawn on a test terminal of `width` columns, as text.
     fn screen(cells: &[Cell], width: u16) -> String {
-        let lines: Vec<Line<'static>> = cells.iter().flat_map(|c| lines(c, usize::from(width), 0)).collect();
+        let lines: Vec<Line<'static>> = cells
+            .iter()
+            .enumerate()
+            .flat_map(|(i, c)| spaced(i.checked_sub(1).map(|p| &cells[p]), c, usize::from(width), 0))
+            .collect();
         let height = u16::try_from(lines.len()).unwrap_or(u16::MAX).max(1);
         let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
         terminal.draw(|f| f.render_widget(Paragraph::new(lines), f.area())).unwrap();

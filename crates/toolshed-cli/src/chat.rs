@@ -138,8 +138,21 @@ fn tui(
             None => crate::agent::SessionLock::acquire(rt.store(), &session.id)?,
         };
         let status = toolshed_tui::views::Status { worktree: home_relative(&rt.settings().root), ..Default::default() };
-        let setup =
-            toolshed_tui::app::Setup { runtime: rt.clone(), session: session.clone(), messages, status, history };
+        // A resumed session shows what it said so far.
+        let transcript = match &args.session {
+            Some(id) => {
+                toolshed_tui::cell::Transcript::from_stored(&rt.store().messages(id).map_err(CliError::failure)?)
+            }
+            None => toolshed_tui::cell::Transcript::default(),
+        };
+        let setup = toolshed_tui::app::Setup {
+            runtime: rt.clone(),
+            session: session.clone(),
+            messages,
+            status,
+            history,
+            transcript,
+        };
         let history = toolshed_tui::app::run(setup).await.map_err(|e| {
             CliError::failure(format!("the terminal UI failed: {e}; `toolshed chat --plain` works without it"))
         })?;

@@ -129,4 +129,17 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
     let last = export["messages"].as_array().unwrap().last().unwrap();
     assert_eq!(last["role"], "assistant");
     assert!(last["error"].as_str().is_some_and(|e| e.contains("interrupted")), "{last}");
+
+    // Resumed, the session shows what it said; /diff shows its change and /undo reverts it.
+    let mut term = Terminal::start(dir.path(), &["chat", "--session", &id]);
+    let screen = term.wait_for("› take your time", Duration::from_secs(30));
+    assert!(screen.contains("Got the paste.") && screen.contains("Edited."), "{screen}");
+    term.type_text("/diff\r");
+    let screen = term.wait_for("+new line", Duration::from_secs(30));
+    assert!(screen.contains("-old line"), "{screen}");
+    term.type_text("/undo\r");
+    term.wait_for("undone (step", Duration::from_secs(30));
+    assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "keep\nold line\nkeep\n");
+    term.type_text("/exit\r");
+    assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
 }

@@ -75,6 +75,8 @@ pub struct Setup {
     pub status: Status,
     /// Prompts sent before, oldest first (Up recalls them).
     pub history: Vec<String>,
+    /// What the session showed so far (a resumed session's transcript).
+    pub transcript: Transcript,
 }
 
 /// Raw mode and bracketed paste while the application runs; restored when dropped, even by a
@@ -107,7 +109,7 @@ impl Drop for TerminalMode {
 
 /// Runs the application until the user quits; returns the prompts of the history (to keep).
 pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
-    let Setup { runtime, session, mut messages, status, history } = setup;
+    let Setup { runtime, session, mut messages, status, history, transcript } = setup;
     let _mode = TerminalMode::enter()?;
     let rows = terminal::size()?.1;
     let height = (rows / 2).clamp(rows.min(10), 24).min(rows);
@@ -139,7 +141,9 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
         }
     });
     let (done_tx, mut done) = mpsc::unbounded_channel();
-    let mut app = App::new(runtime, session, status, history, done_tx);
+    let (cells_tx, mut cells) = mpsc::unbounded_channel();
+    let mut app = App::new(runtime, session, status, history, done_tx, cells_tx);
+    app.transcript = transcript;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {
         app.commit(&mut term)?;
@@ -152,6 +156,7 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
             }
             Some(message) = messages.recv() => app.message(message),
             Some(outcome) = done.recv() => app.finished(outcome),
+            Some(cell) = cells.recv() => app.transcript.push(cell),
             _ = tick.tick(), if app.busy.is_some() => app.frame = app.frame.wrapping_add(1),
         }
     }
@@ -188,6 +193,8 @@ struct App {
     busy: Option<Instant>,
     turn: Option<CancellationToken>,
     done: mpsc::UnboundedSender<Outcome>,
+    /// Cells that commands working in the background add (`/diff`, `/undo`).
+    cells: mpsc::UnboundedSender<Cell>,
     popup: usize,
     quit_armed: bool,
     frame: usize,
@@ -200,6 +207,7 @@ impl App {
         mut status: Status,
         history: Vec<String>,
         done: mpsc::UnboundedSender<Outcome>,
+        cells: mpsc::UnboundedSender<Cell>,
     ) -> App {
         status.agent = session.agent();
         status.model.clone_from(&session.model);
@@ -216,6 +224,7 @@ impl App {
             busy: None,
             turn: None,
             done,
+            cells,
             popup: 0,
             quit_armed: false,
             frame: 0,
@@ -520,6 +529,13 @@ impl App {
                     let _ = done.send(outcome);
                 });
             }
+            "/diff" | "/undo" => {
+                let (runtime, id, cells, undo) =
+                    (self.runtime.clone(), self.session.id.clone(), self.cells.clone(), command == "/undo");
+                tokio::spawn(async move {
+                    let _ = cells.send(undo_cell(&runtime, &id, undo).await);
+                });
+            }
             "/help" => self.transcript.push_notice(HELP, false),
             _ => self.transcript.push_notice(&format!("unknown command {command}; /help lists them"), true),
         }
@@ -537,7 +553,61 @@ impl App {
     }
 }
 
-const HELP: &str = "Enter sends · Shift-Enter or Ctrl-J: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Up/Down: history · /plan /build /agent NAME /compact /help /exit · questions: o once, a always, r reject, m reject with a message";
+/// What `/diff` (or `/undo`) shows: the session's diff, or what the revert restored; files
+/// changed by hand since are not overwritten here (`toolshed session revert ID --force` does).
+async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
+    use toolshed_agent::undo;
+    let notice = |text: String, error: bool| Cell::Notice { text, error };
+    let Some(u) = runtime.undo() else { return notice("undo is off in this process".into(), true) };
+    if let Err(why) = u.shadow() {
+        return notice(why, true);
+    }
+    let store = runtime.store();
+    if !revert {
+        return match undo::session_diff(store, u, id, None, false) {
+            Ok(undo::SessionDiff::Changed(diff)) => Cell::Diff(diff),
+            Ok(undo::SessionDiff::Unchanged) => notice("this session changed no files".into(), false),
+            Err(e) => notice(e.to_string(), true),
+        };
+    }
+    let plan = match undo::plan_revert(store, u, id, None).await {
+        Ok(Some(plan)) => plan,
+        Ok(None) => return notice("nothing to undo: no file this session changed differs".into(), false),
+        Err(e) => return notice(e.to_string(), true),
+    };
+    if !plan.hand_edited.is_empty() {
+        let names: Vec<String> = plan.hand_edited.iter().map(|p| p.display().to_string()).collect();
+        return notice(
+            format!(
+                "not undone: {} changed since the session last touched them; to overwrite them, run `toolshed session revert {id} --force`",
+                names.join(", ")
+            ),
+            true,
+        );
+    }
+    match undo::apply_revert(store, u, plan, false).await {
+        Ok(outcome) => {
+            let list = |files: &[std::path::PathBuf]| {
+                files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            };
+            let mut text =
+                format!("undone (step {}): files as before step {}", outcome.step, outcome.reverted_to_before_step);
+            if !outcome.restored.is_empty() {
+                text.push_str(&format!("; restored {}", list(&outcome.restored)));
+            }
+            if !outcome.deleted.is_empty() {
+                text.push_str(&format!("; deleted {}", list(&outcome.deleted)));
+            }
+            if !outcome.not_restored.is_empty() {
+                text.push_str(&format!("; not restored (never kept) {}", list(&outcome.not_restored)));
+            }
+            notice(text + ". /undo again redoes it.", false)
+        }
+        Err(e) => notice(e.to_string(), true),
+    }
+}
+
+const HELP: &str = "Enter sends · Shift-Enter or Ctrl-J: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Up/Down: history · /plan /build /agent NAME /compact /diff /undo /help /exit · questions: o once, a always, r reject, m reject with a message";
 
 fn row(area: Rect, y: u16, height: u16) -> Rect {
     Rect { x: area.x, y, width: area.width, height: height.min(area.bottom().saturating_sub(y)) }

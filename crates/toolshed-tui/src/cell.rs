@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 use toolshed_agent::Event;
+use toolshed_agent::store::{CallState, StoredMessage, StoredPart};
 
 /// One tool call as the transcript shows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,6 +60,8 @@ pub enum Cell {
     Reasoning(String),
     /// A tool call.
     Tool(ToolCell),
+    /// A diff to show whole (`/diff`).
+    Diff(String),
     /// Something toolshed says (a compaction, a notice, an error).
     Notice {
         /// The text.
@@ -81,6 +84,61 @@ impl Transcript {
     /// The cells.
     pub fn cells(&self) -> &[Cell] {
         &self.cells
+    }
+
+    /// The transcript of a stored session (when one is resumed): its prompts, answers and
+    /// tool calls as they ended.
+    pub fn from_stored(messages: &[StoredMessage]) -> Transcript {
+        let mut t = Transcript::default();
+        for m in messages {
+            for part in &m.parts {
+                match part {
+                    StoredPart::Text { text } if m.role == toolshed_llm::Role::User => t.push_user(text),
+                    StoredPart::Text { text } if !text.trim().is_empty() => {
+                        t.cells.push(Cell::Answer { text: text.clone(), done: true });
+                    }
+                    StoredPart::Tool {
+                        call_id,
+                        tool,
+                        input,
+                        state,
+                        output,
+                        is_error,
+                        title,
+                        metadata,
+                        started_at,
+                        finished_at,
+                        ..
+                    } => {
+                        let state = match state {
+                            CallState::Completed if !is_error => ToolState::Done,
+                            _ => ToolState::Failed,
+                        };
+                        t.cells.push(Cell::Tool(ToolCell {
+                            call_id: call_id.clone(),
+                            tool: tool.clone(),
+                            input: input.clone(),
+                            state,
+                            title: title.clone(),
+                            output: output.clone().unwrap_or_default(),
+                            metadata: metadata.as_object().cloned().unwrap_or_default(),
+                            duration_ms: started_at.zip(*finished_at).map(|(s, f)| (f - s).max(0) as u64),
+                            depth: 0,
+                            expanded: false,
+                        }));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        t.close_answer();
+        t
+    }
+
+    /// Adds a cell.
+    pub fn push(&mut self, cell: Cell) {
+        self.close_answer();
+        self.cells.push(cell);
     }
 
     /// Adds the user's prompt.

@@ -58,6 +58,10 @@ pub fn lines(cell: &Cell, width: usize, frame: usize) -> Vec<Line<'static>> {
             wrap(&[Span::styled(text.clone(), style)], width, &[Span::styled("· ", style)], &[Span::raw("  ")])
         }
         Cell::Tool(tool) => tool_lines(tool, width, frame),
+        Cell::Diff(diff) => diff_lines(diff)
+            .into_iter()
+            .flat_map(|(text, style)| wrap(&[Span::styled(text, style)], width, &[], &[]))
+            .collect(),
     }
 }
 

@@ -147,6 +147,8 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
     SlashCommand { name: "/build", help: "build mode" },
     SlashCommand { name: "/agent", help: "switch to another agent: /agent NAME" },
     SlashCommand { name: "/compact", help: "summarise the older history now to free context" },
+    SlashCommand { name: "/diff", help: "what this session changed" },
+    SlashCommand { name: "/undo", help: "put back the files of the last step that changed files" },
     SlashCommand { name: "/help", help: "keys and commands" },
     SlashCommand { name: "/exit", help: "quit" },
 ];

@@ -46,8 +46,10 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
         ),
     )
     .unwrap();
+    let started = Instant::now();
     let mut term = Terminal::start(dir.path(), &["chat"]);
-    term.wait_for("build", Duration::from_secs(30));
+    term.wait_for("build ·", Duration::from_secs(30));
+    eprintln!("first frame after {:.0} ms (debug build)", started.elapsed().as_secs_f64() * 1000.0);
 
     // A prompt; the answer rendered without Markdown markers.
     term.type_text("hello\r");

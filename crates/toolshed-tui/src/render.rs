@@ -318,6 +318,40 @@ mod tests {
         assert_eq!(colour_of("@@"), Some(Color::Cyan));
     }
 
+    /// Drawing cost: every cell of a 5,000-cell transcript rendered once (what writing a
+    /// resumed session into the scrollback costs) and one frame's live part. Run with
+    /// `cargo test --release -p toolshed-tui -- --ignored --nocapture render_benchmark`.
+    #[test]
+    #[ignore = "a benchmark"]
+    fn render_benchmark() {
+        let mut cells = Vec::new();
+        for i in 0..1_250 {
+            cells.push(Cell::User(format!("prompt {i}: why does the build fail on this platform?")));
+            cells.push(Cell::Answer { text: "## Cause\n\nThe **linker** misses `libfoo`:\n\n1. install it\n2. rerun\n\n```sh\napt install libfoo-dev\n```".into(), done: true });
+            let output: String = (0..40).map(|n| format!("line {n} of the output\n")).collect();
+            cells.push(tool("bash", json!({"command": "cargo build"}), &output, json!({})));
+            cells.push(tool(
+                "edit",
+                json!({"file_path": "src/lib.rs"}),
+                "ok",
+                json!({"diff": "@@ -1 +1 @@\n-a\n+b\n"}),
+            ));
+        }
+        let started = std::time::Instant::now();
+        let rows: usize =
+            cells.iter().enumerate().map(|(i, c)| spaced(i.checked_sub(1).map(|p| &cells[p]), c, 120, 0).len()).sum();
+        let all = started.elapsed();
+        let started = std::time::Instant::now();
+        let frames = 1_000;
+        for frame in 0..frames {
+            // A frame draws the live cells only: here the last two.
+            let live: Vec<Line<'static>> = cells[cells.len() - 2..].iter().flat_map(|c| lines(c, 120, frame)).collect();
+            std::hint::black_box(live);
+        }
+        let frame = started.elapsed() / frames as u32;
+        eprintln!("5,000 cells ({rows} rows) rendered once in {all:?}; a frame's live cells in {frame:?}");
+    }
+
     #[test]
     fn durations_read_well() {
         assert_eq!(duration(12), "12 ms");

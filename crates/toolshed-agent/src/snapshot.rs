@@ -757,28 +757,26 @@ fn prepare(abs: &Path) -> Result<(), SnapshotError> {
 
 /// Whether every directory between the worktree and `rel` is a real directory (or absent).
 fn real_parents(worktree: &Path, rel: &Path) -> bool {
-    let mut dir = worktree.to_path_buf();
-    let parents: Vec<_> = rel.components().collect();
-    for part in parents.iter().take(parents.len().saturating_sub(1)) {
-        dir.push(part);
-        match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => return false,
-            Err(_) => return true,
-        }
-    }
-    true
+    walk_parents(worktree, rel, false).unwrap_or(false)
 }
 
 /// Replaces what stands where `rel`'s parent directories should be (a symlink, a file) by real
 /// directories, so a write lands inside the worktree.
 fn make_real_parents(worktree: &Path, rel: &Path) -> Result<(), SnapshotError> {
+    walk_parents(worktree, rel, true).map(drop)
+}
+
+/// Walks `rel`'s parent directories from the worktree down: whether each is a real directory
+/// (or absent); with `fix`, what is not becomes one.
+fn walk_parents(worktree: &Path, rel: &Path, fix: bool) -> Result<bool, SnapshotError> {
     let mut dir = worktree.to_path_buf();
     let parents: Vec<_> = rel.components().collect();
     for part in parents.iter().take(parents.len().saturating_sub(1)) {
         dir.push(part);
         match std::fs::symlink_metadata(&dir) {
             Ok(m) if m.is_dir() => {}
+            Ok(_) if !fix => return Ok(false),
+            Err(_) if !fix => return Ok(true),
             Ok(_) => {
                 std::fs::remove_file(&dir).map_err(io(&dir))?;
                 std::fs::create_dir(&dir).map_err(io(&dir))?;
@@ -786,7 +784,7 @@ fn make_real_parents(worktree: &Path, rel: &Path) -> Result<(), SnapshotError> {
             Err(_) => std::fs::create_dir(&dir).map_err(io(&dir))?,
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 fn temp_beside(abs: &Path) -> PathBuf {

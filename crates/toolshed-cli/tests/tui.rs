@@ -67,6 +67,7 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
         "the dialog is gone after 3 s:\n{screen}"
     );
     assert!(screen.contains("notes.txt"), "{screen}");
+    assert!(screen.contains("rule: edit") && screen.contains("toolshed.toml"), "the rule that asked:\n{screen}");
     term.type_text("o");
     let screen = term.wait_for("Edited.", Duration::from_secs(30));
     assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "keep\nnew line\nkeep\n");

@@ -296,7 +296,8 @@ impl App {
             let more = self.asks.len() - 1;
             let title =
                 if more > 0 { format!(" permission ({more} more waiting) ") } else { " permission ".to_string() };
-            let mut lines = views::approval(request, None, width.saturating_sub(2));
+            let rule = rule_that_asked(&self.runtime, request);
+            let mut lines = views::approval(request, rule.as_deref(), width.saturating_sub(2));
             if self.rejecting.is_some() {
                 lines.push(Line::from("  type the message for the model, Enter sends it, Esc goes back"));
             }
@@ -551,6 +552,32 @@ impl App {
         }
         self.transcript.push_notice(&format!("session {}", self.session.id), false);
     }
+}
+
+/// The rule that made `request` ask, as `permission explain` finds it: `edit * ask (from
+/// toolshed.toml)`, or that no rule matched (asking is the default).
+fn rule_that_asked(runtime: &Runtime, request: &ApprovalRequest) -> Option<String> {
+    use toolshed_core::agents::Layer;
+    let r = &request.request;
+    let pattern = r.patterns.first()?;
+    let explained = runtime.agents().explain(&request.agent, &r.permission, pattern);
+    let Some(rule) = explained.decided_by else {
+        return Some("no rule matches: asking is the default".to_string());
+    };
+    let source =
+        explained.considered.iter().rev().find(|(s, matched)| *matched && s.rule == rule).map(|(s, _)| {
+            match (&s.file, s.layer) {
+                (Some(file), _) => format!("from {}", file.display()),
+                (None, Layer::Default) => "toolshed's default".to_string(),
+                (None, Layer::Config) => "from the config".to_string(),
+                (None, Layer::Agent) => format!("agent {}'s built-in rule", request.agent),
+                (None, Layer::AgentConfig) => format!("[agent.{}] permission", request.agent),
+            }
+        });
+    Some(match source {
+        Some(source) => format!("{rule} ({source})"),
+        None => rule.to_string(),
+    })
 }
 
 /// What `/diff` (or `/undo`) shows: the session's diff, or what the revert restored; files

@@ -34,6 +34,13 @@ pub enum Event {
         /// The new text.
         text: String,
     },
+    /// Reasoning text (summaries) streamed: shown dimmed, never sent back as text.
+    Reasoning {
+        /// The session.
+        session_id: String,
+        /// The new text.
+        text: String,
+    },
     /// A tool call started running.
     ToolCall {
         /// The session.
@@ -151,6 +158,7 @@ impl Event {
             Event::SessionStart { session_id, .. }
             | Event::StepStart { session_id, .. }
             | Event::Text { session_id, .. }
+            | Event::Reasoning { session_id, .. }
             | Event::ToolCall { session_id, .. }
             | Event::ToolResult { session_id, .. }
             | Event::StepFinish { session_id, .. }

@@ -613,7 +613,10 @@ impl Runtime {
                     self.store.add_reasoning(&session.id, message, &reasoning)?;
                 }
                 StreamEvent::Finished { stop, usage } => return Ok((stop, usage)),
-                StreamEvent::ReasoningDelta(_) | StreamEvent::ToolCallStarted { .. } => {}
+                StreamEvent::ReasoningDelta(text) => {
+                    self.emit(Event::Reasoning { session_id: session.id.clone(), text });
+                }
+                StreamEvent::ToolCallStarted { .. } => {}
             }
         }
         Err(AgentError::Model(LlmError::Stream {

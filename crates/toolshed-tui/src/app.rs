@@ -235,9 +235,12 @@ impl App {
     fn commit(&mut self, term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> io::Result<()> {
         let width = usize::from(term.get_frame().area().width);
         while let Some(cell) = self.transcript.cells().get(self.committed) {
+            let last = self.committed + 1 == self.transcript.cells().len();
             let finished = match cell {
                 Cell::Answer { done, .. } => *done,
                 Cell::Tool(t) => t.state != ToolState::Running,
+                // Reasoning streams until something follows it or the turn ends.
+                Cell::Reasoning(_) => !last || self.busy.is_none(),
                 _ => true,
             };
             if !finished {

@@ -171,6 +171,13 @@ impl Transcript {
                 Some(Cell::Answer { text: so_far, done: false }) => so_far.push_str(text),
                 _ => self.cells.push(Cell::Answer { text: text.clone(), done: false }),
             },
+            Event::Reasoning { text, .. } if main => match self.cells.last_mut() {
+                Some(Cell::Reasoning(so_far)) => so_far.push_str(text),
+                _ => {
+                    self.close_answer();
+                    self.cells.push(Cell::Reasoning(text.clone()));
+                }
+            },
             Event::ToolCall { call_id, tool, input, .. } => {
                 self.close_answer();
                 self.calls.insert(call_id.clone(), self.cells.len());
@@ -247,13 +254,16 @@ mod tests {
             metadata: Map::new(),
         });
         t.apply(&text("Done.", "s"));
+        t.apply(&Event::Reasoning { session_id: "s".into(), text: "thinking ".into() });
+        t.apply(&Event::Reasoning { session_id: "s".into(), text: "more".into() });
         let cells = t.cells();
-        assert_eq!(cells.len(), 5);
+        assert_eq!(cells.len(), 6);
+        assert_eq!(cells[5], Cell::Reasoning("thinking more".into()));
         assert_eq!(cells[1], Cell::Answer { text: "Looking.".into(), done: true });
         let Cell::Tool(bash) = &cells[2] else { panic!() };
         assert_eq!((bash.state, bash.duration_ms, bash.depth), (ToolState::Failed, Some(12), 0));
         let Cell::Tool(read) = &cells[3] else { panic!() };
         assert_eq!((read.state, read.depth), (ToolState::Running, 1));
-        assert_eq!(cells[4], Cell::Answer { text: "Done.".into(), done: false });
+        assert_eq!(cells[4], Cell::Answer { text: "Done.".into(), done: true });
     }
 }

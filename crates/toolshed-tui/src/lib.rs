@@ -7,6 +7,7 @@
 pub mod app;
 pub mod cell;
 pub mod composer;
+pub mod highlight;
 pub mod markdown;
 pub mod render;
 pub mod views;

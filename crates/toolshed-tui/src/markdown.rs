@@ -238,6 +238,7 @@ impl Renderer {
             }
             TagEnd::CodeBlock => {
                 let (lang, code) = self.code.take().unwrap_or_default();
+                let lang_for_highlight = lang.clone();
                 let (first, rest) = self.prefixes();
                 let mut prefix = first;
                 if !lang.is_empty() {
@@ -247,13 +248,18 @@ impl Renderer {
                     prefix = rest.clone();
                 }
                 let gutter = Span::styled("  ", Style::new());
+                let mut highlighter = crate::highlight::Highlighter::for_language(&lang_for_highlight);
                 for line in code.trim_end_matches('\n').split('\n') {
                     let mut p = prefix.clone();
                     p.push(gutter.clone());
                     let mut r = rest.clone();
                     r.push(gutter.clone());
                     let line = line.replace('\t', "    ");
-                    self.out.extend(wrap(&[Span::styled(line, CODE)], self.width, &p, &r));
+                    let spans = match &mut highlighter {
+                        Some(h) => h.line(&line),
+                        None => vec![Span::styled(line, CODE)],
+                    };
+                    self.out.extend(wrap(&spans, self.width, &p, &r));
                     prefix = rest.clone();
                 }
                 self.blank = false;

@@ -41,7 +41,7 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
     std::fs::write(
         dir.path().join("toolshed.toml"),
         format!(
-            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[permission]\nedit = \"ask\"\n",
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[permission]\nedit = \"ask\"\nbash = \"allow\"\n",
             server.base_url()
         ),
     )
@@ -137,6 +137,20 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
     let mut term = Terminal::start(dir.path(), &["chat", "--session", &id]);
     let screen = term.wait_for("› take your time", Duration::from_secs(30));
     assert!(screen.contains("Got the paste.") && screen.contains("Edited."), "{screen}");
+    // Ctrl-R finds an earlier prompt; it is put back in the composer, not sent.
+    term.type_text("\x12edit");
+    term.wait_for("(history search) edit: edit the notes", Duration::from_secs(10));
+    term.type_text("\r");
+    std::thread::sleep(Duration::from_millis(300));
+    let screen = term.contents();
+    let rows: Vec<&str> = screen.lines().collect();
+    let status = rows.iter().rposition(|l| l.starts_with("build ·")).unwrap();
+    assert_eq!(rows[status - 1].trim_end(), "› edit the notes", "in the composer:\n{screen}");
+    assert_eq!(server.received().len(), 5, "not sent");
+    term.type_text("\x03");
+    // !cmd runs through the bash tool and shows its output.
+    term.type_text("!echo hi-from-$((40+2))\r");
+    term.wait_for("hi-from-42", Duration::from_secs(30));
     term.type_text("/diff\r");
     let screen = term.wait_for("+new line", Duration::from_secs(30));
     assert!(screen.contains("-old line"), "{screen}");

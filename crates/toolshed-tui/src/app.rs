@@ -196,6 +196,8 @@ struct App {
     /// Cells that commands working in the background add (`/diff`, `/undo`).
     cells: mpsc::UnboundedSender<Cell>,
     popup: usize,
+    /// Ctrl-R: the text searched for in the history.
+    searching: Option<String>,
     quit_armed: bool,
     frame: usize,
 }
@@ -226,6 +228,7 @@ impl App {
             done,
             cells,
             popup: 0,
+            searching: None,
             quit_armed: false,
             frame: 0,
         }
@@ -270,13 +273,19 @@ impl App {
         bottom = bottom.saturating_sub(1);
         f.render_widget(Paragraph::new(views::status_line(&self.status, self.frame, width)), row(area, bottom, 1));
         // The composer, or the message a rejection is sent with.
-        let (rows, cursor) = match &self.rejecting {
-            Some(text) => {
+        let (rows, cursor) = match (&self.rejecting, &self.searching) {
+            (Some(text), _) => {
                 let mut c = Composer::default();
                 c.insert_str(text);
                 c.render(width)
             }
-            None => self.composer.render(width),
+            (None, Some(query)) => {
+                let found = self.history_match().unwrap_or_default();
+                let mut c = Composer::default();
+                c.insert_str(&format!("(history search) {query}: {}", found.replace('\n', " ⏎ ")));
+                c.render(width)
+            }
+            (None, None) => self.composer.render(width),
         };
         let shown = rows.len().min(6);
         let first = (usize::from(cursor.1) + 1).saturating_sub(shown);
@@ -393,6 +402,26 @@ impl App {
             self.question_key(key);
             return Flow::Go;
         }
+        if ctrl && key.code == KeyCode::Char('r') {
+            self.searching = Some(self.searching.take().unwrap_or_default());
+            return Flow::Go;
+        }
+        if let Some(query) = &mut self.searching {
+            match key.code {
+                KeyCode::Char(c) if !ctrl => query.push(c),
+                KeyCode::Backspace => {
+                    query.pop();
+                }
+                KeyCode::Enter | KeyCode::Tab | KeyCode::Right => {
+                    if let Some(found) = self.history_match() {
+                        self.composer.set_text(&found);
+                    }
+                    self.searching = None;
+                }
+                _ => self.searching = None,
+            }
+            return Flow::Go;
+        }
         match key.code {
             KeyCode::Esc => {
                 if let Some(turn) = &self.turn {
@@ -434,6 +463,44 @@ impl App {
             _ => {}
         }
         Flow::Go
+    }
+
+    /// The newest prompt of the history that contains what Ctrl-R searches for.
+    fn history_match(&self) -> Option<String> {
+        let query = self.searching.as_deref()?;
+        self.composer.history().iter().rev().find(|h| h.contains(query)).cloned()
+    }
+
+    /// `!cmd`: the command runs through the bash tool (its rules and questions apply) and is
+    /// recorded in the session, so the model sees it on its next turn.
+    fn shell(&mut self, command: &str) {
+        let (runtime, session, cells, done) =
+            (self.runtime.clone(), self.session.clone(), self.cells.clone(), self.done.clone());
+        let cancel = CancellationToken::new();
+        self.turn = Some(cancel.clone());
+        self.busy = Some(Instant::now());
+        let id = toolshed_agent::store::new_id("call");
+        let message = toolshed_agent::store::new_id("msg");
+        let input = serde_json::json!({"command": command, "description": "run by the user"});
+        tokio::spawn(async move {
+            let call = toolshed_core::exec::ToolCall::json(&id, "bash", input.clone())
+                .with_message(message)
+                .with_cancel(cancel);
+            let result = runtime.executor().call(&session.core(), call).await;
+            let _ = cells.send(Cell::Tool(crate::cell::ToolCell {
+                call_id: id,
+                tool: "bash".into(),
+                input: input.to_string(),
+                state: if result.is_error { ToolState::Failed } else { ToolState::Done },
+                title: result.title.clone(),
+                output: result.output.clone(),
+                metadata: result.metadata.clone(),
+                duration_ms: Some(result.duration.as_millis() as u64),
+                depth: 0,
+                expanded: true,
+            }));
+            let _ = done.send(Ok(String::new()));
+        });
     }
 
     fn popup_open(&self) -> bool {
@@ -496,6 +563,11 @@ impl App {
         }
         if trimmed.starts_with('/') {
             return self.slash(trimmed);
+        }
+        if let Some(command) = trimmed.strip_prefix('!').map(str::trim).filter(|c| !c.is_empty()) {
+            self.transcript.push_user(&text);
+            self.shell(command);
+            return Flow::Go;
         }
         self.transcript.push_user(&text);
         let (runtime, session, done) = (self.runtime.clone(), self.session.clone(), self.done.clone());
@@ -637,7 +709,7 @@ async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
     }
 }
 
-const HELP: &str = "Enter sends · Shift-Enter or Ctrl-J: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Up/Down: history · /plan /build /agent NAME /compact /diff /undo /help /exit · questions: o once, a always, r reject, m reject with a message";
+const HELP: &str = "Enter sends · Ctrl-J or Alt-Enter: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Up/Down: history · Ctrl-R searches it · !cmd runs a shell command · /plan /build /agent NAME /compact /diff /undo /help /exit · questions: o once, a always, r reject, m reject with a message";
 
 fn row(area: Rect, y: u16, height: u16) -> Rect {
     Rect { x: area.x, y, width: area.width, height: height.min(area.bottom().saturating_sub(y)) }

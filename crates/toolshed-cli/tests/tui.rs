@@ -34,6 +34,7 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
         Reply::sse(chat::text("Got the paste.")),
         Reply::sse(chat::text("a slow answer that takes its time to arrive word by word"))
             .delay(Duration::from_millis(700)),
+        Reply::sse(chat::text("It holds three lines.")),
     ])
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -148,6 +149,22 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
     assert_eq!(rows[status - 1].trim_end(), "› edit the notes", "in the composer:\n{screen}");
     assert_eq!(server.received().len(), 5, "not sent");
     term.type_text("\x03");
+    // @ completes a file of the worktree, and the file goes with the prompt.
+    term.type_text("what is in @note");
+    term.wait_for("@notes.txt", Duration::from_secs(10));
+    term.type_text("\t");
+    std::thread::sleep(Duration::from_millis(300));
+    let screen = term.contents();
+    let rows: Vec<&str> = screen.lines().collect();
+    let status = rows.iter().rposition(|l| l.starts_with("build ·")).unwrap();
+    assert_eq!(rows[status - 1].trim_end(), "› what is in @notes.txt", "completed:\n{screen}");
+    term.type_text("\r");
+    term.wait_for("It holds three lines.", Duration::from_secs(30));
+    let sent = last_prompt(&server.received()[5].body);
+    assert!(
+        sent.starts_with("what is in @notes.txt") && sent.contains("<file path=\"notes.txt\">\nkeep\nnew line\nkeep\n"),
+        "{sent}"
+    );
     // !cmd runs through the bash tool and shows its output.
     term.type_text("!echo hi-from-$((40+2))\r");
     term.wait_for("hi-from-42", Duration::from_secs(30));

@@ -198,6 +198,8 @@ struct App {
     popup: usize,
     /// Ctrl-R: the text searched for in the history.
     searching: Option<String>,
+    /// The worktree's files, listed at the first `@`.
+    files: Option<Vec<String>>,
     quit_armed: bool,
     frame: usize,
 }
@@ -229,6 +231,7 @@ impl App {
             cells,
             popup: 0,
             searching: None,
+            files: None,
             quit_armed: false,
             frame: 0,
         }
@@ -295,6 +298,17 @@ impl App {
         let top = bottom;
         f.render_widget(Paragraph::new(composer_rows), row(area, top, height));
         f.set_cursor_position((area.x + cursor.0.min(area.width.saturating_sub(1)), top + cursor.1 - first as u16));
+        // The @ popup.
+        if self.asks.is_empty()
+            && self.searching.is_none()
+            && let Some(found) = self.mention_matches()
+        {
+            let refs: Vec<&str> = found.iter().map(String::as_str).collect();
+            let lines = views::file_popup(&refs, self.popup.min(refs.len() - 1), width);
+            let h = u16::try_from(lines.len()).unwrap_or(0).min(bottom.saturating_sub(area.y));
+            bottom = bottom.saturating_sub(h);
+            f.render_widget(Paragraph::new(lines), row(area, bottom, h));
+        }
         // The slash popup.
         let typed = self.composer.text();
         if self.asks.is_empty() && typed.starts_with('/') && !typed.contains(char::is_whitespace) {
@@ -433,6 +447,24 @@ impl App {
             KeyCode::Enter if key.modifiers.intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) => {
                 self.composer.newline();
             }
+            KeyCode::Enter | KeyCode::Tab if self.composer.word_before_cursor().starts_with('@') => {
+                if let Some(found) = self.mention_matches()
+                    && let Some(path) = found.get(self.popup.min(found.len() - 1))
+                {
+                    self.composer.replace_word_before_cursor(&format!("@{path} "));
+                    self.popup = 0;
+                } else if key.code == KeyCode::Enter {
+                    return self.submit();
+                }
+            }
+            KeyCode::Up | KeyCode::Down if self.composer.word_before_cursor().starts_with('@') => {
+                let n = self.mention_matches().map_or(0, |f| f.len());
+                self.popup = if key.code == KeyCode::Up {
+                    self.popup.saturating_sub(1)
+                } else {
+                    (self.popup + 1).min(n.saturating_sub(1))
+                };
+            }
             KeyCode::Enter => return self.submit(),
             KeyCode::Tab => {
                 if let Some(c) = views::slash_matches(&self.composer.text()).get(self.popup) {
@@ -503,6 +535,16 @@ impl App {
         });
     }
 
+    /// The files matching the `@` word at the cursor, if the cursor is on one.
+    fn mention_matches(&mut self) -> Option<Vec<String>> {
+        let word = self.composer.word_before_cursor();
+        let query = word.strip_prefix('@')?;
+        let root = self.runtime.settings().root.clone();
+        let files = self.files.get_or_insert_with(|| crate::mentions::files(&root));
+        let found: Vec<String> = crate::mentions::best(query, files, 8).into_iter().map(str::to_string).collect();
+        (!found.is_empty()).then_some(found)
+    }
+
     fn popup_open(&self) -> bool {
         let typed = self.composer.text();
         typed.starts_with('/') && !typed.contains(char::is_whitespace)
@@ -570,12 +612,14 @@ impl App {
             return Flow::Go;
         }
         self.transcript.push_user(&text);
+        // Files mentioned with @ go to the model with the prompt.
+        let sent = crate::mentions::attach(&text, &self.runtime.settings().root);
         let (runtime, session, done) = (self.runtime.clone(), self.session.clone(), self.done.clone());
         let cancel = CancellationToken::new();
         self.turn = Some(cancel.clone());
         self.busy = Some(Instant::now());
         tokio::spawn(async move {
-            let outcome = runtime.prompt(&session, &text, &cancel).await;
+            let outcome = runtime.prompt(&session, &sent, &cancel).await;
             let _ = done.send(outcome);
         });
         Flow::Go
@@ -709,7 +753,7 @@ async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
     }
 }
 
-const HELP: &str = "Enter sends · Ctrl-J or Alt-Enter: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Up/Down: history · Ctrl-R searches it · !cmd runs a shell command · /plan /build /agent NAME /compact /diff /undo /help /exit · questions: o once, a always, r reject, m reject with a message";
+const HELP: &str = "Enter sends · Ctrl-J or Alt-Enter: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Up/Down: history · Ctrl-R searches it · @path mentions a file (Tab completes; it goes with the prompt) · !cmd runs a shell command · /plan /build /agent NAME /compact /diff /undo /help /exit · questions: o once, a always, r reject, m reject with a message";
 
 fn row(area: Rect, y: u16, height: u16) -> Rect {
     Rect { x: area.x, y, width: area.width, height: height.min(area.bottom().saturating_sub(y)) }

@@ -187,6 +187,22 @@ impl Composer {
         text
     }
 
+    /// The word that ends at the cursor (after the last space before it).
+    pub fn word_before_cursor(&self) -> String {
+        let line = &self.lines[self.row][..self.col];
+        let start = line.iter().rposition(|c| c.is_whitespace()).map_or(0, |i| i + 1);
+        line[start..].iter().collect()
+    }
+
+    /// Replaces the word that ends at the cursor with `with`.
+    pub fn replace_word_before_cursor(&mut self, with: &str) {
+        let n = self.word_before_cursor().chars().count();
+        for _ in 0..n {
+            self.backspace();
+        }
+        self.insert_str(with);
+    }
+
     /// The history, oldest first.
     pub fn history(&self) -> &[String] {
         &self.history
@@ -282,6 +298,16 @@ mod tests {
         c.insert_str("one");
         c.take();
         assert_eq!(c.history(), ["one", "two\nlines", "one"], "a repeat of the newest entry is kept once");
+    }
+
+    #[test]
+    fn the_word_at_the_cursor_can_be_completed() {
+        let mut c = Composer::default();
+        c.insert_str("look at @src/ma");
+        assert_eq!(c.word_before_cursor(), "@src/ma");
+        c.replace_word_before_cursor("@src/main.rs ");
+        assert_eq!(c.text(), "look at @src/main.rs ");
+        assert_eq!(c.word_before_cursor(), "");
     }
 
     #[test]

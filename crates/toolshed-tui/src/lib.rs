@@ -9,6 +9,7 @@ pub mod cell;
 pub mod composer;
 pub mod highlight;
 pub mod markdown;
+pub mod mentions;
 pub mod render;
 pub mod views;
 pub mod wrap;

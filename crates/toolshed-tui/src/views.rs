@@ -183,6 +183,20 @@ pub fn slash_popup(typed: &str, selected: usize, width: usize) -> Vec<Line<'stat
         .collect()
 }
 
+/// The `@` popup: the best matching files, the selected one highlighted.
+pub fn file_popup(matches: &[&str], selected: usize, width: usize) -> Vec<Line<'static>> {
+    matches
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let style = if i == selected { Style::new().add_modifier(Modifier::REVERSED) } else { Style::new() };
+            let mut line = wrap(&[Span::styled(format!("@{path}"), style)], width, &[], &[]);
+            line.truncate(1);
+            line.pop().unwrap_or_default()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use ratatui::Terminal;

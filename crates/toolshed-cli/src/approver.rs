@@ -63,6 +63,9 @@ impl Drop for Question<'_> {
     }
 }
 
+/// Lines of an edit's diff a line-mode question shows.
+const DIFF_LINES_ASKED: usize = 30;
+
 pub(crate) fn prompt_text(request: &ApprovalRequest) -> String {
     let r = &request.request;
     let mut text = format!("\n{} needs permission `{}` for:\n", request.tool, r.permission);
@@ -72,6 +75,16 @@ pub(crate) fn prompt_text(request: &ApprovalRequest) -> String {
     for key in ["unclassified", "reason"] {
         if let Some(why) = r.metadata.get(key).and_then(|v| v.as_str()) {
             text.push_str(&format!("  (asked because {why})\n"));
+        }
+    }
+    // An edit's diff, as the edit would make it.
+    if let Some(diff) = r.metadata.get("diff").and_then(|v| v.as_str()) {
+        let lines: Vec<&str> = diff.lines().filter(|l| !l.starts_with("---") && !l.starts_with("+++")).collect();
+        for line in lines.iter().take(DIFF_LINES_ASKED) {
+            text.push_str(&format!("  {line}\n"));
+        }
+        if lines.len() > DIFF_LINES_ASKED {
+            text.push_str(&format!("  … {} more lines\n", lines.len() - DIFF_LINES_ASKED));
         }
     }
     text.push_str(&format!(

@@ -38,6 +38,7 @@ fn run_keeps_its_question_on_screen_and_does_not_count_the_wait_as_tool_time() {
     let screen = term.contents();
     assert!(screen.contains("write needs permission `edit` for:"), "{screen}");
     assert!(screen.contains("answer.txt"), "{screen}");
+    assert!(screen.contains("+written after the question"), "the question shows what would be written:\n{screen}");
     assert!(screen.contains("Allow? [o]nce"), "the question is gone after 3 s:\n{screen}");
     assert!(!screen.contains("⠋ bash") && !screen.contains("⠙ bash"), "a spinner over the question:\n{screen}");
     term.type_text("o\r");

@@ -112,7 +112,8 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
     let Setup { runtime, session, mut messages, status, history, transcript } = setup;
     let _mode = TerminalMode::enter()?;
     let rows = terminal::size()?.1;
-    let height = (rows / 2).clamp(rows.min(10), 24).min(rows);
+    // Two thirds of the screen: room for a question with its diff above the composer.
+    let height = (rows * 2 / 3).clamp(rows.min(12), 30).min(rows);
     let mut term = Terminal::with_options(
         CrosstermBackend::new(io::stdout()),
         TerminalOptions { viewport: Viewport::Inline(height) },
@@ -323,7 +324,9 @@ impl App {
             let title =
                 if more > 0 { format!(" permission ({more} more waiting) ") } else { " permission ".to_string() };
             let rule = rule_that_asked(&self.runtime, request);
-            let mut lines = views::approval(request, rule.as_deref(), width.saturating_sub(2));
+            // All the rows above the composer, less the border's two.
+            let fit = usize::from(bottom.saturating_sub(area.y)).saturating_sub(2);
+            let mut lines = views::approval_within(request, rule.as_deref(), width.saturating_sub(2), fit);
             if self.rejecting.is_some() {
                 lines.push(Line::from("  type the message for the model, Enter sends it, Esc goes back"));
             }

@@ -17,6 +17,12 @@ const KEY: Style = Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD);
 /// of an edit when the tool gave one, and the answers with their keys. `rule` is the rule that
 /// asked, as `permission explain` names it.
 pub fn approval(request: &ApprovalRequest, rule: Option<&str>, width: usize) -> Vec<Line<'static>> {
+    approval_within(request, rule, width, usize::MAX)
+}
+
+/// [`approval`] in at most `rows` rows: what is asked and the answers always show; an edit's
+/// diff gets the rows left, cut with `… +N lines`.
+pub fn approval_within(request: &ApprovalRequest, rule: Option<&str>, width: usize, rows: usize) -> Vec<Line<'static>> {
     let r = &request.request;
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let mut out = wrap(
@@ -42,13 +48,7 @@ pub fn approval(request: &ApprovalRequest, rule: Option<&str>, width: usize) -> 
     if let Some(rule) = rule {
         out.extend(wrap(&[Span::styled(format!("rule: {rule}"), DIM)], width, &indent, &indent));
     }
-    if let Some(diff) = r.metadata.get("diff").and_then(Value::as_str) {
-        out.push(Line::default());
-        for (text, style) in diff_lines(diff) {
-            out.extend(wrap(&[Span::styled(text, style)], width, &indent, &indent));
-        }
-    }
-    out.push(Line::default());
+    let mut answers = vec![Line::default()];
     let always = if r.always.is_empty() { String::new() } else { format!(" ({})", r.always.join(", ")) };
     let choices = [
         ("o", "once".to_string()),
@@ -57,13 +57,32 @@ pub fn approval(request: &ApprovalRequest, rule: Option<&str>, width: usize) -> 
         ("m", "reject with a message for the model".to_string()),
     ];
     for (key, what) in choices {
-        out.extend(wrap(
+        answers.extend(wrap(
             &[Span::styled(format!("[{key}]"), KEY), Span::raw(format!(" {what}"))],
             width,
             &indent,
             &indent,
         ));
     }
+    if let Some(diff) = r.metadata.get("diff").and_then(Value::as_str) {
+        let diff: Vec<Line<'static>> = diff_lines(diff)
+            .into_iter()
+            .flat_map(|(text, style)| wrap(&[Span::styled(text, style)], width, &indent, &indent))
+            .collect();
+        let room = rows.saturating_sub(out.len() + answers.len() + 1);
+        if room > 0 {
+            out.push(Line::default());
+            if diff.len() <= room {
+                out.extend(diff);
+            } else {
+                let shown = room.saturating_sub(1);
+                let hidden = diff.len() - shown;
+                out.extend(diff.into_iter().take(shown));
+                out.push(Line::from(vec![Span::raw("  "), Span::styled(format!("… +{hidden} lines"), DIM)]));
+            }
+        }
+    }
+    out.extend(answers);
     out
 }
 
@@ -241,6 +260,18 @@ mod tests {
         let req = request("edit", &["src/main.rs"], json!({"diff": diff}));
         let lines = approval(&req, Some("edit = \"ask\" (toolshed.toml)"), 56);
         insta::assert_snapshot!(draw(lines, 60, true));
+    }
+
+    #[test]
+    fn a_long_diff_is_cut_so_the_question_and_answers_always_show() {
+        let diff: String = (0..40).map(|i| format!("+line {i}\n")).collect();
+        let req = request("edit", &["big.rs"], json!({"diff": format!("@@ -0,0 +1,40 @@\n{diff}")}));
+        let lines = approval_within(&req, None, 60, 14);
+        let text: Vec<String> = lines.iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).collect();
+        assert_eq!(lines.len(), 14, "{text:#?}");
+        assert!(text[0].contains("asks for `edit`"));
+        assert!(text.iter().any(|l| l.contains("… +")), "{text:#?}");
+        assert!(text.last().unwrap().contains("[m] reject with a message"));
     }
 
     #[test]

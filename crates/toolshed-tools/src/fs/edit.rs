@@ -76,7 +76,17 @@ impl TypedTool for EditTool {
     ) -> Result<Vec<PermissionRequest>, ToolError> {
         let resolved = path::resolve_for_write(ctx, &args.file_path)?;
         args.permitted.remember(&resolved);
-        Ok(resolved.requests(&spec.permission))
+        let mut requests = resolved.requests(&spec.permission);
+        // Whoever is asked sees the change: the diff the edit would make (small files only).
+        let request = Request {
+            old: args.old_string.clone(),
+            new: args.new_string.clone(),
+            replace_all: args.replace_all.unwrap_or(false),
+        };
+        if let (Some(diff), Some(main)) = (preview(&resolved, &request), requests.last_mut()) {
+            main.metadata.insert("diff".into(), diff.into());
+        }
+        Ok(requests)
     }
 
     async fn run(&self, args: EditArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -188,6 +198,30 @@ pub fn edit_file(resolved: &ResolvedPath, request: &Request) -> Result<ToolOutpu
     }
     resolved.write_atomic(style.apply(&applied.content).as_bytes())?;
     Ok(success(resolved, &body, &applied))
+}
+
+/// The largest file whose edit is previewed as a diff for a permission question.
+const PREVIEW_MAX_BYTES: u64 = 256 * 1024;
+
+/// The diff `request` would make to the file at `resolved` (a new file: all added), for the
+/// person asked; `None` when it cannot be worked out cheaply or the edit would be refused.
+pub fn preview(resolved: &ResolvedPath, request: &Request) -> Option<String> {
+    let path = resolved.path();
+    let meta = std::fs::symlink_metadata(path).ok();
+    let before = match &meta {
+        None if request.old.is_empty() => String::new(),
+        Some(m) if m.is_file() && m.len() <= PREVIEW_MAX_BYTES => String::from_utf8(std::fs::read(path).ok()?).ok()?,
+        _ => return None,
+    };
+    let (_, body) = TextStyle::split(&before);
+    let after = if request.old.is_empty() {
+        normalise_input(&request.new)
+    } else {
+        let old = normalise_input(&request.old);
+        let new = normalise_input(&request.new);
+        matcher::apply(&Edit { content: &body, old: &old, new: &new, replace_all: request.replace_all }).ok()?.content
+    };
+    Some(unified_diff(&body, &after, &resolved.pattern(), 3, RESULT_DIFF_LINES))
 }
 
 /// `\r\n` in the model's strings read as `\n` (the file's own endings are restored on write),

@@ -64,7 +64,12 @@ impl TypedTool for WriteTool {
     ) -> Result<Vec<PermissionRequest>, ToolError> {
         let resolved = path::resolve_for_write(ctx, &args.file_path)?;
         args.permitted.remember(&resolved);
-        Ok(resolved.requests(&spec.permission))
+        let mut requests = resolved.requests(&spec.permission);
+        // Whoever is asked sees the change: the diff against what is there (small files only).
+        if let (Some(diff), Some(main)) = (preview(&resolved, &args.content), requests.last_mut()) {
+            main.metadata.insert("diff".into(), diff.into());
+        }
+        Ok(requests)
     }
 
     async fn run(&self, args: WriteArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -147,6 +152,21 @@ fn write(resolved: &ResolvedPath, content: &str) -> Result<ToolOutput, ToolError
         .with_metadata("changed", true)
         .with_metadata("created", old_text.is_none())
         .with_metadata("lines", lines))
+}
+
+/// The diff writing `content` would make to the file at `resolved` (a new file: all added);
+/// `None` for a file too large, binary or unreadable.
+fn preview(resolved: &ResolvedPath, content: &str) -> Option<String> {
+    const PREVIEW_MAX_BYTES: u64 = 256 * 1024;
+    let before = match std::fs::symlink_metadata(resolved.path()) {
+        Err(_) => String::new(),
+        Ok(m) if m.is_file() && m.len() <= PREVIEW_MAX_BYTES => {
+            String::from_utf8(std::fs::read(resolved.path()).ok()?).ok()?
+        }
+        Ok(_) => return None,
+    };
+    let (_, body) = TextStyle::split(&before);
+    Some(unified_diff(&body, &content.replace("\r\n", "\n"), &resolved.pattern(), 3, 120))
 }
 
 #[cfg(test)]

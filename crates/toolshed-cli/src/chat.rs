@@ -171,12 +171,13 @@ fn tui(
 /// Prompts kept per worktree for the composer's Up.
 const HISTORY_KEPT: usize = 500;
 
-/// Where the composer's history of the worktree `root` is kept.
+/// Where the composer's history of the worktree `root` is kept: named by the same stable hash
+/// of the worktree's path as its undo snapshots.
 fn history_path(root: &std::path::Path) -> std::path::PathBuf {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    root.hash(&mut h);
-    toolshed_core::paths::data_dir().join("history").join(format!("{:016x}.json", h.finish()))
+    let data = toolshed_core::paths::data_dir();
+    let shadow = toolshed_agent::snapshot::shadow_dir(&data, root);
+    let name = shadow.file_name().map_or_else(|| "worktree".into(), |n| n.to_string_lossy().into_owned());
+    data.join("history").join(format!("{name}.json"))
 }
 
 /// `root` with the home directory written `~`.

@@ -178,6 +178,17 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
     term.type_text("/undo\r");
     term.wait_for("undone (step", Duration::from_secs(30));
     assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "keep\nold line\nkeep\n");
+    // /new starts another session; /sessions picks the first one again.
+    term.type_text("/new\r");
+    let screen = term.wait_for("new session ses_", Duration::from_secs(10));
+    let new_id = screen.lines().find_map(|l| l.split("new session ").nth(1)).unwrap().trim().to_string();
+    assert_ne!(new_id, id);
+    term.type_text("/sessions\r");
+    term.wait_for("pick a session", Duration::from_secs(10));
+    term.type_text("\r");
+    // The resumed transcript follows (the notice scrolls away); the status line names it.
+    term.wait_for(&format!("· {id} ·"), Duration::from_secs(10));
+    assert!(term.contents().contains("The user reverted files"), "{}", term.contents());
     term.type_text("/exit\r");
     assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
 }

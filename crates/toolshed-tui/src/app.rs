@@ -201,6 +201,8 @@ struct App {
     searching: Option<String>,
     /// The worktree's files, listed at the first `@`.
     files: Option<Vec<String>>,
+    /// `/sessions`: the worktree's sessions to pick from, and the one selected.
+    picker: Option<(Vec<toolshed_agent::store::SessionInfo>, usize)>,
     quit_armed: bool,
     frame: usize,
 }
@@ -233,6 +235,7 @@ impl App {
             popup: 0,
             searching: None,
             files: None,
+            picker: None,
             quit_armed: false,
             frame: 0,
         }
@@ -299,6 +302,22 @@ impl App {
         let top = bottom;
         f.render_widget(Paragraph::new(composer_rows), row(area, top, height));
         f.set_cursor_position((area.x + cursor.0.min(area.width.saturating_sub(1)), top + cursor.1 - first as u16));
+        // The session picker.
+        if let Some((sessions, selected)) = &self.picker {
+            let mut lines = vec![Line::from("  pick a session (Enter resumes it, Esc closes):")];
+            for (i, info) in sessions.iter().enumerate() {
+                let style = if i == *selected {
+                    ratatui::style::Style::new().add_modifier(ratatui::style::Modifier::REVERSED)
+                } else {
+                    ratatui::style::Style::new()
+                };
+                let text = format!("{}  {:>4} msgs  {}", info.id, info.messages, info.title);
+                lines.push(Line::from(ratatui::text::Span::styled(text, style)));
+            }
+            let h = u16::try_from(lines.len()).unwrap_or(0).min(bottom.saturating_sub(area.y));
+            bottom = bottom.saturating_sub(h);
+            f.render_widget(Paragraph::new(lines), row(area, bottom, h));
+        }
         // The @ popup.
         if self.asks.is_empty()
             && self.searching.is_none()
@@ -419,6 +438,21 @@ impl App {
             self.question_key(key);
             return Flow::Go;
         }
+        if let Some((sessions, selected)) = &mut self.picker {
+            match key.code {
+                KeyCode::Up => *selected = selected.saturating_sub(1),
+                KeyCode::Down => *selected = (*selected + 1).min(sessions.len().saturating_sub(1)),
+                KeyCode::Enter => {
+                    let id = sessions.get(*selected).map(|s| s.id.clone());
+                    self.picker = None;
+                    if let Some(id) = id {
+                        self.open_session(Some(&id));
+                    }
+                }
+                _ => self.picker = None,
+            }
+            return Flow::Go;
+        }
         if ctrl && key.code == KeyCode::Char('r') {
             self.searching = Some(self.searching.take().unwrap_or_default());
             return Flow::Go;
@@ -498,6 +532,39 @@ impl App {
             _ => {}
         }
         Flow::Go
+    }
+
+    /// Goes on in another session: a new one (`None`), or stored session `id` (its transcript
+    /// is shown). The session left stays stored.
+    fn open_session(&mut self, id: Option<&str>) {
+        let agent = self.session.agent();
+        let opened = match id {
+            Some(id) => self.runtime.resume_session(id, None, None),
+            None => self.runtime.create_session(&agent, &self.session.model, None),
+        };
+        match opened {
+            Ok(session) => {
+                if let Some(id) = id {
+                    match self.runtime.store().messages(id) {
+                        Ok(messages) => {
+                            self.transcript.push_notice(&format!("resumed session {id}"), false);
+                            for cell in Transcript::from_stored(&messages).cells() {
+                                self.transcript.push(cell.clone());
+                            }
+                        }
+                        Err(e) => self.transcript.push_notice(&e.to_string(), true),
+                    }
+                } else {
+                    self.transcript.push_notice(&format!("new session {}", session.id), false);
+                }
+                self.status.session.clone_from(&session.id);
+                self.status.agent = session.agent();
+                self.status.model.clone_from(&session.model);
+                self.status.context = None;
+                self.session = session;
+            }
+            Err(e) => self.transcript.push_notice(&e.to_string(), true),
+        }
     }
 
     /// The newest prompt of the history that contains what Ctrl-R searches for.
@@ -659,6 +726,25 @@ impl App {
                     let _ = cells.send(undo_cell(&runtime, &id, undo).await);
                 });
             }
+            "/new" => self.open_session(None),
+            "/sessions" => {
+                let root = self.runtime.settings().root.display().to_string();
+                match self.runtime.store().list_sessions() {
+                    Ok(all) => {
+                        let mine: Vec<_> = all
+                            .into_iter()
+                            .filter(|s| s.root == root && s.parent_id.is_none() && s.id != self.session.id)
+                            .take(20)
+                            .collect();
+                        if mine.is_empty() {
+                            self.transcript.push_notice("no other session in this worktree", false);
+                        } else {
+                            self.picker = Some((mine, 0));
+                        }
+                    }
+                    Err(e) => self.transcript.push_notice(&e.to_string(), true),
+                }
+            }
             "/help" => self.transcript.push_notice(HELP, false),
             _ => self.transcript.push_notice(&format!("unknown command {command}; /help lists them"), true),
         }
@@ -756,7 +842,7 @@ async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
     }
 }
 
-const HELP: &str = "Enter sends · Ctrl-J or Alt-Enter: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Up/Down: history · Ctrl-R searches it · @path mentions a file (Tab completes; it goes with the prompt) · !cmd runs a shell command · /plan /build /agent NAME /compact /diff /undo /help /exit · questions: o once, a always, r reject, m reject with a message";
+const HELP: &str = "Enter sends · Ctrl-J or Alt-Enter: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Up/Down: history · Ctrl-R searches it · @path mentions a file (Tab completes; it goes with the prompt) · !cmd runs a shell command · /plan /build /agent NAME /new /sessions /compact /diff /undo /help /exit · questions: o once, a always, r reject, m reject with a message";
 
 fn row(area: Rect, y: u16, height: u16) -> Rect {
     Rect { x: area.x, y, width: area.width, height: height.min(area.bottom().saturating_sub(y)) }

@@ -165,6 +165,8 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
     SlashCommand { name: "/plan", help: "plan mode: read and plan, change nothing" },
     SlashCommand { name: "/build", help: "build mode" },
     SlashCommand { name: "/agent", help: "switch to another agent: /agent NAME" },
+    SlashCommand { name: "/new", help: "start a new session" },
+    SlashCommand { name: "/sessions", help: "pick a session of this worktree to resume" },
     SlashCommand { name: "/compact", help: "summarise the older history now to free context" },
     SlashCommand { name: "/diff", help: "what this session changed" },
     SlashCommand { name: "/undo", help: "put back the files of the last step that changed files" },

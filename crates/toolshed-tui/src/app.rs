@@ -414,7 +414,12 @@ impl App {
                 Some(message) => message.push_str(&text),
                 None => self.composer.insert_str(&text),
             },
-            Input::Resize(..) => term.autoresize()?,
+            Input::Resize(..) => {
+                // The viewport moves: what it showed is cleared first, so no stale rows (an
+                // old prompt, blank space) are left behind in the scrollback.
+                term.clear()?;
+                term.autoresize()?;
+            }
             Input::Key(key) if key.kind != KeyEventKind::Release => return Ok(self.key(key, term)),
             _ => {}
         }

@@ -645,12 +645,12 @@ impl Runtime {
             let request =
                 self.request(session, context::view(&stored, compaction.as_ref(), pruned_through, &budget))?;
             let estimate = context::estimate_request(&request);
-            let projected = context::project(estimate, context::calibration(&stored));
+            let ratio = context::calibration(&stored);
+            let projected = context::project(estimate, ratio);
             if projected <= budget.trigger() {
                 return Ok((request, estimate));
             }
             let from = compaction.as_ref().map_or(i64::MIN, |c| c.kept_from);
-            let ratio = context::calibration(&stored);
             let fixed = context::project(context::estimate(&request.system, &[], &request.tools), ratio);
             let (protected, minimum) = budget.pruning(fixed);
             let sizes = ((protected as f64 / ratio) as u64, (minimum as f64 / ratio) as u64);
@@ -677,10 +677,6 @@ impl Runtime {
                 return Ok((request, estimate));
             }
             let summarised = if compacted && failed.is_empty() { " and the history summarised" } else { "" };
-            let fixed = context::project(
-                context::estimate(&request.system, &[], &request.tools),
-                context::calibration(&stored),
-            );
             return Err(AgentError::ContextFull(format!(
                 "about {projected} tokens against a window of {} for {}, even with old tool outputs pruned{summarised} (the system prompt and tool definitions alone take about {fixed}{failed}); set the real window in [provider.NAME.models.ID] context, use a model with a larger one, or start a new session",
                 budget.window, session.model
@@ -750,13 +746,10 @@ impl Runtime {
         // The tail kept verbatim gets half of what the fixed part (system prompt, tools, the
         // block with the user's messages and the summary) leaves under the trigger; a
         // provider's overflow means the estimate ran short, so then a quarter.
-        let fixed = self.request(
-            session,
-            vec![toolshed_llm::Message::user(
-                "x".repeat(((budget.user_messages_tokens() + budget.summary_tokens()) * 4) as usize),
-            )],
-        )?;
-        let left = budget.trigger().saturating_sub(context::project(context::estimate_request(&fixed), ratio));
+        let bare = self.request(session, Vec::new())?;
+        let fixed =
+            context::estimate(&bare.system, &[], &bare.tools) + budget.user_messages_tokens() + budget.summary_tokens();
+        let left = budget.trigger().saturating_sub(context::project(fixed, ratio));
         // Asked for by a person, it summarises everything: the block quotes their messages.
         let room = match trigger {
             Trigger::Auto => left / 2,

@@ -67,6 +67,30 @@ impl SessionLock {
     }
 }
 
+/// The session a `run` or `chat` works in, locked for this process: stored session `resume`
+/// (locked before it is touched) or a new one as `agent` on `model`.
+pub fn open_session(
+    rt: &Runtime,
+    resume: Option<&str>,
+    agent: &str,
+    model: &str,
+) -> Result<(Arc<toolshed_agent::LiveSession>, SessionLock), CliError> {
+    let early_lock = match resume {
+        Some(id) => Some(SessionLock::acquire(rt.store(), id)?),
+        None => None,
+    };
+    let session = match resume {
+        Some(id) => rt.resume_session(id, Some(model), Some(agent)),
+        None => rt.create_session(agent, model, None),
+    }
+    .map_err(CliError::failure)?;
+    let lock = match early_lock {
+        Some(lock) => lock,
+        None => SessionLock::acquire(rt.store(), &session.id)?,
+    };
+    Ok((session, lock))
+}
+
 pub fn open_store() -> Result<Arc<Store>, CliError> {
     let path = Store::default_path(&toolshed_core::paths::data_dir());
     Store::open(path).map(Arc::new).map_err(CliError::failure)

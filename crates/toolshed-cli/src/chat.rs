@@ -124,19 +124,7 @@ fn tui(
     let history: Vec<String> =
         std::fs::read_to_string(&history_file).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
     let outcome = tokio_rt.block_on(async {
-        let early_lock = match &args.session {
-            Some(id) => Some(crate::agent::SessionLock::acquire(rt.store(), id)?),
-            None => None,
-        };
-        let session = match &args.session {
-            Some(id) => rt.resume_session(id, Some(model), Some(agent)),
-            None => rt.create_session(agent, model, None),
-        }
-        .map_err(CliError::failure)?;
-        let _lock = match early_lock {
-            Some(lock) => lock,
-            None => crate::agent::SessionLock::acquire(rt.store(), &session.id)?,
-        };
+        let (session, _lock) = crate::agent::open_session(&rt, args.session.as_deref(), agent, model)?;
         let status = toolshed_tui::views::Status { worktree: home_relative(&rt.settings().root), ..Default::default() };
         // A resumed session shows what it said so far.
         let transcript = match &args.session {
@@ -216,19 +204,7 @@ pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
         .build()
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
     let outcome = tokio_rt.block_on(async {
-        let early_lock = match &args.session {
-            Some(id) => Some(crate::agent::SessionLock::acquire(rt.store(), id)?),
-            None => None,
-        };
-        let session = match &args.session {
-            Some(id) => rt.resume_session(id, Some(&model), Some(&agent)),
-            None => rt.create_session(&agent, &model, None),
-        }
-        .map_err(CliError::failure)?;
-        let _lock = match early_lock {
-            Some(lock) => lock,
-            None => crate::agent::SessionLock::acquire(rt.store(), &session.id)?,
-        };
+        let (session, _lock) = crate::agent::open_session(&rt, args.session.as_deref(), &agent, &model)?;
         printer.start_spinner();
         eprintln!("toolshed chat: session {} ({}, {model}). {HELP}", session.id, session.agent());
         let current: Arc<Mutex<Option<CancellationToken>>> = Arc::default();

@@ -48,19 +48,7 @@ pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
         .build()
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
     let outcome = runtime_handle.block_on(async {
-        let early_lock = match &args.session {
-            Some(id) => Some(crate::agent::SessionLock::acquire(rt.store(), id)?),
-            None => None,
-        };
-        let session = match &args.session {
-            Some(id) => rt.resume_session(id, Some(&model), Some(&agent)),
-            None => rt.create_session(&agent, &model, None),
-        }
-        .map_err(CliError::failure)?;
-        let _lock = match early_lock {
-            Some(lock) => lock,
-            None => crate::agent::SessionLock::acquire(rt.store(), &session.id)?,
-        };
+        let (session, _lock) = crate::agent::open_session(&rt, args.session.as_deref(), &agent, &model)?;
         printer.start_spinner();
         let cancel = CancellationToken::new();
         let on_interrupt = cancel.clone();

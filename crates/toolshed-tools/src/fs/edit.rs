@@ -201,7 +201,7 @@ pub fn edit_file(resolved: &ResolvedPath, request: &Request) -> Result<ToolOutpu
 }
 
 /// The largest file whose edit is previewed as a diff for a permission question.
-const PREVIEW_MAX_BYTES: u64 = 256 * 1024;
+pub(super) const PREVIEW_MAX_BYTES: u64 = 256 * 1024;
 
 /// The diff `request` would make to the file at `resolved` (a new file: all added), for the
 /// person asked; `None` when it cannot be worked out cheaply or the edit would be refused.

@@ -157,10 +157,9 @@ fn write(resolved: &ResolvedPath, content: &str) -> Result<ToolOutput, ToolError
 /// The diff writing `content` would make to the file at `resolved` (a new file: all added);
 /// `None` for a file too large, binary or unreadable.
 fn preview(resolved: &ResolvedPath, content: &str) -> Option<String> {
-    const PREVIEW_MAX_BYTES: u64 = 256 * 1024;
     let before = match std::fs::symlink_metadata(resolved.path()) {
         Err(_) => String::new(),
-        Ok(m) if m.is_file() && m.len() <= PREVIEW_MAX_BYTES => {
+        Ok(m) if m.is_file() && m.len() <= super::edit::PREVIEW_MAX_BYTES => {
             String::from_utf8(std::fs::read(resolved.path()).ok()?).ok()?
         }
         Ok(_) => return None,

@@ -70,7 +70,12 @@ pub fn attach(prompt: &str, root: &Path) -> String {
         if rel.is_empty() || seen.contains(&rel) || rel.split('/').any(|c| c == "..") || Path::new(rel).is_absolute() {
             continue;
         }
-        let Ok(bytes) = std::fs::read(root.join(rel)) else { continue };
+        // A link inside the worktree that leads out of it is not followed.
+        let (Ok(real), Ok(real_root)) = (root.join(rel).canonicalize(), root.canonicalize()) else { continue };
+        if !real.starts_with(&real_root) {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(real) else { continue };
         seen.push(rel);
         let cut = bytes.len() > MAX_ATTACHED_BYTES;
         let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_ATTACHED_BYTES)]).into_owned();
@@ -104,7 +109,11 @@ mod tests {
         std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
         std::fs::write(dir.path().join(".gitignore"), "ignored.txt\n").unwrap();
         std::fs::write(dir.path().join("ignored.txt"), "x").unwrap();
-        let out = attach("look at @a.txt, and @../etc/passwd and @missing.txt", dir.path());
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s3cret").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("link")).unwrap();
+        let out = attach("look at @a.txt, and @../etc/passwd and @missing.txt and @link", dir.path());
+        assert!(!out.contains("s3cret"), "a link out of the worktree is not followed: {out}");
         assert!(out.starts_with("look at @a.txt,"));
         assert!(out.contains("<file path=\"a.txt\">\nalpha\n\n</file>"), "{out}");
         assert!(!out.contains("passwd\">") && !out.contains("missing.txt\">"), "{out}");

@@ -119,6 +119,17 @@ pub enum Event {
         /// Tokens of the summary.
         output_tokens: u64,
     },
+    /// A model request failed and is sent again after a wait.
+    Retry {
+        /// The session.
+        session_id: String,
+        /// The attempt that comes next (2 for the first retry).
+        attempt: u32,
+        /// Milliseconds until it is sent.
+        wait_ms: u64,
+        /// Why, for people: "rate limited", "the server answered 503".
+        reason: String,
+    },
     /// The session switched agents (plan ↔ build).
     AgentSwitch {
         /// The session.
@@ -165,6 +176,7 @@ impl Event {
             | Event::Pruned { session_id, .. }
             | Event::Compaction { session_id, .. }
             | Event::AgentSwitch { session_id, .. }
+            | Event::Retry { session_id, .. }
             | Event::Notice { session_id, .. }
             | Event::Finish { session_id, .. }
             | Event::Error { session_id, .. } => session_id,

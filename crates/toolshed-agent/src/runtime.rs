@@ -19,7 +19,7 @@ use toolshed_core::permission::{Action, Rule};
 use toolshed_core::registry::{Registry, Source, View};
 use toolshed_core::tool::{Tool, ToolSpec};
 use toolshed_llm::provider::{self, ModelRef};
-use toolshed_llm::{Client, EventStream, LlmError, Part, Request, RetryPolicy, StreamEvent, ToolCall, Usage};
+use toolshed_llm::{Client, EventStream, LlmError, Part, Request, RetryPolicy, Retrying, StreamEvent, ToolCall, Usage};
 
 use crate::context::{self, Budget};
 use crate::events::{Event, EventSink};
@@ -65,11 +65,30 @@ pub enum AgentError {
 pub trait ModelClient: Send + Sync {
     /// Sends one request.
     fn stream<'a>(&'a self, request: &'a Request) -> toolshed_core::tool::BoxFuture<'a, Result<EventStream, LlmError>>;
+
+    /// Sends one request, telling `on_retry` before each wait between attempts (clients that do
+    /// not retry never call it).
+    fn stream_observed<'a>(
+        &'a self,
+        request: &'a Request,
+        on_retry: &'a (dyn Fn(&Retrying) + Send + Sync),
+    ) -> toolshed_core::tool::BoxFuture<'a, Result<EventStream, LlmError>> {
+        let _ = on_retry;
+        self.stream(request)
+    }
 }
 
 impl ModelClient for Client {
     fn stream<'a>(&'a self, request: &'a Request) -> toolshed_core::tool::BoxFuture<'a, Result<EventStream, LlmError>> {
         Box::pin(Client::stream(self, request))
+    }
+
+    fn stream_observed<'a>(
+        &'a self,
+        request: &'a Request,
+        on_retry: &'a (dyn Fn(&Retrying) + Send + Sync),
+    ) -> toolshed_core::tool::BoxFuture<'a, Result<EventStream, LlmError>> {
+        Box::pin(Client::stream_observed(self, request, on_retry))
     }
 }
 
@@ -147,13 +166,13 @@ pub struct LiveSession {
     pub parent_id: Option<String>,
     /// 0 for a user's session, 1 for its sub-agents, ...
     pub depth: u32,
-    /// The model (`provider/model`).
-    pub model: String,
     state: Mutex<LiveState>,
 }
 
 struct LiveState {
     agent: String,
+    /// The model (`provider/model`).
+    model: String,
     core: CoreSession,
     pending_switch: Option<String>,
 }
@@ -161,7 +180,19 @@ struct LiveState {
 impl LiveSession {
     fn new(id: String, parent_id: Option<String>, depth: u32, model: String, agent: String) -> Self {
         let core = CoreSession::new(id.clone(), agent.clone());
-        LiveSession { id, parent_id, depth, model, state: Mutex::new(LiveState { agent, core, pending_switch: None }) }
+        core.set_model(Some(model.clone()));
+        LiveSession { id, parent_id, depth, state: Mutex::new(LiveState { agent, model, core, pending_switch: None }) }
+    }
+
+    /// The model the session talks to (`provider/model`).
+    pub fn model(&self) -> String {
+        self.state().model.clone()
+    }
+
+    fn set_model(&self, model: &str) {
+        let mut s = self.state();
+        s.model = model.to_string();
+        s.core.set_model(Some(model.to_string()));
     }
 
     fn state(&self) -> MutexGuard<'_, LiveState> {
@@ -191,6 +222,7 @@ impl LiveSession {
     fn set_agent(&self, agent: &str) -> String {
         let mut s = self.state();
         let core = CoreSession::new(self.id.clone(), agent.to_string());
+        core.set_model(Some(s.model.clone()));
         for tool in s.core.found() {
             core.mark_found(&tool);
         }
@@ -399,10 +431,22 @@ impl Runtime {
         if agent != info.agent {
             self.store.set_agent(id, &agent)?;
         }
+        if info.model.as_deref() != Some(model.as_str()) {
+            self.store.set_model(id, &model)?;
+        }
         let depth = if info.parent_id.is_some() { 1 } else { 0 };
         let live = LiveSession::new(info.id.clone(), info.parent_id.clone(), depth, model.clone(), agent.clone());
         self.emit(Event::SessionStart { session_id: info.id, parent_id: info.parent_id, agent, model });
         Ok(self.keep(Arc::new(live)))
+    }
+
+    /// Talks to `model` (`provider/model`) from the session's next request on; the session
+    /// keeps it when resumed. The caller checks that the provider is reachable.
+    pub fn switch_model(&self, session: &LiveSession, model: &str) -> Result<(), AgentError> {
+        ModelRef::parse(model).map_err(|e| AgentError::Usage(e.to_string()))?;
+        self.store.set_model(&session.id, model)?;
+        session.set_model(model);
+        Ok(())
     }
 
     /// Switches a session to another primary agent (plan ↔ build).
@@ -429,7 +473,8 @@ impl Runtime {
     pub fn visible_tools(&self, session: &LiveSession) -> Vec<ToolSpec> {
         let agent = session.agent();
         let found = session.core().found();
-        let view = View { agent: &agent, model: Some(&session.model), found: Some(&found) };
+        let model = session.model();
+        let view = View { agent: &agent, model: Some(&model), found: Some(&found) };
         let nested_too_deep = session.depth >= self.settings.max_depth;
         self.executor
             .registry()
@@ -535,11 +580,11 @@ impl Runtime {
         cancel: &CancellationToken,
     ) -> Result<(String, Vec<ToolCall>, String), AgentError> {
         let agent = session.agent();
-        let client = self.models.client(&session.model)?;
+        let client = self.models.client(&session.model())?;
         let (request, estimate) = self.prepare(session, cancel).await?;
         self.emit(Event::StepStart { session_id: session.id.clone(), step });
         let message =
-            self.store.add_message(&session.id, toolshed_llm::Role::Assistant, Some(&agent), Some(&session.model))?;
+            self.store.add_message(&session.id, toolshed_llm::Role::Assistant, Some(&agent), Some(&session.model()))?;
         self.store.set_request_tokens(&message, estimate)?;
         let mut streamed = Streamed::default();
         let outcome = tokio::select! {
@@ -562,7 +607,7 @@ impl Runtime {
                     cached_input_tokens: usage.cached_input_tokens,
                     cache_write_tokens: usage.cache_write_tokens,
                     reasoning_tokens: usage.reasoning_tokens,
-                    context_window: self.models.context_window(&session.model),
+                    context_window: self.models.context_window(&session.model()),
                 });
                 Ok((streamed.answer, streamed.calls, message))
             }
@@ -581,7 +626,15 @@ impl Runtime {
         message: &str,
         out: &mut Streamed,
     ) -> Result<(toolshed_llm::StopReason, Usage), AgentError> {
-        let mut stream = client.stream(request).await?;
+        let on_retry = |r: &Retrying| {
+            self.emit(Event::Retry {
+                session_id: session.id.clone(),
+                attempt: r.attempt,
+                wait_ms: u64::try_from(r.wait.as_millis()).unwrap_or(u64::MAX),
+                reason: r.reason.clone(),
+            });
+        };
+        let mut stream = client.stream_observed(request, &on_retry).await?;
         while let Some(event) = stream.next().await {
             match event? {
                 StreamEvent::TextDelta(text) => {
@@ -605,7 +658,7 @@ impl Runtime {
                     out.calls.push(call);
                 }
                 StreamEvent::Reasoning(mut reasoning) => {
-                    reasoning.model.clone_from(&session.model);
+                    reasoning.model.clone_from(&session.model());
                     // Kept in arrival order: it is replayed before the items it led to.
                     if !out.pending_text.is_empty() {
                         self.store.add_text(&session.id, message, &std::mem::take(&mut out.pending_text))?;
@@ -620,14 +673,14 @@ impl Runtime {
             }
         }
         Err(AgentError::Model(LlmError::Stream {
-            provider: session.model.clone(),
+            provider: session.model(),
             message: "the stream ended without a finish event".into(),
         }))
     }
 
     /// The sizes that follow from the session's model's context window.
     pub fn budget(&self, session: &LiveSession) -> Budget {
-        Budget { window: self.models.context_window(&session.model), compact_at: self.settings.compact_at }
+        Budget { window: self.models.context_window(&session.model()), compact_at: self.settings.compact_at }
     }
 
     /// The request for the session's next step and its estimated size (4 bytes a token). When
@@ -679,18 +732,19 @@ impl Runtime {
             let summarised = if compacted && failed.is_empty() { " and the history summarised" } else { "" };
             return Err(AgentError::ContextFull(format!(
                 "about {projected} tokens against a window of {} for {}, even with old tool outputs pruned{summarised} (the system prompt and tool definitions alone take about {fixed}{failed}); set the real window in [provider.NAME.models.ID] context, use a model with a larger one, or start a new session",
-                budget.window, session.model
+                budget.window,
+                session.model()
             )));
         }
     }
 
     /// A request of `messages` with the session's system prompt and tools.
     fn request(&self, session: &LiveSession, messages: Vec<toolshed_llm::Message>) -> Result<Request, AgentError> {
-        let model = ModelRef::parse(&session.model)?;
+        let model = ModelRef::parse(&session.model())?;
         Ok(Request {
             model: model.model,
             system: self.system_prompt(session),
-            messages: history_for(messages, &session.model),
+            messages: history_for(messages, &session.model()),
             tools: self.visible_tools(session),
             max_tokens: None,
         })
@@ -765,14 +819,14 @@ impl Runtime {
         if !range.iter().any(|m| m.role == toolshed_llm::Role::Assistant && !m.parts.is_empty()) {
             return Err(fail("there is nothing to summarise yet".into()));
         }
-        let model = ModelRef::parse(&session.model)?;
+        let model = ModelRef::parse(&session.model())?;
         let prior = previous.as_ref().map(|c| c.summary.as_str());
         let users = context::user_messages(&stored, kept_from, &budget);
         let (request, _left_out) = context::summary_request(&model.model, prior, &users, &range, &budget, ratio)
             .ok_or_else(|| {
-                fail(format!("even the summary request does not fit the context window of {}", session.model))
+                fail(format!("even the summary request does not fit the context window of {}", session.model()))
             })?;
-        let client = self.models.client(&session.model)?;
+        let client = self.models.client(&session.model())?;
         let response = tokio::select! {
             r = async { toolshed_llm::collect(client.stream(&request).await?, |_| {}).await } => r,
             () = cancel.cancelled() => return Err(AgentError::Interrupted),
@@ -800,7 +854,7 @@ impl Runtime {
             summarised,
             summary,
             files: self.files_changed(session, &stored),
-            model: Some(session.model.clone()),
+            model: Some(session.model()),
             tokens_before: before,
             tokens_after: 0,
             usage: Some(response.usage),

@@ -604,6 +604,14 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// Changes the model the session talks to.
+    pub fn set_model(&self, id: &str, model: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute("UPDATE sessions SET model = ?2, updated_at = ?3 WHERE id = ?1", params![id, model, now_ms()])
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
     /// Sets the title if the session has none yet.
     pub fn set_title_once(&self, id: &str, title: &str) -> Result<(), StoreError> {
         let title: String = title.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(80).collect();

@@ -288,7 +288,7 @@ impl TypedTool for TaskTool {
                 available.join("; ")
             )));
         };
-        let model = profile.model.clone().unwrap_or_else(|| parent.model.clone());
+        let model = profile.model.clone().unwrap_or_else(|| parent.model());
         let child = rt.create_session(name, &model, Some(&parent)).map_err(|e| ToolError::fatal(e.to_string()))?;
         if args.background.unwrap_or(false) {
             let id = new_id("task");

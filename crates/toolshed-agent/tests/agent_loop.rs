@@ -398,7 +398,7 @@ async fn an_interrupted_turn_is_recorded_and_resumes_in_a_new_process() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let rt2 = runtime(&h.root, &h.db, &config("openai-chat", &h.server.base_url()), Arc::new(RejectAll), events);
     let resumed = rt2.resume_session(&session.id, None, None).unwrap();
-    assert_eq!(resumed.model, "fake/m");
+    assert_eq!(resumed.model(), "fake/m");
     assert_eq!(rt2.prompt(&resumed, "go on", &CancellationToken::new()).await.unwrap(), "resumed");
     let results = chat_results(&h.server, 1);
     assert_eq!(results[0].0, "long");

@@ -32,12 +32,25 @@ pub fn choose_model(ws: &Workspace, agent: &str, flag: Option<&str>) -> Result<S
 
 /// Checks that `model`'s provider can be reached as configured.
 pub fn check_model(ws: &Workspace, model: &str) -> Result<(), CliError> {
+    check_model_in(&ws.config, model)
+}
+
+/// Checks that `model`'s provider can be reached as `config` sets it up.
+pub fn check_model_in(config: &toolshed_core::config::Config, model: &str) -> Result<(), CliError> {
     let parsed = ModelRef::parse(model).map_err(CliError::usage)?;
-    provider::resolve(&ws.config, &parsed, &provider::process_env).map_err(CliError::usage)?;
+    provider::resolve(config, &parsed, &provider::process_env).map_err(CliError::usage)?;
     Ok(())
 }
 
-/// Opens the session database under the data directory.
+/// A wait for people: "5 s", "0.5 s".
+fn seconds(ms: u64) -> String {
+    if ms >= 10_000 || ms.is_multiple_of(1000) {
+        format!("{} s", ms.div_ceil(1000))
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}
+
 /// A session this process is running. While it is held, `--session ID` in another toolshed
 /// process is refused, so two runs never interleave their messages in one session. The lock is
 /// an advisory file lock: the kernel releases it when its process ends, so the lock of a killed
@@ -315,6 +328,10 @@ impl Printer {
             }
             Event::AgentSwitch { from, to, .. } => self.line(&mut s, &format!("[agent: {from} → {to}]")),
             Event::Notice { message, .. } => self.line(&mut s, &format!("[{message}]")),
+            Event::Retry { reason, wait_ms, attempt, .. } => self.line(
+                &mut s,
+                &format!("{indent}[{reason}, retrying in {} (attempt {attempt})]", seconds(*wait_ms)),
+            ),
             Event::StepFinish { stop, .. } if main && stop == "maxtokens" => self.line(
                 &mut s,
                 "[the model hit its output-token limit: this response is cut off, and a tool call in it may be incomplete]",

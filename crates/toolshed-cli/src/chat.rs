@@ -124,7 +124,20 @@ fn tui(
     let history: Vec<String> =
         std::fs::read_to_string(&history_file).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
     let outcome = tokio_rt.block_on(async {
-        let (session, _lock) = crate::agent::open_session(&rt, args.session.as_deref(), agent, model)?;
+        let (session, lock) = crate::agent::open_session(&rt, args.session.as_deref(), agent, model)?;
+        // `/new` and `/sessions` go on in another session: its lock is taken before this one's
+        // is let go.
+        let mut held = Some(lock);
+        let opener = rt.clone();
+        let open: toolshed_tui::app::OpenSession = Box::new(move |id, agent, model| {
+            let (session, lock) =
+                crate::agent::open_session(&opener, id, agent, model).map_err(|e| e.message().to_string())?;
+            drop(held.replace(lock));
+            Ok(session)
+        });
+        let config = ws.config.clone();
+        let check_model: toolshed_tui::app::CheckModel =
+            Box::new(move |model| crate::agent::check_model_in(&config, model).map_err(|e| e.message().to_string()));
         let status = toolshed_tui::views::Status { worktree: home_relative(&rt.settings().root), ..Default::default() };
         // A resumed session shows what it said so far.
         let transcript = match &args.session {
@@ -140,6 +153,8 @@ fn tui(
             status,
             history,
             transcript,
+            open,
+            check_model,
         };
         let history = toolshed_tui::app::run(setup).await.map_err(|e| {
             CliError::failure(format!("the terminal UI failed: {e}; `toolshed chat --plain` works without it"))

@@ -92,6 +92,11 @@ pub struct CliError {
 }
 
 impl CliError {
+    /// What went wrong, for people.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     /// A usage or configuration error (exit code 2).
     pub fn usage(message: impl std::fmt::Display) -> Self {
         CliError { code: 2, message: message.to_string() }

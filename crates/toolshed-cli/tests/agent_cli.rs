@@ -337,3 +337,32 @@ fn doom_loop_never_counts_parallel_calls_of_one_step_as_consecutive() {
     assert_eq!(all[5].0, "s3");
     assert!(all[5].1.contains("three times in a row"), "{}", all[5].1);
 }
+
+#[test]
+fn run_says_when_it_waits_to_retry_and_json_reports_the_retry() {
+    let limited = || {
+        Reply::error(429, serde_json::json!({"error": {"message": "slow down", "type": "rate_limit_exceeded"}}))
+            .header("retry-after", "1")
+    };
+    let server = FakeServer::start(vec![
+        limited(),
+        Reply::sse(chat::text("Made it.")),
+        limited(),
+        Reply::sse(chat::text("Again.")),
+    ])
+    .unwrap();
+    let dir = worktree(&server);
+    let out = toolshed(dir.path(), &["run", "hello"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "Made it.");
+    assert!(text(&out.stderr).contains("[rate limited, retrying in 1 s (attempt 2)]"), "{}", text(&out.stderr));
+    let out = toolshed(dir.path(), &["run", "--json", "hello"], "");
+    let retry: Vec<Value> = text(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "retry")
+        .collect();
+    assert_eq!(retry.len(), 1, "{}", text(&out.stdout));
+    assert_eq!((retry[0]["attempt"].as_u64(), retry[0]["wait_ms"].as_u64()), (Some(2), Some(1000)));
+    assert_eq!(retry[0]["reason"], "rate limited");
+}

@@ -53,13 +53,13 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
     eprintln!("first frame after {:.0} ms (debug build)", started.elapsed().as_secs_f64() * 1000.0);
 
     // A prompt; the answer rendered without Markdown markers.
-    term.type_text("hello\r");
+    term.send_line("hello");
     let screen = term.wait_for("Hello there, friend.", Duration::from_secs(30));
     assert!(screen.contains("Greeting") && !screen.contains("# Greeting") && !screen.contains("**"), "{screen}");
     assert!(screen.contains("• one"), "{screen}");
 
     // An edit that asks: the dialog stays until answered.
-    term.type_text("edit the notes\r");
+    term.send_line("edit the notes");
     term.wait_for("asks for `edit`", Duration::from_secs(30));
     std::thread::sleep(Duration::from_secs(3));
     let screen = term.contents();
@@ -82,12 +82,12 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
     term.type_text("\x1b[200~first line\nsecond line\nthird line\x1b[201~");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(server.received().len(), 3, "a paste sends nothing by itself");
-    term.type_text("\r");
+    term.send_line("");
     term.wait_for("Got the paste.", Duration::from_secs(30));
     assert_eq!(last_prompt(&server.received()[3].body), "first line\nsecond line\nthird line");
 
     // Ctrl-C during a slow answer: an idle composer within 3 s.
-    term.type_text("take your time\r");
+    term.send_line("take your time");
     let deadline = Instant::now() + Duration::from_secs(30);
     while server.received().len() < 5 {
         assert!(Instant::now() < deadline, "the slow prompt was not sent");
@@ -100,7 +100,7 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
     assert!(interrupted.elapsed() < Duration::from_secs(3));
     assert!(!screen.contains("working"), "the status line still says busy:\n{screen}");
     // The composer takes input again.
-    term.type_text("/exit\r");
+    term.send_line("/exit");
     assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
 
     // The session is consistent: every prompt stored, the interrupted answer marked so.
@@ -145,7 +145,7 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
     // Ctrl-R finds an earlier prompt; it is put back in the composer, not sent.
     term.type_text("\x12edit");
     term.wait_for("(history search) edit: edit the notes", Duration::from_secs(10));
-    term.type_text("\r");
+    term.send_line("");
     std::thread::sleep(Duration::from_millis(300));
     let screen = term.contents();
     let rows: Vec<&str> = screen.lines().collect();
@@ -162,7 +162,7 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
     let rows: Vec<&str> = screen.lines().collect();
     let status = rows.iter().rposition(|l| l.starts_with("build ·")).unwrap();
     assert_eq!(rows[status - 1].trim_end(), "› what is in @notes.txt", "completed:\n{screen}");
-    term.type_text("\r");
+    term.send_line("");
     term.wait_for("It holds three lines.", Duration::from_secs(30));
     let sent = last_prompt(&server.received()[5].body);
     assert!(
@@ -170,25 +170,156 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
         "{sent}"
     );
     // !cmd runs through the bash tool and shows its output.
-    term.type_text("!echo hi-from-$((40+2))\r");
+    term.send_line("!echo hi-from-$((40+2))");
     term.wait_for("hi-from-42", Duration::from_secs(30));
-    term.type_text("/diff\r");
+    term.send_line("/diff");
     let screen = term.wait_for("+new line", Duration::from_secs(30));
     assert!(screen.contains("-old line"), "{screen}");
-    term.type_text("/undo\r");
+    term.send_line("/undo");
     term.wait_for("undone (step", Duration::from_secs(30));
     assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "keep\nold line\nkeep\n");
     // /new starts another session; /sessions picks the first one again.
-    term.type_text("/new\r");
+    term.send_line("/new");
     let screen = term.wait_for("new session ses_", Duration::from_secs(10));
     let new_id = screen.lines().find_map(|l| l.split("new session ").nth(1)).unwrap().trim().to_string();
     assert_ne!(new_id, id);
-    term.type_text("/sessions\r");
+    term.send_line("/sessions");
     term.wait_for("pick a session", Duration::from_secs(10));
-    term.type_text("\r");
+    term.send_line("");
     // The resumed transcript follows (the notice scrolls away); the status line names it.
     term.wait_for(&format!("· {id} ·"), Duration::from_secs(10));
     assert!(term.contents().contains("The user reverted files"), "{}", term.contents());
-    term.type_text("/exit\r");
+    term.send_line("/exit");
     assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
+}
+
+/// The state letter of process `pid` (`T` when stopped), from /proc.
+fn process_state(pid: u32) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit(')').next().and_then(|rest| rest.trim_start().chars().next()).unwrap_or('?')
+}
+
+fn signal(pid: u32, name: &str) {
+    let status = std::process::Command::new("kill").args([&format!("-{name}"), &pid.to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn retries_show_in_the_status_line_and_the_model_pager_bursts_task_progress_suspend_and_sigterm_work() {
+    let server = FakeServer::start(vec![
+        Reply::error(429, serde_json::json!({"error": {"message": "slow down", "type": "rate_limit_exceeded"}}))
+            .header("retry-after", "2"),
+        Reply::sse(chat::text("# Title\n\nplain **bold** text\n\n```rust\nfn main() {}\n```\n")),
+        Reply::sse(chat::tool_calls(&[(
+            "t1",
+            "task",
+            r#"{"description":"look at the notes","prompt":"Read notes.txt and say what it holds."}"#,
+        )])),
+        Reply::sse(chat::tool_calls(&[("r1", "read", r#"{"file_path":"notes.txt"}"#)])),
+        Reply::sse(chat::text("The notes say hi.")),
+        Reply::sse(chat::text("All done.")),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hi\n").unwrap();
+    std::fs::write(
+        dir.path().join("toolshed.toml"),
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let mut term = Terminal::start_in_shell(dir.path(), &["chat"], &[("NO_COLOR", "1")]);
+    term.wait_for("build ·", Duration::from_secs(30));
+
+    // A rate limit: the status line says what is waited for instead of looking stuck.
+    term.send_line("hi");
+    term.wait_for("rate limited, retrying in", Duration::from_secs(10));
+    term.wait_for("plain bold text", Duration::from_secs(30));
+
+    // /model: the next request goes to the other model, and the session keeps it.
+    term.send_line("/model fake/other-model");
+    term.wait_for("fake/other-model ·", Duration::from_secs(10));
+    term.send_line("/model nosuch/model");
+    term.wait_for("model not switched", Duration::from_secs(10));
+
+    // Keys typed in one burst are a paste (a terminal without bracketed paste): the Enters in
+    // it are new lines. Shift-Enter (the keyboard protocol's spelling) is a new line too.
+    term.type_text("one\rtwo\rthree");
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(server.received().len(), 2, "a burst sends nothing by itself:\n{}", term.contents());
+    term.type_text("\x1b[13;2u");
+    std::thread::sleep(Duration::from_millis(100));
+    term.type_text("f");
+    std::thread::sleep(Duration::from_millis(100));
+    term.send_line("");
+
+    // A task: the sub-agent's calls show in the task's cell.
+    let screen = term.wait_for("All done.", Duration::from_secs(30));
+    let received = server.received();
+    assert_eq!(last_prompt(&received[2].body), "one\ntwo\nthree\nf");
+    assert_eq!(received[2].body["model"], "other-model");
+    let rows: Vec<&str> = screen.lines().collect();
+    let task = rows.iter().position(|l| l.contains("✓ task look at the notes")).expect(&screen);
+    assert!(rows[task + 1].starts_with("  ✓ read notes.txt"), "the sub-agent's call under its task:\n{screen}");
+    assert_eq!(rows[task + 2].trim(), "The notes say hi.", "the sub-agent's answer, without the wrapper:\n{screen}");
+    // NO_COLOR: not one coloured cell.
+    let coloured = term.with_screen(|s| {
+        let (rows, cols) = s.size();
+        (0..rows)
+            .flat_map(|r| (0..cols).map(move |c| (r, c)))
+            .filter(|&(r, c)| {
+                s.cell(r, c).is_some_and(|cell| {
+                    cell.fgcolor() != vt100::Color::Default || cell.bgcolor() != vt100::Color::Default
+                })
+            })
+            .count()
+    });
+    assert_eq!(coloured, 0, "coloured cells with NO_COLOR:\n{screen}");
+
+    // PageUp: the whole transcript on the alternate screen, scrolled with the wheel; q returns.
+    term.type_text("\x1b[5~");
+    term.wait_for("transcript · lines", Duration::from_secs(10));
+    assert!(term.with_screen(|s| s.alternate_screen() && s.mouse_protocol_mode() != vt100::MouseProtocolMode::None));
+    term.type_text("\x1b[F");
+    let pager = term.wait_for("All done.", Duration::from_secs(10));
+    assert!(pager.contains("› hi"), "{pager}");
+    term.type_text("q");
+    term.wait_for("other-model ·", Duration::from_secs(10));
+    assert!(term.with_screen(|s| !s.alternate_screen() && s.mouse_protocol_mode() == vt100::MouseProtocolMode::None));
+
+    // Ctrl-Z stops the process with the terminal as it was; continued (`fg`), it draws itself
+    // again.
+    let pid = term.shell_child();
+    term.type_text("\x1a");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while process_state(pid) != 'T' {
+        assert!(Instant::now() < deadline, "not stopped: {}", process_state(pid));
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(term.with_screen(|s| !s.bracketed_paste()), "the terminal was not restored before stopping");
+    term.type_text("\r");
+    term.wait_for("other-model ·", Duration::from_secs(10));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !term.with_screen(vt100::Screen::bracketed_paste) {
+        assert!(Instant::now() < deadline, "bracketed paste is not back after fg");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    term.send_line("/model");
+    term.wait_for("model: fake/other-model;", Duration::from_secs(10));
+
+    // SIGTERM ends it as /exit does, the terminal restored.
+    signal(pid, "TERM");
+    assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
+    assert!(term.contents().contains("session ses_"), "{}", term.contents());
+    assert!(term.with_screen(|s| !s.bracketed_paste() && !s.alternate_screen()));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", dir.path().to_str().unwrap(), "session", "list", "--json"])
+        .env("TOOLSHED_DATA_DIR", dir.path().join(".data"))
+        .env("XDG_CONFIG_HOME", dir.path().join(".xdg"))
+        .output()
+        .unwrap();
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list[0]["model"], "fake/other-model", "{list}");
 }

@@ -208,6 +208,16 @@ impl Client {
     /// provider error such as `overloaded_error`) are retried with backoff; once an event has
     /// been yielded, an error ends the stream.
     pub async fn stream(&self, request: &Request) -> Result<EventStream, LlmError> {
+        self.stream_observed(request, &|_| {}).await
+    }
+
+    /// [`Client::stream`], telling `on_retry` before each wait between attempts (a status line
+    /// can say "rate limited, retrying in 5 s" instead of looking stuck).
+    pub async fn stream_observed(
+        &self,
+        request: &Request,
+        on_retry: &(dyn Fn(&Retrying) + Send + Sync),
+    ) -> Result<EventStream, LlmError> {
         let mut body = self.body(request);
         let url = self.url();
         let name = self.settings.name.clone();
@@ -290,8 +300,31 @@ impl Client {
                 Some(d) => d,
                 None => self.retry.backoff(attempt),
             };
+            on_retry(&Retrying { attempt: attempt + 1, wait, reason: retry_reason(&error) });
             tokio::time::sleep(wait).await;
         }
+    }
+}
+
+/// A failed attempt that is about to be retried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Retrying {
+    /// The attempt that comes next (2 for the first retry).
+    pub attempt: u32,
+    /// How long until it is sent.
+    pub wait: Duration,
+    /// Why, in a few words for people: "rate limited", "the server answered 503".
+    pub reason: String,
+}
+
+fn retry_reason(error: &LlmError) -> String {
+    match error {
+        LlmError::RateLimited { .. } => "rate limited".to_string(),
+        LlmError::Http { status, .. } => format!("the server answered {status}"),
+        LlmError::Transport { .. } => "the connection failed".to_string(),
+        LlmError::Stream { .. } => "the response broke off".to_string(),
+        LlmError::Provider { .. } => "the provider reported an error".to_string(),
+        _ => "the request failed".to_string(),
     }
 }
 

@@ -27,7 +27,7 @@ pub mod types;
 
 use futures_util::StreamExt;
 
-pub use client::{Client, EventStream, RetryPolicy};
+pub use client::{Client, EventStream, RetryPolicy, Retrying};
 pub use error::LlmError;
 pub use types::{
     CallKind, Image, Message, Part, Reasoning, Request, Response, Role, StopReason, StreamEvent, ToolCall, ToolResult,

@@ -10,11 +10,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ratatui::backend::CrosstermBackend;
+use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{
     self, DisableBracketedPaste, EnableBracketedPaste, Event as Input, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
+    KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use ratatui::crossterm::{execute, terminal};
 use ratatui::layout::Rect;
+use ratatui::style::Color;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 use ratatui::{Frame, Terminal, TerminalOptions, Viewport};
@@ -26,6 +29,7 @@ use toolshed_core::tool::BoxFuture;
 
 use crate::cell::{Cell, ToolState, Transcript};
 use crate::composer::Composer;
+use crate::pager::Pager;
 use crate::render;
 use crate::views::{self, Status};
 
@@ -63,6 +67,15 @@ impl Approver for TuiApprover {
     }
 }
 
+/// Opens a session for the application, locked for this process: stored session `id`, or a new
+/// one (`None`), with agent and model; the previous session's lock is released once the next
+/// is held. The error is for people.
+pub type OpenSession = Box<dyn FnMut(Option<&str>, &str, &str) -> Result<Arc<LiveSession>, String> + Send>;
+
+/// Checks that a model (`provider/model`) can be reached as configured; the error is for
+/// people.
+pub type CheckModel = Box<dyn Fn(&str) -> Result<(), String> + Send>;
+
 /// What the application runs.
 pub struct Setup {
     /// The agent runtime (built with [`channel`]'s sink and approver).
@@ -77,16 +90,19 @@ pub struct Setup {
     pub history: Vec<String>,
     /// What the session showed so far (a resumed session's transcript).
     pub transcript: Transcript,
+    /// Opens the sessions `/new` and `/sessions` go on in.
+    pub open: OpenSession,
+    /// Checks the model `/model` switches to.
+    pub check_model: CheckModel,
 }
 
-/// Raw mode and bracketed paste while the application runs; restored when dropped, even by a
-/// panic.
+/// Raw mode, bracketed paste and disambiguated keys (Shift-Enter) while the application runs;
+/// restored when dropped, even by a panic.
 struct TerminalMode;
 
 impl TerminalMode {
     fn enter() -> io::Result<TerminalMode> {
-        terminal::enable_raw_mode()?;
-        execute!(io::stdout(), EnableBracketedPaste)?;
+        modes_on()?;
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             restore();
@@ -96,9 +112,58 @@ impl TerminalMode {
     }
 }
 
+fn modes_on() -> io::Result<()> {
+    terminal::enable_raw_mode()?;
+    // Terminals without the keyboard protocol ignore the request; those with it report
+    // Shift-Enter apart from Enter.
+    execute!(
+        io::stdout(),
+        EnableBracketedPaste,
+        PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+    )
+}
+
 fn restore() {
-    let _ = execute!(io::stdout(), DisableBracketedPaste);
+    let _ = execute!(
+        io::stdout(),
+        PopKeyboardEnhancementFlags,
+        DisableBracketedPaste,
+        event::DisableMouseCapture,
+        terminal::LeaveAlternateScreen,
+        ratatui::crossterm::cursor::Show
+    );
     let _ = terminal::disable_raw_mode();
+}
+
+/// Whether colours are off (`NO_COLOR` set and not empty, as no-color.org says).
+fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+/// Drops the colours of what was drawn, keeping bold, dim, italic and reverse.
+fn strip_colors(buf: &mut Buffer) {
+    for cell in &mut buf.content {
+        cell.fg = Color::Reset;
+        cell.bg = Color::Reset;
+    }
+}
+
+/// Stops the process as Ctrl-Z does in a shell, with the terminal as it was before the
+/// application; when the shell continues it (`fg`), the viewport is drawn again below what the
+/// shell printed meanwhile.
+fn suspend(term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> io::Result<()> {
+    term.clear()?;
+    let top = term.get_frame().area().y;
+    term.set_cursor_position((0, top))?;
+    restore();
+    // SAFETY: raise only sends a signal to this process; SIGTSTP's default action stops it until
+    // SIGCONT, and the call returns after that.
+    unsafe {
+        libc::raise(libc::SIGTSTP);
+    }
+    modes_on()?;
+    let size = term.size()?;
+    term.resize(Rect::new(0, 0, size.width, size.height))
 }
 
 impl Drop for TerminalMode {
@@ -109,7 +174,11 @@ impl Drop for TerminalMode {
 
 /// Runs the application until the user quits; returns the prompts of the history (to keep).
 pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
-    let Setup { runtime, session, mut messages, status, history, transcript } = setup;
+    let Setup { runtime, session, mut messages, status, history, transcript, open, check_model } = setup;
+    // Signals that end a session from outside (kill, a closed SSH connection) end it as /exit
+    // does, with the terminal restored.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let _mode = TerminalMode::enter()?;
     let rows = terminal::size()?.1;
     // Two thirds of the screen: room for a question with its diff above the composer.
@@ -118,20 +187,25 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
         CrosstermBackend::new(io::stdout()),
         TerminalOptions { viewport: Viewport::Inline(height) },
     )?;
-    let (input_tx, mut inputs) = mpsc::unbounded_channel();
+    let (input_tx, mut inputs) = mpsc::unbounded_channel::<Vec<Input>>();
     // Polled, not blocked on: a blocked read would hold crossterm's input lock, and ratatui's
-    // cursor-position queries (a resize of the inline viewport) need it.
+    // cursor-position queries (a resize of the inline viewport) need it. What arrived together
+    // is sent together: a burst of keys is a paste on a terminal without bracketed paste.
     std::thread::spawn(move || {
         loop {
             match event::poll(Duration::from_millis(50)) {
-                Ok(true) => match event::read() {
-                    Ok(input) => {
-                        if input_tx.send(input).is_err() {
-                            break;
+                Ok(true) => {
+                    let mut batch = Vec::new();
+                    while batch.len() < 4096 && event::poll(Duration::ZERO).unwrap_or(false) {
+                        match event::read() {
+                            Ok(input) => batch.push(input),
+                            Err(_) => break,
                         }
                     }
-                    Err(_) => break,
-                },
+                    if input_tx.send(batch).is_err() {
+                        break;
+                    }
+                }
                 Ok(false) => {
                     if input_tx.is_closed() {
                         break;
@@ -143,15 +217,14 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
     });
     let (done_tx, mut done) = mpsc::unbounded_channel();
     let (cells_tx, mut cells) = mpsc::unbounded_channel();
-    let mut app = App::new(runtime, session, status, history, done_tx, cells_tx);
+    let mut app = App::new(runtime, session, status, history, done_tx, cells_tx, open, check_model);
     app.transcript = transcript;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {
-        app.commit(&mut term)?;
-        term.draw(|f| app.draw(f))?;
+        app.show(&mut term)?;
         tokio::select! {
-            Some(input) = inputs.recv() => {
-                if app.input(input, &mut term)? == Flow::Quit {
+            Some(batch) = inputs.recv() => {
+                if app.inputs(batch, &mut term)? == Flow::Quit {
                     break;
                 }
             }
@@ -159,11 +232,13 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
             Some(outcome) = done.recv() => app.finished(outcome),
             Some(cell) = cells.recv() => app.transcript.push(cell),
             _ = tick.tick(), if app.busy.is_some() => app.frame = app.frame.wrapping_add(1),
+            _ = terminate.recv() => break,
+            _ = hangup.recv() => break,
         }
     }
+    app.close_pager(&mut term)?;
     app.quit();
-    app.commit(&mut term)?;
-    term.draw(|f| app.draw(f))?;
+    app.show(&mut term)?;
     // The next shell prompt goes below the viewport.
     let area = term.get_frame().area();
     term.set_cursor_position((0, area.bottom().saturating_sub(1)))?;
@@ -205,9 +280,19 @@ struct App {
     picker: Option<(Vec<toolshed_agent::store::SessionInfo>, usize)>,
     quit_armed: bool,
     frame: usize,
+    open: OpenSession,
+    check_model: CheckModel,
+    /// The transcript on the alternate screen (PageUp), while open.
+    pager: Option<(Pager, Terminal<CrosstermBackend<io::Stdout>>)>,
+    /// The terminal was resized while the pager was open.
+    resized: bool,
+    /// A request failed and is retried: why, and when.
+    retry: Option<(String, Instant)>,
+    no_color: bool,
 }
 
 impl App {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         runtime: Arc<Runtime>,
         session: Arc<LiveSession>,
@@ -215,9 +300,11 @@ impl App {
         history: Vec<String>,
         done: mpsc::UnboundedSender<Outcome>,
         cells: mpsc::UnboundedSender<Cell>,
+        open: OpenSession,
+        check_model: CheckModel,
     ) -> App {
         status.agent = session.agent();
-        status.model.clone_from(&session.model);
+        status.model = session.model();
         status.session.clone_from(&session.id);
         App {
             runtime,
@@ -238,7 +325,97 @@ impl App {
             picker: None,
             quit_armed: false,
             frame: 0,
+            open,
+            check_model,
+            pager: None,
+            resized: false,
+            retry: None,
+            no_color: no_color(),
         }
+    }
+
+    /// Brings the screen up to date: the pager while it is open, else finished cells into the
+    /// scrollback and the viewport.
+    fn show(&mut self, term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> io::Result<()> {
+        let no_color = self.no_color;
+        // A question is not left waiting behind the pager.
+        if !self.asks.is_empty() {
+            self.close_pager(term)?;
+        }
+        if let Some((pager, screen)) = &mut self.pager {
+            let (cells, stable, frame) = (self.transcript.cells(), self.committed, self.frame);
+            screen.draw(|f| {
+                pager.draw(f, cells, stable, frame);
+                if no_color {
+                    strip_colors(f.buffer_mut());
+                }
+            })?;
+            return Ok(());
+        }
+        self.commit(term)?;
+        term.draw(|f| {
+            self.draw(f);
+            if no_color {
+                strip_colors(f.buffer_mut());
+            }
+        })?;
+        Ok(())
+    }
+
+    /// Opens the transcript on the alternate screen, scrolled up a page.
+    fn open_pager(&mut self) -> io::Result<()> {
+        if self.pager.is_some() {
+            return Ok(());
+        }
+        execute!(io::stdout(), terminal::EnterAlternateScreen, event::EnableMouseCapture)?;
+        let screen = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+        let page = usize::from(screen.size()?.height.saturating_sub(2));
+        self.pager = Some((Pager::new(page), screen));
+        Ok(())
+    }
+
+    /// Back from the pager to the viewport, drawn again (re-wrapped if the terminal was
+    /// resized meanwhile).
+    fn close_pager(&mut self, term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> io::Result<()> {
+        if self.pager.take().is_none() {
+            return Ok(());
+        }
+        execute!(io::stdout(), event::DisableMouseCapture, terminal::LeaveAlternateScreen)?;
+        if std::mem::take(&mut self.resized) {
+            term.autoresize()?;
+        }
+        term.clear()
+    }
+
+    /// Takes in what arrived together. Several keys at once are typed by a paste, not a person
+    /// (terminals without bracketed paste send a paste as keys): an Enter among them is a new
+    /// line, not a send.
+    fn inputs(&mut self, batch: Vec<Input>, term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> io::Result<Flow> {
+        let typed = batch
+            .iter()
+            .filter(
+                |i| matches!(i, Input::Key(k) if k.kind != KeyEventKind::Release && matches!(k.code, KeyCode::Char(_))),
+            )
+            .count();
+        let burst = typed >= 2 && self.asks.is_empty() && self.pager.is_none();
+        for input in batch {
+            match input {
+                Input::Key(key)
+                    if burst
+                        && key.code == KeyCode::Enter
+                        && key.kind != KeyEventKind::Release
+                        && self.searching.is_none() =>
+                {
+                    self.composer.newline();
+                }
+                input => {
+                    if self.input(input, term)? == Flow::Quit {
+                        return Ok(Flow::Quit);
+                    }
+                }
+            }
+        }
+        Ok(Flow::Go)
     }
 
     /// Writes the finished cells at the front of the transcript into the scrollback.
@@ -261,7 +438,13 @@ impl App {
             for chunk in lines.chunks(200) {
                 let chunk = chunk.to_vec();
                 let height = u16::try_from(chunk.len()).unwrap_or(u16::MAX);
-                term.insert_before(height, |buf| Paragraph::new(chunk).render(buf.area, buf))?;
+                let no_color = self.no_color;
+                term.insert_before(height, |buf| {
+                    Paragraph::new(chunk).render(buf.area, buf);
+                    if no_color {
+                        strip_colors(buf);
+                    }
+                })?;
             }
             self.committed += 1;
         }
@@ -274,8 +457,15 @@ impl App {
         let mut bottom = area.bottom();
         // The status line.
         self.status.busy = self.busy.map(|since| {
-            let what = if self.asks.is_empty() { "working" } else { "waiting for your answer" };
-            (what.to_string(), since.elapsed().as_secs())
+            let what = match &self.retry {
+                _ if !self.asks.is_empty() => "waiting for your answer".to_string(),
+                Some((why, when)) => {
+                    let left = when.saturating_duration_since(Instant::now()).as_secs_f64().ceil();
+                    format!("{why}, retrying in {left} s")
+                }
+                None => "working".to_string(),
+            };
+            (what, since.elapsed().as_secs())
         });
         bottom = bottom.saturating_sub(1);
         f.render_widget(Paragraph::new(views::status_line(&self.status, self.frame, width)), row(area, bottom, 1));
@@ -377,18 +567,27 @@ impl App {
                 if let Event::StepFinish { input_tokens, context_window, .. } = &event {
                     self.status.context = Some((*input_tokens, *context_window));
                 }
+                self.retry = match &event {
+                    Event::Retry { reason, wait_ms, .. } => {
+                        Some((reason.clone(), Instant::now() + Duration::from_millis(*wait_ms)))
+                    }
+                    _ => None,
+                };
                 if let Event::AgentSwitch { to, .. } = &event {
                     self.status.agent.clone_from(to);
                 }
                 self.transcript.apply(&event);
             }
-            Message::Ask(request, answer) => self.asks.push_back((request, answer)),
+            Message::Ask(request, answer) => {
+                self.asks.push_back((request, answer));
+            }
         }
     }
 
     fn finished(&mut self, outcome: Outcome) {
         self.busy = None;
         self.turn = None;
+        self.retry = None;
         // Questions of a turn that ended (interrupted) are answered no.
         for (_, answer) in self.asks.drain(..) {
             let _ = answer.send(Reply::Reject(None));
@@ -414,13 +613,40 @@ impl App {
                 Some(message) => message.push_str(&text),
                 None => self.composer.insert_str(&text),
             },
+            Input::Resize(..) if self.pager.is_some() => self.resized = true,
             Input::Resize(..) => {
                 // The viewport moves: what it showed is cleared first, so no stale rows (an
                 // old prompt, blank space) are left behind in the scrollback.
                 term.clear()?;
                 term.autoresize()?;
             }
-            Input::Key(key) if key.kind != KeyEventKind::Release => return Ok(self.key(key, term)),
+            Input::Mouse(mouse) => {
+                if let Some((pager, _)) = &mut self.pager {
+                    pager.mouse(mouse);
+                }
+            }
+            Input::Key(key) if key.kind != KeyEventKind::Release && self.pager.is_some() => {
+                let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+                let close = match &mut self.pager {
+                    Some((pager, _)) => !pager.key(key),
+                    None => false,
+                };
+                if close || (ctrl && matches!(key.code, KeyCode::Char('c' | 't'))) {
+                    self.close_pager(term)?;
+                }
+            }
+            Input::Key(key) if key.kind != KeyEventKind::Release => {
+                let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+                if ctrl && key.code == KeyCode::Char('z') {
+                    suspend(term)?;
+                    return Ok(Flow::Go);
+                }
+                if self.asks.is_empty() && (key.code == KeyCode::PageUp || (ctrl && key.code == KeyCode::Char('t'))) {
+                    self.open_pager()?;
+                    return Ok(Flow::Go);
+                }
+                return Ok(self.key(key, term));
+            }
             _ => {}
         }
         Ok(Flow::Go)
@@ -448,10 +674,11 @@ impl App {
                 KeyCode::Up => *selected = selected.saturating_sub(1),
                 KeyCode::Down => *selected = (*selected + 1).min(sessions.len().saturating_sub(1)),
                 KeyCode::Enter => {
-                    let id = sessions.get(*selected).map(|s| s.id.clone());
+                    let picked = sessions.get(*selected).cloned();
                     self.picker = None;
-                    if let Some(id) = id {
-                        self.open_session(Some(&id));
+                    if let Some(info) = picked {
+                        let model = info.model.clone().unwrap_or_else(|| self.session.model());
+                        self.open_session(Some(&info.id), &info.agent, &model);
                     }
                 }
                 _ => self.picker = None,
@@ -541,13 +768,8 @@ impl App {
 
     /// Goes on in another session: a new one (`None`), or stored session `id` (its transcript
     /// is shown). The session left stays stored.
-    fn open_session(&mut self, id: Option<&str>) {
-        let agent = self.session.agent();
-        let opened = match id {
-            Some(id) => self.runtime.resume_session(id, None, None),
-            None => self.runtime.create_session(&agent, &self.session.model, None),
-        };
-        match opened {
+    fn open_session(&mut self, id: Option<&str>, agent: &str, model: &str) {
+        match (self.open)(id, agent, model) {
             Ok(session) => {
                 if let Some(id) = id {
                     match self.runtime.store().messages(id) {
@@ -564,11 +786,33 @@ impl App {
                 }
                 self.status.session.clone_from(&session.id);
                 self.status.agent = session.agent();
-                self.status.model.clone_from(&session.model);
+                self.status.model = session.model();
                 self.status.context = None;
                 self.session = session;
             }
-            Err(e) => self.transcript.push_notice(&e.to_string(), true),
+            Err(e) => self.transcript.push_notice(&e, true),
+        }
+    }
+
+    /// `/model ID`: the session talks to `model` from its next request on.
+    fn switch_model(&mut self, model: &str) {
+        if model.is_empty() {
+            let text = format!(
+                "model: {}; `/model PROVIDER/MODEL` switches (e.g. /model openai/gpt-5.1)",
+                self.session.model()
+            );
+            self.transcript.push_notice(&text, false);
+            return;
+        }
+        let switched = (self.check_model)(model)
+            .and_then(|()| self.runtime.switch_model(&self.session, model).map_err(|e| e.to_string()));
+        match switched {
+            Ok(()) => {
+                self.status.model = self.session.model();
+                self.status.context = None;
+                self.transcript.push_notice(&format!("model: {model}"), false);
+            }
+            Err(e) => self.transcript.push_notice(&format!("model not switched: {e}"), true),
         }
     }
 
@@ -595,16 +839,13 @@ impl App {
                 .with_cancel(cancel);
             let result = runtime.executor().call(&session.core(), call).await;
             let _ = cells.send(Cell::Tool(crate::cell::ToolCell {
-                call_id: id,
-                tool: "bash".into(),
-                input: input.to_string(),
                 state: if result.is_error { ToolState::Failed } else { ToolState::Done },
                 title: result.title.clone(),
                 output: result.output.clone(),
                 metadata: result.metadata.clone(),
                 duration_ms: Some(result.duration.as_millis() as u64),
-                depth: 0,
                 expanded: true,
+                ..crate::cell::ToolCell::new(&id, "bash", &input.to_string())
             }));
             let _ = done.send(Ok(String::new()));
         });
@@ -731,7 +972,11 @@ impl App {
                     let _ = cells.send(undo_cell(&runtime, &id, undo).await);
                 });
             }
-            "/new" => self.open_session(None),
+            "/new" => {
+                let (agent, model) = (self.session.agent(), self.session.model());
+                self.open_session(None, &agent, &model);
+            }
+            "/model" => self.switch_model(arg),
             "/sessions" => {
                 let root = self.runtime.settings().root.display().to_string();
                 match self.runtime.store().list_sessions() {
@@ -847,7 +1092,7 @@ async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
     }
 }
 
-const HELP: &str = "Enter sends · Ctrl-J or Alt-Enter: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Up/Down: history · Ctrl-R searches it · @path mentions a file (Tab completes; it goes with the prompt) · !cmd runs a shell command · /plan /build /agent NAME /new /sessions /compact /diff /undo /help /exit · questions: o once, a always, r reject, m reject with a message";
+const HELP: &str = "Enter sends · Shift-Enter, Ctrl-J or Alt-Enter: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Ctrl-Z suspends · Up/Down: history · Ctrl-R searches it · PageUp or Ctrl-T: the whole transcript (PageUp/PageDown, arrows, mouse wheel scroll; e expands tool output; q or Esc returns) · @path mentions a file (Tab completes; it goes with the prompt) · !cmd runs a shell command · /plan /build /agent NAME /model ID /new /sessions /compact /diff /undo /help /exit · questions: o once, a always, r reject, m reject with a message";
 
 fn row(area: Rect, y: u16, height: u16) -> Rect {
     Rect { x: area.x, y, width: area.width, height: height.min(area.bottom().saturating_sub(y)) }

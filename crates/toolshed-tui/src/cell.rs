@@ -31,6 +31,42 @@ pub struct ToolCell {
     pub depth: u8,
     /// Whether the whole body is shown.
     pub expanded: bool,
+    /// A `task`'s sub-agent calls, in order.
+    pub children: Vec<ToolCell>,
+}
+
+impl ToolCell {
+    /// A call of `tool` with `input` that has just started.
+    pub fn new(call_id: &str, tool: &str, input: &str) -> ToolCell {
+        ToolCell {
+            call_id: call_id.to_string(),
+            tool: tool.to_string(),
+            input: input.to_string(),
+            state: ToolState::Running,
+            title: None,
+            output: String::new(),
+            metadata: Map::new(),
+            duration_ms: None,
+            depth: 0,
+            expanded: false,
+            children: Vec::new(),
+        }
+    }
+
+    fn finish(
+        &mut self,
+        is_error: bool,
+        output: &str,
+        title: Option<&String>,
+        duration_ms: u64,
+        metadata: &Map<String, Value>,
+    ) {
+        self.state = if is_error { ToolState::Failed } else { ToolState::Done };
+        output.clone_into(&mut self.output);
+        self.title = title.cloned();
+        self.duration_ms = Some(duration_ms);
+        self.metadata.clone_from(metadata);
+    }
 }
 
 /// A tool call's state.
@@ -45,6 +81,8 @@ pub enum ToolState {
 }
 
 /// One cell of the transcript.
+// Most cells are tool calls; boxing them would cost an allocation each for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cell {
     /// What the user sent.
@@ -78,6 +116,10 @@ pub struct Transcript {
     /// The session whose text is the answer (the first to start).
     main: Option<String>,
     calls: HashMap<String, usize>,
+    /// Sub-agent sessions and the `task` cell that started each.
+    tasks: HashMap<String, usize>,
+    /// Sub-agent calls: the `task` cell and the place among its children.
+    child_calls: HashMap<String, (usize, usize)>,
 }
 
 impl Transcript {
@@ -115,16 +157,12 @@ impl Transcript {
                             _ => ToolState::Failed,
                         };
                         t.cells.push(Cell::Tool(ToolCell {
-                            call_id: call_id.clone(),
-                            tool: tool.clone(),
-                            input: input.clone(),
                             state,
                             title: title.clone(),
                             output: output.clone().unwrap_or_default(),
                             metadata: metadata.as_object().cloned().unwrap_or_default(),
                             duration_ms: started_at.zip(*finished_at).map(|(s, f)| (f - s).max(0) as u64),
-                            depth: 0,
-                            expanded: false,
+                            ..ToolCell::new(call_id, tool, input)
                         }));
                     }
                     _ => {}
@@ -178,29 +216,38 @@ impl Transcript {
                     self.cells.push(Cell::Reasoning(text.clone()));
                 }
             },
-            Event::ToolCall { call_id, tool, input, .. } => {
+            Event::SessionStart { session_id, parent_id: Some(_), .. } if !main => {
+                // A sub-agent: its calls go in the body of the running `task` that has none yet.
+                let taken: Vec<usize> = self.tasks.values().copied().collect();
+                let task = self
+                    .cells
+                    .iter()
+                    .rposition(|c| matches!(c, Cell::Tool(t) if t.tool == "task" && t.state == ToolState::Running));
+                if let Some(i) = task.filter(|i| !taken.contains(i)) {
+                    self.tasks.insert(session_id.clone(), i);
+                }
+            }
+            Event::ToolCall { session_id, call_id, tool, input } => {
+                if let Some(&task) = self.tasks.get(session_id)
+                    && let Some(Cell::Tool(parent)) = self.cells.get_mut(task)
+                {
+                    self.child_calls.insert(call_id.clone(), (task, parent.children.len()));
+                    parent.children.push(ToolCell { depth: parent.depth + 1, ..ToolCell::new(call_id, tool, input) });
+                    return;
+                }
                 self.close_answer();
                 self.calls.insert(call_id.clone(), self.cells.len());
-                self.cells.push(Cell::Tool(ToolCell {
-                    call_id: call_id.clone(),
-                    tool: tool.clone(),
-                    input: input.clone(),
-                    state: ToolState::Running,
-                    title: None,
-                    output: String::new(),
-                    metadata: Map::new(),
-                    duration_ms: None,
-                    depth: u8::from(!main),
-                    expanded: false,
-                }));
+                self.cells.push(Cell::Tool(ToolCell { depth: u8::from(!main), ..ToolCell::new(call_id, tool, input) }));
             }
             Event::ToolResult { call_id, is_error, output, title, duration_ms, metadata, .. } => {
-                if let Some(Cell::Tool(cell)) = self.calls.get(call_id).and_then(|&i| self.cells.get_mut(i)) {
-                    cell.state = if *is_error { ToolState::Failed } else { ToolState::Done };
-                    cell.output.clone_from(output);
-                    cell.title.clone_from(title);
-                    cell.duration_ms = Some(*duration_ms);
-                    cell.metadata.clone_from(metadata);
+                if let Some(&(task, child)) = self.child_calls.get(call_id) {
+                    if let Some(Cell::Tool(parent)) = self.cells.get_mut(task)
+                        && let Some(cell) = parent.children.get_mut(child)
+                    {
+                        cell.finish(*is_error, output, title.as_ref(), *duration_ms, metadata);
+                    }
+                } else if let Some(Cell::Tool(cell)) = self.calls.get(call_id).and_then(|&i| self.cells.get_mut(i)) {
+                    cell.finish(*is_error, output, title.as_ref(), *duration_ms, metadata);
                 }
             }
             Event::Compaction { summarised, tokens_before, tokens_after, .. } => self.push_notice(
@@ -265,5 +312,51 @@ mod tests {
         let Cell::Tool(read) = &cells[3] else { panic!() };
         assert_eq!((read.state, read.depth), (ToolState::Running, 1));
         assert_eq!(cells[4], Cell::Answer { text: "Done.".into(), done: true });
+    }
+
+    #[test]
+    fn a_sub_agents_calls_go_in_the_body_of_the_task_that_started_it() {
+        let mut t = Transcript::default();
+        t.push_user("look around");
+        let call = |session: &str, id: &str, tool: &str| Event::ToolCall {
+            session_id: session.into(),
+            call_id: id.into(),
+            tool: tool.into(),
+            input: "{}".into(),
+        };
+        let result = |session: &str, id: &str, tool: &str| Event::ToolResult {
+            session_id: session.into(),
+            call_id: id.into(),
+            tool: tool.into(),
+            is_error: false,
+            output: "ok".into(),
+            title: None,
+            duration_ms: 5,
+            metadata: Map::new(),
+        };
+        t.apply(&text("On it.", "s"));
+        t.apply(&call("s", "t1", "task"));
+        t.apply(&Event::SessionStart {
+            session_id: "sub".into(),
+            parent_id: Some("s".into()),
+            agent: "explore".into(),
+            model: "m".into(),
+        });
+        t.apply(&call("sub", "c1", "read"));
+        t.apply(&call("sub", "c2", "grep"));
+        t.apply(&result("sub", "c1", "read"));
+        t.apply(&result("s", "t1", "task"));
+        let cells = t.cells();
+        assert_eq!(cells.len(), 3, "{cells:?}");
+        let Cell::Tool(task) = &cells[2] else { panic!() };
+        assert_eq!(task.state, ToolState::Done);
+        let children: Vec<(&str, ToolState, u8)> =
+            task.children.iter().map(|c| (c.tool.as_str(), c.state, c.depth)).collect();
+        assert_eq!(children, [("read", ToolState::Done, 1), ("grep", ToolState::Running, 1)]);
+        let lines: Vec<String> = crate::render::lines(&cells[2], 60, 0)
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        assert!(lines[1].contains("✓ read") && lines[2].contains("grep"), "{lines:?}");
     }
 }

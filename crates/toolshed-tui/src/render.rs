@@ -65,17 +65,19 @@ pub fn lines(cell: &Cell, width: usize, frame: usize) -> Vec<Line<'static>> {
     }
 }
 
-fn tool_lines(cell: &ToolCell, width: usize, frame: usize) -> Vec<Line<'static>> {
-    let indent = "  ".repeat(usize::from(cell.depth));
+/// A sub-agent's calls shown in a collapsed `task` cell (the latest).
+const COLLAPSED_CHILDREN: usize = 3;
+
+/// A call's header: state, tool, what it works on, duration.
+fn header(cell: &ToolCell, args: &Value, frame: usize) -> Vec<Span<'static>> {
     let (glyph, glyph_style) = match cell.state {
         ToolState::Running => (SPINNER[frame % SPINNER.len()], Style::new().fg(Color::Yellow)),
         ToolState::Done => ("✓", Style::new().fg(Color::Green)),
         ToolState::Failed => ("✗", Style::new().fg(Color::Red)),
     };
-    let args: Value = serde_json::from_str(&cell.input).unwrap_or(Value::Null);
-    let subject = subject(&cell.tool, &args, &cell.input);
+    let subject = subject(&cell.tool, args, &cell.input);
     let mut header = vec![
-        Span::raw(indent.clone()),
+        Span::raw("  ".repeat(usize::from(cell.depth))),
         Span::styled(format!("{glyph} "), glyph_style),
         Span::styled(cell.tool.clone(), Style::new().add_modifier(Modifier::BOLD)),
     ];
@@ -85,8 +87,26 @@ fn tool_lines(cell: &ToolCell, width: usize, frame: usize) -> Vec<Line<'static>>
     if let Some(ms) = cell.duration_ms {
         header.push(Span::styled(format!(" ({})", duration(ms)), DIM));
     }
+    header
+}
+
+fn tool_lines(cell: &ToolCell, width: usize, frame: usize) -> Vec<Line<'static>> {
+    let indent = "  ".repeat(usize::from(cell.depth));
+    let args: Value = serde_json::from_str(&cell.input).unwrap_or(Value::Null);
     let body_prefix = [Span::raw(format!("{indent}  "))];
-    let mut out = wrap(&header, width, &[], &body_prefix);
+    let mut out = wrap(&header(cell, &args, frame), width, &[], &body_prefix);
+    // A task's sub-agent: its calls (the latest few unless expanded), then its answer.
+    let shown = if cell.expanded { cell.children.len() } else { COLLAPSED_CHILDREN };
+    let earlier = cell.children.len().saturating_sub(shown);
+    if earlier > 0 {
+        let text = format!("… {earlier} earlier call{}", if earlier == 1 { "" } else { "s" });
+        out.push(Line::from(vec![body_prefix[0].clone(), Span::styled(text, DIM)]));
+    }
+    for child in &cell.children[earlier..] {
+        let args: Value = serde_json::from_str(&child.input).unwrap_or(Value::Null);
+        let child_prefix = [Span::raw(format!("{indent}    "))];
+        out.extend(wrap(&header(child, &args, frame), width, &[], &child_prefix));
+    }
     let body = body(cell, &args);
     let limit = if cell.expanded {
         usize::MAX
@@ -189,6 +209,14 @@ fn body(cell: &ToolCell, args: &Value) -> Vec<(String, Style)> {
             let size = if cell.tool == "webfetch" { format!(" ({} bytes)", cell.output.len()) } else { String::new() };
             vec![(format!("{first}{size}"), DIM)]
         }
+        // The sub-agent's answer, without the wrapper that tells the model the task's id.
+        "task" => {
+            let answer = cell
+                .output
+                .split_once("<task_result>")
+                .map_or(cell.output.as_str(), |(_, rest)| rest.split("</task_result>").next().unwrap_or(rest));
+            answer.trim().lines().map(|l| (l.to_string(), DIM)).collect()
+        }
         _ => cell.output.lines().take(3).map(|l| (l.to_string(), DIM)).collect(),
     }
 }
@@ -266,16 +294,11 @@ mod tests {
 
     fn tool(tool: &str, input: Value, output: &str, metadata: Value) -> Cell {
         Cell::Tool(ToolCell {
-            call_id: "c".into(),
-            tool: tool.into(),
-            input: input.to_string(),
             state: ToolState::Done,
-            title: None,
             output: output.into(),
             metadata: metadata.as_object().cloned().unwrap_or_default(),
             duration_ms: Some(1234),
-            depth: 0,
-            expanded: false,
+            ..ToolCell::new("c", tool, &input.to_string())
         })
     }
 

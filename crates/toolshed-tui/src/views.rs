@@ -112,7 +112,7 @@ pub struct Status {
 pub fn status_line(status: &Status, frame: usize, width: usize) -> Line<'static> {
     let mut parts: Vec<(String, Style)> = Vec::new();
     if let Some((what, secs)) = &status.busy {
-        parts.push((format!("{} {what} {secs}s", SPINNER[frame % SPINNER.len()]), KEY));
+        parts.push((format!("{} {what} ({secs}s)", SPINNER[frame % SPINNER.len()]), KEY));
     }
     parts.push((status.agent.clone(), Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD)));
     parts.push((status.model.clone(), DIM));
@@ -165,6 +165,7 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
     SlashCommand { name: "/plan", help: "plan mode: read and plan, change nothing" },
     SlashCommand { name: "/build", help: "build mode" },
     SlashCommand { name: "/agent", help: "switch to another agent: /agent NAME" },
+    SlashCommand { name: "/model", help: "talk to another model: /model PROVIDER/MODEL" },
     SlashCommand { name: "/new", help: "start a new session" },
     SlashCommand { name: "/sessions", help: "pick a session of this worktree to resume" },
     SlashCommand { name: "/compact", help: "summarise the older history now to free context" },

@@ -18,9 +18,36 @@ pub struct Terminal {
 
 impl Terminal {
     pub fn start(dir: &Path, args: &[&str]) -> Terminal {
+        Terminal::start_with(dir, args, &[])
+    }
+
+    /// [`Terminal::start`] with more environment variables.
+    pub fn start_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Terminal {
+        Terminal::spawn(dir, args, env, false)
+    }
+
+    /// toolshed run by a shell with job control, as a person's shell runs it: when toolshed
+    /// stops (Ctrl-Z), the shell waits for a line and then continues it (`fg`).
+    pub fn start_in_shell(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Terminal {
+        Terminal::spawn(dir, args, env, true)
+    }
+
+    fn spawn(dir: &Path, args: &[&str], env: &[(&str, &str)], shell: bool) -> Terminal {
         let pty =
             native_pty_system().openpty(PtySize { rows: 30, cols: 120, pixel_width: 0, pixel_height: 0 }).unwrap();
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_toolshed"));
+        let mut cmd = if shell {
+            let mut cmd = CommandBuilder::new("bash");
+            cmd.args([
+                "--norc",
+                "--noprofile",
+                "-c",
+                "set -m; \"$0\" \"$@\"; read -r _; fg",
+                env!("CARGO_BIN_EXE_toolshed"),
+            ]);
+            cmd
+        } else {
+            CommandBuilder::new(env!("CARGO_BIN_EXE_toolshed"))
+        };
         cmd.args(["--root", dir.to_str().unwrap()]);
         cmd.args(args);
         cmd.cwd(dir);
@@ -29,6 +56,10 @@ impl Terminal {
         cmd.env("TOOLSHED_DATA_DIR", dir.join(".data"));
         cmd.env("TERM", "xterm-256color");
         cmd.env_remove("OPENAI_API_KEY");
+        cmd.env_remove("NO_COLOR");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
         let child = pty.slave.spawn_command(cmd).unwrap();
         drop(pty.slave);
         let screen = Arc::new(Mutex::new(vt100::Parser::new(30, 120, 1000)));
@@ -61,6 +92,30 @@ impl Terminal {
         Terminal { screen, writer, child }
     }
 
+    /// Looks at the emulator's screen (colours, modes).
+    pub fn with_screen<T>(&self, f: impl FnOnce(&vt100::Screen) -> T) -> T {
+        f(self.screen.lock().unwrap().screen())
+    }
+
+    /// The program's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.process_id().unwrap()
+    }
+
+    /// The process id of toolshed under the shell of [`Terminal::start_in_shell`].
+    pub fn shell_child(&self) -> u32 {
+        let pid = self.pid();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+            if let Some(child) = children.split_whitespace().next() {
+                return child.parse().unwrap();
+            }
+            assert!(Instant::now() < deadline, "the shell started nothing");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn contents(&self) -> String {
         self.screen.lock().unwrap().screen().contents()
     }
@@ -81,6 +136,14 @@ impl Terminal {
         let mut writer = self.writer.lock().unwrap();
         writer.write_all(text.as_bytes()).unwrap();
         writer.flush().unwrap();
+    }
+
+    /// Types `text`, then Enter on its own, as a person does (keys that arrive in one burst
+    /// are taken for a paste, whose Enters are new lines).
+    pub fn send_line(&mut self, text: &str) {
+        self.type_text(text);
+        std::thread::sleep(Duration::from_millis(150));
+        self.type_text("\r");
     }
 
     pub fn wait_exit(&mut self, timeout: Duration) -> u32 {

@@ -280,7 +280,7 @@ fn retries_show_in_the_status_line_and_the_model_pager_bursts_task_progress_susp
 
     // PageUp: the whole transcript on the alternate screen, scrolled with the wheel; q returns.
     term.type_text("\x1b[5~");
-    term.wait_for("transcript · lines", Duration::from_secs(10));
+    term.wait_for("transcript · cell", Duration::from_secs(10));
     assert!(term.with_screen(|s| s.alternate_screen() && s.mouse_protocol_mode() != vt100::MouseProtocolMode::None));
     term.type_text("\x1b[F");
     let pager = term.wait_for("All done.", Duration::from_secs(10));
@@ -322,4 +322,39 @@ fn retries_show_in_the_status_line_and_the_model_pager_bursts_task_progress_susp
         .unwrap();
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(list[0]["model"], "fake/other-model", "{list}");
+}
+
+#[test]
+fn the_terminal_ui_fits_80_by_24_and_300_columns() {
+    let answer = "A line long enough to wrap on a narrow screen: the quick brown fox jumps over the lazy dog, twice over, and then once more for good measure.";
+    let server = FakeServer::start(vec![Reply::sse(chat::text(answer)), Reply::sse(chat::text(answer))]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolshed.toml"),
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    for (rows, cols) in [(24, 80), (50, 300)] {
+        let mut term = Terminal::start_sized(dir.path(), &["chat"], rows, cols);
+        term.wait_for("build ·", Duration::from_secs(30));
+        term.send_line("hello");
+        let screen = term.wait_for("once more for good", Duration::from_secs(30));
+        for line in screen.lines() {
+            assert!(unicode_width(line) <= usize::from(cols), "wider than {cols}: {line:?}");
+        }
+        // Words are wrapped whole at 80 columns; at 300 the answer is one row.
+        let answer_rows = screen.lines().filter(|l| l.contains("quick") || l.contains("good measure")).count();
+        assert_eq!(answer_rows, if cols == 80 { 2 } else { 1 }, "{screen}");
+        let status = screen.lines().rfind(|l| l.starts_with("build ·")).unwrap();
+        assert!(status.contains("fake/test-model"), "{status}");
+        term.send_line("/exit");
+        assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
+    }
+}
+
+fn unicode_width(line: &str) -> usize {
+    line.chars().count()
 }

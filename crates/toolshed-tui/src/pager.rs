@@ -25,8 +25,8 @@ pub struct Pager {
     page: usize,
     /// Whether tool calls show their whole output.
     expand: bool,
-    /// The lines of the first finished cells at `width`.
-    cache: Vec<Vec<Line<'static>>>,
+    /// The lines of finished cells at `width`, wrapped as the view reached them.
+    cache: Vec<Option<Vec<Line<'static>>>>,
     width: usize,
 }
 
@@ -84,7 +84,9 @@ impl Pager {
         f.render_widget(Paragraph::new(status), Rect { y: area.y + height, height: area.height.min(1), ..area });
     }
 
-    /// The lines shown on a `width` × `height` screen, and the status row under them.
+    /// The lines shown on a `width` × `height` screen, and the status row under them. Cells
+    /// are wrapped from the bottom up as far as the view reaches, so opening the pager on a
+    /// long transcript costs a screenful, and the lines of finished cells are kept.
     pub fn view(
         &mut self,
         cells: &[Cell],
@@ -101,24 +103,44 @@ impl Pager {
             self.width = width;
         }
         let stable = stable.min(cells.len());
-        self.cache.truncate(stable);
-        while self.cache.len() < stable {
-            let lines = self.lines(cells, self.cache.len(), frame);
-            self.cache.push(lines);
+        self.cache.resize(stable, None);
+        // Walk up from the last cell until the lines cover the scroll position and a screen.
+        let need = self.up.saturating_add(rows);
+        let mut fresh: Vec<(usize, Vec<Line<'static>>)> = Vec::new();
+        let mut walked = 0usize;
+        let mut first = cells.len();
+        while first > 0 && walked < need {
+            first -= 1;
+            walked += if first < stable {
+                if self.cache[first].is_none() {
+                    self.cache[first] = Some(self.lines(cells, first, frame));
+                }
+                self.cache[first].as_ref().map_or(0, Vec::len)
+            } else {
+                let lines = self.lines(cells, first, frame);
+                let n = lines.len();
+                fresh.push((first, lines));
+                n
+            };
         }
-        let live: Vec<Vec<Line<'static>>> = (stable..cells.len()).map(|i| self.lines(cells, i, frame)).collect();
-        let total: usize = self.cache.iter().chain(&live).map(Vec::len).sum();
-        self.up = self.up.min(total.saturating_sub(rows));
-        let end = total - self.up;
+        self.up = self.up.min(walked.saturating_sub(rows));
+        let end = walked - self.up;
         let start = end.saturating_sub(rows);
         let mut shown = Vec::with_capacity(rows);
         let mut at = 0;
-        for cell in self.cache.iter().chain(&live) {
-            let next = at + cell.len();
+        let mut top_cell = first;
+        for i in first..cells.len() {
+            let lines: &[Line<'static>] = if i < stable {
+                self.cache[i].as_deref().unwrap_or_default()
+            } else {
+                fresh.iter().find(|(j, _)| *j == i).map_or(&[], |(_, l)| l.as_slice())
+            };
+            let next = at + lines.len();
             if next > start && at < end {
-                let from = start.saturating_sub(at);
-                let to = cell.len().min(end - at);
-                shown.extend(cell[from..to].iter().cloned());
+                if shown.is_empty() {
+                    top_cell = i;
+                }
+                shown.extend(lines[start.saturating_sub(at)..lines.len().min(end - at)].iter().cloned());
             }
             if next >= end {
                 break;
@@ -126,9 +148,11 @@ impl Pager {
             at = next;
         }
         let expand = if self.expand { "collapse" } else { "expand" };
+        let place = if self.up == 0 { " (the end)" } else { "" };
         let text = format!(
-            " transcript · lines {}–{end} of {total} · PgUp PgDn ↑↓ wheel: scroll · e: {expand} output · q: back ",
-            (start + 1).min(end)
+            " transcript · cell {} of {}{place} · PgUp PgDn ↑↓ wheel: scroll · e: {expand} output · q: back ",
+            (top_cell + 1).min(cells.len()),
+            cells.len()
         );
         let text: String = text.chars().take(width).collect();
         let status = Line::from(Span::styled(text, Style::new().add_modifier(Modifier::REVERSED)));
@@ -174,17 +198,33 @@ mod tests {
         let (shown, status) = pager.view(&cells, 100, 0, 40, 10);
         assert_eq!(text(&shown).first().map(String::as_str), Some("· note 82"));
         assert_eq!(text(&shown).last().map(String::as_str), Some("· note 90"));
-        assert!(text(&[status])[0].contains("lines 83–91 of 100"));
+        let status = text(&[status]);
+        assert!(status[0].contains("cell 83 of 100"), "{status:?}");
         pager.key(key(KeyCode::End));
-        let (shown, _) = pager.view(&cells, 100, 0, 40, 10);
+        let (shown, status) = pager.view(&cells, 100, 0, 40, 10);
         assert_eq!(text(&shown).last().map(String::as_str), Some("· note 99"));
+        assert!(text(&[status])[0].contains("(the end)"));
         pager.key(key(KeyCode::Home));
         let (shown, _) = pager.view(&cells, 100, 0, 40, 10);
         assert_eq!(text(&shown).first().map(String::as_str), Some("· note 0"));
+        assert_eq!(shown.len(), 9);
         pager.mouse(MouseEvent { kind: MouseEventKind::ScrollDown, column: 0, row: 0, modifiers: KeyModifiers::NONE });
         let (shown, _) = pager.view(&cells, 100, 0, 40, 10);
         assert_eq!(text(&shown).first().map(String::as_str), Some("· note 3"));
         assert!(!pager.key(key(KeyCode::Char('q'))));
+    }
+
+    #[test]
+    fn opening_wraps_only_the_cells_the_screen_reaches() {
+        let cells = notices(5_000);
+        let mut pager = Pager::new(9);
+        pager.view(&cells, 5_000, 0, 40, 10);
+        let kept = pager.cache.iter().filter(|c| c.is_some()).count();
+        assert_eq!(kept, 18, "a page up and a screen");
+        // Unfinished cells (past `stable`) are drawn fresh, never kept.
+        let (shown, _) = pager.view(&cells, 4_990, 0, 40, 10);
+        assert_eq!(text(&shown).last().map(String::as_str), Some("· note 4990"));
+        assert_eq!(pager.cache.len(), 4_990);
     }
 
     #[test]

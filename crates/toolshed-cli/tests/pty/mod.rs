@@ -23,18 +23,22 @@ impl Terminal {
 
     /// [`Terminal::start`] with more environment variables.
     pub fn start_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Terminal {
-        Terminal::spawn(dir, args, env, false)
+        Terminal::spawn(dir, args, env, false, (30, 120))
+    }
+
+    /// [`Terminal::start`] on a screen of `rows` × `cols`.
+    pub fn start_sized(dir: &Path, args: &[&str], rows: u16, cols: u16) -> Terminal {
+        Terminal::spawn(dir, args, &[], false, (rows, cols))
     }
 
     /// toolshed run by a shell with job control, as a person's shell runs it: when toolshed
     /// stops (Ctrl-Z), the shell waits for a line and then continues it (`fg`).
     pub fn start_in_shell(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Terminal {
-        Terminal::spawn(dir, args, env, true)
+        Terminal::spawn(dir, args, env, true, (30, 120))
     }
 
-    fn spawn(dir: &Path, args: &[&str], env: &[(&str, &str)], shell: bool) -> Terminal {
-        let pty =
-            native_pty_system().openpty(PtySize { rows: 30, cols: 120, pixel_width: 0, pixel_height: 0 }).unwrap();
+    fn spawn(dir: &Path, args: &[&str], env: &[(&str, &str)], shell: bool, (rows, cols): (u16, u16)) -> Terminal {
+        let pty = native_pty_system().openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 }).unwrap();
         let mut cmd = if shell {
             let mut cmd = CommandBuilder::new("bash");
             cmd.args([
@@ -62,7 +66,7 @@ impl Terminal {
         }
         let child = pty.slave.spawn_command(cmd).unwrap();
         drop(pty.slave);
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(30, 120, 1000)));
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 1000)));
         let writer: Arc<Mutex<Box<dyn Write + Send>>> = Arc::new(Mutex::new(pty.master.take_writer().unwrap()));
         let mut reader = pty.master.try_clone_reader().unwrap();
         let (feed, answer) = (screen.clone(), writer.clone());

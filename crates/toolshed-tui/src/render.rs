@@ -192,7 +192,7 @@ fn body(cell: &ToolCell, args: &Value) -> Vec<(String, Style)> {
         }
         "edit" | "apply_patch" | "write" => {
             let diff = cell.metadata.get("diff").and_then(Value::as_str).map(str::to_string);
-            match diff {
+            let mut out: Vec<(String, Style)> = match diff {
                 Some(diff) => diff_lines(&diff),
                 None => cell
                     .title
@@ -201,7 +201,9 @@ fn body(cell: &ToolCell, args: &Value) -> Vec<(String, Style)> {
                     .take(1)
                     .map(|t| (t.clone(), DIM))
                     .collect(),
-            }
+            };
+            out.extend(diagnostics(cell));
+            out
         }
         "grep" | "glob" | "read" | "list" | "webfetch" | "websearch" => {
             let first =
@@ -219,6 +221,31 @@ fn body(cell: &ToolCell, args: &Value) -> Vec<(String, Style)> {
         }
         _ => cell.output.lines().take(3).map(|l| (l.to_string(), DIM)).collect(),
     }
+}
+
+/// The errors a language server reported after a change (listed in the result after the note
+/// that introduces them), and the files whose diagnostics were unavailable.
+fn diagnostics(cell: &ToolCell) -> Vec<(String, Style)> {
+    let Some(Value::Object(files)) = cell.metadata.get("diagnostics") else { return Vec::new() };
+    let error = Style::new().fg(Color::Red);
+    let mut out = Vec::new();
+    let mut listing = false;
+    for line in cell.output.lines() {
+        if line.contains(" after this change; fix ") {
+            listing = true;
+        } else if line.trim().is_empty() {
+            listing = false;
+        }
+        if listing {
+            out.push((line.to_string(), error));
+        }
+    }
+    for (file, report) in files {
+        if let Some(why) = report.get("unavailable").and_then(Value::as_str) {
+            out.push((format!("no diagnostics for {file}: {why}"), DIM));
+        }
+    }
+    out
 }
 
 /// A unified diff, coloured: additions green, removals red, hunk headers cyan.
@@ -314,6 +341,30 @@ mod tests {
     }
 
     #[test]
+    fn an_edit_cell_shows_the_errors_its_change_caused() {
+        let output = "Edited src/lib.rs\n\nrust-analyzer reports 1 error in `src/lib.rs` after this change; fix it:\nsrc/lib.rs:3:5: error: expected `;`\n\ntypescript-language-server did not report within 5 s: no diagnostics for web/app.ts";
+        let cell = tool(
+            "edit",
+            json!({"file_path": "src/lib.rs", "old_string": "a", "new_string": "b"}),
+            output,
+            json!({
+                "diff": "@@ -3 +3 @@\n-    a\n+    b\n",
+                "diagnostics": {
+                    "src/lib.rs": {"server": "rust-analyzer", "errors": 1},
+                    "web/app.ts": {"server": "typescript-language-server", "unavailable": "did not report within 5 s"}
+                }
+            }),
+        );
+        let screen = screen(&[cell], 100);
+        assert!(screen.contains("+    b"), "{screen}");
+        assert!(
+            screen.contains("rust-analyzer reports 1 error") && screen.contains("src/lib.rs:3:5: error: expected `;`"),
+            "{screen}"
+        );
+        assert!(screen.contains("no diagnostics for web/app.ts: did not report within 5 s"), "{screen}");
+    }
+
+    #[test]
     fn a_bash_cell_shows_the_command_and_the_tail_of_its_output() {
         let output: String = (1..=12).map(|i| format!("line {i}\n")).collect();
         let cell = tool("bash", json!({"command": "cargo test", "description": "run the tests"}), &output, json!({}));
@@ -339,40 +390,6 @@ mod tests {
         assert_eq!(colour_of("+    println"), Some(Color::Green));
         assert_eq!(colour_of("-    println"), Some(Color::Red));
         assert_eq!(colour_of("@@"), Some(Color::Cyan));
-    }
-
-    /// Drawing cost: every cell of a 5,000-cell transcript rendered once (what writing a
-    /// resumed session into the scrollback costs) and one frame's live part. Run with
-    /// `cargo test --release -p toolshed-tui -- --ignored --nocapture render_benchmark`.
-    #[test]
-    #[ignore = "a benchmark"]
-    fn render_benchmark() {
-        let mut cells = Vec::new();
-        for i in 0..1_250 {
-            cells.push(Cell::User(format!("prompt {i}: why does the build fail on this platform?")));
-            cells.push(Cell::Answer { text: "## Cause\n\nThe **linker** misses `libfoo`:\n\n1. install it\n2. rerun\n\n```sh\napt install libfoo-dev\n```".into(), done: true });
-            let output: String = (0..40).map(|n| format!("line {n} of the output\n")).collect();
-            cells.push(tool("bash", json!({"command": "cargo build"}), &output, json!({})));
-            cells.push(tool(
-                "edit",
-                json!({"file_path": "src/lib.rs"}),
-                "ok",
-                json!({"diff": "@@ -1 +1 @@\n-a\n+b\n"}),
-            ));
-        }
-        let started = std::time::Instant::now();
-        let rows: usize =
-            cells.iter().enumerate().map(|(i, c)| spaced(i.checked_sub(1).map(|p| &cells[p]), c, 120, 0).len()).sum();
-        let all = started.elapsed();
-        let started = std::time::Instant::now();
-        let frames = 1_000;
-        for frame in 0..frames {
-            // A frame draws the live cells only: here the last two.
-            let live: Vec<Line<'static>> = cells[cells.len() - 2..].iter().flat_map(|c| lines(c, 120, frame)).collect();
-            std::hint::black_box(live);
-        }
-        let frame = started.elapsed() / frames as u32;
-        eprintln!("5,000 cells ({rows} rows) rendered once in {all:?}; a frame's live cells in {frame:?}");
     }
 
     #[test]

@@ -21,6 +21,20 @@ fn last_prompt(body: &Value) -> String {
     }
 }
 
+/// A worktree whose model is `server`'s, with `extra` appended to its toolshed.toml.
+fn worktree(server: &FakeServer, extra: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolshed.toml"),
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n{extra}",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    dir
+}
+
 #[test]
 fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_interrupts() {
     let server = FakeServer::start(vec![
@@ -37,16 +51,8 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
         Reply::sse(chat::text("It holds three lines.")),
     ])
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = worktree(&server, "[permission]\nedit = \"ask\"\nbash = \"allow\"\n");
     std::fs::write(dir.path().join("notes.txt"), "keep\nold line\nkeep\n").unwrap();
-    std::fs::write(
-        dir.path().join("toolshed.toml"),
-        format!(
-            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[permission]\nedit = \"ask\"\nbash = \"allow\"\n",
-            server.base_url()
-        ),
-    )
-    .unwrap();
     let started = Instant::now();
     let mut term = Terminal::start(dir.path(), &["chat"]);
     term.wait_for("build ·", Duration::from_secs(30));
@@ -220,16 +226,8 @@ fn retries_show_in_the_status_line_and_the_model_pager_bursts_task_progress_susp
         Reply::sse(chat::text("All done.")),
     ])
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = worktree(&server, "");
     std::fs::write(dir.path().join("notes.txt"), "hi\n").unwrap();
-    std::fs::write(
-        dir.path().join("toolshed.toml"),
-        format!(
-            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n",
-            server.base_url()
-        ),
-    )
-    .unwrap();
     let mut term = Terminal::start_in_shell(dir.path(), &["chat"], &[("NO_COLOR", "1")]);
     term.wait_for("build ·", Duration::from_secs(30));
 
@@ -328,15 +326,7 @@ fn retries_show_in_the_status_line_and_the_model_pager_bursts_task_progress_susp
 fn the_terminal_ui_fits_80_by_24_and_300_columns() {
     let answer = "A line long enough to wrap on a narrow screen: the quick brown fox jumps over the lazy dog, twice over, and then once more for good measure.";
     let server = FakeServer::start(vec![Reply::sse(chat::text(answer)), Reply::sse(chat::text(answer))]).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("toolshed.toml"),
-        format!(
-            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n",
-            server.base_url()
-        ),
-    )
-    .unwrap();
+    let dir = worktree(&server, "");
     for (rows, cols) in [(24, 80), (50, 300)] {
         let mut term = Terminal::start_sized(dir.path(), &["chat"], rows, cols);
         term.wait_for("build ·", Duration::from_secs(30));

@@ -604,6 +604,28 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// Takes the lock of session `id` for this process: while it is held, another toolshed
+    /// process cannot run the session, so two never interleave their messages in it. It is an
+    /// advisory file lock under the store's directory, which the kernel releases when its
+    /// process ends (a killed process's lock is free to take). The error is for people.
+    pub fn lock_session(&self, id: &str) -> Result<toolshed_core::paths::FileLock, String> {
+        use toolshed_core::paths::FileLock;
+        let dir = self.path().parent().unwrap_or(Path::new(".")).join("locks");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let path = dir.join(format!("{id}.lock"));
+        match FileLock::try_acquire(&path) {
+            Ok(Some(lock)) => Ok(lock),
+            Ok(None) => {
+                // No pid yet: another process has just taken the lock.
+                let pid = FileLock::holder(&path).map_or("starting".to_string(), |pid| format!("pid {pid}"));
+                Err(format!(
+                    "session {id} is in use by another toolshed process ({pid}); wait for it to finish or stop it, then continue the session"
+                ))
+            }
+            Err(e) => Err(format!("cannot lock session {id} ({}): {e}", path.display())),
+        }
+    }
+
     /// Changes the model the session talks to.
     pub fn set_model(&self, id: &str, model: &str) -> Result<(), StoreError> {
         self.conn()

@@ -62,21 +62,7 @@ pub struct SessionLock {
 impl SessionLock {
     /// Takes the lock of session `id` in `store`'s directory.
     pub fn acquire(store: &Store, id: &str) -> Result<SessionLock, CliError> {
-        let dir = store.path().parent().unwrap_or(std::path::Path::new(".")).join("locks");
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| CliError::failure(format!("cannot create {}: {e}", dir.display())))?;
-        let path = dir.join(format!("{id}.lock"));
-        match FileLock::try_acquire(&path) {
-            Ok(Some(lock)) => Ok(SessionLock { _held: lock }),
-            Ok(None) => {
-                // No pid yet: another process has just taken the lock.
-                let pid = FileLock::holder(&path).map_or("starting".to_string(), |pid| format!("pid {pid}"));
-                Err(CliError::failure(format!(
-                    "session {id} is in use by another toolshed process ({pid}); wait for it to finish or stop it, then continue the session"
-                )))
-            }
-            Err(e) => Err(CliError::failure(format!("cannot lock session {id} ({}): {e}", path.display()))),
-        }
+        store.lock_session(id).map(|held| SessionLock { _held: held }).map_err(CliError::failure)
     }
 }
 

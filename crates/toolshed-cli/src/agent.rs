@@ -62,6 +62,11 @@ pub struct SessionLock {
 impl SessionLock {
     /// Takes the lock of session `id` in `store`'s directory.
     pub fn acquire(store: &Store, id: &str) -> Result<SessionLock, CliError> {
+        SessionLock::acquire_then(store, id, "continue the session")
+    }
+
+    /// [`SessionLock::acquire`]; a refusal says to wait, then do `next`.
+    pub fn acquire_then(store: &Store, id: &str, next: &str) -> Result<SessionLock, CliError> {
         let dir = store.path().parent().unwrap_or(std::path::Path::new(".")).join("locks");
         std::fs::create_dir_all(&dir)
             .map_err(|e| CliError::failure(format!("cannot create {}: {e}", dir.display())))?;
@@ -72,7 +77,7 @@ impl SessionLock {
                 // No pid yet: another process has just taken the lock.
                 let pid = FileLock::holder(&path).map_or("starting".to_string(), |pid| format!("pid {pid}"));
                 Err(CliError::failure(format!(
-                    "session {id} is in use by another toolshed process ({pid}); wait for it to finish or stop it, then continue the session"
+                    "session {id} is in use by another toolshed process ({pid}); wait for it to finish or stop it, then {next}"
                 )))
             }
             Err(e) => Err(CliError::failure(format!("cannot lock session {id} ({}): {e}", path.display()))),
@@ -107,6 +112,23 @@ pub fn open_session(
 pub fn open_store() -> Result<Arc<Store>, CliError> {
     let path = Store::default_path(&toolshed_core::paths::data_dir());
     Store::open(path).map(Arc::new).map_err(CliError::failure)
+}
+
+/// The most recently updated session (not a sub-agent's) that worked in this worktree, for
+/// `--continue`.
+pub fn latest_session(ws: &Workspace) -> Result<String, CliError> {
+    let path = Store::default_path(&toolshed_core::paths::data_dir());
+    let sessions = if path.exists() {
+        Store::open(&path).and_then(|store| store.list_sessions()).map_err(CliError::failure)?
+    } else {
+        Vec::new()
+    };
+    let root = ws.root.display().to_string();
+    sessions.into_iter().find(|s| s.parent_id.is_none() && s.root == root).map(|s| s.id).ok_or_else(|| {
+        CliError::usage(format!(
+            "--continue: no session has worked in {root} yet; start one with toolshed run \"...\" (`toolshed session list --all` shows the sessions of every worktree)"
+        ))
+    })
 }
 
 /// The store, agent and model a `run` or `chat` uses: a stored session's unless the flags say

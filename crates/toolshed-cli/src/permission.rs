@@ -19,6 +19,10 @@ use crate::workspace::Workspace;
 #[derive(Subcommand)]
 pub enum PermissionCommand {
     /// Show the permission requests of a call, the rules each pattern meets and the decision.
+    #[command(after_help = "Examples:
+  toolshed permission explain bash '{\"command\": \"git status && rm -rf build\"}'
+  toolshed permission explain edit '{\"file_path\": \"src/lib.rs\", \"old_string\": \"a\", \"new_string\": \"b\"}' -a plan
+  toolshed permission explain read '{\"file_path\": \".env\"}' --json")]
     Explain(ExplainArgs),
 }
 
@@ -30,7 +34,7 @@ pub struct ExplainArgs {
     #[arg(value_name = "ARGS_JSON")]
     args: String,
     /// The agent whose rules apply.
-    #[arg(long)]
+    #[arg(short, long)]
     agent: Option<String>,
     /// Print the explanation as JSON.
     #[arg(long)]

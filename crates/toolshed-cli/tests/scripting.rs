@@ -44,7 +44,10 @@ fn text(b: &[u8]) -> String {
 }
 
 fn config(server: &FakeServer) -> String {
-    format!("model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n", server.base_url())
+    format!(
+        "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n",
+        server.base_url()
+    )
 }
 
 fn worktree(server: &FakeServer) -> tempfile::TempDir {
@@ -170,7 +173,11 @@ fn config_overrides_apply_after_the_files_on_every_command() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(names(&out).contains(&"webfetch".to_string()));
     // In order: the last override wins.
-    let out = toolshed(dir.path(), &["tools", "--config", "permission.webfetch=allow", "--config", "permission.webfetch=deny"], "");
+    let out = toolshed(
+        dir.path(),
+        &["tools", "--config", "permission.webfetch=allow", "--config", "permission.webfetch=deny"],
+        "",
+    );
     assert!(!names(&out).contains(&"webfetch".to_string()));
 
     // A model and its provider from overrides alone (a string value, then TOML ones).
@@ -340,7 +347,9 @@ fn completions_and_man_pages_come_from_the_command_definitions_without_a_worktre
 
     let script = dir.path().join("toolshed.bash");
     std::fs::write(&script, toolshed(dir.path(), &["completions", "bash"], "").stdout).unwrap();
-    if let Ok(out) = Command::new("bash").arg("-c").arg(format!("source {} && complete -p toolshed", script.display())).output() {
+    if let Ok(out) =
+        Command::new("bash").arg("-c").arg(format!("source {} && complete -p toolshed", script.display())).output()
+    {
         assert!(out.status.success(), "{}", text(&out.stderr));
         assert!(text(&out.stdout).contains("toolshed"), "{}", text(&out.stdout));
     }
@@ -399,7 +408,12 @@ fn call_errors_tell_a_person_what_to_do_and_the_model_keeps_its_wording() {
 
     let out = toolshed(dir.path(), &["call", "raed", "{}"], "");
     let said = text(&out.stderr);
-    assert!(said.contains("Did you mean") && said.contains("\"read\"") && said.contains("toolshed tools --all --format table"), "{said}");
+    assert!(
+        said.contains("Did you mean")
+            && said.contains("\"read\"")
+            && said.contains("toolshed tools --all --format table"),
+        "{said}"
+    );
 
     // An ask with no one to answer: the person is told how to answer it.
     let outside = tempfile::tempdir().unwrap();

@@ -484,7 +484,9 @@ impl Override {
         };
         let (key, value) = (text[..at].trim(), text[at + 1..].trim());
         let bad_key = || {
-            format!("`{key}` in `{text}` is not a TOML key path; write it like session.max_steps=5 or permission.bash.\"git *\"=allow")
+            format!(
+                "`{key}` in `{text}` is not a TOML key path; write it like session.max_steps=5 or permission.bash.\"git *\"=allow"
+            )
         };
         if key.is_empty() || key.contains(['\n', '\r']) {
             return Err(bad_key());
@@ -506,7 +508,8 @@ impl Override {
             }
         }
         let parsed = toml::from_str::<toml::Table>(&format!("v = {value}")).ok().filter(|doc| doc.len() == 1);
-        let value = parsed.and_then(|mut doc| doc.remove("v")).unwrap_or_else(|| toml::Value::String(value.to_string()));
+        let value =
+            parsed.and_then(|mut doc| doc.remove("v")).unwrap_or_else(|| toml::Value::String(value.to_string()));
         Ok(Override { key: path, value, written: text.to_string() })
     }
 }
@@ -967,12 +970,18 @@ pass = ["GITHUB_TOKEN"]
         let o = Override::parse("session.max_steps=5").unwrap();
         assert_eq!(o.key, ["session", "max_steps"]);
         assert_eq!(o.value, toml::Value::Integer(5));
-        assert_eq!(Override::parse("model=openai/gpt-5.1").unwrap().value, toml::Value::String("openai/gpt-5.1".into()));
+        assert_eq!(
+            Override::parse("model=openai/gpt-5.1").unwrap().value,
+            toml::Value::String("openai/gpt-5.1".into())
+        );
         assert_eq!(Override::parse("model=\"a=b\"").unwrap().value, toml::Value::String("a=b".into()));
         let quoted = Override::parse("permission.bash.\"git s=x *\"=allow").unwrap();
         assert_eq!(quoted.key, ["permission", "bash", "git s=x *"]);
         // A value that would smuggle in a second key is a string.
-        assert_eq!(Override::parse("model=1\nsandbox = 2").unwrap().value, toml::Value::String("1\nsandbox = 2".into()));
+        assert_eq!(
+            Override::parse("model=1\nsandbox = 2").unwrap().value,
+            toml::Value::String("1\nsandbox = 2".into())
+        );
         for bad in ["no-equals", "=5", "a..b=1", "a b=1", "[x]=1"] {
             assert!(Override::parse(bad).is_err(), "{bad}");
         }
@@ -981,7 +990,10 @@ pass = ["GITHUB_TOKEN"]
     #[test]
     fn overrides_apply_after_every_file_in_order() {
         let c = overridden(
-            &[("toolshed.toml", "model = \"a/b\"\n[session]\nmax_steps = 7\ncompact_at = 0.5\n[permission]\nedit = \"deny\"\n")],
+            &[(
+                "toolshed.toml",
+                "model = \"a/b\"\n[session]\nmax_steps = 7\ncompact_at = 0.5\n[permission]\nedit = \"deny\"\n",
+            )],
             &["model=c/d", "session.max_steps=3", "permission.edit=allow", "model=e/f"],
         )
         .unwrap();
@@ -1016,5 +1028,4 @@ pass = ["GITHUB_TOKEN"]
         let err = overridden(&[], &["session.max_steps=many"]).unwrap_err();
         assert!(err.to_string().contains("--config session.max_steps=many"), "{err}");
     }
-
 }

@@ -62,8 +62,8 @@ impl Workspace {
             None => toolshed_core::paths::find_worktree(&current),
         };
         let cwd = if current.starts_with(&root) { current } else { root.clone() };
-        let config = Config::load_with(config_file, &root, overrides)
-            .map_err(|e| Error::Usage(format!("config error: {e}")))?;
+        let config =
+            Config::load_with(config_file, &root, overrides).map_err(|e| Error::Usage(format!("config error: {e}")))?;
         if let Some(file) = config_file {
             // The file that replaces the user's config is theirs as much as `~/.config/toolshed`:
             // a model that could write it could lift its own limits.

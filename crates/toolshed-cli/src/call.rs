@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use toolshed_agent::store::new_id;
-use toolshed_core::exec::{Session, Stage, ToolCall, ToolResult};
+use toolshed_core::exec::{Session, Stage, ToolCall};
 use toolshed_tools::custom::Scope;
 
 use crate::CliError;
@@ -116,7 +116,8 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
     if args.json {
         crate::out_exact(format_args!("{}", result.to_json()));
     } else if result.is_error {
-        crate::err(format_args!("{}", for_person(&result, args.args.as_deref())));
+        let given = if args.args.as_deref() == Some("-") { "the JSON on standard input" } else { "ARGS_JSON" };
+        crate::err(format_args!("{}", for_person(result.refused_at, &result.tool, &result.output, given)));
     } else {
         crate::out(format_args!("{}", result.output));
     }
@@ -129,10 +130,10 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
 /// A failed call's message for the person who typed the command. The chain's refusals end
 /// with what the model should do next ("Fix the arguments and call read again"); here the
 /// facts stay and the next step is one a person can take. A tool's own error is shown as is.
-fn for_person(result: &ToolResult, args: Option<&str>) -> String {
-    let tool = &result.tool;
-    let output = result.output.trim_end();
-    match result.refused_at {
+/// `given` names where the arguments came from ("ARGS_JSON").
+pub fn for_person(refused_at: Option<Stage>, tool: &str, output: &str, given: &str) -> String {
+    let output = output.trim_end();
+    match refused_at {
         Some(Stage::Resolve) => {
             format!("{output}\n`toolshed tools --all --format table` lists the tools you can call.")
         }
@@ -144,7 +145,6 @@ fn for_person(result: &ToolResult, args: Option<&str>) -> String {
             } else {
                 format!("The arguments for {tool} are not valid:\n{}", problems.join("\n"))
             };
-            let given = if args == Some("-") { "the JSON on standard input" } else { "ARGS_JSON" };
             format!(
                 "{what}\nCorrect {given} and run the command again; `toolshed tools --all` shows {tool}'s parameters (\"parameters\")."
             )

@@ -129,6 +129,11 @@ fn continue_resumes_the_most_recent_session_of_this_worktree_only() {
     let sent = server.received()[2].body["messages"].to_string();
     assert!(sent.contains("remember 42") && sent.contains("first answer"), "{sent}");
 
+    // chat --continue opens the same session.
+    let out = toolshed_in(here.path(), data.path(), &["chat", "--plain", "--continue"], "/session\n/exit\n");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(&format!("session {id}")), "{}", text(&out.stderr));
+
     // --continue where nothing ran yet: a usage error that says what to do.
     let empty = worktree(&server);
     let out = toolshed_in(empty.path(), data.path(), &["run", "--continue", "hi"], "");
@@ -405,6 +410,12 @@ fn call_errors_tell_a_person_what_to_do_and_the_model_keeps_its_wording() {
     let out = toolshed(dir.path(), &["call", "read", r#"{"file_path": 5}"#, "--json"], "");
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(result["output"].as_str().unwrap().ends_with("Fix the arguments and call read again."), "{result}");
+
+    // `permission explain` decodes the same arguments for a person.
+    let out = toolshed(dir.path(), &["permission", "explain", "read", r#"{"file_path": 5}"#], "");
+    assert_eq!(out.status.code(), Some(2));
+    let said = text(&out.stderr);
+    assert!(said.contains("Correct ARGS_JSON") && !said.contains("call read again"), "{said}");
 
     let out = toolshed(dir.path(), &["call", "raed", "{}"], "");
     let said = text(&out.stderr);

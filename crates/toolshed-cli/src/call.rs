@@ -146,7 +146,7 @@ pub fn for_person(refused_at: Option<Stage>, tool: &str, output: &str, given: &s
                 format!("The arguments for {tool} are not valid:\n{}", problems.join("\n"))
             };
             format!(
-                "{what}\nCorrect {given} and run the command again; `toolshed tools --all` shows {tool}'s parameters (\"parameters\")."
+                "{what}\nCorrect {given} and run the command again; `toolshed tools --all` shows {tool}'s parameters."
             )
         }
         Some(Stage::Permit) => {

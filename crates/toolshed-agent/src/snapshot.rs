@@ -156,6 +156,42 @@ pub fn shadow_dir(data_dir: &Path, worktree: &Path) -> PathBuf {
     data_dir.join("snapshots").join(format!("{hash:016x}"))
 }
 
+/// Drops the refs that keep the snapshots of `sessions` (their steps' before and after) in the
+/// shadow repository of `worktree`, in one `update-ref` transaction, so the next prune removes
+/// what nothing else keeps. Works when the worktree itself is gone. Returns how many refs were
+/// dropped: none when the worktree has no shadow repository.
+pub fn forget_sessions(data_dir: &Path, worktree: &Path, sessions: &[String]) -> Result<usize, SnapshotError> {
+    let git_dir = shadow_dir(data_dir, worktree);
+    if !git_dir.join("HEAD").exists() {
+        return Ok(0);
+    }
+    if git_on_path("git").is_none() {
+        return Err(SnapshotError::GitMissing);
+    }
+    let shadow = Shadow {
+        worktree: git_dir.clone(),
+        git_dir,
+        max_file_bytes: MAX_FILE_BYTES,
+        first_max: (FIRST_MAX_FILES, FIRST_MAX_BYTES),
+        data_inside: None,
+    };
+    let _lock = shadow.lock()?;
+    let refs = shadow.git(&["for-each-ref", "--format=%(refname)", "refs/toolshed/"], None)?;
+    let mut delete = String::new();
+    let mut dropped = 0;
+    for name in String::from_utf8_lossy(&refs).lines() {
+        // refs/toolshed/<secs>/<session>/<step>-before|after
+        if name.split('/').nth(3).is_some_and(|session| sessions.iter().any(|s| s == session)) {
+            delete.push_str(&format!("delete {name}\n"));
+            dropped += 1;
+        }
+    }
+    if dropped > 0 {
+        shadow.git(&["update-ref", "--stdin"], Some(delete.as_bytes()))?;
+    }
+    Ok(dropped)
+}
+
 /// Whether this process may write `dir`.
 fn writable(dir: &Path) -> bool {
     let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return false };

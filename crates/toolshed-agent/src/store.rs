@@ -596,6 +596,39 @@ impl Store {
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 
+    /// Session `id` and every sub-agent session under it (their sub-agents too), `id` first.
+    pub fn session_tree(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        self.session(id)?;
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "WITH RECURSIVE tree(id, depth) AS (
+                   SELECT id, 0 FROM sessions WHERE id = ?1
+                   UNION SELECT s.id, t.depth + 1 FROM sessions s JOIN tree t ON s.parent_id = t.id
+                 ) SELECT id FROM tree ORDER BY depth, id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([id], |row| row.get(0)).map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<String>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Deletes session `id` and its sub-agent sessions ([`Store::session_tree`]) with everything
+    /// stored of them (messages, parts, attachments, compactions, steps, tasks), in one
+    /// transaction. Returns the ids deleted.
+    pub fn delete_session(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        let ids = self.session_tree(id)?;
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(|e| self.err(e))?;
+        for id in &ids {
+            tx.execute("DELETE FROM tasks WHERE session_id = ?1 OR child_session_id = ?1", [id])
+                .map_err(|e| self.err(e))?;
+            // Messages, parts, attachments, compactions and steps go with it (ON DELETE CASCADE).
+            tx.execute("DELETE FROM sessions WHERE id = ?1", [id]).map_err(|e| self.err(e))?;
+        }
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(ids)
+    }
+
     /// Changes the agent the session runs as (plan / build switching).
     pub fn set_agent(&self, id: &str, agent: &str) -> Result<(), StoreError> {
         self.conn()
@@ -607,8 +640,9 @@ impl Store {
     /// Takes the lock of session `id` for this process: while it is held, another toolshed
     /// process cannot run the session, so two never interleave their messages in it. It is an
     /// advisory file lock under the store's directory, which the kernel releases when its
-    /// process ends (a killed process's lock is free to take). The error is for people.
-    pub fn lock_session(&self, id: &str) -> Result<toolshed_core::paths::FileLock, String> {
+    /// process ends (a killed process's lock is free to take). The error is for people: wait,
+    /// then do `next` ("continue the session").
+    pub fn lock_session(&self, id: &str, next: &str) -> Result<toolshed_core::paths::FileLock, String> {
         use toolshed_core::paths::FileLock;
         let dir = self.path().parent().unwrap_or(Path::new(".")).join("locks");
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -619,7 +653,7 @@ impl Store {
                 // No pid yet: another process has just taken the lock.
                 let pid = FileLock::holder(&path).map_or("starting".to_string(), |pid| format!("pid {pid}"));
                 Err(format!(
-                    "session {id} is in use by another toolshed process ({pid}); wait for it to finish or stop it, then continue the session"
+                    "session {id} is in use by another toolshed process ({pid}); wait for it to finish or stop it, then {next}"
                 ))
             }
             Err(e) => Err(format!("cannot lock session {id} ({}): {e}", path.display())),
@@ -1360,6 +1394,34 @@ mod tests {
 
     fn call(id: &str) -> ToolCall {
         ToolCall { id: id.into(), name: "read".into(), arguments: r#"{"path":"a"}"#.into(), kind: CallKind::Function }
+    }
+
+    #[test]
+    fn deleting_a_session_deletes_its_sub_agents_and_everything_stored_of_them() {
+        let (_d, s) = store();
+        let ses = s.create_session(None, "build", Some("p/m"), Path::new("/w")).unwrap();
+        let other = s.create_session(None, "build", Some("p/m"), Path::new("/w")).unwrap();
+        let child = s.create_session(Some(&ses.id), "explore", Some("p/m"), Path::new("/w")).unwrap();
+        for id in [&ses.id, &child.id, &other.id] {
+            let m = s.add_message(id, Role::Assistant, Some("build"), Some("p/m")).unwrap();
+            s.add_tool_call(id, &m, &call("c1")).unwrap();
+            s.begin_step(id, StepKind::Model).unwrap();
+        }
+        assert_eq!(s.session_tree(&ses.id).unwrap(), [ses.id.clone(), child.id.clone()]);
+        assert_eq!(s.delete_session(&ses.id).unwrap(), [ses.id.clone(), child.id.clone()]);
+        for id in [&ses.id, &child.id] {
+            assert!(matches!(s.session(id), Err(StoreError::NoSession(_))));
+        }
+        let conn = s.conn();
+        for table in ["messages", "parts", "steps"] {
+            let left: i64 = conn
+                .query_row(&format!("SELECT COUNT(*) FROM {table} WHERE session_id != ?1"), [&other.id], |r| r.get(0))
+                .unwrap();
+            assert_eq!(left, 0, "{table} of the deleted sessions remain");
+        }
+        drop(conn);
+        assert_eq!(s.messages(&other.id).unwrap().len(), 1, "another session is untouched");
+        assert!(matches!(s.delete_session("ses_nope"), Err(StoreError::NoSession(_))));
     }
 
     #[test]

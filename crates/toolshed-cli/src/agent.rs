@@ -62,7 +62,12 @@ pub struct SessionLock {
 impl SessionLock {
     /// Takes the lock of session `id` in `store`'s directory.
     pub fn acquire(store: &Store, id: &str) -> Result<SessionLock, CliError> {
-        store.lock_session(id).map(|held| SessionLock { _held: held }).map_err(CliError::failure)
+        SessionLock::acquire_then(store, id, "continue the session")
+    }
+
+    /// [`SessionLock::acquire`]; a refusal says to wait, then do `next`.
+    pub fn acquire_then(store: &Store, id: &str, next: &str) -> Result<SessionLock, CliError> {
+        store.lock_session(id, next).map(|held| SessionLock { _held: held }).map_err(CliError::failure)
     }
 }
 
@@ -93,6 +98,23 @@ pub fn open_session(
 pub fn open_store() -> Result<Arc<Store>, CliError> {
     let path = Store::default_path(&toolshed_core::paths::data_dir());
     Store::open(path).map(Arc::new).map_err(CliError::failure)
+}
+
+/// The most recently updated session (not a sub-agent's) that worked in this worktree, for
+/// `--continue`.
+pub fn latest_session(ws: &Workspace) -> Result<String, CliError> {
+    let path = Store::default_path(&toolshed_core::paths::data_dir());
+    let sessions = if path.exists() {
+        Store::open(&path).and_then(|store| store.list_sessions()).map_err(CliError::failure)?
+    } else {
+        Vec::new()
+    };
+    let root = ws.root.display().to_string();
+    sessions.into_iter().find(|s| s.parent_id.is_none() && s.root == root).map(|s| s.id).ok_or_else(|| {
+        CliError::usage(format!(
+            "--continue: no session has worked in {root} yet; start one with toolshed run \"...\" (`toolshed session list --all` shows the sessions of every worktree)"
+        ))
+    })
 }
 
 /// The store, agent and model a `run` or `chat` uses: a stored session's unless the flags say

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use toolshed_agent::store::new_id;
-use toolshed_core::exec::{Session, ToolCall};
+use toolshed_core::exec::{Session, Stage, ToolCall};
 use toolshed_tools::custom::Scope;
 
 use crate::CliError;
@@ -20,18 +20,25 @@ pub struct CallArgs {
     #[arg(value_name = "ARGS_JSON")]
     args: Option<String>,
     /// Run as this agent (its permissions apply; default: the session's, else `build`).
-    #[arg(long)]
+    #[arg(short, long)]
     agent: Option<String>,
     /// Record the call in this stored session (default: an in-memory session of its own).
-    #[arg(long, value_name = "ID")]
+    #[arg(short, long, value_name = "ID")]
     session: Option<String>,
     /// Approve every permission request that asks (never one that denies).
-    #[arg(long)]
+    #[arg(short, long)]
     yes: bool,
     /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
 }
+
+pub const EXAMPLES: &str = "Examples:
+  toolshed call read '{\"file_path\": \"src/main.rs\", \"offset\": 40, \"limit\": 20}'
+  echo '{\"pattern\": \"TODO\", \"include\": \"*.rs\"}' | toolshed call grep -
+  toolshed call bash '{\"command\": \"cargo test -q\"}' -y
+  toolshed call apply_patch - < change.patch          # a freeform tool takes raw text
+  toolshed call edit '{...}' -a plan --json             # as the plan agent, result as JSON";
 
 impl CallArgs {
     /// The custom tools this call needs loaded.
@@ -109,7 +116,8 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
     if args.json {
         crate::out_exact(format_args!("{}", result.to_json()));
     } else if result.is_error {
-        crate::err(format_args!("{}", result.output));
+        let given = if args.args.as_deref() == Some("-") { "the JSON on standard input" } else { "ARGS_JSON" };
+        crate::err(format_args!("{}", for_person(result.refused_at, &result.tool, &result.output, given)));
     } else {
         crate::out(format_args!("{}", result.output));
     }
@@ -117,4 +125,52 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
     // when none started).
     runtime.block_on(toolshed_tools::lsp::shared(&ws.config).shutdown());
     Ok(if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// A failed call's message for the person who typed the command. The chain's refusals end
+/// with what the model should do next ("Fix the arguments and call read again"); here the
+/// facts stay and the next step is one a person can take. A tool's own error is shown as is.
+/// `given` names where the arguments came from ("ARGS_JSON").
+pub fn for_person(refused_at: Option<Stage>, tool: &str, output: &str, given: &str) -> String {
+    let output = output.trim_end();
+    match refused_at {
+        Some(Stage::Resolve) => {
+            format!("{output}\n`toolshed tools --all --format table` lists the tools you can call.")
+        }
+        Some(Stage::Decode) => {
+            let problems: Vec<&str> = output.lines().filter(|l| l.starts_with("- ")).collect();
+            let what = if problems.is_empty() {
+                // One sentence: what is wrong with the text (not JSON, not an object).
+                first_sentence(output).to_string()
+            } else {
+                format!("The arguments for {tool} are not valid:\n{}", problems.join("\n"))
+            };
+            format!(
+                "{what}\nCorrect {given} and run the command again; `toolshed tools --all` shows {tool}'s parameters."
+            )
+        }
+        Some(Stage::Permit) => {
+            let facts = output.split(" The call was not run").next().unwrap_or(output);
+            let facts = facts.replace(toolshed_core::permission::NO_APPROVER, "no one could be asked (no terminal)");
+            let next = if output.starts_with("Permission denied") || output.contains("Permission denied:") {
+                format!(
+                    "`toolshed permission explain {tool} ARGS_JSON` shows the rule that decides; change it in toolshed.toml (or run as another agent with -a) to allow this."
+                )
+            } else if output.contains(toolshed_core::permission::NO_APPROVER) {
+                "Run it at a terminal to answer the question, add --yes to approve what asks (never what the rules deny), or allow it in toolshed.toml.".to_string()
+            } else {
+                String::new()
+            };
+            format!("{facts} Nothing was run.\n{next}").trim_end().to_string()
+        }
+        None => output.to_string(),
+    }
+}
+
+/// `text` up to the end of its first sentence.
+fn first_sentence(text: &str) -> &str {
+    match text.find(". ") {
+        Some(end) => &text[..=end],
+        None => text,
+    }
 }

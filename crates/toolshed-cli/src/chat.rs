@@ -21,14 +21,17 @@ use crate::workspace::Workspace;
 #[derive(Args)]
 pub struct ChatArgs {
     /// The model (`provider/model`); default: the agent's, else the config's `model`.
-    #[arg(long)]
+    #[arg(short, long)]
     model: Option<String>,
     /// Start as this agent (default: the config's, else `build`).
-    #[arg(long)]
+    #[arg(short, long)]
     agent: Option<String>,
     /// Continue this stored session.
-    #[arg(long, value_name = "ID")]
+    #[arg(short, long, value_name = "ID", conflicts_with = "continue_")]
     session: Option<String>,
+    /// Continue this worktree's most recent session.
+    #[arg(long = "continue")]
+    continue_: bool,
     /// Line mode: no terminal UI even on a terminal (it is line mode anyway when standard input
     /// or output is not a terminal).
     #[arg(long)]
@@ -193,7 +196,10 @@ fn home_relative(root: &std::path::Path) -> String {
     }
 }
 
-pub fn run(ws: &Workspace, args: ChatArgs) -> Result<ExitCode, CliError> {
+pub fn run(ws: &Workspace, mut args: ChatArgs) -> Result<ExitCode, CliError> {
+    if args.continue_ {
+        args.session = Some(crate::agent::latest_session(ws)?);
+    }
     let (store, agent, model) =
         crate::agent::session_target(ws, args.session.as_deref(), args.agent.as_deref(), args.model.as_deref())?;
     if !args.plain && std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {

@@ -33,6 +33,7 @@ mod approver;
 mod call;
 mod chat;
 mod doctor;
+mod manual;
 mod mcp;
 mod permission;
 mod run;
@@ -47,29 +48,84 @@ use clap::{Parser, Subcommand};
 
 /// A coding-agent tool runtime: file, search, patch and shell tools for language models.
 #[derive(Parser)]
-#[command(name = "toolshed", version, about, long_about = None)]
+#[command(name = "toolshed", version, about, long_about = None, after_help = EXAMPLES)]
 struct Cli {
     /// The worktree the tools are confined to (default: the git worktree containing the
     /// current directory, else the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     root: Option<PathBuf>,
-    /// Use this file instead of ~/.config/toolshed/config.toml (the worktree's toolshed.toml
-    /// is still read after it).
-    #[arg(long, global = true, value_name = "FILE")]
-    config: Option<PathBuf>,
+    /// FILE: use it instead of ~/.config/toolshed/config.toml (the worktree's toolshed.toml is
+    /// still read after it). KEY=VALUE: set one value after every file, KEY a dotted TOML path
+    /// (session.max_steps, permission.bash."git *"), VALUE TOML or else a string. Repeatable;
+    /// overrides apply in order.
+    #[arg(short = 'c', long, global = true, value_name = "FILE|KEY=VALUE", value_parser = parse_config_arg)]
+    config: Vec<ConfigArg>,
     #[command(subcommand)]
     command: Command,
 }
 
+/// One `--config`: a file, or (any value with `=`) an override.
+#[derive(Clone)]
+enum ConfigArg {
+    File(PathBuf),
+    Set(toolshed_core::config::Override),
+}
+
+fn parse_config_arg(value: &str) -> Result<ConfigArg, String> {
+    if value.contains('=') {
+        toolshed_core::config::Override::parse(value).map(ConfigArg::Set)
+    } else {
+        Ok(ConfigArg::File(value.into()))
+    }
+}
+
+impl Cli {
+    /// The config file `--config` names, and the overrides in order; two files are an error.
+    fn config(&self) -> Result<(Option<&std::path::Path>, Vec<toolshed_core::config::Override>), CliError> {
+        let mut file = None;
+        let mut overrides = Vec::new();
+        for arg in &self.config {
+            match arg {
+                ConfigArg::File(path) if file.is_some() => {
+                    return Err(CliError::usage(format!(
+                        "--config {} is a second config file; give one file (it replaces ~/.config/toolshed/config.toml), and set single values with --config KEY=VALUE",
+                        path.display()
+                    )));
+                }
+                ConfigArg::File(path) => file = Some(path.as_path()),
+                ConfigArg::Set(o) => overrides.push(o.clone()),
+            }
+        }
+        Ok((file, overrides))
+    }
+}
+
+const EXAMPLES: &str = "Examples:
+  toolshed tools --format table                     # what a model sees here
+  toolshed call read '{\"file_path\": \"README.md\", \"limit\": 20}'
+  toolshed run \"why does the test fail?\" -m openai/gpt-5.1
+  toolshed chat
+  toolshed COMMAND --help                            # each command's options and examples";
+
+const CHAT_EXAMPLES: &str = "Examples:
+  toolshed chat -m anthropic/claude-sonnet-4-5
+  toolshed chat -a plan                              # start in plan mode
+  toolshed chat -s ses_1a2354de654fac79410           # continue a stored session
+  toolshed chat --plain < prompts.txt                # line mode: one prompt per line";
+
 #[derive(Subcommand)]
 enum Command {
     /// List the tools a model would see, in a provider's wire format if asked.
+    #[command(after_help = tools::EXAMPLES)]
     Tools(tools::ToolsArgs),
     /// Run one tool through the full execution chain (validation, permissions, limits).
+    #[command(after_help = call::EXAMPLES)]
     Call(call::CallArgs),
     /// Answer one prompt with the agent: the answer streams to stdout, tool calls to stderr.
+    #[command(after_help = run::EXAMPLES)]
     Run(run::RunArgs),
     /// An interactive session with the agent (Ctrl-C interrupts a turn).
+    #[command(after_help = CHAT_EXAMPLES)]
     Chat(chat::ChatArgs),
     /// List, show or export stored sessions; show or revert what they changed.
     #[command(subcommand)]
@@ -81,7 +137,14 @@ enum Command {
     #[command(subcommand)]
     Permission(permission::PermissionCommand),
     /// Check what works in this worktree (websearch, skills, instructions) and why not.
+    #[command(after_help = "Examples:\n  toolshed doctor\n  toolshed doctor --root ../other-checkout")]
     Doctor,
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    #[command(after_help = manual::COMPLETIONS_EXAMPLES)]
+    Completions(manual::CompletionsArgs),
+    /// Print the man page (roff), or write one page per command into a directory.
+    #[command(after_help = manual::MAN_EXAMPLES)]
+    Man(manual::ManArgs),
 }
 
 /// A command's failure: the message and the exit code (1 failure, 2 usage or configuration).
@@ -202,6 +265,16 @@ fn main() -> ExitCode {
     // Children get the environment minus its secrets; they must not read ours from /proc.
     toolshed_core::env::hide_own_environment();
     let cli = Cli::parse();
+    // What is generated from the argument definitions needs no worktree and no config.
+    match &cli.command {
+        Command::Completions(args) => return finish(manual::completions(args)),
+        Command::Man(args) => return finish(manual::man(args)),
+        _ => {}
+    }
+    let (config_file, overrides) = match cli.config() {
+        Ok(config) => config,
+        Err(e) => return finish(Err(e)),
+    };
     // Only what the command needs is loaded: `call` never starts the JS host for another tool.
     let scope = match &cli.command {
         Command::Tools(args) => args.scope(),
@@ -211,8 +284,9 @@ fn main() -> ExitCode {
         Command::Session(cmd) => cmd.scope(),
         Command::Mcp(_) => toolshed_tools::custom::Scope::All,
         Command::Doctor => toolshed_tools::custom::Scope::All,
+        Command::Completions(_) | Command::Man(_) => toolshed_tools::custom::Scope::Tool(String::new()),
     };
-    let result = workspace::Workspace::open(cli.root.as_deref(), cli.config.as_deref(), &scope)
+    let result = workspace::Workspace::open_with(cli.root.as_deref(), config_file, &overrides, &scope)
         .map_err(CliError::from)
         .and_then(|ws| match cli.command {
             Command::Tools(args) => tools::run(&ws, args),
@@ -223,7 +297,14 @@ fn main() -> ExitCode {
             Command::Permission(cmd) => permission::run(&ws, cmd),
             Command::Mcp(cmd) => mcp::run(&ws, cmd),
             Command::Doctor => doctor::run(&ws),
+            Command::Completions(args) => manual::completions(&args),
+            Command::Man(args) => manual::man(&args),
         });
+    finish(result)
+}
+
+/// The exit code of a command's outcome; a failure's message goes to standard error.
+fn finish(result: Result<ExitCode, CliError>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {

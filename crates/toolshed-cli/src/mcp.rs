@@ -21,18 +21,26 @@ use crate::workspace::Workspace;
 #[derive(Subcommand)]
 pub enum McpCommand {
     /// Serve an agent's tools to an MCP client, over stdio (default) or streamable HTTP.
+    #[command(after_help = "Examples:
+  toolshed mcp serve                             # over stdio, for a client that starts it
+  toolshed mcp serve -a plan                     # only what plan mode may do
+  toolshed mcp serve --http 127.0.0.1:8700")]
     Serve(ServeArgs),
     /// Show each configured MCP server: connected (with its tools), disabled or unavailable (why).
+    #[command(after_help = "Examples:\n  toolshed mcp list\n  toolshed mcp list --json")]
     List(ListArgs),
     /// Add the servers of an `mcpServers` JSON file (Claude Desktop, Cursor, .mcp.json, VS Code)
     /// to the worktree's toolshed.toml.
+    #[command(after_help = "Examples:
+  toolshed mcp import .mcp.json
+  toolshed mcp import ~/.config/Claude/claude_desktop_config.json --print")]
     Import(ImportArgs),
 }
 
 #[derive(Args)]
 pub struct ServeArgs {
     /// Serve this agent's tools, under its permission rules (default: build).
-    #[arg(long)]
+    #[arg(short, long)]
     agent: Option<String>,
     /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8700; port 0 picks a free one).
     /// Only requests addressed to localhost, and from no browser origin or a local one, are

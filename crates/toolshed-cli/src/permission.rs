@@ -7,10 +7,11 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use toolshed_core::context::{CallInfo, CancellationToken, Environment, ToolContext};
 use toolshed_core::exec::CallInput;
-use toolshed_core::exec::Session;
 use toolshed_core::exec::decode::decode;
 use toolshed_core::exec::permit::Gate;
+use toolshed_core::exec::{Session, Stage};
 use toolshed_core::permission::{Action, RejectAll};
+use toolshed_core::tool::ToolError;
 use toolshed_tools::custom::Scope;
 
 use crate::CliError;
@@ -19,6 +20,10 @@ use crate::workspace::Workspace;
 #[derive(Subcommand)]
 pub enum PermissionCommand {
     /// Show the permission requests of a call, the rules each pattern meets and the decision.
+    #[command(after_help = "Examples:
+  toolshed permission explain bash '{\"command\": \"git status && rm -rf build\"}'
+  toolshed permission explain edit '{\"file_path\": \"src/lib.rs\", \"old_string\": \"a\", \"new_string\": \"b\"}' -a plan
+  toolshed permission explain read '{\"file_path\": \".env\"}' --json")]
     Explain(ExplainArgs),
 }
 
@@ -30,7 +35,7 @@ pub struct ExplainArgs {
     #[arg(value_name = "ARGS_JSON")]
     args: String,
     /// The agent whose rules apply.
-    #[arg(long)]
+    #[arg(short, long)]
     agent: Option<String>,
     /// Print the explanation as JSON.
     #[arg(long)]
@@ -50,11 +55,15 @@ pub fn run(ws: &Workspace, command: PermissionCommand) -> Result<ExitCode, CliEr
     let agent = ws.agent(args.agent.as_deref())?;
     // The registry `toolshed call` would run this call against: MCP and custom tools included.
     let (registry, _mcp) = crate::mcp::registry_for_tool(ws, &args.tool)?;
+    // The model's wording says what the model should do next; a person gets their own.
+    let for_person = |stage, e: ToolError| {
+        CliError::usage(crate::call::for_person(Some(stage), &args.tool, &e.to_string(), "ARGS_JSON"))
+    };
     let entry = registry.get(&args.tool).ok_or_else(|| {
         let view = toolshed_core::registry::View { agent: &agent, ..Default::default() };
-        CliError::usage(toolshed_core::exec::resolve::unknown(&registry, &args.tool, &view))
+        for_person(Stage::Resolve, toolshed_core::exec::resolve::unknown(&registry, &args.tool, &view))
     })?;
-    let value = decode(entry, &CallInput::Raw(args.args)).map_err(CliError::usage)?;
+    let value = decode(entry, &CallInput::Raw(args.args.clone())).map_err(|e| for_person(Stage::Decode, e))?;
     let invocation = entry.tool.prepare(value).map_err(CliError::usage)?;
     let mut env = Environment::new(ws.root.clone(), toolshed_core::paths::data_dir());
     env.cwd.clone_from(&ws.cwd);

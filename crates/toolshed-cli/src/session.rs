@@ -19,33 +19,57 @@ use crate::workspace::Workspace;
 
 #[derive(Subcommand)]
 pub enum SessionCommand {
-    /// List stored sessions, most recent first.
+    /// List this worktree's stored sessions (every worktree's with --all), most recent first.
+    #[command(after_help = "Examples:
+  toolshed session list
+  toolshed session list --all            # every worktree's, with a WORKTREE column
+  toolshed session list --json | jq -r '.[0].id'")]
     List {
+        /// List the sessions of every worktree.
+        #[arg(long)]
+        all: bool,
         /// Print a JSON array.
         #[arg(long)]
         json: bool,
     },
+    /// Delete a session with its sub-agent sessions, messages, compactions, steps and the undo
+    /// snapshots only it kept. A session a running toolshed is using is refused.
+    #[command(after_help = "Examples:
+  toolshed session delete ses_1a2354de654fac79410
+  toolshed session list --json | jq -r '.[1:][].id' | xargs -n1 toolshed session delete   # keep the latest")]
+    Delete {
+        /// The session id.
+        id: String,
+    },
     /// Show a session's conversation.
+    #[command(after_help = "Examples:\n  toolshed session show ses_1a2354de654fac79410 | less")]
     Show {
         /// The session id.
         id: String,
     },
     /// Print a session as JSON: the session, its todos, messages with parts, compactions, and
     /// tasks.
+    #[command(after_help = "Examples:\n  toolshed session export ses_1a2354de654fac79410 > session.json")]
     Export {
         /// The session id.
         id: String,
     },
     /// Summarise a session's older history now, so its next request is smaller (the messages
     /// stay stored; `session show` lists the compaction). Asks the session's model.
+    #[command(after_help = "Examples:
+  toolshed session compact ses_1a2354de654fac79410
+  toolshed session compact ses_1a2354de654fac79410 -m openai/gpt-5-mini   # a cheaper model summarises")]
     Compact {
         /// The session id.
         id: String,
         /// The model to ask (default: the session's).
-        #[arg(long)]
+        #[arg(short, long)]
         model: Option<String>,
     },
     /// Show what a session changed in the worktree, as a unified diff.
+    #[command(after_help = "Examples:
+  toolshed session diff ses_1a2354de654fac79410
+  toolshed session diff ses_1a2354de654fac79410 --step 3 --stat")]
     Diff {
         /// The session id.
         id: String,
@@ -59,6 +83,10 @@ pub enum SessionCommand {
     /// Put the files a session changed back as they were before a step (default: before its
     /// last step that changed files). Files changed by hand since are not overwritten unless
     /// --force. Reverting again undoes the revert.
+    #[command(after_help = "Examples:
+  toolshed session revert ses_1a2354de654fac79410            # undo its last step that changed files
+  toolshed session revert ses_1a2354de654fac79410 --step 2   # back to before step 2
+  toolshed session revert ses_1a2354de654fac79410 --json")]
     Revert {
         /// The session id.
         id: String,
@@ -89,30 +117,30 @@ pub fn run(ws: &Workspace, cmd: SessionCommand) -> Result<ExitCode, CliError> {
     let path = Store::default_path(&toolshed_core::paths::data_dir());
     let store = if path.exists() { Some(Store::open(&path).map_err(CliError::failure)?) } else { None };
     match cmd {
-        SessionCommand::List { json } => {
-            let sessions = match &store {
+        SessionCommand::List { all, json } => {
+            let mut sessions = match &store {
                 Some(s) => s.list_sessions().map_err(CliError::failure)?,
                 None => Vec::new(),
             };
+            let root = ws.root.display().to_string();
+            if !all {
+                sessions.retain(|s| s.root == root);
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&sessions).map_err(CliError::failure)?);
-            } else if sessions.is_empty() {
+            } else if sessions.is_empty() && all {
                 eprintln!("no sessions yet (toolshed run and toolshed chat store theirs in {})", path.display());
+            } else if sessions.is_empty() {
+                eprintln!(
+                    "no sessions in {root} yet (toolshed run and toolshed chat store theirs); `toolshed session list --all` lists every worktree's"
+                );
             } else {
-                for s in &sessions {
-                    let model = s.model.as_deref().unwrap_or("-");
-                    let child = if s.parent_id.is_some() { " (sub-agent)" } else { "" };
-                    crate::out(format_args!(
-                        "{}  {:>8}  {:<8} {:<28} {:>3} msgs  {}{child}",
-                        s.id,
-                        ago(s.updated_at),
-                        s.agent,
-                        model,
-                        s.messages,
-                        s.title
-                    ));
-                }
+                list(&sessions, all);
             }
+        }
+        SessionCommand::Delete { id } => {
+            let store = store.ok_or_else(|| no_session(&id))?;
+            return delete(&store, &id);
         }
         SessionCommand::Show { id } => {
             let store = store.ok_or_else(|| no_session(&id))?;
@@ -232,6 +260,82 @@ pub fn run(ws: &Workspace, cmd: SessionCommand) -> Result<ExitCode, CliError> {
             let outcome = tokio_rt.block_on(undo::apply_revert(&store, &undo, plan, force)).map_err(undo_error)?;
             print_revert(&outcome, json);
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `session list` for people: a header row, then one row per session (with `all`, the worktree
+/// it worked in).
+fn list(sessions: &[toolshed_agent::store::SessionInfo], all: bool) {
+    let rows: Vec<[String; 7]> = sessions
+        .iter()
+        .map(|s| {
+            let child = if s.parent_id.is_some() { " (sub-agent)" } else { "" };
+            [
+                s.id.clone(),
+                ago(s.updated_at),
+                s.agent.clone(),
+                s.model.clone().unwrap_or_else(|| "-".into()),
+                s.messages.to_string(),
+                s.root.clone(),
+                format!("{}{child}", s.title.split_whitespace().collect::<Vec<_>>().join(" ")),
+            ]
+        })
+        .collect();
+    let header = ["ID", "UPDATED", "AGENT", "MODEL", "MSGS", "WORKTREE", "TITLE"].map(String::from);
+    let mut widths = [0; 6];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for [id, updated, agent, model, messages, root, title] in std::iter::once(&header).chain(&rows) {
+        let root = if all { format!("{root:<w$}  ", w = widths[5]) } else { String::new() };
+        crate::out(format_args!(
+            "{id:<w0$}  {updated:>w1$}  {agent:<w2$}  {model:<w3$}  {messages:>w4$}  {root}{title}",
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+            w4 = widths[4],
+        ));
+    }
+}
+
+/// `toolshed session delete ID`: refused while a toolshed process runs the session; the refs
+/// that keep its undo snapshots go first (one transaction), then the session and its
+/// sub-agents' sessions (another), so a failure leaves the session as it was.
+fn delete(store: &Store, id: &str) -> Result<ExitCode, CliError> {
+    let info = store.session(id).map_err(|_| no_session(id))?;
+    if let Some(parent) = &info.parent_id {
+        return Err(CliError::usage(format!(
+            "session {id} is a sub-agent of session {parent}; delete {parent} (its sub-agents go with it)"
+        )));
+    }
+    let _lock = crate::agent::SessionLock::acquire_then(store, id, "delete it")?;
+    let ids = store.session_tree(id).map_err(CliError::failure)?;
+    let data_dir = store.path().parent().map_or_else(toolshed_core::paths::data_dir, std::path::Path::to_path_buf);
+    let kept = match toolshed_agent::snapshot::forget_sessions(&data_dir, std::path::Path::new(&info.root), &ids) {
+        Ok(_) => None,
+        // Without git nothing can be restored from the snapshots anyway; they expire.
+        Err(toolshed_agent::snapshot::SnapshotError::GitMissing) => Some("git is not on PATH"),
+        Err(e) => {
+            return Err(CliError::failure(format!(
+                "cannot release the undo snapshots of session {id}, so it was not deleted: {e}"
+            )));
+        }
+    };
+    store.delete_session(id).map_err(CliError::failure)?;
+    let sub = match ids.len() - 1 {
+        0 => String::new(),
+        1 => " and its sub-agent session".into(),
+        n => format!(" and its {n} sub-agent sessions"),
+    };
+    crate::out(format_args!("deleted session {id}{sub} ({} messages)", info.messages));
+    if let Some(why) = kept {
+        crate::err(format_args!(
+            "its undo snapshots stay until they expire ({why}; `[session] snapshot_retention_days`)"
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

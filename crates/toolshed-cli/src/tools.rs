@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{Value, json};
 use toolshed_core::registry::Registry;
-use toolshed_core::registry::View;
+use toolshed_core::registry::{Source, View, Visible};
 use toolshed_core::render::{WireFormat, render};
 use toolshed_core::tool::Exposure;
-use toolshed_tools::custom::{Problem, Scope};
+use toolshed_tools::custom::{Problem, Scope, Unavailable};
 
 use crate::CliError;
 use crate::workspace::Workspace;
@@ -18,15 +18,16 @@ use crate::workspace::Workspace;
 #[derive(Args)]
 pub struct ToolsArgs {
     /// The agent whose permissions apply.
-    #[arg(long)]
+    #[arg(short, long)]
     agent: Option<String>,
     /// The model id (`provider/model`); picks apply_patch or edit/write by model family.
-    #[arg(long)]
+    #[arg(short, long)]
     model: Option<String>,
     /// Also list deferred and hidden tools.
     #[arg(long)]
     all: bool,
-    /// `json`, or a provider's wire format: openai-chat, openai-responses, anthropic, mcp.
+    /// `json`, `table` (for people: name, exposure, source, size, description), or a provider's
+    /// wire format: openai-chat, openai-responses, anthropic, mcp.
     #[arg(long, default_value = "json", value_name = "FORMAT", value_parser = parse_format)]
     format: Format,
     /// Validate every custom tool (importing OpenCode tool files afresh) and print each problem
@@ -42,19 +43,29 @@ impl ToolsArgs {
     }
 }
 
+pub const EXAMPLES: &str = "Examples:
+  toolshed tools --format table                  # for people
+  toolshed tools -a plan --all --format table     # plan mode, deferred and hidden tools too
+  toolshed tools -m openai/gpt-5.1               # per model family (apply_patch instead of edit/write)
+  toolshed tools --format anthropic              # the exact `tools` payload of a request
+  toolshed tools --check                         # validate the custom tools";
+
 #[derive(Clone, Copy)]
 enum Format {
     Json,
+    Table,
     Wire(WireFormat),
 }
 
 fn parse_format(s: &str) -> Result<Format, String> {
-    if s == "json" {
-        return Ok(Format::Json);
+    match s {
+        "json" => return Ok(Format::Json),
+        "table" => return Ok(Format::Table),
+        _ => {}
     }
     s.parse::<WireFormat>().map(Format::Wire).map_err(|_| {
         let wire: Vec<&str> = WireFormat::ALL.iter().map(|f| f.as_str()).collect();
-        format!("expected json, {}", wire.join(", "))
+        format!("expected json, table, {}", wire.join(", "))
     })
 }
 
@@ -73,13 +84,17 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
             "toolshed: custom tool `{}` is unavailable: {} ({}); see `toolshed tools --check`",
             u.name,
             u.reason,
-            shown(&u.file, &ws.root)
+            shown_path(&u.file, &ws.root)
         );
     }
     let view = View { agent: &agent, model: ws.model(args.model.as_deref()), found: None };
     let shown: Vec<_> =
         registry.exposed(&view).into_iter().filter(|v| args.all || v.exposure == Exposure::Direct).collect();
     let out = match args.format {
+        Format::Table => {
+            table(&shown, &ws.root, ws.custom.unavailable());
+            return Ok(ExitCode::SUCCESS);
+        }
         Format::Json => Value::Array(
             shown
                 .iter()
@@ -96,9 +111,7 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
                     if let Some(replaced) = &v.entry.overrides {
                         item["overrides"] = Value::String(replaced.to_string());
                     }
-                    if let Some(u) = ws.custom.unavailable().iter().find(|u| {
-                        u.name == spec.name && v.entry.source == toolshed_core::registry::Source::Custom(u.file.clone())
-                    }) {
+                    if let Some(u) = unavailable(ws.custom.unavailable(), v) {
                         item["unavailable"] = Value::String(u.reason.clone());
                     }
                     item
@@ -113,6 +126,71 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
     let text = serde_json::to_string_pretty(&out).map_err(CliError::failure)?;
     crate::out(format_args!("{text}"));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `toolshed tools --format table`: one row per tool under a header, the description's first
+/// sentence cut to one line; unavailable custom tools say so.
+fn table(shown: &[Visible<'_>], root: &Path, missing: &[Unavailable]) {
+    let rows: Vec<[String; 5]> = shown
+        .iter()
+        .map(|v| {
+            let spec = v.spec();
+            let source = match &v.entry.source {
+                Source::Custom(file) => shown_path(file, root),
+                other => other.to_string(),
+            };
+            let description = match unavailable(missing, v) {
+                Some(u) => format!("UNAVAILABLE: {}", u.reason),
+                None => spec.description.clone(),
+            };
+            [
+                spec.name.clone(),
+                v.exposure.as_str().to_string(),
+                source,
+                toolshed_core::render::definition_bytes(spec).to_string(),
+                summary(&description, 72),
+            ]
+        })
+        .collect();
+    let header = ["TOOL", "EXPOSURE", "SOURCE", "BYTES", "DESCRIPTION"].map(String::from);
+    let mut widths = [0; 4];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&header).chain(&rows) {
+        let [name, exposure, source, bytes, description] = row;
+        crate::out(format_args!(
+            "{name:<w0$}  {exposure:<w1$}  {source:<w2$}  {bytes:>w3$}  {description}",
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3]
+        ));
+    }
+    if shown.is_empty() {
+        crate::err("no tools: this agent's rules deny every tool (`toolshed permission explain` shows why)");
+    }
+}
+
+/// The custom tool `v` stands in for, if it is unavailable.
+fn unavailable<'u>(missing: &'u [Unavailable], v: &Visible<'_>) -> Option<&'u Unavailable> {
+    missing.iter().find(|u| u.name == v.spec().name && v.entry.source == Source::Custom(u.file.clone()))
+}
+
+/// The first sentence of `text` on one line, cut to `max` characters.
+fn summary(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let first = match flat.find(". ") {
+        Some(end) => &flat[..=end],
+        None => flat.as_str(),
+    };
+    if first.chars().count() <= max {
+        return first.to_string();
+    }
+    let cut: String = first.chars().take(max - 1).collect();
+    format!("{}…", cut.trim_end())
 }
 
 /// `toolshed tools --check`: one line per working custom tool, then each problem as
@@ -130,11 +208,11 @@ fn check(ws: &Workspace, registry: &Registry) -> ExitCode {
             Some(e) => format!(" (not used: {} takes its place)", e.source),
             None => String::new(),
         };
-        crate::out(format_args!("ok  {}  {}{replaces}", spec.name, shown(file, &ws.root)));
+        crate::out(format_args!("ok  {}  {}{replaces}", spec.name, shown_path(file, &ws.root)));
     }
     let problems = ws.custom.problems();
     for problem in problems {
-        let relative = Problem { file: shown(&problem.file, &ws.root).into(), ..problem.clone() };
+        let relative = Problem { file: shown_path(&problem.file, &ws.root).into(), ..problem.clone() };
         crate::out(format_args!("{relative}"));
     }
     crate::out(format_args!(
@@ -147,6 +225,6 @@ fn check(ws: &Workspace, registry: &Registry) -> ExitCode {
 }
 
 /// `file` relative to the worktree when it lies inside it.
-fn shown(file: &Path, root: &Path) -> String {
+fn shown_path(file: &Path, root: &Path) -> String {
     file.strip_prefix(root).unwrap_or(file).display().to_string()
 }

@@ -259,6 +259,8 @@ fn a_killed_run_takes_its_command_along() {
         server.base_url()
     ));
     let mut child = spawn_toolshed(&w, &["run", "--yes", "wait"]);
+    // `run` reads piped standard input to its end before it starts (it is context): nothing.
+    drop(child.stdin.take());
     assert!(wait_until(10, || running("sleep 32.7").len() == 2), "{:?}", running("sleep 32.7"));
     child.kill().unwrap();
     child.wait().unwrap();

@@ -464,20 +464,152 @@ struct SandboxSection {
     block_network: Option<bool>,
 }
 
+/// One `--config KEY=VALUE` override: a value set at a dotted TOML key path
+/// (`session.max_steps=5`, `permission.bash."git *"=allow`), applied after every file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Override {
+    /// The key path, e.g. `["session", "max_steps"]`.
+    pub key: Vec<String>,
+    /// VALUE parsed as TOML, or VALUE as a string when it is not TOML (`model=openai/gpt-5.1`).
+    pub value: toml::Value,
+    /// The override as written (what errors name).
+    pub written: String,
+}
+
+impl Override {
+    /// Parses `KEY=VALUE`; the error says what is wrong with it, for a person.
+    pub fn parse(text: &str) -> Result<Override, String> {
+        let Some(at) = first_unquoted_eq(text) else {
+            return Err(format!("`{text}` is not KEY=VALUE"));
+        };
+        let (key, value) = (text[..at].trim(), text[at + 1..].trim());
+        let bad_key = || {
+            format!(
+                "`{key}` in `{text}` is not a TOML key path; write it like session.max_steps=5 or permission.bash.\"git *\"=allow"
+            )
+        };
+        if key.is_empty() || key.contains(['\n', '\r']) {
+            return Err(bad_key());
+        }
+        let mut node = toml::from_str::<toml::Table>(&format!("{key} = 0")).map_err(|_| bad_key())?;
+        let mut path = Vec::new();
+        loop {
+            let mut entries = std::mem::take(&mut node).into_iter();
+            match (entries.next(), entries.next()) {
+                (Some((name, toml::Value::Table(inner))), None) => {
+                    path.push(name);
+                    node = inner;
+                }
+                (Some((name, toml::Value::Integer(0))), None) => {
+                    path.push(name);
+                    break;
+                }
+                _ => return Err(bad_key()),
+            }
+        }
+        let parsed = toml::from_str::<toml::Table>(&format!("v = {value}")).ok().filter(|doc| doc.len() == 1);
+        let value =
+            parsed.and_then(|mut doc| doc.remove("v")).unwrap_or_else(|| toml::Value::String(value.to_string()));
+        Ok(Override { key: path, value, written: text.to_string() })
+    }
+}
+
+/// The byte offset of the first `=` outside a quoted key.
+fn first_unquoted_eq(text: &str) -> Option<usize> {
+    let mut quote = None;
+    let mut escaped = false;
+    for (i, c) in text.char_indices() {
+        match (quote, c) {
+            (Some('"'), '\\') if !escaped => {
+                escaped = true;
+                continue;
+            }
+            (Some(q), c) if c == q && !escaped => quote = None,
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '=') => return Some(i),
+            _ => {}
+        }
+        escaped = false;
+    }
+    None
+}
+
+/// Sets `value` at `path` under `table`, making (or replacing with) tables on the way.
+fn set_path(table: &mut toml::Table, path: &[String], value: toml::Value) {
+    let Some((last, parents)) = path.split_last() else { return };
+    let mut node = table;
+    for name in parents {
+        let slot = node.entry(name.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !slot.is_table() {
+            *slot = toml::Value::Table(toml::Table::new());
+        }
+        let toml::Value::Table(inner) = slot else { return };
+        node = inner;
+    }
+    node.insert(last.clone(), value);
+}
+
+/// The table at `path` in the last of `written` that has one.
+fn last_table_at(written: &[toml::Table], path: &[String]) -> Option<toml::Table> {
+    written.iter().rev().find_map(|doc| {
+        let mut node = doc;
+        for name in path {
+            node = node.get(name)?.as_table()?;
+        }
+        Some(node.clone())
+    })
+}
+
 impl Config {
     /// Loads the user file (`user_file`, or the XDG default when `None`) and then the worktree's
     /// `toolshed.toml`. A missing default file is fine; a missing explicit file is an error.
     pub fn load(user_file: Option<&Path>, root: &Path) -> Result<Config, ConfigError> {
+        Config::load_with(user_file, root, &[])
+    }
+
+    /// [`Config::load`], then `overrides` in order, each as if one more file set that one key.
+    /// A section a file replaces whole (`[session]`, `[provider.NAME]`, ...) keeps what the
+    /// files (and earlier overrides) wrote in it: an override changes one value.
+    pub fn load_with(user_file: Option<&Path>, root: &Path, overrides: &[Override]) -> Result<Config, ConfigError> {
         let mut config = Config::default();
+        let mut written = Vec::new();
         match user_file {
-            Some(path) => config.merge_file(path, true)?,
+            Some(path) => written.extend(config.merge_file(path, true)?),
             None => {
                 if let Some(dir) = crate::paths::config_dir() {
-                    config.merge_file(&dir.join("config.toml"), false)?;
+                    written.extend(config.merge_file(&dir.join("config.toml"), false)?);
                 }
             }
         }
-        config.merge_file(&root.join(PROJECT_FILE), false)?;
+        written.extend(config.merge_file(&root.join(PROJECT_FILE), false)?);
+        if overrides.is_empty() {
+            return Ok(config);
+        }
+        // Only overrides need the files as tables; they parsed above, so these parse too.
+        let mut written: Vec<toml::Table> = written.iter().filter_map(|text| toml::from_str(text).ok()).collect();
+        for o in overrides {
+            let path = PathBuf::from(format!("--config {}", o.written));
+            let whole = match o.key.first().map(String::as_str) {
+                Some("session" | "tool_search" | "websearch") => 1,
+                Some("provider" | "mcp" | "lsp") => 2,
+                _ => 0,
+            };
+            let mut doc = toml::Table::new();
+            if whole > 0
+                && o.key.len() > whole
+                && let Some(section) = last_table_at(&written, &o.key[..whole])
+            {
+                set_path(&mut doc, &o.key[..whole], toml::Value::Table(section));
+            }
+            set_path(&mut doc, &o.key, o.value.clone());
+            let file: FileConfig = doc.clone().try_into().map_err(|e: toml::de::Error| ConfigError {
+                path: path.clone(),
+                location: None,
+                message: e.message().trim().to_string(),
+            })?;
+            config.merge(&path, file)?;
+            written.push(doc);
+        }
         Ok(config)
     }
 
@@ -499,10 +631,11 @@ impl Config {
         Ok(())
     }
 
-    fn merge_file(&mut self, path: &Path, required: bool) -> Result<(), ConfigError> {
+    /// Merges the file at `path`; returns its text (`None`: absent, and not `required`).
+    fn merge_file(&mut self, path: &Path, required: bool) -> Result<Option<String>, ConfigError> {
         match std::fs::read_to_string(path) {
-            Ok(text) => self.merge_str(path, &text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(()),
+            Ok(text) => self.merge_str(path, &text).map(|()| Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(None),
             Err(e) => {
                 Err(ConfigError { path: path.to_path_buf(), location: None, message: format!("cannot read: {e}") })
             }
@@ -819,5 +952,80 @@ pass = ["GITHUB_TOKEN"]
         let err =
             Config::default().merge_str(Path::new("/w/toolshed.toml"), "[output]\nmax_blob_bytes = 10\n").unwrap_err();
         assert!(err.to_string().contains("[output] max_blob_bytes must be at least 1024 bytes"), "{err}");
+    }
+
+    fn overridden(files: &[(&str, &str)], overrides: &[&str]) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user.toml");
+        std::fs::write(&user, "").unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        let overrides: Vec<Override> = overrides.iter().map(|o| Override::parse(o).unwrap()).collect();
+        Config::load_with(Some(&user), dir.path(), &overrides)
+    }
+
+    #[test]
+    fn an_override_is_toml_when_it_parses_and_a_string_otherwise() {
+        let o = Override::parse("session.max_steps=5").unwrap();
+        assert_eq!(o.key, ["session", "max_steps"]);
+        assert_eq!(o.value, toml::Value::Integer(5));
+        assert_eq!(
+            Override::parse("model=openai/gpt-5.1").unwrap().value,
+            toml::Value::String("openai/gpt-5.1".into())
+        );
+        assert_eq!(Override::parse("model=\"a=b\"").unwrap().value, toml::Value::String("a=b".into()));
+        let quoted = Override::parse("permission.bash.\"git s=x *\"=allow").unwrap();
+        assert_eq!(quoted.key, ["permission", "bash", "git s=x *"]);
+        // A value that would smuggle in a second key is a string.
+        assert_eq!(
+            Override::parse("model=1\nsandbox = 2").unwrap().value,
+            toml::Value::String("1\nsandbox = 2".into())
+        );
+        for bad in ["no-equals", "=5", "a..b=1", "a b=1", "[x]=1"] {
+            assert!(Override::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn overrides_apply_after_every_file_in_order() {
+        let c = overridden(
+            &[(
+                "toolshed.toml",
+                "model = \"a/b\"\n[session]\nmax_steps = 7\ncompact_at = 0.5\n[permission]\nedit = \"deny\"\n",
+            )],
+            &["model=c/d", "session.max_steps=3", "permission.edit=allow", "model=e/f"],
+        )
+        .unwrap();
+        assert_eq!(c.model.as_deref(), Some("e/f"));
+        assert_eq!(c.session.max_steps, 3);
+        // The rest of the section the project file wrote is kept.
+        assert_eq!(c.session.compact_at, 0.5);
+        assert_eq!(c.permission.last().map(|r| r.action), Some(Action::Allow));
+        assert_eq!(c.permission_files.last().unwrap(), Path::new("--config permission.edit=allow"));
+        assert_eq!(c.sources.len(), 2, "overrides are not files: {:?}", c.sources);
+    }
+
+    #[test]
+    fn an_override_of_one_provider_field_keeps_the_others() {
+        let c = overridden(
+            &[("toolshed.toml", "[provider.local]\nkind = \"openai-chat\"\nbase_url = \"http://127.0.0.1:1/v1\"\n")],
+            &["provider.local.base_url=http://127.0.0.1:2/v1"],
+        )
+        .unwrap();
+        let local = &c.providers["local"];
+        assert_eq!(local.base_url.as_deref(), Some("http://127.0.0.1:2/v1"));
+        assert_eq!(local.kind, ProviderKind::OpenaiChat);
+    }
+
+    #[test]
+    fn a_bad_override_names_itself_and_what_is_wrong() {
+        let err = overridden(&[], &["session.max_step=3"]).unwrap_err();
+        assert_eq!(err.path, Path::new("--config session.max_step=3"));
+        assert!(err.message.contains("unknown field `max_step`"), "{err}");
+        let err = overridden(&[], &["session.max_steps=0"]).unwrap_err();
+        assert!(err.to_string().contains("max_steps must be at least 1"), "{err}");
+        let err = overridden(&[], &["session.max_steps=many"]).unwrap_err();
+        assert!(err.to_string().contains("--config session.max_steps=many"), "{err}");
     }
 }

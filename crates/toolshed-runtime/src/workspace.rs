@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use toolshed_agent::{ConfiguredModels, EventSink, Runtime, Settings, Store};
 use toolshed_core::agents::Agents;
-use toolshed_core::config::Config;
+use toolshed_core::config::{Config, Override};
 use toolshed_core::env::ChildEnv;
 use toolshed_core::exec::{Executor, ExecutorBuilder};
 use toolshed_core::permission::{Approver, Rule};
@@ -38,6 +38,16 @@ impl Workspace {
     /// directory), loads the config (`config_file` instead of the user's, then the project's)
     /// and discovers the custom tools `scope` asks for.
     pub fn open(root: Option<&Path>, config_file: Option<&Path>, scope: &Scope) -> Result<Workspace, Error> {
+        Workspace::open_with(root, config_file, &[], scope)
+    }
+
+    /// [`Workspace::open`], with `--config KEY=VALUE` overrides applied after the config files.
+    pub fn open_with(
+        root: Option<&Path>,
+        config_file: Option<&Path>,
+        overrides: &[Override],
+        scope: &Scope,
+    ) -> Result<Workspace, Error> {
         let current = std::env::current_dir()
             .and_then(|d| d.canonicalize())
             .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?;
@@ -52,7 +62,8 @@ impl Workspace {
             None => toolshed_core::paths::find_worktree(&current),
         };
         let cwd = if current.starts_with(&root) { current } else { root.clone() };
-        let config = Config::load(config_file, &root).map_err(|e| Error::Usage(format!("config error: {e}")))?;
+        let config =
+            Config::load_with(config_file, &root, overrides).map_err(|e| Error::Usage(format!("config error: {e}")))?;
         if let Some(file) = config_file {
             // The file that replaces the user's config is theirs as much as `~/.config/toolshed`:
             // a model that could write it could lift its own limits.

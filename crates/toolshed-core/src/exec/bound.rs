@@ -182,6 +182,7 @@ mod tests {
             duration: Duration::ZERO,
             spill: None,
             passthrough: None,
+            refused_at: None,
         }
     }
 

@@ -56,6 +56,7 @@ pub fn convert(
         duration: started.elapsed(),
         spill: None,
         passthrough: None,
+        refused_at: None,
     };
     match outcome {
         Ok(output) => {

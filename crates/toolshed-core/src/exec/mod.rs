@@ -112,6 +112,20 @@ pub struct ToolResult {
     pub(crate) spill: Option<SpillInfo>,
     /// The result as its source sent it ([`ToolOutput::passthrough`]); not recorded.
     pub passthrough: Option<Value>,
+    /// The stage that refused the call before the tool ran, if one did: a front-end showing
+    /// the error to a person words its next step for them (the model keeps `output`).
+    pub refused_at: Option<Stage>,
+}
+
+/// A stage of the chain that can refuse a call before the tool runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// No tool of that name.
+    Resolve,
+    /// The arguments do not fit the tool's schema.
+    Decode,
+    /// The rules deny it, or the approver did not grant it.
+    Permit,
 }
 
 impl ToolResult {
@@ -379,14 +393,16 @@ impl Executor {
         let ctx = self.context(session, &call);
         // The time a person takes to answer a question is not the tool's.
         let mut asking = Duration::ZERO;
+        let mut refused_at = None;
         let outcome = async {
             let Some(entry) = self.registry.get(&call.name) else {
                 let (found, model) = (session.found(), session.model());
                 let view =
                     crate::registry::View { agent: session.agent(), model: model.as_deref(), found: Some(&found) };
+                refused_at = Some(Stage::Resolve);
                 return Err(resolve::unknown(&self.registry, &call.name, &view).into());
             };
-            let args = decode::decode(entry, &call.input)?;
+            let args = decode::decode(entry, &call.input).inspect_err(|_| refused_at = Some(Stage::Decode))?;
             // The doom-loop check counts only calls that follow each other (see `note_call`).
             let fingerprint =
                 self.doom_loop.then(|| (decode::fingerprint(&call.name, &call.input), flight.overlapping));
@@ -395,13 +411,14 @@ impl Executor {
             let permitting = Instant::now();
             let permitted = permit::permit(self, session, &ctx, entry.spec(), requests, fingerprint).await;
             asking = permitting.elapsed();
-            permitted?;
+            permitted.inspect_err(|_| refused_at = Some(Stage::Permit))?;
             let _admission = admit::admit(session, entry.spec()).await;
             let limit = invocation.time_limit().unwrap_or(self.default_time_limit);
             run::run(invocation, ctx.clone(), limit).await
         }
         .await;
         let mut result = convert::convert(&call, outcome, &ctx, started);
+        result.refused_at = refused_at;
         result.duration = result.duration.saturating_sub(asking);
         bound::bound(&mut result, &self.env);
         record::record(self.recorder.as_ref(), session, &call, &mut result);

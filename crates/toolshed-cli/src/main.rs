@@ -28,6 +28,7 @@ macro_rules! eprintln {
     }};
 }
 
+mod acp;
 mod agent;
 mod approver;
 mod call;
@@ -139,6 +140,9 @@ enum Command {
     /// Check what works in this worktree (websearch, skills, instructions) and why not.
     #[command(after_help = "Examples:\n  toolshed doctor\n  toolshed doctor --root ../other-checkout")]
     Doctor,
+    /// Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim).
+    #[command(after_help = acp::EXAMPLES)]
+    Acp(acp::AcpArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
     #[command(after_help = manual::COMPLETIONS_EXAMPLES)]
     Completions(manual::CompletionsArgs),
@@ -261,6 +265,12 @@ pub fn stderr_is_terminal() -> bool {
     *TERMINAL.get_or_init(|| std::io::stderr().is_terminal())
 }
 
+/// `acp` returns before the worktree is opened; reaching the dispatch with it is a bug, told
+/// as a failure rather than a panic.
+fn unreachable_acp() -> Result<ExitCode, CliError> {
+    Err(CliError::failure("internal error: `acp` reached the worktree dispatch"))
+}
+
 fn main() -> ExitCode {
     // Children get the environment minus its secrets; they must not read ours from /proc.
     toolshed_core::env::hide_own_environment();
@@ -275,6 +285,12 @@ fn main() -> ExitCode {
         Ok(config) => config,
         Err(e) => return finish(Err(e)),
     };
+    // Each ACP session opens the worktree its editor names.
+    if matches!(cli.command, Command::Acp(_)) {
+        let file = config_file.map(std::path::Path::to_path_buf);
+        let Command::Acp(args) = cli.command else { return finish(unreachable_acp()) };
+        return finish(acp::run(args, file.as_deref(), overrides));
+    }
     // Only what the command needs is loaded: `call` never starts the JS host for another tool.
     let scope = match &cli.command {
         Command::Tools(args) => args.scope(),
@@ -284,7 +300,9 @@ fn main() -> ExitCode {
         Command::Session(cmd) => cmd.scope(),
         Command::Mcp(_) => toolshed_tools::custom::Scope::All,
         Command::Doctor => toolshed_tools::custom::Scope::All,
-        Command::Completions(_) | Command::Man(_) => toolshed_tools::custom::Scope::Tool(String::new()),
+        Command::Completions(_) | Command::Man(_) | Command::Acp(_) => {
+            toolshed_tools::custom::Scope::Tool(String::new())
+        }
     };
     let result = workspace::Workspace::open_with(cli.root.as_deref(), config_file, &overrides, &scope)
         .map_err(CliError::from)
@@ -299,6 +317,7 @@ fn main() -> ExitCode {
             Command::Doctor => doctor::run(&ws),
             Command::Completions(args) => manual::completions(&args),
             Command::Man(args) => manual::man(&args),
+            Command::Acp(_) => unreachable_acp(),
         });
     finish(result)
 }

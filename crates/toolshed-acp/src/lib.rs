@@ -1,0 +1,513 @@
+//! `toolshed acp`: toolshed as an Agent Client Protocol agent over stdio, for editors (Zed,
+//! JetBrains, Neovim plugins). Built on the official `agent-client-protocol` crate and on the
+//! same runtime builder as `run` and `chat`: a session's worktree is its `cwd`, its rules,
+//! tools, store, snapshots and locks are the CLI's, and the client's MCP servers are attached
+//! as `[mcp.NAME]` entries would be.
+//!
+//! The agent's events become `session/update`s ([`updates`]): answer and reasoning chunks, tool
+//! calls with their exact command or path, kind, locations and, when done, a diff with the
+//! whole file before and after; the plan from `todo_write`; usage after each step; the mode
+//! when the agent switches. A permission ask becomes `session/request_permission` with all four
+//! options; "reject always" holds for the rest of the session.
+//!
+//! Standard output carries protocol frames only: nothing else in the process writes to it
+//! (warnings go to standard error).
+
+pub mod updates;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification, ContentBlock, ContentChunk,
+    CurrentModeUpdate, EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse,
+    PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionMode, SessionModeState, SessionNotification,
+    SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallUpdate, ToolCallUpdateFields,
+    UsageUpdate,
+};
+use agent_client_protocol::{Agent, Client, Error, Stdio};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use toolshed_agent::{AgentError, Event, EventSink, LiveSession, Runtime, Store, Trigger};
+use toolshed_core::config::{McpConfig, Override};
+use toolshed_core::permission::{ApprovalRequest, Approver, Reply};
+use toolshed_core::tool::BoxFuture;
+use toolshed_runtime::{Scope, Workspace};
+
+use crate::updates::Tracker;
+
+/// How `toolshed acp` was started.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// `--config FILE`, read instead of the user's config.
+    pub config_file: Option<PathBuf>,
+    /// `--config KEY=VALUE` overrides, applied after the files.
+    pub overrides: Vec<Override>,
+    /// The agent sessions start as (`--agent`), else the config's default.
+    pub agent: Option<String>,
+    /// The model (`--model`), else the agent's or the config's.
+    pub model: Option<String>,
+}
+
+/// Serves ACP on standard input and output until the client closes the connection.
+pub async fn serve(options: Options, store: Arc<Store>) -> Result<(), String> {
+    let server = Arc::new(Server { options, store, sessions: Mutex::default() });
+    let (s1, s2, s3, s4, s5, s6) =
+        (server.clone(), server.clone(), server.clone(), server.clone(), server.clone(), server.clone());
+    Agent
+        .v1()
+        .name("toolshed")
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| responder.respond(s1.initialize(&request)),
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, cx| match s2
+                .clone()
+                .open(cx, None, request.cwd, request.mcp_servers)
+                .await
+            {
+                Ok((id, modes)) => responder.respond(NewSessionResponse::new(id).modes(modes)),
+                Err(e) => responder.respond_with_error(e),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx| {
+                let id = request.session_id.0.to_string();
+                match s3.clone().open(cx, Some(id), request.cwd, request.mcp_servers).await {
+                    Ok((_, modes)) => responder.respond(LoadSessionResponse::new().modes(modes)),
+                    Err(e) => responder.respond_with_error(e),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, _cx| {
+                // The turn runs beside the connection, which goes on reading (cancel, answers
+                // to permission requests).
+                let server = s4.clone();
+                tokio::spawn(async move {
+                    let _ = match server.prompt(request).await {
+                        Ok(response) => responder.respond(response),
+                        Err(e) => responder.respond_with_error(e),
+                    };
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, _cx| match s5.set_mode(&request) {
+                Ok(()) => responder.respond(SetSessionModeResponse::new()),
+                Err(e) => responder.respond_with_error(e),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |cancel: CancelNotification, _cx| {
+                s6.cancel(&cancel.session_id.0);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(Stdio::new())
+        .await
+        .map_err(|e| e.to_string())
+}
+
+struct Server {
+    options: Options,
+    store: Arc<Store>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+/// A session this process runs for the client.
+struct Session {
+    runtime: Arc<Runtime>,
+    live: Arc<LiveSession>,
+    /// The running turn.
+    turn: Mutex<Option<CancellationToken>>,
+    /// Events and flushes to the task that sends updates.
+    outgoing: mpsc::UnboundedSender<Outgoing>,
+    /// How the last step of the session's own model stopped.
+    last_stop: Arc<Mutex<String>>,
+    _lock: toolshed_core::paths::FileLock,
+    _mcp: Option<toolshed_runtime::mcp::Attached>,
+}
+
+enum Outgoing {
+    Event(Event),
+    /// Answered once everything before it was sent (a turn's response follows its updates).
+    Flush(oneshot::Sender<()>),
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::invalid_params().data(serde_json::Value::String(message.into()))
+}
+
+fn failed(message: impl Into<String>) -> Error {
+    Error::internal_error().data(serde_json::Value::String(message.into()))
+}
+
+/// Slash commands the client may offer.
+const COMMANDS: &[(&str, &str)] = &[("compact", "summarise the older history now to free context")];
+
+impl Server {
+    fn initialize(&self, request: &InitializeRequest) -> InitializeResponse {
+        // The client's version when it is one we speak, else our latest (the client decides).
+        InitializeResponse::new(request.protocol_version.min(ProtocolVersion::V1))
+            .agent_capabilities(
+                AgentCapabilities::new()
+                    .load_session(true)
+                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                    .mcp_capabilities(McpCapabilities::new().http(true)),
+            )
+            .agent_info(Implementation::new("toolshed", env!("CARGO_PKG_VERSION")))
+    }
+
+    fn session(&self, id: &str) -> Result<Arc<Session>, Error> {
+        lock(&self.sessions)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| invalid(format!("no session {id} in this connection; create or load it first")))
+    }
+
+    /// `session/new` (`id` None) or `session/load`: the worktree at `cwd` with the client's MCP
+    /// servers, a runtime whose events and questions go to the client, the session locked for
+    /// this process. A loaded session's history is sent as updates first.
+    async fn open(
+        self: Arc<Self>,
+        cx: ConnectionTo<Client>,
+        id: Option<String>,
+        cwd: PathBuf,
+        mcp: Vec<McpServer>,
+    ) -> Result<(String, SessionModeState), Error> {
+        if !cwd.is_absolute() {
+            return Err(invalid(format!("cwd must be an absolute path, not {}", cwd.display())));
+        }
+        if let Some(id) = &id
+            && lock(&self.sessions).contains_key(id)
+        {
+            return Err(invalid(format!("session {id} is already open in this connection")));
+        }
+        let roots: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+        let (outgoing, receiver) = mpsc::unbounded_channel();
+        let sink_tx = outgoing.clone();
+        let sink: EventSink = Arc::new(move |e: &Event| {
+            let _ = sink_tx.send(Outgoing::Event(e.clone()));
+        });
+        let approver = Arc::new(EditorApprover { cx: cx.clone(), roots: roots.clone(), rejected: Mutex::default() });
+        let server = self.clone();
+        let built = tokio::task::spawn_blocking(move || server.build(&cwd, mcp, approver, sink))
+            .await
+            .map_err(|e| failed(e.to_string()))??;
+        let (runtime, mcp, agent, model) = built;
+        let store = self.store.clone();
+        let live = match &id {
+            Some(id) => {
+                let held = store.lock_session(id, "load the session").map_err(failed)?;
+                let live = runtime.resume_session(id, None, None).map_err(|e| invalid(e.to_string()))?;
+                (live, held)
+            }
+            None => {
+                let live = runtime.create_session(&agent, &model, None).map_err(|e| invalid(e.to_string()))?;
+                let held = store.lock_session(&live.id, "load the session").map_err(failed)?;
+                (live, held)
+            }
+        };
+        let (live, held) = live;
+        let session_id = live.id.clone();
+        lock(&roots).insert(session_id.clone(), session_id.clone());
+        let root = runtime.settings().root.clone();
+        if id.is_some() {
+            let messages = store.messages(&session_id).map_err(|e| failed(e.to_string()))?;
+            for update in updates::replay(&root, &messages) {
+                let _ = cx.send_notification(SessionNotification::new(session_id.clone(), update));
+            }
+        }
+        let last_stop: Arc<Mutex<String>> = Arc::default();
+        tokio::spawn(forward(cx.clone(), receiver, root, roots, session_id.clone(), last_stop.clone()));
+        let commands =
+            COMMANDS.iter().map(|(name, what)| AvailableCommand::new(name.to_string(), what.to_string())).collect();
+        let _ = cx.send_notification(SessionNotification::new(
+            session_id.clone(),
+            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
+        ));
+        let modes = modes(&runtime, &live);
+        let session = Session { runtime, live, turn: Mutex::default(), outgoing, last_stop, _lock: held, _mcp: mcp };
+        lock(&self.sessions).insert(session_id.clone(), Arc::new(session));
+        Ok((session_id, modes))
+    }
+
+    /// The runtime for the worktree at `cwd` (blocking: it may start MCP servers).
+    #[allow(clippy::type_complexity)]
+    fn build(
+        &self,
+        cwd: &Path,
+        mcp: Vec<McpServer>,
+        approver: Arc<dyn Approver>,
+        sink: EventSink,
+    ) -> Result<(Arc<Runtime>, Option<toolshed_runtime::mcp::Attached>, String, String), Error> {
+        let o = &self.options;
+        let mut ws = Workspace::open_with(Some(cwd), o.config_file.as_deref(), &o.overrides, &Scope::All)
+            .map_err(|e| invalid(e.to_string()))?;
+        for server in mcp {
+            let (name, config) = mcp_config(server)?;
+            ws.config.mcp.insert(name, config);
+        }
+        let agent = ws.agent(o.agent.as_deref()).map_err(|e| invalid(e.to_string()))?;
+        let model = o
+            .model
+            .clone()
+            .or_else(|| ws.agents.get(&agent).and_then(|a| a.model.clone()))
+            .or_else(|| ws.config.model.clone())
+            .ok_or_else(|| {
+                invalid(
+                    "no model is configured: set `model = \"PROVIDER/MODEL\"` in the worktree's toolshed.toml (or ~/.config/toolshed/config.toml), or start `toolshed acp --model PROVIDER/MODEL`",
+                )
+            })?;
+        let parsed = toolshed_llm::provider::ModelRef::parse(&model).map_err(|e| invalid(e.to_string()))?;
+        toolshed_llm::provider::resolve(&ws.config, &parsed, &toolshed_llm::provider::process_env)
+            .map_err(|e| invalid(e.to_string()))?;
+        let mut registry = ws.registry();
+        let attached =
+            toolshed_runtime::mcp::attach(&ws, &mut registry, toolshed_runtime::mcp::McpScope::All, &|line| {
+                eprintln!("toolshed: {line}");
+            })
+            .map_err(|e| failed(e.to_string()))?;
+        let runtime = ws.agent_runtime(registry, self.store.clone(), approver, sink);
+        Ok((runtime, attached, agent, model))
+    }
+
+    /// `session/prompt`: one turn; its response is sent after all of its updates.
+    async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, Error> {
+        let session = self.session(&request.session_id.0)?;
+        let cancel = CancellationToken::new();
+        {
+            let mut turn = lock(&session.turn);
+            if turn.is_some() {
+                return Err(invalid("a turn is already running in this session; cancel it or wait for it"));
+            }
+            *turn = Some(cancel.clone());
+        }
+        lock(&session.last_stop).clear();
+        let text = prompt_text(&request.prompt);
+        let outcome = if text.trim() == "/compact" {
+            session.runtime.compact(&session.live, Trigger::Manual, &cancel).await.map(|_| String::new())
+        } else {
+            session.runtime.prompt(&session.live, &text, &cancel).await
+        };
+        *lock(&session.turn) = None;
+        let (done, flushed) = oneshot::channel();
+        if session.outgoing.send(Outgoing::Flush(done)).is_ok() {
+            let _ = flushed.await;
+        }
+        let stop = match outcome {
+            Ok(_) if *lock(&session.last_stop) == "maxtokens" => StopReason::MaxTokens,
+            Ok(_) => StopReason::EndTurn,
+            Err(AgentError::Interrupted) => StopReason::Cancelled,
+            Err(AgentError::StepLimit(_)) => StopReason::MaxTurnRequests,
+            Err(e) => return Err(failed(e.to_string())),
+        };
+        Ok(PromptResponse::new(stop))
+    }
+
+    fn set_mode(&self, request: &SetSessionModeRequest) -> Result<(), Error> {
+        let session = self.session(&request.session_id.0)?;
+        session.runtime.switch_agent(&session.live, &request.mode_id.0).map_err(|e| invalid(e.to_string()))
+    }
+
+    fn cancel(&self, id: &str) {
+        if let Ok(session) = self.session(id)
+            && let Some(turn) = lock(&session.turn).as_ref()
+        {
+            turn.cancel();
+        }
+    }
+}
+
+/// The modes: the primary agents (build, plan and the user's), the session's current one.
+fn modes(runtime: &Runtime, live: &LiveSession) -> SessionModeState {
+    let available = runtime
+        .agents()
+        .all()
+        .filter(|a| toolshed_agent::is_primary(a))
+        .map(|a| {
+            let mode = SessionMode::new(a.name.clone(), a.name.clone());
+            if a.description.is_empty() { mode } else { mode.description(a.description.clone()) }
+        })
+        .collect();
+    SessionModeState::new(live.agent(), available)
+}
+
+/// A client's MCP server as a `[mcp.NAME]` entry.
+fn mcp_config(server: McpServer) -> Result<(String, McpConfig), Error> {
+    match server {
+        McpServer::Stdio(s) => Ok((
+            s.name,
+            McpConfig {
+                command: Some(s.command.display().to_string()),
+                args: s.args,
+                env: s.env.into_iter().map(|v| (v.name, v.value)).collect(),
+                ..McpConfig::default()
+            },
+        )),
+        McpServer::Http(h) => Ok((
+            h.name,
+            McpConfig {
+                url: Some(h.url),
+                headers: h.headers.into_iter().map(|v| (v.name, v.value)).collect(),
+                ..McpConfig::default()
+            },
+        )),
+        _ => Err(invalid("only MCP servers over stdio and HTTP are supported")),
+    }
+}
+
+/// The prompt's blocks as the text the model gets: text as is, embedded files in `<file>`
+/// tags, links named so the model can read them.
+fn prompt_text(blocks: &[ContentBlock]) -> String {
+    let mut text = String::new();
+    for block in blocks {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        match block {
+            ContentBlock::Text(t) => text.push_str(&t.text),
+            ContentBlock::ResourceLink(link) => {
+                let path = link.uri.strip_prefix("file://").unwrap_or(&link.uri);
+                text.push_str(&format!("@{path}"));
+            }
+            ContentBlock::Resource(resource) => match &resource.resource {
+                EmbeddedResourceResource::TextResourceContents(r) => {
+                    let path = r.uri.strip_prefix("file://").unwrap_or(&r.uri);
+                    text.push_str(&format!("<file path=\"{path}\">\n{}\n</file>", r.text));
+                }
+                _ => text.push_str("[a binary resource was attached; toolshed cannot read it]"),
+            },
+            _ => text.push_str("[an image or audio block was attached; toolshed cannot use it]"),
+        }
+    }
+    text
+}
+
+/// Sends a session's events as updates, in order; sub-agents' tool calls show under the
+/// session that started them.
+async fn forward(
+    cx: ConnectionTo<Client>,
+    mut events: mpsc::UnboundedReceiver<Outgoing>,
+    root: PathBuf,
+    roots: Arc<Mutex<HashMap<String, String>>>,
+    main: String,
+    last_stop: Arc<Mutex<String>>,
+) {
+    let mut tracker = Tracker::new(&root);
+    while let Some(out) = events.recv().await {
+        let event = match out {
+            Outgoing::Flush(done) => {
+                let _ = done.send(());
+                continue;
+            }
+            Outgoing::Event(event) => event,
+        };
+        if let Event::SessionStart { session_id, parent_id: Some(parent), .. } = &event {
+            let mut map = lock(&roots);
+            let top = map.get(parent).cloned().unwrap_or_else(|| parent.clone());
+            map.insert(session_id.clone(), top);
+        }
+        let own = event.session_id() == main;
+        let updates: Vec<SessionUpdate> = match &event {
+            Event::Text { text, .. } if own => {
+                vec![SessionUpdate::AgentMessageChunk(ContentChunk::new(updates::text(text)))]
+            }
+            Event::Reasoning { text, .. } if own => {
+                vec![SessionUpdate::AgentThoughtChunk(ContentChunk::new(updates::text(text)))]
+            }
+            Event::ToolCall { call_id, tool, input, .. } => vec![tracker.call(call_id, tool, input)],
+            Event::ToolResult { call_id, tool, is_error, output, .. } => {
+                tracker.result(call_id, tool, *is_error, output)
+            }
+            Event::AgentSwitch { to, .. } if own => {
+                vec![SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(to.clone()))]
+            }
+            Event::StepFinish { stop, input_tokens, context_window, .. } if own => {
+                stop.clone_into(&mut lock(&last_stop));
+                vec![SessionUpdate::UsageUpdate(UsageUpdate::new(*input_tokens, *context_window))]
+            }
+            _ => Vec::new(),
+        };
+        for update in updates {
+            let _ = cx.send_notification(SessionNotification::new(main.clone(), update));
+        }
+    }
+}
+
+/// Puts permission asks to the editor.
+struct EditorApprover {
+    cx: ConnectionTo<Client>,
+    /// Sub-agent sessions → the client's session.
+    roots: Arc<Mutex<HashMap<String, String>>>,
+    /// What "reject always" refused: (permission, patterns).
+    rejected: Mutex<HashSet<(String, String)>>,
+}
+
+impl Approver for EditorApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
+        Box::pin(async move {
+            let r = &request.request;
+            let key = (r.permission.clone(), r.patterns.join("\n"));
+            if lock(&self.rejected).contains(&key) {
+                return Reply::Reject(Some(
+                    "The user rejected calls like this one for the rest of the session; do not retry it.".into(),
+                ));
+            }
+            let session = lock(&self.roots).get(&request.session_id).cloned().unwrap_or(request.session_id.clone());
+            let what = if r.patterns.is_empty() { String::new() } else { format!(": {}", r.patterns.join(", ")) };
+            let mut fields =
+                ToolCallUpdateFields::new().title(format!("{}{what}", request.tool)).kind(updates::kind(&request.tool));
+            if !r.metadata.is_empty() {
+                fields = fields.raw_input(serde_json::Value::Object(r.metadata.clone()));
+            }
+            let always = if r.always.is_empty() {
+                "Always allow".to_string()
+            } else {
+                format!("Always allow {}", r.always.join(", "))
+            };
+            let options = vec![
+                PermissionOption::new("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
+                PermissionOption::new("allow_always", always, PermissionOptionKind::AllowAlways),
+                PermissionOption::new("reject_once", "Reject", PermissionOptionKind::RejectOnce),
+                PermissionOption::new("reject_always", "Always reject", PermissionOptionKind::RejectAlways),
+            ];
+            let asked =
+                RequestPermissionRequest::new(session, ToolCallUpdate::new(request.call_id.clone(), fields), options);
+            match self.cx.send_request(asked).block_task().await {
+                Ok(answer) => match answer.outcome {
+                    RequestPermissionOutcome::Selected(chosen) => match chosen.option_id.0.as_ref() {
+                        "allow_once" => Reply::Once,
+                        "allow_always" => Reply::Always,
+                        "reject_always" => {
+                            lock(&self.rejected).insert(key);
+                            Reply::Reject(Some(
+                                "The user rejected this call and calls like it for the rest of the session.".into(),
+                            ))
+                        }
+                        _ => Reply::Reject(Some("The user rejected this call in the editor.".into())),
+                    },
+                    _ => Reply::Reject(None),
+                },
+                Err(_) => Reply::Reject(None),
+            }
+        })
+    }
+}

@@ -1,0 +1,143 @@
+//! `toolshed acp` driven by an ACP client nobody on this project wrote: the official Python SDK
+//! (`agent-client-protocol` from PyPI, installed by `.ci/test`; its interpreter is
+//! `TOOLSHED_TEST_ACP_PYTHON`), against the loopback model server.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use toolshed_llm::testing::{FakeServer, Reply, chat};
+
+fn python() -> String {
+    let python = std::env::var("TOOLSHED_TEST_ACP_PYTHON").unwrap_or_else(|_| "python3".into());
+    let found = Command::new(&python).args(["-c", "import acp"]).output().is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "the ACP tests need the Python SDK: `.ci/test` installs it (python3 -m venv DIR && DIR/bin/pip install agent-client-protocol==0.12.1, then TOOLSHED_TEST_ACP_PYTHON=DIR/bin/python)"
+    );
+    python
+}
+
+/// Runs the client script in `mode`; what it recorded.
+fn client(dir: &Path, mode: &str, extra: &[&str]) -> Value {
+    let out = dir.join(format!(".acp-{mode}.json"));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/acp/client.py");
+    let run = Command::new(python())
+        .arg(script)
+        .args([env!("CARGO_BIN_EXE_toolshed"), dir.to_str().unwrap(), out.to_str().unwrap(), mode])
+        .args(extra)
+        .env("TOOLSHED_DATA_DIR", dir.join(".data"))
+        .env("XDG_CONFIG_HOME", dir.join(".xdg"))
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "the client failed:\n{}\n{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+}
+
+fn worktree(server: &FakeServer) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    // Canonical: the session's worktree is what the agent resolves it to.
+    let path = dir.path().canonicalize().unwrap();
+    std::fs::write(path.join("notes.txt"), "keep\nold line\nkeep\n").unwrap();
+    std::fs::write(
+        path.join("toolshed.toml"),
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[permission]\nedit = \"ask\"\nbash = \"allow\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+fn of_kind<'a>(updates: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    updates.iter().filter(|u| u["sessionUpdate"] == kind).collect()
+}
+
+#[test]
+fn an_editor_prompts_reads_edits_asks_runs_cancels_and_loads_the_session_again() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("r1", "read", r#"{"file_path":"notes.txt"}"#)])),
+        Reply::sse(chat::tool_calls(&[(
+            "e1",
+            "edit",
+            r#"{"file_path":"notes.txt","old_string":"old line","new_string":"new line"}"#,
+        )])),
+        Reply::sse(chat::tool_calls(&[("b1", "bash", r#"{"command":"echo ran-$((6*7))","description":"say"}"#)])),
+        Reply::sse(chat::text("All done.")),
+        Reply::sse(chat::text("a slow answer")).delay(Duration::from_secs(8)),
+    ])
+    .unwrap();
+    let dir = worktree(&server);
+    let root = dir.path().canonicalize().unwrap();
+    let notes = root.join("notes.txt");
+    let got = client(&root, "turns", &[]);
+
+    assert_eq!(got["init"]["agentCapabilities"]["loadSession"], true, "{}", got["init"]);
+    assert_eq!(got["stop1"], "end_turn");
+    assert_eq!(got["stop2"], "cancelled", "a cancelled turn ends with `cancelled`");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "keep\nnew line\nkeep\n");
+    let modes: Vec<&str> =
+        got["modes"]["availableModes"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert!(modes.contains(&"build") && modes.contains(&"plan"), "{modes:?}");
+
+    let updates = got["updates"].as_array().unwrap();
+    let calls = of_kind(updates, "tool_call");
+    let read = calls.iter().find(|c| c["kind"] == "read").expect("a read call");
+    assert_eq!(read["title"], "read: notes.txt");
+    assert_eq!(read["locations"][0]["path"], notes.to_str().unwrap());
+    // The edit: located, asked about, then a diff of the whole file.
+    let edit = calls.iter().find(|c| c["kind"] == "edit").expect("an edit call");
+    assert_eq!(edit["locations"][0]["path"], notes.to_str().unwrap());
+    let permissions = got["permissions"].as_array().unwrap();
+    assert_eq!(permissions.len(), 1, "only the edit asks: {permissions:?}");
+    let kinds: Vec<&str> =
+        permissions[0]["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    assert!(permissions[0]["tool_call"]["title"].as_str().unwrap().starts_with("edit"), "{}", permissions[0]);
+    let done: Vec<&Value> =
+        of_kind(updates, "tool_call_update").into_iter().filter(|u| u["toolCallId"] == edit["toolCallId"]).collect();
+    let diff =
+        done.iter().flat_map(|u| u["content"].as_array().cloned().unwrap_or_default()).find(|c| c["type"] == "diff");
+    let diff = diff.expect("a diff for the edit");
+    assert_eq!(diff["path"], notes.to_str().unwrap());
+    assert_eq!(diff["oldText"], "keep\nold line\nkeep\n");
+    assert_eq!(diff["newText"], "keep\nnew line\nkeep\n");
+    // The command: its exact text as the title, its output in the content.
+    let bash = calls.iter().find(|c| c["kind"] == "execute").expect("a bash call");
+    assert_eq!(bash["title"], "bash: echo ran-$((6*7))");
+    let output = serde_json::to_string(
+        &of_kind(updates, "tool_call_update")
+            .into_iter()
+            .filter(|u| u["toolCallId"] == bash["toolCallId"])
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    assert!(output.contains("ran-42"), "{output}");
+    let said: String =
+        of_kind(updates, "agent_message_chunk").iter().map(|c| c["content"]["text"].as_str().unwrap_or("")).collect();
+    assert!(said.contains("All done."), "{said}");
+    assert!(!of_kind(updates, "available_commands_update").is_empty());
+    assert!(!of_kind(updates, "usage_update").is_empty());
+
+    // Loaded in a new process, the session's history arrives as updates.
+    let session = got["session"].as_str().unwrap().to_string();
+    let loaded = client(&root, "load", &[&session]);
+    let updates = loaded["updates"].as_array().unwrap();
+    let prompts: Vec<&str> =
+        of_kind(updates, "user_message_chunk").iter().map(|c| c["content"]["text"].as_str().unwrap()).collect();
+    assert_eq!(prompts, ["read, edit and run", "take your time"]);
+    let replayed: Vec<&str> = of_kind(updates, "tool_call").iter().map(|c| c["title"].as_str().unwrap()).collect();
+    assert_eq!(replayed, ["read: notes.txt", "edit: notes.txt", "bash: echo ran-$((6*7))"]);
+    let said: String =
+        of_kind(updates, "agent_message_chunk").iter().map(|c| c["content"]["text"].as_str().unwrap_or("")).collect();
+    assert!(said.contains("All done."), "{said}");
+}

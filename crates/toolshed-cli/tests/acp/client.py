@@ -1,0 +1,96 @@
+"""An ACP client on the official Python SDK (PyPI `agent-client-protocol`), driving `toolshed acp`.
+
+Usage: client.py TOOLSHED WORKDIR OUT.json turns|load|fs [SESSION_ID]
+
+It records every session/update and permission request it receives (answering "allow once"),
+and writes what happened to OUT.json for the Rust test to check.
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    FileSystemCapabilities,
+    ReadTextFileResponse,
+    RequestPermissionResponse,
+    WriteTextFileResponse,
+)
+
+
+def dump(model):
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class Recorder:
+    def __init__(self, buffers):
+        self.updates = []
+        self.permissions = []
+        self.reads = []
+        self.writes = []
+        self.buffers = buffers
+
+    async def request_permission(self, session_id, tool_call, options, **kwargs):
+        self.permissions.append({"tool_call": dump(tool_call), "options": [dump(o) for o in options]})
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id="allow_once"))
+
+    async def session_update(self, session_id, update, **kwargs):
+        self.updates.append(dump(update))
+
+    async def read_text_file(self, session_id, path, line=None, limit=None, **kwargs):
+        self.reads.append(path)
+        return ReadTextFileResponse(content=self.buffers[path])
+
+    async def write_text_file(self, session_id, path, content, **kwargs):
+        self.writes.append({"path": path, "content": content})
+        self.buffers[path] = content
+        return WriteTextFileResponse()
+
+    def on_connect(self, conn):
+        pass
+
+
+async def main():
+    binary, workdir, out, mode = sys.argv[1:5]
+    buffers = {}
+    if mode == "fs":
+        # The editor's unsaved buffer differs from the file on disk.
+        buffers[os.path.join(workdir, "notes.txt")] = "unsaved text in the editor\n"
+    recorder = Recorder(buffers)
+    result = {}
+    async with spawn_agent_process(recorder, binary, "acp", env=dict(os.environ), cwd=workdir) as (conn, _process):
+        capabilities = ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=mode == "fs", write_text_file=mode == "fs")
+        )
+        init = await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities)
+        result["init"] = dump(init)
+        if mode in ("turns", "fs"):
+            new = await conn.new_session(cwd=workdir, mcp_servers=[])
+            result["session"] = new.session_id
+            result["modes"] = dump(new.modes) if new.modes else None
+            first = await conn.prompt(session_id=new.session_id, prompt=[text_block("read, edit and run")])
+            result["stop1"] = first.stop_reason
+            if mode == "turns":
+                # Cancelled mid-turn: the turn ends with `cancelled`.
+                slow = asyncio.create_task(
+                    conn.prompt(session_id=new.session_id, prompt=[text_block("take your time")])
+                )
+                await asyncio.sleep(1.5)
+                await conn.cancel(session_id=new.session_id)
+                second = await asyncio.wait_for(slow, 10)
+                result["stop2"] = second.stop_reason
+        elif mode == "load":
+            await conn.load_session(cwd=workdir, session_id=sys.argv[5], mcp_servers=[])
+        result["updates"] = recorder.updates
+        result["permissions"] = recorder.permissions
+        result["reads"] = recorder.reads
+        result["writes"] = recorder.writes
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1)
+
+
+asyncio.run(main())

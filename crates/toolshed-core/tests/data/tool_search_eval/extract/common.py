@@ -1,0 +1,44 @@
+"""Shared helpers: write servers/<id>.json in the evaluation's format."""
+import json, os, subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SERVERS = os.path.join(HERE, '..', 'servers')
+MIRROR = '/work/.mirror'
+
+
+def git(repo_dir, *args):
+    return subprocess.run(['git', '-C', repo_dir] + list(args), check=True,
+                          capture_output=True, text=True).stdout
+
+
+def show(repo_dir, commit, path):
+    return git(repo_dir, 'show', f'{commit}:{path}')
+
+
+def clean_tool(t):
+    schema = t.get('inputSchema') or {'type': 'object', 'properties': {}}
+    if 'type' not in schema:
+        schema = dict(schema, type='object')
+    return {'name': t['name'], 'description': (t.get('description') or '').strip(),
+            'inputSchema': schema}
+
+
+def write_server(server, source, commit, files, tools, note=None, package=None):
+    seen = set()
+    out = []
+    for t in tools:
+        t = clean_tool(t)
+        if t['name'] in seen:
+            raise SystemExit(f'{server}: duplicate tool {t["name"]}')
+        seen.add(t['name'])
+        out.append(t)
+    doc = {'server': server, 'source': source, 'commit': commit, 'files': files}
+    if package:
+        doc['package'] = package
+    if note:
+        doc['note'] = note
+    doc['tools'] = out
+    with open(os.path.join(SERVERS, server + '.json'), 'w') as f:
+        json.dump(doc, f, indent=1, ensure_ascii=False)
+        f.write('\n')
+    print(f'{server}: {len(out)} tools')

@@ -43,13 +43,13 @@ def pkgname(id, venv):
     return {'aws-api': 'awslabs.aws-api-mcp-server', 'aws-mysql': 'awslabs.mysql-mcp-server'}.get(id, venv)
 
 for id, repo, *rest in [
-    ('playwright', 'microsoft/playwright-mcp'), ('chrome-devtools', 'ChromeDevTools/chrome-devtools-mcp'),
+    ('playwright', 'microsoft/playwright', 'HEAD', 'packages/playwright-core/src/tools/backend'), ('chrome-devtools', 'ChromeDevTools/chrome-devtools-mcp'),
     ('browserbase', 'browserbase/mcp-server-browserbase'), ('gitlab', 'zereight/gitlab-mcp'),
     ('kubernetes', 'Flux159/mcp-server-kubernetes'), ('sentry', 'getsentry/sentry-mcp'),
     ('notion', 'makenotion/notion-mcp-server'), ('stripe', 'stripe/agent-toolkit'),
     ('neon', 'neondatabase/mcp-server-neon'), ('context7', 'upstash/context7'),
     ('mongodb', 'mongodb-js/mongodb-mcp-server'), ('tavily', 'tavily-ai/tavily-mcp'),
-    ('firecrawl', 'mendableai/firecrawl-mcp-server'), ('elasticsearch', 'elastic/mcp-server-elasticsearch'),
+    ('firecrawl', 'firecrawl/firecrawl-mcp-server'), ('elasticsearch', 'elastic/mcp-server-elasticsearch'),
     ('desktop-commander', 'wonderwhy-er/DesktopCommanderMCP'), ('exa', 'exa-labs/exa-mcp-server'),
     ('figma', 'GLips/Figma-Context-MCP'), ('pinecone', 'pinecone-io/pinecone-mcp'),
     ('heroku', 'heroku/heroku-mcp-server'), ('airtable', 'domdomegg/airtable-mcp-server'),
@@ -70,7 +70,7 @@ for id, repo, *rest in [
     ('azure', 'microsoft/mcp'), ('clarity', 'microsoft/clarity-mcp-server'),
     ('cloudflare', 'cloudflare/mcp-server-cloudflare'), ('lara', 'translated/lara-mcp'),
     ('pdf', 'modelcontextprotocol/ext-apps'), ('dbhub', 'bytebase/dbhub'),
-    ('database-ea', 'executeautomation/mcp-database-server'), ('hubspot', 'HubSpot/mcp-server'),
+    ('database-ea', 'executeautomation/mcp-database-server'),
 ]:
     if id in NPM:
         npm(id, repo, *rest)
@@ -130,8 +130,11 @@ def source_files(rdir, ref, sub, names, allow_md=False):
     return sorted(files), found
 
 
+# Listed and run, but left out of the evaluation: too large or too specialised for its share of the set.
+LEFT_OUT = {'azure', 'aws-healthomics'}
+
 if __name__ == '__main__':
-    for id in (sys.argv[1:] or S):
+    for id in (sys.argv[1:] or [i for i in S if i not in LEFT_OUT]):
         raw, pkg, repo, ref, sub = S[id]
         p = os.path.join(raw, id + '.json')
         if not os.path.exists(p):

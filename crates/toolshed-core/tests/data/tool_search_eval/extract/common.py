@@ -26,7 +26,12 @@ def clean_tool(t):
 def write_server(server, source, commit, files, tools, note=None, package=None):
     seen = set()
     out = []
+    empty = [t['name'] for t in tools if not (t.get('description') or '').strip()]
+    if empty:   # a tool without a description cannot be searched by meaning: left out, and said so
+        note = (note + '; ' if note else '') + 'left out for an empty description: ' + ', '.join(empty)
     for t in tools:
+        if t['name'] in empty:
+            continue
         t = clean_tool(t)
         if t['name'] in seen:
             raise SystemExit(f'{server}: duplicate tool {t["name"]}')

@@ -8,7 +8,7 @@ and `note` says how many of the names were found there (a package can be newer o
 snapshot). Usage: python3 build.py [server ...]
 """
 import json, os, re, subprocess, sys
-from common import write_server, MIRROR, git
+from common import write_server, MIRROR, git, source_files
 
 NPM_RAW, PY_RAW = '/tmp/npm2/raw', '/tmp/py/raw'
 MCP_HEAD, MCP_ARCH = 'HEAD', '1f705677a930ec618b7a16d87d00cee7db747ff2'
@@ -103,36 +103,6 @@ for id in PY:
                }.get(id, id[4:] + '-mcp-server')
         py(id, 'awslabs/mcp', 'HEAD', 'src/' + sub)
 
-
-def source_files(rdir, ref, sub, names, allow_md=False):
-    hits = {}
-    found = set()
-    for n in names:
-        fs = []
-        # the name itself, or (for names a server prefixes at run time, e.g. `API-`, `browserbase_`) its tail
-        for cand in [n] + ([re.split(r'[-_]', n, 1)[1]] if re.search(r'[-_]', n) else []):
-            try:
-                out = git(rdir, 'grep', '-l', '-w', '-F', cand, ref, '--', sub or '.')
-            except subprocess.CalledProcessError:
-                continue
-            fs = [l.split(':', 1)[1] for l in out.split('\n') if l]
-            bad = r'(^|/)(tests?|__tests__|spec|docs?|examples?)/|\.(txt|lock|snap)$|test|CHANGELOG'
-            if not allow_md:
-                bad += r'|\.md$'
-            fs = [f for f in fs if not re.search(bad, f)]
-            if fs:
-                break
-        if fs:
-            found.add(n)
-        for f in fs:
-            hits[f] = hits.get(f, 0) + 1
-    files = sorted(hits, key=lambda f: (-hits[f], f))[:15]
-    return sorted(files), found
-
-
-# Listed and run, but left out of the evaluation: too large or too specialised for its share of the set.
-LEFT_OUT = {'azure', 'aws-healthomics',
-            'browserbase'}   # its repository snapshot no longer has the package's tool names
 
 if __name__ == '__main__':
     for id in (sys.argv[1:] or [i for i in S if i not in LEFT_OUT]):

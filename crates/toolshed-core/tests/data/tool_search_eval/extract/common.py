@@ -1,5 +1,5 @@
 """Shared helpers: write servers/<id>.json in the evaluation's format."""
-import json, os, subprocess
+import json, os, re, subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVERS = os.path.join(HERE, '..', 'servers')
@@ -47,3 +47,34 @@ def write_server(server, source, commit, files, tools, note=None, package=None):
         json.dump(doc, f, indent=1, ensure_ascii=False)
         f.write('\n')
     print(f'{server}: {len(out)} tools')
+
+
+def source_files(rdir, ref, sub, names, allow_md=False):
+    hits = {}
+    found = set()
+    for n in names:
+        fs = []
+        # the name itself, or (for names a server prefixes at run time, e.g. `API-`, `browserbase_`) its tail
+        for cand in [n] + ([re.split(r'[-_]', n, 1)[1]] if re.search(r'[-_]', n) else []):
+            try:
+                out = git(rdir, 'grep', '-l', '-w', '-F', cand, ref, '--', sub or '.')
+            except subprocess.CalledProcessError:
+                continue
+            fs = [l.split(':', 1)[1] for l in out.split('\n') if l]
+            bad = r'(^|/)(tests?|__tests__|spec|docs?|examples?)/|\.(txt|lock|snap)$|test|CHANGELOG'
+            if not allow_md:
+                bad += r'|\.md$'
+            fs = [f for f in fs if not re.search(bad, f)]
+            if fs:
+                break
+        if fs:
+            found.add(n)
+        for f in fs:
+            hits[f] = hits.get(f, 0) + 1
+    files = sorted(hits, key=lambda f: (-hits[f], f))[:15]
+    return sorted(files), found
+
+
+# Listed and run, but left out of the evaluation: too large or too specialised for its share of the set.
+LEFT_OUT = {'azure', 'aws-healthomics',
+            'browserbase'}   # its repository snapshot no longer has the package's tool names

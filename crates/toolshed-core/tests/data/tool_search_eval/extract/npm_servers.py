@@ -4,7 +4,7 @@ commit named are the public source of that package, which was read to check the 
 Usage: python3 npm_servers.py RAW_DIR [server ...]   (RAW_DIR holds <server>.json from mcp_list.mjs)
 """
 import json, os, sys
-from common import write_server
+from common import write_server, source_files, MIRROR
 
 MCP = 'https://github.com/modelcontextprotocol/servers'
 HEAD = '76d64c822f5125032f89eb71dbdb94e42b434821'     # modelcontextprotocol/servers HEAD read
@@ -14,7 +14,7 @@ CONFIG = {
     'filesystem': ('@modelcontextprotocol/server-filesystem@2026.8.31', MCP, HEAD, ['src/filesystem/index.ts']),
     'memory': ('@modelcontextprotocol/server-memory@2026.8.31', MCP, HEAD, ['src/memory/index.ts']),
     'sequentialthinking': ('@modelcontextprotocol/server-sequential-thinking@2026.8.31', MCP, HEAD, ['src/sequentialthinking/index.ts']),
-    'everything': ('@modelcontextprotocol/server-everything@2026.8.31', MCP, HEAD, ['src/everything/tools/']),
+    'everything': ('@modelcontextprotocol/server-everything@2026.8.31', MCP, HEAD, ['src/everything/']),
     'gitlab-ref': ('@modelcontextprotocol/server-gitlab@2025.4.25', MCP, ARCH, ['src/gitlab/index.ts', 'src/gitlab/schemas.ts']),
     'slack': ('@modelcontextprotocol/server-slack@2025.4.25', MCP, ARCH, ['src/slack/index.ts']),
     'postgres': ('@modelcontextprotocol/server-postgres@0.6.2', MCP, ARCH, ['src/postgres/index.ts']),
@@ -34,5 +34,9 @@ if __name__ == '__main__':
         if not os.path.exists(p):
             print('missing', p); continue
         tools = json.load(open(p))['tools']
+        rdir = MIRROR + '/modelcontextprotocol+servers/repo'
+        sub = files[0].rsplit('/', 1)[0] if files[0].endswith('.ts') else files[0].rstrip('/')
+        files, found = source_files(rdir, commit, sub, [t['name'] for t in tools])
         write_server(server, repo, commit, files, tools, package='npm:' + pkg,
-                     note='definitions from tools/list of the npm package named, source read at the commit named')
+                     note=(f'definitions copied from tools/list of the published package npm:{pkg}; '
+                           f'{len(found)} of {len(tools)} tool names found in the repository files listed at this commit'))

@@ -92,6 +92,52 @@ pub struct SearchIndex {
     postings: Vec<Vec<(u32, f32)>>,
     idf: Vec<f32>,
     docs: usize,
+    /// The documents' words as written (lowercase), by length in characters: what a misspelt
+    /// query word is corrected to.
+    spellings: HashMap<usize, Vec<(Vec<char>, String)>>,
+}
+
+/// How much a corrected spelling counts compared with a word found as typed.
+const CORRECTION_WEIGHT: f32 = 0.8;
+
+/// Query words shorter than this are never corrected (too many neighbours).
+const CORRECTION_MIN_CHARS: usize = 4;
+
+/// The edit distance allowed for a word of `chars` characters: one edit, two from 8.
+fn allowed_edits(chars: usize) -> usize {
+    if chars >= 8 { 2 } else { 1 }
+}
+
+/// The optimal-string-alignment distance of `a` and `b` (insertions, deletions,
+/// substitutions and swaps of neighbours), or `None` once it exceeds `limit`.
+fn edit_distance(a: &[char], b: &[char], limit: usize) -> Option<usize> {
+    if a.len().abs_diff(b.len()) > limit {
+        return None;
+    }
+    let width = b.len() + 1;
+    let mut rows = vec![0usize; 3 * width];
+    for (j, cell) in rows[..width].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        let (cur, prev, prev2) = ((i % 3) * width, ((i - 1) % 3) * width, ((i + 1) % 3) * width);
+        rows[cur] = i;
+        let mut best = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (rows[prev + j] + 1).min(rows[cur + j - 1] + 1).min(rows[prev + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(rows[prev2 + j - 2] + 1);
+            }
+            rows[cur + j] = d;
+            best = best.min(d);
+        }
+        if best > limit {
+            return None;
+        }
+    }
+    let d = rows[(a.len() % 3) * width + b.len()];
+    (d <= limit).then_some(d)
 }
 
 impl SearchIndex {
@@ -108,6 +154,7 @@ impl SearchIndex {
             *a = (*a / docs.len().max(1) as f32).max(1.0);
         }
         let mut index = SearchIndex { docs: docs.len(), ..SearchIndex::default() };
+        let mut seen = std::collections::HashSet::new();
         let mut weighted: HashMap<u32, f32> = HashMap::new();
         for (doc, fields) in fielded.iter().enumerate() {
             weighted.clear();
@@ -125,6 +172,22 @@ impl SearchIndex {
             }
             for (&id, &tf) in &weighted {
                 index.postings[id as usize].push((doc as u32, tf * (K1 + 1.0) / (K1 + tf)));
+            }
+        }
+        for doc in docs {
+            let written = [doc.original_name.as_deref().unwrap_or(&doc.name), doc.description.as_str()];
+            for word in
+                written.iter().flat_map(|t| text::words(t)).chain(doc.params.iter().flat_map(|p| text::words(p)))
+            {
+                if word.chars().count() < CORRECTION_MIN_CHARS || text::is_stop_word(&word) || seen.contains(&word) {
+                    continue;
+                }
+                let term = text::stem(&word);
+                if index.terms.contains_key(&term) {
+                    seen.insert(word.clone());
+                    let chars: Vec<char> = word.chars().collect();
+                    index.spellings.entry(chars.len()).or_default().push((chars, term));
+                }
             }
         }
         let n = docs.len() as f32;
@@ -149,9 +212,49 @@ impl SearchIndex {
         self.docs == 0
     }
 
-    /// The terms of `query`, as this index sees them (with synonyms and joined pairs).
+    /// The terms of `query`, as this index sees them (with synonyms and joined pairs, and a
+    /// word no tool contains corrected to the closest words that tools do contain).
     pub fn query_terms(&self, query: &str) -> Vec<QueryTerm> {
-        text::query_terms(query, |t| self.terms.contains_key(t))
+        let mut terms = text::query_terms(query, |t| self.terms.contains_key(t));
+        for word in text::words(query) {
+            let chars: Vec<char> = word.chars().collect();
+            if chars.len() < CORRECTION_MIN_CHARS
+                || text::is_stop_word(&word)
+                || chars.iter().any(char::is_ascii_digit)
+                || self.terms.contains_key(&text::stem(&word))
+            {
+                continue;
+            }
+            for term in self.corrections(&chars) {
+                if !terms.iter().any(|t| t.term == term) {
+                    terms.push(QueryTerm { term, weight: CORRECTION_WEIGHT, typed: true });
+                }
+            }
+        }
+        terms
+    }
+
+    /// The terms of the indexed words closest to the misspelt `word`: those at the smallest
+    /// edit distance allowed, the two most common at most.
+    fn corrections(&self, word: &[char]) -> Vec<String> {
+        let limit = allowed_edits(word.len());
+        let mut best: Vec<(usize, &String)> = Vec::new();
+        let mut best_distance = limit + 1;
+        for len in word.len().saturating_sub(limit)..=word.len() + limit {
+            for (candidate, term) in self.spellings.get(&len).into_iter().flatten() {
+                let Some(d) = edit_distance(word, candidate, limit.min(best_distance)) else { continue };
+                if d < best_distance {
+                    best_distance = d;
+                    best.clear();
+                }
+                if d == best_distance && !best.iter().any(|(_, b)| *b == term) {
+                    let df = self.terms.get(term).map_or(0, |&id| self.postings[id as usize].len());
+                    best.push((df, term));
+                }
+            }
+        }
+        best.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+        best.into_iter().take(2).map(|(_, term)| term.clone()).collect()
     }
 
     /// Up to `limit` documents matching `query`, best first; documents sharing no term with the
@@ -235,5 +338,38 @@ mod tests {
         assert_eq!(index.search("alpha beta", 1).len(), 1);
         assert!(index.search("alpha", 0).is_empty());
         assert!(SearchIndex::build(&[]).search("alpha", 3).is_empty());
+    }
+
+    #[test]
+    fn edit_distance_counts_swaps_as_one_edit_and_stops_at_the_limit() {
+        let d = |a: &str, b: &str, limit| {
+            edit_distance(&a.chars().collect::<Vec<_>>(), &b.chars().collect::<Vec<_>>(), limit)
+        };
+        assert_eq!(d("emial", "email", 1), Some(1));
+        assert_eq!(d("calender", "calendar", 2), Some(1));
+        assert_eq!(d("serch", "search", 1), Some(1));
+        assert_eq!(d("naviagte", "navigate", 2), Some(1));
+        assert_eq!(d("kitten", "sitting", 1), None);
+        assert_eq!(d("kitten", "sitting", 3), Some(3));
+        assert_eq!(d("same", "same", 0), Some(0));
+    }
+
+    #[test]
+    fn a_misspelt_word_finds_what_its_spelling_would() {
+        let docs = vec![
+            doc("mail", "send_email", &["to", "body"], "Send an email to someone."),
+            doc("cal", "list_events", &["calendar"], "List the events of a calendar."),
+            doc("web", "navigate", &["url"], "Navigate the browser to a page."),
+        ];
+        let index = SearchIndex::build(&docs);
+        let top = |q: &str| index.search(q, 1).first().map(|h| docs[h.doc].name.clone());
+        assert_eq!(top("snd an emial"), Some("mail_send_email".into()));
+        assert_eq!(top("calender evnts"), Some("cal_list_events".into()));
+        assert_eq!(top("naviagte to localhost"), Some("web_navigate".into()));
+        // A word spelt right is never "corrected" into another.
+        let terms = index.query_terms("send email");
+        assert!(terms.iter().all(|t| t.weight != CORRECTION_WEIGHT), "{terms:?}");
+        // Nothing close: nothing added.
+        assert!(index.search("zzzzqqq", 5).is_empty());
     }
 }

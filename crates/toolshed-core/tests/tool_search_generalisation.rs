@@ -16,10 +16,10 @@ use toolshed_core::registry::{Source, qualified_name};
 use toolshed_core::search::{SearchDoc, SearchIndex, search_doc};
 use toolshed_core::tool::ToolSpec;
 
-/// What recall@5 may not fall under (measured: 0.630; the goal is 0.92).
-const RECALL_AT_5_FLOOR: f64 = 0.62;
-/// ... on the hard queries (measured: 0.473; the goal is 0.85).
-const HARD_RECALL_AT_5_FLOOR: f64 = 0.46;
+/// What recall@5 may not fall under (measured: 0.686; the goal is 0.92).
+const RECALL_AT_5_FLOOR: f64 = 0.68;
+/// ... on the hard queries (measured: 0.519; the goal is 0.85).
+const HARD_RECALL_AT_5_FLOOR: f64 = 0.51;
 
 struct Case {
     query: String,

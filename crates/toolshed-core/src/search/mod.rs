@@ -11,6 +11,7 @@
 
 mod defer;
 mod index;
+mod lexicon;
 pub mod text;
 mod tool;
 

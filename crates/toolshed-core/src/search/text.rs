@@ -160,6 +160,9 @@ const SYNONYMS: &[(&str, &str)] = &[
 /// How much a synonym counts compared with a word the user typed.
 pub const EXPANSION_WEIGHT: f32 = 0.4;
 
+/// How much the English for a word typed in another language counts.
+pub const TRANSLATION_WEIGHT: f32 = 0.9;
+
 fn stemmer() -> &'static Stemmer {
     static STEMMER: OnceLock<Stemmer> = OnceLock::new();
     STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
@@ -257,6 +260,12 @@ pub fn query_terms(query: &str, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> 
             for extra in also {
                 push(stem(extra), EXPANSION_WEIGHT, false);
             }
+        }
+    }
+    // Words of other languages: their English, as if typed.
+    for english in super::lexicon::translate(query) {
+        for word in english.split(' ') {
+            push(stem(word), TRANSLATION_WEIGHT, true);
         }
     }
     out

@@ -314,6 +314,7 @@ impl Server {
         }
         let stop = match outcome {
             Ok(_) if *lock(&session.last_stop) == "maxtokens" => StopReason::MaxTokens,
+            Ok(_) if *lock(&session.last_stop) == "refusal" => StopReason::Refusal,
             Ok(_) => StopReason::EndTurn,
             Err(AgentError::Interrupted) => StopReason::Cancelled,
             Err(AgentError::StepLimit(_)) => StopReason::MaxTurnRequests,

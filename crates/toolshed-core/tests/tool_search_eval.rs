@@ -7,7 +7,9 @@
 //! parameter names. Run with `--nocapture` to see both figures and the misses.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use bm25::{Document, Language, SearchEngineBuilder};
+mod baseline;
+
+use baseline::plain_bm25;
 use toolshed_core::registry::qualified_name;
 use toolshed_core::search::{SearchDoc, SearchIndex};
 
@@ -63,19 +65,6 @@ fn recall_at_5(cases: &[Case], rank: impl Fn(&str) -> Vec<String>) -> (f64, Vec<
     (total / cases.len() as f64, misses)
 }
 
-fn plain_bm25(docs: &[SearchDoc]) -> impl Fn(&str) -> Vec<String> {
-    let documents: Vec<Document<usize>> = docs
-        .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let text = format!("{} {} {} {}", d.name, d.name.replace('_', " "), d.description, d.params.join(" "));
-            Document::new(i, text)
-        })
-        .collect();
-    let engine = SearchEngineBuilder::<usize>::with_documents(Language::English, documents).build();
-    let names: Vec<String> = docs.iter().map(|d| d.name.clone()).collect();
-    move |q: &str| engine.search(q, 5).into_iter().map(|r| names[r.document.id].clone()).collect()
-}
 
 #[test]
 fn dataset_has_300_tools_and_50_queries_with_known_labels() {

@@ -9,6 +9,8 @@
 //! queries. Run with `--nocapture` for the figures per kind and the misses.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod baseline;
+
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -120,7 +122,10 @@ fn tool_search_recall_over_real_servers_and_queries_written_by_others() {
             misses.push(format!("{at5:.2} [{}] {:?} want {:?} → {:?}", case.kind, case.query, case.relevant, top));
         }
     }
+    let plain = baseline::plain_bm25(&docs);
+    let plain5: Vec<f64> = cases.iter().map(|c| recall(c, &plain(&c.query), 5)).collect();
     println!("tools: {} of {servers} servers, queries: {} ({} hard)", docs.len(), cases.len(), hard5.len());
+    println!("plain BM25 (bm25 crate, Codex-style text): recall@5 {:.3}", mean(&plain5));
     println!("recall@1 {:.3}  recall@5 {:.3}", mean(&r1), mean(&r5));
     println!("hard: recall@1 {:.3}  recall@5 {:.3}", mean(&hard1), mean(&hard5));
     for (kind, values) in &by_kind {

@@ -32,7 +32,9 @@ mod agent;
 mod approver;
 mod call;
 mod chat;
+mod config;
 mod doctor;
+mod init;
 mod manual;
 mod mcp;
 mod permission;
@@ -139,6 +141,13 @@ enum Command {
     /// Check what works in this worktree (websearch, skills, instructions) and why not.
     #[command(after_help = "Examples:\n  toolshed doctor\n  toolshed doctor --root ../other-checkout")]
     Doctor,
+    /// Print the config file's JSON Schema, or the effective configuration and where each value
+    /// came from.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
+    /// Write a commented toolshed.toml for the worktree, and the schema editors check it with.
+    #[command(after_help = init::EXAMPLES)]
+    Init(init::InitArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
     #[command(after_help = manual::COMPLETIONS_EXAMPLES)]
     Completions(manual::CompletionsArgs),
@@ -272,9 +281,15 @@ fn main() -> ExitCode {
         _ => {}
     }
     let (config_file, overrides) = match cli.config() {
-        Ok(config) => config,
+        Ok((file, overrides)) => (file.map(std::path::Path::to_path_buf), overrides),
         Err(e) => return finish(Err(e)),
     };
+    // Neither needs the tools: they work while a custom tool or the config is broken.
+    match &cli.command {
+        Command::Config(cmd) => return finish(config::run(cli.root.as_deref(), config_file.as_deref(), &overrides, cmd)),
+        Command::Init(args) => return finish(init::run(cli.root.as_deref(), args)),
+        _ => {}
+    }
     // Only what the command needs is loaded: `call` never starts the JS host for another tool.
     let scope = match &cli.command {
         Command::Tools(args) => args.scope(),
@@ -284,9 +299,11 @@ fn main() -> ExitCode {
         Command::Session(cmd) => cmd.scope(),
         Command::Mcp(_) => toolshed_tools::custom::Scope::All,
         Command::Doctor => toolshed_tools::custom::Scope::All,
-        Command::Completions(_) | Command::Man(_) => toolshed_tools::custom::Scope::Tool(String::new()),
+        Command::Completions(_) | Command::Man(_) | Command::Config(_) | Command::Init(_) => {
+            toolshed_tools::custom::Scope::Tool(String::new())
+        }
     };
-    let result = workspace::Workspace::open_with(cli.root.as_deref(), config_file, &overrides, &scope)
+    let result = workspace::Workspace::open_with(cli.root.as_deref(), config_file.as_deref(), &overrides, &scope)
         .map_err(CliError::from)
         .and_then(|ws| match cli.command {
             Command::Tools(args) => tools::run(&ws, args),
@@ -299,6 +316,8 @@ fn main() -> ExitCode {
             Command::Doctor => doctor::run(&ws),
             Command::Completions(args) => manual::completions(&args),
             Command::Man(args) => manual::man(&args),
+            Command::Config(cmd) => config::run(Some(&ws.root), config_file.as_deref(), &overrides, &cmd),
+            Command::Init(args) => init::run(Some(&ws.root), &args),
         });
     finish(result)
 }

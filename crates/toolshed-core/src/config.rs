@@ -408,21 +408,21 @@ impl JsonSchema for PermissionRules {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // "A string that is an action, or a table": `if`/`then` rather than `oneOf`, so a
+        // mistake is reported where it is, not as "matches none of the alternatives".
         let action = action_schema().to_value();
+        let per_key = serde_json::json!({
+            "type": ["string", "object"],
+            "if": { "type": "string" },
+            "then": action,
+            "additionalProperties": action
+        });
         schemars::json_schema!({
             "description": "An action for every request (\"allow\", \"ask\", \"deny\"), or a table whose keys are permission names (`edit`, `bash`, `read`, a tool's name; wildcards allowed) and whose values are an action or a table of pattern = action. The last matching rule wins.",
-            "oneOf": [
-                action,
-                {
-                    "type": "object",
-                    "additionalProperties": {
-                        "oneOf": [
-                            action,
-                            { "type": "object", "additionalProperties": action }
-                        ]
-                    }
-                }
-            ]
+            "type": ["string", "object"],
+            "if": { "type": "string" },
+            "then": action,
+            "additionalProperties": per_key
         })
     }
 }
@@ -495,10 +495,8 @@ impl JsonSchema for AgentSection {
         let agent = generator.subschema_for::<AgentConfig>().to_value();
         schemars::json_schema!({
             "description": "`[agent.NAME]` tables: new agents, or changes to the built-in `build`, `plan` and `explore`. A string instead names the default agent, like `default_agent`.",
-            "oneOf": [
-                { "type": "string" },
-                { "type": "object", "additionalProperties": agent }
-            ]
+            "type": ["string", "object"],
+            "additionalProperties": agent
         })
     }
 }

@@ -138,7 +138,8 @@ enum Command {
     /// Inspect permission rules.
     #[command(subcommand)]
     Permission(permission::PermissionCommand),
-    /// Check what works in this worktree (websearch, skills, instructions) and why not.
+    /// Check what works in this worktree and why not: the model answers, MCP servers start,
+    /// custom tools load, websearch answers; the sandbox, skills, instructions, language servers.
     #[command(after_help = "Examples:\n  toolshed doctor\n  toolshed doctor --root ../other-checkout")]
     Doctor,
     /// Print the config file's JSON Schema, or the effective configuration and where each value
@@ -298,7 +299,8 @@ fn main() -> ExitCode {
         Command::Run(_) | Command::Chat(_) => toolshed_tools::custom::Scope::All,
         Command::Session(cmd) => cmd.scope(),
         Command::Mcp(_) => toolshed_tools::custom::Scope::All,
-        Command::Doctor => toolshed_tools::custom::Scope::All,
+        // Loaded afresh: doctor checks that each custom tool still loads.
+        Command::Doctor => toolshed_tools::custom::Scope::Fresh,
         Command::Completions(_) | Command::Man(_) | Command::Config(_) | Command::Init(_) => {
             toolshed_tools::custom::Scope::Tool(String::new())
         }

@@ -221,7 +221,8 @@ fn mcp(ws: &Workspace) -> Report {
 /// cache), as `toolshed tools --check` does.
 fn custom_tools(ws: &Workspace) -> Report {
     let shown = |file: &std::path::Path| file.strip_prefix(&ws.root).unwrap_or(file).display().to_string();
-    let mut lines: Vec<String> = ws.custom.tools().map(|(spec, file)| format!("{}: {}", spec.name, shown(file))).collect();
+    let mut lines: Vec<String> =
+        ws.custom.tools().map(|(spec, file)| format!("{}: {}", spec.name, shown(file))).collect();
     // A tool whose file has a problem is said once, by the problem (it names the line).
     let unexplained = ws.custom.unavailable().iter().filter(|u| !ws.custom.problems().iter().any(|p| p.file == u.file));
     for u in unexplained {
@@ -254,7 +255,10 @@ fn websearch(ws: &Workspace) -> Report {
                 .map_err(|e| format!("cannot start the async runtime: {e}"))
                 .and_then(|runtime| runtime.block_on(web::search::probe(&backend, PROBE_QUERY)));
             match probed {
-                Ok(n) => Report::new(Status::Ok, [offered, format!("a test query (\"{PROBE_QUERY}\") returned {n} result(s)")]),
+                Ok(n) => Report::new(
+                    Status::Ok,
+                    [offered, format!("a test query (\"{PROBE_QUERY}\") returned {n} result(s)")],
+                ),
                 Err(why) => Report::new(Status::Problem, [offered, format!("but a test query failed: {why}")]),
             }
         }

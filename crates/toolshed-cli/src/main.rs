@@ -287,7 +287,9 @@ fn main() -> ExitCode {
     };
     // Neither needs the tools: they work while a custom tool or the config is broken.
     match &cli.command {
-        Command::Config(cmd) => return finish(config::run(cli.root.as_deref(), config_file.as_deref(), &overrides, cmd)),
+        Command::Config(cmd) => {
+            return finish(config::run(cli.root.as_deref(), config_file.as_deref(), &overrides, cmd));
+        }
         Command::Init(args) => return finish(init::run(cli.root.as_deref(), args)),
         _ => {}
     }

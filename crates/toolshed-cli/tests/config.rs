@@ -110,7 +110,11 @@ fn config_schema_validates_every_example_config_in_the_readme_and_docs_and_rejec
         std::fs::write(tmp.path().join("toolshed.toml"), &misspelled).unwrap();
         let out = toolshed(tmp.path(), &["config", "show"]);
         assert_eq!(out.status.code(), Some(2), "{wrong}");
-        assert!(stderr(&out).contains(&format!("unknown field `{}`", wrong.trim_end_matches(" ="))), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!("unknown field `{}`", wrong.trim_end_matches(" ="))),
+            "{}",
+            stderr(&out)
+        );
     }
 }
 
@@ -179,11 +183,20 @@ fn config_show_names_the_file_or_override_each_value_came_from() {
     let kinds: Vec<&str> = shown["layers"].as_array().unwrap().iter().map(|l| l["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["user", "project", "override"]);
     let setting = |key: &str| {
-        shown["settings"].as_array().unwrap().iter().find(|s| s["key"] == serde_json::json!(key.split('.').collect::<Vec<_>>())).cloned().unwrap()
+        shown["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"] == serde_json::json!(key.split('.').collect::<Vec<_>>()))
+            .cloned()
+            .unwrap()
     };
     assert_eq!(setting("session.max_steps")["from"], root.join("toolshed.toml").display().to_string());
     assert_eq!(setting("session.compact_at")["from"], Value::Null);
-    assert_eq!(setting("permission.1")["value"], serde_json::json!({"permission": "bash", "pattern": "git *", "action": "allow"}));
+    assert_eq!(
+        setting("permission.1")["value"],
+        serde_json::json!({"permission": "bash", "pattern": "git *", "action": "allow"})
+    );
 
     // --config FILE takes the user file's place.
     let other = root.join("other.toml");
@@ -242,8 +255,10 @@ fn init_writes_a_commented_config_that_loads_and_validates_and_never_overwrites_
     let out = toolshed(root, &["init", "--force"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(root.join("toolshed.toml")).unwrap(), written);
-    let names: Vec<String> =
-        std::fs::read_dir(root.join(".toolshed")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(root.join(".toolshed"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(names, ["config.schema.json"]);
     // A broken config elsewhere does not stop init (it is how one starts over).
     let other = tempfile::tempdir().unwrap();

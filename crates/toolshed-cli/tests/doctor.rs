@@ -285,9 +285,11 @@ fn doctor_sends_the_configured_model_one_request_and_says_it_answers() {
 #[test]
 fn doctor_reports_a_provider_that_refuses_with_its_exact_error_and_exits_1() {
     use toolshed_llm::testing::{FakeServer, Reply};
-    let server =
-        FakeServer::start(vec![Reply::error(401, serde_json::json!({"error": {"message": "Incorrect API key provided"}}))])
-            .unwrap();
+    let server = FakeServer::start(vec![Reply::error(
+        401,
+        serde_json::json!({"error": {"message": "Incorrect API key provided"}}),
+    )])
+    .unwrap();
     let tmp = worktree();
     let base = server.base_url();
     write(
@@ -336,7 +338,12 @@ fn doctor_starts_each_mcp_server_and_lists_its_tools_or_says_why_not() {
     let lines: Vec<&str> = mcp.lines().collect();
     assert_eq!(lines[0], "mcp: problem", "{mcp}");
     assert!(lines.iter().any(|l| l.starts_with("  gone (stdio: $ROOT/no-such-server): does not start: ")), "{mcp}");
-    assert!(lines.iter().any(|l| l.starts_with("  inner (stdio: $TOOLSHED") && l.ends_with(": 2 tool(s): inner_read, inner_grep")), "{mcp}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("  inner (stdio: $TOOLSHED") && l.ends_with(": 2 tool(s): inner_read, inner_grep")),
+        "{mcp}"
+    );
     assert!(lines.contains(&"  off (stdio: x): disabled (enabled = false)"), "{mcp}");
 }
 
@@ -355,7 +362,8 @@ fn doctor_loads_custom_tools_afresh_and_reports_a_broken_one_with_its_line() {
 }
 
 /// A SearXNG answer with one result.
-const SEARXNG: &[u8] = br#"{"results": [{"title": "Rust", "url": "https://www.rust-lang.org/", "content": "A language."}]}"#;
+const SEARXNG: &[u8] =
+    br#"{"results": [{"title": "Rust", "url": "https://www.rust-lang.org/", "content": "A language."}]}"#;
 
 #[test]
 fn doctor_probes_websearch_with_a_query_instead_of_trusting_the_config() {

@@ -276,11 +276,10 @@ mod tests {
             "model = \"a/b\"\n[session]\nmax_steps = 7\n[permission]\nedit = \"deny\"\n[env]\npass = [\"A\", \"B\"]\n",
             &["output.max_lines=10"],
         );
-        assert_eq!(e.layers.iter().map(|l| l.kind).collect::<Vec<_>>(), [
-            LayerKind::ConfigFile,
-            LayerKind::Project,
-            LayerKind::Override
-        ]);
+        assert_eq!(
+            e.layers.iter().map(|l| l.kind).collect::<Vec<_>>(),
+            [LayerKind::ConfigFile, LayerKind::Project, LayerKind::Override]
+        );
         // Written again unchanged: the later file is where it now comes from.
         assert_eq!(origin(&e, "model").as_deref(), Some("toolshed.toml"));
         assert_eq!(origin(&e, "session.max_steps").as_deref(), Some("toolshed.toml"));
@@ -298,9 +297,11 @@ mod tests {
 
     #[test]
     fn an_override_inside_a_replaced_section_names_only_its_own_key() {
-        let e = explained("", "[provider.local]\nkind = \"openai-chat\"\nbase_url = \"http://127.0.0.1:1/v1\"\n", &[
-            "provider.local.base_url=http://127.0.0.1:2/v1",
-        ]);
+        let e = explained(
+            "",
+            "[provider.local]\nkind = \"openai-chat\"\nbase_url = \"http://127.0.0.1:1/v1\"\n",
+            &["provider.local.base_url=http://127.0.0.1:2/v1"],
+        );
         assert_eq!(origin(&e, "provider.local.kind").as_deref(), Some("toolshed.toml"));
         assert_eq!(
             origin(&e, "provider.local.base_url").as_deref(),

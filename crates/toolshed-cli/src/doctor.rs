@@ -3,10 +3,13 @@
 //! Each check is an independent function from the workspace to a [`Report`]; adding a section
 //! means adding one entry to [`CHECKS`]. The command prints every report and exits with 1 when
 //! any check found a problem, 0 otherwise (a feature that is simply not configured is `off`,
-//! not a problem).
+//! not a problem). What can be tried is tried, not assumed from the config: each configured model
+//! answers one short request, each MCP server is started and lists its tools, custom tools are
+//! loaded afresh, and the search backend answers one query.
 
 use std::fmt;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use toolshed_agent::instructions;
 use toolshed_tools::{skill, web};
@@ -24,6 +27,9 @@ pub struct Check {
 
 /// Every check, in the order printed.
 pub const CHECKS: &[Check] = &[
+    Check { name: "model", run: model },
+    Check { name: "mcp", run: mcp },
+    Check { name: "custom tools", run: custom_tools },
     Check { name: "sandbox", run: sandbox },
     Check { name: "environment", run: environment },
     Check { name: "websearch", run: websearch },
@@ -87,12 +93,175 @@ pub fn run(ws: &Workspace) -> Result<ExitCode, CliError> {
     Ok(if worst_is_problem { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
+/// How long a model may take to answer the probe.
+const MODEL_PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The default model and every agent's own model answer one short request, sent the way `run`
+/// sends it (same provider, URL, key and wire format), without retries.
+fn model(ws: &Workspace) -> Report {
+    let mut models: Vec<(String, String)> = Vec::new();
+    if let Some(id) = &ws.config.model {
+        models.push((id.clone(), "model".to_string()));
+    }
+    for (name, agent) in &ws.config.agents {
+        if let Some(id) = &agent.model {
+            match models.iter_mut().find(|(m, _)| m == id) {
+                Some((_, users)) => users.push_str(&format!(", [agent.{name}]")),
+                None => models.push((id.clone(), format!("[agent.{name}]"))),
+            }
+        }
+    }
+    if models.is_empty() {
+        return Report::new(
+            Status::Off,
+            ["no model configured: set model = \"PROVIDER/MODEL\" in toolshed.toml (`toolshed init` writes an example), or give `run` and `chat` -m".to_string()],
+        );
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => return Report::new(Status::Problem, [format!("cannot start the async runtime: {e}")]),
+    };
+    let mut status = Status::Ok;
+    let mut lines = Vec::new();
+    for (id, users) in &models {
+        match runtime.block_on(probe_model(&ws.config, id)) {
+            Ok(answered) => lines.push(format!("{id} ({users}): {answered}")),
+            Err(error) => {
+                status = Status::Problem;
+                lines.push(format!("{id} ({users}): {error}"));
+            }
+        }
+    }
+    Report::new(status, lines)
+}
+
+/// One short request to `id`: where it went and how long the answer took, or the exact error.
+async fn probe_model(config: &toolshed_core::config::Config, id: &str) -> Result<String, String> {
+    use toolshed_core::config::ProviderKind;
+    use toolshed_llm::client::{Client, RetryPolicy};
+    use toolshed_llm::provider::{self, ModelRef};
+    use toolshed_llm::types::{Message, Request};
+    let model = ModelRef::parse(id).map_err(|e| e.to_string())?;
+    let settings = provider::resolve(config, &model, &provider::process_env).map_err(|e| e.to_string())?;
+    let (kind, url) = (settings.kind, settings.base_url.clone());
+    let client = Client::new(settings)
+        .map_err(|e| e.to_string())?
+        .with_retry(RetryPolicy { max_retries: 0, ..RetryPolicy::default() })
+        .with_idle_timeout(MODEL_PROBE_TIMEOUT);
+    let request = Request {
+        model: model.model.clone(),
+        system: String::new(),
+        messages: vec![Message::user("Reply with the single word OK.")],
+        tools: Vec::new(),
+        // Anthropic requires a cap; OpenAI's newer models refuse `max_tokens` on Chat Completions.
+        max_tokens: (kind == ProviderKind::Anthropic).then_some(16),
+    };
+    let started = Instant::now();
+    let answer = async {
+        let stream = client.stream(&request).await?;
+        toolshed_llm::collect(stream, |_| {}).await
+    };
+    tokio::time::timeout(MODEL_PROBE_TIMEOUT, answer)
+        .await
+        .map_err(|_| format!("no answer from {url} within {} s", MODEL_PROBE_TIMEOUT.as_secs()))?
+        .map_err(|e| e.to_string())?;
+    let kind = match kind {
+        ProviderKind::OpenaiChat => "openai-chat",
+        ProviderKind::OpenaiResponses => "openai-responses",
+        ProviderKind::Anthropic => "anthropic",
+    };
+    Ok(format!("answers ({kind} at {url}, {} ms)", started.elapsed().as_millis()))
+}
+
+/// Each configured MCP server is started (or reached) and lists its tools.
+fn mcp(ws: &Workspace) -> Report {
+    use toolshed_mcp::{McpClients, State};
+    if ws.config.mcp.is_empty() {
+        return Report::new(
+            Status::Off,
+            ["no MCP servers configured; add [mcp.NAME] tables to toolshed.toml, or run `toolshed mcp import FILE`"
+                .to_string()],
+        );
+    }
+    let runtime = match toolshed_runtime::mcp::io_runtime() {
+        Ok(runtime) => runtime,
+        Err(e) => return Report::new(Status::Problem, [e.to_string()]),
+    };
+    let options = toolshed_runtime::mcp::options(ws);
+    let clients = runtime.block_on(McpClients::connect(ws.config.mcp.iter(), &options));
+    let statuses = clients.statuses();
+    runtime.block_on(clients.shutdown());
+    let mut status = Status::Off;
+    let mut lines = Vec::new();
+    for s in &statuses {
+        match &s.state {
+            State::Connected => {
+                if status == Status::Off {
+                    status = Status::Ok;
+                }
+                lines.push(format!("{} ({}): {} tool(s): {}", s.name, s.transport, s.tools.len(), s.tools.join(", ")));
+            }
+            State::Disabled => lines.push(format!("{} ({}): disabled (enabled = false)", s.name, s.transport)),
+            State::Unavailable(reason) => {
+                status = Status::Problem;
+                lines.push(format!("{} ({}): does not start: {reason}", s.name, s.transport));
+            }
+        }
+        for (tool, why) in &s.skipped {
+            if status == Status::Ok {
+                status = Status::Warning;
+            }
+            lines.push(format!("  tool `{tool}` left out: {why}"));
+        }
+    }
+    Report::new(status, lines)
+}
+
+/// Every custom tool is loaded afresh (OpenCode tool files imported again, not read from the
+/// cache), as `toolshed tools --check` does.
+fn custom_tools(ws: &Workspace) -> Report {
+    let shown = |file: &std::path::Path| file.strip_prefix(&ws.root).unwrap_or(file).display().to_string();
+    let mut lines: Vec<String> =
+        ws.custom.tools().map(|(spec, file)| format!("{}: {}", spec.name, shown(file))).collect();
+    // A tool whose file has a problem is said once, by the problem (it names the line).
+    let unexplained = ws.custom.unavailable().iter().filter(|u| !ws.custom.problems().iter().any(|p| p.file == u.file));
+    for u in unexplained {
+        lines.push(format!("{} ({}) is unavailable: {}", u.name, shown(&u.file), u.reason));
+    }
+    for problem in ws.custom.problems() {
+        lines.push(format!("broken, left out: {problem}"));
+    }
+    let status = if !ws.custom.problems().is_empty() || !ws.custom.unavailable().is_empty() {
+        Status::Problem
+    } else if lines.is_empty() {
+        lines.push("no custom tools in .toolshed/tools, .opencode/tool(s) or the user config directory".to_string());
+        Status::Off
+    } else {
+        Status::Ok
+    };
+    Report::new(status, lines)
+}
+
+/// The query the websearch probe sends.
+const PROBE_QUERY: &str = "rust programming language";
+
 fn websearch(ws: &Workspace) -> Report {
     match web::search::backend(ws.config.websearch.as_ref()) {
-        Ok(backend) => Report::new(
-            Status::Ok,
-            [format!("websearch is offered, using the {} backend at {}", backend.name(), backend.url())],
-        ),
+        Ok(backend) => {
+            let offered = format!("websearch is offered, using the {} backend at {}", backend.name(), backend.url());
+            let probed = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the async runtime: {e}"))
+                .and_then(|runtime| runtime.block_on(web::search::probe(&backend, PROBE_QUERY)));
+            match probed {
+                Ok(n) => Report::new(
+                    Status::Ok,
+                    [offered, format!("a test query (\"{PROBE_QUERY}\") returned {n} result(s)")],
+                ),
+                Err(why) => Report::new(Status::Problem, [offered, format!("but a test query failed: {why}")]),
+            }
+        }
         Err(why) if ws.config.websearch.is_none() => Report::new(Status::Off, [why]),
         Err(why) => Report::new(Status::Problem, [format!("websearch is not offered: {why}")]),
     }

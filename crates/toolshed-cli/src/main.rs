@@ -33,7 +33,9 @@ mod agent;
 mod approver;
 mod call;
 mod chat;
+mod config;
 mod doctor;
+mod init;
 mod manual;
 mod mcp;
 mod permission;
@@ -137,12 +139,20 @@ enum Command {
     /// Inspect permission rules.
     #[command(subcommand)]
     Permission(permission::PermissionCommand),
-    /// Check what works in this worktree (websearch, skills, instructions) and why not.
+    /// Check what works in this worktree and why not: the model answers, MCP servers start,
+    /// custom tools load, websearch answers; the sandbox, skills, instructions, language servers.
     #[command(after_help = "Examples:\n  toolshed doctor\n  toolshed doctor --root ../other-checkout")]
     Doctor,
     /// Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim).
     #[command(after_help = acp::EXAMPLES)]
     Acp(acp::AcpArgs),
+    /// Print the config file's JSON Schema, or the effective configuration and where each value
+    /// came from.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
+    /// Write a commented toolshed.toml for the worktree, and the schema editors check it with.
+    #[command(after_help = init::EXAMPLES)]
+    Init(init::InitArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
     #[command(after_help = manual::COMPLETIONS_EXAMPLES)]
     Completions(manual::CompletionsArgs),
@@ -282,14 +292,21 @@ fn main() -> ExitCode {
         _ => {}
     }
     let (config_file, overrides) = match cli.config() {
-        Ok(config) => config,
+        Ok((file, overrides)) => (file.map(std::path::Path::to_path_buf), overrides),
         Err(e) => return finish(Err(e)),
     };
     // Each ACP session opens the worktree its editor names.
     if matches!(cli.command, Command::Acp(_)) {
-        let file = config_file.map(std::path::Path::to_path_buf);
         let Command::Acp(args) = cli.command else { return finish(unreachable_acp()) };
-        return finish(acp::run(args, file.as_deref(), overrides));
+        return finish(acp::run(args, config_file.as_deref(), overrides));
+    }
+    // Neither needs the tools: they work while a custom tool or the config is broken.
+    match &cli.command {
+        Command::Config(cmd) => {
+            return finish(config::run(cli.root.as_deref(), config_file.as_deref(), &overrides, cmd));
+        }
+        Command::Init(args) => return finish(init::run(cli.root.as_deref(), args)),
+        _ => {}
     }
     // Only what the command needs is loaded: `call` never starts the JS host for another tool.
     let scope = match &cli.command {
@@ -299,12 +316,13 @@ fn main() -> ExitCode {
         Command::Run(_) | Command::Chat(_) => toolshed_tools::custom::Scope::All,
         Command::Session(cmd) => cmd.scope(),
         Command::Mcp(_) => toolshed_tools::custom::Scope::All,
-        Command::Doctor => toolshed_tools::custom::Scope::All,
-        Command::Completions(_) | Command::Man(_) | Command::Acp(_) => {
+        // Loaded afresh: doctor checks that each custom tool still loads.
+        Command::Doctor => toolshed_tools::custom::Scope::Fresh,
+        Command::Completions(_) | Command::Man(_) | Command::Config(_) | Command::Init(_) | Command::Acp(_) => {
             toolshed_tools::custom::Scope::Tool(String::new())
         }
     };
-    let result = workspace::Workspace::open_with(cli.root.as_deref(), config_file, &overrides, &scope)
+    let result = workspace::Workspace::open_with(cli.root.as_deref(), config_file.as_deref(), &overrides, &scope)
         .map_err(CliError::from)
         .and_then(|ws| match cli.command {
             Command::Tools(args) => tools::run(&ws, args),
@@ -318,6 +336,8 @@ fn main() -> ExitCode {
             Command::Completions(args) => manual::completions(&args),
             Command::Man(args) => manual::man(&args),
             Command::Acp(_) => unreachable_acp(),
+            Command::Config(cmd) => config::run(Some(&ws.root), config_file.as_deref(), &overrides, &cmd),
+            Command::Init(args) => init::run(Some(&ws.root), &args),
         });
     finish(result)
 }

@@ -100,6 +100,12 @@ fn doctor_in_a_bare_worktree_says_what_is_off_and_why() {
     let expected = if sandbox.starts_with("sandbox: problem") { 1 } else { 0 };
     assert_eq!(out.status.code(), Some(expected), "{}", String::from_utf8_lossy(&out.stderr));
     insta::assert_snapshot!(stdout(&out, tmp.path()), @r#"
+    model: off
+      no model configured: set model = "PROVIDER/MODEL" in toolshed.toml (`toolshed init` writes an example), or give `run` and `chat` -m
+    mcp: off
+      no MCP servers configured; add [mcp.NAME] tables to toolshed.toml, or run `toolshed mcp import FILE`
+    custom tools: off
+      no custom tools in .toolshed/tools, .opencode/tool(s) or the user config directory
     websearch: off
       no [websearch] section in the config, so the websearch tool is not offered. To enable it, add e.g.
         [websearch]
@@ -137,12 +143,21 @@ fn doctor_lists_skills_and_instructions_and_reports_a_broken_skill_with_its_line
     );
     write(&root.join(".xdg-config/toolshed/skills/broken/SKILL.md"), "---\nname: broken\n---\n");
     write(&root.join("AGENTS.md"), "Be brief.\n");
-    write(&root.join("toolshed.toml"), "[websearch]\nbackend = \"searxng\"\nurl = \"http://127.0.0.1:9\"\n");
+    let url = serve_once("application/json", SEARXNG);
+    let base = url.trim_end_matches("/page").to_string();
+    write(&root.join("toolshed.toml"), &format!("[websearch]\nbackend = \"searxng\"\nurl = \"{base}\"\n"));
     let out = toolshed(root, &["doctor"]);
     assert_eq!(out.status.code(), Some(1), "a broken skill is a problem");
-    insta::assert_snapshot!(stdout(&out, root), @r"
+    insta::assert_snapshot!(stdout(&out, root).replace(&base, "$BASE"), @r#"
+    model: off
+      no model configured: set model = "PROVIDER/MODEL" in toolshed.toml (`toolshed init` writes an example), or give `run` and `chat` -m
+    mcp: off
+      no MCP servers configured; add [mcp.NAME] tables to toolshed.toml, or run `toolshed mcp import FILE`
+    custom tools: off
+      no custom tools in .toolshed/tools, .opencode/tool(s) or the user config directory
     websearch: ok
-      websearch is offered, using the searxng backend at http://127.0.0.1:9/search
+      websearch is offered, using the searxng backend at $BASE/search
+      a test query ("rust programming language") returned 1 result(s)
     skills: problem
       lint-fix: $ROOT/.claude/skills/lint-fix/SKILL.md
       broken, left out: $ROOT/.xdg-config/toolshed/skills/broken/SKILL.md:3: `description` is missing: say what the skill does and when to use it
@@ -150,7 +165,7 @@ fn doctor_lists_skills_and_instructions_and_reports_a_broken_skill_with_its_line
       $ROOT/AGENTS.md (project, 9 bytes)
     lsp: off
       no language server is configured or found on PATH (looked for rust-analyzer, pyright-langserver, typescript-language-server, gopls, clangd); install one, or add an [lsp.NAME] section to toolshed.toml
-    ");
+    "#);
 
     // The broken skill does not break the tool list: the good one is offered.
     let tools = toolshed(root, &["tools", "--format", "json"]);
@@ -168,7 +183,7 @@ fn doctor_says_why_a_configured_websearch_is_not_offered() {
     write(&tmp.path().join("toolshed.toml"), "[websearch]\nbackend = \"brave\"\n");
     let out = toolshed(tmp.path(), &["doctor"]);
     assert_eq!(out.status.code(), Some(1));
-    let text = stdout(&out, tmp.path());
+    let text = section(&out, tmp.path(), "websearch");
     assert!(
         text.starts_with("websearch: problem\n  websearch is not offered: the brave backend needs an API key, but the environment variable BRAVE_API_KEY is not set\n"),
         "{text}"
@@ -237,5 +252,138 @@ fn doctor_warns_about_a_skill_description_over_the_limit_and_loads_the_skill() {
     assert_eq!(
         skills,
         "skills: warning\n  claude-api: $ROOT/.agents/skills/claude-api/SKILL.md\n  loaded, but: $ROOT/.agents/skills/claude-api/SKILL.md:3: `description` is 1068 characters long, over the 1024 the Agent Skills rules allow; the skill is loaded with all of it, but agents that keep to the rules leave it out, so shorten it if you can\n"
+    );
+}
+
+/// One section of doctor's output, with `$ROOT` for the root.
+fn section(out: &Output, root: &Path, name: &str) -> String {
+    let text = String::from_utf8_lossy(&out.stdout).replace(&root.display().to_string(), "$ROOT");
+    sections(&text, name).0
+}
+
+#[test]
+fn doctor_sends_the_configured_model_one_request_and_says_it_answers() {
+    use toolshed_llm::testing::{FakeServer, Reply, chat};
+    let server = FakeServer::start(vec![Reply::sse(chat::text("OK"))]).unwrap();
+    let tmp = worktree();
+    let base = server.base_url();
+    write(
+        &tmp.path().join("toolshed.toml"),
+        &format!("model = \"fake/small\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{base}\"\n"),
+    );
+    let out = toolshed(tmp.path(), &["doctor"]);
+    let model = section(&out, tmp.path(), "model").replace(&base, "$BASE");
+    let model = regex_ms(&model);
+    assert_eq!(model, "model: ok\n  fake/small (model): answers (openai-chat at $BASE, N ms)\n");
+    let received = server.received();
+    assert_eq!(received.len(), 1, "one request, no retries");
+    assert_eq!(received[0].path, "/v1/chat/completions");
+    assert_eq!(received[0].body["model"], "small");
+    assert!(received[0].body.get("max_tokens").is_none(), "{}", received[0].body);
+}
+
+#[test]
+fn doctor_reports_a_provider_that_refuses_with_its_exact_error_and_exits_1() {
+    use toolshed_llm::testing::{FakeServer, Reply};
+    let server = FakeServer::start(vec![Reply::error(
+        401,
+        serde_json::json!({"error": {"message": "Incorrect API key provided"}}),
+    )])
+    .unwrap();
+    let tmp = worktree();
+    let base = server.base_url();
+    write(
+        &tmp.path().join("toolshed.toml"),
+        &format!(
+            "model = \"fake/small\"\n[provider.fake]\nkind = \"anthropic\"\nbase_url = \"{base}\"\n[agent.review]\nmodel = \"nowhere/x\"\n"
+        ),
+    );
+    let out = toolshed(tmp.path(), &["doctor"]);
+    assert_eq!(out.status.code(), Some(1));
+    let model = section(&out, tmp.path(), "model");
+    insta::assert_snapshot!(model, @r#"
+    model: problem
+      fake/small (model): fake rejected the API key (HTTP 401): Incorrect API key provided. Set `api_key_env` in [provider.fake] to the variable holding a valid key.
+      nowhere/x ([agent.review]): unknown provider `nowhere` in model `nowhere/x`; known providers: openai, anthropic, fake. Add a [provider.nowhere] table with `kind` and `base_url` to toolshed.toml to define it
+    "#);
+    let received = server.received();
+    assert_eq!(received.len(), 1, "a refused key is not retried");
+    assert_eq!(received[0].path, "/v1/messages");
+    assert_eq!(received[0].body["max_tokens"], 16);
+}
+
+/// `N ms)` for a number of milliseconds.
+fn regex_ms(text: &str) -> String {
+    let Some(end) = text.find(" ms)") else { return text.to_string() };
+    let start = text[..end].trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    format!("{}N{}", &text[..start], &text[end..])
+}
+
+#[test]
+fn doctor_starts_each_mcp_server_and_lists_its_tools_or_says_why_not() {
+    let tmp = worktree();
+    let root = tmp.path();
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    write(
+        &root.join("toolshed.toml"),
+        &format!(
+            "[mcp.inner]\ncommand = \"{bin}\"\nargs = [\"--root\", \"{root}/sub\", \"mcp\", \"serve\", \"-a\", \"explore\"]\nenv = {{ XDG_CONFIG_HOME = \"{root}/.xdg-inner\", TOOLSHED_DATA_DIR = \"{root}/.data-inner\" }}\ninclude = [\"read\", \"grep\"]\n\n[mcp.gone]\ncommand = \"{root}/no-such-server\"\n\n[mcp.off]\ncommand = \"x\"\nenabled = false\n",
+            bin = env!("CARGO_BIN_EXE_toolshed"),
+            root = root.display()
+        ),
+    );
+    let out = toolshed(root, &["doctor"]);
+    assert_eq!(out.status.code(), Some(1));
+    let mcp = section(&out, root, "mcp").replace(env!("CARGO_BIN_EXE_toolshed"), "$TOOLSHED");
+    let lines: Vec<&str> = mcp.lines().collect();
+    assert_eq!(lines[0], "mcp: problem", "{mcp}");
+    assert!(lines.iter().any(|l| l.starts_with("  gone (stdio: $ROOT/no-such-server): does not start: ")), "{mcp}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("  inner (stdio: $TOOLSHED") && l.ends_with(": 2 tool(s): inner_read, inner_grep")),
+        "{mcp}"
+    );
+    assert!(lines.contains(&"  off (stdio: x): disabled (enabled = false)"), "{mcp}");
+}
+
+#[test]
+fn doctor_loads_custom_tools_afresh_and_reports_a_broken_one_with_its_line() {
+    let tmp = worktree();
+    let root = tmp.path();
+    write(&root.join(".toolshed/tools/shout.toml"), "description = \"Shout.\"\ncommand = [\"/bin/cat\"]\n");
+    let out = toolshed(root, &["doctor"]);
+    assert_eq!(section(&out, root, "custom tools"), "custom tools: ok\n  shout: .toolshed/tools/shout.toml\n");
+    write(&root.join(".toolshed/tools/bad.toml"), "description = \"Bad.\"\ncommand = [\"true\"]\ntimeout = 5\n");
+    let out = toolshed(root, &["doctor"]);
+    assert_eq!(out.status.code(), Some(1));
+    let custom = section(&out, root, "custom tools");
+    assert!(custom.starts_with("custom tools: problem\n  shout: .toolshed/tools/shout.toml\n  broken, left out: $ROOT/.toolshed/tools/bad.toml:3: unknown field `timeout`"), "{custom}");
+}
+
+/// A SearXNG answer with one result.
+const SEARXNG: &[u8] =
+    br#"{"results": [{"title": "Rust", "url": "https://www.rust-lang.org/", "content": "A language."}]}"#;
+
+#[test]
+fn doctor_probes_websearch_with_a_query_instead_of_trusting_the_config() {
+    let tmp = worktree();
+    let url = serve_once("application/json", SEARXNG);
+    let base = url.trim_end_matches("/page");
+    write(&tmp.path().join("toolshed.toml"), &format!("[websearch]\nbackend = \"searxng\"\nurl = \"{base}\"\n"));
+    let out = toolshed(tmp.path(), &["doctor"]);
+    let websearch = section(&out, tmp.path(), "websearch").replace(base, "$BASE");
+    assert_eq!(
+        websearch,
+        "websearch: ok\n  websearch is offered, using the searxng backend at $BASE/search\n  a test query (\"rust programming language\") returned 1 result(s)\n"
+    );
+    // Nothing listens on port 9: configured, but broken.
+    write(&tmp.path().join("toolshed.toml"), "[websearch]\nbackend = \"searxng\"\nurl = \"http://127.0.0.1:9\"\n");
+    let out = toolshed(tmp.path(), &["doctor"]);
+    assert_eq!(out.status.code(), Some(1));
+    let websearch = section(&out, tmp.path(), "websearch");
+    assert!(
+        websearch.starts_with("websearch: problem\n  websearch is offered, using the searxng backend at http://127.0.0.1:9/search\n  but a test query failed: The web search failed: the searxng backend at http://127.0.0.1:9/search could not be reached"),
+        "{websearch}"
     );
 }

@@ -11,13 +11,18 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use schemars::JsonSchema;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
 
 use crate::output::OutputLimits;
 use crate::permission::{Action, Rule};
 use crate::registry::EditTool;
 use crate::tool::Exposure;
+
+mod explain;
+
+pub use explain::{Explained, Layer, LayerKind, Setting};
 
 /// The name of the project config file in the worktree.
 pub const PROJECT_FILE: &str = "toolshed.toml";
@@ -72,7 +77,7 @@ pub struct Config {
 }
 
 /// `[agent.NAME]`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     /// What the agent is for (shown to the model when it can delegate to it).
@@ -94,7 +99,7 @@ pub struct AgentConfig {
 }
 
 /// How an agent may run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentMode {
     /// Talks to the user.
@@ -117,7 +122,7 @@ pub struct SandboxConfig {
 }
 
 /// What a sandboxed command may touch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     /// Reads anywhere, writes nowhere.
@@ -129,22 +134,24 @@ pub enum SandboxMode {
 }
 
 /// `[env]`: the environment of child processes (see [`crate::env`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnvConfig {
     /// Variables every child process gets even though their names look secret (and MCP servers
     /// get besides their minimal set), e.g. `["GITHUB_TOKEN"]`. Lists of several files add up.
     #[serde(default)]
+    #[schemars(inner(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$")))]
     pub pass: Vec<String>,
 }
 
 /// `[provider.NAME]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     /// The wire format it speaks.
     pub kind: ProviderKind,
     /// Its base URL (e.g. a local OpenAI-compatible server).
+    #[schemars(regex(pattern = r"^https?://[^/]"))]
     pub base_url: Option<String>,
     /// The environment variable holding its API key.
     pub api_key_env: Option<String>,
@@ -154,7 +161,7 @@ pub struct ProviderConfig {
 }
 
 /// A provider's wire format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProviderKind {
     /// OpenAI Chat Completions (and compatible servers).
@@ -166,7 +173,7 @@ pub enum ProviderKind {
 }
 
 /// `[provider.NAME.models.ID]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// The context window in tokens.
@@ -174,8 +181,9 @@ pub struct ModelConfig {
 }
 
 /// `[mcp.NAME]`: an MCP server, started as a child process (`command`) or reached over HTTP (`url`).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("oneOf" = [{"required": ["command"]}, {"required": ["url"]}]))]
 pub struct McpConfig {
     /// The program to start (stdio transport).
     pub command: Option<String>,
@@ -213,7 +221,7 @@ pub struct McpConfig {
 }
 
 /// `[mcp_server]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
     /// What to answer when the MCP client cannot answer an approval request.
@@ -224,7 +232,7 @@ pub struct McpServerConfig {
 }
 
 /// The answer `toolshed mcp serve` gives an `ask` when the client cannot be asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum McpAsk {
     /// Reject the call.
@@ -234,12 +242,13 @@ pub enum McpAsk {
 }
 
 /// `[tool_search]`.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSearchConfig {
     /// Defer tools automatically when the direct tools' definitions would take more than this
     /// share of the model's context.
     #[serde(default = "default_defer_share")]
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub defer_when_share_exceeds: f64,
 }
 
@@ -254,18 +263,21 @@ impl Default for ToolSearchConfig {
 }
 
 /// `[session]`.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionConfig {
     /// Most model steps in one run.
     #[serde(default = "default_max_steps")]
+    #[schemars(range(min = 1))]
     pub max_steps: u32,
     /// The share of the model's context window a request may reach before old tool outputs
     /// are pruned from what is sent and, if that is not enough, the history is summarised.
     #[serde(default = "default_compact_at")]
+    #[schemars(range(min = 0.3, max = 0.98))]
     pub compact_at: f64,
     /// Days undo's snapshots are kept (then pruned from the shadow repository).
     #[serde(default = "default_snapshot_retention_days")]
+    #[schemars(range(min = 1, max = 3650))]
     pub snapshot_retention_days: u32,
 }
 
@@ -292,7 +304,7 @@ impl Default for SessionConfig {
 }
 
 /// `[websearch]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebsearchConfig {
     /// The backend (`searxng`, `brave`, `exa`, ...).
@@ -304,7 +316,7 @@ pub struct WebsearchConfig {
 }
 
 /// `[lsp.NAME]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LspConfig {
     /// The server program. May be left out to adjust a built-in server of the same name
@@ -385,6 +397,54 @@ impl<'de> Deserialize<'de> for PatternActions {
     }
 }
 
+/// The schema of an action: `"allow"`, `"ask"` or `"deny"`.
+fn action_schema() -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "enum": ["allow", "ask", "deny"] })
+}
+
+impl JsonSchema for PermissionRules {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PermissionRules".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // "A string that is an action, or a table": `if`/`then` rather than `oneOf`, so a
+        // mistake is reported where it is, not as "matches none of the alternatives".
+        let action = action_schema().to_value();
+        let per_key = serde_json::json!({
+            "type": ["string", "object"],
+            "if": { "type": "string" },
+            "then": action,
+            "additionalProperties": action
+        });
+        schemars::json_schema!({
+            "description": "An action for every request (\"allow\", \"ask\", \"deny\"), or a table whose keys are permission names (`edit`, `bash`, `read`, a tool's name; wildcards allowed) and whose values are an action or a table of pattern = action. The last matching rule wins.",
+            "type": ["string", "object"],
+            "if": { "type": "string" },
+            "then": action,
+            "additionalProperties": per_key
+        })
+    }
+}
+
+/// Rules are shown as a list: one permission name may come back after others, and the order
+/// matters.
+impl Serialize for PermissionRules {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for rule in &self.0 {
+            seq.serialize_element(&rule_value(rule))?;
+        }
+        seq.end()
+    }
+}
+
+/// One rule as `{"permission", "pattern", "action"}`.
+fn rule_value(rule: &Rule) -> serde_json::Value {
+    serde_json::json!({ "permission": rule.permission, "pattern": rule.pattern, "action": rule.action })
+}
+
 fn parse_action<E: de::Error>(v: &str) -> Result<Action, E> {
     match v {
         "allow" => Ok(Action::Allow),
@@ -426,42 +486,140 @@ impl<'de> Deserialize<'de> for AgentSection {
     }
 }
 
-/// One file as written; every field optional so files can be merged.
-#[derive(Debug, Default, Deserialize)]
+impl JsonSchema for AgentSection {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AgentSection".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let agent = generator.subschema_for::<AgentConfig>().to_value();
+        schemars::json_schema!({
+            "description": "`[agent.NAME]` tables: new agents, or changes to the built-in `build`, `plan` and `explore`. A string instead names the default agent, like `default_agent`.",
+            "type": ["string", "object"],
+            "additionalProperties": agent
+        })
+    }
+}
+
+/// toolshed's configuration: `~/.config/toolshed/config.toml`, then the worktree's
+/// `toolshed.toml`; later files win. Every key is optional.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct FileConfig {
+    /// The default model of `run` and `chat`, as `PROVIDER/MODEL` (`openai/gpt-5.1`,
+    /// `anthropic/claude-sonnet-4-5`, `NAME/MODEL` for a `[provider.NAME]`).
     model: Option<String>,
+    /// The default agent (`build` unless set).
     default_agent: Option<String>,
     agent: Option<AgentSection>,
+    /// `[output]`: how much of a tool's output the model gets (the rest is saved to a file).
     output: Option<OutputSection>,
+    /// `[permission]`: rules for every agent, OpenCode's semantics (the last matching rule wins).
     permission: Option<PermissionRules>,
+    /// `[sandbox]`: what shell commands may touch.
     sandbox: Option<SandboxSection>,
+    /// `[provider.NAME]`: model providers besides the built-in `openai` and `anthropic`.
     provider: Option<BTreeMap<String, ProviderConfig>>,
+    /// `[mcp.NAME]`: MCP servers whose tools are imported.
     mcp: Option<BTreeMap<String, McpConfig>>,
+    /// `[mcp_server]`: how `toolshed mcp serve` behaves.
     mcp_server: Option<McpServerConfig>,
+    /// `[tool_search]`: when tools are deferred to `tool_search`. A file's table replaces an
+    /// earlier file's whole.
     tool_search: Option<ToolSearchConfig>,
+    /// `[session]`: limits of a run. A file's table replaces an earlier file's whole.
     session: Option<SessionConfig>,
+    /// `[websearch]`: the search backend (`searxng`, `brave` or `exa`); without it the
+    /// `websearch` tool is not offered.
     websearch: Option<WebsearchConfig>,
+    /// `[lsp.NAME]`: language servers, new ones or changes to a built-in one.
     lsp: Option<BTreeMap<String, LspConfig>>,
+    /// `[env]`: what child processes inherit.
     env: Option<EnvConfig>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// `[output]`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct OutputSection {
+    /// Most lines of one result the model gets (default 2000).
+    #[schemars(range(min = 1))]
     max_lines: Option<usize>,
+    /// Most bytes of one result the model gets (default 51200).
+    #[schemars(range(min = 256))]
     max_bytes: Option<usize>,
+    /// Most bytes of one call's output saved to a file, first and last halves kept (default 64 MiB).
+    #[schemars(range(min = crate::output::MIN_SPILL_BYTES))]
     spill_max_bytes: Option<u64>,
+    /// Most bytes of all saved outputs together, oldest deleted first (default 1 GiB).
+    #[schemars(range(min = crate::output::MIN_SPILL_BYTES))]
     spill_dir_max_bytes: Option<u64>,
+    /// Largest image, audio or blob of an MCP result passed on; a larger one becomes a note
+    /// (default 5 MiB).
+    #[schemars(range(min = crate::output::MIN_BLOB_BYTES))]
     max_blob_bytes: Option<usize>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// `[sandbox]`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SandboxSection {
+    /// What sandboxed commands may touch (default `workspace-write`; `plan` and `explore` run
+    /// `read-only`).
     mode: Option<SandboxMode>,
+    /// Whether commands may run without a sandbox where the kernel cannot provide one.
     allow_unsandboxed: Option<bool>,
+    /// Whether sandboxed commands lose network access.
     block_network: Option<bool>,
+}
+
+/// The JSON Schema (draft 7) of a config file, derived from the types the loader reads, so the
+/// two cannot drift: every table rejects keys the loader rejects (`additionalProperties: false`),
+/// and the ranges the loader checks are `minimum` / `maximum`. Editors (Taplo, Even Better TOML)
+/// read it through a `#:schema` line.
+pub fn schema() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft07()
+        .with_transform(schemars::transform::RestrictFormats::default())
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<FileConfig>().to_value();
+    without_null(&mut schema);
+    if let Some(root) = schema.as_object_mut() {
+        root.insert("title".into(), "toolshed config (toolshed.toml, ~/.config/toolshed/config.toml)".into());
+    }
+    schema
+}
+
+/// Takes `null` out of a schema: TOML has none (an unset key is left out), so an optional key
+/// is "T", not "T or null", and an editor offers no `null` and reports no `anyOf` for a mistake.
+fn without_null(schema: &mut serde_json::Value) {
+    use serde_json::Value;
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Array(types)) = map.get_mut("type") {
+                types.retain(|t| t != "null");
+                if let [only] = types.as_slice() {
+                    let only = only.clone();
+                    map.insert("type".into(), only);
+                }
+            }
+            if let Some(Value::Array(values)) = map.get_mut("enum") {
+                values.retain(|v| !v.is_null());
+            }
+            if let Some(Value::Array(options)) = map.get_mut("anyOf") {
+                options.retain(|o| o.get("type").is_none_or(|t| t != "null"));
+                if options.len() == 1 {
+                    // `allOf` of one keeps the description beside the reference (draft 7 ignores
+                    // a `$ref`'s siblings).
+                    if let Some(options) = map.remove("anyOf") {
+                        map.insert("allOf".into(), options);
+                    }
+                }
+            }
+            map.values_mut().for_each(without_null);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_null),
+        _ => {}
+    }
 }
 
 /// One `--config KEY=VALUE` override: a value set at a dotted TOML key path
@@ -571,17 +729,30 @@ impl Config {
     /// A section a file replaces whole (`[session]`, `[provider.NAME]`, ...) keeps what the
     /// files (and earlier overrides) wrote in it: an override changes one value.
     pub fn load_with(user_file: Option<&Path>, root: &Path, overrides: &[Override]) -> Result<Config, ConfigError> {
+        Config::load_layers(user_file, root, overrides, &mut |_, _, _| {})
+    }
+
+    /// [`Config::load_with`], telling `observe` after each layer (a file that exists, or an
+    /// override) is merged: the config so far, the layer, and what it wrote as TOML text (an
+    /// override: just its key).
+    fn load_layers(
+        user_file: Option<&Path>,
+        root: &Path,
+        overrides: &[Override],
+        observe: &mut dyn FnMut(&Config, &Layer, &str),
+    ) -> Result<Config, ConfigError> {
         let mut config = Config::default();
         let mut written = Vec::new();
-        match user_file {
-            Some(path) => written.extend(config.merge_file(path, true)?),
-            None => {
-                if let Some(dir) = crate::paths::config_dir() {
-                    written.extend(config.merge_file(&dir.join("config.toml"), false)?);
-                }
+        let user = match user_file {
+            Some(path) => Some((path.to_path_buf(), LayerKind::ConfigFile, true)),
+            None => crate::paths::config_dir().map(|dir| (dir.join("config.toml"), LayerKind::User, false)),
+        };
+        for (path, kind, required) in user.into_iter().chain([(root.join(PROJECT_FILE), LayerKind::Project, false)]) {
+            if let Some(text) = config.merge_file(&path, required)? {
+                observe(&config, &Layer { path, kind }, &text);
+                written.push(text);
             }
         }
-        written.extend(config.merge_file(&root.join(PROJECT_FILE), false)?);
         if overrides.is_empty() {
             return Ok(config);
         }
@@ -609,6 +780,9 @@ impl Config {
             })?;
             config.merge(&path, file)?;
             written.push(doc);
+            let mut own = toml::Table::new();
+            set_path(&mut own, &o.key, o.value.clone());
+            observe(&config, &Layer { path, kind: LayerKind::Override }, &toml::to_string(&own).unwrap_or_default());
         }
         Ok(config)
     }
@@ -778,10 +952,7 @@ mod tests {
         Ok(c)
     }
 
-    #[test]
-    fn every_section_parses() {
-        let c = parse(
-            r#"
+    const EVERY_SECTION: &str = r#"
 model = "openai/gpt-5.1"
 default_agent = "build"
 
@@ -833,9 +1004,11 @@ extensions = ["rs"]
 
 [env]
 pass = ["GITHUB_TOKEN"]
-"#,
-        )
-        .unwrap();
+"#;
+
+    #[test]
+    fn every_section_parses() {
+        let c = parse(EVERY_SECTION).unwrap();
         assert_eq!(c.model.as_deref(), Some("openai/gpt-5.1"));
         assert_eq!(c.output, OutputLimits { max_lines: 500, max_bytes: 50 * 1024, ..OutputLimits::default() });
         let rules: Vec<String> = c.permission.iter().map(std::string::ToString::to_string).collect();
@@ -853,6 +1026,54 @@ pass = ["GITHUB_TOKEN"]
         assert_eq!(c.session.max_steps, 20);
         assert_eq!(c.lsp["rust"].extensions, ["rs"]);
         assert_eq!(c.env.pass, ["GITHUB_TOKEN"]);
+    }
+
+    /// Whether `text` validates against [`schema`]; the errors otherwise.
+    fn schema_errors(text: &str) -> Vec<String> {
+        let validator = jsonschema::validator_for(&schema()).unwrap();
+        let doc = serde_json::to_value(toml::from_str::<toml::Table>(text).unwrap()).unwrap();
+        validator.iter_errors(&doc).map(|e| format!("{}: {e}", e.instance_path())).collect()
+    }
+
+    #[test]
+    fn the_schema_accepts_what_the_loader_accepts_and_rejects_what_it_rejects() {
+        let every_section = EVERY_SECTION;
+        parse(every_section).unwrap();
+        assert_eq!(schema_errors(every_section), Vec::<String>::new());
+        for (bad, expected) in [
+            ("[output]\nmax_line = 5\n", "/output: Additional properties are not allowed ('max_line'"),
+            ("modle = \"a/b\"\n", ": Additional properties are not allowed ('modle'"),
+            ("[agent.x]\ncolour = \"red\"\n", "/agent"),
+            ("[provider.p]\nkind = \"openai-chat\"\nbase_urll = \"http://x\"\n", "/provider/p"),
+            ("[provider.p]\nkind = \"openai\"\n", "/provider/p/kind"),
+            ("[provider.p]\nkind = \"openai-chat\"\nbase_url = \"localhost:8080\"\n", "/provider/p/base_url"),
+            ("[session]\nmax_steps = 0\n", "/session/max_steps"),
+            ("[session]\ncompact_at = 0.99\n", "/session/compact_at"),
+            ("[output]\nmax_blob_bytes = 10\n", "/output/max_blob_bytes"),
+            ("[mcp.a]\nargs = []\n", "/mcp/a"),
+            ("[mcp.a]\ncommand = \"x\"\nurl = \"http://x\"\n", "/mcp/a"),
+            ("[permission]\nread = { \"*.env\" = \"alow\" }\n", "/permission"),
+            ("[env]\npass = [\"GH_*\"]\n", "/env/pass/0"),
+        ] {
+            assert!(parse(bad).is_err(), "the loader accepts {bad}");
+            let errors = schema_errors(bad);
+            assert!(errors.iter().any(|e| e.starts_with(expected)), "{bad}: {errors:?}");
+        }
+        for good in ["agent = \"plan\"\n", "permission = \"allow\"\n", "[lsp.pyright]\ntimeout_ms = 60000\n"] {
+            parse(good).unwrap();
+            assert_eq!(schema_errors(good), Vec::<String>::new(), "{good}");
+        }
+    }
+
+    #[test]
+    fn the_schema_describes_keys_for_editors() {
+        let schema = schema();
+        assert_eq!(schema["$schema"], "http://json-schema.org/draft-07/schema#");
+        assert_eq!(schema["additionalProperties"], false);
+        let model = schema["properties"]["model"]["description"].as_str().unwrap();
+        assert!(model.starts_with("The default model of `run` and `chat`"), "{model}");
+        assert_eq!(schema["definitions"]["SessionConfig"]["properties"]["max_steps"]["default"], 100);
+        assert!(!schema.to_string().contains("uint"), "non-standard formats are left out");
     }
 
     #[test]

@@ -263,7 +263,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// Which editing tools a model family gets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EditTool {
     /// `edit` and `write`.

@@ -22,7 +22,7 @@ use crate::permission::{Permission, PermissionRequest};
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Whether the model is shown a tool up front, can find it with `tool_search`, or never sees it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Exposure {
     /// In the initial tool list.

@@ -65,7 +65,6 @@ fn recall_at_5(cases: &[Case], rank: impl Fn(&str) -> Vec<String>) -> (f64, Vec<
     (total / cases.len() as f64, misses)
 }
 
-
 #[test]
 fn dataset_has_300_tools_and_50_queries_with_known_labels() {
     let (docs, cases) = load();

@@ -30,7 +30,7 @@ mod workspace;
 pub mod mcp;
 
 pub use toolshed_tools::custom::Scope;
-pub use workspace::{Workspace, default_rules};
+pub use workspace::{Workspace, default_rules, locate};
 
 /// Why a workspace or runtime could not be built.
 #[derive(Debug, Clone, PartialEq, Eq)]

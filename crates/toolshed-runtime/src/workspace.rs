@@ -48,20 +48,7 @@ impl Workspace {
         overrides: &[Override],
         scope: &Scope,
     ) -> Result<Workspace, Error> {
-        let current = std::env::current_dir()
-            .and_then(|d| d.canonicalize())
-            .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?;
-        let root = match root {
-            Some(dir) => {
-                let dir = dir.canonicalize().map_err(|e| Error::Usage(format!("--root {}: {e}", dir.display())))?;
-                if !dir.is_dir() {
-                    return Err(Error::Usage(format!("--root {}: not a directory", dir.display())));
-                }
-                dir
-            }
-            None => toolshed_core::paths::find_worktree(&current),
-        };
-        let cwd = if current.starts_with(&root) { current } else { root.clone() };
+        let (root, cwd) = locate(root)?;
         let config =
             Config::load_with(config_file, &root, overrides).map_err(|e| Error::Usage(format!("config error: {e}")))?;
         if let Some(file) = config_file {
@@ -177,6 +164,27 @@ impl Workspace {
     pub fn model<'a>(&'a self, flag: Option<&'a str>) -> Option<&'a str> {
         flag.or(self.config.model.as_deref())
     }
+}
+
+/// The worktree root (`root`, else the git worktree of the current directory, else the current
+/// directory; canonical) and the directory relative paths start from (the current directory
+/// when it lies inside the root, else the root). Commands that need no config use it alone.
+pub fn locate(root: Option<&Path>) -> Result<(PathBuf, PathBuf), Error> {
+    let current = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?;
+    let root = match root {
+        Some(dir) => {
+            let dir = dir.canonicalize().map_err(|e| Error::Usage(format!("--root {}: {e}", dir.display())))?;
+            if !dir.is_dir() {
+                return Err(Error::Usage(format!("--root {}: not a directory", dir.display())));
+            }
+            dir
+        }
+        None => toolshed_core::paths::find_worktree(&current),
+    };
+    let cwd = if current.starts_with(&root) { current } else { root.clone() };
+    Ok((root, cwd))
 }
 
 /// The defaults every tool source declares, in the rules' first layer: custom tools ask before

@@ -201,6 +201,27 @@ impl TypedTool for WebSearch {
     async fn run(&self, args: WebSearchArgs, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let query = check_query(&args.query)?;
         let limit = args.limit.clamp(1, MAX_LIMIT);
+        let results = self.search(query, limit).await?;
+        Ok(ToolOutput::text(format_results(query, &results))
+            .with_title(format!("websearch: {query}"))
+            .with_metadata("backend", self.backend.name())
+            .with_metadata("results", results.len() as u64))
+    }
+}
+
+/// Sends one real query to `backend` (what `toolshed doctor` does to see that search works):
+/// the number of results, or the error the model would be told.
+pub async fn probe(backend: &Backend, query: &str) -> Result<usize, String> {
+    let tool = WebSearch::new(backend.clone());
+    match tool.search(query, 3).await {
+        Ok(results) => Ok(results.len()),
+        Err(ToolError::RespondToModel(message) | ToolError::Fatal(message)) => Err(message),
+    }
+}
+
+impl WebSearch {
+    /// Up to `limit` results for `query` from the backend.
+    async fn search(&self, query: &str, limit: u32) -> Result<Vec<SearchResult>, ToolError> {
         let client = super::client().map_err(ToolError::fatal)?;
         let request = build_request(client, &self.backend, query, limit)?;
         let response = tokio::time::timeout(TIMEOUT, request.send())
@@ -222,10 +243,7 @@ impl TypedTool for WebSearch {
         })?;
         let mut results = parse_results(&self.backend, &value);
         results.truncate(limit as usize);
-        Ok(ToolOutput::text(format_results(query, &results))
-            .with_title(format!("websearch: {query}"))
-            .with_metadata("backend", self.backend.name())
-            .with_metadata("results", results.len() as u64))
+        Ok(results)
     }
 }
 

@@ -188,7 +188,10 @@ async fn timeout_kills_the_group_and_grandchildren_leaving_no_process() {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(6), "{took:?}");
     assert_eq!(r.metadata["timed_out"], true);
-    insta::assert_snapshot!(r.output, @r"
+    // bash may report a job the signal ended ("Terminated") before it ends itself, or not:
+    // that race is the kernel's, not the tool's.
+    let output: String = r.output.lines().filter(|l| *l != "Terminated").map(|l| format!("{l}\n")).collect();
+    insta::assert_snapshot!(output.trim_end(), @r"
     before
 
     Timed out after 1500 ms: the command and every process it started were stopped (SIGTERM, then SIGKILL after 1000 ms). The output above is what it printed until then. If it needs longer and is not waiting for input, rerun it with a larger timeout_ms (at most 600000), or with yield_ms to keep it running in the background.

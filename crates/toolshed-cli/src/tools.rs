@@ -21,6 +21,8 @@ pub struct ToolsArgs {
     #[arg(short, long)]
     agent: Option<String>,
     /// The model id (`provider/model`); picks apply_patch or edit/write by model family.
+    /// Default: the agent's model, else the config's `model`, else anthropic/claude-sonnet-4-5
+    /// (edit and write).
     #[arg(short, long)]
     model: Option<String>,
     /// Also list deferred and hidden tools.
@@ -69,6 +71,10 @@ fn parse_format(s: &str) -> Result<Format, String> {
     })
 }
 
+/// The model `tools` lists for when none is given or configured: its family gets edit and
+/// write, as every family but OpenAI's GPT models does.
+pub const DEFAULT_LISTING_MODEL: &str = "anthropic/claude-sonnet-4-5";
+
 pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
     let agent = ws.agent(args.agent.as_deref())?;
     if let Some(model) = &args.model {
@@ -87,7 +93,15 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
             shown_path(&u.file, &ws.root)
         );
     }
-    let view = View { agent: &agent, model: ws.model(args.model.as_deref()), found: None };
+    // What one model gets, never the union of the families: the flag's model, else the agent's,
+    // else the config's, else the documented default.
+    let model = args
+        .model
+        .clone()
+        .or_else(|| ws.agents.get(&agent).and_then(|a| a.model.clone()))
+        .or_else(|| ws.config.model.clone())
+        .unwrap_or_else(|| DEFAULT_LISTING_MODEL.to_string());
+    let view = View { agent: &agent, model: Some(&model), found: None };
     let shown: Vec<_> =
         registry.exposed(&view).into_iter().filter(|v| args.all || v.exposure == Exposure::Direct).collect();
     let out = match args.format {

@@ -153,6 +153,29 @@ fn plan_agent_sees_no_editing_tools_and_is_denied_edits_with_the_reason() {
 }
 
 #[test]
+fn tools_lists_what_one_model_gets_never_the_union_of_the_families() {
+    let tmp = tempfile::tempdir().unwrap();
+    let names = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["tools", "--format", "json"];
+        all.extend_from_slice(args);
+        let out = toolshed(tmp.path(), &all);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        json(&out).as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+    };
+    let has = |names: &[String], tool: &str| names.iter().any(|n| n == tool);
+    // No model anywhere: the documented default's family (edit and write).
+    let default = names(&[]);
+    assert!(has(&default, "edit") && has(&default, "write") && !has(&default, "apply_patch"), "{default:?}");
+    // The flag's family.
+    let gpt = names(&["-m", "openai/gpt-5.1"]);
+    assert!(has(&gpt, "apply_patch") && !has(&gpt, "edit") && !has(&gpt, "write"), "{gpt:?}");
+    // The configured model's family.
+    std::fs::write(tmp.path().join("toolshed.toml"), "model = \"openai/gpt-5.1\"\n").unwrap();
+    let configured = names(&[]);
+    assert!(has(&configured, "apply_patch") && !has(&configured, "edit"), "{configured:?}");
+}
+
+#[test]
 fn env_files_ask_and_yes_approves_but_never_a_deny() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join(".env"), "TOKEN=1\n").unwrap();

@@ -36,47 +36,9 @@ pub fn kind(tool: &str) -> ToolKind {
     }
 }
 
-/// The files a call works on, as the model named them.
-fn paths(tool: &str, args: &Value) -> Vec<String> {
-    let field = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
-    match tool {
-        "read" | "write" | "edit" | "list" | "lsp" => {
-            field("file_path").or_else(|| field("path")).into_iter().collect()
-        }
-        "grep" | "glob" => field("path").into_iter().collect(),
-        "apply_patch" => {
-            let patch = field("input").unwrap_or_default();
-            patch
-                .lines()
-                .filter_map(|l| {
-                    ["*** Update File: ", "*** Add File: ", "*** Delete File: ", "*** Move to: "]
-                        .iter()
-                        .find_map(|p| l.strip_prefix(p))
-                })
-                .map(|p| p.trim().to_string())
-                .collect()
-        }
-        _ => Vec::new(),
-    }
-}
-
 /// What the call works on, as its title: the command, the path, the pattern, the URL.
-pub fn title(tool: &str, args: &Value) -> String {
-    let field = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
-    let subject = match tool {
-        "bash" => field("command"),
-        "read" | "write" | "edit" | "list" => field("file_path").or_else(|| field("path")),
-        "grep" | "glob" => field("pattern").map(|p| match field("path") {
-            Some(path) => format!("{p} in {path}"),
-            None => p,
-        }),
-        "webfetch" => field("url"),
-        "websearch" | "tool_search" => field("query"),
-        "task" => field("description"),
-        "apply_patch" => Some(paths(tool, args).join(", ")),
-        _ => None,
-    };
-    match subject.filter(|s| !s.trim().is_empty()) {
+pub fn title(tool: &str, args: &Value, raw: &str) -> String {
+    match toolshed_agent::calls::subject(tool, args, raw, false) {
         Some(s) => format!("{tool}: {s}"),
         None => tool.to_string(),
     }
@@ -88,9 +50,9 @@ fn absolute(root: &Path, path: &str) -> PathBuf {
 }
 
 /// The file (and line) the call works on, so the editor can follow along.
-fn locations(root: &Path, tool: &str, args: &Value) -> Vec<ToolCallLocation> {
+fn locations(root: &Path, tool: &str, args: &Value, raw: &str) -> Vec<ToolCallLocation> {
     let line = args.get("offset").and_then(Value::as_u64).and_then(|l| u32::try_from(l).ok());
-    paths(tool, args)
+    toolshed_agent::calls::files(tool, args, raw)
         .iter()
         .map(|p| {
             let location = ToolCallLocation::new(absolute(root, p));
@@ -152,7 +114,7 @@ impl Tracker {
     pub fn call(&mut self, call_id: &str, tool: &str, input: &str) -> SessionUpdate {
         let args: Value = serde_json::from_str(input).unwrap_or(Value::Null);
         if kind(tool) == ToolKind::Edit {
-            let files = paths(tool, &args)
+            let files = toolshed_agent::calls::files(tool, &args, input)
                 .iter()
                 .map(|p| {
                     let path = absolute(&self.root, p);
@@ -163,10 +125,10 @@ impl Tracker {
             self.before.insert(call_id.to_string(), files);
         }
         let update = SessionUpdate::ToolCall(
-            ToolCall::new(call_id.to_string(), title(tool, &args))
+            ToolCall::new(call_id.to_string(), title(tool, &args, input))
                 .kind(kind(tool))
                 .status(ToolCallStatus::InProgress)
-                .locations(locations(&self.root, tool, &args))
+                .locations(locations(&self.root, tool, &args, input))
                 .raw_input(args.clone()),
         );
         self.inputs.insert(call_id.to_string(), args);
@@ -238,10 +200,10 @@ pub fn replay(root: &Path, messages: &[StoredMessage]) -> Vec<SessionUpdate> {
                         _ => cut(&output),
                     };
                     updates.push(SessionUpdate::ToolCall(
-                        ToolCall::new(call_id.clone(), title(tool, &args))
+                        ToolCall::new(call_id.clone(), title(tool, &args, input))
                             .kind(kind(tool))
                             .status(if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed })
-                            .locations(locations(root, tool, &args))
+                            .locations(locations(root, tool, &args, input))
                             .content(vec![ToolCallContent::from(text(&shown))])
                             .raw_input(args.clone())
                             .raw_output(serde_json::json!({ "output": output })),
@@ -267,9 +229,9 @@ mod tests {
     #[test]
     fn titles_name_the_command_or_path_and_kinds_follow_the_tool() {
         let bash = serde_json::json!({"command": "cargo test -p app", "description": "run tests"});
-        assert_eq!(title("bash", &bash), "bash: cargo test -p app");
-        assert_eq!(title("read", &serde_json::json!({"file_path": "src/a.rs"})), "read: src/a.rs");
-        assert_eq!(title("todo_write", &serde_json::json!({})), "todo_write");
+        assert_eq!(title("bash", &bash, ""), "bash: cargo test -p app");
+        assert_eq!(title("read", &serde_json::json!({"file_path": "src/a.rs"}), ""), "read: src/a.rs");
+        assert_eq!(title("todo_write", &serde_json::json!({}), ""), "todo_write");
         assert_eq!(kind("apply_patch"), ToolKind::Edit);
         assert_eq!(kind("grep"), ToolKind::Search);
         assert_eq!(kind("my_custom_tool"), ToolKind::Other);

@@ -3,6 +3,7 @@
 //! list, plan / build mode, sub-agents, background tasks, AGENTS.md); sub-agents; and undo
 //! (snapshots of the worktree in a shadow git repository, session diff and revert).
 
+pub mod calls;
 pub mod context;
 pub mod events;
 pub mod instructions;

@@ -134,29 +134,7 @@ fn tool_lines(cell: &ToolCell, width: usize, frame: usize) -> Vec<Line<'static>>
 
 /// What the call works on, for its header.
 fn subject(tool: &str, args: &Value, raw: &str) -> String {
-    let field = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
-    let found = match tool {
-        "bash" => field("description").or_else(|| field("command")),
-        "read" | "write" | "edit" | "list" => field("file_path").or_else(|| field("path")),
-        "grep" | "glob" => field("pattern").map(|p| match field("path") {
-            Some(path) => format!("{p} in {path}"),
-            None => p,
-        }),
-        "webfetch" => field("url"),
-        "websearch" | "tool_search" => field("query"),
-        "task" => field("description"),
-        "apply_patch" => {
-            let patch = field("input").unwrap_or_else(|| raw.to_string());
-            let files: Vec<&str> = patch
-                .lines()
-                .filter_map(|l| {
-                    ["*** Update File: ", "*** Add File: ", "*** Delete File: "].iter().find_map(|p| l.strip_prefix(p))
-                })
-                .collect();
-            Some(files.join(", "))
-        }
-        _ => None,
-    };
+    let found = toolshed_agent::calls::subject(tool, args, raw, true);
     let text = found.unwrap_or_else(|| if args.is_null() { raw.to_string() } else { String::new() });
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > 100 { format!("{}…", flat.chars().take(100).collect::<String>()) } else { flat }

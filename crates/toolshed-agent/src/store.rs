@@ -644,6 +644,10 @@ impl Store {
     /// then do `next` ("continue the session").
     pub fn lock_session(&self, id: &str, next: &str) -> Result<toolshed_core::paths::FileLock, String> {
         use toolshed_core::paths::FileLock;
+        // The id names a file: only what toolshed's own ids are made of.
+        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(format!("`{id}` is not a session id (they look like ses_1a2b3c...)"));
+        }
         let dir = self.path().parent().unwrap_or(Path::new(".")).join("locks");
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let path = dir.join(format!("{id}.lock"));

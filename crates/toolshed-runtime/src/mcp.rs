@@ -28,9 +28,18 @@ pub struct Attached {
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.block_on(self.clients.shutdown());
+        let Some(runtime) = self.runtime.take() else { return };
+        let clients = std::mem::take(&mut self.clients);
+        let stop = move || {
+            runtime.block_on(clients.shutdown());
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+        };
+        // Dropped inside an async runtime (a long-lived server's session), the shutdown runs on
+        // a thread of its own: blocking on a runtime from within one would panic.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            let _ = std::thread::spawn(stop).join();
+        } else {
+            stop();
         }
     }
 }

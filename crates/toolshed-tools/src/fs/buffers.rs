@@ -68,3 +68,122 @@ pub async fn write(ctx: &ToolContext, resolved: &ResolvedPath, text: String, too
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::io;
+    use std::path::PathBuf;
+    use std::sync::Mutex;
+
+    use serde_json::json;
+    use toolshed_core::context::{CallInfo, CancellationToken, Environment};
+    use toolshed_core::permission::AllowAll;
+    use toolshed_core::tool::{BoxFuture, TypedTool};
+
+    use super::*;
+    use crate::fs::{EditTool, ReadTool, WriteTool};
+
+    /// An editor with open buffers; a path without one cannot be read. Records every request.
+    #[derive(Default)]
+    struct FakeEditor {
+        buffers: Mutex<HashMap<PathBuf, String>>,
+        reads: Mutex<Vec<PathBuf>>,
+        writes: Mutex<Vec<(PathBuf, String)>>,
+    }
+
+    impl FileAccess for FakeEditor {
+        fn read_text<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, io::Result<String>> {
+            Box::pin(async move {
+                self.reads.lock().unwrap().push(path.to_path_buf());
+                self.buffers.lock().unwrap().get(path).cloned().ok_or_else(|| io::Error::other("no such buffer"))
+            })
+        }
+
+        fn write_text<'a>(&'a self, path: &'a Path, text: &'a str) -> BoxFuture<'a, io::Result<()>> {
+            Box::pin(async move {
+                self.writes.lock().unwrap().push((path.to_path_buf(), text.to_string()));
+                self.buffers.lock().unwrap().insert(path.to_path_buf(), text.to_string());
+                Ok(())
+            })
+        }
+    }
+
+    fn setup() -> (tempfile::TempDir, PathBuf, Arc<FakeEditor>, ToolContext) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        std::fs::write(root.join("notes.txt"), "saved line\nsecond\n").unwrap();
+        let editor = Arc::new(FakeEditor::default());
+        editor.buffers.lock().unwrap().insert(root.join("notes.txt"), "unsaved line\nsecond\n".into());
+        let mut env = Environment::new(&root, root.join(".data"));
+        env.file_access = Some(editor.clone());
+        let ctx = ToolContext::new(CallInfo::default(), Arc::new(env), CancellationToken::new(), Arc::new(AllowAll));
+        (tmp, root, editor, ctx)
+    }
+
+    fn args<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[tokio::test]
+    async fn read_and_edit_see_and_change_the_editors_buffer_not_the_disk() {
+        let (_tmp, root, editor, ctx) = setup();
+        let notes = root.join("notes.txt");
+        let read = ReadTool.run(args(json!({"file_path": "notes.txt"})), ctx.clone()).await.unwrap();
+        assert!(read.text.starts_with("1: unsaved line\n2: second\n"), "{}", read.text);
+
+        let edit = json!({"file_path": "notes.txt", "old_string": "unsaved line", "new_string": "edited line"});
+        let edited = EditTool.run(args(edit), ctx.clone()).await.unwrap();
+        assert_eq!(*editor.writes.lock().unwrap(), [(notes.clone(), "edited line\nsecond\n".to_string())]);
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "saved line\nsecond\n", "the disk is the editor's to save");
+        assert!(edited.text.contains("-unsaved line\n+edited line"), "the diff is of the editor's text: {}", edited.text);
+
+        let written = WriteTool.run(args(json!({"file_path": "notes.txt", "content": "whole\n"})), ctx).await.unwrap();
+        assert!(written.text.contains("-edited line"), "{}", written.text);
+        assert_eq!(editor.writes.lock().unwrap().last().unwrap().1, "whole\n");
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "saved line\nsecond\n");
+    }
+
+    #[tokio::test]
+    async fn without_a_buffer_read_falls_back_to_the_disk_but_edit_refuses() {
+        let (_tmp, root, editor, ctx) = setup();
+        editor.buffers.lock().unwrap().clear();
+        let read = ReadTool.run(args(json!({"file_path": "notes.txt"})), ctx.clone()).await.unwrap();
+        assert!(read.text.starts_with("1: saved line\n"), "{}", read.text);
+
+        let edit = json!({"file_path": "notes.txt", "old_string": "saved line", "new_string": "x"});
+        let err = EditTool.run(args(edit), ctx).await.unwrap_err();
+        assert!(err.to_string().contains("the editor could not provide its current text"), "{err}");
+        assert!(editor.writes.lock().unwrap().is_empty());
+        assert_eq!(std::fs::read_to_string(root.join("notes.txt")).unwrap(), "saved line\nsecond\n");
+    }
+
+    #[tokio::test]
+    async fn directories_and_binary_files_stay_on_the_disk() {
+        let (_tmp, root, editor, ctx) = setup();
+        std::fs::write(root.join("blob.bin"), [0u8, 1, 2, 3]).unwrap();
+        let err = ReadTool.run(args(json!({"file_path": "blob.bin"})), ctx.clone()).await.unwrap_err();
+        assert!(err.to_string().contains("binary file"), "{err}");
+        let listing = ReadTool.run(args(json!({"file_path": "."})), ctx).await.unwrap();
+        assert!(listing.text.contains("notes.txt"), "{}", listing.text);
+        assert!(editor.reads.lock().unwrap().is_empty(), "the editor is asked for text files only");
+    }
+
+    #[tokio::test]
+    async fn apply_patch_patches_the_editors_text_and_writes_through_it() {
+        let (_tmp, root, editor, ctx) = setup();
+        let patch = "*** Begin Patch\n*** Update File: notes.txt\n@@\n-unsaved line\n+patched line\n second\n*** Add File: new.txt\n+fresh\n*** End Patch\n";
+        let out = crate::patch::ApplyPatch.run(args(json!({"input": patch})), ctx).await.unwrap();
+        assert!(out.text.contains("M notes.txt"), "{}", out.text);
+        let writes = editor.writes.lock().unwrap().clone();
+        assert_eq!(
+            writes,
+            [
+                (root.join("notes.txt"), "patched line\nsecond\n".to_string()),
+                (root.join("new.txt"), "fresh\n".to_string())
+            ]
+        );
+        assert_eq!(std::fs::read_to_string(root.join("notes.txt")).unwrap(), "saved line\nsecond\n");
+        assert!(!root.join("new.txt").exists());
+    }
+}

@@ -219,9 +219,10 @@ impl Server {
         });
         let approver = Arc::new(EditorApprover { cx: cx.clone(), roots: roots.clone(), rejected: Mutex::default() });
         let journal = Arc::new(Journal::default());
-        let files = self.client_fs.load(Ordering::Relaxed).then(|| {
-            Arc::new(EditorFiles { cx: cx.clone(), session: OnceLock::new(), journal: journal.clone() })
-        });
+        let files = self
+            .client_fs
+            .load(Ordering::Relaxed)
+            .then(|| Arc::new(EditorFiles { cx: cx.clone(), session: OnceLock::new(), journal: journal.clone() }));
         let server = self.clone();
         let access = files.clone().map(|f| f as Arc<dyn FileAccess>);
         let built = tokio::task::spawn_blocking(move || server.build(&cwd, mcp, approver, sink, access))

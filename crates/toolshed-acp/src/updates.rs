@@ -353,6 +353,32 @@ mod tests {
     }
 
     #[test]
+    fn a_file_written_through_the_editor_shows_the_editors_text_not_the_disks() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "on disk\n").unwrap_or_else(|e| panic!("{e}"));
+        let journal = Arc::new(Journal::default());
+        let mut t = Tracker::new(dir.path()).with_journal(journal.clone());
+        t.call("c1", "edit", r#"{"file_path":"a.txt","old_string":"buffer","new_string":"edited"}"#);
+        journal.read(&file, "buffer\n");
+        journal.wrote(&file, "edited\n");
+        let done = t.result("c1", "edit", false, "Edited a.txt");
+        let SessionUpdate::ToolCallUpdate(update) = &done[0] else { panic!("{done:?}") };
+        let Some(ToolCallContent::Diff(diff)) = update.fields.content.as_ref().and_then(|c| c.first()) else {
+            panic!("{update:?}")
+        };
+        assert_eq!((diff.old_text.as_deref(), diff.new_text.as_str()), (Some("buffer\n"), "edited\n"));
+        // A failed call's writes are not shown, then or with a later call.
+        t.call("c2", "edit", r#"{"file_path":"a.txt","old_string":"x","new_string":"y"}"#);
+        journal.wrote(&file, "half\n");
+        t.result("c2", "edit", true, "failed");
+        t.call("c3", "edit", r#"{"file_path":"a.txt","old_string":"x","new_string":"y"}"#);
+        let done = t.result("c3", "edit", false, "no change");
+        let SessionUpdate::ToolCallUpdate(update) = &done[0] else { panic!("{done:?}") };
+        assert!(!update.fields.content.iter().flatten().any(|c| matches!(c, ToolCallContent::Diff(_))), "{update:?}");
+    }
+
+    #[test]
     fn todo_write_becomes_the_plan() {
         let mut t = Tracker::new(Path::new("/"));
         let input = r#"{"todos":[{"content":"read","status":"completed"},{"content":"fix","status":"in_progress","priority":"high"}]}"#;

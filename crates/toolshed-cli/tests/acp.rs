@@ -175,7 +175,10 @@ fn with_an_editor_that_offers_fs_the_model_reads_and_edits_its_unsaved_buffer() 
     );
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "keep\nold line\nkeep\n");
     let edited = serde_json::to_string(&requests[2].body).unwrap();
-    assert!(edited.contains("-unsaved text in the editor") && edited.contains("+edited text in the editor"), "{edited}");
+    assert!(
+        edited.contains("-unsaved text in the editor") && edited.contains("+edited text in the editor"),
+        "{edited}"
+    );
 
     // The editor is shown the change to its buffer.
     let updates = got["updates"].as_array().unwrap();

@@ -351,9 +351,10 @@ async fn apply_through_editor(
     .map_err(|e| ToolError::fatal(format!("apply_patch stopped unexpectedly: {e}")))??;
     let mut targets = Vec::with_capacity(plan.ops.len());
     for op in &plan.ops {
-        let target = now.iter().find(|r| r.path() == op.path()).cloned().ok_or_else(|| {
-            ToolError::fatal(format!("apply_patch: `{}` was planned but not resolved", op.display()))
-        })?;
+        let target =
+            now.iter().find(|r| r.path() == op.path()).cloned().ok_or_else(|| {
+                ToolError::fatal(format!("apply_patch: `{}` was planned but not resolved", op.display()))
+            })?;
         targets.push(target);
     }
     let mut written: Vec<(&ResolvedPath, Option<&Vec<u8>>)> = Vec::new();
@@ -368,14 +369,11 @@ async fn apply_through_editor(
             let mut kept = Vec::new();
             for (done, original) in written.into_iter().rev() {
                 let restored = match original {
-                    Some(bytes) => crate::fs::buffers::write(
-                        ctx,
-                        done,
-                        String::from_utf8_lossy(bytes).into_owned(),
-                        "apply_patch",
-                    )
-                    .await
-                    .is_ok(),
+                    Some(bytes) => {
+                        crate::fs::buffers::write(ctx, done, String::from_utf8_lossy(bytes).into_owned(), "apply_patch")
+                            .await
+                            .is_ok()
+                    }
                     None => false,
                 };
                 if !restored {
@@ -393,10 +391,14 @@ async fn apply_through_editor(
     }
     if !deletions.is_empty() {
         tokio::task::spawn_blocking(move || {
-            deletions.iter().try_for_each(|r| r.remove_file().map_err(|e| ToolError::model(format!(
-                "apply_patch failed: removing `{}`: {e}. The other files of the patch were written.",
-                r.display()
-            ))))
+            deletions.iter().try_for_each(|r| {
+                r.remove_file().map_err(|e| {
+                    ToolError::model(format!(
+                        "apply_patch failed: removing `{}`: {e}. The other files of the patch were written.",
+                        r.display()
+                    ))
+                })
+            })
         })
         .await
         .map_err(|e| ToolError::fatal(format!("apply_patch stopped unexpectedly: {e}")))??;

@@ -41,7 +41,11 @@ pub async fn read_to_show(ctx: &ToolContext, path: &Path) -> Option<String> {
 
 /// The current text of a file `tool` is about to change: the editor's buffer, or `None` to read
 /// the disk (no editor, or not a text file there). The editor failing is a refusal.
-pub async fn read_to_change(ctx: &ToolContext, resolved: &ResolvedPath, tool: &str) -> Result<Option<String>, ToolError> {
+pub async fn read_to_change(
+    ctx: &ToolContext,
+    resolved: &ResolvedPath,
+    tool: &str,
+) -> Result<Option<String>, ToolError> {
     let Some(files) = editor_for(ctx, resolved.path()).await else { return Ok(None) };
     match files.read_text(resolved.path()).await {
         Ok(text) => Ok(Some(text)),
@@ -135,8 +139,16 @@ mod tests {
         let edit = json!({"file_path": "notes.txt", "old_string": "unsaved line", "new_string": "edited line"});
         let edited = EditTool.run(args(edit), ctx.clone()).await.unwrap();
         assert_eq!(*editor.writes.lock().unwrap(), [(notes.clone(), "edited line\nsecond\n".to_string())]);
-        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "saved line\nsecond\n", "the disk is the editor's to save");
-        assert!(edited.text.contains("-unsaved line\n+edited line"), "the diff is of the editor's text: {}", edited.text);
+        assert_eq!(
+            std::fs::read_to_string(&notes).unwrap(),
+            "saved line\nsecond\n",
+            "the disk is the editor's to save"
+        );
+        assert!(
+            edited.text.contains("-unsaved line\n+edited line"),
+            "the diff is of the editor's text: {}",
+            edited.text
+        );
 
         let written = WriteTool.run(args(json!({"file_path": "notes.txt", "content": "whole\n"})), ctx).await.unwrap();
         assert!(written.text.contains("-edited line"), "{}", written.text);

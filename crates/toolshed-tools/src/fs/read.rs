@@ -12,7 +12,7 @@ use toolshed_core::tool::{Attachment, ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::{
-    MAX_LINE_CHARS, buffers, Sniff, blocking, cut_line, not_found, open_regular, plural, read_regular, sniff_file,
+    MAX_LINE_CHARS, Sniff, blocking, buffers, cut_line, not_found, open_regular, plural, read_regular, sniff_file,
     special_file_error, special_kind,
 };
 use toolshed_path::{self as path, Permitted, ResolvedPath};

@@ -114,9 +114,7 @@ fn plan_write(
         Ok(Ok(bytes)) => Ok(Some(bytes)),
         Ok(Err(kind)) => Err(super::special_file_error("write", &display, kind)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => {
-            Err(ToolError::model(format!("Cannot write `{display}`: reading the current file failed: {e}.")))
-        }
+        Err(e) => Err(ToolError::model(format!("Cannot write `{display}`: reading the current file failed: {e}."))),
     };
     let existing = match current {
         Some(text) => Some(text.into_bytes()),

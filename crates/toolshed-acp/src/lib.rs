@@ -10,6 +10,11 @@
 //! when the agent switches. A permission ask becomes `session/request_permission` with all four
 //! options; "reject always" holds for the rest of the session.
 //!
+//! A client that offers both `fs.readTextFile` and `fs.writeTextFile` gets the file tools'
+//! text through `fs/read_text_file` / `fs/write_text_file` ([`EditorFiles`]): the model sees
+//! unsaved buffers and edits land in the editor's undo history, while which files a call may
+//! touch, and the diff, stay toolshed's (see `toolshed_tools::fs::buffers`).
+//!
 //! Standard output carries protocol frames only: nothing else in the process writes to it
 //! (warnings go to standard error).
 
@@ -17,7 +22,8 @@ pub mod updates;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
@@ -25,21 +31,22 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification, ContentBlock, ContentChunk,
     CurrentModeUpdate, EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
     LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse,
-    PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse,
+    PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse, ReadTextFileRequest,
     RequestPermissionOutcome, RequestPermissionRequest, SessionMode, SessionModeState, SessionNotification,
     SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallUpdate, ToolCallUpdateFields,
-    UsageUpdate,
+    UsageUpdate, WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, Client, Error, Stdio};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolshed_agent::{AgentError, Event, EventSink, LiveSession, Runtime, Store, Trigger};
 use toolshed_core::config::{McpConfig, Override};
+use toolshed_core::file_access::FileAccess;
 use toolshed_core::permission::{ApprovalRequest, Approver, Reply};
 use toolshed_core::tool::BoxFuture;
 use toolshed_runtime::{Scope, Workspace};
 
-use crate::updates::Tracker;
+use crate::updates::{Journal, Tracker};
 
 /// How `toolshed acp` was started.
 #[derive(Clone, Debug, Default)]
@@ -56,7 +63,7 @@ pub struct Options {
 
 /// Serves ACP on standard input and output until the client closes the connection.
 pub async fn serve(options: Options, store: Arc<Store>) -> Result<(), String> {
-    let server = Arc::new(Server { options, store, sessions: Mutex::default() });
+    let server = Arc::new(Server { options, store, sessions: Mutex::default(), client_fs: AtomicBool::new(false) });
     let (s1, s2, s3, s4, s5, s6) =
         (server.clone(), server.clone(), server.clone(), server.clone(), server.clone(), server.clone());
     Agent
@@ -125,6 +132,8 @@ struct Server {
     options: Options,
     store: Arc<Store>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// The client offered `fs/read_text_file` and `fs/write_text_file` at `initialize`.
+    client_fs: AtomicBool,
 }
 
 /// A session this process runs for the client.
@@ -164,6 +173,8 @@ const COMMANDS: &[(&str, &str)] = &[("compact", "summarise the older history now
 
 impl Server {
     fn initialize(&self, request: &InitializeRequest) -> InitializeResponse {
+        let fs = &request.client_capabilities.fs;
+        self.client_fs.store(fs.read_text_file && fs.write_text_file, Ordering::Relaxed);
         // The client's version when it is one we speak, else our latest (the client decides).
         InitializeResponse::new(request.protocol_version.min(ProtocolVersion::V1))
             .agent_capabilities(
@@ -207,8 +218,14 @@ impl Server {
             let _ = sink_tx.send(Outgoing::Event(e.clone()));
         });
         let approver = Arc::new(EditorApprover { cx: cx.clone(), roots: roots.clone(), rejected: Mutex::default() });
+        let journal = Arc::new(Journal::default());
+        let files = self
+            .client_fs
+            .load(Ordering::Relaxed)
+            .then(|| Arc::new(EditorFiles { cx: cx.clone(), session: OnceLock::new(), journal: journal.clone() }));
         let server = self.clone();
-        let built = tokio::task::spawn_blocking(move || server.build(&cwd, mcp, approver, sink))
+        let access = files.clone().map(|f| f as Arc<dyn FileAccess>);
+        let built = tokio::task::spawn_blocking(move || server.build(&cwd, mcp, approver, sink, access))
             .await
             .map_err(|e| failed(e.to_string()))??;
         let (runtime, mcp, agent, model) = built;
@@ -227,6 +244,9 @@ impl Server {
         };
         let (live, held) = live;
         let session_id = live.id.clone();
+        if let Some(files) = &files {
+            let _ = files.session.set(session_id.clone());
+        }
         lock(&roots).insert(session_id.clone(), session_id.clone());
         let root = runtime.settings().root.clone();
         if id.is_some() {
@@ -236,7 +256,8 @@ impl Server {
             }
         }
         let last_stop: Arc<Mutex<String>> = Arc::default();
-        tokio::spawn(forward(cx.clone(), receiver, root, roots, session_id.clone(), last_stop.clone()));
+        let tracker = Tracker::new(&root).with_journal(journal);
+        tokio::spawn(forward(cx.clone(), receiver, tracker, roots, session_id.clone(), last_stop.clone()));
         let commands =
             COMMANDS.iter().map(|(name, what)| AvailableCommand::new(name.to_string(), what.to_string())).collect();
         let _ = cx.send_notification(SessionNotification::new(
@@ -257,10 +278,12 @@ impl Server {
         mcp: Vec<McpServer>,
         approver: Arc<dyn Approver>,
         sink: EventSink,
+        files: Option<Arc<dyn FileAccess>>,
     ) -> Result<(Arc<Runtime>, Option<toolshed_runtime::mcp::Attached>, String, String), Error> {
         let o = &self.options;
         let mut ws = Workspace::open_with(Some(cwd), o.config_file.as_deref(), &o.overrides, &Scope::All)
             .map_err(|e| invalid(e.to_string()))?;
+        ws.file_access = files;
         for server in mcp {
             let (name, config) = mcp_config(server)?;
             ws.config.mcp.insert(name, config);
@@ -407,12 +430,11 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
 async fn forward(
     cx: ConnectionTo<Client>,
     mut events: mpsc::UnboundedReceiver<Outgoing>,
-    root: PathBuf,
+    mut tracker: Tracker,
     roots: Arc<Mutex<HashMap<String, String>>>,
     main: String,
     last_stop: Arc<Mutex<String>>,
 ) {
-    let mut tracker = Tracker::new(&root);
     while let Some(out) = events.recv().await {
         let event = match out {
             Outgoing::Flush(done) => {
@@ -450,6 +472,43 @@ async fn forward(
         for update in updates {
             let _ = cx.send_notification(SessionNotification::new(main.clone(), update));
         }
+    }
+}
+
+/// The client's files, when it offers `fs`: the file tools' text is read from and written to its
+/// buffers, with the session's id. Called from the tools' tasks, never from a handler of the
+/// connection (which must go on reading to see the answer).
+struct EditorFiles {
+    cx: ConnectionTo<Client>,
+    /// The client's session, known once it is created.
+    session: OnceLock<String>,
+    /// What was read and written, for the calls' diffs.
+    journal: Arc<Journal>,
+}
+
+impl EditorFiles {
+    fn session(&self) -> std::io::Result<String> {
+        self.session.get().cloned().ok_or_else(|| std::io::Error::other("the session is not open yet"))
+    }
+}
+
+impl FileAccess for EditorFiles {
+    fn read_text<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, std::io::Result<String>> {
+        Box::pin(async move {
+            let request = ReadTextFileRequest::new(self.session()?, path);
+            let response = self.cx.send_request(request).block_task().await.map_err(std::io::Error::other)?;
+            self.journal.read(path, &response.content);
+            Ok(response.content)
+        })
+    }
+
+    fn write_text<'a>(&'a self, path: &'a Path, text: &'a str) -> BoxFuture<'a, std::io::Result<()>> {
+        Box::pin(async move {
+            let request = WriteTextFileRequest::new(self.session()?, path, text);
+            self.cx.send_request(request).block_task().await.map_err(std::io::Error::other)?;
+            self.journal.wrote(path, text);
+            Ok(())
+        })
     }
 }
 

@@ -1,11 +1,13 @@
 //! What an editor is shown: the agent's events and stored sessions as ACP `session/update`s.
 //! A tool call carries what a person needs to follow it — the exact command or path as its
 //! title, its kind, the file (and line) it works on, and when it is done a `diff` with the
-//! file's whole text before and after (read from disk around the call), the command's output,
-//! or the plan from `todo_write`.
+//! file's whole text before and after (read from disk around the call, or, for a file written
+//! through the editor's buffers, the texts the call read from and wrote to them: [`Journal`]),
+//! the command's output, or the plan from `todo_write`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, TextContent,
@@ -95,6 +97,48 @@ fn cut(output: &str) -> String {
     format!("{}\n… ({} more bytes)", &output[..end], output.len() - end)
 }
 
+/// The texts a session's tools read from and wrote to the editor's buffers, per file: what an
+/// edit's diff shows when the file went through the editor (its unsaved text is not on disk).
+#[derive(Default)]
+pub struct Journal {
+    state: Mutex<JournalState>,
+}
+
+#[derive(Default)]
+struct JournalState {
+    /// The text last read of each file.
+    read: HashMap<PathBuf, String>,
+    /// Files written and not yet shown: the text before the first write, the text now.
+    written: HashMap<PathBuf, (Option<String>, String)>,
+}
+
+impl Journal {
+    fn state(&self) -> std::sync::MutexGuard<'_, JournalState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The editor gave `text` as the file's text.
+    pub fn read(&self, path: &Path, text: &str) {
+        self.state().read.insert(path.to_path_buf(), text.to_string());
+    }
+
+    /// The file's text in the editor became `text`.
+    pub fn wrote(&self, path: &Path, text: &str) {
+        let mut state = self.state();
+        let before = match state.written.remove(path) {
+            Some((before, _)) => before,
+            None => state.read.get(path).cloned(),
+        };
+        state.read.insert(path.to_path_buf(), text.to_string());
+        state.written.insert(path.to_path_buf(), (before, text.to_string()));
+    }
+
+    /// The file's text before and after the writes since the last call, if it was written.
+    fn take(&self, path: &Path) -> Option<(Option<String>, String)> {
+        self.state().written.remove(path)
+    }
+}
+
 /// Turns one session's events into updates, remembering what a call's diff needs: the text of
 /// each file an edit works on, read when the call arrives.
 #[derive(Default)]
@@ -102,12 +146,19 @@ pub struct Tracker {
     root: PathBuf,
     before: HashMap<String, Vec<(PathBuf, Option<String>)>>,
     inputs: HashMap<String, Value>,
+    journal: Option<Arc<Journal>>,
 }
 
 impl Tracker {
     /// A tracker for the worktree `root`.
     pub fn new(root: &Path) -> Tracker {
         Tracker { root: root.to_path_buf(), ..Tracker::default() }
+    }
+
+    /// The same tracker, showing the texts in `journal` for files written through the editor.
+    pub fn with_journal(mut self, journal: Arc<Journal>) -> Tracker {
+        self.journal = Some(journal);
+        self
     }
 
     /// A call started.
@@ -139,11 +190,18 @@ impl Tracker {
     pub fn result(&mut self, call_id: &str, tool: &str, is_error: bool, output: &str) -> Vec<SessionUpdate> {
         let args = self.inputs.remove(call_id).unwrap_or(Value::Null);
         let mut content = Vec::new();
-        if let Some(files) = self.before.remove(call_id)
-            && !is_error
-        {
+        if let Some(files) = self.before.remove(call_id) {
             for (path, old) in files {
-                let new = std::fs::read_to_string(&path).unwrap_or_default();
+                // What went through the editor is taken even for a failed call, so that it is
+                // not shown as a later call's change.
+                let through_editor = self.journal.as_ref().and_then(|j| j.take(&path));
+                if is_error {
+                    continue;
+                }
+                let (old, new) = match through_editor {
+                    Some((old, new)) => (old, new),
+                    None => (old, std::fs::read_to_string(&path).unwrap_or_default()),
+                };
                 if old.as_deref() != Some(new.as_str()) {
                     content.push(ToolCallContent::Diff(Diff::new(path, new).old_text(old)));
                 }
@@ -254,6 +312,32 @@ mod tests {
             panic!("{update:?}")
         };
         assert_eq!((diff.old_text.as_deref(), diff.new_text.as_str()), (Some("old\n"), "new\n"));
+    }
+
+    #[test]
+    fn a_file_written_through_the_editor_shows_the_editors_text_not_the_disks() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "on disk\n").unwrap_or_else(|e| panic!("{e}"));
+        let journal = Arc::new(Journal::default());
+        let mut t = Tracker::new(dir.path()).with_journal(journal.clone());
+        t.call("c1", "edit", r#"{"file_path":"a.txt","old_string":"buffer","new_string":"edited"}"#);
+        journal.read(&file, "buffer\n");
+        journal.wrote(&file, "edited\n");
+        let done = t.result("c1", "edit", false, "Edited a.txt");
+        let SessionUpdate::ToolCallUpdate(update) = &done[0] else { panic!("{done:?}") };
+        let Some(ToolCallContent::Diff(diff)) = update.fields.content.as_ref().and_then(|c| c.first()) else {
+            panic!("{update:?}")
+        };
+        assert_eq!((diff.old_text.as_deref(), diff.new_text.as_str()), (Some("buffer\n"), "edited\n"));
+        // A failed call's writes are not shown, then or with a later call.
+        t.call("c2", "edit", r#"{"file_path":"a.txt","old_string":"x","new_string":"y"}"#);
+        journal.wrote(&file, "half\n");
+        t.result("c2", "edit", true, "failed");
+        t.call("c3", "edit", r#"{"file_path":"a.txt","old_string":"x","new_string":"y"}"#);
+        let done = t.result("c3", "edit", false, "no change");
+        let SessionUpdate::ToolCallUpdate(update) = &done[0] else { panic!("{done:?}") };
+        assert!(!update.fields.content.iter().flatten().any(|c| matches!(c, ToolCallContent::Diff(_))), "{update:?}");
     }
 
     #[test]

@@ -141,3 +141,55 @@ fn an_editor_prompts_reads_edits_asks_runs_cancels_and_loads_the_session_again()
         of_kind(updates, "agent_message_chunk").iter().map(|c| c["content"]["text"].as_str().unwrap_or("")).collect();
     assert!(said.contains("All done."), "{said}");
 }
+
+#[test]
+fn with_an_editor_that_offers_fs_the_model_reads_and_edits_its_unsaved_buffer() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("r1", "read", r#"{"file_path":"notes.txt"}"#)])),
+        Reply::sse(chat::tool_calls(&[(
+            "e1",
+            "edit",
+            r#"{"file_path":"notes.txt","old_string":"unsaved text","new_string":"edited text"}"#,
+        )])),
+        Reply::sse(chat::text("Edited.")),
+    ])
+    .unwrap();
+    let dir = worktree(&server);
+    let root = dir.path().canonicalize().unwrap();
+    let notes = root.join("notes.txt");
+    let got = client(&root, "fs", &[]);
+    assert_eq!(got["stop1"], "end_turn", "{got}");
+
+    // The model saw the editor's buffer, not the file on disk.
+    let requests = server.received();
+    let second = serde_json::to_string(&requests[1].body).unwrap();
+    assert!(second.contains("1: unsaved text in the editor"), "{second}");
+    assert!(!second.contains("old line"), "the disk's text reached the model: {second}");
+
+    // The edit was made to the buffer, through the editor; the disk is the editor's to save.
+    let reads = got["reads"].as_array().unwrap();
+    assert!(!reads.is_empty() && reads.iter().all(|r| r == notes.to_str().unwrap()), "{reads:?}");
+    assert_eq!(
+        got["writes"],
+        serde_json::json!([{"path": notes.to_str().unwrap(), "content": "edited text in the editor\n"}])
+    );
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "keep\nold line\nkeep\n");
+    let edited = serde_json::to_string(&requests[2].body).unwrap();
+    assert!(
+        edited.contains("-unsaved text in the editor") && edited.contains("+edited text in the editor"),
+        "{edited}"
+    );
+
+    // The editor is shown the change to its buffer.
+    let updates = got["updates"].as_array().unwrap();
+    let edit = of_kind(updates, "tool_call").into_iter().find(|c| c["kind"] == "edit").expect("an edit call");
+    let diff = of_kind(updates, "tool_call_update")
+        .into_iter()
+        .filter(|u| u["toolCallId"] == edit["toolCallId"])
+        .flat_map(|u| u["content"].as_array().cloned().unwrap_or_default())
+        .find(|c| c["type"] == "diff")
+        .expect("a diff for the edit");
+    assert_eq!(diff["path"], notes.to_str().unwrap());
+    assert_eq!(diff["oldText"], "unsaved text in the editor\n");
+    assert_eq!(diff["newText"], "edited text in the editor\n");
+}

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Map, Value};
 pub use tokio_util::sync::CancellationToken;
 
+use crate::file_access::FileAccess;
 use crate::hooks::Hooks;
 use crate::locks::{PathGuard, PathLocks};
 use crate::output::{OutputLimits, OutputSink};
@@ -53,6 +54,9 @@ pub struct Environment {
     pub hooks: Hooks,
     /// Per-file locks shared by every session of this process.
     pub path_locks: PathLocks,
+    /// Where the file tools read and write text instead of the disk (an editor's buffers);
+    /// `None`: the disk.
+    pub file_access: Option<Arc<dyn FileAccess>>,
 }
 
 impl Environment {
@@ -66,6 +70,7 @@ impl Environment {
             limits: OutputLimits::default(),
             hooks: Hooks::default(),
             path_locks: PathLocks::default(),
+            file_access: None,
         }
     }
 
@@ -171,6 +176,12 @@ impl ToolContext {
     /// The shared environment.
     pub fn environment(&self) -> &Arc<Environment> {
         &self.env
+    }
+
+    /// Where the file tools read and write text instead of the disk, if anywhere (see
+    /// [`FileAccess`]).
+    pub fn file_access(&self) -> Option<&Arc<dyn FileAccess>> {
+        self.env.file_access.as_ref()
     }
 
     /// The output budget of the bound stage.

@@ -33,6 +33,7 @@ pub mod config;
 pub mod context;
 pub mod env;
 pub mod exec;
+pub mod file_access;
 pub mod hooks;
 pub mod locks;
 pub mod output;

@@ -16,6 +16,7 @@ const DEFINITION: &[&str] = &[
     "locks.rs",
     "output.rs",
     "schema.rs",
+    "file_access.rs",
 ];
 
 /// The file's code before its unit tests.

@@ -10,6 +10,7 @@ use toolshed_core::agents::Agents;
 use toolshed_core::config::{Config, Override};
 use toolshed_core::env::ChildEnv;
 use toolshed_core::exec::{Executor, ExecutorBuilder};
+use toolshed_core::file_access::FileAccess;
 use toolshed_core::permission::{Approver, Rule};
 use toolshed_core::registry::{ModelFamilyHook, PermissionHook, Registry, Source};
 use toolshed_core::search::{AutoDefer, ToolSearch};
@@ -31,6 +32,9 @@ pub struct Workspace {
     pub agents: Arc<Agents>,
     /// The custom tools found for this command.
     pub custom: CustomTools,
+    /// Where the file tools read and write text instead of the disk: the editor's buffers a
+    /// front-end hosted by an editor offers (`toolshed acp`); `None`, the disk.
+    pub file_access: Option<Arc<dyn FileAccess>>,
 }
 
 impl Workspace {
@@ -67,7 +71,7 @@ impl Workspace {
     pub fn from_parts(root: PathBuf, cwd: PathBuf, config: Config, custom: CustomTools) -> Workspace {
         let home = toolshed_core::paths::home_dir();
         let agents = Arc::new(Agents::with_defaults(&config, &root, home.as_deref(), &default_rules(&custom)));
-        Workspace { root, cwd, config, agents, custom }
+        Workspace { root, cwd, config, agents, custom, file_access: None }
     }
 
     /// The agent to run as: the flag, else the config's default, else `build`.
@@ -109,6 +113,10 @@ impl Workspace {
 
     /// Applies this workspace's rules, hooks, limits and directories to an executor builder.
     fn configure(&self, builder: ExecutorBuilder, approver: Arc<dyn Approver>) -> ExecutorBuilder {
+        let builder = match &self.file_access {
+            Some(files) => builder.file_access(files.clone()),
+            None => builder,
+        };
         builder
             .cwd(self.cwd.clone())
             .data_dir(toolshed_core::paths::data_dir())

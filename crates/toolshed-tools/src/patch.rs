@@ -7,7 +7,7 @@
 //! the post-write hooks.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use schemars::JsonSchema;
@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 use toolshed_core::permission::PermissionRequest;
 use toolshed_core::tool::{Grammar, GrammarSyntax, ToolFlags, ToolSpec, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
-use toolshed_patch::{Action, ApplyError, CommitOptions, Hunk, OsFs, Patch, Summary};
+use toolshed_patch::{
+    Action, ApplyError, CommitOptions, FileKind, FileOp, FileSystem, Hunk, OsFs, Patch, Plan, Summary,
+};
 
 use toolshed_path::{Confinement, ResolvedPath};
 
@@ -225,9 +227,12 @@ impl TypedTool for ApplyPatch {
         if ctx.is_cancelled() {
             return Err(ToolError::model("apply_patch was cancelled before it wrote anything. Nothing was changed."));
         }
-        let (summary, changed) = tokio::task::spawn_blocking(move || apply_blocking(&input, &confinement, &permitted))
-            .await
-            .map_err(|e| ToolError::fatal(format!("apply_patch stopped unexpectedly: {e}")))??;
+        let (summary, changed) = match ctx.file_access() {
+            None => tokio::task::spawn_blocking(move || apply_blocking(&input, &confinement, &permitted))
+                .await
+                .map_err(|e| ToolError::fatal(format!("apply_patch stopped unexpectedly: {e}")))??,
+            Some(_) => apply_through_editor(&ctx, &input, confinement, permitted).await?,
+        };
         let mut text = summary.to_string();
         if let Some(note) = ctx.files_changed(&changed).await {
             text.push_str("\n\n");
@@ -266,6 +271,28 @@ fn apply_blocking(
     confinement: &Confinement,
     permitted: &[ResolvedPath],
 ) -> Result<(Summary, Vec<PathBuf>), ToolError> {
+    let (patch, now) = checked(input, confinement, permitted)?;
+    let fs = OsFs::new();
+    let plan = plan_over(&patch, &now, &fs)?;
+    // Temporary files a killed toolshed left where this patch writes.
+    for op in &plan.ops {
+        if let Some(parent) = op.path().parent() {
+            toolshed_patch::temp::sweep_stale(parent);
+        }
+    }
+    let options = CommitOptions::default();
+    toolshed_patch::commit(&fs, &plan.ops, &options).map_err(|e| verification_failed(&ApplyError::Commit(e)))?;
+    let changed = plan.ops.iter().map(|op| op.path().to_path_buf()).collect();
+    Ok((plan.summary, changed))
+}
+
+/// The parsed patch and its paths resolved now, each checked to lead where it did when
+/// permission was given.
+fn checked<'p>(
+    input: &'p str,
+    confinement: &Confinement,
+    permitted: &[ResolvedPath],
+) -> Result<(Patch<'p>, Vec<ResolvedPath>), ToolError> {
     let patch = parse(input)?;
     if patch.hunks.is_empty() {
         return Err(verification_failed(&ApplyError::Empty));
@@ -283,25 +310,149 @@ fn apply_blocking(
             is.path().display()
         )));
     }
-    let by_input: HashMap<&str, &std::path::Path> = now.iter().map(|r| (r.input(), r.path())).collect();
-    let fs = OsFs::new();
-    let plan = toolshed_patch::plan(&patch, &fs, |p| {
+    Ok((patch, now))
+}
+
+/// Plans `patch` over `fs`, its paths resolved as `now`.
+fn plan_over(patch: &Patch<'_>, now: &[ResolvedPath], fs: &dyn FileSystem) -> Result<Plan, ToolError> {
+    let by_input: HashMap<&str, &Path> = now.iter().map(|r| (r.input(), r.path())).collect();
+    toolshed_patch::plan(patch, fs, |p| {
         by_input
             .get(p)
             .map(|p| p.to_path_buf())
             .ok_or_else(|| format!("The path `{p}` was not resolved. Send the patch again."))
     })
-    .map_err(|e| verification_failed(&e))?;
-    // Temporary files a killed toolshed left where this patch writes.
-    for op in &plan.ops {
-        if let Some(parent) = op.path().parent() {
-            toolshed_patch::temp::sweep_stale(parent);
+    .map_err(|e| verification_failed(&e))
+}
+
+/// Applies the patch to an editor's buffers (see [`crate::fs::buffers`]): the current text of
+/// every text file comes from the editor, every new text goes to it. The editor cannot delete,
+/// so deletions (and the source of a move) happen on the disk, after every write succeeded. A
+/// write the editor refuses puts back the files already written and reports what was left.
+async fn apply_through_editor(
+    ctx: &ToolContext,
+    input: &str,
+    confinement: Confinement,
+    permitted: Vec<ResolvedPath>,
+) -> Result<(Summary, Vec<PathBuf>), ToolError> {
+    let mut texts = HashMap::new();
+    for resolved in &permitted {
+        if let Some(text) = crate::fs::buffers::read_to_change(ctx, resolved, "apply_patch").await? {
+            texts.insert(resolved.path().to_path_buf(), text);
         }
     }
-    let options = CommitOptions::default();
-    toolshed_patch::commit(&fs, &plan.ops, &options).map_err(|e| verification_failed(&ApplyError::Commit(e)))?;
+    let input_owned = input.to_string();
+    let (plan, now) = tokio::task::spawn_blocking(move || {
+        let (patch, now) = checked(&input_owned, &confinement, &permitted)?;
+        let plan = plan_over(&patch, &now, &Buffers { texts, disk: OsFs::new() })?;
+        Ok::<_, ToolError>((plan, now))
+    })
+    .await
+    .map_err(|e| ToolError::fatal(format!("apply_patch stopped unexpectedly: {e}")))??;
+    let mut targets = Vec::with_capacity(plan.ops.len());
+    for op in &plan.ops {
+        let target =
+            now.iter().find(|r| r.path() == op.path()).cloned().ok_or_else(|| {
+                ToolError::fatal(format!("apply_patch: `{}` was planned but not resolved", op.display()))
+            })?;
+        targets.push(target);
+    }
+    let mut written: Vec<(&ResolvedPath, Option<&Vec<u8>>)> = Vec::new();
+    let mut deletions = Vec::new();
+    for (op, target) in plan.ops.iter().zip(&targets) {
+        let FileOp::Write { contents, original, .. } = op else {
+            deletions.push(target.clone());
+            continue;
+        };
+        let text = String::from_utf8_lossy(contents).into_owned();
+        if let Err(e) = crate::fs::buffers::write(ctx, target, text, "apply_patch").await {
+            let mut kept = Vec::new();
+            for (done, original) in written.into_iter().rev() {
+                let restored = match original {
+                    Some(bytes) => {
+                        crate::fs::buffers::write(ctx, done, String::from_utf8_lossy(bytes).into_owned(), "apply_patch")
+                            .await
+                            .is_ok()
+                    }
+                    None => false,
+                };
+                if !restored {
+                    kept.push(done.display());
+                }
+            }
+            let left = if kept.is_empty() {
+                "Nothing was changed.".to_string()
+            } else {
+                format!("These files were written and could not be put back: {}.", kept.join(", "))
+            };
+            return Err(ToolError::model(format!("apply_patch failed: {e} {left}")));
+        }
+        written.push((target, original.as_ref()));
+    }
+    if !deletions.is_empty() {
+        tokio::task::spawn_blocking(move || {
+            deletions.iter().try_for_each(|r| {
+                r.remove_file().map_err(|e| {
+                    ToolError::model(format!(
+                        "apply_patch failed: removing `{}`: {e}. The other files of the patch were written.",
+                        r.display()
+                    ))
+                })
+            })
+        })
+        .await
+        .map_err(|e| ToolError::fatal(format!("apply_patch stopped unexpectedly: {e}")))??;
+    }
     let changed = plan.ops.iter().map(|op| op.path().to_path_buf()).collect();
     Ok((plan.summary, changed))
+}
+
+/// The disk, with the editor's text in place of the text files it provided; planning only
+/// reads through it.
+struct Buffers {
+    texts: HashMap<PathBuf, String>,
+    disk: OsFs,
+}
+
+impl FileSystem for Buffers {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        match self.texts.get(path) {
+            Some(text) => Ok(text.clone().into_bytes()),
+            None => self.disk.read(path),
+        }
+    }
+
+    fn kind(&self, path: &Path) -> std::io::Result<FileKind> {
+        self.disk.kind(path)
+    }
+
+    fn create_dir(&self, path: &Path) -> std::io::Result<()> {
+        self.disk.create_dir(path)
+    }
+
+    fn remove_dir(&self, path: &Path) -> std::io::Result<()> {
+        self.disk.remove_dir(path)
+    }
+
+    fn create_new(&self, path: &Path, data: &[u8], like: Option<&Path>) -> std::io::Result<()> {
+        self.disk.create_new(path, data, like)
+    }
+
+    fn sync_files(&self, paths: &[PathBuf]) -> std::io::Result<()> {
+        self.disk.sync_files(paths)
+    }
+
+    fn sync_dirs(&self, dirs: &[PathBuf]) -> std::io::Result<()> {
+        self.disk.sync_dirs(dirs)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.disk.rename(from, to)
+    }
+
+    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        self.disk.remove_file(path)
+    }
 }
 
 #[cfg(test)]

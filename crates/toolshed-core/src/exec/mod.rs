@@ -499,6 +499,13 @@ impl ExecutorBuilder {
         self
     }
 
+    /// Sets where the file tools read and write text instead of the disk (an editor's
+    /// buffers); by default, nowhere else.
+    pub fn file_access(mut self, files: Arc<dyn crate::file_access::FileAccess>) -> Self {
+        self.env.file_access = Some(files);
+        self
+    }
+
     /// Turns the `doom_loop` check (the third identical call in a row asks) on or off; on by
     /// default. A front-end whose client runs the loop itself (`mcp serve`) turns it off.
     pub fn doom_loop(mut self, on: bool) -> Self {

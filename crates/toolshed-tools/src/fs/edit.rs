@@ -10,7 +10,7 @@ use toolshed_core::permission::PermissionRequest;
 use toolshed_core::tool::{ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
-use super::{Sniff, TextStyle, blocking, not_found, plural, sniff, unified_diff};
+use super::{Sniff, TextStyle, blocking, buffers, not_found, plural, sniff, unified_diff};
 use matcher::{Applied, Edit, Refusal, Strategy};
 use toolshed_path::{self as path, Permitted, ResolvedPath};
 
@@ -83,7 +83,10 @@ impl TypedTool for EditTool {
             new: args.new_string.clone(),
             replace_all: args.replace_all.unwrap_or(false),
         };
-        if let (Some(diff), Some(main)) = (preview(&resolved, &request), requests.last_mut()) {
+        // (Not with an editor's buffers: the disk's text may not be what the edit will change.)
+        if ctx.file_access().is_none()
+            && let (Some(diff), Some(main)) = (preview(&resolved, &request), requests.last_mut())
+        {
             main.metadata.insert("diff".into(), diff.into());
         }
         Ok(requests)
@@ -101,7 +104,9 @@ impl TypedTool for EditTool {
         let target = resolved.clone();
         let request =
             Request { old: args.old_string, new: args.new_string, replace_all: args.replace_all.unwrap_or(false) };
-        let mut output = blocking(move || edit_file(&target, &request)).await?;
+        let current = buffers::read_to_change(&ctx, &resolved, "edit").await?;
+        let Change { text, mut output } = blocking(move || plan_edit(&target, &request, current)).await?;
+        buffers::write(&ctx, &resolved, text, "edit").await?;
         if let Some(note) = ctx.files_changed(&[resolved.path().to_path_buf()]).await {
             output.text.push_str("\n\n");
             output.text.push_str(&note);
@@ -121,9 +126,18 @@ pub struct Request {
     pub replace_all: bool,
 }
 
-/// Applies `request` to the file at `resolved` and writes it back atomically; the tool's
-/// result, or the refusal for the model. Callers hold the file's lock.
-pub fn edit_file(resolved: &ResolvedPath, request: &Request) -> Result<ToolOutput, ToolError> {
+/// An edit worked out, not yet written: the file's whole new text and the tool's result.
+pub struct Change {
+    /// The new text, in the file's byte-order mark and line-ending style.
+    pub text: String,
+    /// What the model is told once it is written.
+    pub output: ToolOutput,
+}
+
+/// Works out `request` on the file at `resolved`, whose text is `current` (an editor's buffer)
+/// or else read from the disk; the change to write, or the refusal for the model. Callers hold
+/// the file's lock.
+pub fn plan_edit(resolved: &ResolvedPath, request: &Request, current: Option<String>) -> Result<Change, ToolError> {
     let display = resolved.display();
     let path = resolved.path();
     let meta = match std::fs::metadata(path) {
@@ -137,14 +151,14 @@ pub fn edit_file(resolved: &ResolvedPath, request: &Request) -> Result<ToolOutpu
                 "old_string is empty, but `{display}` already exists. To change it, send the exact text to replace as old_string; to replace the whole file on purpose, use write."
             )));
         }
-        resolved.write_atomic(request.new.as_bytes())?;
-        return Ok(ToolOutput::text(format!(
+        let output = ToolOutput::text(format!(
             "Created `{display}` ({}, {} bytes).",
             plural(request.new.lines().count(), "line"),
             request.new.len()
         ))
         .with_title(display)
-        .with_metadata("created", true));
+        .with_metadata("created", true);
+        return Ok(Change { text: request.new.clone(), output });
     }
     let Some(meta) = meta else {
         let err = not_found(resolved, "File");
@@ -160,15 +174,18 @@ pub fn edit_file(resolved: &ResolvedPath, request: &Request) -> Result<ToolOutpu
     if let Some(kind) = super::special_kind(meta.file_type()) {
         return Err(super::special_file_error("edit", &display, kind));
     }
-    if meta.len() > MAX_EDIT_BYTES {
+    let size = current.as_ref().map_or(meta.len(), |text| text.len() as u64);
+    if size > MAX_EDIT_BYTES {
         return Err(ToolError::model(format!(
-            "`{display}` is {} bytes, more than edit handles ({MAX_EDIT_BYTES}). Change it with the shell (for example `sed`) instead.",
-            meta.len()
+            "`{display}` is {size} bytes, more than edit handles ({MAX_EDIT_BYTES}). Change it with the shell (for example `sed`) instead."
         )));
     }
-    let bytes = super::read_regular(path)
-        .map_err(|e| ToolError::model(format!("Cannot edit `{display}`: {e}.")))?
-        .map_err(|kind| super::special_file_error("edit", &display, kind))?;
+    let bytes = match current {
+        Some(text) => text.into_bytes(),
+        None => super::read_regular(path)
+            .map_err(|e| ToolError::model(format!("Cannot edit `{display}`: {e}.")))?
+            .map_err(|kind| super::special_file_error("edit", &display, kind))?,
+    };
     let sample = &bytes[..bytes.len().min(4096)];
     match sniff(path, sample) {
         Sniff::Text => {}
@@ -196,8 +213,7 @@ pub fn edit_file(resolved: &ResolvedPath, request: &Request) -> Result<ToolOutpu
             applied.strategy.describe()
         )));
     }
-    resolved.write_atomic(style.apply(&applied.content).as_bytes())?;
-    Ok(success(resolved, &body, &applied))
+    Ok(Change { text: style.apply(&applied.content), output: success(resolved, &body, &applied) })
 }
 
 /// The largest file whose edit is previewed as a diff for a permission question.
@@ -328,6 +344,5 @@ fn closest_diff(old: &str, found: &str) -> String {
     out
 }
 
-#[cfg(test)]
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 //! confined to the worktree through [`toolshed_path`]. This module holds what several of them
 //! share: binary sniffing, "did you mean" suggestions, walking, globs, text style and diffs.
 
+pub mod buffers;
 pub mod edit;
 pub mod glob;
 pub mod grep;

@@ -12,7 +12,7 @@ use toolshed_core::tool::{Attachment, ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::{
-    MAX_LINE_CHARS, Sniff, blocking, cut_line, not_found, open_regular, plural, read_regular, sniff_file,
+    MAX_LINE_CHARS, Sniff, blocking, buffers, cut_line, not_found, open_regular, plural, read_regular, sniff_file,
     special_file_error, special_kind,
 };
 use toolshed_path::{self as path, Permitted, ResolvedPath};
@@ -92,7 +92,9 @@ impl TypedTool for ReadTool {
             max_lines: limits.max_lines.saturating_sub(2).max(1) as u64,
             max_bytes: limits.max_bytes.saturating_sub(FOOTER_RESERVE).max(1024),
         };
-        blocking(move || read(&resolved, window)).await
+        // A text file an editor has open is read from its buffer, unsaved changes and all.
+        let editor_text = buffers::read_to_show(&ctx, resolved.path()).await;
+        blocking(move || read(&resolved, window, editor_text)).await
     }
 }
 
@@ -105,7 +107,8 @@ struct Window {
     max_bytes: usize,
 }
 
-fn read(resolved: &ResolvedPath, window: Window) -> Result<ToolOutput, ToolError> {
+/// Reads the file at `resolved`; a text file's lines come from `editor_text` when given.
+fn read(resolved: &ResolvedPath, window: Window, editor_text: Option<String>) -> Result<ToolOutput, ToolError> {
     let path = resolved.path();
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
@@ -125,7 +128,16 @@ fn read(resolved: &ResolvedPath, window: Window) -> Result<ToolOutput, ToolError
             "Cannot read `{}`: it is a binary file ({reason}). Inspect it with the shell (for example `file` or `xxd | head`) if you need to.",
             resolved.display()
         ))),
-        Sniff::Text => read_text(resolved, window, meta.len()).map_err(io_err),
+        Sniff::Text => match editor_text {
+            Some(text) => read_text(resolved, window, text.len() as u64, io::Cursor::new(text.into_bytes())),
+            None => {
+                let file = open_regular(path)
+                    .and_then(|f| f.map_err(|kind| io::Error::other(format!("it is {kind}"))))
+                    .map_err(io_err)?;
+                read_text(resolved, window, meta.len(), file)
+            }
+        }
+        .map_err(io_err),
     }
 }
 
@@ -187,9 +199,9 @@ enum Stop {
     Bytes,
 }
 
-fn read_text(resolved: &ResolvedPath, window: Window, size: u64) -> io::Result<ToolOutput> {
-    let file = open_regular(resolved.path())?.map_err(|kind| io::Error::other(format!("it is {kind}")))?;
-    let mut reader = Lines::new(file);
+/// The window of the text `source` (`size` bytes long) as numbered lines.
+fn read_text(resolved: &ResolvedPath, window: Window, size: u64, source: impl Read) -> io::Result<ToolOutput> {
+    let mut reader = Lines::new(source);
     let display = resolved.display();
     let skipped = reader.skip_lines(window.offset - 1)?;
     if skipped < window.offset - 1 || (window.offset > 1 && reader.at_eof()?) {

@@ -7,7 +7,7 @@ use toolshed_core::permission::PermissionRequest;
 use toolshed_core::tool::{ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
-use super::{TextStyle, blocking, diff_counts, plural, unified_diff};
+use super::{TextStyle, blocking, buffers, diff_counts, plural, unified_diff};
 use toolshed_path::{self as path, Permitted, ResolvedPath};
 
 /// Diff lines shown in a write result.
@@ -66,7 +66,10 @@ impl TypedTool for WriteTool {
         args.permitted.remember(&resolved);
         let mut requests = resolved.requests(&spec.permission);
         // Whoever is asked sees the change: the diff against what is there (small files only).
-        if let (Some(diff), Some(main)) = (preview(&resolved, &args.content), requests.last_mut()) {
+        // (Not with an editor's buffers: the disk's text may not be what is replaced.)
+        if ctx.file_access().is_none()
+            && let (Some(diff), Some(main)) = (preview(&resolved, &args.content), requests.last_mut())
+        {
             main.metadata.insert("diff".into(), diff.into());
         }
         Ok(requests)
@@ -77,7 +80,11 @@ impl TypedTool for WriteTool {
         let resolved = path::confirm(&ctx, &args.permitted, now, "edit").await?;
         let _lock = ctx.lock_path(resolved.path()).await;
         let target = resolved.clone();
-        let mut output = blocking(move || write(&target, &args.content)).await?;
+        let current = buffers::read_to_change(&ctx, &resolved, "write").await?;
+        let (text, mut output) = blocking(move || plan_write(&target, &args.content, current)).await?;
+        if let Some(text) = text {
+            buffers::write(&ctx, &resolved, text, "write").await?;
+        }
         if output.metadata.get("changed").and_then(serde_json::Value::as_bool) == Some(true)
             && let Some(note) = ctx.files_changed(&[resolved.path().to_path_buf()]).await
         {
@@ -88,7 +95,14 @@ impl TypedTool for WriteTool {
     }
 }
 
-fn write(resolved: &ResolvedPath, content: &str) -> Result<ToolOutput, ToolError> {
+/// Works out writing `content` over the file at `resolved`, whose text is `current` (an
+/// editor's buffer) or else read from the disk: the text to write (`None`: nothing changes) and
+/// the result for the model.
+fn plan_write(
+    resolved: &ResolvedPath,
+    content: &str,
+    current: Option<String>,
+) -> Result<(Option<String>, ToolOutput), ToolError> {
     let display = resolved.display();
     let path = resolved.path();
     if path.is_dir() {
@@ -96,13 +110,15 @@ fn write(resolved: &ResolvedPath, content: &str) -> Result<ToolOutput, ToolError
             "`{display}` is a directory. Send the path of a file inside it (for example `{display}/name.ext`)."
         )));
     }
-    let existing = match super::read_regular(path) {
-        Ok(Ok(bytes)) => Some(bytes),
-        Ok(Err(kind)) => return Err(super::special_file_error("write", &display, kind)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            return Err(ToolError::model(format!("Cannot write `{display}`: reading the current file failed: {e}.")));
-        }
+    let disk = || match super::read_regular(path) {
+        Ok(Ok(bytes)) => Ok(Some(bytes)),
+        Ok(Err(kind)) => Err(super::special_file_error("write", &display, kind)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ToolError::model(format!("Cannot write `{display}`: reading the current file failed: {e}."))),
+    };
+    let existing = match current {
+        Some(text) => Some(text.into_bytes()),
+        None => disk()?,
     };
     let old_text = existing.as_deref().map(String::from_utf8_lossy);
     let (sent_style, body) = TextStyle::split(content);
@@ -119,11 +135,11 @@ fn write(resolved: &ResolvedPath, content: &str) -> Result<ToolOutput, ToolError
     };
     let final_text = style.apply(&body);
     if existing.as_deref() == Some(final_text.as_bytes()) {
-        return Ok(ToolOutput::text(format!("No changes: `{display}` already has exactly this content."))
+        let output = ToolOutput::text(format!("No changes: `{display}` already has exactly this content."))
             .with_title(display)
-            .with_metadata("changed", false));
+            .with_metadata("changed", false);
+        return Ok((None, output));
     }
-    resolved.write_atomic(final_text.as_bytes())?;
     let lines = body.lines().count();
     let bytes = final_text.len();
     let mut text = match &old_text {
@@ -147,11 +163,12 @@ fn write(resolved: &ResolvedPath, content: &str) -> Result<ToolOutput, ToolError
     if style.crlf && !sent_style.crlf {
         text.push_str("\n(Line endings written as CRLF, like the existing file.)");
     }
-    Ok(ToolOutput::text(text)
+    let output = ToolOutput::text(text)
         .with_title(display)
         .with_metadata("changed", true)
         .with_metadata("created", old_text.is_none())
-        .with_metadata("lines", lines))
+        .with_metadata("lines", lines);
+    Ok((Some(final_text), output))
 }
 
 /// The diff writing `content` would make to the file at `resolved` (a new file: all added);

@@ -36,7 +36,7 @@ use agent_client_protocol::v1::schema::{
     SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallUpdate, ToolCallUpdateFields,
     UsageUpdate, WriteTextFileRequest,
 };
-use agent_client_protocol::{Agent, Client, Error, Stdio};
+use agent_client_protocol::{Agent, Client, Error, ErrorCode, Stdio};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolshed_agent::{AgentError, Event, EventSink, LiveSession, Runtime, Store, Trigger};
@@ -96,11 +96,14 @@ pub async fn serve(options: Options, store: Arc<Store>) -> Result<(), String> {
         )
         .on_receive_request(
             async move |request: PromptRequest, responder, _cx| {
+                let (session, cancel) = match s4.begin(&request) {
+                    Ok(started) => started,
+                    Err(e) => return responder.respond_with_error(e),
+                };
                 // The turn runs beside the connection, which goes on reading (cancel, answers
                 // to permission requests).
-                let server = s4.clone();
                 tokio::spawn(async move {
-                    let _ = match server.prompt(request).await {
+                    let _ = match Server::prompt(session, cancel, request).await {
                         Ok(response) => responder.respond(response),
                         Err(e) => responder.respond_with_error(e),
                     };
@@ -150,8 +153,11 @@ struct Session {
     _mcp: Option<toolshed_runtime::mcp::Attached>,
 }
 
+// Events are the common case; a flush is rare.
+#[allow(clippy::large_enum_variant)]
 enum Outgoing {
-    Event(Event),
+    /// An event, and for an edit the files' text before it ran.
+    Event(Event, Option<updates::Before>),
     /// Answered once everything before it was sent (a turn's response follows its updates).
     Flush(oneshot::Sender<()>),
 }
@@ -175,8 +181,9 @@ impl Server {
     fn initialize(&self, request: &InitializeRequest) -> InitializeResponse {
         let fs = &request.client_capabilities.fs;
         self.client_fs.store(fs.read_text_file && fs.write_text_file, Ordering::Relaxed);
-        // The client's version when it is one we speak, else our latest (the client decides).
-        InitializeResponse::new(request.protocol_version.min(ProtocolVersion::V1))
+        // The one version this agent speaks; a client that cannot speak it disconnects.
+        let _ = request;
+        InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(
                 AgentCapabilities::new()
                     .load_session(true)
@@ -206,18 +213,34 @@ impl Server {
         if !cwd.is_absolute() {
             return Err(invalid(format!("cwd must be an absolute path, not {}", cwd.display())));
         }
-        if let Some(id) = &id
-            && lock(&self.sessions).contains_key(id)
-        {
-            return Err(invalid(format!("session {id} is already open in this connection")));
+        if let Some(id) = &id {
+            if lock(&self.sessions).contains_key(id) {
+                return Err(invalid(format!("session {id} is already open in this connection")));
+            }
+            self.store
+                .session(id)
+                .map_err(|_| Error::new(ErrorCode::RESOURCE_NOT_FOUND, format!("no stored session {id}")))?;
         }
         let roots: Arc<Mutex<HashMap<String, String>>> = Arc::default();
         let (outgoing, receiver) = mpsc::unbounded_channel();
         let sink_tx = outgoing.clone();
+        // Where the session's relative paths start, set once the workspace is open.
+        let places: Arc<OnceLock<(PathBuf, PathBuf)>> = Arc::default();
+        let sink_places = places.clone();
         let sink: EventSink = Arc::new(move |e: &Event| {
-            let _ = sink_tx.send(Outgoing::Event(e.clone()));
+            // The text an edit starts from is read now, before the tool runs.
+            let before = match (e, sink_places.get()) {
+                (Event::ToolCall { tool, input, .. }, Some((root, cwd))) => updates::before(root, cwd, tool, input),
+                _ => None,
+            };
+            let _ = sink_tx.send(Outgoing::Event(e.clone(), before));
         });
-        let approver = Arc::new(EditorApprover { cx: cx.clone(), roots: roots.clone(), rejected: Mutex::default() });
+        let approver = Arc::new(EditorApprover {
+            cx: cx.clone(),
+            roots: roots.clone(),
+            rejected: Mutex::default(),
+            outgoing: outgoing.clone(),
+        });
         let journal = Arc::new(Journal::default());
         let files = self
             .client_fs
@@ -225,38 +248,46 @@ impl Server {
             .then(|| Arc::new(EditorFiles { cx: cx.clone(), session: OnceLock::new(), journal: journal.clone() }));
         let server = self.clone();
         let access = files.clone().map(|f| f as Arc<dyn FileAccess>);
-        let built = tokio::task::spawn_blocking(move || server.build(&cwd, mcp, approver, sink, access))
-            .await
-            .map_err(|e| failed(e.to_string()))??;
-        let (runtime, mcp, agent, model) = built;
         let store = self.store.clone();
-        let live = match &id {
-            Some(id) => {
-                let held = store.lock_session(id, "load the session").map_err(failed)?;
-                let live = runtime.resume_session(id, None, None).map_err(|e| invalid(e.to_string()))?;
-                (live, held)
-            }
-            None => {
-                let live = runtime.create_session(&agent, &model, None).map_err(|e| invalid(e.to_string()))?;
-                let held = store.lock_session(&live.id, "load the session").map_err(failed)?;
-                (live, held)
-            }
-        };
-        let (live, held) = live;
+        let resume = id.clone();
+        // Built, locked and opened off the async threads: a failure drops the MCP servers
+        // started for it where that may block.
+        let opened = tokio::task::spawn_blocking(move || {
+            let (runtime, mcp, agent, model) = server.build(&cwd, mcp, approver, sink, access)?;
+            let (live, held) = match &resume {
+                Some(id) => {
+                    let held = store.lock_session(id, "load the session").map_err(failed)?;
+                    let live = runtime.resume_session(id, None, None).map_err(|e| invalid(e.to_string()))?;
+                    (live, held)
+                }
+                None => {
+                    let live = runtime.create_session(&agent, &model, None).map_err(|e| invalid(e.to_string()))?;
+                    let held = store.lock_session(&live.id, "load the session").map_err(failed)?;
+                    (live, held)
+                }
+            };
+            Ok::<_, Error>((runtime, mcp, live, held))
+        })
+        .await
+        .map_err(|e| failed(e.to_string()))??;
+        let (runtime, mcp, live, held) = opened;
+        let store = self.store.clone();
         let session_id = live.id.clone();
         if let Some(files) = &files {
             let _ = files.session.set(session_id.clone());
         }
         lock(&roots).insert(session_id.clone(), session_id.clone());
         let root = runtime.settings().root.clone();
+        let work = runtime.settings().cwd.clone();
+        let _ = places.set((root.clone(), work.clone()));
         if id.is_some() {
             let messages = store.messages(&session_id).map_err(|e| failed(e.to_string()))?;
-            for update in updates::replay(&root, &messages) {
+            for update in updates::replay(&work, &messages) {
                 let _ = cx.send_notification(SessionNotification::new(session_id.clone(), update));
             }
         }
         let last_stop: Arc<Mutex<String>> = Arc::default();
-        let tracker = Tracker::new(&root).with_journal(journal);
+        let tracker = Tracker::new(&root, &work).with_journal(journal);
         tokio::spawn(forward(cx.clone(), receiver, tracker, roots, session_id.clone(), last_stop.clone()));
         let commands =
             COMMANDS.iter().map(|(name, what)| AvailableCommand::new(name.to_string(), what.to_string())).collect();
@@ -284,6 +315,12 @@ impl Server {
         let mut ws = Workspace::open_with(Some(cwd), o.config_file.as_deref(), &o.overrides, &Scope::All)
             .map_err(|e| invalid(e.to_string()))?;
         ws.file_access = files;
+        // Relative paths start where the editor's session is, not where the process started.
+        if let Ok(dir) = cwd.canonicalize()
+            && dir.starts_with(&ws.root)
+        {
+            ws.cwd = dir;
+        }
         for server in mcp {
             let (name, config) = mcp_config(server)?;
             ws.config.mcp.insert(name, config);
@@ -312,37 +349,50 @@ impl Server {
         Ok((runtime, attached, agent, model))
     }
 
-    /// `session/prompt`: one turn; its response is sent after all of its updates.
-    async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, Error> {
+    /// Starts a turn of `session/prompt` (in the dispatch loop, so a `session/cancel` that
+    /// follows finds it).
+    fn begin(&self, request: &PromptRequest) -> Result<(Arc<Session>, CancellationToken), Error> {
         let session = self.session(&request.session_id.0)?;
         let cancel = CancellationToken::new();
-        {
-            let mut turn = lock(&session.turn);
-            if turn.is_some() {
-                return Err(invalid("a turn is already running in this session; cancel it or wait for it"));
-            }
-            *turn = Some(cancel.clone());
+        let mut turn = lock(&session.turn);
+        if turn.is_some() {
+            return Err(invalid("a turn is already running in this session; cancel it or wait for it"));
         }
+        *turn = Some(cancel.clone());
         lock(&session.last_stop).clear();
+        drop(turn);
+        Ok((session, cancel))
+    }
+
+    /// `session/prompt`: one turn; its response is sent after all of its updates.
+    async fn prompt(
+        session: Arc<Session>,
+        cancel: CancellationToken,
+        request: PromptRequest,
+    ) -> Result<PromptResponse, Error> {
         let text = prompt_text(&request.prompt);
         let outcome = if text.trim() == "/compact" {
             session.runtime.compact(&session.live, Trigger::Manual, &cancel).await.map(|_| String::new())
         } else {
             session.runtime.prompt(&session.live, &text, &cancel).await
         };
-        *lock(&session.turn) = None;
         let (done, flushed) = oneshot::channel();
         if session.outgoing.send(Outgoing::Flush(done)).is_ok() {
             let _ = flushed.await;
         }
+        let last = lock(&session.last_stop).clone();
         let stop = match outcome {
-            Ok(_) if *lock(&session.last_stop) == "maxtokens" => StopReason::MaxTokens,
-            Ok(_) if *lock(&session.last_stop) == "refusal" => StopReason::Refusal,
-            Ok(_) => StopReason::EndTurn,
-            Err(AgentError::Interrupted) => StopReason::Cancelled,
-            Err(AgentError::StepLimit(_)) => StopReason::MaxTurnRequests,
-            Err(e) => return Err(failed(e.to_string())),
+            // However the loop noticed it, a cancelled turn ends as cancelled.
+            _ if cancel.is_cancelled() => Ok(StopReason::Cancelled),
+            Ok(_) if last == "maxtokens" => Ok(StopReason::MaxTokens),
+            Ok(_) if last == "refusal" => Ok(StopReason::Refusal),
+            Ok(_) => Ok(StopReason::EndTurn),
+            Err(AgentError::Interrupted) => Ok(StopReason::Cancelled),
+            Err(AgentError::StepLimit(_)) => Ok(StopReason::MaxTurnRequests),
+            Err(e) => Err(failed(e.to_string())),
         };
+        *lock(&session.turn) = None;
+        let stop = stop?;
         Ok(PromptResponse::new(stop))
     }
 
@@ -436,12 +486,12 @@ async fn forward(
     last_stop: Arc<Mutex<String>>,
 ) {
     while let Some(out) = events.recv().await {
-        let event = match out {
+        let (event, before) = match out {
             Outgoing::Flush(done) => {
                 let _ = done.send(());
                 continue;
             }
-            Outgoing::Event(event) => event,
+            Outgoing::Event(event, before) => (event, before),
         };
         if let Event::SessionStart { session_id, parent_id: Some(parent), .. } = &event {
             let mut map = lock(&roots);
@@ -456,10 +506,13 @@ async fn forward(
             Event::Reasoning { text, .. } if own => {
                 vec![SessionUpdate::AgentThoughtChunk(ContentChunk::new(updates::text(text)))]
             }
-            Event::ToolCall { call_id, tool, input, .. } => vec![tracker.call(call_id, tool, input)],
-            Event::ToolResult { call_id, tool, is_error, output, .. } => {
-                tracker.result(call_id, tool, *is_error, output)
-            }
+            Event::ToolCall { call_id, tool, input, .. } => vec![tracker.call(call_id, tool, input, before)],
+            // A sub-agent's todo list is its own, not the session's plan.
+            Event::ToolResult { call_id, tool, is_error, output, .. } => tracker
+                .result(call_id, tool, *is_error, output)
+                .into_iter()
+                .filter(|u| own || !matches!(u, SessionUpdate::Plan(_)))
+                .collect(),
             Event::AgentSwitch { to, .. } if own => {
                 vec![SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(to.clone()))]
             }
@@ -519,6 +572,8 @@ struct EditorApprover {
     roots: Arc<Mutex<HashMap<String, String>>>,
     /// What "reject always" refused: (permission, patterns).
     rejected: Mutex<HashSet<(String, String)>>,
+    /// The session's updates, flushed before a question so its call is shown first.
+    outgoing: mpsc::UnboundedSender<Outgoing>,
 }
 
 impl Approver for EditorApprover {
@@ -532,6 +587,11 @@ impl Approver for EditorApprover {
                 ));
             }
             let session = lock(&self.roots).get(&request.session_id).cloned().unwrap_or(request.session_id.clone());
+            // The call the question is about reaches the editor before the question.
+            let (done, flushed) = oneshot::channel();
+            if self.outgoing.send(Outgoing::Flush(done)).is_ok() {
+                let _ = flushed.await;
+            }
             let what = if r.patterns.is_empty() { String::new() } else { format!(": {}", r.patterns.join(", ")) };
             let mut fields =
                 ToolCallUpdateFields::new().title(format!("{}{what}", request.tool)).kind(updates::kind(&request.tool));

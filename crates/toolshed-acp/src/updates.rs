@@ -139,20 +139,67 @@ impl Journal {
     }
 }
 
+/// The largest file whose whole text goes into a diff.
+const DIFF_MAX_BYTES: u64 = 1024 * 1024;
+
+/// The files an edit works on and their text before it ran (`None`: the file did not exist).
+pub type Before = Vec<(PathBuf, Option<String>)>;
+
+/// The text of `path` for a diff: only a regular file inside the worktree `root`, at most
+/// [`DIFF_MAX_BYTES`]. `Err` when it must not be read (outside, not a file, too big);
+/// `Ok(None)` when there is no file there.
+fn diff_text(root: &Path, path: &Path) -> Result<Option<String>, ()> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A new file: only if where it would go is inside the worktree.
+            let inside = path.parent().and_then(|p| p.canonicalize().ok()).is_some_and(|p| p.starts_with(root));
+            return if inside { Ok(None) } else { Err(()) };
+        }
+        Err(_) => return Err(()),
+    };
+    if !meta.is_file() || meta.len() > DIFF_MAX_BYTES {
+        return Err(());
+    }
+    let real = path.canonicalize().map_err(|_| ())?;
+    if !real.starts_with(root) {
+        return Err(());
+    }
+    std::fs::read_to_string(&real).map(Some).map_err(|_| ())
+}
+
+/// The files an edit call works on and their text now, read before the tool runs; `None` for a
+/// call that edits nothing. Relative paths start at `cwd`; only files inside `root` are read.
+pub fn before(root: &Path, cwd: &Path, tool: &str, input: &str) -> Option<Before> {
+    if kind(tool) != ToolKind::Edit {
+        return None;
+    }
+    let args: Value = serde_json::from_str(input).unwrap_or(Value::Null);
+    let files = toolshed_agent::calls::files(tool, &args, input)
+        .iter()
+        .filter_map(|p| {
+            let path = absolute(cwd, p);
+            diff_text(root, &path).ok().map(|text| (path, text))
+        })
+        .collect();
+    Some(files)
+}
+
 /// Turns one session's events into updates, remembering what a call's diff needs: the text of
 /// each file an edit works on, read when the call arrives.
 #[derive(Default)]
 pub struct Tracker {
     root: PathBuf,
+    cwd: PathBuf,
     before: HashMap<String, Vec<(PathBuf, Option<String>)>>,
     inputs: HashMap<String, Value>,
     journal: Option<Arc<Journal>>,
 }
 
 impl Tracker {
-    /// A tracker for the worktree `root`.
-    pub fn new(root: &Path) -> Tracker {
-        Tracker { root: root.to_path_buf(), ..Tracker::default() }
+    /// A tracker for the worktree `root`, whose relative paths start at `cwd`.
+    pub fn new(root: &Path, cwd: &Path) -> Tracker {
+        Tracker { root: root.to_path_buf(), cwd: cwd.to_path_buf(), ..Tracker::default() }
     }
 
     /// The same tracker, showing the texts in `journal` for files written through the editor.
@@ -161,25 +208,17 @@ impl Tracker {
         self
     }
 
-    /// A call started.
-    pub fn call(&mut self, call_id: &str, tool: &str, input: &str) -> SessionUpdate {
+    /// A call started; `before` is what [`before`] read for it when it arrived.
+    pub fn call(&mut self, call_id: &str, tool: &str, input: &str, before: Option<Before>) -> SessionUpdate {
         let args: Value = serde_json::from_str(input).unwrap_or(Value::Null);
-        if kind(tool) == ToolKind::Edit {
-            let files = toolshed_agent::calls::files(tool, &args, input)
-                .iter()
-                .map(|p| {
-                    let path = absolute(&self.root, p);
-                    let text = std::fs::read_to_string(&path).ok();
-                    (path, text)
-                })
-                .collect();
+        if let Some(files) = before {
             self.before.insert(call_id.to_string(), files);
         }
         let update = SessionUpdate::ToolCall(
             ToolCall::new(call_id.to_string(), title(tool, &args, input))
                 .kind(kind(tool))
                 .status(ToolCallStatus::InProgress)
-                .locations(locations(&self.root, tool, &args, input))
+                .locations(locations(&self.cwd, tool, &args, input))
                 .raw_input(args.clone()),
         );
         self.inputs.insert(call_id.to_string(), args);
@@ -200,7 +239,10 @@ impl Tracker {
                 }
                 let (old, new) = match through_editor {
                     Some((old, new)) => (old, new),
-                    None => (old, std::fs::read_to_string(&path).unwrap_or_default()),
+                    None => match diff_text(&self.root, &path) {
+                        Ok(new) => (old, new.unwrap_or_default()),
+                        Err(()) => continue,
+                    },
                 };
                 if old.as_deref() != Some(new.as_str()) {
                     content.push(ToolCallContent::Diff(Diff::new(path, new).old_text(old)));
@@ -298,10 +340,12 @@ mod tests {
     #[test]
     fn an_edit_call_ends_with_the_files_text_before_and_after() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let file = dir.path().join("a.txt");
+        let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        let file = root.join("a.txt");
         std::fs::write(&file, "old\n").unwrap_or_else(|e| panic!("{e}"));
-        let mut t = Tracker::new(dir.path());
-        let start = t.call("c1", "edit", r#"{"file_path":"a.txt","old_string":"old","new_string":"new"}"#);
+        let mut t = Tracker::new(&root, &root);
+        let input = r#"{"file_path":"a.txt","old_string":"old","new_string":"new"}"#;
+        let start = t.call("c1", "edit", input, before(&root, &root, "edit", input));
         let SessionUpdate::ToolCall(call) = start else { panic!("{start:?}") };
         assert_eq!(call.kind, ToolKind::Edit);
         assert_eq!(call.locations[0].path, file);
@@ -317,11 +361,14 @@ mod tests {
     #[test]
     fn a_file_written_through_the_editor_shows_the_editors_text_not_the_disks() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let file = dir.path().join("a.txt");
+        let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        let file = root.join("a.txt");
         std::fs::write(&file, "on disk\n").unwrap_or_else(|e| panic!("{e}"));
         let journal = Arc::new(Journal::default());
-        let mut t = Tracker::new(dir.path()).with_journal(journal.clone());
-        t.call("c1", "edit", r#"{"file_path":"a.txt","old_string":"buffer","new_string":"edited"}"#);
+        let mut t = Tracker::new(&root, &root).with_journal(journal.clone());
+        let edit =
+            |old: &str, new: &str| format!(r#"{{"file_path":"a.txt","old_string":"{old}","new_string":"{new}"}}"#);
+        t.call("c1", "edit", &edit("buffer", "edited"), before(&root, &root, "edit", &edit("buffer", "edited")));
         journal.read(&file, "buffer\n");
         journal.wrote(&file, "edited\n");
         let done = t.result("c1", "edit", false, "Edited a.txt");
@@ -331,10 +378,10 @@ mod tests {
         };
         assert_eq!((diff.old_text.as_deref(), diff.new_text.as_str()), (Some("buffer\n"), "edited\n"));
         // A failed call's writes are not shown, then or with a later call.
-        t.call("c2", "edit", r#"{"file_path":"a.txt","old_string":"x","new_string":"y"}"#);
+        t.call("c2", "edit", &edit("x", "y"), before(&root, &root, "edit", &edit("x", "y")));
         journal.wrote(&file, "half\n");
         t.result("c2", "edit", true, "failed");
-        t.call("c3", "edit", r#"{"file_path":"a.txt","old_string":"x","new_string":"y"}"#);
+        t.call("c3", "edit", &edit("x", "y"), before(&root, &root, "edit", &edit("x", "y")));
         let done = t.result("c3", "edit", false, "no change");
         let SessionUpdate::ToolCallUpdate(update) = &done[0] else { panic!("{done:?}") };
         assert!(!update.fields.content.iter().flatten().any(|c| matches!(c, ToolCallContent::Diff(_))), "{update:?}");
@@ -342,13 +389,33 @@ mod tests {
 
     #[test]
     fn todo_write_becomes_the_plan() {
-        let mut t = Tracker::new(Path::new("/"));
+        let mut t = Tracker::new(Path::new("/"), Path::new("/"));
         let input = r#"{"todos":[{"content":"read","status":"completed"},{"content":"fix","status":"in_progress","priority":"high"}]}"#;
-        t.call("c", "todo_write", input);
+        t.call("c", "todo_write", input, None);
         let updates = t.result("c", "todo_write", false, "2 todos");
         let Some(SessionUpdate::Plan(plan)) = updates.get(1) else { panic!("{updates:?}") };
         assert_eq!(plan.entries.len(), 2);
         assert_eq!(plan.entries[1].status, PlanEntryStatus::InProgress);
         assert_eq!(plan.entries[1].priority, PlanEntryPriority::High);
+    }
+
+    #[test]
+    fn no_diff_reads_a_file_outside_the_worktree_a_special_file_or_a_huge_one() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}")).join("work");
+        std::fs::create_dir_all(&root).unwrap_or_else(|e| panic!("{e}"));
+        let outside = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}")).join("secret.txt");
+        std::fs::write(&outside, "secret\n").unwrap_or_else(|e| panic!("{e}"));
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&outside, root.join("link.txt")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(root.join("big.txt"), vec![b'x'; 2 * 1024 * 1024]).unwrap_or_else(|e| panic!("{e}"));
+        for path in ["../secret.txt", "link.txt", "/dev/zero", "/dev/stdin", "big.txt", "/etc/passwd"] {
+            let input = serde_json::json!({"file_path": path, "content": "x"}).to_string();
+            let read = before(&root, &root, "write", &input).unwrap_or_default();
+            assert!(read.is_empty(), "{path} was read: {read:?}");
+        }
+        // A new file inside the worktree has no text before.
+        let input = serde_json::json!({"file_path": "new.txt", "content": "x"}).to_string();
+        assert_eq!(before(&root, &root, "write", &input), Some(vec![(root.join("new.txt"), None)]));
     }
 }

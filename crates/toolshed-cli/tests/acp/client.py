@@ -85,6 +85,13 @@ async def main():
                 result["stop2"] = second.stop_reason
         elif mode == "load":
             await conn.load_session(cwd=workdir, session_id=sys.argv[5], mcp_servers=[])
+        elif mode == "badload":
+            # A session id that is not one must be refused, touching nothing.
+            try:
+                await conn.load_session(cwd=workdir, session_id=sys.argv[5], mcp_servers=[])
+                result["error"] = None
+            except Exception as e:  # the SDK raises the JSON-RPC error
+                result["error"] = str(e)
         result["updates"] = recorder.updates
         result["permissions"] = recorder.permissions
         result["reads"] = recorder.reads

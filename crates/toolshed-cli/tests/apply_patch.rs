@@ -65,7 +65,7 @@ fn json_input_on_stdin_works_too() {
 #[test]
 fn responses_format_sends_the_lark_grammar() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = toolshed(tmp.path(), &["tools", "--all", "--format", "openai-responses"], "");
+    let out = toolshed(tmp.path(), &["tools", "--all", "-m", "openai/gpt-5.1", "--format", "openai-responses"], "");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let tools: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let patch = tools.as_array().unwrap().iter().find(|t| t["name"] == "apply_patch").unwrap();

@@ -30,7 +30,7 @@ pub fn kind(tool: &str) -> ToolKind {
         "read" | "list" | "lsp" => ToolKind::Read,
         "edit" | "write" | "apply_patch" => ToolKind::Edit,
         "grep" | "glob" | "tool_search" | "websearch" => ToolKind::Search,
-        "bash" | "bash_output" | "bash_kill" => ToolKind::Execute,
+        "bash" | "bash_output" => ToolKind::Execute,
         "webfetch" => ToolKind::Fetch,
         "todo_write" | "todo_read" | "task" => ToolKind::Think,
         "plan_exit" => ToolKind::SwitchMode,

@@ -223,7 +223,6 @@ async fn a_session_reads_edits_runs_a_command_and_finishes() {
             "bash",
             "sleep",
             "todo_write",
-            "todo_read",
             "task",
             "task_wait",
             "task_result",

@@ -260,7 +260,7 @@ fn a_window_too_small_for_the_tools_alone_is_refused_with_what_to_do() {
     let server = FakeServer::with_handler(model(state.clone(), 2)).unwrap();
     let dir = worktree(&server, 2);
     let config = std::fs::read_to_string(dir.path().join("toolshed.toml")).unwrap();
-    std::fs::write(dir.path().join("toolshed.toml"), config.replace("context = 16000", "context = 3000")).unwrap();
+    std::fs::write(dir.path().join("toolshed.toml"), config.replace("context = 16000", "context = 1000")).unwrap();
     let out = toolshed(dir.path(), &["run", PROMPT, "--yes"]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");

@@ -8,9 +8,10 @@ use serde_json::{Map, Value, json};
 
 /// The parameters schema of an argument type, as sent to models.
 ///
-/// Draft 2020-12 with every subschema inlined; the `$schema` and `title` keywords are dropped
-/// (they cost context and no provider needs them), as are non-standard formats such as `uint32`
-/// (schemars already adds `minimum: 0` for unsigned integers).
+/// Draft 2020-12 with every subschema inlined; the `$schema` and `title` keywords and the root's
+/// description (the argument struct's doc comment: the tool's description says it) are dropped,
+/// as are non-standard formats such as `uint32` (schemars already adds `minimum: 0` for unsigned
+/// integers). Every byte here is sent on every step, so optional parameters are [`slimmed`].
 pub fn schema_for<T: JsonSchema>() -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| s.inline_subschemas = true)
@@ -20,8 +21,108 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     if let Some(obj) = schema.as_object_mut() {
         obj.remove("$schema");
         obj.remove("title");
+        obj.remove("description");
     }
+    slim_optional(&mut schema);
     ensure_object_schema(schema)
+}
+
+/// Drops `null` from what an optional parameter (one not in `required`) may be: an `Option<T>`
+/// field says `"type": ["T", "null"]`, an optional enum lists `null` among its values, and a
+/// `#[serde(default)]` one adds `"default": null` (or `false`). Leaving the parameter out already means "not
+/// given", so the `null` only costs bytes; the decode stage still takes a `null` that a model
+/// sends for such a parameter as "not given" ([`crate::exec`]'s decode drops it).
+///
+/// Two more shapes are written the short way: an enum whose values carry doc comments (a
+/// `oneOf` of `const`s) becomes a plain `enum` (the field's own description says what the
+/// values mean), and an array's `items` loses the item type's doc comment (the array's
+/// description says it). An empty description (`#[schemars(description = "")]`, for a field
+/// whose name says it all while Rust still wants a doc comment) is left out.
+pub fn slim_optional(schema: &mut Value) {
+    let Some(obj) = schema.as_object_mut() else { return };
+    // `#[schemars(description = "")]` marks a field whose name says it all.
+    if obj.get("description").is_some_and(|d| d == "") {
+        obj.remove("description");
+    }
+    if let Some(Value::Array(branches)) = obj.get("oneOf") {
+        let consts: Option<Vec<Value>> = branches
+            .iter()
+            .map(|b| {
+                let o = b.as_object()?;
+                let plain = o.keys().all(|k| matches!(k.as_str(), "const" | "type" | "description"));
+                o.get("const").filter(|c| plain && c.is_string()).cloned()
+            })
+            .collect();
+        if let Some(consts) = consts.filter(|c| !c.is_empty()) {
+            obj.remove("oneOf");
+            obj.insert("type".into(), Value::from("string"));
+            obj.insert("enum".into(), Value::Array(consts));
+        }
+    }
+    let required: Vec<String> = obj
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    if let Some(Value::Object(props)) = obj.get_mut("properties") {
+        for (name, prop) in props.iter_mut() {
+            if !required.contains(name) {
+                drop_null(prop);
+            }
+            slim_optional(prop);
+        }
+    }
+    if let Some(items) = obj.get_mut("items") {
+        if let Some(items) = items.as_object_mut() {
+            items.remove("description");
+        }
+        slim_optional(items);
+    }
+}
+
+fn drop_null(prop: &mut Value) {
+    let Some(p) = prop.as_object_mut() else { return };
+    // `Option<Enum>` comes as `anyOf: [<the enum>, {"type": "null"}]`: keep the enum.
+    if let Some(Value::Array(branches)) = p.get("anyOf") {
+        let is_null =
+            |b: &Value| b.get("type").is_some_and(|t| t == "null") && b.as_object().is_some_and(|o| o.len() == 1);
+        if branches.len() == 2 && branches.iter().filter(|b| is_null(b)).count() == 1 {
+            let kept = branches.iter().find(|b| !is_null(b)).cloned();
+            if let Some(Value::Object(kept)) = kept {
+                p.remove("anyOf");
+                for (k, v) in kept {
+                    p.entry(k).or_insert(v);
+                }
+            }
+        }
+    }
+    if let Some(Value::Array(types)) = p.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types[0].clone();
+            p.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(values)) = p.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    if p.get("default").is_some_and(|d| d.is_null() || *d == Value::Bool(false)) {
+        p.remove("default");
+    }
+    // schemars' `minimum: 0` for an unsigned field: the decoder refuses a negative number anyway.
+    if p.get("type").is_some_and(|t| t == "integer") && p.get("minimum").is_some_and(|m| m == 0) {
+        p.remove("minimum");
+    }
+}
+
+/// Whether a property schema says, in its own `type`, that it takes `null`. A schema that does
+/// not say (no `type`, or an `anyOf`) is taken to accept it: the validator then decides.
+pub fn admits_null(prop: &Value) -> bool {
+    match prop.get("type") {
+        Some(Value::String(t)) => t == "null",
+        Some(Value::Array(types)) => types.iter().any(|t| t == "null"),
+        _ => true,
+    }
 }
 
 /// Makes sure a parameters schema has `type: "object"` and a `properties` map at the top
@@ -75,8 +176,72 @@ mod tests {
         assert!(!text.contains("uint32"), "{text}");
         assert!(schema.get("$schema").is_none());
         assert_eq!(schema["properties"]["items"]["items"]["properties"]["path"]["description"], "Where.");
-        assert_eq!(schema["properties"]["limit"]["minimum"], 0);
+        assert!(schema["properties"]["limit"].get("minimum").is_none(), "optional and unsigned: {text}");
         assert_eq!(schema["required"], json!(["items"]));
+        assert!(schema.get("description").is_none(), "{text}");
+    }
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, JsonSchema)]
+    enum Mode {
+        Fast,
+        Slow,
+    }
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, JsonSchema)]
+    enum Told {
+        /// Quickly.
+        Fast,
+        /// Slowly.
+        Slow,
+    }
+
+    /// One step.
+    #[allow(dead_code)]
+    #[derive(Deserialize, JsonSchema)]
+    struct Step {
+        /// How.
+        how: Told,
+    }
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, JsonSchema)]
+    struct Steps {
+        /// The steps.
+        steps: Vec<Step>,
+    }
+
+    #[test]
+    fn described_enums_and_item_types_are_written_short() {
+        let schema = schema_for::<Steps>();
+        let items = &schema["properties"]["steps"]["items"];
+        assert!(items.get("description").is_none(), "{schema}");
+        assert_eq!(items["properties"]["how"]["enum"], json!(["Fast", "Slow"]), "{schema}");
+        assert_eq!(items["properties"]["how"]["description"], "How.", "{schema}");
+    }
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, JsonSchema)]
+    struct Optional {
+        /// Needed.
+        name: Option<String>,
+        #[serde(default)]
+        mode: Option<Mode>,
+        /// Left out or given.
+        count: Option<u32>,
+    }
+
+    #[test]
+    fn optional_parameters_do_not_list_null() {
+        let schema = schema_for::<Optional>();
+        let text = schema.to_string();
+        assert!(!text.contains("null"), "{text}");
+        assert_eq!(schema["properties"]["count"]["type"], "integer");
+        assert_eq!(schema["properties"]["mode"]["enum"], json!(["Fast", "Slow"]));
+        assert!(admits_null(&json!({"anyOf": [{"type": "string"}, {"type": "null"}]})));
+        assert!(admits_null(&json!({"type": ["string", "null"]})));
+        assert!(!admits_null(&json!({"type": "string"})));
     }
 
     #[test]

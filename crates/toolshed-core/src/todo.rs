@@ -42,9 +42,11 @@ impl TodoStatus {
 /// One item of the list.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Todo {
-    /// What to do, as a short imperative sentence.
+    /// A short imperative sentence.
+    #[schemars(description = "")]
     pub content: String,
-    /// pending, in_progress, completed or cancelled.
+    /// Where it stands.
+    #[schemars(description = "")]
     pub status: TodoStatus,
 }
 

@@ -32,21 +32,11 @@ pub const MAX_RESULTS: usize = 100;
 /// Longest hover text shown, in characters.
 const MAX_HOVER_CHARS: usize = 4000;
 
-const DESCRIPTION: &str = "Asks the language server of a file's language (pyright, rust-analyzer, typescript-language-server, gopls, clangd, or one configured in [lsp.NAME]) about the code.
-
-Operations:
-- diagnostics: the errors and warnings in file_path.
-- definition: where the symbol at line/character is defined.
-- references: every use of the symbol at line/character, across the project.
-- hover: the type and documentation of the symbol at line/character.
-- document_symbols: the classes, functions, methods, ... of file_path, nested.
-- workspace_symbols: symbols across the project whose name matches `query` (file_path picks the language server).
-
-`line` and `character` are 1-based, as read shows them; `character` counts characters (a tab or an emoji is one), and may point at any character of the symbol's name.
-Results are `path:line:col: text of that line`, at most 100. The first call for a language may take several seconds while its server starts.";
+const DESCRIPTION: &str = "Asks the language server of the file's language: diagnostics of file_path; definition, references or hover of the symbol at line/character; document_symbols; workspace_symbols matching `query`. `line` and `character` are 1-based, as read shows lines, and count characters. A server's first call may take seconds.";
 
 /// What to ask.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[schemars(description = "")]
 #[serde(rename_all = "snake_case")]
 #[allow(missing_docs)] // variant docs would turn the schema's plain `enum` into a `oneOf`
 pub enum Operation {
@@ -78,19 +68,23 @@ impl Operation {
 /// Arguments of `lsp`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct LspArgs {
-    /// What to ask the language server.
+    /// What to ask.
+    #[schemars(description = "")]
     pub operation: Operation,
-    /// The file to ask about: relative to the working directory, or absolute.
+    /// The file: relative to the working directory, or absolute.
+    #[schemars(description = "")]
     pub file_path: String,
-    /// The symbol's line, counting from 1 (definition, references, hover).
+    /// The symbol's line.
+    #[schemars(description = "")]
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub line: Option<u32>,
-    /// The symbol's column, counting characters from 1 (definition, references, hover).
+    /// The symbol's column.
+    #[schemars(description = "")]
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub character: Option<u32>,
-    /// Text to match symbol names against (workspace_symbols).
+    /// Part of a symbol's name.
     #[serde(default)]
     pub query: Option<String>,
     #[serde(skip)]

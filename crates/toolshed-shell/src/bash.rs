@@ -39,20 +39,22 @@ const APPROVAL_HEADROOM: Duration = Duration::from_secs(300);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BashArgs {
-    /// The command, run with `bash -c`. Chain steps with `&&`; quote paths with spaces.
+    /// Chain steps with `&&`.
+    #[schemars(description = "")]
     pub command: String,
-    /// Directory to run in, relative to the worktree root (default: the root). Use this instead of `cd`.
+    /// Relative to the worktree root.
     pub workdir: Option<String>,
-    /// Milliseconds after which the command and everything it started are stopped (default 120000, at most 600000).
+    /// Stop everything it started after this long.
+    #[schemars(description = "")]
     #[schemars(range(min = 1, max = 600000))]
     pub timeout_ms: Option<u64>,
-    /// Return after this many milliseconds if the command is still running, and keep it running in the background as a session (read it with bash_output, stop it with bash_kill). Without timeout_ms, a session runs until stopped.
+    /// Return if still running after this long; it runs on as a session (without timeout unless timeout_ms is set).
     #[schemars(range(min = 0, max = 600000))]
     pub yield_ms: Option<u64>,
-    /// Run the command on a pseudo-terminal, for programs that need one (REPLs, full-screen programs, prompts that insist on a terminal). Implies yield_ms = 10000 unless set.
+    /// Run on a pseudo-terminal (REPLs, prompts). Implies yield_ms 10000.
     #[serde(default)]
     pub tty: bool,
-    /// What the command does, in 5-10 words, shown to the user.
+    /// What it does, in 5-10 words, for the user.
     pub description: Option<String>,
     /// Where `workdir` led when permission was checked.
     #[serde(skip)]
@@ -102,29 +104,19 @@ fn sandbox_sentence(policy: &SandboxPolicy) -> String {
     let support = sandbox::support();
     match policy.mode {
         SandboxMode::FullAccess => String::new(),
-        _ if !support.available() && policy.allow_unsandboxed => {
-            "\n- Commands run without a sandbox on this machine (the kernel has no Landlock).".to_string()
-        }
+        _ if !support.available() && policy.allow_unsandboxed => " There is no sandbox on this machine.".to_string(),
         _ if !support.available() => {
-            "\n- This machine cannot sandbox commands and running them unsandboxed is not allowed, so every command is refused.".to_string()
+            " This machine cannot sandbox commands and may not run them unsandboxed: every command is refused.".to_string()
         }
-        SandboxMode::ReadOnly => "\n- Commands run in a read-only sandbox: they can read files anywhere but write nowhere (writes fail with \"Permission denied\"). If the sandbox blocks a command you need, the user may be asked to let it run unsandboxed.".to_string(),
-        SandboxMode::WorkspaceWrite => "\n- Commands run in a sandbox: they can read files anywhere but write only inside the worktree, the temp directory and tool caches (~/.cache, ~/.cargo, ~/.npm, ...); other writes fail with \"Permission denied\". If the sandbox blocks a command you need, the user may be asked to let it run unsandboxed.\n- `.git`, `toolshed.toml`, `.toolshed/` and the custom tool and skill directories may be read-only (writes fail with \"Read-only file system\"); when a command fails on them (e.g. `git commit`), the user is asked whether to rerun it with them writable.".to_string(),
+        SandboxMode::ReadOnly => " Every write fails (read-only sandbox: \"Permission denied\"). The user may be asked to allow more.".to_string(),
+        SandboxMode::WorkspaceWrite => " Writes outside the worktree, the temp directory and tool caches fail (sandbox: \"Permission denied\"); `.git` and toolshed's files may be read-only. The user may be asked to allow more.".to_string(),
     }
 }
 
 /// The description a model reads when its commands run under `policy`.
 fn describe(policy: &SandboxPolicy) -> String {
     format!(
-        "Runs a shell command with `bash -c` in the worktree and returns its output (stdout and stderr interleaved, in the order printed) followed by the exit code.
-
-- Standard input is closed and the environment is non-interactive (no pagers, editors or prompts; NO_COLOR=1, TERM=dumb): a command that waits for input gets end of file instead of hanging. Variables whose names look secret (API keys, tokens, passwords) are not passed on.
-- Every call starts a fresh shell: `cd` and exported variables do not carry over. Use `workdir` instead of `cd`.
-- After `timeout_ms` (default {DEFAULT_TIMEOUT_MS}, at most {MAX_TIMEOUT_MS}) the command and every process it started are stopped, and you get the output printed so far.
-- The call returns when the shell exits, even if a background process (`cmd &`) is still running; that process keeps running, but its later output is not collected, so redirect it to a file if you need it.
-- For servers, watchers and other long-running commands set `yield_ms`: if the command still runs after that long you get its output so far and a session id; read new output or send input with bash_output, stop it with bash_kill. `tty: true` gives the command a terminal. At most {MAX_SESSIONS} sessions run at once.
-- Long output: you see its beginning and end, and the path of a file holding all of it.{}
-- To read, search or edit files, prefer the dedicated file tools over cat, grep, sed or echo redirection.",
+        "Runs `bash -c command`; returns stdout and stderr interleaved, then the exit code. Each call is a fresh non-interactive shell: stdin is closed, `cd` and exports do not persist (use `workdir`), secret-looking variables are unset. `timeout_ms` (default {DEFAULT_TIMEOUT_MS}) stops the command and all it started. A `cmd &` runs on but its later output is lost. For servers and watchers set `yield_ms`, then use bash_output (at most {MAX_SESSIONS} sessions).{} Prefer the file tools to cat, grep, sed or echo >.",
         sandbox_sentence(policy)
     )
 }
@@ -474,7 +466,7 @@ impl Attempt {
             ),
             Ending::Session(id) => (
                 format!(
-                    "Still running after {} ms, as session {id}. Call bash_output with session_id {id} to read new output{}, and bash_kill to stop it.",
+                    "Still running after {} ms, as session {id}. Call bash_output with session_id {id} to read new output{}, or with stop: true to stop it.",
                     self.elapsed.as_millis(),
                     if args.tty { " or type into its terminal" } else { " or send input" }
                 ),

@@ -1,5 +1,5 @@
 //! `bash_output`: read new output of a background session, optionally after writing to its
-//! standard input (or terminal).
+//! standard input (or terminal), or stop it and everything it started.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -11,6 +11,7 @@ use toolshed_core::tool::{ToolFlags, ToolSpec, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
 
 use super::bash::{MAX_TIMEOUT_MS, permission_patterns};
+use super::process::KILL_GRACE;
 use super::session::ProcessSession;
 use super::{MEMORY_BUDGET, Shell, compose, exit_line, exit_metadata};
 
@@ -25,16 +26,20 @@ const CHAIN_HEADROOM: Duration = Duration::from_secs(10);
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BashOutputArgs {
-    /// The session id that bash returned.
+    /// As bash returned it.
+    #[schemars(description = "")]
     pub session_id: u32,
-    /// Text to write to the command's standard input first. End a line with "\n" to submit it; "\u0003" sends Ctrl-C (SIGINT).
+    /// Written to its stdin or terminal first. End a line with "\n"; "\u0003" is Ctrl-C.
     pub input: Option<String>,
-    /// Close the command's standard input after writing (end of file; Ctrl-D on a terminal).
+    /// Then close stdin (end of file).
     #[serde(default)]
     pub close_stdin: bool,
-    /// How long to wait for the command to exit, collecting output, before returning (default 1000, at most 600000). Returns as soon as it exits.
+    /// Wait up to this long for it to exit (default 1000).
     #[schemars(range(min = 0, max = 600000))]
     pub wait_ms: Option<u64>,
+    /// Stop it and all it started (SIGTERM, then SIGKILL).
+    #[serde(default)]
+    pub stop: bool,
 }
 
 /// The `bash_output` tool.
@@ -57,7 +62,7 @@ impl TypedTool for BashOutput {
     }
 
     fn description(&self) -> String {
-        "Reads what a background shell session (started by bash with yield_ms) printed since the last read, and whether it is still running. Optionally writes `input` to its standard input first (its terminal, for a session started with tty: true), e.g. an answer to a prompt or a line for a REPL. Waits up to `wait_ms` for the command to exit. A session whose exit was reported is closed.".to_string()
+        "Reads a bash session's new output (a command that outlived yield_ms) and whether it still runs, after writing `input` if given; `stop` ends it. A session is closed once its end is reported.".to_string()
     }
 
     fn flags(&self) -> ToolFlags {
@@ -84,7 +89,8 @@ impl TypedTool for BashOutput {
     }
 
     fn time_limit(&self, args: &BashOutputArgs) -> Option<Duration> {
-        Some(wait(args) + WRITE_LIMIT + CHAIN_HEADROOM)
+        let settle = if args.stop { KILL_GRACE } else { wait(args) };
+        Some(settle + WRITE_LIMIT + CHAIN_HEADROOM)
     }
 
     async fn run(&self, args: BashOutputArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -100,10 +106,20 @@ impl TypedTool for BashOutput {
         {
             notes.push(format!("(Closing standard input failed: {e}.)"));
         }
-        tokio::select! {
-            () = session.run.wait_done() => {},
-            () = tokio::time::sleep(wait(&args)) => {},
-            () = ctx.cancellation().cancelled() => {},
+        if args.stop {
+            let was_running = !session.run.is_done();
+            session.run.terminate().await;
+            notes.push(if was_running {
+                format!("(Session {} was stopped.)", session.id)
+            } else {
+                format!("(Session {} had already exited.)", session.id)
+            });
+        } else {
+            tokio::select! {
+                () = session.run.wait_done() => {},
+                () = tokio::time::sleep(wait(&args)) => {},
+                () = ctx.cancellation().cancelled() => {},
+            }
         }
         notes.extend(session.settle_protected(&ctx).await);
         Ok(report(&self.shell, &session, &ctx, &notes))
@@ -142,7 +158,7 @@ pub(super) fn report(shell: &Shell, session: &ProcessSession, ctx: &ToolContext,
     let exit = run.exit().filter(|_| done);
     let status = if !done {
         format!(
-            "Session {id} is still running ({secs} s since it started). Call bash_output again to read more, or bash_kill to stop it."
+            "Session {id} is still running ({secs} s since it started). Call bash_output again to read more, or with stop: true to stop it."
         )
     } else {
         let how = match exit {
@@ -176,16 +192,34 @@ mod tests {
         let id = started.metadata["session_id"].as_u64().unwrap() as u32;
         tokio::time::sleep(Duration::from_millis(800)).await;
         let poll = BashOutput::new(shell.clone());
-        let args =
-            BashOutputArgs { session_id: id, input: Some("hello\n".into()), close_stdin: false, wait_ms: Some(0) };
+        let args = BashOutputArgs {
+            session_id: id,
+            input: Some("hello\n".into()),
+            close_stdin: false,
+            wait_ms: Some(0),
+            stop: false,
+        };
         let out = poll.run(args, ctx.clone()).await.unwrap();
         assert!(out.text.contains("The input was not sent: the command had already exited."), "{}", out.text);
         assert!(out.text.contains(&format!("Session {id} has ended")), "{}", out.text);
         assert_eq!(out.metadata["running"], false);
         assert!(
-            poll.run(BashOutputArgs { session_id: id, input: None, close_stdin: false, wait_ms: None }, ctx)
-                .await
-                .is_err()
+            poll.run(
+                BashOutputArgs { session_id: id, input: None, close_stdin: false, wait_ms: None, stop: false },
+                ctx
+            )
+            .await
+            .is_err()
         );
+    }
+
+    #[tokio::test]
+    async fn unknown_session_lists_what_exists() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::standalone(tmp.path(), tmp.path());
+        let poll = BashOutput::new(Shell::new(SandboxPolicy::default()));
+        let args = BashOutputArgs { session_id: 7, input: None, close_stdin: false, wait_ms: None, stop: true };
+        let err = poll.run(args, ctx).await.unwrap_err();
+        insta::assert_snapshot!(err.to_string(), @"No shell session 7: it never existed, or it ended and its final output was already returned. There are no sessions.");
     }
 }

@@ -1,7 +1,7 @@
 #![cfg(unix)]
 //! # toolshed-shell
 //!
-//! Owns: the `bash`, `bash_output` and `bash_kill` tools, the process runner (process groups, the
+//! Owns: the `bash` and `bash_output` tools, the process runner (process groups, the
 //! watchdog, PTY sessions, bounded output) and the Landlock / seccomp / mount-namespace sandbox.
 //! Must never decide what a command may do by itself: the permission requests come from
 //! `toolshed-shellpolicy`, and the sandbox's boundary from what toolshed resolved (never from a
@@ -10,7 +10,7 @@
 //! Shell tools: `bash` runs a command and returns when the shell exits (never waiting on a
 //! background process that holds the output open), with bounded memory, a timeout that stops
 //! the whole process group, and a Landlock sandbox; a command still running after `yield_ms`
-//! becomes a session that `bash_output` polls and feeds and `bash_kill` stops.
+//! becomes a session that `bash_output` polls, feeds and stops.
 //!
 //! ```no_run
 //! use toolshed_core::Registry;
@@ -21,7 +21,6 @@
 //! ```
 
 mod bash;
-mod bash_kill;
 mod bash_output;
 mod created;
 mod process;
@@ -40,7 +39,6 @@ use toolshed_core::output::SinkOutput;
 use toolshed_core::tool::{ToolOutput, Typed};
 
 pub use bash::{Bash, BashArgs};
-pub use bash_kill::{BashKill, BashKillArgs};
 pub use bash_output::{BashOutput, BashOutputArgs};
 pub use sandbox::{SandboxMode, SandboxPolicy, SandboxSupport};
 pub use session::MAX_SESSIONS;
@@ -114,11 +112,10 @@ impl Shell {
             && self.state.agent_modes.values().all(|m| *m == SandboxMode::FullAccess)
     }
 
-    /// Registers `bash`, `bash_output` and `bash_kill` (replacing tools of those names).
+    /// Registers `bash` and `bash_output` (replacing tools of those names).
     pub fn register(&self, registry: &mut Registry) {
         registry.register_builtin(Typed::new(Bash::new(self.clone())));
         registry.register_builtin(Typed::new(BashOutput::new(self.clone())));
-        registry.register_builtin(Typed::new(BashKill::new(self.clone())));
     }
 
     /// How many background sessions are running.

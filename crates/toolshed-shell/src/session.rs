@@ -1,5 +1,5 @@
 //! Long-running commands the model keeps talking to: a `bash` call whose `yield_ms` passed
-//! becomes a session, polled and fed with `bash_output` and stopped with `bash_kill`.
+//! becomes a session, polled, fed and stopped with `bash_output`.
 //!
 //! At most [`MAX_SESSIONS`] run at once; a session that ended stays until its last output was
 //! read (the oldest such are dropped beyond the same number). Dropping the table kills every
@@ -75,7 +75,7 @@ impl ProcessSessions {
         }
         let list: Vec<String> = running.iter().map(|s| format!("{} (`{}`)", s.id, short(&s.command))).collect();
         Err(ToolError::model(format!(
-            "Cannot start another background session: {MAX_SESSIONS} are already running ({}). Stop one you no longer need with bash_kill, or run this command without yield_ms.",
+            "Cannot start another background session: {MAX_SESSIONS} are already running ({}). Stop one you no longer need with bash_output (stop: true), or run this command without yield_ms.",
             list.join(", ")
         )))
     }

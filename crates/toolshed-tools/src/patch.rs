@@ -44,33 +44,21 @@ eof_line: "*** End of File" LF
 %import common.LF
 "#;
 
-const DESCRIPTION: &str = r#"Edit files with a patch: add, delete, update and move files in one call. The whole patch applies or none of it does.
-
-When this tool takes freeform input, send the patch text itself (not JSON); otherwise put the patch in the `input` field.
-
-The patch starts with `*** Begin Patch` and ends with `*** End Patch`. In between, one section per file:
-
-*** Add File: <path>        then every line of the new file, each starting with `+`
-*** Delete File: <path>     nothing follows
-*** Update File: <path>     optionally `*** Move to: <new path>`, then one or more chunks
-
-A chunk starts with `@@` (optionally `@@ <line>`: a line such as a class or function header that comes before the change, to say which of several similar places is meant; stack several `@@ <line>` lines to narrow it down further). Then the lines of that region of the file, each with a one-character prefix:
-- ` ` (a space) for a line that stays: about 3 lines before and after each change, enough to find the place;
-- `-` for a line to remove;
-- `+` for a line to add.
-Context and `-` lines must match the file as it is now (copy them from the file; never add line numbers). Chunks of one file go in file order. Add `*** End of File` after a chunk that ends at the end of the file.
-
-Paths are relative to the working directory (absolute paths work too). Example:
+const DESCRIPTION: &str = r#"Adds, deletes, updates and moves files; the whole patch applies or none of it. Send the patch text itself (in `input` when called with JSON).
 
 *** Begin Patch
-*** Add File: docs/hello.txt
-+Hello, world
+*** Add File: <path>       then each line of the file after `+`
+*** Delete File: <path>
+*** Update File: <path>    optionally `*** Move to: <path>`, then chunks
+*** End Patch
+
+A chunk starts with `@@`, or `@@ <line>` quoting a line above the change (such as a function header) when the place is ambiguous; repeat to narrow. Its lines are ` ` context (about 3 before and after each change), `-` removed and `+` added; context and `-` lines must match the file as it is, with no line numbers. Chunks go in file order; `*** End of File` follows a chunk that ends the file. Example:
+
+*** Begin Patch
 *** Update File: src/app.py
-*** Move to: src/main.py
 @@ def greet():
 -    print("Hi")
-+    print("Hello, world!")
-*** Delete File: obsolete.txt
++    print("Hello")
 *** End Patch"#;
 
 /// The arguments of `apply_patch`: one string, the patch.

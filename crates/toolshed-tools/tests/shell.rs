@@ -282,8 +282,8 @@ async fn session_is_polled_fed_input_and_killed() {
     let r = h.call("bash_output", json!({ "session_id": id, "wait_ms": 100 })).await;
     assert!(r.output.starts_with("(no output)\n"), "{}", r.output);
 
-    let r = h.call("bash_kill", json!({ "session_id": id })).await;
-    assert!(r.output.contains("stopped by bash_kill"), "{}", r.output);
+    let r = h.call("bash_output", json!({ "session_id": id, "stop": true })).await;
+    assert!(r.output.contains(&format!("Session {id} was stopped.")), "{}", r.output);
     assert!(r.output.contains("is now closed"), "{}", r.output);
     let r = h.call("bash_output", json!({ "session_id": id })).await;
     assert!(r.is_error);

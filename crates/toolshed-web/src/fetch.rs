@@ -49,13 +49,7 @@ pub const CONVERT_GRACE: Duration = Duration::from_secs(3);
 /// 1 MiB of stack in a debug build; this leaves a wide margin and is only reserved, not used.
 const CONVERT_STACK: usize = 16 * 1024 * 1024;
 
-const DESCRIPTION: &str = "Fetch a URL and return its content for you to read.
-
-- http:// and https:// URLs only. An HTML page comes back as Markdown (scripts, styles, navigation, site headers and footers dropped; links made absolute); `format: \"text\"` gives plain text instead, `format: \"html\"` the page source. JSON, XML and other text are returned as they are. Images (PNG, JPEG, GIF, WebP) are attached for you to look at. Other binary files (PDF, archives, executables) are refused.
-- At most 5 MiB of the body is read; a longer response is cut, and the result says so.
-- Redirects on the same host are followed (up to 10). A redirect to another host is reported instead of followed; call webfetch again with the new URL if you want that page.
-- Times out after 30 s unless you set `timeout_ms` (at most 120000).
-- It cannot log in, submit forms or run JavaScript: a page built by scripts may come back nearly empty.";
+const DESCRIPTION: &str = "Fetches an http(s) URL: HTML as Markdown (or as `format` says), other text as is, images as images; other binary is refused. Reads at most 5 MiB. Redirects are followed on the same host only; one to another host is reported for you to fetch. Cannot log in or run JavaScript.";
 
 /// How an HTML page is returned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -91,12 +85,15 @@ impl Format {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebFetchArgs {
-    /// The absolute URL to fetch, starting with http:// or https://.
+    /// Absolute, http:// or https://.
+    #[schemars(description = "")]
     pub url: String,
-    /// How to return an HTML page; other content is returned as it is.
+    /// How to return an HTML page.
+    #[schemars(description = "")]
     #[serde(default)]
     pub format: Format,
-    /// Give up after this many milliseconds (at most 120000).
+    /// Give up after this long.
+    #[schemars(description = "")]
     #[schemars(range(min = 1, max = 120000))]
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,

@@ -40,6 +40,7 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
             describe_type(&args)
         )));
     }
+    let args = without_null_optionals(&spec.parameters, args);
     // A broken definition is the tool's fault, not the model's and not the run's: the call
     // fails, the session goes on.
     let validator = entry.validator().map_err(|e| {
@@ -61,6 +62,21 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
     }
     message.push_str(&format!("Fix the arguments and call {name} again."));
     Err(ToolError::RespondToModel(message))
+}
+
+/// Takes a `null` sent for an optional top-level parameter whose schema does not take `null`
+/// as "not given": models often send `null` for what they leave out, and the schemas the model
+/// sees do not list `null` for optional parameters (see [`crate::schema::slim_optional`]).
+fn without_null_optionals(schema: &Value, mut args: Value) -> Value {
+    let (Some(obj), Some(props)) = (args.as_object_mut(), schema.get("properties").and_then(Value::as_object)) else {
+        return args;
+    };
+    let required = schema.get("required").and_then(Value::as_array);
+    let is_required = |name: &str| required.is_some_and(|r| r.iter().any(|n| n == name));
+    obj.retain(|name, value| {
+        !(value.is_null() && !is_required(name) && props.get(name).is_some_and(|p| !crate::schema::admits_null(p)))
+    });
+    args
 }
 
 /// Turns numbers like `1000.0` or `1e3`, which JSON Schema counts as integers, into JSON
@@ -295,7 +311,7 @@ mod tests {
         insta::assert_snapshot!(err(CallInput::Json(input)), @r#"
         Invalid arguments for edit:
         - `file_path` must be a string, but got an integer 7
-        - `offset` must be null or an integer, but got a string "ten"
+        - `offset` must be an integer, but got a string "ten"
         - `edits[0].new_string` must be a string, but got a boolean false
         Fix the arguments and call edit again.
         "#);
@@ -308,6 +324,17 @@ mod tests {
         - unknown parameter `path`; the parameters are `file_path`, `offset`, `edits`
         Fix the arguments and call edit again.
         ");
+    }
+
+    #[test]
+    fn null_for_an_optional_parameter_means_not_given() {
+        let r = entry();
+        let e = r.get("edit").unwrap();
+        let args = decode(e, &CallInput::Json(json!({"file_path": "x", "offset": null}))).unwrap();
+        assert_eq!(args, json!({"file_path": "x"}));
+        // A required parameter's null is still an error.
+        let msg = err(CallInput::Json(json!({"file_path": null})));
+        assert!(msg.contains("`file_path` must be a string, but got null"), "{msg}");
     }
 
     #[test]

@@ -19,26 +19,22 @@ const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
 /// Diff lines shown in an edit result.
 const RESULT_DIFF_LINES: usize = 120;
 
-const DESCRIPTION: &str = "Replaces text in a file: finds `old_string` and puts `new_string` in its place.
-
-- Read the file first, and copy `old_string` from what read showed, without the `N: ` line-number prefixes.
-- `old_string` must match exactly one place. Include enough surrounding lines (2-3 usually suffice) to make it unique; if it matches several places the edit is refused and you are told their line numbers. Set `replace_all: true` to change every occurrence (for example to rename a variable); it is literal, no regex or `$` patterns.
-- Keep `old_string` short: only the lines you change plus a little context. Do not rewrite whole functions to change one line.
-- Small slips are tolerated (indentation, trailing spaces, tabs for spaces, smart quotes, escaped `\\n`) as long as the match is unique and the lines you change match the file; `new_string` is then re-indented to fit. If nothing matches, the error shows the closest lines of the file: fix `old_string` from them rather than guessing.
-- An empty `old_string` creates a new file with `new_string` as its content; it is refused if the file exists (use write to replace a whole file).
-- Line endings (CRLF) and a byte-order mark are kept. The result shows a diff of the change.
-- To make several changes in one file, call edit once per change.";
+const DESCRIPTION: &str = "Replaces `old_string` with `new_string` in a file. Copy `old_string` from read's output without the `N: ` prefixes, with just enough context (2-3 lines) to match exactly one place; several matches are refused with their line numbers unless `replace_all`. Small whitespace or quote slips are forgiven; if nothing matches, the error shows the closest lines. An empty `old_string` creates a file. One call per change.";
 
 /// Arguments of `edit`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct EditArgs {
-    /// The file to change: relative to the working directory, or absolute.
+    /// The file: relative to the working directory, or absolute.
+    #[schemars(description = "")]
     pub file_path: String,
-    /// The exact text to replace, as the file has it (without read's line-number prefixes).
+    /// The exact text to replace.
+    #[schemars(description = "")]
     pub old_string: String,
-    /// The text to put in its place (must differ from old_string).
+    /// The replacement (must differ).
+    #[schemars(description = "")]
     pub new_string: String,
-    /// Replace every occurrence of old_string instead of requiring exactly one. Default false.
+    /// Replace every occurrence.
+    #[schemars(description = "")]
     pub replace_all: Option<bool>,
     #[serde(skip)]
     #[schemars(skip)]

@@ -17,20 +17,16 @@ use toolshed_path::{self as path, Permitted, ResolvedPath, pattern_for};
 /// Most paths returned.
 pub const MAX_RESULTS: usize = 100;
 
-const DESCRIPTION: &str = "Finds files by name with a glob pattern, newest-modified first, at most 100.
-
-- `**` matches any number of directories and braces give alternatives: `**/*.rs`, `src/**/*.{ts,tsx}`, `**/test_*.py`.
-- A pattern without `/` matches file names at any depth (`*.md` finds every Markdown file); a pattern with `/` matches the path relative to `path`, and `*` then stays within one directory.
-- Files ignored by `.gitignore` are left out; hidden files are included; `.git` is skipped.
-- `path` is the directory to search (default: the working directory).
-- Returns one path per line, relative to the working directory. Use grep to search file contents instead.";
+const DESCRIPTION: &str = "Finds files by glob, newest first, at most 100. `**` spans directories and `{a,b}` gives alternatives. A pattern without `/` matches names at any depth (`*.md`); one with `/` matches the path under `path`. Leaves out `.gitignore`d files and `.git`; includes hidden files.";
 
 /// Arguments of `glob`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GlobArgs {
-    /// The glob to match, e.g. `**/*.rs` or `src/**/*.{ts,tsx}`.
+    /// E.g. `src/**/*.{ts,tsx}`.
+    #[schemars(description = "")]
     pub pattern: String,
-    /// The directory to search: relative to the working directory, or absolute. Default: the working directory.
+    /// The directory to search.
+    #[schemars(description = "")]
     pub path: Option<String>,
     #[serde(skip)]
     #[schemars(skip)]

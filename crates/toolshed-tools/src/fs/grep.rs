@@ -34,14 +34,7 @@ pub const MAX_GREP_LINE_CHARS: usize = 400;
 /// Lines kept in memory across all files (matches and context); beyond it hits are only counted.
 const MAX_STORED_LINES: usize = 20_000;
 
-const DESCRIPTION: &str = "Searches file contents with a regular expression (ripgrep syntax), skipping binary files and files ignored by `.gitignore`.
-
-- `output_mode`: `content` (default) shows matching lines grouped under each file as `N: text`, with `context` lines before and after as `N- text`; `files_with_matches` lists only the files that match; `count` gives the number of matching lines per file.
-- Regex syntax: escape the literal characters `( ) [ ] { } . * + ? | ^ $ \\` with a backslash, e.g. `fn main\\(` or `map\\[string\\]`. A pattern matches within a single line.
-- `include` limits the search to files matching a glob: `*.rs`, `*.{ts,tsx}`, `src/**/*.py`. `path` is a directory or a single file (default: the working directory).
-- `case_insensitive: true` ignores case.
-- At most `limit` results are shown (default 100) and the output says how many more there were: narrow the pattern, `path` or `include` rather than raising the limit.
-- Use grep to find where something is defined or used; use glob to find files by name; read the lines you find with read.";
+const DESCRIPTION: &str = "Searches file contents for a regular expression (ripgrep syntax), skipping binary and `.gitignore`d files. Escape literal `( ) [ ] { } . * + ? | ^ $ \\` with `\\`, e.g. `fn main\\(`; matches never span lines. Content mode prints `N: text` under each file (context lines `N- text`). If results are cut, narrow the search rather than raising `limit`.";
 
 /// What grep reports: matching lines grouped by file (`content`), only the paths of files that
 /// match (`files_with_matches`), or the number of matching lines per file (`count`).
@@ -58,19 +51,21 @@ pub enum OutputMode {
 /// Arguments of `grep`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GrepArgs {
-    /// The regular expression to search for (ripgrep syntax).
+    /// The regular expression.
+    #[schemars(description = "")]
     pub pattern: String,
-    /// The directory or file to search: relative to the working directory, or absolute. Default: the working directory.
+    /// A directory or file.
     pub path: Option<String>,
-    /// Only search files matching this glob, e.g. `*.rs` or `*.{ts,tsx}`.
+    /// Only files matching this glob, e.g. `*.{ts,tsx}`.
     pub include: Option<String>,
-    /// Ignore case. Default false.
+    /// Ignore case.
+    #[schemars(description = "")]
     pub case_insensitive: Option<bool>,
-    /// Lines of context to show before and after each match in content mode (at most 10). Default 0.
+    /// Lines around each match (at most 10).
     pub context: Option<u32>,
-    /// `content` (default), `files_with_matches` or `count`.
+    /// Default `content`.
     pub output_mode: Option<OutputMode>,
-    /// Most results to show: matching lines in content mode, files otherwise. Default 100.
+    /// Most lines or files shown. Default 100.
     #[schemars(range(min = 1))]
     pub limit: Option<u32>,
     #[serde(skip)]

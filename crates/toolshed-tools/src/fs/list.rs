@@ -20,19 +20,15 @@ pub const MAX_ENTRIES: usize = 500;
 /// Most entries scanned before giving up on counting.
 const MAX_SCANNED: usize = 50_000;
 
-const DESCRIPTION: &str = "Lists a directory as a compact tree (two spaces of indentation per level, directories ending in `/`).
-
-- Files ignored by `.gitignore` are left out. Version-control directories (`.git`, `.hg`, `.svn`) are left out; directories such as `node_modules`, `target` and `__pycache__` are shown but not expanded.
-- The tree is breadth first and capped at 500 entries: a directory that did not fit says how many entries are missing (`… 12 more`). List it with `path` to see them.
-- `ignore` takes extra glob patterns to leave out, such as `[\"*.log\", \"fixtures/**\"]`.
-- Prefer glob to find files by name and grep to find them by content; use list to get oriented.";
+const DESCRIPTION: &str = "Lists a directory as an indented tree, directories ending in `/`, without `.gitignore`d files and `.git`; `node_modules`, `target` and the like are not expanded. Stops at 500 entries, saying how many are missing where. Find files with glob (names) or grep (contents).";
 
 /// Arguments of `list`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListArgs {
-    /// The directory to list: relative to the working directory, or absolute. Default: the working directory.
+    /// The directory to list.
+    #[schemars(description = "")]
     pub path: Option<String>,
-    /// Glob patterns of entries to leave out, e.g. `["*.log", "fixtures/**"]`.
+    /// Globs to leave out, e.g. `fixtures/**`.
     pub ignore: Option<Vec<String>>,
     #[serde(skip)]
     #[schemars(skip)]

@@ -26,25 +26,19 @@ const COUNT_REST_BYTES: u64 = 8 * 1024 * 1024;
 /// Bytes of output kept free for the closing line.
 const FOOTER_RESERVE: usize = 400;
 
-const DESCRIPTION: &str = "Reads a file from the worktree and returns its lines numbered as `N: text`.
-
-- `offset` is the first line to show, counting from 1 (default 1); `limit` is how many lines to show (default 2000).
-- Long lines are cut at 2000 characters and the output stops at 50 KB; the last line then tells you the `offset` to continue from. Read big files in windows, and use grep first to find the lines you need.
-- The `N: ` prefixes are not part of the file. Never copy them into edit's old_string.
-- A directory path returns its entries, one per line, directories ending in `/`.
-- PNG, JPEG, GIF and WebP images come back as images you can look at. Other binary files are refused.
-- Paths are relative to the working directory, or absolute. Paths outside the worktree need the user's approval.
-- To read several files, call read several times in one response: reads run in parallel.";
+const DESCRIPTION: &str = "Reads a file as `N: text` lines; the `N: ` prefixes are not part of the file. Stops after `limit` lines (default 2000) or 50 KB and says the `offset` to continue from; lines over 2000 characters are cut. Images come back as images; other binary files are refused. A directory lists its entries.";
 
 /// Arguments of `read`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadArgs {
-    /// The file (or directory) to read: relative to the working directory, or absolute.
+    /// The file: relative to the working directory, or absolute.
+    #[schemars(description = "")]
     pub file_path: String,
-    /// The first line to show, counting from 1. Default 1.
+    /// First line, from 1.
     #[schemars(range(min = 1))]
     pub offset: Option<u64>,
-    /// How many lines to show. Default 2000.
+    /// How many lines to show.
+    #[schemars(description = "")]
     #[schemars(range(min = 1))]
     pub limit: Option<u64>,
     #[serde(skip)]

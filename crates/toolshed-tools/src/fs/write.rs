@@ -13,20 +13,15 @@ use toolshed_path::{self as path, Permitted, ResolvedPath};
 /// Diff lines shown in a write result.
 const SUMMARY_DIFF_LINES: usize = 40;
 
-const DESCRIPTION: &str = "Writes a whole file: creates it (and any missing parent directories) or replaces its entire content.
-
-- To change part of an existing file, use edit instead: it sends only the change and cannot lose the rest of the file by accident.
-- Read an existing file before replacing it, so nothing in it is lost.
-- The write is atomic. An existing file keeps its permissions, byte-order mark and line endings (CRLF stays CRLF); send plain `\\n` newlines.
-- `content` is the complete new file, written exactly as sent: no line numbers, no placeholders such as `// ... rest unchanged`.
-- Paths are relative to the working directory, or absolute. Writing outside the worktree needs the user's approval.";
+const DESCRIPTION: &str = "Creates or replaces a whole file (and missing directories). `content` is the complete file as written: no line numbers or placeholders such as `// ... rest unchanged`. To change part of a file use edit; read a file before replacing it. Line endings, BOM and permissions are kept.";
 
 /// Arguments of `write`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteArgs {
-    /// The file to write: relative to the working directory, or absolute.
+    /// The file: relative to the working directory, or absolute.
+    #[schemars(description = "")]
     pub file_path: String,
-    /// The complete content of the file.
+    /// The complete file.
     pub content: String,
     #[serde(skip)]
     #[schemars(skip)]

@@ -1,10 +1,12 @@
-//! `todo_read`: shows the session's todo list.
+//! `todo_read`: shows the session's todo list. Hidden from models (the agent puts the list in
+//! every request, so the tool would only cost bytes); `toolshed call todo_read` and the runtime
+//! use it.
 
 use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use toolshed_core::tool::{ToolFlags, TypedTool};
+use toolshed_core::tool::{Exposure, ToolFlags, ToolSpec, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
 
 use super::{TodoStore, render_list};
@@ -42,6 +44,10 @@ impl TypedTool for TodoReadTool {
 
     fn flags(&self) -> ToolFlags {
         ToolFlags::READ_ONLY
+    }
+
+    fn customize(&self, spec: ToolSpec) -> ToolSpec {
+        ToolSpec { exposure: Exposure::Hidden, ..spec }
     }
 
     async fn run(&self, _args: TodoReadArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {

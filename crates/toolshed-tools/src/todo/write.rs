@@ -9,14 +9,12 @@ use toolshed_core::{ToolContext, ToolError, ToolOutput};
 
 use super::{Todo, TodoStatus, TodoStore, render_list};
 
-const DESCRIPTION: &str = "Replaces your todo list for this session with `todos` (send the whole list every time).
-
-Use it for work of three or more steps, or when the user gives several tasks: write the steps down first, mark one item in_progress before you start it, and mark it completed as soon as it is done. Keep at most one item in_progress. Skip it for a single small task. The current list is shown to you at the start of every step.";
+const DESCRIPTION: &str = "Replaces your todo list: send the whole list each time. For work of three or more steps, list the steps first, mark one in_progress before starting it and completed once done (one in_progress at a time). The list is shown to you every step.";
 
 /// Arguments of `todo_write`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct TodoWriteArgs {
-    /// The complete new list, in order.
+    /// The whole list, in order.
     pub todos: Vec<Todo>,
 }
 

@@ -1,0 +1,106 @@
+//! What every request carries: the build agent's tool list stays within its byte budget for both
+//! model families, and every description still says the facts docs/tool-descriptions.md lists
+//! for it — through the real binary, as `toolshed tools --format openai-chat` prints the list.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The most bytes the build agent's tools may take (issue 21).
+const BUDGET: usize = 12_000;
+
+/// One model of each family: `edit` + `write`, and `apply_patch`.
+const FAMILIES: &[&str] = &["anthropic/claude-sonnet-4-5", "openai/gpt-5"];
+
+fn tools(root: &Path, model: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", root.to_str().unwrap(), "tools", "--format", "openai-chat", "--model", model])
+        .current_dir(root)
+        .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+        .env("TOOLSHED_DATA_DIR", root.join(".data"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The tool's name and every description in its entry (its own and its parameters').
+fn described(entry: &Value) -> (String, String) {
+    fn collect(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    match (k.as_str(), v) {
+                        ("description", Value::String(text)) => {
+                            out.push_str(text);
+                            out.push('\n');
+                        }
+                        _ => collect(v, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| collect(v, out)),
+            _ => {}
+        }
+    }
+    let tool = entry.get("function").or_else(|| entry.get("custom")).unwrap();
+    let mut text = String::new();
+    collect(tool, &mut text);
+    (tool["name"].as_str().unwrap().to_string(), text)
+}
+
+/// The must-say facts of docs/tool-descriptions.md: `### tool` headings, then `- \`words\`: why`.
+fn facts() -> Vec<(String, String)> {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tool-descriptions.md")).unwrap();
+    let section = doc.split("## What each description must say").nth(1).expect("the facts section");
+    let mut tool = None;
+    let mut facts = Vec::new();
+    for line in section.lines() {
+        if let Some(name) = line.strip_prefix("### ") {
+            tool = Some(name.trim().to_string());
+        } else if let Some(rest) = line.strip_prefix("- `") {
+            let needle = rest.split('`').next().unwrap();
+            facts.push((tool.clone().expect("a fact under a tool heading"), needle.to_string()));
+        }
+    }
+    facts
+}
+
+#[test]
+fn the_build_agents_tools_fit_the_budget_and_say_what_they_must() {
+    let dir = tempfile::tempdir().unwrap();
+    let facts = facts();
+    assert!(facts.len() >= 40, "the facts list was not read: {facts:?}");
+    let mut seen = std::collections::BTreeSet::new();
+    for model in FAMILIES {
+        let printed = tools(dir.path(), model);
+        let entries: Vec<Value> = serde_json::from_str(&printed).unwrap();
+        let names: Vec<String> = entries.iter().map(|e| described(e).0).collect();
+        eprintln!("{model}: {} bytes, {} tools: {}", printed.len(), names.len(), names.join(" "));
+        assert!(printed.len() <= BUDGET, "{model}: {} bytes over the budget of {BUDGET}", printed.len());
+        for name in ["read", "list", "glob", "grep", "bash", "bash_output", "webfetch", "todo_write", "lsp"] {
+            assert!(names.iter().any(|n| n == name), "{model} lost {name}: {names:?}");
+        }
+        for gone in ["bash_kill", "todo_read"] {
+            assert!(!names.iter().any(|n| n == gone), "{model} still sends {gone}");
+        }
+        for entry in &entries {
+            let (name, text) = described(entry);
+            for (_, needle) in facts.iter().filter(|(tool, _)| *tool == name) {
+                assert!(text.contains(needle.as_str()), "{model}: {name}'s description lost `{needle}`:\n{text}");
+            }
+            seen.insert(name);
+        }
+    }
+    for (tool, _) in &facts {
+        assert!(seen.contains(tool), "docs/tool-descriptions.md lists facts for {tool}, which no family sends");
+    }
+    // Each family edits files one way.
+    let anthropic = tools(dir.path(), FAMILIES[0]);
+    assert!(anthropic.contains("\"name\": \"edit\"") && !anthropic.contains("\"name\": \"apply_patch\""));
+    let gpt = tools(dir.path(), FAMILIES[1]);
+    assert!(gpt.contains("\"name\": \"apply_patch\"") && !gpt.contains("\"name\": \"edit\""));
+}

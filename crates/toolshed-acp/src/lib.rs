@@ -776,3 +776,57 @@ impl Approver for EditorApprover {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stdio(command: &str) -> McpConfig {
+        McpConfig { command: Some(command.to_string()), ..McpConfig::default() }
+    }
+
+    #[test]
+    fn a_clients_mcp_server_never_replaces_a_configured_one() {
+        let mut configured = BTreeMap::from([("git".to_string(), stdio("git-mcp"))]);
+        // Another server under a configured name is attached beside it, numbered if need be.
+        assert_eq!(attach_client_mcp(&mut configured, "git".into(), stdio("other")), "editor-git");
+        assert_eq!(attach_client_mcp(&mut configured, "git".into(), stdio("third")), "editor-git-2");
+        assert_eq!(configured["git"], stdio("git-mcp"));
+        assert_eq!(configured["editor-git"], stdio("other"));
+        // The very same server runs once; a new name is attached as it is.
+        assert_eq!(attach_client_mcp(&mut configured, "git".into(), stdio("git-mcp")), "git");
+        assert_eq!(attach_client_mcp(&mut configured, "docs".into(), stdio("docs-mcp")), "docs");
+        assert_eq!(configured.len(), 4);
+    }
+
+    #[test]
+    fn a_sessions_cwd_is_an_absolute_existing_directory_other_than_the_root() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let file = dir.path().join("f.txt");
+        std::fs::write(&file, "x").unwrap_or_else(|e| panic!("{e}"));
+        assert!(session_dir(dir.path()).is_ok());
+        let missing = dir.path().join("missing");
+        for bad in [Path::new("/"), Path::new("relative"), missing.as_path(), file.as_path()] {
+            assert!(session_dir(bad).is_err(), "{} was taken", bad.display());
+        }
+    }
+
+    #[test]
+    fn a_prompts_blocks_keep_their_order_with_images_between_texts() {
+        use agent_client_protocol::v1::schema::{ImageContent, TextContent};
+        let blocks = vec![
+            ContentBlock::Text(TextContent::new("look at")),
+            ContentBlock::Text(TextContent::new("this")),
+            ContentBlock::Image(ImageContent::new("iVBORw0KGgo=", "image/png")),
+            ContentBlock::Text(TextContent::new("please")),
+        ];
+        let png = Image { media_type: "image/png".into(), data_base64: "iVBORw0KGgo=".into() };
+        assert_eq!(
+            prompt_parts(&blocks),
+            vec![Part::Text { text: "look at\nthis".into() }, Part::Image(png), Part::Text { text: "please".into() }]
+        );
+        assert!(check_images(&blocks).is_ok());
+        let svg = [ContentBlock::Image(ImageContent::new("PHN2Zy8+", "image/svg+xml"))];
+        assert!(check_images(&svg).is_err());
+    }
+}

@@ -159,7 +159,7 @@ pub fn prompt_image(media_type: &str, data_base64: &str) -> Result<Image, String
     if data_base64.len() > MAX_IMAGE_BASE64_BYTES {
         let mib = |n: usize| n as f64 * 3.0 / 4.0 / (1024.0 * 1024.0);
         return Err(format!(
-            "the attached image is {:.1} MiB; the model takes images up to {:.1} MiB: attach a smaller or more compressed one",
+            "the attached image is {:.1} MiB; the model takes images up to {:.2} MiB: attach a smaller or more compressed one",
             mib(data_base64.len()),
             mib(MAX_IMAGE_BASE64_BYTES)
         ));
@@ -1657,7 +1657,7 @@ mod tests {
         let svg = prompt_image("image/svg+xml", "PHN2Zy8+").unwrap_err();
         assert!(svg.contains("only PNG, JPEG, GIF and WebP"), "{svg}");
         let big = "A".repeat(MAX_IMAGE_BASE64_BYTES + 4);
-        assert!(prompt_image("image/png", &big).unwrap_err().contains("up to 3.8 MiB"));
+        assert!(prompt_image("image/png", &big).unwrap_err().contains("up to 3.75 MiB"));
         assert!(prompt_image("image/png", "not base64!").unwrap_err().contains("not valid base64"));
     }
 

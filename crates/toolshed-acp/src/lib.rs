@@ -65,6 +65,17 @@ pub struct Options {
 /// Serves ACP on standard input and output until the client closes the connection.
 pub async fn serve(options: Options, store: Arc<Store>) -> Result<(), String> {
     let server = Arc::new(Server { options, store, sessions: Mutex::default(), client_fs: AtomicBool::new(false) });
+    let result = connect(server.clone()).await;
+    // The language servers started for the sessions end with the connection, as with `run`.
+    let configs: Vec<_> = lock(&server.sessions).values().map(|s| s.config.clone()).collect();
+    for config in &configs {
+        toolshed_runtime::shutdown_language_servers(config).await;
+    }
+    result
+}
+
+/// Answers the client until it closes the connection.
+async fn connect(server: Arc<Server>) -> Result<(), String> {
     let (s1, s2, s3, s4, s5, s6) =
         (server.clone(), server.clone(), server.clone(), server.clone(), server.clone(), server.clone());
     Agent
@@ -163,6 +174,8 @@ struct Session {
     outgoing: mpsc::UnboundedSender<Outgoing>,
     /// How the last step of the session's own model stopped.
     last_stop: Arc<Mutex<String>>,
+    /// The worktree's configuration (what its language servers were started for).
+    config: toolshed_core::config::Config,
     _lock: toolshed_core::paths::FileLock,
     _mcp: Option<toolshed_runtime::mcp::Attached>,
 }
@@ -273,7 +286,7 @@ impl Server {
         // Built, locked and opened off the async threads: a failure drops the MCP servers
         // started for it where that may block.
         let opened = tokio::task::spawn_blocking(move || {
-            let (runtime, mcp, agent, model) = server.build(&cwd, mcp, approver, sink, access)?;
+            let (runtime, mcp, agent, model, config) = server.build(&cwd, mcp, approver, sink, access)?;
             let (live, held) = match &resume {
                 Some(id) => {
                     let held = store.lock_session(id, "load the session").map_err(failed)?;
@@ -286,11 +299,11 @@ impl Server {
                     (live, held)
                 }
             };
-            Ok::<_, Error>((runtime, mcp, live, held))
+            Ok::<_, Error>((runtime, mcp, live, held, config))
         })
         .await
         .map_err(|e| failed(e.to_string()))??;
-        let (runtime, mcp, live, held) = opened;
+        let (runtime, mcp, live, held, config) = opened;
         let store = self.store.clone();
         let session_id = live.id.clone();
         if let Some(files) = &files {
@@ -334,6 +347,7 @@ impl Server {
             running: Arc::default(),
             outgoing,
             last_stop,
+            config,
             _lock: held,
             _mcp: mcp,
         };
@@ -350,7 +364,10 @@ impl Server {
         approver: Arc<dyn Approver>,
         sink: EventSink,
         files: Option<Arc<dyn FileAccess>>,
-    ) -> Result<(Arc<Runtime>, Option<toolshed_runtime::mcp::Attached>, String, String), Error> {
+    ) -> Result<
+        (Arc<Runtime>, Option<toolshed_runtime::mcp::Attached>, String, String, toolshed_core::config::Config),
+        Error,
+    > {
         let o = &self.options;
         let mut ws = Workspace::open_with(Some(cwd), o.config_file.as_deref(), &o.overrides, &Scope::All)
             .map_err(|e| invalid(e.to_string()))?;
@@ -393,7 +410,7 @@ impl Server {
             })
             .map_err(|e| failed(e.to_string()))?;
         let runtime = ws.agent_runtime(registry, self.store.clone(), approver, sink);
-        Ok((runtime, attached, agent, model))
+        Ok((runtime, attached, agent, model, ws.config.clone()))
     }
 
     /// Starts a turn of `session/prompt` (in the dispatch loop, so a `session/cancel` that

@@ -345,3 +345,27 @@ fn a_sub_agents_call_ids_never_name_its_parents_calls() {
     let read_done = finished(&read["toolCallId"]);
     assert!(read_done.contains("old line") && !read_done.contains("The notes say keep."), "{read_done}");
 }
+
+#[test]
+fn the_language_servers_a_session_started_are_shut_down_when_the_editor_closes_the_connection() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("w1", "write", r#"{"file_path":"a.py","content":"x = 1\n"}"#)])),
+        Reply::sse(chat::text("Written.")),
+    ])
+    .unwrap();
+    let dir = worktree(&server);
+    let root = dir.path().canonicalize().unwrap();
+    let marker = root.join(".lsp-shutdown");
+    let lsp = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/acp/fake_lsp.py");
+    let config = std::fs::read_to_string(root.join("toolshed.toml")).unwrap();
+    std::fs::write(
+        root.join("toolshed.toml"),
+        format!("{config}[lsp.pyright]\ncommand = \"{lsp}\"\nargs = [\"{}\"]\n", marker.display()),
+    )
+    .unwrap();
+    let got = client(&root, "once", &[]);
+    assert_eq!(got["stop1"], "end_turn", "{got}");
+    assert_eq!(std::fs::read_to_string(root.join("a.py")).unwrap(), "x = 1\n");
+    // The write started the language server for diagnostics; it was asked to shut down.
+    assert!(marker.exists(), "the language server was not shut down: {got}");
+}

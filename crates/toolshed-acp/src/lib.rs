@@ -2,7 +2,8 @@
 //! JetBrains, Neovim plugins). Built on the official `agent-client-protocol` crate and on the
 //! same runtime builder as `run` and `chat`: a session's worktree is its `cwd`, its rules,
 //! tools, store, snapshots and locks are the CLI's, and the client's MCP servers are attached
-//! as `[mcp.NAME]` entries would be.
+//! as `[mcp.NAME]` entries would be (beside the user's own, never replacing one: see
+//! `attach_client_mcp`). A prompt's images go to the model with its text.
 //!
 //! The agent's events become `session/update`s ([`updates`]): answer and reasoning chunks, tool
 //! calls with their exact command or path, kind, locations and, when done, a diff with the

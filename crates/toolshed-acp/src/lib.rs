@@ -2,7 +2,8 @@
 //! JetBrains, Neovim plugins). Built on the official `agent-client-protocol` crate and on the
 //! same runtime builder as `run` and `chat`: a session's worktree is its `cwd`, its rules,
 //! tools, store, snapshots and locks are the CLI's, and the client's MCP servers are attached
-//! as `[mcp.NAME]` entries would be.
+//! as `[mcp.NAME]` entries would be (beside the user's own, never replacing one: see
+//! `attach_client_mcp`). A prompt's images go to the model with its text.
 //!
 //! The agent's events become `session/update`s ([`updates`]): answer and reasoning chunks, tool
 //! calls with their exact command or path, kind, locations and, when done, a diff with the
@@ -20,9 +21,9 @@
 
 pub mod updates;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use agent_client_protocol::schema::ProtocolVersion;
@@ -44,9 +45,10 @@ use toolshed_core::config::{McpConfig, Override};
 use toolshed_core::file_access::FileAccess;
 use toolshed_core::permission::{ApprovalRequest, Approver, Reply};
 use toolshed_core::tool::BoxFuture;
+use toolshed_llm::{Image, Part};
 use toolshed_runtime::{Scope, Workspace};
 
-use crate::updates::{Journal, Tracker};
+use crate::updates::{CallIds, Journal, Tracker};
 
 /// How `toolshed acp` was started.
 #[derive(Clone, Debug, Default)]
@@ -64,6 +66,17 @@ pub struct Options {
 /// Serves ACP on standard input and output until the client closes the connection.
 pub async fn serve(options: Options, store: Arc<Store>) -> Result<(), String> {
     let server = Arc::new(Server { options, store, sessions: Mutex::default(), client_fs: AtomicBool::new(false) });
+    let result = connect(server.clone()).await;
+    // The language servers started for the sessions end with the connection, as with `run`.
+    let configs: Vec<_> = lock(&server.sessions).values().map(|s| s.config.clone()).collect();
+    for config in &configs {
+        toolshed_runtime::shutdown_language_servers(config).await;
+    }
+    result
+}
+
+/// Answers the client until it closes the connection.
+async fn connect(server: Arc<Server>) -> Result<(), String> {
     let (s1, s2, s3, s4, s5, s6) =
         (server.clone(), server.clone(), server.clone(), server.clone(), server.clone(), server.clone());
     Agent
@@ -73,37 +86,45 @@ pub async fn serve(options: Options, store: Arc<Store>) -> Result<(), String> {
             async move |request: InitializeRequest, responder, _cx| responder.respond(s1.initialize(&request)),
             agent_client_protocol::on_receive_request!(),
         )
+        // A session is opened beside the connection (its MCP servers may take a while to
+        // start), which goes on reading: other sessions' prompts, cancels, answers.
         .on_receive_request(
-            async move |request: NewSessionRequest, responder, cx| match s2
-                .clone()
-                .open(cx, None, request.cwd, request.mcp_servers)
-                .await
-            {
-                Ok((id, modes)) => responder.respond(NewSessionResponse::new(id).modes(modes)),
-                Err(e) => responder.respond_with_error(e),
+            async move |request: NewSessionRequest, responder, cx| {
+                let server = s2.clone();
+                tokio::spawn(async move {
+                    let _ = match server.open(cx, None, request.cwd, request.mcp_servers).await {
+                        Ok((id, modes)) => responder.respond(NewSessionResponse::new(id).modes(modes)),
+                        Err(e) => responder.respond_with_error(e),
+                    };
+                });
+                Ok(())
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
             async move |request: LoadSessionRequest, responder, cx| {
-                let id = request.session_id.0.to_string();
-                match s3.clone().open(cx, Some(id), request.cwd, request.mcp_servers).await {
-                    Ok((_, modes)) => responder.respond(LoadSessionResponse::new().modes(modes)),
-                    Err(e) => responder.respond_with_error(e),
-                }
+                let server = s3.clone();
+                tokio::spawn(async move {
+                    let id = request.session_id.0.to_string();
+                    let _ = match server.open(cx, Some(id), request.cwd, request.mcp_servers).await {
+                        Ok((_, modes)) => responder.respond(LoadSessionResponse::new().modes(modes)),
+                        Err(e) => responder.respond_with_error(e),
+                    };
+                });
+                Ok(())
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
             async move |request: PromptRequest, responder, _cx| {
-                let (session, cancel) = match s4.begin(&request) {
+                let (session, number, cancel) = match s4.begin(&request) {
                     Ok(started) => started,
                     Err(e) => return responder.respond_with_error(e),
                 };
                 // The turn runs beside the connection, which goes on reading (cancel, answers
                 // to permission requests).
                 tokio::spawn(async move {
-                    let _ = match Server::prompt(session, cancel, request).await {
+                    let _ = match Server::prompt(session, number, cancel, request).await {
                         Ok(response) => responder.respond(response),
                         Err(e) => responder.respond_with_error(e),
                     };
@@ -143,14 +164,27 @@ struct Server {
 struct Session {
     runtime: Arc<Runtime>,
     live: Arc<LiveSession>,
-    /// The running turn.
-    turn: Mutex<Option<CancellationToken>>,
+    /// The latest turn asked for, until it ends: a prompt is refused while it runs, unless it
+    /// was cancelled (the prompt then waits for it to wind down).
+    turn: Mutex<Option<Turn>>,
+    /// Numbers the turns.
+    turns: AtomicU64,
+    /// Held by the turn that runs: one at a time, in the order they were asked for.
+    running: Arc<tokio::sync::Mutex<()>>,
     /// Events and flushes to the task that sends updates.
     outgoing: mpsc::UnboundedSender<Outgoing>,
     /// How the last step of the session's own model stopped.
     last_stop: Arc<Mutex<String>>,
+    /// The worktree's configuration (what its language servers were started for).
+    config: toolshed_core::config::Config,
     _lock: toolshed_core::paths::FileLock,
     _mcp: Option<toolshed_runtime::mcp::Attached>,
+}
+
+/// A turn asked for by `session/prompt`.
+struct Turn {
+    number: u64,
+    cancel: CancellationToken,
 }
 
 // Events are the common case; a flush is rare.
@@ -187,7 +221,7 @@ impl Server {
             .agent_capabilities(
                 AgentCapabilities::new()
                     .load_session(true)
-                    .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                    .prompt_capabilities(PromptCapabilities::new().image(true).audio(false).embedded_context(true))
                     .mcp_capabilities(McpCapabilities::new().http(true)),
             )
             .agent_info(Implementation::new("toolshed", env!("CARGO_PKG_VERSION")))
@@ -210,9 +244,7 @@ impl Server {
         cwd: PathBuf,
         mcp: Vec<McpServer>,
     ) -> Result<(String, SessionModeState), Error> {
-        if !cwd.is_absolute() {
-            return Err(invalid(format!("cwd must be an absolute path, not {}", cwd.display())));
-        }
+        let cwd = session_dir(&cwd)?;
         if let Some(id) = &id {
             if lock(&self.sessions).contains_key(id) {
                 return Err(invalid(format!("session {id} is already open in this connection")));
@@ -222,6 +254,7 @@ impl Server {
                 .map_err(|_| Error::new(ErrorCode::RESOURCE_NOT_FOUND, format!("no stored session {id}")))?;
         }
         let roots: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+        let ids: Arc<Mutex<CallIds>> = Arc::default();
         let (outgoing, receiver) = mpsc::unbounded_channel();
         let sink_tx = outgoing.clone();
         // Where the session's relative paths start, set once the workspace is open.
@@ -238,6 +271,7 @@ impl Server {
         let approver = Arc::new(EditorApprover {
             cx: cx.clone(),
             roots: roots.clone(),
+            ids: ids.clone(),
             rejected: Mutex::default(),
             outgoing: outgoing.clone(),
         });
@@ -253,7 +287,7 @@ impl Server {
         // Built, locked and opened off the async threads: a failure drops the MCP servers
         // started for it where that may block.
         let opened = tokio::task::spawn_blocking(move || {
-            let (runtime, mcp, agent, model) = server.build(&cwd, mcp, approver, sink, access)?;
+            let (runtime, mcp, agent, model, config) = server.build(&cwd, mcp, approver, sink, access)?;
             let (live, held) = match &resume {
                 Some(id) => {
                     let held = store.lock_session(id, "load the session").map_err(failed)?;
@@ -266,11 +300,11 @@ impl Server {
                     (live, held)
                 }
             };
-            Ok::<_, Error>((runtime, mcp, live, held))
+            Ok::<_, Error>((runtime, mcp, live, held, config))
         })
         .await
         .map_err(|e| failed(e.to_string()))??;
-        let (runtime, mcp, live, held) = opened;
+        let (runtime, mcp, live, held, config) = opened;
         let store = self.store.clone();
         let session_id = live.id.clone();
         if let Some(files) = &files {
@@ -282,13 +316,23 @@ impl Server {
         let _ = places.set((root.clone(), work.clone()));
         if id.is_some() {
             let messages = store.messages(&session_id).map_err(|e| failed(e.to_string()))?;
-            for update in updates::replay(&work, &messages) {
+            let replayed = updates::replay(&work, &messages, &mut lock(&ids));
+            for update in replayed {
                 let _ = cx.send_notification(SessionNotification::new(session_id.clone(), update));
             }
         }
         let last_stop: Arc<Mutex<String>> = Arc::default();
         let tracker = Tracker::new(&root, &work).with_journal(journal);
-        tokio::spawn(forward(cx.clone(), receiver, tracker, roots, session_id.clone(), last_stop.clone()));
+        let ids_of_calls = ids;
+        tokio::spawn(forward(
+            cx.clone(),
+            receiver,
+            tracker,
+            roots,
+            ids_of_calls,
+            session_id.clone(),
+            last_stop.clone(),
+        ));
         let commands =
             COMMANDS.iter().map(|(name, what)| AvailableCommand::new(name.to_string(), what.to_string())).collect();
         let _ = cx.send_notification(SessionNotification::new(
@@ -296,7 +340,18 @@ impl Server {
             SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
         ));
         let modes = modes(&runtime, &live);
-        let session = Session { runtime, live, turn: Mutex::default(), outgoing, last_stop, _lock: held, _mcp: mcp };
+        let session = Session {
+            runtime,
+            live,
+            turn: Mutex::default(),
+            turns: AtomicU64::new(0),
+            running: Arc::default(),
+            outgoing,
+            last_stop,
+            config,
+            _lock: held,
+            _mcp: mcp,
+        };
         lock(&self.sessions).insert(session_id.clone(), Arc::new(session));
         Ok((session_id, modes))
     }
@@ -310,10 +365,20 @@ impl Server {
         approver: Arc<dyn Approver>,
         sink: EventSink,
         files: Option<Arc<dyn FileAccess>>,
-    ) -> Result<(Arc<Runtime>, Option<toolshed_runtime::mcp::Attached>, String, String), Error> {
+    ) -> Result<
+        (Arc<Runtime>, Option<toolshed_runtime::mcp::Attached>, String, String, toolshed_core::config::Config),
+        Error,
+    > {
         let o = &self.options;
         let mut ws = Workspace::open_with(Some(cwd), o.config_file.as_deref(), &o.overrides, &Scope::All)
             .map_err(|e| invalid(e.to_string()))?;
+        if ws.root.parent().is_none() {
+            return Err(invalid(format!(
+                "the worktree of {} would be {}, the root of the file system; toolshed will not take all of it as the worktree: open a project folder in the editor",
+                cwd.display(),
+                ws.root.display()
+            )));
+        }
         ws.file_access = files;
         // Relative paths start where the editor's session is, not where the process started.
         if let Ok(dir) = cwd.canonicalize()
@@ -323,7 +388,7 @@ impl Server {
         }
         for server in mcp {
             let (name, config) = mcp_config(server)?;
-            ws.config.mcp.insert(name, config);
+            attach_client_mcp(&mut ws.config.mcp, name, config);
         }
         let agent = ws.agent(o.agent.as_deref()).map_err(|e| invalid(e.to_string()))?;
         let model = o
@@ -346,35 +411,42 @@ impl Server {
             })
             .map_err(|e| failed(e.to_string()))?;
         let runtime = ws.agent_runtime(registry, self.store.clone(), approver, sink);
-        Ok((runtime, attached, agent, model))
+        Ok((runtime, attached, agent, model, ws.config.clone()))
     }
 
     /// Starts a turn of `session/prompt` (in the dispatch loop, so a `session/cancel` that
-    /// follows finds it).
-    fn begin(&self, request: &PromptRequest) -> Result<(Arc<Session>, CancellationToken), Error> {
+    /// follows finds it). A turn still running is refused, unless it was cancelled: the new
+    /// one then runs once it has wound down.
+    fn begin(&self, request: &PromptRequest) -> Result<(Arc<Session>, u64, CancellationToken), Error> {
         let session = self.session(&request.session_id.0)?;
+        check_images(&request.prompt)?;
         let cancel = CancellationToken::new();
         let mut turn = lock(&session.turn);
-        if turn.is_some() {
+        if turn.as_ref().is_some_and(|t| !t.cancel.is_cancelled()) {
             return Err(invalid("a turn is already running in this session; cancel it or wait for it"));
         }
-        *turn = Some(cancel.clone());
-        lock(&session.last_stop).clear();
+        let number = session.turns.fetch_add(1, Ordering::Relaxed) + 1;
+        *turn = Some(Turn { number, cancel: cancel.clone() });
         drop(turn);
-        Ok((session, cancel))
+        Ok((session, number, cancel))
     }
 
     /// `session/prompt`: one turn; its response is sent after all of its updates.
     async fn prompt(
         session: Arc<Session>,
+        number: u64,
         cancel: CancellationToken,
         request: PromptRequest,
     ) -> Result<PromptResponse, Error> {
-        let text = prompt_text(&request.prompt);
-        let outcome = if text.trim() == "/compact" {
-            session.runtime.compact(&session.live, Trigger::Manual, &cancel).await.map(|_| String::new())
-        } else {
-            session.runtime.prompt(&session.live, &text, &cancel).await
+        // After the turn before it (cancelled, or `begin` would have refused this one).
+        let _running = session.running.clone().lock_owned().await;
+        lock(&session.last_stop).clear();
+        let parts = prompt_parts(&request.prompt);
+        let outcome = match &parts[..] {
+            [Part::Text { text }] if text.trim() == "/compact" => {
+                session.runtime.compact(&session.live, Trigger::Manual, &cancel).await.map(|_| String::new())
+            }
+            _ => session.runtime.prompt_with(&session.live, &parts, &cancel).await,
         };
         let (done, flushed) = oneshot::channel();
         if session.outgoing.send(Outgoing::Flush(done)).is_ok() {
@@ -391,7 +463,11 @@ impl Server {
             Err(AgentError::StepLimit(_)) => Ok(StopReason::MaxTurnRequests),
             Err(e) => Err(failed(e.to_string())),
         };
-        *lock(&session.turn) = None;
+        let mut turn = lock(&session.turn);
+        if turn.as_ref().is_some_and(|t| t.number == number) {
+            *turn = None;
+        }
+        drop(turn);
         let stop = stop?;
         Ok(PromptResponse::new(stop))
     }
@@ -405,9 +481,39 @@ impl Server {
         if let Ok(session) = self.session(id)
             && let Some(turn) = lock(&session.turn).as_ref()
         {
-            turn.cancel();
+            turn.cancel.cancel();
         }
     }
+}
+
+/// The session's `cwd` as the directory it names: an absolute path of an existing directory,
+/// never the root of the file system (the agent's worktree would be all of it).
+fn session_dir(cwd: &Path) -> Result<PathBuf, Error> {
+    if !cwd.is_absolute() {
+        return Err(invalid(format!(
+            "the session's cwd must be an absolute path, not {:?}: open a folder in the editor and start the session there",
+            cwd.display().to_string()
+        )));
+    }
+    let dir = cwd.canonicalize().map_err(|e| {
+        invalid(format!(
+            "the session's cwd {} cannot be opened ({e}): open an existing folder in the editor",
+            cwd.display()
+        ))
+    })?;
+    if !dir.is_dir() {
+        return Err(invalid(format!(
+            "the session's cwd {} is not a directory: open a folder in the editor",
+            cwd.display()
+        )));
+    }
+    if dir.parent().is_none() {
+        return Err(invalid(format!(
+            "the session's cwd is {}, the root of the file system; toolshed will not take all of it as the worktree: open a project folder in the editor",
+            dir.display()
+        )));
+    }
+    Ok(dir)
 }
 
 /// The modes: the primary agents (build, plan and the user's), the session's current one.
@@ -422,6 +528,37 @@ fn modes(runtime: &Runtime, live: &LiveSession) -> SessionModeState {
         })
         .collect();
     SessionModeState::new(live.agent(), available)
+}
+
+/// Adds a client's MCP server to the configured ones. The user's `[mcp.NAME]` entry is never
+/// replaced: a client's server of the same name is attached as `editor-NAME` (numbered if that
+/// is taken too), unless it is the same server (same command, arguments, environment, or URL
+/// and headers), which is attached once. Returns the name it is attached under.
+fn attach_client_mcp(configured: &mut BTreeMap<String, McpConfig>, name: String, config: McpConfig) -> String {
+    let same = |c: &McpConfig| {
+        c.command == config.command
+            && c.args == config.args
+            && c.env == config.env
+            && c.url == config.url
+            && c.headers == config.headers
+    };
+    match configured.get(&name) {
+        None => {
+            configured.insert(name.clone(), config);
+            name
+        }
+        Some(existing) if same(existing) => name,
+        Some(_) => {
+            let mut distinct = format!("editor-{name}");
+            let mut n = 1;
+            while configured.contains_key(&distinct) {
+                n += 1;
+                distinct = format!("editor-{name}-{n}");
+            }
+            configured.insert(distinct.clone(), config);
+            distinct
+        }
+    }
 }
 
 /// A client's MCP server as a `[mcp.NAME]` entry.
@@ -448,31 +585,51 @@ fn mcp_config(server: McpServer) -> Result<(String, McpConfig), Error> {
     }
 }
 
-/// The prompt's blocks as the text the model gets: text as is, embedded files in `<file>`
-/// tags, links named so the model can read them.
-fn prompt_text(blocks: &[ContentBlock]) -> String {
-    let mut text = String::new();
+/// The prompt's blocks as what the model gets, in order: text as is, embedded files in
+/// `<file>` tags, links named so the model can read them, images as images (each checked by
+/// [`check_images`] first).
+fn prompt_parts(blocks: &[ContentBlock]) -> Vec<Part> {
+    let mut parts = Vec::new();
+    // The text since the last image, a block a line.
+    let mut lines: Vec<String> = Vec::new();
     for block in blocks {
-        if !text.is_empty() {
-            text.push('\n');
-        }
         match block {
-            ContentBlock::Text(t) => text.push_str(&t.text),
+            ContentBlock::Text(t) => lines.push(t.text.clone()),
             ContentBlock::ResourceLink(link) => {
                 let path = link.uri.strip_prefix("file://").unwrap_or(&link.uri);
-                text.push_str(&format!("@{path}"));
+                lines.push(format!("@{path}"));
             }
             ContentBlock::Resource(resource) => match &resource.resource {
                 EmbeddedResourceResource::TextResourceContents(r) => {
                     let path = r.uri.strip_prefix("file://").unwrap_or(&r.uri);
-                    text.push_str(&format!("<file path=\"{path}\">\n{}\n</file>", r.text));
+                    lines.push(format!("<file path=\"{path}\">\n{}\n</file>", r.text));
                 }
-                _ => text.push_str("[a binary resource was attached; toolshed cannot read it]"),
+                _ => lines.push("[a binary resource was attached; toolshed cannot read it]".into()),
             },
-            _ => text.push_str("[an image or audio block was attached; toolshed cannot use it]"),
+            ContentBlock::Image(image) => {
+                if !lines.is_empty() {
+                    parts.push(Part::Text { text: std::mem::take(&mut lines).join("\n") });
+                }
+                parts.push(Part::Image(Image { media_type: image.mime_type.clone(), data_base64: image.data.clone() }));
+            }
+            _ => lines.push("[an audio clip was attached; toolshed cannot use audio]".into()),
         }
     }
-    text
+    if !lines.is_empty() || parts.is_empty() {
+        parts.push(Part::Text { text: lines.join("\n") });
+    }
+    parts
+}
+
+/// Refuses a prompt whose images no model would take, with what to do instead, before the
+/// turn starts.
+fn check_images(blocks: &[ContentBlock]) -> Result<(), Error> {
+    for block in blocks {
+        if let ContentBlock::Image(image) = block {
+            toolshed_agent::store::prompt_image(&image.mime_type, &image.data).map_err(invalid)?;
+        }
+    }
+    Ok(())
 }
 
 /// Sends a session's events as updates, in order; sub-agents' tool calls show under the
@@ -482,6 +639,7 @@ async fn forward(
     mut events: mpsc::UnboundedReceiver<Outgoing>,
     mut tracker: Tracker,
     roots: Arc<Mutex<HashMap<String, String>>>,
+    ids: Arc<Mutex<CallIds>>,
     main: String,
     last_stop: Arc<Mutex<String>>,
 ) {
@@ -506,10 +664,13 @@ async fn forward(
             Event::Reasoning { text, .. } if own => {
                 vec![SessionUpdate::AgentThoughtChunk(ContentChunk::new(updates::text(text)))]
             }
-            Event::ToolCall { call_id, tool, input, .. } => vec![tracker.call(call_id, tool, input, before)],
+            Event::ToolCall { call_id, tool, input, .. } => {
+                let id = lock(&ids).start(event.session_id(), call_id);
+                vec![tracker.call(&id, tool, input, before)]
+            }
             // A sub-agent's todo list is its own, not the session's plan.
             Event::ToolResult { call_id, tool, is_error, output, .. } => tracker
-                .result(call_id, tool, *is_error, output)
+                .result(&lock(&ids).finish(event.session_id(), call_id), tool, *is_error, output)
                 .into_iter()
                 .filter(|u| own || !matches!(u, SessionUpdate::Plan(_)))
                 .collect(),
@@ -570,6 +731,8 @@ struct EditorApprover {
     cx: ConnectionTo<Client>,
     /// Sub-agent sessions → the client's session.
     roots: Arc<Mutex<HashMap<String, String>>>,
+    /// The ids the calls are shown with.
+    ids: Arc<Mutex<CallIds>>,
     /// What "reject always" refused: (permission, patterns).
     rejected: Mutex<HashSet<(String, String)>>,
     /// The session's updates, flushed before a question so its call is shown first.
@@ -609,8 +772,8 @@ impl Approver for EditorApprover {
                 PermissionOption::new("reject_once", "Reject", PermissionOptionKind::RejectOnce),
                 PermissionOption::new("reject_always", "Always reject", PermissionOptionKind::RejectAlways),
             ];
-            let asked =
-                RequestPermissionRequest::new(session, ToolCallUpdate::new(request.call_id.clone(), fields), options);
+            let id = lock(&self.ids).of(&request.session_id, &request.call_id);
+            let asked = RequestPermissionRequest::new(session, ToolCallUpdate::new(id, fields), options);
             match self.cx.send_request(asked).block_task().await {
                 Ok(answer) => match answer.outcome {
                     RequestPermissionOutcome::Selected(chosen) => match chosen.option_id.0.as_ref() {
@@ -629,5 +792,59 @@ impl Approver for EditorApprover {
                 Err(_) => Reply::Reject(None),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stdio(command: &str) -> McpConfig {
+        McpConfig { command: Some(command.to_string()), ..McpConfig::default() }
+    }
+
+    #[test]
+    fn a_clients_mcp_server_never_replaces_a_configured_one() {
+        let mut configured = BTreeMap::from([("git".to_string(), stdio("git-mcp"))]);
+        // Another server under a configured name is attached beside it, numbered if need be.
+        assert_eq!(attach_client_mcp(&mut configured, "git".into(), stdio("other")), "editor-git");
+        assert_eq!(attach_client_mcp(&mut configured, "git".into(), stdio("third")), "editor-git-2");
+        assert_eq!(configured["git"], stdio("git-mcp"));
+        assert_eq!(configured["editor-git"], stdio("other"));
+        // The very same server runs once; a new name is attached as it is.
+        assert_eq!(attach_client_mcp(&mut configured, "git".into(), stdio("git-mcp")), "git");
+        assert_eq!(attach_client_mcp(&mut configured, "docs".into(), stdio("docs-mcp")), "docs");
+        assert_eq!(configured.len(), 4);
+    }
+
+    #[test]
+    fn a_sessions_cwd_is_an_absolute_existing_directory_other_than_the_root() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let file = dir.path().join("f.txt");
+        std::fs::write(&file, "x").unwrap_or_else(|e| panic!("{e}"));
+        assert!(session_dir(dir.path()).is_ok());
+        let missing = dir.path().join("missing");
+        for bad in [Path::new("/"), Path::new("relative"), missing.as_path(), file.as_path()] {
+            assert!(session_dir(bad).is_err(), "{} was taken", bad.display());
+        }
+    }
+
+    #[test]
+    fn a_prompts_blocks_keep_their_order_with_images_between_texts() {
+        use agent_client_protocol::v1::schema::{ImageContent, TextContent};
+        let blocks = vec![
+            ContentBlock::Text(TextContent::new("look at")),
+            ContentBlock::Text(TextContent::new("this")),
+            ContentBlock::Image(ImageContent::new("iVBORw0KGgo=", "image/png")),
+            ContentBlock::Text(TextContent::new("please")),
+        ];
+        let png = Image { media_type: "image/png".into(), data_base64: "iVBORw0KGgo=".into() };
+        assert_eq!(
+            prompt_parts(&blocks),
+            vec![Part::Text { text: "look at\nthis".into() }, Part::Image(png), Part::Text { text: "please".into() }]
+        );
+        assert!(check_images(&blocks).is_ok());
+        let svg = [ContentBlock::Image(ImageContent::new("PHN2Zy8+", "image/svg+xml"))];
+        assert!(check_images(&svg).is_err());
     }
 }

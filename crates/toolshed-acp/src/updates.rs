@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, TextContent,
-    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ContentBlock, ContentChunk, Diff, ImageContent, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
+    TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind,
 };
 use serde_json::Value;
 use toolshed_agent::store::{CallState, StoredMessage, StoredPart};
@@ -87,14 +88,25 @@ pub fn plan(args: &Value) -> Option<Plan> {
 }
 
 fn cut(output: &str) -> String {
-    if output.len() <= OUTPUT_SHOWN {
-        return output.to_string();
+    cap(output, OUTPUT_SHOWN)
+}
+
+/// `text` cut to at most `max` bytes (at a character boundary), saying how much was left out.
+fn cap(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
     }
-    let mut end = OUTPUT_SHOWN;
-    while !output.is_char_boundary(end) {
+    let mut end = max;
+    while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}\n… ({} more bytes)", &output[..end], output.len() - end)
+    format!("{}\n… ({} more bytes)", &text[..end], text.len() - end)
+}
+
+/// A call's `rawOutput`: its output up to the bytes a model is shown of one output by default
+/// (whatever `[output] max_bytes` allows the model, the editor is not flooded).
+fn raw_output(output: &str) -> Value {
+    serde_json::json!({ "output": cap(output, toolshed_core::output::OutputLimits::default().max_bytes) })
 }
 
 /// The texts a session's tools read from and wrote to the editor's buffers, per file: what an
@@ -136,6 +148,52 @@ impl Journal {
     /// The file's text before and after the writes since the last call, if it was written.
     fn take(&self, path: &Path) -> Option<(Option<String>, String)> {
         self.state().written.remove(path)
+    }
+}
+
+/// The `toolCallId`s of one ACP session. A provider's call id is unique only within the agent
+/// session that made it (a sub-agent's model may reuse the ids its parent's used), so each
+/// call shown gets an id of its own: a number counted across the ACP session (replayed calls
+/// included), then the provider's id. A call keeps its id from the moment it is shown to its
+/// result, so its permission request and updates name the same call.
+#[derive(Debug, Default)]
+pub struct CallIds {
+    next: u64,
+    /// (agent session, provider call id) → the id shown, for the calls not yet finished.
+    open: HashMap<(String, String), String>,
+}
+
+impl CallIds {
+    fn fresh(&mut self, call_id: &str) -> String {
+        self.next += 1;
+        format!("{}-{call_id}", self.next)
+    }
+
+    /// The id of the call `call_id` of the agent session `session`: the one it was shown with,
+    /// else a new one, kept until [`CallIds::finish`].
+    pub fn of(&mut self, session: &str, call_id: &str) -> String {
+        let key = (session.to_string(), call_id.to_string());
+        if let Some(id) = self.open.get(&key) {
+            return id.clone();
+        }
+        let id = self.fresh(call_id);
+        self.open.insert(key, id.clone());
+        id
+    }
+
+    /// A call started: a new id (a provider id seen before names another call now).
+    pub fn start(&mut self, session: &str, call_id: &str) -> String {
+        let id = self.fresh(call_id);
+        self.open.insert((session.to_string(), call_id.to_string()), id.clone());
+        id
+    }
+
+    /// A call finished: its id, which it no longer holds.
+    pub fn finish(&mut self, session: &str, call_id: &str) -> String {
+        match self.open.remove(&(session.to_string(), call_id.to_string())) {
+            Some(id) => id,
+            None => self.fresh(call_id),
+        }
     }
 }
 
@@ -238,6 +296,13 @@ impl Tracker {
                     continue;
                 }
                 let (old, new) = match through_editor {
+                    // Texts too big for a diff are not shown, as on disk.
+                    Some((old, new))
+                        if new.len() as u64 > DIFF_MAX_BYTES
+                            || old.as_ref().is_some_and(|o| o.len() as u64 > DIFF_MAX_BYTES) =>
+                    {
+                        continue;
+                    }
                     Some((old, new)) => (old, new),
                     None => match diff_text(&self.root, &path) {
                         Ok(new) => (old, new.unwrap_or_default()),
@@ -259,10 +324,7 @@ impl Tracker {
         let status = if is_error { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
         let mut updates = vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
             call_id.to_string(),
-            ToolCallUpdateFields::new()
-                .status(status)
-                .content(content)
-                .raw_output(serde_json::json!({ "output": output })),
+            ToolCallUpdateFields::new().status(status).content(content).raw_output(raw_output(output)),
         ))];
         if tool == "todo_write"
             && !is_error
@@ -276,7 +338,7 @@ impl Tracker {
 
 /// A stored session as the updates that show it again (`session/load`): the user's prompts,
 /// the answers, every tool call as it ended (with its output or diff), and the last plan.
-pub fn replay(root: &Path, messages: &[StoredMessage]) -> Vec<SessionUpdate> {
+pub fn replay(root: &Path, messages: &[StoredMessage], ids: &mut CallIds) -> Vec<SessionUpdate> {
     let mut updates = Vec::new();
     let mut last_plan = None;
     for m in messages {
@@ -284,6 +346,10 @@ pub fn replay(root: &Path, messages: &[StoredMessage]) -> Vec<SessionUpdate> {
             match part {
                 StoredPart::Text { text: t } if m.role == toolshed_llm::Role::User => {
                     updates.push(SessionUpdate::UserMessageChunk(ContentChunk::new(text(t))));
+                }
+                StoredPart::Image { mime_type, data_base64 } if m.role == toolshed_llm::Role::User => {
+                    let image = ImageContent::new(data_base64.clone(), mime_type.clone());
+                    updates.push(SessionUpdate::UserMessageChunk(ContentChunk::new(ContentBlock::Image(image))));
                 }
                 StoredPart::Text { text: t } if !t.trim().is_empty() => {
                     updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(text(t))));
@@ -296,17 +362,17 @@ pub fn replay(root: &Path, messages: &[StoredMessage]) -> Vec<SessionUpdate> {
                     let failed = *is_error || *state != CallState::Completed;
                     let output = output.clone().unwrap_or_default();
                     let shown = match metadata.get("diff").and_then(Value::as_str) {
-                        Some(diff) if !failed => diff.to_string(),
+                        Some(diff) if !failed => cap(diff, DIFF_MAX_BYTES as usize),
                         _ => cut(&output),
                     };
                     updates.push(SessionUpdate::ToolCall(
-                        ToolCall::new(call_id.clone(), title(tool, &args, input))
+                        ToolCall::new(ids.fresh(call_id), title(tool, &args, input))
                             .kind(kind(tool))
                             .status(if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed })
                             .locations(locations(root, tool, &args, input))
                             .content(vec![ToolCallContent::from(text(&shown))])
                             .raw_input(args.clone())
-                            .raw_output(serde_json::json!({ "output": output })),
+                            .raw_output(raw_output(&output)),
                     ));
                     if tool == "todo_write" && !failed {
                         last_plan = plan(&args);
@@ -385,6 +451,79 @@ mod tests {
         let done = t.result("c3", "edit", false, "no change");
         let SessionUpdate::ToolCallUpdate(update) = &done[0] else { panic!("{done:?}") };
         assert!(!update.fields.content.iter().flatten().any(|c| matches!(c, ToolCallContent::Diff(_))), "{update:?}");
+    }
+
+    #[test]
+    fn a_call_id_reused_by_a_sub_agent_or_a_later_call_names_another_call() {
+        let mut ids = CallIds::default();
+        let parent = ids.start("main", "c1");
+        let child = ids.start("child", "c1");
+        assert_ne!(parent, child);
+        // The permission request and the result name the call as it was shown.
+        assert_eq!(ids.of("child", "c1"), child);
+        assert_eq!(ids.finish("child", "c1"), child);
+        assert_eq!(ids.finish("main", "c1"), parent);
+        // The same provider id later is another call.
+        let again = ids.start("main", "c1");
+        assert!(again != parent && again != child, "{again}");
+    }
+
+    #[test]
+    fn raw_output_diffs_and_replayed_diffs_are_capped() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        let huge = "x".repeat(3 * 1024 * 1024);
+        // A command's huge output.
+        let mut t = Tracker::new(&root, &root);
+        t.call("c1", "bash", r#"{"command":"cat big"}"#, None);
+        let done = t.result("c1", "bash", false, &huge);
+        let SessionUpdate::ToolCallUpdate(update) = &done[0] else { panic!("{done:?}") };
+        let raw = update.fields.raw_output.as_ref().and_then(|r| r["output"].as_str()).unwrap_or_default();
+        assert!(raw.len() < 60 * 1024 && raw.ends_with("more bytes)"), "{}", raw.len());
+        // A huge file written through the editor is not shown as a diff.
+        let journal = Arc::new(Journal::default());
+        let mut t = Tracker::new(&root, &root).with_journal(journal.clone());
+        let file = root.join("big.txt");
+        let input = r#"{"file_path":"big.txt","content":"x"}"#;
+        t.call("c2", "write", input, before(&root, &root, "write", input));
+        journal.wrote(&file, &huge);
+        let done = t.result("c2", "write", false, "Wrote big.txt");
+        let SessionUpdate::ToolCallUpdate(update) = &done[0] else { panic!("{done:?}") };
+        assert!(!update.fields.content.iter().flatten().any(|c| matches!(c, ToolCallContent::Diff(_))));
+        // A stored call's huge diff and output, replayed.
+        let message = StoredMessage {
+            id: "m".into(),
+            seq: 1,
+            role: toolshed_llm::Role::Assistant,
+            agent: None,
+            model: None,
+            created_at: 0,
+            finished_at: None,
+            usage: None,
+            request_tokens: None,
+            stop_reason: None,
+            error: None,
+            parts: vec![StoredPart::Tool {
+                call_id: "c".into(),
+                tool: "edit".into(),
+                kind: toolshed_llm::CallKind::Function,
+                input: r#"{"file_path":"big.txt"}"#.into(),
+                state: CallState::Completed,
+                output: Some(huge.clone()),
+                is_error: false,
+                title: None,
+                metadata: serde_json::json!({ "diff": huge }),
+                images: Vec::new(),
+                started_at: None,
+                finished_at: None,
+            }],
+        };
+        let replayed = replay(&root, &[message], &mut CallIds::default());
+        let SessionUpdate::ToolCall(call) = &replayed[0] else { panic!("{replayed:?}") };
+        let shown = serde_json::to_string(&call.content).unwrap_or_default();
+        assert!(shown.len() < 1024 * 1024 + 1024, "{}", shown.len());
+        let raw = call.raw_output.as_ref().and_then(|r| r["output"].as_str()).unwrap_or_default();
+        assert!(raw.len() < 60 * 1024, "{}", raw.len());
     }
 
     #[test]

@@ -90,6 +90,7 @@ pub fn tokens_of(bytes: usize) -> u64 {
 pub fn estimate(system: &str, messages: &[Message], tools: &[ToolSpec]) -> u64 {
     let images = messages.iter().flat_map(|m| &m.parts).flat_map(|p| match p {
         Part::ToolResult(r) => r.images.as_slice(),
+        Part::Image(image) => std::slice::from_ref(image),
         _ => &[],
     });
     let (image_count, image_bytes) = images.fold((0u64, 0usize), |(n, b), i| (n + 1, b + i.data_base64.len()));
@@ -447,6 +448,9 @@ fn transcript(prior: Option<&str>, users: &str, messages: &[StoredMessage], cut:
                 StoredPart::Text { text } if !text.trim().is_empty() => {
                     let who = if m.role == Role::User { "USER" } else { "ASSISTANT" };
                     let _ = writeln!(out, "{who}: {}", text.trim());
+                }
+                StoredPart::Image { mime_type, .. } => {
+                    let _ = writeln!(out, "USER: [attached a {mime_type} image]");
                 }
                 StoredPart::Tool { tool, input, output, is_error, .. } => {
                     let _ = writeln!(out, "TOOL CALL {tool} {}", clip(input, 600));

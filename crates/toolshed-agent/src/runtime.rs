@@ -510,7 +510,28 @@ impl Runtime {
         text: &str,
         cancel: &CancellationToken,
     ) -> Result<String, AgentError> {
-        let result = self.prompt_inner(session, text, cancel).await;
+        self.prompt_with(session, &[Part::Text { text: text.to_string() }], cancel).await
+    }
+
+    /// [`Runtime::prompt`] of a prompt made of text and images the person attached, in order
+    /// (only [`Part::Text`] and [`Part::Image`]). An image a model would not take (see
+    /// [`crate::store::prompt_image`]) is refused before anything is stored.
+    pub async fn prompt_with(
+        &self,
+        session: &Arc<LiveSession>,
+        prompt: &[Part],
+        cancel: &CancellationToken,
+    ) -> Result<String, AgentError> {
+        for part in prompt {
+            match part {
+                Part::Text { .. } => {}
+                Part::Image(image) => {
+                    crate::store::prompt_image(&image.media_type, &image.data_base64).map_err(AgentError::Usage)?;
+                }
+                _ => return Err(AgentError::Usage("a prompt holds only text and images".to_string())),
+            }
+        }
+        let result = self.prompt_inner(session, prompt, cancel).await;
         match &result {
             Ok(text) => self.emit(Event::Finish { session_id: session.id.clone(), text: text.clone() }),
             Err(e) => {
@@ -528,12 +549,26 @@ impl Runtime {
     async fn prompt_inner(
         &self,
         session: &Arc<LiveSession>,
-        text: &str,
+        prompt: &[Part],
         cancel: &CancellationToken,
     ) -> Result<String, AgentError> {
-        self.store.set_title_once(&session.id, text)?;
+        let text: String = prompt
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.store.set_title_once(&session.id, &text)?;
         let user = self.store.add_message(&session.id, toolshed_llm::Role::User, None, None)?;
-        self.store.add_text(&session.id, &user, text)?;
+        for part in prompt {
+            match part {
+                Part::Image(image) => self.store.add_image(&session.id, &user, image)?,
+                Part::Text { text } => self.store.add_text(&session.id, &user, text)?,
+                _ => {}
+            }
+        }
         for _ in 1..=self.settings.max_steps {
             if cancel.is_cancelled() {
                 return Err(AgentError::Interrupted);

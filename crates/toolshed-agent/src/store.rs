@@ -147,6 +147,29 @@ impl StoredImage {
     }
 }
 
+/// An image the person attached to a prompt, checked as a model would take it: one of
+/// [`IMAGE_MEDIA_TYPES`], valid base64 and at most [`MAX_IMAGE_BASE64_BYTES`] of it. The error
+/// is for the person, saying what to do instead.
+pub fn prompt_image(media_type: &str, data_base64: &str) -> Result<Image, String> {
+    if !IMAGE_MEDIA_TYPES.contains(&media_type) {
+        return Err(format!(
+            "the attached image is {media_type}; only PNG, JPEG, GIF and WebP images can be sent to the model: convert it to one of those and attach it again"
+        ));
+    }
+    if data_base64.len() > MAX_IMAGE_BASE64_BYTES {
+        let mib = |n: usize| n as f64 * 3.0 / 4.0 / (1024.0 * 1024.0);
+        return Err(format!(
+            "the attached image is {:.1} MiB; the model takes images up to {:.2} MiB: attach a smaller or more compressed one",
+            mib(data_base64.len()),
+            mib(MAX_IMAGE_BASE64_BYTES)
+        ));
+    }
+    if base64::engine::general_purpose::STANDARD.decode(data_base64).is_err() {
+        return Err("the attached image's data is not valid base64, so it cannot be sent to the model".to_string());
+    }
+    Ok(Image { media_type: media_type.to_string(), data_base64: data_base64.to_string() })
+}
+
 /// Whether an image of this type and size is kept to be sent to models.
 fn sendable(mime_type: &str, bytes: usize) -> bool {
     let base64_len = bytes.div_ceil(3).saturating_mul(4);
@@ -173,6 +196,13 @@ pub enum StoredPart {
         summary: String,
         /// The item as the provider sent it.
         item: Value,
+    },
+    /// An image the person attached to a prompt (checked by [`prompt_image`]).
+    Image {
+        /// One of [`IMAGE_MEDIA_TYPES`].
+        mime_type: String,
+        /// The image, base64.
+        data_base64: String,
     },
     /// A tool call and, once it finished, its result.
     Tool {
@@ -727,6 +757,18 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// Adds an image the person attached: its data as the part's text, its type as metadata.
+    pub fn add_image(&self, session_id: &str, message_id: &str, image: &Image) -> Result<(), StoreError> {
+        let kept = json!({"media_type": image.media_type}).to_string();
+        self.conn()
+            .execute(
+                "INSERT INTO parts (session_id, message_id, kind, text, metadata) VALUES (?1, ?2, 'image', ?3, ?4)",
+                params![session_id, message_id, image.data_base64, kept],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
     /// Adds a provider's reasoning item: its summary as text, the item itself as metadata.
     pub fn add_reasoning(&self, session_id: &str, message_id: &str, reasoning: &Reasoning) -> Result<(), StoreError> {
         let kept = json!({"format": reasoning.format, "model": reasoning.model, "item": reasoning.item}).to_string();
@@ -1030,6 +1072,13 @@ impl Store {
                 let kind: String = r.get(1)?;
                 let part = if kind == "text" {
                     StoredPart::Text { text: r.get::<_, Option<String>>(2)?.unwrap_or_default() }
+                } else if kind == "image" {
+                    let kept: Value =
+                        r.get::<_, Option<String>>(11)?.and_then(|m| serde_json::from_str(&m).ok()).unwrap_or_default();
+                    StoredPart::Image {
+                        mime_type: kept.get("media_type").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        data_base64: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                    }
                 } else if kind == "reasoning" {
                     let kept: Value =
                         r.get::<_, Option<String>>(11)?.and_then(|m| serde_json::from_str(&m).ok()).unwrap_or_default();
@@ -1240,6 +1289,14 @@ pub fn history_of(messages: &[StoredMessage]) -> Vec<Message> {
         for p in &m.parts {
             match p {
                 StoredPart::Text { text } => parts.push(Part::Text { text: text.clone() }),
+                StoredPart::Image { mime_type, data_base64 } => {
+                    if m.role == Role::User {
+                        parts.push(Part::Image(Image {
+                            media_type: mime_type.clone(),
+                            data_base64: data_base64.clone(),
+                        }));
+                    }
+                }
                 StoredPart::Reasoning { format, model, item, .. } => {
                     if m.role == Role::Assistant {
                         parts.push(Part::Reasoning(Reasoning {
@@ -1568,6 +1625,40 @@ mod tests {
             svg.omitted_note(),
             "[An image/svg+xml image was returned but not shown to you: only PNG, JPEG, GIF and WebP images can be.]"
         );
+    }
+
+    #[test]
+    fn a_prompts_image_is_stored_in_place_and_sent_again_and_a_bad_one_is_refused() {
+        let (_dir, s) = store();
+        let ses = s.create_session(None, "build", Some("p/m"), Path::new("/w")).unwrap();
+        let png = prompt_image("image/png", "iVBORw0KGgo=").unwrap();
+        let u = s.add_message(&ses.id, Role::User, None, None).unwrap();
+        s.add_text(&ses.id, &u, "what is in").unwrap();
+        s.add_image(&ses.id, &u, &png).unwrap();
+        s.add_text(&ses.id, &u, "this?").unwrap();
+        let stored = s.messages(&ses.id).unwrap();
+        assert_eq!(
+            stored[0].parts[1],
+            StoredPart::Image { mime_type: "image/png".into(), data_base64: "iVBORw0KGgo=".into() }
+        );
+        let history = s.history(&ses.id).unwrap();
+        assert_eq!(
+            history[0].parts,
+            vec![
+                Part::Text { text: "what is in".into() },
+                Part::Image(png.clone()),
+                Part::Text { text: "this?".into() }
+            ]
+        );
+        // An image counts as a fixed number of tokens, not as its base64.
+        let with = crate::context::estimate("", &history, &[]);
+        let without = crate::context::estimate("", &[Message::user("what is inthis?")], &[]);
+        assert!(with >= without + crate::context::IMAGE_TOKENS && with < without + crate::context::IMAGE_TOKENS + 64);
+        let svg = prompt_image("image/svg+xml", "PHN2Zy8+").unwrap_err();
+        assert!(svg.contains("only PNG, JPEG, GIF and WebP"), "{svg}");
+        let big = "A".repeat(MAX_IMAGE_BASE64_BYTES + 4);
+        assert!(prompt_image("image/png", &big).unwrap_err().contains("up to 3.75 MiB"));
+        assert!(prompt_image("image/png", "not base64!").unwrap_err().contains("not valid base64"));
     }
 
     #[test]

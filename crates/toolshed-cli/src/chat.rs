@@ -170,7 +170,7 @@ fn tui(
         eprintln!("session {}", session.id);
         Ok(ExitCode::SUCCESS)
     });
-    tokio_rt.block_on(toolshed_tools::lsp::shared(&ws.config).shutdown());
+    tokio_rt.block_on(toolshed_runtime::shutdown_language_servers(&ws.config));
     outcome
 }
 
@@ -322,6 +322,6 @@ pub fn run(ws: &Workspace, mut args: ChatArgs) -> Result<ExitCode, CliError> {
         Ok(ExitCode::SUCCESS)
     });
     // Language servers started for post-edit diagnostics end with the command.
-    tokio_rt.block_on(toolshed_tools::lsp::shared(&ws.config).shutdown());
+    tokio_rt.block_on(toolshed_runtime::shutdown_language_servers(&ws.config));
     outcome
 }

@@ -140,6 +140,6 @@ pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
         }
     });
     // Language servers started for post-edit diagnostics end with the command.
-    runtime_handle.block_on(toolshed_tools::lsp::shared(&ws.config).shutdown());
+    runtime_handle.block_on(toolshed_runtime::shutdown_language_servers(&ws.config));
     outcome
 }

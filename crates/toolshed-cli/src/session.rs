@@ -176,6 +176,11 @@ pub fn run(ws: &Workspace, cmd: SessionCommand) -> Result<ExitCode, CliError> {
                 for p in &m.parts {
                     match p {
                         StoredPart::Text { text } => crate::out(format_args!("{}", text.trim_end())),
+                        StoredPart::Image { mime_type, data_base64 } => crate::out(format_args!(
+                            "[image {mime_type}, {} bytes]",
+                            (data_base64.len() / 4 * 3)
+                                .saturating_sub(data_base64.chars().rev().take_while(|c| *c == '=').count())
+                        )),
                         StoredPart::Reasoning { summary, .. } => match summary.lines().next() {
                             Some(first) => crate::out(format_args!("[reasoning] {first}")),
                             None => crate::out(format_args!("[reasoning]")),

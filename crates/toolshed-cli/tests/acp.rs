@@ -74,6 +74,7 @@ fn an_editor_prompts_reads_edits_asks_runs_cancels_and_loads_the_session_again()
         Reply::sse(chat::tool_calls(&[("b1", "bash", r#"{"command":"echo ran-$((6*7))","description":"say"}"#)])),
         Reply::sse(chat::text("All done.")),
         Reply::sse(chat::text("a slow answer")).delay(Duration::from_secs(8)),
+        Reply::sse(chat::text("After the cancel.")),
     ])
     .unwrap();
     let dir = worktree(&server);
@@ -84,6 +85,7 @@ fn an_editor_prompts_reads_edits_asks_runs_cancels_and_loads_the_session_again()
     assert_eq!(got["init"]["agentCapabilities"]["loadSession"], true, "{}", got["init"]);
     assert_eq!(got["stop1"], "end_turn");
     assert_eq!(got["stop2"], "cancelled", "a cancelled turn ends with `cancelled`");
+    assert_eq!(got["stop3"], "end_turn", "a prompt right after a cancel runs once the cancelled turn is over");
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "keep\nnew line\nkeep\n");
     let modes: Vec<&str> =
         got["modes"]["availableModes"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
@@ -124,7 +126,7 @@ fn an_editor_prompts_reads_edits_asks_runs_cancels_and_loads_the_session_again()
     assert!(output.contains("ran-42"), "{output}");
     let said: String =
         of_kind(updates, "agent_message_chunk").iter().map(|c| c["content"]["text"].as_str().unwrap_or("")).collect();
-    assert!(said.contains("All done."), "{said}");
+    assert!(said.contains("All done.") && said.contains("After the cancel."), "{said}");
     assert!(!of_kind(updates, "available_commands_update").is_empty());
     assert!(!of_kind(updates, "usage_update").is_empty());
 
@@ -134,7 +136,7 @@ fn an_editor_prompts_reads_edits_asks_runs_cancels_and_loads_the_session_again()
     let updates = loaded["updates"].as_array().unwrap();
     let prompts: Vec<&str> =
         of_kind(updates, "user_message_chunk").iter().map(|c| c["content"]["text"].as_str().unwrap()).collect();
-    assert_eq!(prompts, ["read, edit and run", "take your time"]);
+    assert_eq!(prompts, ["read, edit and run", "take your time", "and now this"]);
     let replayed: Vec<&str> = of_kind(updates, "tool_call").iter().map(|c| c["title"].as_str().unwrap()).collect();
     assert_eq!(replayed, ["read: notes.txt", "edit: notes.txt", "bash: echo ran-$((6*7))"]);
     let said: String =
@@ -192,4 +194,178 @@ fn with_an_editor_that_offers_fs_the_model_reads_and_edits_its_unsaved_buffer() 
     assert_eq!(diff["path"], notes.to_str().unwrap());
     assert_eq!(diff["oldText"], "unsaved text in the editor\n");
     assert_eq!(diff["newText"], "edited text in the editor\n");
+}
+
+#[test]
+fn an_image_in_a_prompt_reaches_the_model_and_one_no_model_takes_is_refused() {
+    let server = FakeServer::start(vec![Reply::sse(chat::text("A single pixel."))]).unwrap();
+    let dir = worktree(&server);
+    let root = dir.path().canonicalize().unwrap();
+    let got = client(&root, "image", &[]);
+    let prompts = &got["init"]["agentCapabilities"]["promptCapabilities"];
+    assert_eq!((prompts["image"].as_bool(), prompts["audio"].as_bool()), (Some(true), Some(false)), "{prompts}");
+    assert_eq!(got["stop1"], "end_turn", "{got}");
+
+    // The image travels between its texts, as the OpenAI chat format takes it.
+    let requests = server.received();
+    assert_eq!(requests.len(), 1, "the refused prompt reached the model");
+    let user = requests[0].body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "user").unwrap().clone();
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    assert_eq!(
+        user["content"],
+        serde_json::json!([
+            {"type": "text", "text": "what is in"},
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{png}")}},
+            {"type": "text", "text": "this screenshot?"}
+        ])
+    );
+    let error = got["svg_error"].as_str().expect("the SVG prompt was refused");
+    assert!(error.contains("only PNG, JPEG, GIF and WebP"), "{error}");
+
+    // The image is stored with the session and shown again when it is loaded.
+    let session = got["session"].as_str().unwrap().to_string();
+    let loaded = client(&root, "load", &[&session]);
+    let updates = loaded["updates"].as_array().unwrap();
+    let images: Vec<&Value> =
+        of_kind(updates, "user_message_chunk").into_iter().filter(|c| c["content"]["type"] == "image").collect();
+    assert_eq!(images.len(), 1, "{updates:?}");
+    assert_eq!(
+        (images[0]["content"]["mimeType"].as_str(), images[0]["content"]["data"].as_str()),
+        (Some("image/png"), Some(png))
+    );
+}
+
+#[test]
+fn a_session_needs_an_absolute_existing_directory_that_is_not_the_root() {
+    let server = FakeServer::start(Vec::new()).unwrap();
+    let dir = worktree(&server);
+    let root = dir.path().canonicalize().unwrap();
+    let got = client(&root, "badcwd", &[]);
+    let errors: Vec<&str> = got["errors"].as_array().unwrap().iter().map(|e| e.as_str().unwrap_or("")).collect();
+    assert_eq!(errors.len(), 3);
+    assert!(errors[0].contains("the root of the file system"), "{}", errors[0]);
+    assert!(errors[1].contains("must be an absolute path"), "{}", errors[1]);
+    assert!(errors[2].contains("cannot be opened"), "{}", errors[2]);
+}
+
+#[test]
+fn a_clients_mcp_server_named_like_a_configured_one_is_attached_beside_it() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[
+            ("m1", "inner_read", r#"{"file_path":"inner.txt"}"#),
+            ("m2", "editor-inner_read", r#"{"file_path":"inner.txt"}"#),
+        ])),
+        Reply::sse(chat::text("Read both.")),
+    ])
+    .unwrap();
+    let dir = worktree(&server);
+    let root = dir.path().canonicalize().unwrap();
+    // The configured `inner` serves `config/`; the editor's `inner` serves `editor/`.
+    for (sub, text) in [("config", "from the configured server"), ("editor", "from the editor's server")] {
+        std::fs::create_dir_all(root.join(sub)).unwrap();
+        std::fs::write(root.join(sub).join("inner.txt"), format!("{text}\n")).unwrap();
+    }
+    let toolshed = env!("CARGO_BIN_EXE_toolshed");
+    let config = std::fs::read_to_string(root.join("toolshed.toml")).unwrap();
+    std::fs::write(
+        root.join("toolshed.toml"),
+        format!(
+            "{config}[mcp.inner]\ncommand = \"{toolshed}\"\nargs = [\"--root\", \"{}/config\", \"mcp\", \"serve\"]\nenv = {{ XDG_CONFIG_HOME = \"{}/.xdg-inner\" }}\n",
+            root.display(),
+            root.display()
+        ),
+    )
+    .unwrap();
+    let servers = serde_json::json!([{
+        "name": "inner",
+        "command": toolshed,
+        "args": ["--root", format!("{}/editor", root.display()), "mcp", "serve"],
+        "env": {"XDG_CONFIG_HOME": format!("{}/.xdg-inner", root.display())},
+    }]);
+    let got = client(&root, "mcp", &[&servers.to_string()]);
+    assert_eq!(got["stop1"], "end_turn", "{got}");
+    let requests = server.received();
+    assert_eq!(requests.len(), 2, "{got}");
+    let results: Vec<(String, String)> = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| (m["tool_call_id"].as_str().unwrap().to_string(), m["content"].as_str().unwrap().to_string()))
+        .collect();
+    let of = |id: &str| results.iter().find(|(i, _)| i == id).map(|(_, c)| c.clone()).unwrap_or_default();
+    assert!(of("m1").contains("from the configured server"), "{results:?}");
+    assert!(of("m2").contains("from the editor's server"), "{results:?}");
+}
+
+#[test]
+fn a_session_whose_mcp_server_is_slow_to_start_does_not_hold_up_another_sessions_prompt() {
+    let server = FakeServer::start(vec![Reply::sse(chat::text("Quick."))]).unwrap();
+    let dir = worktree(&server);
+    let root = dir.path().canonicalize().unwrap();
+    let got = client(&root, "concurrent", &[]);
+    assert_eq!(got["stop1"], "end_turn", "{got}");
+    let (prompt, slow) = (got["prompt_done"].as_f64().unwrap(), got["slow_done"].as_f64().unwrap());
+    assert!(slow >= 3.5, "the slow server was not waited for: {got}");
+    assert!(prompt < slow - 1.0, "the prompt waited for the other session to open: {got}");
+}
+
+#[test]
+fn a_sub_agents_call_ids_never_name_its_parents_calls() {
+    // The parent's `task` call and the sub-agent's `read` call have the same provider id.
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[(
+            "c1",
+            "task",
+            r#"{"description":"look at notes","prompt":"read notes.txt","agent":"explore"}"#,
+        )])),
+        Reply::sse(chat::tool_calls(&[("c1", "read", r#"{"file_path":"notes.txt"}"#)])),
+        Reply::sse(chat::text("The notes say keep.")),
+        Reply::sse(chat::text("Done.")),
+    ])
+    .unwrap();
+    let dir = worktree(&server);
+    let root = dir.path().canonicalize().unwrap();
+    let got = client(&root, "once", &[]);
+    assert_eq!(got["stop1"], "end_turn", "{got}");
+    let updates = got["updates"].as_array().unwrap();
+    let calls = of_kind(updates, "tool_call");
+    let task = calls.iter().find(|c| c["title"].as_str().unwrap().starts_with("task")).expect("the task call");
+    let read = calls.iter().find(|c| c["kind"] == "read").expect("the sub-agent's read");
+    assert_ne!(task["toolCallId"], read["toolCallId"], "{calls:?}");
+    // Each call's result goes to its own call.
+    let finished = |id: &Value| {
+        serde_json::to_string(
+            &of_kind(updates, "tool_call_update").into_iter().filter(|u| u["toolCallId"] == *id).collect::<Vec<_>>(),
+        )
+        .unwrap()
+    };
+    let task_done = finished(&task["toolCallId"]);
+    assert!(task_done.contains("The notes say keep."), "{task_done}");
+    let read_done = finished(&read["toolCallId"]);
+    assert!(read_done.contains("old line") && !read_done.contains("The notes say keep."), "{read_done}");
+}
+
+#[test]
+fn the_language_servers_a_session_started_are_shut_down_when_the_editor_closes_the_connection() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("w1", "write", r#"{"file_path":"a.py","content":"x = 1\n"}"#)])),
+        Reply::sse(chat::text("Written.")),
+    ])
+    .unwrap();
+    let dir = worktree(&server);
+    let root = dir.path().canonicalize().unwrap();
+    let marker = root.join(".lsp-shutdown");
+    let lsp = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/acp/fake_lsp.py");
+    let config = std::fs::read_to_string(root.join("toolshed.toml")).unwrap();
+    std::fs::write(
+        root.join("toolshed.toml"),
+        format!("{config}[lsp.pyright]\ncommand = \"{lsp}\"\nargs = [\"{}\"]\n", marker.display()),
+    )
+    .unwrap();
+    let got = client(&root, "once", &[]);
+    assert_eq!(got["stop1"], "end_turn", "{got}");
+    assert_eq!(std::fs::read_to_string(root.join("a.py")).unwrap(), "x = 1\n");
+    // The write started the language server for diagnostics; it was asked to shut down.
+    assert!(marker.exists(), "the language server was not shut down: {got}");
 }

@@ -9,7 +9,9 @@ use serde_json::{Map, Value, json};
 use toolshed_core::render::{WireFormat, render};
 
 use crate::client::{DecodeError, Decoder, parse};
-use crate::types::{CallKind, Message, Part, Request, Role, StopReason, StreamEvent, ToolCall, ToolResult, Usage};
+use crate::types::{
+    CallKind, Image, Message, Part, Request, Role, StopReason, StreamEvent, ToolCall, ToolResult, Usage,
+};
 
 /// Output tokens asked for when the request sets no limit (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 16_384;
@@ -70,10 +72,13 @@ fn result_content(result: &ToolResult) -> Value {
         return json!(result.output);
     }
     let text = (!result.output.is_empty()).then(|| json!({"type": "text", "text": result.output}));
-    let images = result.images.iter().map(
-        |i| json!({"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data_base64}}),
-    );
+    let images = result.images.iter().map(image_block);
     Value::Array(text.into_iter().chain(images).collect())
+}
+
+/// An `image` block with a base64 source.
+fn image_block(image: &Image) -> Value {
+    json!({"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data_base64}})
 }
 
 fn blocks(message: &Message) -> Vec<Value> {
@@ -91,6 +96,7 @@ fn blocks(message: &Message) -> Vec<Value> {
     for part in &message.parts {
         match part {
             Part::Text { text } if !text.is_empty() => out.push(json!({"type": "text", "text": text})),
+            Part::Image(image) => out.push(image_block(image)),
             Part::ToolCall(c) => {
                 out.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input_object(c)}));
             }
@@ -351,6 +357,19 @@ mod tests {
         assert_eq!(
             err,
             DecodeError::Provider { message: "overloaded_error: Overloaded".into(), transient: true, quota: false }
+        );
+    }
+
+    #[test]
+    fn a_prompts_image_is_an_image_block_between_its_texts() {
+        let body = body(&crate::types::prompt_image_test_request());
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "what is in"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                {"type": "text", "text": "this screenshot?"}
+            ]})
         );
     }
 }

@@ -48,9 +48,13 @@ fn push_message(out: &mut Vec<Value>, message: &Message) {
             if let Some(images) = result_images(message) {
                 out.push(images);
             }
-            let text = message.text();
-            if !text.is_empty() {
-                out.push(json!({"role": "user", "content": text}));
+            if message.has_images() {
+                out.push(json!({"role": "user", "content": user_content(message)}));
+            } else {
+                let text = message.text();
+                if !text.is_empty() {
+                    out.push(json!({"role": "user", "content": text}));
+                }
             }
         }
         Role::Assistant => {
@@ -76,6 +80,17 @@ fn push_message(out: &mut Vec<Value>, message: &Message) {
             out.push(m);
         }
     }
+}
+
+/// A user message with attached images as a content array: its text and images in order,
+/// images as data URLs.
+fn user_content(message: &Message) -> Value {
+    let parts = message.parts.iter().filter_map(|part| match part {
+        Part::Text { text } if !text.is_empty() => Some(json!({"type": "text", "text": text})),
+        Part::Image(image) => Some(json!({"type": "image_url", "image_url": {"url": image.data_url()}})),
+        _ => None,
+    });
+    Value::Array(parts.collect())
 }
 
 /// Tool messages hold only text, so the images of a turn's results follow them in one user
@@ -409,5 +424,18 @@ mod tests {
         );
         assert_eq!(body["stream_options"]["include_usage"], true);
         assert!(body.get("tools").is_none());
+    }
+
+    #[test]
+    fn a_prompts_image_is_an_image_url_part_between_its_texts() {
+        let body = body(&crate::types::prompt_image_test_request());
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "what is in"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+                {"type": "text", "text": "this screenshot?"}
+            ]})
+        );
     }
 }

@@ -60,9 +60,19 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
                     out.push(json!({"type": kind, "call_id": r.call_id, "output": output(r)}));
                 }
             }
-            let text = message.text();
-            if !text.is_empty() {
-                out.push(json!({"role": "user", "content": [{"type": "input_text", "text": text}]}));
+            if message.has_images() {
+                // Text and attached images in order, images as data URLs.
+                let content = message.parts.iter().filter_map(|part| match part {
+                    Part::Text { text } if !text.is_empty() => Some(json!({"type": "input_text", "text": text})),
+                    Part::Image(image) => Some(json!({"type": "input_image", "image_url": image.data_url()})),
+                    _ => None,
+                });
+                out.push(json!({"role": "user", "content": content.collect::<Vec<_>>()}));
+            } else {
+                let text = message.text();
+                if !text.is_empty() {
+                    out.push(json!({"role": "user", "content": [{"type": "input_text", "text": text}]}));
+                }
             }
         }
         Role::Assistant => {
@@ -476,5 +486,18 @@ mod tests {
             .unwrap_err();
         assert_eq!(err, DecodeError::Provider { message: "boom".into(), transient: true, quota: false });
         assert!(ResponsesDecoder::default().end().is_err());
+    }
+
+    #[test]
+    fn a_prompts_image_is_an_input_image_between_its_texts() {
+        let body = body(&crate::types::prompt_image_test_request());
+        assert_eq!(
+            body["input"][0],
+            json!({"role": "user", "content": [
+                {"type": "input_text", "text": "what is in"},
+                {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+                {"type": "input_text", "text": "this screenshot?"}
+            ]})
+        );
     }
 }

@@ -47,7 +47,8 @@ pub const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif"
 /// 5 MB; the others accept more). About 3.75 MiB of image file.
 pub const MAX_IMAGE_BASE64_BYTES: usize = 5 * 1024 * 1024;
 
-/// An image a tool returned, going to the model with the tool's result.
+/// An image going to the model: one a tool returned, with its result, or one the person
+/// attached to a prompt ([`Part::Image`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Image {
     /// The media type, one of [`IMAGE_MEDIA_TYPES`].
@@ -123,6 +124,8 @@ pub enum Part {
     ToolResult(ToolResult),
     /// A provider's reasoning item (assistant messages only), sent back only to its own format.
     Reasoning(Reasoning),
+    /// An image the person attached (user messages only), where it stands among the text.
+    Image(Image),
 }
 
 /// One message of the conversation.
@@ -151,6 +154,11 @@ impl Message {
             Part::ToolCall(c) => Some(c),
             _ => None,
         })
+    }
+
+    /// Whether the message holds an image the person attached ([`Part::Image`]).
+    pub fn has_images(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::Image(_)))
     }
 
     /// The message's text parts joined together.
@@ -291,6 +299,25 @@ pub(crate) fn image_test_request() -> Request {
             Message { role: Role::Assistant, parts: vec![call("c1"), call("c2")] },
             Message { role: Role::User, parts: vec![result("c1", vec![png]), result("c2", Vec::new())] },
         ],
+        ..Default::default()
+    }
+}
+
+/// A prompt with an image between two texts: the request the format tests of prompt images
+/// share.
+#[cfg(test)]
+pub(crate) fn prompt_image_test_request() -> Request {
+    let png = Image { media_type: "image/png".into(), data_base64: "iVBORw0KGgo=".into() };
+    Request {
+        model: "m".into(),
+        messages: vec![Message {
+            role: Role::User,
+            parts: vec![
+                Part::Text { text: "what is in".into() },
+                Part::Image(png),
+                Part::Text { text: "this screenshot?".into() },
+            ],
+        }],
         ..Default::default()
     }
 }

@@ -32,6 +32,12 @@ pub mod mcp;
 pub use toolshed_tools::custom::Scope;
 pub use workspace::{Workspace, default_rules, locate};
 
+/// Shuts down the language servers started for `config`'s worktree (post-edit diagnostics, the
+/// `lsp` tool): `shutdown` then `exit`, killed if slow. What every front-end does when it ends.
+pub async fn shutdown_language_servers(config: &toolshed_core::config::Config) {
+    toolshed_tools::lsp::shared(config).shutdown().await;
+}
+
 /// Why a workspace or runtime could not be built.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {

@@ -436,6 +436,11 @@ impl Runtime {
         }
         let depth = if info.parent_id.is_some() { 1 } else { 0 };
         let live = LiveSession::new(info.id.clone(), info.parent_id.clone(), depth, model.clone(), agent.clone());
+        // What earlier searches found stays in the list, as it did before the session stopped.
+        let core = live.core();
+        for tool in self.store.found_tools(id)? {
+            core.mark_found(&tool);
+        }
         self.emit(Event::SessionStart { session_id: info.id, parent_id: info.parent_id, agent, model });
         Ok(self.keep(Arc::new(live)))
     }
@@ -594,6 +599,10 @@ impl Runtime {
             }
             let before = self.snapshot_for(session).await;
             let results = self.run_calls(session, &message, &calls, cancel).await;
+            if calls.iter().any(|c| c.name == toolshed_core::search::TOOL_SEARCH) {
+                let found: Vec<String> = session.core().found().into_iter().collect();
+                self.store.set_found_tools(&session.id, &found)?;
+            }
             if let Some(before) = before {
                 self.record_step(&session.id, step, &before).await;
             }

@@ -381,7 +381,7 @@ pub struct Store {
 /// The schema's migrations, in order: migration `i` takes a database from `PRAGMA user_version`
 /// `i` to `i + 1`, in one transaction. Append new ones; never edit one that has shipped.
 /// (`rusqlite_migration` does the same, but its releases pin an older rusqlite than ours.)
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2_CONTEXT, SCHEMA_V3_STEPS];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2_CONTEXT, SCHEMA_V3_STEPS, SCHEMA_V4_FOUND];
 
 /// Version 1: the schema as it was before it had a version. Every statement is `IF NOT
 /// EXISTS`, so databases written before versioning (some without the `attachments` table) are
@@ -501,6 +501,10 @@ CREATE TABLE IF NOT EXISTS steps (
   PRIMARY KEY (session_id, step)
 );
 ";
+
+/// Version 4: the deferred tools a session's `tool_search` calls found (a JSON array of names),
+/// which stay in its tool list when it is resumed and which `toolshed tools --session` shows.
+const SCHEMA_V4_FOUND: &str = "ALTER TABLE sessions ADD COLUMN found_tools TEXT NOT NULL DEFAULT '[]';";
 
 /// Brings the database at `path` to the newest schema version, one migration (and one
 /// transaction) at a time; refuses, changing nothing, a database newer than this build.
@@ -1165,6 +1169,35 @@ impl Store {
         Ok(())
     }
 
+    /// Keeps the deferred tools the session's searches found (names, in any order).
+    pub fn set_found_tools(&self, session_id: &str, tools: &[String]) -> Result<(), StoreError> {
+        let mut tools = tools.to_vec();
+        tools.sort();
+        tools.dedup();
+        let text = serde_json::to_string(&tools).unwrap_or_else(|_| "[]".to_string());
+        let changed = self
+            .conn()
+            .execute("UPDATE sessions SET found_tools = ?2 WHERE id = ?1", params![session_id, text])
+            .map_err(|e| self.err(e))?;
+        if changed == 0 {
+            return Err(StoreError::NoSession(session_id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// The deferred tools the session's searches found, sorted.
+    pub fn found_tools(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
+        let text: Option<String> = self
+            .conn()
+            .query_row("SELECT found_tools FROM sessions WHERE id = ?1", [session_id], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))?;
+        match text {
+            None => Err(StoreError::NoSession(session_id.to_string())),
+            Some(t) => Ok(serde_json::from_str(&t).unwrap_or_default()),
+        }
+    }
+
     /// The session's todo list.
     pub fn todos(&self, session_id: &str) -> Result<Vec<Todo>, StoreError> {
         let text: Option<String> = self
@@ -1560,6 +1593,7 @@ mod tests {
                      ALTER TABLE messages DROP COLUMN reasoning_tokens;
                      ALTER TABLE messages DROP COLUMN request_tokens;
                      ALTER TABLE sessions DROP COLUMN pruned_through;
+                     ALTER TABLE sessions DROP COLUMN found_tools;
                      PRAGMA user_version = 0;",
                 )
                 .unwrap();

@@ -1,11 +1,14 @@
 //! `toolshed tools`: what a model would see for (agent, model), as JSON or as a provider's
-//! exact `tools` payload; `--check` validates every custom tool instead.
+//! exact `tools` payload, or for a stored session (`--session`, with what its searches found);
+//! `--check` validates every custom tool instead.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::{Value, json};
+use toolshed_agent::store::{SessionInfo, Store, StoreError};
 use toolshed_core::registry::Registry;
 use toolshed_core::registry::{Source, View, Visible};
 use toolshed_core::render::{WireFormat, render};
@@ -25,6 +28,10 @@ pub struct ToolsArgs {
     /// (edit and write).
     #[arg(short, long)]
     model: Option<String>,
+    /// List what this stored session gets: its agent and model (unless -a / -m say otherwise),
+    /// and the deferred tools its `tool_search` calls found, shown as `found`.
+    #[arg(short, long, value_name = "ID")]
+    session: Option<String>,
     /// Also list deferred and hidden tools.
     #[arg(long)]
     all: bool,
@@ -50,6 +57,7 @@ pub const EXAMPLES: &str = "Examples:
   toolshed tools -a plan --all --format table     # plan mode, deferred and hidden tools too
   toolshed tools -m openai/gpt-5.1               # per model family (apply_patch instead of edit/write)
   toolshed tools --format anthropic              # the exact `tools` payload of a request
+  toolshed tools -s ses_01J9 --format table       # a session's list, with the tools its searches found
   toolshed tools --check                         # validate the custom tools";
 
 #[derive(Clone, Copy)]
@@ -75,8 +83,28 @@ fn parse_format(s: &str) -> Result<Format, String> {
 /// write, as every family but OpenAI's GPT models does.
 pub const DEFAULT_LISTING_MODEL: &str = "anthropic/claude-sonnet-4-5";
 
+/// What `--session` names: the stored session and the tools its searches found.
+fn stored_session(id: &str) -> Result<(SessionInfo, HashSet<String>), CliError> {
+    let path = Store::default_path(&toolshed_core::paths::data_dir());
+    if !path.exists() {
+        return Err(CliError::usage(format!(
+            "--session {id}: no session has been stored yet ({} does not exist)",
+            path.display()
+        )));
+    }
+    let store = Store::open(&path).map_err(CliError::failure)?;
+    let usage = |e: StoreError| match e {
+        StoreError::NoSession(_) => CliError::usage(format!("--session: {e}")),
+        other => CliError::failure(other),
+    };
+    let info = store.session(id).map_err(usage)?;
+    let found = store.found_tools(id).map_err(usage)?.into_iter().collect();
+    Ok((info, found))
+}
+
 pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
-    let agent = ws.agent(args.agent.as_deref())?;
+    let stored = args.session.as_deref().map(stored_session).transpose()?;
+    let agent = ws.agent(args.agent.as_deref().or(stored.as_ref().map(|(info, _)| info.agent.as_str())))?;
     if let Some(model) = &args.model {
         toolshed_llm::provider::ModelRef::parse(model).map_err(|e| CliError::usage(format!("--model: {e}")))?;
     }
@@ -98,15 +126,21 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
     let model = args
         .model
         .clone()
+        .or_else(|| stored.as_ref().and_then(|(info, _)| info.model.clone()))
         .or_else(|| ws.agents.get(&agent).and_then(|a| a.model.clone()))
         .or_else(|| ws.config.model.clone())
         .unwrap_or_else(|| DEFAULT_LISTING_MODEL.to_string());
-    let view = View { agent: &agent, model: Some(&model), found: None };
+    let found = stored.map(|(_, found)| found).unwrap_or_default();
+    let view = View { agent: &agent, model: Some(&model), found: Some(&found) };
     let shown: Vec<_> =
         registry.exposed(&view).into_iter().filter(|v| args.all || v.exposure == Exposure::Direct).collect();
+    // A found tool is sent as a direct one; it is told apart by name.
+    let exposure = |v: &Visible<'_>| {
+        if v.exposure == Exposure::Direct && found.contains(&v.spec().name) { "found" } else { v.exposure.as_str() }
+    };
     let out = match args.format {
         Format::Table => {
-            table(&shown, &ws.root, ws.custom.unavailable());
+            table(&shown, &exposure, &ws.root, ws.custom.unavailable());
             return Ok(ExitCode::SUCCESS);
         }
         Format::Json => Value::Array(
@@ -122,6 +156,9 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
                         "source": v.entry.source.to_string(),
                         "bytes": toolshed_core::render::definition_bytes(spec),
                     });
+                    if exposure(v) == "found" {
+                        item["found"] = Value::Bool(true);
+                    }
                     if let Some(replaced) = &v.entry.overrides {
                         item["overrides"] = Value::String(replaced.to_string());
                     }
@@ -144,7 +181,7 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
 
 /// `toolshed tools --format table`: one row per tool under a header, the description's first
 /// sentence cut to one line; unavailable custom tools say so.
-fn table(shown: &[Visible<'_>], root: &Path, missing: &[Unavailable]) {
+fn table(shown: &[Visible<'_>], exposure: &dyn Fn(&Visible<'_>) -> &'static str, root: &Path, missing: &[Unavailable]) {
     let rows: Vec<[String; 5]> = shown
         .iter()
         .map(|v| {
@@ -159,7 +196,7 @@ fn table(shown: &[Visible<'_>], root: &Path, missing: &[Unavailable]) {
             };
             [
                 spec.name.clone(),
-                v.exposure.as_str().to_string(),
+                exposure(v).to_string(),
                 source,
                 toolshed_core::render::definition_bytes(spec).to_string(),
                 summary(&description, 72),

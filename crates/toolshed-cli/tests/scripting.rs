@@ -444,3 +444,67 @@ fn call_errors_tell_a_person_what_to_do_and_the_model_keeps_its_wording() {
     assert!(said.contains("Permission denied") && said.contains("toolshed permission explain read"), "{said}");
     assert!(!said.contains("do not retry it"), "{said}");
 }
+
+#[test]
+fn a_sessions_found_tools_stay_when_it_resumes_and_tools_shows_them() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("c1", "tool_search", r#"{"query": "search file contents regex"}"#)])),
+        Reply::sse(chat::text("Found it.")),
+        Reply::sse(chat::text("Still here.")),
+    ])
+    .unwrap();
+    let dir = worktree(&server);
+    let inner = tempfile::tempdir().unwrap();
+    let config = std::fs::read_to_string(dir.path().join("toolshed.toml")).unwrap();
+    std::fs::write(
+        dir.path().join("toolshed.toml"),
+        format!(
+            "{config}[mcp.inner]\ncommand = \"{}\"\nargs = [\"--root\", \"{}\", \"mcp\", \"serve\"]\nexposure = \"deferred\"\n",
+            env!("CARGO_BIN_EXE_toolshed"),
+            inner.path().display()
+        ),
+    )
+    .unwrap();
+    let names = |body: &Value| -> Vec<String> {
+        body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect()
+    };
+
+    let out = toolshed(dir.path(), &["run", "find the grep tool"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let id = session_id(&text(&out.stderr));
+    let received = server.received();
+    assert!(names(&received[0].body).iter().all(|n| !n.starts_with("inner")), "deferred at first");
+    let found: Vec<String> = names(&received[1].body).into_iter().filter(|n| n.starts_with("inner")).collect();
+    assert!(found.iter().any(|n| n.ends_with("grep")), "the search found inner's grep: {found:?}");
+
+    // `tools --session` shows what the search added, as JSON and for people.
+    let out = toolshed(dir.path(), &["tools", "-s", &id], "");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let marked: Vec<String> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["found"] == true)
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(marked, found);
+    let out = toolshed(dir.path(), &["tools", "--session", &id, "--format", "table"], "");
+    let table = text(&out.stdout);
+    let row = table.lines().find(|l| l.starts_with(&found[0])).unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains(" found "), "{row}");
+    // Without the session nothing was found.
+    let out = toolshed(dir.path(), &["tools"], "");
+    assert!(!text(&out.stdout).contains(&found[0]), "{}", text(&out.stdout));
+
+    // Resumed in a new process, the found tools are still sent.
+    let out = toolshed(dir.path(), &["run", "-s", &id, "and now?"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let again: Vec<String> = names(&server.received()[2].body).into_iter().filter(|n| n.starts_with("inner")).collect();
+    assert_eq!(again, found);
+
+    // An unknown session is a usage error that says where to look.
+    let out = toolshed(dir.path(), &["tools", "-s", "ses_nope"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("toolshed session list"), "{}", text(&out.stderr));
+}

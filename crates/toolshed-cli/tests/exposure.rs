@@ -69,9 +69,42 @@ fn facts() -> Vec<(String, String)> {
     facts
 }
 
+/// A worktree where `lsp` is sent: a configured language server (`/bin/sh` stands in for its
+/// program; nothing starts it) and a file of its language.
+fn worktree_with_a_language_server() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolshed.toml"), "[lsp.fake]\ncommand = \"/bin/sh\"\nextensions = [\"fk\"]\n")
+        .unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/main.fk"), "").unwrap();
+    dir
+}
+
+#[test]
+fn lsp_is_sent_only_where_a_language_server_can_serve_the_worktree() {
+    let names = |root: &Path| -> Vec<String> {
+        let entries: Vec<Value> = serde_json::from_str(&tools(root, FAMILIES[0])).unwrap();
+        entries.iter().map(|e| described(e).0).collect()
+    };
+    let served = worktree_with_a_language_server();
+    assert!(names(served.path()).contains(&"lsp".to_string()));
+    // No file of its language: not sent.
+    std::fs::remove_file(served.path().join("src/main.fk")).unwrap();
+    assert!(!names(served.path()).contains(&"lsp".to_string()));
+    // Its program missing: not sent either, whatever the files.
+    std::fs::write(served.path().join("src/main.fk"), "").unwrap();
+    std::fs::write(
+        served.path().join("toolshed.toml"),
+        "[lsp.fake]\ncommand = \"/nonexistent/fake-ls\"\nextensions = [\"fk\"]\n",
+    )
+    .unwrap();
+    assert!(!names(served.path()).contains(&"lsp".to_string()));
+}
+
 #[test]
 fn the_build_agents_tools_fit_the_budget_and_say_what_they_must() {
-    let dir = tempfile::tempdir().unwrap();
+    // With `lsp` sent, the largest list a plain worktree gets.
+    let dir = worktree_with_a_language_server();
     let facts = facts();
     assert!(facts.len() >= 40, "the facts list was not read: {facts:?}");
     let mut seen = std::collections::BTreeSet::new();

@@ -22,6 +22,7 @@
 
 mod client;
 pub mod doctor;
+mod exposure;
 pub mod failures;
 mod format;
 mod hook;
@@ -43,6 +44,7 @@ use toolshed_core::hooks::Hooks;
 
 pub use client::{Server, Synced, WaitError, seconds};
 pub use doctor::lsp_report;
+pub use exposure::Availability;
 pub use hook::Diagnostics;
 pub use servers::{ServerSpec, ServerTable};
 pub use tool::{LspArgs, LspTool, Operation};

@@ -100,6 +100,9 @@ impl Workspace {
             self.agents.all().filter_map(|a| a.edit_tool.map(|t| (a.name.clone(), t))).collect();
         registry.add_hook(Arc::new(PermissionHook(self.agents.clone())));
         registry.add_hook(Arc::new(ModelFamilyHook::new(edit_tools)));
+        // `lsp` only where a language server can serve the worktree's files.
+        let servers = toolshed_tools::lsp::ServerTable::for_config(&self.config);
+        registry.add_hook(Arc::new(toolshed_tools::lsp::Availability::new(servers, &self.root)));
         registry.register(Typed::new(ToolSearch::new()), Source::Runtime);
         registry.add_hook(Arc::new(self.auto_defer()));
         registry

@@ -1,0 +1,126 @@
+//! Whether the `lsp` tool is worth its bytes in a worktree: it is sent only when some language
+//! server could serve one of the worktree's files — its program is found and the worktree has a
+//! root marker of its language or a file of one of its extensions near the top. A model that is
+//! sent `lsp` where no server can answer calls it and gets an error; a model that is not sent it
+//! never pays its bytes.
+//!
+//! Decided once per workspace, on the first tool list (never on `toolshed call`, which lists
+//! nothing), from what toolshed itself finds on disk and `PATH`.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use toolshed_core::registry::{Registry, Source, View, VisibilityHook};
+use toolshed_core::tool::{Exposure, ToolSpec};
+
+use crate::servers::{ServerTable, extension, find_program};
+
+/// Directories the scan looks into below the worktree root.
+const MAX_DEPTH: usize = 3;
+/// Directory entries the scan reads at most.
+const MAX_ENTRIES: usize = 5_000;
+/// Directories never looked into: dependencies and build output say nothing about the project.
+const SKIPPED_DIRS: &[&str] = &["node_modules", "target", "vendor", "dist", "build", "__pycache__"];
+
+/// The visibility hook: the built-in `lsp` tool is hidden unless a server can serve the worktree.
+pub struct Availability {
+    table: ServerTable,
+    root: PathBuf,
+    decided: OnceLock<bool>,
+}
+
+impl Availability {
+    /// The hook for `table`'s servers in the worktree at `root`.
+    pub fn new(table: ServerTable, root: &Path) -> Self {
+        Availability { table, root: root.to_path_buf(), decided: OnceLock::new() }
+    }
+
+    /// Whether some server can serve a file of the worktree.
+    pub fn available(&self) -> bool {
+        *self.decided.get_or_init(|| available(&self.table, &self.root))
+    }
+}
+
+impl VisibilityHook for Availability {
+    fn apply(&self, registry: &Registry, _view: &View<'_>, spec: &ToolSpec, exposure: Exposure) -> Option<Exposure> {
+        let builtin_lsp = spec.name == "lsp" && registry.get("lsp").is_some_and(|e| e.source == Source::Builtin);
+        if !builtin_lsp || self.available() {
+            return Some(exposure);
+        }
+        // Hidden, not gone: `toolshed call lsp` still reaches it, and says why it cannot answer.
+        Some(Exposure::Hidden)
+    }
+}
+
+fn available(table: &ServerTable, root: &Path) -> bool {
+    let found: Vec<_> = table.servers().iter().filter(|s| find_program(&s.command, root).is_ok()).collect();
+    if found.is_empty() {
+        return false;
+    }
+    if found.iter().any(|s| s.root_markers.iter().any(|m| root.join(m).is_file())) {
+        return true;
+    }
+    let wanted = |path: &Path| extension(path).is_some_and(|ext| found.iter().any(|s| s.extensions.contains(&ext)));
+    let mut dirs = vec![(root.to_path_buf(), 0)];
+    let mut seen = 0;
+    while let Some((dir, depth)) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_ENTRIES {
+                return false;
+            }
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let Ok(kind) = entry.file_type() else { continue };
+            if kind.is_dir() {
+                if depth < MAX_DEPTH && !name.starts_with('.') && !SKIPPED_DIRS.contains(&name.as_ref()) {
+                    dirs.push((entry.path(), depth + 1));
+                }
+            } else if kind.is_file() && wanted(&entry.path()) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use toolshed_core::config::LspConfig;
+
+    fn table(toml: &str) -> ServerTable {
+        let sections: BTreeMap<String, LspConfig> = toml::from_str(toml).unwrap();
+        ServerTable::from_config(&sections)
+    }
+
+    /// Only `[lsp.fake]`, run by `/bin/sh` (which every machine has), for `.fk` files.
+    const FAKE: &str = "[fake]\ncommand = \"/bin/sh\"\nextensions = [\"fk\"]\nroot_markers = [\"fake.toml\"]\n[rust-analyzer]\nenabled = false\n[pyright]\nenabled = false\n[typescript]\nenabled = false\n[gopls]\nenabled = false\n[clangd]\nenabled = false\n";
+
+    #[test]
+    fn a_server_counts_when_its_program_exists_and_the_worktree_has_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        assert!(!available(&table(FAKE), root), "an empty worktree");
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/b/main.fk"), "").unwrap();
+        assert!(available(&table(FAKE), root), "a file two levels down");
+        let missing = FAKE.replace("/bin/sh", "/nonexistent/fake-language-server");
+        assert!(!available(&table(&missing), root), "the program is missing");
+    }
+
+    #[test]
+    fn a_root_marker_counts_and_dependencies_hidden_or_deep_files_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for place in ["node_modules/x", ".hidden", "target", "a/b/c/d"] {
+            std::fs::create_dir_all(root.join(place)).unwrap();
+            std::fs::write(root.join(place).join("x.fk"), "").unwrap();
+        }
+        assert!(!available(&table(FAKE), root));
+        std::fs::write(root.join("fake.toml"), "").unwrap();
+        assert!(available(&table(FAKE), root));
+    }
+}

@@ -116,9 +116,9 @@ const SERVER_BOOST: f32 = 0.5;
 /// the query's best lexical match scores 1).
 const MEANING_WEIGHT: f32 = 0.3;
 
-/// How many lexical matches past those asked for get their closeness in meaning computed
-/// first (the others only if they could still make it).
-const RERANK_MARGIN: usize = 64;
+/// How many of the best lexical matches past those asked for get their closeness in meaning
+/// added (the rest are out of the running).
+const RERANK_MARGIN: usize = 100;
 
 /// One match: the document's position in the indexed list, and its score.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -253,7 +253,12 @@ impl SearchIndex {
             for word in
                 written.iter().flat_map(|t| text::words(t)).chain(doc.params.iter().flat_map(|p| text::words(p)))
             {
-                if word.chars().count() < CORRECTION_MIN_CHARS || text::is_stop_word(&word) || seen.contains(&word) {
+                // Numbers are never what a misspelt word meant.
+                if word.chars().count() < CORRECTION_MIN_CHARS
+                    || word.chars().all(|c| c.is_ascii_digit())
+                    || text::is_stop_word(&word)
+                    || seen.contains(&word)
+                {
                     continue;
                 }
                 let term = text::stem(&word);
@@ -378,12 +383,24 @@ impl SearchIndex {
         let mut best: Vec<(f32, f32)> = vec![(0.0, 0.0); self.docs];
         let mut touched: Vec<u32> = Vec::new();
         for group in 0..groups {
-            let mut head = 0f32;
-            let mut typed_group = false;
-            for qt in terms.iter().filter(|t| t.group == group) {
-                head = head.max(qt.weight);
-                typed_group |= qt.typed;
-                let Some(&id) = self.terms.get(&qt.term) else { continue };
+            let members: Vec<(&QueryTerm, u32)> = terms
+                .iter()
+                .filter(|t| t.group == group)
+                .filter_map(|t| self.terms.get(&t.term).map(|&id| (t, id)))
+                .collect();
+            let head = terms.iter().filter(|t| t.group == group).map(|t| t.weight).fold(0f32, f32::max);
+            let typed_group = terms.iter().any(|t| t.group == group && t.typed);
+            let coverage = |weight: f32| if typed_group && head > 0.0 { weight / head } else { 0.0 };
+            if let [(qt, id)] = members[..] {
+                // One term: no best match to pick.
+                let (idf, cover) = (self.idf[id as usize], coverage(qt.weight));
+                for &(doc, tf) in &self.postings[id as usize] {
+                    scores[doc as usize] += qt.weight * idf * tf;
+                    covered[doc as usize] += cover;
+                }
+                continue;
+            }
+            for (qt, id) in members {
                 let idf = self.idf[id as usize];
                 for &(doc, tf) in &self.postings[id as usize] {
                     let b = &mut best[doc as usize];
@@ -399,9 +416,7 @@ impl SearchIndex {
             for doc in touched.drain(..) {
                 let (score, weight) = std::mem::take(&mut best[doc as usize]);
                 scores[doc as usize] += score;
-                if typed_group && head > 0.0 {
-                    covered[doc as usize] += weight / head;
-                }
+                covered[doc as usize] += coverage(weight);
             }
         }
         // How much of each tool's own name the query says, and whether it names the tool's
@@ -442,30 +457,20 @@ impl SearchIndex {
             return Vec::new();
         }
         let by_score = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc));
-        // Meaning: the query's vector against each tool's, for the tools that can still reach
-        // the first `limit` with it (it adds at most MEANING_WEIGHT): the best lexical matches
-        // first, then any other within MEANING_WEIGHT of the last of the first `limit`.
+        // Meaning: the query's vector against each tool's, for the best lexical matches (a
+        // tool's closeness adds at most MEANING_WEIGHT; further down it rarely matters, and the
+        // work stays bounded however many tools match).
         if let Some(q) = self.meaning(&terms) {
-            let closeness = |doc: usize| -> f32 {
-                let v = &self.meanings[doc * self.dims..(doc + 1) * self.dims];
-                q.iter().zip(v).map(|(a, b)| a * b).sum::<f32>().max(0.0)
-            };
             let head = (limit + RERANK_MARGIN).min(hits.len());
             if head < hits.len() {
                 hits.select_nth_unstable_by(head - 1, by_score);
+                hits.truncate(head);
             }
-            for hit in &mut hits[..head] {
-                hit.score += MEANING_WEIGHT * closeness(hit.doc);
-            }
-            hits[..head].select_nth_unstable_by(limit - 1, by_score);
-            let bar = hits[limit - 1].score;
-            for hit in &mut hits[head..] {
-                if hit.score + MEANING_WEIGHT > bar {
-                    hit.score += MEANING_WEIGHT * closeness(hit.doc);
-                }
+            for hit in &mut hits {
+                let v = &self.meanings[hit.doc * self.dims..(hit.doc + 1) * self.dims];
+                hit.score += MEANING_WEIGHT * q.iter().zip(v).map(|(a, b)| a * b).sum::<f32>().max(0.0);
             }
         }
-        let by_score = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc));
         hits.select_nth_unstable_by(limit - 1, by_score);
         hits.truncate(limit);
         hits.sort_by(by_score);

@@ -1,9 +1,13 @@
-//! A BM25F index over tool documents: each tool is four fields (name, server, parameter
-//! names, description) with their own weights and length normalisation, so a query word in a
-//! tool's name counts for more than the same word deep in a long description.
+//! A BM25F index over tool documents: each tool is six fields (name, server, parameter names,
+//! description, its first sentence, parameter descriptions) with their own weights and length
+//! normalisation, so a query word in a tool's name counts for more than the same word deep in a
+//! long description. On top of the lexical score: how much of the query and of the tool's own
+//! name match, whether the query names the tool's server, and how close the two are in meaning
+//! by word vectors ([`embed`]).
 
 use std::collections::HashMap;
 
+use super::embed;
 use super::text::{self, QueryTerm};
 
 /// One searchable tool.
@@ -30,9 +34,11 @@ enum Field {
     Params,
     Description,
     ParamDescriptions,
+    Summary,
 }
 
-const FIELDS: [Field; 5] = [Field::Name, Field::Server, Field::Params, Field::Description, Field::ParamDescriptions];
+const FIELDS: [Field; 6] =
+    [Field::Name, Field::Server, Field::Params, Field::Description, Field::ParamDescriptions, Field::Summary];
 
 impl Field {
     /// How much one occurrence in this field counts.
@@ -43,6 +49,18 @@ impl Field {
             Field::Params => 0.8,
             Field::Description => 1.0,
             Field::ParamDescriptions => 0.3,
+            // The first sentence counts once more: it says what the tool does.
+            Field::Summary => 1.0,
+        }
+    }
+
+    /// How much this field's words count in a tool's meaning vector.
+    fn meaning_weight(self) -> f32 {
+        match self {
+            Field::Name => 1.5,
+            Field::Params => 0.5,
+            Field::Description => 1.0,
+            Field::Server | Field::ParamDescriptions | Field::Summary => 0.0,
         }
     }
 
@@ -54,6 +72,7 @@ impl Field {
             Field::Params => 0.5,
             Field::Description => 0.75,
             Field::ParamDescriptions => 0.75,
+            Field::Summary => 0.5,
         }
     }
 
@@ -65,15 +84,41 @@ impl Field {
             Field::Params => doc.params.iter().flat_map(|p| text::terms(p)).collect(),
             Field::Description => text::terms(&doc.description),
             Field::ParamDescriptions => doc.param_descriptions.iter().flat_map(|p| text::terms(p)).collect(),
+            Field::Summary => text::terms(summary(&doc.description)),
         }
     }
+}
+
+/// A description's first sentence: what the tool does, before how and when.
+fn summary(description: &str) -> &str {
+    let end = description
+        .char_indices()
+        .find(|&(i, c)| c == '\n' || c == '.' && description[i + 1..].starts_with(char::is_whitespace))
+        .map_or(description.len(), |(i, _)| i);
+    &description[..end]
 }
 
 /// BM25's term-frequency saturation.
 const K1: f32 = 1.2;
 
 /// How much a document's score grows with the share of typed query words it contains.
-const COVERAGE_BOOST: f32 = 0.5;
+const COVERAGE_BOOST: f32 = 1.0;
+
+/// How much a document's score grows with the share of its own name's words the query says:
+/// "star a repository" is `star_repository` more than `list_starred_repositories`.
+const NAME_COVERAGE_BOOST: f32 = 0.4;
+
+/// How much a document's score grows when the query names its server ("on github", "in
+/// linear"): the user has said where the tool should come from.
+const SERVER_BOOST: f32 = 0.5;
+
+/// How much closeness in meaning (a cosine, up to 1) adds to the lexical score (scaled so that
+/// the query's best lexical match scores 1).
+const MEANING_WEIGHT: f32 = 0.3;
+
+/// How many of the best lexical matches past those asked for get their closeness in meaning
+/// added (the rest are out of the running).
+const RERANK_MARGIN: usize = 100;
 
 /// One match: the document's position in the indexed list, and its score.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -95,6 +140,15 @@ pub struct SearchIndex {
     /// The documents' words as written (lowercase), by length in characters: what a misspelt
     /// query word is corrected to.
     spellings: HashMap<usize, Vec<(Vec<char>, String)>>,
+    /// Per term: the documents whose server's name has it.
+    server_postings: Vec<Vec<u32>>,
+    /// Per term: the documents whose own name (without its server's) has it.
+    name_postings: Vec<Vec<u32>>,
+    /// Per document: how many distinct terms its own name has.
+    name_lengths: Vec<u16>,
+    /// Per document, `dims` components: its meaning as word vectors (see [`embed`]).
+    meanings: Vec<f32>,
+    dims: usize,
 }
 
 /// How much a corrected spelling counts compared with a word found as typed.
@@ -143,8 +197,8 @@ fn edit_distance(a: &[char], b: &[char], limit: usize) -> Option<usize> {
 impl SearchIndex {
     /// Indexes `docs`; hits refer to them by position.
     pub fn build(docs: &[SearchDoc]) -> SearchIndex {
-        let fielded: Vec<[Vec<String>; 5]> = docs.iter().map(|d| FIELDS.map(|f| f.text(d))).collect();
-        let mut average = [0f32; 5];
+        let fielded: Vec<[Vec<String>; 6]> = docs.iter().map(|d| FIELDS.map(|f| f.text(d))).collect();
+        let mut average = [0f32; 6];
         for fields in &fielded {
             for (i, terms) in fields.iter().enumerate() {
                 average[i] += terms.len() as f32;
@@ -170,6 +224,26 @@ impl SearchIndex {
                     *weighted.entry(id).or_default() += field.weight() / norm;
                 }
             }
+            let server = &fields[Field::Server as usize];
+            let mut name: Vec<u32> = fields[Field::Name as usize]
+                .iter()
+                .filter(|t| !server.contains(t))
+                .filter_map(|t| index.terms.get(t).copied())
+                .collect();
+            name.sort_unstable();
+            name.dedup();
+            index.name_lengths.push(name.len() as u16);
+            let mut server: Vec<u32> = server.iter().filter_map(|t| index.terms.get(t).copied()).collect();
+            server.sort_unstable();
+            server.dedup();
+            index.name_postings.resize(index.terms.len(), Vec::new());
+            index.server_postings.resize(index.terms.len(), Vec::new());
+            for id in name {
+                index.name_postings[id as usize].push(doc as u32);
+            }
+            for id in server {
+                index.server_postings[id as usize].push(doc as u32);
+            }
             for (&id, &tf) in &weighted {
                 index.postings[id as usize].push((doc as u32, tf * (K1 + 1.0) / (K1 + tf)));
             }
@@ -179,7 +253,12 @@ impl SearchIndex {
             for word in
                 written.iter().flat_map(|t| text::words(t)).chain(doc.params.iter().flat_map(|p| text::words(p)))
             {
-                if word.chars().count() < CORRECTION_MIN_CHARS || text::is_stop_word(&word) || seen.contains(&word) {
+                // Numbers are never what a misspelt word meant.
+                if word.chars().count() < CORRECTION_MIN_CHARS
+                    || word.chars().all(|c| c.is_ascii_digit())
+                    || text::is_stop_word(&word)
+                    || seen.contains(&word)
+                {
                     continue;
                 }
                 let term = text::stem(&word);
@@ -199,6 +278,23 @@ impl SearchIndex {
                 (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
             })
             .collect();
+        let vectors = embed::vectors();
+        index.dims = vectors.dims();
+        index.meanings = vec![0.0; docs.len() * index.dims];
+        for (doc, fields) in fielded.iter().enumerate() {
+            let meaning = &mut index.meanings[doc * index.dims..(doc + 1) * index.dims];
+            for (field, terms) in FIELDS.iter().zip(fields) {
+                let weight = field.meaning_weight();
+                if weight == 0.0 {
+                    continue;
+                }
+                for term in terms {
+                    let idf = index.terms.get(term).map_or(0.0, |&id| index.idf[id as usize]);
+                    vectors.add(term, weight * idf, meaning);
+                }
+            }
+            embed::normalise(meaning);
+        }
         index
     }
 
@@ -225,9 +321,10 @@ impl SearchIndex {
             {
                 continue;
             }
+            let group = terms.iter().map(|t| t.group + 1).max().unwrap_or(0);
             for term in self.corrections(&chars) {
                 if !terms.iter().any(|t| t.term == term) {
-                    terms.push(QueryTerm { term, weight: CORRECTION_WEIGHT, typed: true });
+                    terms.push(QueryTerm { term, weight: CORRECTION_WEIGHT, typed: true, group });
                 }
             }
         }
@@ -257,38 +354,123 @@ impl SearchIndex {
         best.into_iter().take(2).map(|(_, term)| term.clone()).collect()
     }
 
+    /// The query's meaning vector, if any of its words has one.
+    fn meaning(&self, terms: &[QueryTerm]) -> Option<Vec<f32>> {
+        let vectors = embed::vectors();
+        let n = self.docs as f32;
+        let unseen = (1.0 + (n + 0.5) / 0.5).ln();
+        let mut q = vec![0f32; self.dims];
+        let mut any = false;
+        for t in terms.iter().filter(|t| t.typed) {
+            let idf = self.terms.get(&t.term).map_or(unseen, |&id| self.idf[id as usize]);
+            any |= vectors.add(&t.term, t.weight * idf, &mut q);
+        }
+        any.then(|| {
+            embed::normalise(&mut q);
+            q
+        })
+    }
+
     /// Up to `limit` documents matching `query`, best first; documents sharing no term with the
     /// query are never returned.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
         let terms = self.query_terms(query);
-        let typed = terms.iter().filter(|t| t.typed).count().max(1) as f32;
+        let groups = terms.iter().map(|t| t.group + 1).max().unwrap_or(0);
+        let typed = (0..groups).filter(|g| terms.iter().any(|t| t.group == *g && t.typed)).count().max(1) as f32;
         let mut scores = vec![0f32; self.docs];
-        let mut covered = vec![0u16; self.docs];
+        let mut covered = vec![0f32; self.docs];
+        // Per group, each document's best match (score, weight of the term that gave it).
+        let mut best: Vec<(f32, f32)> = vec![(0.0, 0.0); self.docs];
+        let mut touched: Vec<u32> = Vec::new();
+        for group in 0..groups {
+            let members: Vec<(&QueryTerm, u32)> = terms
+                .iter()
+                .filter(|t| t.group == group)
+                .filter_map(|t| self.terms.get(&t.term).map(|&id| (t, id)))
+                .collect();
+            let head = terms.iter().filter(|t| t.group == group).map(|t| t.weight).fold(0f32, f32::max);
+            let typed_group = terms.iter().any(|t| t.group == group && t.typed);
+            let coverage = |weight: f32| if typed_group && head > 0.0 { weight / head } else { 0.0 };
+            if let [(qt, id)] = members[..] {
+                // One term: no best match to pick.
+                let (idf, cover) = (self.idf[id as usize], coverage(qt.weight));
+                for &(doc, tf) in &self.postings[id as usize] {
+                    scores[doc as usize] += qt.weight * idf * tf;
+                    covered[doc as usize] += cover;
+                }
+                continue;
+            }
+            for (qt, id) in members {
+                let idf = self.idf[id as usize];
+                for &(doc, tf) in &self.postings[id as usize] {
+                    let b = &mut best[doc as usize];
+                    if b.0 == 0.0 {
+                        touched.push(doc);
+                    }
+                    let contribution = qt.weight * idf * tf;
+                    if contribution > b.0 {
+                        *b = (contribution, qt.weight);
+                    }
+                }
+            }
+            for doc in touched.drain(..) {
+                let (score, weight) = std::mem::take(&mut best[doc as usize]);
+                scores[doc as usize] += score;
+                covered[doc as usize] += coverage(weight);
+            }
+        }
+        // How much of each tool's own name the query says, and whether it names the tool's
+        // server (its product: "on github", "in linear"), where the user wants the tool from.
+        let mut said = vec![0f32; self.docs];
+        let mut named = vec![false; self.docs];
         for qt in &terms {
             let Some(&id) = self.terms.get(&qt.term) else { continue };
-            let idf = self.idf[id as usize];
-            for &(doc, tf) in &self.postings[id as usize] {
-                scores[doc as usize] += qt.weight * idf * tf;
-                if qt.typed {
-                    covered[doc as usize] += 1;
+            for &doc in &self.name_postings[id as usize] {
+                said[doc as usize] += qt.weight.min(1.0);
+            }
+            if qt.typed {
+                for &doc in &self.server_postings[id as usize] {
+                    named[doc as usize] = true;
                 }
             }
         }
+        for (doc, score) in scores.iter_mut().enumerate() {
+            if *score > 0.0 {
+                *score *= 1.0 + COVERAGE_BOOST * covered[doc] / typed;
+                if self.name_lengths[doc] > 0 {
+                    *score *= 1.0 + NAME_COVERAGE_BOOST * said[doc] / f32::from(self.name_lengths[doc]);
+                }
+                if named[doc] {
+                    *score *= 1.0 + SERVER_BOOST;
+                }
+            }
+        }
+        let max = scores.iter().copied().fold(0f32, f32::max);
         let mut hits: Vec<Hit> = scores
             .iter()
-            .zip(&covered)
             .enumerate()
-            .filter(|(_, (score, _))| **score > 0.0)
-            .map(|(doc, (score, covered))| Hit {
-                doc,
-                score: score * (1.0 + COVERAGE_BOOST * f32::from(*covered) / typed),
-            })
+            .filter(|(_, score)| **score > 0.0)
+            .map(|(doc, score)| Hit { doc, score: score / max })
             .collect();
         let limit = limit.min(hits.len());
         if limit == 0 {
             return Vec::new();
         }
         let by_score = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc));
+        // Meaning: the query's vector against each tool's, for the best lexical matches (a
+        // tool's closeness adds at most MEANING_WEIGHT; further down it rarely matters, and the
+        // work stays bounded however many tools match).
+        if let Some(q) = self.meaning(&terms) {
+            let head = (limit + RERANK_MARGIN).min(hits.len());
+            if head < hits.len() {
+                hits.select_nth_unstable_by(head - 1, by_score);
+                hits.truncate(head);
+            }
+            for hit in &mut hits {
+                let v = &self.meanings[hit.doc * self.dims..(hit.doc + 1) * self.dims];
+                hit.score += MEANING_WEIGHT * q.iter().zip(v).map(|(a, b)| a * b).sum::<f32>().max(0.0);
+            }
+        }
         hits.select_nth_unstable_by(limit - 1, by_score);
         hits.truncate(limit);
         hits.sort_by(by_score);
@@ -328,6 +510,32 @@ mod tests {
         assert_eq!(names(&index, &docs, "CI runs")[0], "github_list_workflow_runs");
         assert_eq!(names(&index, &docs, "new ticket")[0], "jira_createJiraIssue");
         assert_eq!(names(&index, &docs, "jira")[0], "jira_createJiraIssue");
+    }
+
+    #[test]
+    fn the_tool_whose_name_the_query_says_and_the_server_it_names_come_first() {
+        let docs = vec![
+            doc("github", "list_starred_repositories", &["owner"], "List the repositories a user has starred."),
+            doc("github", "unstar_repository", &["owner", "repo"], "Unstar a repository."),
+            doc("github", "star_repository", &["owner", "repo"], "Star a repository."),
+            doc("github", "create_issue", &["title"], "Create an issue in a repository."),
+            doc("linear", "createIssue", &["title", "teamId"], "Create an issue."),
+        ];
+        let index = SearchIndex::build(&docs);
+        assert_eq!(names(&index, &docs, "star a repository")[0], "github_star_repository");
+        assert_eq!(names(&index, &docs, "create an issue in linear")[0], "linear_createIssue");
+        assert_eq!(names(&index, &docs, "create an issue on github")[0], "github_create_issue");
+    }
+
+    #[test]
+    fn closeness_in_meaning_orders_tools_that_match_alike() {
+        let docs = vec![
+            doc("a", "query", &[], "Run a query against the weather service."),
+            doc("b", "query", &[], "Run a query against the billing service."),
+        ];
+        let index = SearchIndex::build(&docs);
+        assert_eq!(names(&index, &docs, "query for rain and snow")[0], "a_query");
+        assert_eq!(names(&index, &docs, "query for money owed and payments")[0], "b_query");
     }
 
     #[test]

@@ -17,6 +17,19 @@ const STOP_WORDS: &[&str] = &[
     "there", "here", "get", "one", "via", "using", "use", "like",
 ];
 
+/// The rest of the Snowball project's English stop word list (snowballstem.org, `english/stop.txt`),
+/// contractions as [`words`] splits them.
+#[rustfmt::skip]
+const SNOWBALL_STOP_WORDS: &[&str] = &[
+    "myself", "ours", "ourselves", "yours", "yourself", "yourselves", "he", "him", "his", "himself", "she",
+    "her", "hers", "herself", "itself", "they", "them", "their", "theirs", "themselves", "am", "was", "were",
+    "been", "being", "have", "has", "had", "having", "did", "doing", "would", "should", "could", "ought",
+    "cannot", "but", "because", "until", "while", "about", "against", "between", "through", "during", "before",
+    "after", "above", "below", "up", "down", "out", "off", "over", "under", "again", "further", "once", "when",
+    "where", "why", "both", "each", "few", "more", "most", "other", "such", "no", "nor", "not", "only", "own",
+    "same", "too", "very", "s", "t", "d", "ll", "re", "ve", "m",
+];
+
 /// Query words and what they also mean in tool names and descriptions. Expansions count for
 /// less than the words themselves (see [`EXPANSION_WEIGHT`]).
 const SYNONYMS: &[(&str, &str)] = &[
@@ -160,6 +173,98 @@ const SYNONYMS: &[(&str, &str)] = &[
 /// How much a synonym counts compared with a word the user typed.
 pub const EXPANSION_WEIGHT: f32 = 0.4;
 
+/// How much what a query's URLs, file names and addresses say counts (see [`hints`]).
+pub const HINT_WEIGHT: f32 = 0.5;
+
+/// Common file extensions and what a file of the kind is called.
+const EXTENSIONS: &[(&str, &str)] = &[
+    ("docx", "word document"),
+    ("doc", "word document"),
+    ("odt", "document"),
+    ("xlsx", "excel spreadsheet workbook sheet"),
+    ("xls", "excel spreadsheet workbook sheet"),
+    ("ods", "spreadsheet sheet"),
+    ("csv", "csv table"),
+    ("tsv", "table"),
+    ("pptx", "powerpoint presentation slide"),
+    ("ppt", "powerpoint presentation slide"),
+    ("pdf", "pdf document"),
+    ("md", "markdown"),
+    ("txt", "text"),
+    ("html", "html page"),
+    ("png", "image picture"),
+    ("jpg", "image picture photo"),
+    ("jpeg", "image picture photo"),
+    ("gif", "image animation"),
+    ("svg", "image vector"),
+    ("webp", "image"),
+    ("mp4", "video"),
+    ("mov", "video"),
+    ("mp3", "audio"),
+    ("wav", "audio"),
+    ("json", "json"),
+    ("yaml", "yaml configuration"),
+    ("yml", "yaml configuration"),
+    ("toml", "configuration"),
+    ("xml", "xml"),
+    ("sql", "sql query"),
+    ("zip", "archive"),
+    ("py", "python code"),
+    ("js", "javascript code"),
+    ("ts", "typescript code"),
+    ("rs", "rust code"),
+    ("go", "go code"),
+    ("java", "java code"),
+    ("ipynb", "notebook"),
+];
+
+/// Common top-level domains: `word.TLD` is a web address.
+const DOMAINS: &[&str] = &["com", "org", "net", "io", "dev", "app", "ai", "co", "edu", "gov", "de", "fr", "uk"];
+
+/// What a query's tokens say without their words: a URL or domain is a web page, a file name
+/// says its kind by its extension, a path names files and directories, an address is email.
+pub fn hints(query: &str) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    let mut add = |words: &'static str| {
+        for w in words.split(' ') {
+            if !out.contains(&w) {
+                out.push(w);
+            }
+        }
+    };
+    for token in query.split_whitespace() {
+        let token = token.trim_matches(|c: char| "\"'()[]{},;:!?".contains(c));
+        let lower = token.to_lowercase();
+        if lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("www.") {
+            add("url web page");
+            continue;
+        }
+        if lower.contains('@') && lower.contains('.') && !lower.starts_with('@') {
+            add("email address");
+            continue;
+        }
+        let Some((stem_part, ext)) = lower.rsplit_once('.') else {
+            if lower.contains('/') && !lower.starts_with('/')
+                || lower.starts_with('/') && lower.len() > 1
+                || lower.starts_with("~/")
+            {
+                add("file directory path");
+            }
+            continue;
+        };
+        if stem_part.is_empty() || !stem_part.chars().last().is_some_and(char::is_alphanumeric) {
+            continue;
+        }
+        if DOMAINS.contains(&ext) && !stem_part.contains('/') {
+            add("url web page site");
+        } else if let Some((_, kind)) = EXTENSIONS.iter().find(|(e, _)| *e == ext) {
+            add("file");
+            add(kind);
+        }
+    }
+    out
+}
+
 /// How much the English for a word typed in another language counts.
 pub const TRANSLATION_WEIGHT: f32 = 0.9;
 
@@ -202,7 +307,7 @@ pub fn words(text: &str) -> Vec<String> {
 
 /// Whether `word` (lowercase) carries no meaning for search.
 pub fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.contains(&word)
+    STOP_WORDS.contains(&word) || SNOWBALL_STOP_WORDS.contains(&word)
 }
 
 /// The search term for one lowercase word.
@@ -224,48 +329,75 @@ pub struct QueryTerm {
     pub weight: f32,
     /// Whether the user typed it (counts towards coverage).
     pub typed: bool,
+    /// Which query word it stands for: a typed word and its expansions share a group, and a
+    /// tool scores only its best match in each group, so many weak expansions never outweigh
+    /// one word.
+    pub group: u16,
 }
 
 /// The terms of a query: its words (stemmed, minus stop words), adjacent pairs written as one
-/// word (`on call` → `oncall`, `re run` → `rerun`) when `known` says an index has them, and
-/// synonyms at reduced weight. Each term appears once, with its highest weight.
+/// word (`on call` → `oncall`, `re run` → `rerun`) when `known` says an index has them,
+/// synonyms at reduced weight, the English of other languages' words, and what its URLs and
+/// file names say ([`hints`]) when an index has those words. Each term appears once, with its
+/// highest weight; a word and its synonyms share a group.
 pub fn query_terms(query: &str, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> {
     let all = words(query);
     let mut out: Vec<QueryTerm> = Vec::new();
-    let mut push = |term: String, weight: f32, typed: bool| match out.iter_mut().find(|t| t.term == term) {
+    let mut groups = 0u16;
+    let mut push = |term: String, weight: f32, typed: bool, group: u16| match out.iter_mut().find(|t| t.term == term) {
         Some(existing) => {
             if weight > existing.weight {
                 existing.weight = weight;
+                existing.group = group;
             }
             existing.typed |= typed;
         }
-        None => out.push(QueryTerm { term, weight, typed }),
+        None => out.push(QueryTerm { term, weight, typed, group }),
+    };
+    let mut new_group = || {
+        groups += 1;
+        groups - 1
     };
     for pair in all.windows(2) {
         let word = format!("{}{}", pair[0], pair[1]);
         let joined = stem(&word);
-        if known(&joined) {
-            push(joined, 1.0, true);
+        let also = synonyms().get(word.as_str());
+        if !known(&joined) && also.is_none() {
+            continue;
         }
-        for extra in synonyms().get(word.as_str()).into_iter().flatten() {
-            push(stem(extra), EXPANSION_WEIGHT, false);
+        let group = new_group();
+        if known(&joined) {
+            push(joined, 1.0, true, group);
+        }
+        for extra in also.into_iter().flatten() {
+            push(stem(extra), EXPANSION_WEIGHT, false, group);
         }
     }
     for word in &all {
         if is_stop_word(word) {
             continue;
         }
-        push(stem(word), 1.0, true);
+        let group = new_group();
+        push(stem(word), 1.0, true, group);
         if let Some(also) = synonyms().get(word.as_str()) {
             for extra in also {
-                push(stem(extra), EXPANSION_WEIGHT, false);
+                push(stem(extra), EXPANSION_WEIGHT, false, group);
             }
         }
     }
     // Words of other languages: their English, as if typed.
     for english in super::lexicon::translate(query) {
         for word in english.split(' ') {
-            push(stem(word), TRANSLATION_WEIGHT, true);
+            let group = new_group();
+            push(stem(word), TRANSLATION_WEIGHT, true, group);
+        }
+    }
+    // What its URLs, file names and addresses say.
+    for hint in hints(query) {
+        let term = stem(hint);
+        if known(&term) {
+            let group = new_group();
+            push(term, HINT_WEIGHT, false, group);
         }
     }
     out
@@ -288,6 +420,16 @@ mod tests {
     #[test]
     fn terms_are_stemmed_without_stop_words() {
         assert_eq!(terms("Lists the running workflows"), ["list", "run", "workflow"]);
+    }
+
+    #[test]
+    fn urls_file_names_paths_and_addresses_say_what_they_are() {
+        assert_eq!(hints("open https://example.com/a in the browser"), ["url", "web", "page"]);
+        assert_eq!(hints("summarise example.org"), ["url", "web", "page", "site"]);
+        assert_eq!(hints("read budget.xlsx"), ["file", "excel", "spreadsheet", "workbook", "sheet"]);
+        assert_eq!(hints("list ~/projects"), ["file", "directory", "path"]);
+        assert_eq!(hints("mail bob@example.com"), ["email", "address"]);
+        assert!(hints("list open issues, e.g. bugs.").is_empty());
     }
 
     #[test]

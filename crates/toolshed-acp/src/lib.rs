@@ -443,6 +443,8 @@ impl Server {
         lock(&session.last_stop).clear();
         let parts = prompt_parts(&request.prompt);
         let outcome = match &parts[..] {
+            // Cancelled while it waited for the turn before: nothing is stored or sent.
+            _ if cancel.is_cancelled() => Err(AgentError::Interrupted),
             [Part::Text { text }] if text.trim() == "/compact" => {
                 session.runtime.compact(&session.live, Trigger::Manual, &cancel).await.map(|_| String::new())
             }

@@ -148,8 +148,10 @@ impl StoredImage {
 }
 
 /// An image the person attached to a prompt, checked as a model would take it: one of
-/// [`IMAGE_MEDIA_TYPES`], valid base64 and at most [`MAX_IMAGE_BASE64_BYTES`] of it. The error
-/// is for the person, saying what to do instead.
+/// [`IMAGE_MEDIA_TYPES`], valid base64, at most [`MAX_IMAGE_BASE64_BYTES`] of it, and bytes that
+/// are an image of one of those types. The type sent is the one the bytes say (an editor that
+/// calls a GIF `image/png` would otherwise get the request refused on every later step, as the
+/// image is sent again with each). The error is for the person, saying what to do instead.
 pub fn prompt_image(media_type: &str, data_base64: &str) -> Result<Image, String> {
     if !IMAGE_MEDIA_TYPES.contains(&media_type) {
         return Err(format!(
@@ -164,10 +166,15 @@ pub fn prompt_image(media_type: &str, data_base64: &str) -> Result<Image, String
             mib(MAX_IMAGE_BASE64_BYTES)
         ));
     }
-    if base64::engine::general_purpose::STANDARD.decode(data_base64).is_err() {
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data_base64) else {
         return Err("the attached image's data is not valid base64, so it cannot be sent to the model".to_string());
-    }
-    Ok(Image { media_type: media_type.to_string(), data_base64: data_base64.to_string() })
+    };
+    let Some(actual) = toolshed_core::tool::image_mime(&bytes) else {
+        return Err(format!(
+            "the attached {media_type} is not a PNG, JPEG, GIF or WebP image (its data is empty or something else), so it cannot be sent to the model: attach the image file itself"
+        ));
+    };
+    Ok(Image { media_type: actual.to_string(), data_base64: data_base64.to_string() })
 }
 
 /// Whether an image of this type and size is kept to be sent to models.
@@ -1693,6 +1700,13 @@ mod tests {
         let big = "A".repeat(MAX_IMAGE_BASE64_BYTES + 4);
         assert!(prompt_image("image/png", &big).unwrap_err().contains("up to 3.75 MiB"));
         assert!(prompt_image("image/png", "not base64!").unwrap_err().contains("not valid base64"));
+        // What the data is decides, not what it is called.
+        for (name, data) in [("empty", ""), ("text", "aGVsbG8gd29ybGQ="), ("a truncated PNG", "iVBORw==")] {
+            let err = prompt_image("image/png", data).unwrap_err();
+            assert!(err.contains("is not a PNG, JPEG, GIF or WebP image"), "{name}: {err}");
+        }
+        let gif = base64::engine::general_purpose::STANDARD.encode(b"GIF89a\x01\x00\x01\x00");
+        assert_eq!(prompt_image("image/png", &gif).unwrap().media_type, "image/gif");
     }
 
     #[test]

@@ -106,8 +106,12 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                 let servers = connected.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 McpClients::new(servers.iter().map(|(_, s)| s.clone()).collect())
             };
+            // An MCP client's requests do not carry the todo list: it reads it with todo_read.
+            // One list for the whole connection, kept when the registry is rebuilt.
+            let todos: Arc<dyn toolshed_tools::todo::TodoStore> = Arc::new(toolshed_tools::todo::MemoryTodos::default());
             let build = || {
                 let mut registry = ws.registry();
+                toolshed_tools::register_todo_standalone(&mut registry, todos.clone());
                 clients().register(&mut registry);
                 registry
             };

@@ -93,6 +93,16 @@ async fn exercise(client: &RunningService<RoleClient, Client>) {
         assert!(names.contains(&expected), "{names:?}");
     }
     assert!(!names.contains(&"tool_search"), "nothing is deferred: {names:?}");
+    // A client sees the todo list only through todo_read, and is told so.
+    assert!(names.contains(&"todo_read"), "{names:?}");
+    let todo_write = tools.iter().find(|t| t.name == "todo_write").unwrap();
+    let said = todo_write.description.as_deref().unwrap_or_default();
+    assert!(said.contains("todo_read") && !said.contains("shown to you every step"), "{said}");
+    let todos = json!({"todos": [{"content": "Write the test", "status": "in_progress"}]});
+    let wrote = call(client, "todo_write", todos).await;
+    assert_ne!(wrote.is_error, Some(true), "{}", text(&wrote));
+    let list = call(client, "todo_read", json!({})).await;
+    assert!(text(&list).contains("Write the test"), "{}", text(&list));
     let read = call(client, "read", json!({"file_path": "notes.txt"})).await;
     assert_ne!(read.is_error, Some(true), "{}", text(&read));
     assert!(text(&read).contains("needle in a haystack"), "{}", text(&read));

@@ -17,7 +17,8 @@ use crate::servers::{ServerTable, extension, find_program};
 
 /// Directories the scan looks into below the worktree root.
 const MAX_DEPTH: usize = 3;
-/// Directory entries the scan reads at most.
+/// Directory entries the scan reads at most; a tree larger than that (with a server's program
+/// found) counts as one the server can serve.
 const MAX_ENTRIES: usize = 5_000;
 /// Directories never looked into: dependencies and build output say nothing about the project.
 const SKIPPED_DIRS: &[&str] = &["node_modules", "target", "vendor", "dist", "build", "__pycache__"];
@@ -68,7 +69,8 @@ fn available(table: &ServerTable, root: &Path) -> bool {
         for entry in entries.flatten() {
             seen += 1;
             if seen > MAX_ENTRIES {
-                return false;
+                // A tree this large near the top, with a server installed: likely code.
+                return true;
             }
             let name = entry.file_name();
             let name = name.to_string_lossy();

@@ -42,7 +42,7 @@ pub struct BashArgs {
     /// Chain steps with `&&`.
     #[schemars(description = "")]
     pub command: String,
-    /// Relative to the worktree root.
+    /// Relative to the working directory.
     pub workdir: Option<String>,
     /// Stop everything it started after this long.
     #[schemars(description = "")]
@@ -497,7 +497,7 @@ fn resolve_workdir(ctx: &ToolContext, workdir: Option<&str>) -> Result<ResolvedP
         let shown = dir.display();
         let resolved = if shown == input { String::new() } else { format!(" ({shown})") };
         return Err(ToolError::model(format!(
-            "workdir `{input}`{resolved} {what}. Send an existing directory, relative to the worktree root, or leave workdir out."
+            "workdir `{input}`{resolved} {what}. Send an existing directory, relative to the working directory, or leave workdir out."
         )));
     }
     Ok(dir)
@@ -584,6 +584,6 @@ mod tests {
             .run(args(serde_json::json!({"command": "pwd", "workdir": "file.txt"})), ctx)
             .await
             .unwrap_err();
-        insta::assert_snapshot!(err.to_string(), @"workdir `file.txt` is not a directory. Send an existing directory, relative to the worktree root, or leave workdir out.");
+        insta::assert_snapshot!(err.to_string(), @"workdir `file.txt` is not a directory. Send an existing directory, relative to the working directory, or leave workdir out.");
     }
 }

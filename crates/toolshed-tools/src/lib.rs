@@ -46,10 +46,18 @@ pub fn register_builtins(registry: &mut Registry, config: &Config) {
 }
 
 /// Registers `todo_write` and `todo_read` over `store` (replacing earlier ones, in place): the
-/// agent passes its session database here.
+/// agent passes its session database here. `todo_read` is hidden from models, whose every
+/// request carries the list.
 pub fn register_todo(registry: &mut Registry, store: Arc<dyn todo::TodoStore>) {
     registry.register_builtin(Typed::new(todo::TodoWriteTool::new(store.clone())));
     registry.register_builtin(Typed::new(todo::TodoReadTool::new(store)));
+}
+
+/// Registers `todo_write` and `todo_read` for clients whose requests do not carry the list
+/// (`toolshed mcp serve`): `todo_read` is sent, and `todo_write` points at it.
+pub fn register_todo_standalone(registry: &mut Registry, store: Arc<dyn todo::TodoStore>) {
+    registry.register_builtin(Typed::new(todo::TodoWriteTool::standalone(store.clone())));
+    registry.register_builtin(Typed::new(todo::TodoReadTool::standalone(store)));
 }
 
 /// Registers the tools that depend on the worktree's files: `skill`, when skills are found

@@ -8,7 +8,7 @@
 use serde_json::{Map, Value, json};
 
 use super::CallInput;
-use crate::registry::Entry;
+use crate::registry::{Entry, Source};
 use crate::tool::ToolError;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 
@@ -40,7 +40,12 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
             describe_type(&args)
         )));
     }
-    let args = without_null_optionals(&spec.parameters, args);
+    // Only toolshed's own schemas were written without `null`; another's (an MCP server's, a
+    // custom tool's) says what it takes, and a `null` it does not take may mean "clear this".
+    let args = match entry.source {
+        Source::Builtin | Source::Runtime => without_null_optionals(&spec.parameters, args),
+        _ => args,
+    };
     // A broken definition is the tool's fault, not the model's and not the run's: the call
     // fails, the session goes on.
     let validator = entry.validator().map_err(|e| {
@@ -326,6 +331,17 @@ mod tests {
         ");
     }
 
+    /// A tool that is only its spec (its schema as given).
+    struct Spec(ToolSpec);
+    impl crate::tool::Tool for Spec {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        fn prepare(&self, _: Value) -> Result<Box<dyn crate::tool::Invocation + '_>, ToolError> {
+            Err(ToolError::model("unused"))
+        }
+    }
+
     #[test]
     fn null_for_an_optional_parameter_means_not_given() {
         let r = entry();
@@ -335,6 +351,14 @@ mod tests {
         // A required parameter's null is still an error.
         let msg = err(CallInput::Json(json!({"file_path": null})));
         assert!(msg.contains("`file_path` must be a string, but got null"), "{msg}");
+        // Another's schema says what it takes: an MCP tool's optional string is not given null.
+        let mut r = Registry::new();
+        let schema = json!({"type": "object", "properties": {"id": {"type": "integer"}, "assignee": {"type": "string"}}, "required": ["id"]});
+        r.register(Spec(ToolSpec::new("assign", "Assign.", schema)), Source::Mcp("tracker".into()));
+        let msg = decode(r.get("assign").unwrap(), &CallInput::Json(json!({"id": 5, "assignee": null})))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("`assignee` must be a string, but got null"), "{msg}");
     }
 
     #[test]
@@ -392,18 +416,9 @@ mod tests {
 
     #[test]
     fn a_tool_with_a_broken_schema_fails_its_call_not_the_run() {
-        struct Broken(ToolSpec);
-        impl crate::tool::Tool for Broken {
-            fn spec(&self) -> &ToolSpec {
-                &self.0
-            }
-            fn prepare(&self, _: Value) -> Result<Box<dyn crate::tool::Invocation + '_>, ToolError> {
-                Err(ToolError::model("unused"))
-            }
-        }
         let mut r = Registry::new();
         let schema = json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "([unclosed"}}});
-        r.register_builtin(Broken(ToolSpec::new("pat", "p", schema)));
+        r.register_builtin(Spec(ToolSpec::new("pat", "p", schema)));
         let err = decode(r.get("pat").unwrap(), &CallInput::Json(json!({"p": "x"}))).unwrap_err();
         assert!(matches!(err, ToolError::RespondToModel(_)), "{err:?}");
         assert!(err.to_string().starts_with("The tool pat cannot be called: "), "{err}");

@@ -1,6 +1,6 @@
-//! `todo_read`: shows the session's todo list. Hidden from models (the agent puts the list in
-//! every request, so the tool would only cost bytes); `toolshed call todo_read` and the runtime
-//! use it.
+//! `todo_read`: shows the session's todo list. Hidden from toolshed's own agent, which puts the
+//! list in every request (the tool would only cost bytes); sent to `toolshed mcp serve`'s
+//! clients, which see the list only through it; `toolshed call todo_read` reaches it always.
 
 use std::sync::Arc;
 
@@ -22,12 +22,20 @@ pub struct TodoReadArgs {}
 #[derive(Clone)]
 pub struct TodoReadTool {
     store: Arc<dyn TodoStore>,
+    exposure: Exposure,
 }
 
 impl TodoReadTool {
-    /// A tool reading lists from `store`.
+    /// A tool reading lists from `store`, hidden from models: toolshed's agent puts the list in
+    /// every request.
     pub fn new(store: Arc<dyn TodoStore>) -> Self {
-        TodoReadTool { store }
+        TodoReadTool { store, exposure: Exposure::Hidden }
+    }
+
+    /// A tool reading lists from `store`, sent to a client that sees the list only through it
+    /// (`toolshed mcp serve`).
+    pub fn standalone(store: Arc<dyn TodoStore>) -> Self {
+        TodoReadTool { store, exposure: Exposure::Direct }
     }
 }
 
@@ -47,7 +55,7 @@ impl TypedTool for TodoReadTool {
     }
 
     fn customize(&self, spec: ToolSpec) -> ToolSpec {
-        ToolSpec { exposure: Exposure::Hidden, ..spec }
+        ToolSpec { exposure: self.exposure, ..spec }
     }
 
     async fn run(&self, _args: TodoReadArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {

@@ -22,12 +22,20 @@ pub struct TodoWriteArgs {
 #[derive(Clone)]
 pub struct TodoWriteTool {
     store: Arc<dyn TodoStore>,
+    shown_each_step: bool,
 }
 
 impl TodoWriteTool {
-    /// A tool writing lists to `store`.
+    /// A tool writing lists to `store`, for toolshed's agent, which puts the list in every
+    /// request (the description says so).
     pub fn new(store: Arc<dyn TodoStore>) -> Self {
-        TodoWriteTool { store }
+        TodoWriteTool { store, shown_each_step: true }
+    }
+
+    /// A tool writing lists to `store` for a client that does not see the list unless it
+    /// calls `todo_read` (`toolshed mcp serve`).
+    pub fn standalone(store: Arc<dyn TodoStore>) -> Self {
+        TodoWriteTool { store, shown_each_step: false }
     }
 }
 
@@ -39,7 +47,11 @@ impl TypedTool for TodoWriteTool {
     }
 
     fn description(&self) -> String {
-        DESCRIPTION.to_string()
+        if self.shown_each_step {
+            DESCRIPTION.to_string()
+        } else {
+            DESCRIPTION.replace("The list is shown to you every step.", "todo_read shows it again.")
+        }
     }
 
     fn flags(&self) -> ToolFlags {

@@ -481,12 +481,15 @@ impl Runtime {
         let model = session.model();
         let view = View { agent: &agent, model: Some(&model), found: Some(&found) };
         let nested_too_deep = session.depth >= self.settings.max_depth;
+        let has_tasks =
+            self.tasks.started_by(&session.id) || self.store.tasks(&session.id).is_ok_and(|stored| !stored.is_empty());
         self.executor
             .registry()
             .direct(&view)
             .iter()
             .map(toolshed_core::registry::Visible::spec)
             .filter(|spec| !(nested_too_deep && tasks::TASK_TOOLS.contains(&spec.name.as_str())))
+            .filter(|spec| tasks::sent(&spec.name, has_tasks))
             .cloned()
             .collect()
     }

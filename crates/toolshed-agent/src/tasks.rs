@@ -35,6 +35,29 @@ pub(crate) fn runtime_tools(handle: RuntimeHandle) -> Vec<RuntimeTool> {
     ]
 }
 
+/// The runtime's tools as `toolshed tools` lists them: the same specs, bound to no runtime (a
+/// call says the runtime has shut down).
+pub fn listed_tools() -> Vec<RuntimeTool> {
+    runtime_tools(RuntimeHandle::default())
+}
+
+/// Whether a session that `has_tasks` (a background task, running or not, now or in an earlier
+/// run) is sent the tool `name`: the tools that wait for, read, continue or cancel a background
+/// task are sent only once there is one.
+pub fn sent(name: &str, has_tasks: bool) -> bool {
+    has_tasks || !TASK_FOLLOW_UPS.contains(&name)
+}
+
+/// The tools that act on a background task `task` started.
+pub const TASK_FOLLOW_UPS: &[&str] = &["task_wait", "task_result", "task_continue", "task_cancel"];
+
+impl Tasks {
+    /// Whether `session` started a background task in this process.
+    pub(crate) fn started_by(&self, session: &str) -> bool {
+        self.entries().values().any(|e| e.parent == session)
+    }
+}
+
 fn runtime(handle: &RuntimeHandle) -> Result<Arc<Runtime>, ToolError> {
     handle.get().ok_or_else(|| ToolError::fatal("the agent runtime has shut down"))
 }
@@ -210,15 +233,16 @@ fn task_output(view: &TaskView) -> String {
 /// Arguments of `task`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct TaskArgs {
-    /// A short (3-5 word) description of the task.
+    /// 3-5 words, for the user.
     pub description: String,
-    /// The complete instructions for the sub-agent: it sees nothing of your conversation.
+    /// The complete instructions.
     pub prompt: String,
-    /// Which sub-agent to run (default `general` if defined, else `explore`).
+    /// Default `general` if defined, else `explore`.
     #[serde(default)]
     pub agent: Option<String>,
-    /// Run in the background and return a task id at once (default false).
+    /// Run in the background and return a task id at once.
     #[serde(default)]
+    #[schemars(description = "")]
     pub background: Option<bool>,
 }
 
@@ -241,7 +265,7 @@ impl TypedTool for TaskTool {
     }
 
     fn description(&self) -> String {
-        "Runs a sub-agent on a self-contained task in a session of its own, with its own permissions, and returns its final answer and session id. Use it for broad searches (agent `explore`) or independent multi-step work (agent `general`); the available sub-agents are listed in your instructions. The sub-agent sees only `prompt`, so include everything it needs. With background: true it returns a task id at once and runs while you continue; collect it with task_wait / task_result.".to_string()
+        "Runs a sub-agent in a session of its own and returns its final answer. Use it for broad searches (agent `explore`) or independent multi-step work (`general`); your instructions list the sub-agents. It sees only `prompt`: include everything it needs. `background: true` returns a task id at once; tools to wait for, read, continue or cancel it then appear.".to_string()
     }
 
     fn flags(&self) -> ToolFlags {

@@ -215,21 +215,7 @@ async fn a_session_reads_edits_runs_a_command_and_finishes() {
     assert_eq!(chat_results(&h.server, 3)[2], ("c3".into(), "goodbye world\nexit 0".into()));
     let first = &h.server.received()[0].body;
     assert_eq!(first["model"], "test-model");
-    assert_eq!(
-        tool_names(first, "/function/name"),
-        [
-            "read",
-            "edit",
-            "bash",
-            "sleep",
-            "todo_write",
-            "task",
-            "task_wait",
-            "task_result",
-            "task_continue",
-            "task_cancel"
-        ]
-    );
+    assert_eq!(tool_names(first, "/function/name"), ["read", "edit", "bash", "sleep", "todo_write", "task"]);
     assert!(first["messages"][0]["content"].as_str().unwrap().contains("You are toolshed"));
 
     let messages = h.rt.store().messages(&session.id).unwrap();
@@ -592,6 +578,17 @@ async fn background_tasks_return_an_id_at_once_and_are_collected_with_task_wait(
     let started = if started.is_empty() { chat_results(&h.server, 2) } else { started.clone() };
     assert!(started[0].1.starts_with("Started background task task_"), "{started:?}");
     let id = started[0].1.split_whitespace().nth(3).unwrap().to_string();
+    // The tools that act on a background task are sent once there is one, not before.
+    let received = h.server.received();
+    let follow_ups = ["task_wait", "task_result", "task_continue", "task_cancel"];
+    let first = tool_names(&received[0].body, "/function/name");
+    assert!(follow_ups.iter().all(|t| !first.contains(&t.to_string())), "{first:?}");
+    let after = received
+        .iter()
+        .find(|r| r.body["messages"].to_string().contains("Started background task"))
+        .expect("the parent's step after starting the task");
+    let after = tool_names(&after.body, "/function/name");
+    assert!(follow_ups.iter().all(|t| after.contains(&t.to_string())), "{after:?}");
     // Wait for the background run to store its answer.
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {

@@ -83,8 +83,9 @@ fn parse_format(s: &str) -> Result<Format, String> {
 /// write, as every family but OpenAI's GPT models does.
 pub const DEFAULT_LISTING_MODEL: &str = "anthropic/claude-sonnet-4-5";
 
-/// What `--session` names: the stored session and the tools its searches found.
-fn stored_session(id: &str) -> Result<(SessionInfo, HashSet<String>), CliError> {
+/// What `--session` names: the stored session, the tools its searches found, and whether it
+/// started background tasks.
+fn stored_session(id: &str) -> Result<(SessionInfo, HashSet<String>, bool), CliError> {
     let path = Store::default_path(&toolshed_core::paths::data_dir());
     if !path.exists() {
         return Err(CliError::usage(format!(
@@ -99,16 +100,21 @@ fn stored_session(id: &str) -> Result<(SessionInfo, HashSet<String>), CliError> 
     };
     let info = store.session(id).map_err(usage)?;
     let found = store.found_tools(id).map_err(usage)?.into_iter().collect();
-    Ok((info, found))
+    let has_tasks = !store.tasks(id).map_err(usage)?.is_empty();
+    Ok((info, found, has_tasks))
 }
 
 pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
     let stored = args.session.as_deref().map(stored_session).transpose()?;
-    let agent = ws.agent(args.agent.as_deref().or(stored.as_ref().map(|(info, _)| info.agent.as_str())))?;
+    let agent = ws.agent(args.agent.as_deref().or(stored.as_ref().map(|(info, ..)| info.agent.as_str())))?;
     if let Some(model) = &args.model {
         toolshed_llm::provider::ModelRef::parse(model).map_err(|e| CliError::usage(format!("--model: {e}")))?;
     }
     let mut registry = ws.registry();
+    // What `run`, `chat` and `acp` add: sub-agents, background tasks, leaving plan mode.
+    for tool in toolshed_agent::tasks::listed_tools() {
+        registry.register_arc(tool, Source::Runtime);
+    }
     let _mcp = crate::mcp::attach(ws, &mut registry, crate::mcp::Scope::All)?;
     if args.check {
         return Ok(check(ws, &registry));
@@ -126,14 +132,19 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
     let model = args
         .model
         .clone()
-        .or_else(|| stored.as_ref().and_then(|(info, _)| info.model.clone()))
+        .or_else(|| stored.as_ref().and_then(|(info, ..)| info.model.clone()))
         .or_else(|| ws.agents.get(&agent).and_then(|a| a.model.clone()))
         .or_else(|| ws.config.model.clone())
         .unwrap_or_else(|| DEFAULT_LISTING_MODEL.to_string());
-    let found = stored.map(|(_, found)| found).unwrap_or_default();
+    let (found, has_tasks) = stored.map(|(_, found, tasks)| (found, tasks)).unwrap_or_default();
     let view = View { agent: &agent, model: Some(&model), found: Some(&found) };
-    let shown: Vec<_> =
-        registry.exposed(&view).into_iter().filter(|v| args.all || v.exposure == Exposure::Direct).collect();
+    let shown: Vec<_> = registry
+        .exposed(&view)
+        .into_iter()
+        .filter(|v| {
+            args.all || (v.exposure == Exposure::Direct && toolshed_agent::tasks::sent(&v.spec().name, has_tasks))
+        })
+        .collect();
     // A found tool is sent as a direct one; it is told apart by name.
     let exposure = |v: &Visible<'_>| {
         if v.exposure == Exposure::Direct && found.contains(&v.spec().name) { "found" } else { v.exposure.as_str() }

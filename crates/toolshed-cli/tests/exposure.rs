@@ -8,8 +8,13 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// The most bytes the build agent's tools may take (issue 21).
+/// The most bytes the build agent's own tools may take (issue 21): the list as `tools` printed
+/// it when the budget was set, without the runtime's sub-agent tools (`task`), which are
+/// measured and printed beside it.
 const BUDGET: usize = 12_000;
+
+/// The runtime's tools `run`, `chat` and `acp` add for an agent that may start sub-agents.
+const RUNTIME_TOOLS: &[&str] = &["task", "task_wait", "task_result", "task_continue", "task_cancel", "plan_exit"];
 
 /// One model of each family: `edit` + `write`, and `apply_patch`.
 const FAMILIES: &[&str] = &["anthropic/claude-sonnet-4-5", "openai/gpt-5"];
@@ -112,8 +117,20 @@ fn the_build_agents_tools_fit_the_budget_and_say_what_they_must() {
         let printed = tools(dir.path(), model);
         let entries: Vec<Value> = serde_json::from_str(&printed).unwrap();
         let names: Vec<String> = entries.iter().map(|e| described(e).0).collect();
-        eprintln!("{model}: {} bytes, {} tools: {}", printed.len(), names.len(), names.join(" "));
-        assert!(printed.len() <= BUDGET, "{model}: {} bytes over the budget of {BUDGET}", printed.len());
+        let own: Vec<&Value> = entries.iter().filter(|e| !RUNTIME_TOOLS.contains(&described(e).0.as_str())).collect();
+        let own_bytes = serde_json::to_string_pretty(&own).unwrap().len();
+        eprintln!(
+            "{model}: {own_bytes} bytes of its own tools, {} with the runtime's; {} tools: {}",
+            printed.trim_end().len(),
+            names.len(),
+            names.join(" ")
+        );
+        assert!(own_bytes <= BUDGET, "{model}: {own_bytes} bytes over the budget of {BUDGET}");
+        // The sub-agent tool is sent, its background follow-ups only once a task runs.
+        assert!(names.iter().any(|n| n == "task"), "{names:?}");
+        for later in ["task_wait", "task_result", "task_continue", "task_cancel"] {
+            assert!(!names.iter().any(|n| n == later), "{model} sends {later} before any background task");
+        }
         for name in ["read", "list", "glob", "grep", "bash", "bash_output", "webfetch", "todo_write", "lsp"] {
             assert!(names.iter().any(|n| n == name), "{model} lost {name}: {names:?}");
         }

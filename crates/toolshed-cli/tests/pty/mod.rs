@@ -125,13 +125,20 @@ impl Terminal {
     }
 
     pub fn wait_for(&mut self, what: &str, timeout: Duration) -> String {
+        self.wait_until(&format!("{what:?}"), |screen| screen.contains(what), timeout)
+    }
+
+    /// The screen once `holds` is true of it: a frame can be read half written (a finished
+    /// cell printed above the viewport before the viewport is redrawn), so a test of the
+    /// settled screen waits for it rather than reading the first frame that shows some text.
+    pub fn wait_until(&mut self, what: &str, holds: impl Fn(&str) -> bool, timeout: Duration) -> String {
         let deadline = Instant::now() + timeout;
         loop {
             let now = self.contents();
-            if now.contains(what) {
+            if holds(&now) {
                 return now;
             }
-            assert!(Instant::now() < deadline, "no {what:?} on screen within {timeout:?}:\n{now}");
+            assert!(Instant::now() < deadline, "no {what} on screen within {timeout:?}:\n{now}");
             std::thread::sleep(Duration::from_millis(25));
         }
     }

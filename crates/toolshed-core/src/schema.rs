@@ -10,11 +10,13 @@ use serde_json::{Map, Value, json};
 ///
 /// Draft 2020-12 with every subschema inlined; the `$schema` and `title` keywords and the root's
 /// description (the argument struct's doc comment: the tool's description says it) are dropped,
-/// as are non-standard formats such as `uint32` (schemars already adds `minimum: 0` for unsigned
-/// integers). Every byte here is sent on every step, so optional parameters are [`slimmed`].
+/// as are non-standard formats such as `uint32` and the `minimum: 0` schemars adds for unsigned
+/// integers (the decoder refuses a negative number anyway). Every byte here is sent on every
+/// step, so the schema is then written the short way ([`slim_optional`]).
 pub fn schema_for<T: JsonSchema>() -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| s.inline_subschemas = true)
+        .with_transform(drop_unsigned_minimum)
         .with_transform(RestrictFormats::default())
         .into_generator();
     let mut schema = generator.into_root_schema_for::<T>().to_value();
@@ -25,6 +27,19 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     }
     slim_optional(&mut schema);
     ensure_object_schema(schema)
+}
+
+/// Drops the `minimum: 0` schemars adds to an unsigned integer (told by its `uint*` format,
+/// before the formats are restricted): the decoder refuses a negative number anyway, and the
+/// bytes are sent on every request. A `minimum: 0` a field asks for itself stays.
+fn drop_unsigned_minimum(schema: &mut schemars::Schema) {
+    if let Some(obj) = schema.as_object_mut() {
+        let unsigned = obj.get("format").and_then(Value::as_str).is_some_and(|f| f.starts_with("uint"));
+        if unsigned && obj.get("minimum").is_some_and(|m| m == 0) {
+            obj.remove("minimum");
+        }
+    }
+    schemars::transform::transform_subschemas(&mut drop_unsigned_minimum, schema);
 }
 
 /// Drops `null` from what an optional parameter (one not in `required`) may be: an `Option<T>`
@@ -108,10 +123,6 @@ fn drop_null(prop: &mut Value) {
     }
     if p.get("default").is_some_and(|d| d.is_null() || *d == Value::Bool(false)) {
         p.remove("default");
-    }
-    // schemars' `minimum: 0` for an unsigned field: the decoder refuses a negative number anyway.
-    if p.get("type").is_some_and(|t| t == "integer") && p.get("minimum").is_some_and(|m| m == 0) {
-        p.remove("minimum");
     }
 }
 
@@ -230,6 +241,11 @@ mod tests {
         mode: Option<Mode>,
         /// Left out or given.
         count: Option<u32>,
+        /// Asked to be at least zero.
+        #[schemars(range(min = 0))]
+        offset: Option<i64>,
+        /// Unsigned and required.
+        size: u64,
     }
 
     #[test]
@@ -238,6 +254,9 @@ mod tests {
         let text = schema.to_string();
         assert!(!text.contains("null"), "{text}");
         assert_eq!(schema["properties"]["count"]["type"], "integer");
+        assert!(schema["properties"]["count"].get("minimum").is_none(), "{text}");
+        assert!(schema["properties"]["size"].get("minimum").is_none(), "{text}");
+        assert_eq!(schema["properties"]["offset"]["minimum"], 0, "a bound the field asks for: {text}");
         assert_eq!(schema["properties"]["mode"]["enum"], json!(["Fast", "Slow"]));
         assert!(admits_null(&json!({"anyOf": [{"type": "string"}, {"type": "null"}]})));
         assert!(admits_null(&json!({"type": ["string", "null"]})));

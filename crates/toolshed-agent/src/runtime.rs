@@ -530,16 +530,18 @@ impl Runtime {
         prompt: &[Part],
         cancel: &CancellationToken,
     ) -> Result<String, AgentError> {
-        for part in prompt {
-            match part {
-                Part::Text { .. } => {}
-                Part::Image(image) => {
-                    crate::store::prompt_image(&image.media_type, &image.data_base64).map_err(AgentError::Usage)?;
-                }
-                _ => return Err(AgentError::Usage("a prompt holds only text and images".to_string())),
-            }
-        }
-        let result = self.prompt_inner(session, prompt, cancel).await;
+        // Each image as checked: refused, or labelled with the type its bytes say.
+        let prompt = prompt
+            .iter()
+            .map(|part| match part {
+                Part::Text { .. } => Ok(part.clone()),
+                Part::Image(image) => crate::store::prompt_image(&image.media_type, &image.data_base64)
+                    .map(Part::Image)
+                    .map_err(AgentError::Usage),
+                _ => Err(AgentError::Usage("a prompt holds only text and images".to_string())),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let result = self.prompt_inner(session, &prompt, cancel).await;
         match &result {
             Ok(text) => self.emit(Event::Finish { session_id: session.id.clone(), text: text.clone() }),
             Err(e) => {

@@ -922,3 +922,20 @@ async fn arguments_cut_off_at_the_token_limit_are_explained_to_the_model() {
     assert!(results[0].1.contains("not valid JSON"), "{}", results[0].1);
     assert!(results[0].1.contains("hit the output-token limit, so these arguments were cut off"), "{}", results[0].1);
 }
+
+#[tokio::test]
+async fn a_prompt_image_is_sent_as_the_type_its_bytes_say() {
+    use base64::Engine;
+    let h = harness("openai-chat", vec![Reply::sse(chat::text("a tiny gif"))], Arc::new(RejectAll));
+    let session = h.rt.create_session("build", "fake/m", None).unwrap();
+    let gif = base64::engine::general_purpose::STANDARD.encode(b"GIF89a\x01\x00\x01\x00");
+    let prompt = [
+        toolshed_llm::Part::Text { text: "what is this?".into() },
+        // Called a PNG by whoever attached it.
+        toolshed_llm::Part::Image(toolshed_llm::Image { media_type: "image/png".into(), data_base64: gif.clone() }),
+    ];
+    h.rt.prompt_with(&session, &prompt, &CancellationToken::new()).await.unwrap();
+    let sent = h.server.received()[0].body["messages"].to_string();
+    assert!(sent.contains(&format!("data:image/gif;base64,{gif}")), "{sent}");
+    assert!(!sent.contains("image/png"), "{sent}");
+}

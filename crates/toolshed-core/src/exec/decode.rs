@@ -69,19 +69,59 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
     Err(ToolError::RespondToModel(message))
 }
 
-/// Takes a `null` sent for an optional top-level parameter whose schema does not take `null`
-/// as "not given": models often send `null` for what they leave out, and the schemas the model
-/// sees do not list `null` for optional parameters (see [`crate::schema::slim_optional`]).
+/// Takes a `null` sent for an optional parameter whose schema does not take `null` as "not
+/// given", at any depth (a todo's optional field as much as a top-level parameter): models often
+/// send `null` for what they leave out, and the schemas the model sees do not list `null` for
+/// optional parameters (see [`crate::schema::slim_optional`]).
 fn without_null_optionals(schema: &Value, mut args: Value) -> Value {
-    let (Some(obj), Some(props)) = (args.as_object_mut(), schema.get("properties").and_then(Value::as_object)) else {
-        return args;
-    };
-    let required = schema.get("required").and_then(Value::as_array);
-    let is_required = |name: &str| required.is_some_and(|r| r.iter().any(|n| n == name));
-    obj.retain(|name, value| {
-        !(value.is_null() && !is_required(name) && props.get(name).is_some_and(|p| !crate::schema::admits_null(p)))
-    });
+    drop_null_optionals(schema, schema, &mut args, 0);
     args
+}
+
+/// How deep [`drop_null_optionals`] follows nested objects and arrays (and `$ref`s, which may
+/// be cyclic).
+const NULL_DEPTH: usize = 16;
+
+fn drop_null_optionals(root: &Value, schema: &Value, value: &mut Value, depth: usize) {
+    if depth > NULL_DEPTH {
+        return;
+    }
+    let schema = resolve_ref(root, schema);
+    match value {
+        Value::Object(obj) => {
+            let Some(props) = schema.get("properties").and_then(Value::as_object) else { return };
+            let required = schema.get("required").and_then(Value::as_array);
+            let is_required = |name: &str| required.is_some_and(|r| r.iter().any(|n| n == name));
+            obj.retain(|name, value| {
+                !(value.is_null()
+                    && !is_required(name)
+                    && props.get(name).is_some_and(|p| !crate::schema::admits_null(resolve_ref(root, p))))
+            });
+            for (name, value) in obj.iter_mut() {
+                if let Some(prop) = props.get(name) {
+                    drop_null_optionals(root, prop, value, depth + 1);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = schema.get("items").filter(|i| i.is_object()) {
+                for value in items {
+                    drop_null_optionals(root, item, value, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The schema a local `$ref` (`#/$defs/Name`, `#/definitions/Name`) points at, else `schema`.
+fn resolve_ref<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix('#'))
+        .and_then(|pointer| root.pointer(pointer))
+        .unwrap_or(schema)
 }
 
 /// Turns numbers like `1000.0` or `1e3`, which JSON Schema counts as integers, into JSON
@@ -359,6 +399,31 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(msg.contains("`assignee` must be a string, but got null"), "{msg}");
+    }
+
+    #[test]
+    fn null_for_a_nested_optional_field_means_not_given() {
+        // An item's optional field, through `items` and a `$ref`, as schemars writes a list of
+        // structs; a nested required field's null is still an error, and so is one its schema
+        // takes (kept for the tool to see).
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "todos": {"type": "array", "items": {"$ref": "#/$defs/Todo"}},
+                "meta": {"type": "object", "properties": {"note": {"type": "string"}, "clear": {"type": ["string", "null"]}}},
+            },
+            "required": ["todos"],
+            "$defs": {"Todo": {"type": "object", "properties": {
+                "content": {"type": "string"}, "priority": {"type": "string"}}, "required": ["content"]}},
+        });
+        let mut r = Registry::new();
+        r.register(Spec(ToolSpec::new("plan", "Plan.", schema)), Source::Builtin);
+        let e = r.get("plan").unwrap();
+        let sent = json!({"todos": [{"content": "a", "priority": null}], "meta": {"note": null, "clear": null}});
+        let args = decode(e, &CallInput::Json(sent)).unwrap();
+        assert_eq!(args, json!({"todos": [{"content": "a"}], "meta": {"clear": null}}));
+        let msg = decode(e, &CallInput::Json(json!({"todos": [{"content": null}]}))).unwrap_err().to_string();
+        assert!(msg.contains("`todos[0].content` must be a string, but got null"), "{msg}");
     }
 
     #[test]

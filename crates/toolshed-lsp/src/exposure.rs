@@ -4,11 +4,14 @@
 //! sent `lsp` where no server can answer calls it and gets an error; a model that is not sent it
 //! never pays its bytes.
 //!
-//! Decided once per workspace, on the first tool list (never on `toolshed call`, which lists
-//! nothing), from what toolshed itself finds on disk and `PATH`.
+//! Decided on the first tool list (never on `toolshed call`, which lists nothing), from what
+//! toolshed itself finds on disk and `PATH`. A yes is final; a no is looked at again on a later
+//! list once [`RECHECK`] has passed, so a session that creates the first source file of an
+//! empty directory (or installs a server) gets `lsp` from its next step on.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use toolshed_core::registry::{Registry, Source, View, VisibilityHook};
 use toolshed_core::tool::{Exposure, ToolSpec};
@@ -23,22 +26,41 @@ const MAX_ENTRIES: usize = 5_000;
 /// Directories never looked into: dependencies and build output say nothing about the project.
 const SKIPPED_DIRS: &[&str] = &["node_modules", "target", "vendor", "dist", "build", "__pycache__"];
 
+/// How long a "no server can serve this worktree" stands before the worktree is looked at again.
+pub const RECHECK: Duration = Duration::from_secs(5);
+
 /// The visibility hook: the built-in `lsp` tool is hidden unless a server can serve the worktree.
 pub struct Availability {
     table: ServerTable,
     root: PathBuf,
-    decided: OnceLock<bool>,
+    recheck: Duration,
+    /// `None` until first asked; then `Ok(())` once a server can serve the worktree (final),
+    /// or `Err(when)` it was last found that none can.
+    decided: Mutex<Option<Result<(), Instant>>>,
 }
 
 impl Availability {
     /// The hook for `table`'s servers in the worktree at `root`.
     pub fn new(table: ServerTable, root: &Path) -> Self {
-        Availability { table, root: root.to_path_buf(), decided: OnceLock::new() }
+        Self::with_recheck(table, root, RECHECK)
+    }
+
+    /// As [`Availability::new`], with a "no" standing for `recheck`.
+    pub fn with_recheck(table: ServerTable, root: &Path, recheck: Duration) -> Self {
+        Availability { table, root: root.to_path_buf(), recheck, decided: Mutex::new(None) }
     }
 
     /// Whether some server can serve a file of the worktree.
     pub fn available(&self) -> bool {
-        *self.decided.get_or_init(|| available(&self.table, &self.root))
+        let mut decided = self.decided.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match *decided {
+            Some(Ok(())) => return true,
+            Some(Err(when)) if when.elapsed() < self.recheck => return false,
+            _ => {}
+        }
+        let yes = available(&self.table, &self.root);
+        *decided = Some(if yes { Ok(()) } else { Err(Instant::now()) });
+        yes
     }
 }
 
@@ -124,5 +146,22 @@ mod tests {
         assert!(!available(&table(FAKE), root));
         std::fs::write(root.join("fake.toml"), "").unwrap();
         assert!(available(&table(FAKE), root));
+    }
+
+    #[test]
+    fn a_no_is_looked_at_again_and_a_yes_stands() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let hook = Availability::with_recheck(table(FAKE), root, Duration::ZERO);
+        assert!(!hook.available(), "an empty worktree");
+        std::fs::write(root.join("main.fk"), "").unwrap();
+        assert!(hook.available(), "the session wrote the first source file");
+        std::fs::remove_file(root.join("main.fk")).unwrap();
+        assert!(hook.available(), "once sent, lsp stays: the tool list does not flicker");
+        // Within the recheck time a no stands, so a list per step does not rescan the tree.
+        let slow = Availability::with_recheck(table(FAKE), root, Duration::from_secs(3600));
+        assert!(!slow.available());
+        std::fs::write(root.join("main.fk"), "").unwrap();
+        assert!(!slow.available());
     }
 }

@@ -236,8 +236,9 @@ pub struct TaskArgs {
     /// 3-5 words, for the user.
     pub description: String,
     /// The complete instructions.
+    #[schemars(description = "")]
     pub prompt: String,
-    /// Default `general` if defined, else `explore`.
+    /// Default `general`, else `explore`.
     #[serde(default)]
     pub agent: Option<String>,
     /// Run in the background and return a task id at once.
@@ -265,7 +266,7 @@ impl TypedTool for TaskTool {
     }
 
     fn description(&self) -> String {
-        "Runs a sub-agent in a session of its own and returns its final answer. Use it for broad searches (agent `explore`) or independent multi-step work (`general`); your instructions list the sub-agents. It sees only `prompt`: include everything it needs. `background: true` returns a task id at once; tools to wait for, read, continue or cancel it then appear.".to_string()
+        "Runs a sub-agent in a session of its own and returns its final answer. Use it for broad searches (agent `explore`) or independent multi-step work (`general`). It sees only `prompt`: include everything it needs. `background: true` returns a task id at once; tools to wait for, read, continue or cancel it then appear.".to_string()
     }
 
     fn flags(&self) -> ToolFlags {

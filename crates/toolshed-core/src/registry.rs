@@ -60,11 +60,19 @@ impl Entry {
         self.tool.spec()
     }
 
-    /// The compiled validator of the tool's parameters schema, built on first use.
+    /// The compiled validator of the tool's parameters schema, built on first use. toolshed's
+    /// own tools take only the parameters they list: their schemas leave
+    /// `"additionalProperties": false` out of what models are sent (it is the same for all of
+    /// them), and it is added back here, so a misspelt parameter is refused, never ignored.
     pub fn validator(&self) -> Result<&jsonschema::Validator, &str> {
         self.validator
             .get_or_init(|| {
-                jsonschema::validator_for(&self.tool.spec().parameters)
+                let parameters = &self.tool.spec().parameters;
+                let strict = match self.source {
+                    Source::Builtin | Source::Runtime => crate::schema::closed(parameters),
+                    _ => None,
+                };
+                jsonschema::validator_for(strict.as_ref().unwrap_or(parameters))
                     .map_err(|e| format!("the tool's parameters schema is invalid: {e}"))
             })
             .as_ref()

@@ -24,9 +24,26 @@ pub fn schema_for<T: JsonSchema>() -> Value {
         obj.remove("$schema");
         obj.remove("title");
         obj.remove("description");
+        // Every built-in tool refuses unknown parameters (`closed`, at validation): saying so in
+        // each schema would only cost bytes.
+        if obj.get("additionalProperties") == Some(&Value::Bool(false)) {
+            obj.shift_remove("additionalProperties");
+        }
     }
     slim_optional(&mut schema);
     ensure_object_schema(schema)
+}
+
+/// `schema` with `"additionalProperties": false` at its root, if it lists properties and says
+/// nothing about others; `None` if it already says (or is not an object schema).
+pub fn closed(schema: &Value) -> Option<Value> {
+    let obj = schema.as_object()?;
+    if !obj.contains_key("properties") || obj.contains_key("additionalProperties") {
+        return None;
+    }
+    let mut obj = obj.clone();
+    obj.insert("additionalProperties".into(), Value::Bool(false));
+    Some(Value::Object(obj))
 }
 
 /// Drops the `minimum: 0` schemars adds to an unsigned integer (told by its `uint*` format,
@@ -44,8 +61,9 @@ fn drop_unsigned_minimum(schema: &mut schemars::Schema) {
 
 /// Drops `null` from what an optional parameter (one not in `required`) may be: an `Option<T>`
 /// field says `"type": ["T", "null"]`, an optional enum lists `null` among its values, and a
-/// `#[serde(default)]` one adds `"default": null` (or `false`). Leaving the parameter out already means "not
-/// given", so the `null` only costs bytes; the decode stage still takes a `null` that a model
+/// `#[serde(default)]` one adds a `"default"` (left out too: a default that matters is said in
+/// the description). Leaving the parameter out already means "not given", so the `null` only
+/// costs bytes; the decode stage still takes a `null` that a model
 /// sends for such a parameter as "not given" ([`crate::exec`]'s decode drops it).
 ///
 /// Two more shapes are written the short way: an enum whose values carry doc comments (a
@@ -121,9 +139,8 @@ fn drop_null(prop: &mut Value) {
     if let Some(Value::Array(values)) = p.get_mut("enum") {
         values.retain(|v| !v.is_null());
     }
-    if p.get("default").is_some_and(|d| d.is_null() || *d == Value::Bool(false)) {
-        p.remove("default");
-    }
+    // A default that matters is said in the description; the rest is the tool's business.
+    p.shift_remove("default");
 }
 
 /// Whether a property schema says, in its own `type`, that it takes `null`. A schema that does
@@ -261,6 +278,30 @@ mod tests {
         assert!(admits_null(&json!({"anyOf": [{"type": "string"}, {"type": "null"}]})));
         assert!(admits_null(&json!({"type": ["string", "null"]})));
         assert!(!admits_null(&json!({"type": "string"})));
+    }
+
+    #[allow(dead_code)]
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Strict {
+        /// A timeout.
+        #[serde(default = "seven")]
+        timeout: u32,
+    }
+
+    fn seven() -> u32 {
+        7
+    }
+
+    #[test]
+    fn defaults_and_the_closed_marker_are_left_out_and_closed_adds_it_back() {
+        let schema = schema_for::<Strict>();
+        assert!(schema["properties"]["timeout"].get("default").is_none(), "{schema}");
+        assert!(schema.get("additionalProperties").is_none(), "{schema}");
+        assert_eq!(closed(&schema).unwrap()["additionalProperties"], false);
+        // A schema that says what it takes of other properties is left as it is.
+        assert!(closed(&json!({"type": "object", "properties": {}, "additionalProperties": true})).is_none());
+        assert!(closed(&json!({"type": "string"})).is_none());
     }
 
     #[test]

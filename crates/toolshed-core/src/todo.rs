@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 /// Where an item stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(description = "")]
 pub enum TodoStatus {
     /// Not started.
     Pending,

@@ -32,7 +32,7 @@ pub const MAX_RESULTS: usize = 100;
 /// Longest hover text shown, in characters.
 const MAX_HOVER_CHARS: usize = 4000;
 
-const DESCRIPTION: &str = "Asks the language server of the file's language: diagnostics of file_path; definition, references or hover of the symbol at line/character; document_symbols; workspace_symbols matching `query`. `line` and `character` are 1-based, as read shows lines, and count characters. A server's first call may take seconds.";
+const DESCRIPTION: &str = "Asks a language server: diagnostics of file_path; definition, references or hover of the symbol at line/character; document_symbols; workspace_symbols matching `query`. `line` and `character` are 1-based, as read shows lines, and count characters. A server's first call may take seconds.";
 
 /// What to ask.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -86,6 +86,7 @@ pub struct LspArgs {
     pub character: Option<u32>,
     /// Part of a symbol's name.
     #[serde(default)]
+    #[schemars(description = "")]
     pub query: Option<String>,
     #[serde(skip)]
     #[schemars(skip)]

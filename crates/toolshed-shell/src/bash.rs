@@ -16,7 +16,6 @@ use toolshed_shellpolicy as bash_permission;
 
 use super::process::{self, Exit, KILL_GRACE, SpawnRequest, StdinMode};
 use super::sandbox::{self, Plan, SandboxMode, SandboxPolicy};
-use super::session::MAX_SESSIONS;
 use super::{MEMORY_BUDGET, Shell, exit_line, exit_metadata};
 
 /// Default `timeout_ms`.
@@ -48,13 +47,13 @@ pub struct BashArgs {
     #[schemars(description = "")]
     #[schemars(range(min = 1, max = 600000))]
     pub timeout_ms: Option<u64>,
-    /// Return if still running after this long; it runs on as a session (without timeout unless timeout_ms is set).
+    /// Return if still running after this long; it runs on as a session.
     #[schemars(range(min = 0, max = 600000))]
     pub yield_ms: Option<u64>,
     /// Run on a pseudo-terminal (REPLs, prompts). Implies yield_ms 10000.
     #[serde(default)]
     pub tty: bool,
-    /// What it does, in 5-10 words, for the user.
+    /// 5-10 words, for the user.
     pub description: Option<String>,
     /// Where `workdir` led when permission was checked.
     #[serde(skip)]
@@ -108,15 +107,15 @@ fn sandbox_sentence(policy: &SandboxPolicy) -> String {
         _ if !support.available() => {
             " This machine cannot sandbox commands and may not run them unsandboxed: every command is refused.".to_string()
         }
-        SandboxMode::ReadOnly => " Every write fails (read-only sandbox: \"Permission denied\"). The user may be asked to allow more.".to_string(),
-        SandboxMode::WorkspaceWrite => " Writes outside the worktree, the temp directory and tool caches fail (sandbox: \"Permission denied\"); `.git` and toolshed's files may be read-only. The user may be asked to allow more.".to_string(),
+        SandboxMode::ReadOnly => " Every write fails (read-only sandbox: \"Permission denied\").".to_string(),
+        SandboxMode::WorkspaceWrite => " Writes outside the worktree, the temp directory and tool caches fail (sandbox: \"Permission denied\"); `.git` and toolshed's files may be read-only.".to_string(),
     }
 }
 
 /// The description a model reads when its commands run under `policy`.
 fn describe(policy: &SandboxPolicy) -> String {
     format!(
-        "Runs `bash -c command`; returns stdout and stderr interleaved, then the exit code. Each call is a fresh non-interactive shell: stdin is closed, `cd` and exports do not persist (use `workdir`), secret-looking variables are unset. `timeout_ms` (default {DEFAULT_TIMEOUT_MS}) stops the command and all it started. A `cmd &` runs on but its later output is lost. For servers and watchers set `yield_ms`, then use bash_output (at most {MAX_SESSIONS} sessions).{} Prefer the file tools to cat, grep, sed or echo >.",
+        "Runs `bash -c command`. Each call is a fresh non-interactive shell: stdin is closed, `cd` and exports do not persist (use `workdir`). `timeout_ms` (default {DEFAULT_TIMEOUT_MS}) stops the command and all it started. A `cmd &` runs on but its later output is lost. For servers and watchers set `yield_ms`, then use bash_output.{} Prefer the file tools to cat, grep, sed or echo >.",
         sandbox_sentence(policy)
     )
 }

@@ -33,11 +33,12 @@ pub struct BashOutputArgs {
     pub input: Option<String>,
     /// Then close stdin (end of file).
     #[serde(default)]
+    #[schemars(description = "")]
     pub close_stdin: bool,
-    /// Wait up to this long for it to exit (default 1000).
+    /// Wait this long for it to exit (default 1000).
     #[schemars(range(min = 0, max = 600000))]
     pub wait_ms: Option<u64>,
-    /// Stop it and all it started (SIGTERM, then SIGKILL).
+    /// Stop it and all it started.
     #[serde(default)]
     pub stop: bool,
 }
@@ -62,7 +63,7 @@ impl TypedTool for BashOutput {
     }
 
     fn description(&self) -> String {
-        "Reads a bash session's new output (a command that outlived yield_ms) and whether it still runs, after writing `input` if given; `stop` ends it. A session is closed once its end is reported.".to_string()
+        "Reads a bash session's new output (a command that outlived yield_ms) and whether it still runs, after writing `input` if given; `stop` ends it.".to_string()
     }
 
     fn flags(&self) -> ToolFlags {

@@ -52,7 +52,7 @@ const DESCRIPTION: &str = r#"Adds, deletes, updates and moves files; the whole p
 *** Update File: <path>    optionally `*** Move to: <path>`, then chunks
 *** End Patch
 
-A chunk starts with `@@`, or `@@ <line>` quoting a line above the change (such as a function header) when the place is ambiguous; repeat to narrow. Its lines are ` ` context (about 3 before and after each change), `-` removed and `+` added; context and `-` lines must match the file as it is, with no line numbers. Chunks go in file order; `*** End of File` follows a chunk that ends the file. Example:
+A chunk starts with `@@`, or `@@ <line>` quoting a line above the change (a function header) when the place is ambiguous; repeat to narrow. Its lines are ` ` context (about 3 before and after each change), `-` removed and `+` added; context and `-` lines must match the file as it is, with no line numbers. Chunks go in file order; `*** End of File` follows a chunk that ends the file. Example:
 
 *** Begin Patch
 *** Update File: src/app.py

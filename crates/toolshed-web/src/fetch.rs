@@ -53,6 +53,7 @@ const DESCRIPTION: &str = "Fetches an http(s) URL: HTML as Markdown (or as `form
 
 /// How an HTML page is returned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(description = "")]
 #[serde(rename_all = "lowercase")]
 #[allow(missing_docs)] // variant docs would turn the schema's plain `enum` into a `oneOf`
 pub enum Format {
@@ -94,7 +95,7 @@ pub struct WebFetchArgs {
     pub format: Format,
     /// Give up after this long.
     #[schemars(description = "")]
-    #[schemars(range(min = 1, max = 120000))]
+    #[schemars(range(max = 120000))]
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
 }

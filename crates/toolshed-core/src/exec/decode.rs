@@ -427,6 +427,20 @@ mod tests {
     }
 
     #[test]
+    fn a_built_in_tool_refuses_unknown_parameters_its_schema_does_not_mention() {
+        // The schema a model sees does not say `additionalProperties: false`; a built-in tool
+        // refuses other parameters anyway, and an MCP tool with the same schema does not.
+        let schema = json!({"type": "object", "properties": {"file_path": {"type": "string"}, "replace_all": {"type": "boolean"}}, "required": ["file_path"]});
+        let mut r = Registry::new();
+        r.register(Spec(ToolSpec::new("mine", "Mine.", schema.clone())), Source::Builtin);
+        r.register(Spec(ToolSpec::new("theirs", "Theirs.", schema)), Source::Mcp("s".into()));
+        let sent = json!({"file_path": "a", "replaceAll": true});
+        let msg = decode(r.get("mine").unwrap(), &CallInput::Json(sent.clone())).unwrap_err().to_string();
+        assert!(msg.contains("unknown parameter `replaceAll`; the parameters are `file_path`, `replace_all`"), "{msg}");
+        assert_eq!(decode(r.get("theirs").unwrap(), &CallInput::Json(sent.clone())).unwrap(), sent);
+    }
+
+    #[test]
     fn malformed_json_and_non_objects_are_explained() {
         let e = err(CallInput::Raw("{\"file_path\": ".into()));
         assert!(e.starts_with("The arguments for edit are not valid JSON (EOF while parsing"), "{e}");

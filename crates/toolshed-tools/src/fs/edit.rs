@@ -19,7 +19,7 @@ const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
 /// Diff lines shown in an edit result.
 const RESULT_DIFF_LINES: usize = 120;
 
-const DESCRIPTION: &str = "Replaces `old_string` with `new_string` in a file. Copy `old_string` from read's output without the `N: ` prefixes, with just enough context (2-3 lines) to match exactly one place; several matches are refused with their line numbers unless `replace_all`. Small whitespace or quote slips are forgiven; if nothing matches, the error shows the closest lines. An empty `old_string` creates a file. One call per change.";
+const DESCRIPTION: &str = "Replaces `old_string` with `new_string` in a file. Copy `old_string` from read's output without the `N: ` prefixes, with just enough context (2-3 lines) to match exactly one place; several matches are refused with their line numbers unless `replace_all`. An empty `old_string` creates a file. One call per change.";
 
 /// Arguments of `edit`.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -17,7 +17,7 @@ use toolshed_path::{self as path, Permitted, ResolvedPath, pattern_for};
 /// Most paths returned.
 pub const MAX_RESULTS: usize = 100;
 
-const DESCRIPTION: &str = "Finds files by glob, newest first, at most 100. `**` spans directories and `{a,b}` gives alternatives. A pattern without `/` matches names at any depth (`*.md`); one with `/` matches the path under `path`. Leaves out `.gitignore`d files and `.git`; includes hidden files.";
+const DESCRIPTION: &str = "Finds files by glob, newest first, at most 100. A pattern without `/` matches names at any depth (`*.md`); one with `/` matches the path under `path`. Leaves out `.gitignore`d files and `.git`; includes hidden files.";
 
 /// Arguments of `glob`.
 #[derive(Debug, Deserialize, JsonSchema)]

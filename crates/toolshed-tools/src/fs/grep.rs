@@ -34,12 +34,13 @@ pub const MAX_GREP_LINE_CHARS: usize = 400;
 /// Lines kept in memory across all files (matches and context); beyond it hits are only counted.
 const MAX_STORED_LINES: usize = 20_000;
 
-const DESCRIPTION: &str = "Searches file contents for a regular expression (ripgrep syntax), skipping binary and `.gitignore`d files. Escape literal `( ) [ ] { } . * + ? | ^ $ \\` with `\\`, e.g. `fn main\\(`; matches never span lines. Content mode prints `N: text` under each file (context lines `N- text`). If results are cut, narrow the search rather than raising `limit`.";
+const DESCRIPTION: &str = "Searches file contents for a regular expression (ripgrep syntax), skipping binary and `.gitignore`d files. Escape literal `( ) [ ] { } . * + ? | ^ $ \\` with `\\`, e.g. `fn main\\(`; matches never span lines. Content mode prints `N: text` under each file. If results are cut, narrow the search rather than raising `limit`.";
 
 /// What grep reports: matching lines grouped by file (`content`), only the paths of files that
 /// match (`files_with_matches`), or the number of matching lines per file (`count`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(description = "")] // the values say it
 #[allow(missing_docs)] // variant docs would turn the schema's plain `enum` into a `oneOf`
 pub enum OutputMode {
     #[default]
@@ -55,17 +56,19 @@ pub struct GrepArgs {
     #[schemars(description = "")]
     pub pattern: String,
     /// A directory or file.
+    #[schemars(description = "")]
     pub path: Option<String>,
-    /// Only files matching this glob, e.g. `*.{ts,tsx}`.
+    /// A glob, e.g. `*.{ts,tsx}`.
     pub include: Option<String>,
     /// Ignore case.
     #[schemars(description = "")]
     pub case_insensitive: Option<bool>,
-    /// Lines around each match (at most 10).
+    /// At most 10.
     pub context: Option<u32>,
     /// Default `content`.
+    #[schemars(description = "")]
     pub output_mode: Option<OutputMode>,
-    /// Most lines or files shown. Default 100.
+    /// Default 100.
     #[schemars(range(min = 1))]
     pub limit: Option<u32>,
     #[serde(skip)]

@@ -20,7 +20,7 @@ pub const MAX_ENTRIES: usize = 500;
 /// Most entries scanned before giving up on counting.
 const MAX_SCANNED: usize = 50_000;
 
-const DESCRIPTION: &str = "Lists a directory as an indented tree, directories ending in `/`, without `.gitignore`d files and `.git`; `node_modules`, `target` and the like are not expanded. Stops at 500 entries, saying how many are missing where. Find files with glob (names) or grep (contents).";
+const DESCRIPTION: &str = "Lists a directory as an indented tree, without `.gitignore`d files and `.git`; `node_modules`, `target` and the like are not expanded. Stops at 500 entries, saying how many are missing where.";
 
 /// Arguments of `list`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -28,7 +28,7 @@ pub struct ListArgs {
     /// The directory to list.
     #[schemars(description = "")]
     pub path: Option<String>,
-    /// Globs to leave out, e.g. `fixtures/**`.
+    /// Globs to leave out.
     pub ignore: Option<Vec<String>>,
     #[serde(skip)]
     #[schemars(skip)]

@@ -26,7 +26,7 @@ const COUNT_REST_BYTES: u64 = 8 * 1024 * 1024;
 /// Bytes of output kept free for the closing line.
 const FOOTER_RESERVE: usize = 400;
 
-const DESCRIPTION: &str = "Reads a file as `N: text` lines; the `N: ` prefixes are not part of the file. Stops after `limit` lines (default 2000) or 50 KB and says the `offset` to continue from; lines over 2000 characters are cut. Images come back as images; other binary files are refused. A directory lists its entries.";
+const DESCRIPTION: &str = "Reads a file as `N: text` lines; the `N: ` prefixes are not part of the file. Stops after `limit` lines (default 2000) or 50 KB and says the `offset` to continue from; lines over 2000 characters are cut. Images come back as images; other binary files are refused.";
 
 /// Arguments of `read`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -35,7 +35,7 @@ pub struct ReadArgs {
     #[schemars(description = "")]
     pub file_path: String,
     /// First line, from 1.
-    #[schemars(range(min = 1))]
+    #[schemars(description = "", range(min = 1))]
     pub offset: Option<u64>,
     /// How many lines to show.
     #[schemars(description = "")]

@@ -13,7 +13,7 @@ use toolshed_path::{self as path, Permitted, ResolvedPath};
 /// Diff lines shown in a write result.
 const SUMMARY_DIFF_LINES: usize = 40;
 
-const DESCRIPTION: &str = "Creates or replaces a whole file (and missing directories). `content` is the complete file as written: no line numbers or placeholders such as `// ... rest unchanged`. To change part of a file use edit; read a file before replacing it. Line endings, BOM and permissions are kept.";
+const DESCRIPTION: &str = "Creates or replaces a whole file (and missing directories). `content` is the complete file as written: no line numbers or placeholders such as `// ... rest unchanged`. To change part of a file use edit; read a file before replacing it.";
 
 /// Arguments of `write`.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -15,6 +15,7 @@ const DESCRIPTION: &str = "Replaces your todo list: send the whole list each tim
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct TodoWriteArgs {
     /// The whole list, in order.
+    #[schemars(description = "")]
     pub todos: Vec<Todo>,
 }
 

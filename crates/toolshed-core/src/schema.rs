@@ -34,11 +34,27 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     ensure_object_schema(schema)
 }
 
-/// `schema` with `"additionalProperties": false` at its root, if it lists properties and says
-/// nothing about others; `None` if it already says (or is not an object schema).
+/// `schema` with `"additionalProperties": false` at its root, if its root lists every parameter
+/// in `properties` (at least one) and says nothing about others; `None` otherwise: a schema
+/// with no properties (a tool of free-form arguments, such as `serde_json::Value`), one whose
+/// parameters are given by a combinator (`oneOf` for an enum of argument shapes, `$ref`, ...),
+/// or one that already says what it takes of other properties is left as it is.
 pub fn closed(schema: &Value) -> Option<Value> {
+    const OPEN_ENDED: &[&str] = &[
+        "additionalProperties",
+        "patternProperties",
+        "unevaluatedProperties",
+        "oneOf",
+        "anyOf",
+        "allOf",
+        "$ref",
+        "if",
+        "not",
+        "dependentSchemas",
+    ];
     let obj = schema.as_object()?;
-    if !obj.contains_key("properties") || obj.contains_key("additionalProperties") {
+    let listed = obj.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
+    if !listed || OPEN_ENDED.iter().any(|k| obj.contains_key(*k)) {
         return None;
     }
     let mut obj = obj.clone();
@@ -302,6 +318,12 @@ mod tests {
         // A schema that says what it takes of other properties is left as it is.
         assert!(closed(&json!({"type": "object", "properties": {}, "additionalProperties": true})).is_none());
         assert!(closed(&json!({"type": "string"})).is_none());
+        // Parameters it does not list at its root, or none at all: not closed.
+        let tagged = json!({"type": "object", "properties": {}, "oneOf": [
+            {"type": "object", "properties": {"action": {"const": "create"}, "title": {"type": "string"}}},
+            {"type": "object", "properties": {"action": {"const": "delete"}}}]});
+        assert!(closed(&tagged).is_none());
+        assert!(closed(&json!({"type": "object", "properties": {}})).is_none());
     }
 
     #[test]

@@ -63,7 +63,7 @@ impl TypedTool for BashOutput {
     }
 
     fn description(&self) -> String {
-        "Reads a bash session's new output (a command that outlived yield_ms) and whether it still runs, after writing `input` if given; `stop` ends it.".to_string()
+        "Reads a bash session's new output (a command that outlived yield_ms) and whether it still runs, after writing `input` if given; `stop` ends it. A session is closed once its end is reported.".to_string()
     }
 
     fn flags(&self) -> ToolFlags {

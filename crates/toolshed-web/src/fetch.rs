@@ -95,7 +95,7 @@ pub struct WebFetchArgs {
     pub format: Format,
     /// Give up after this long.
     #[schemars(description = "")]
-    #[schemars(range(max = 120000))]
+    #[schemars(range(min = 1, max = 120000))]
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
 }

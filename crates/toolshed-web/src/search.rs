@@ -139,7 +139,7 @@ fn searxng_endpoint(mut url: Url) -> Url {
 pub struct WebSearchArgs {
     /// What to search for, as you would type it into a search engine.
     pub query: String,
-    /// How many results to return.
+    /// How many results (default 8).
     #[schemars(range(min = 1, max = 20))]
     #[serde(default = "default_limit")]
     pub limit: u32,

@@ -438,6 +438,13 @@ mod tests {
         let msg = decode(r.get("mine").unwrap(), &CallInput::Json(sent.clone())).unwrap_err().to_string();
         assert!(msg.contains("unknown parameter `replaceAll`; the parameters are `file_path`, `replace_all`"), "{msg}");
         assert_eq!(decode(r.get("theirs").unwrap(), &CallInput::Json(sent.clone())).unwrap(), sent);
+        // A built-in whose parameters are shapes of a `oneOf` (an enum of argument types, as a
+        // program embedding toolshed may register) is not closed at its root.
+        let shapes = json!({"type": "object", "properties": {}, "oneOf": [
+            {"type": "object", "properties": {"action": {"const": "create"}, "title": {"type": "string"}}, "required": ["action"]}]});
+        r.register(Spec(ToolSpec::new("notes", "Notes.", shapes)), Source::Builtin);
+        let sent = json!({"action": "create", "title": "x"});
+        assert_eq!(decode(r.get("notes").unwrap(), &CallInput::Json(sent.clone())).unwrap(), sent);
     }
 
     #[test]

@@ -123,6 +123,22 @@ fn malformed_arguments_exit_1_with_a_clear_message() {
 }
 
 #[test]
+fn built_in_tools_take_other_case_conventions_and_refuse_unknown_parameters() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("a.txt"), "hello world\n").unwrap();
+    // OpenCode's spellings of edit's parameters are the same words: taken.
+    let out =
+        toolshed(tmp.path(), &["call", "edit", r#"{"filePath": "a.txt", "oldString": "hello", "newString": "bye"}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(tmp.path().join("a.txt")).unwrap(), "bye world\n");
+    // Another word is refused, never ignored: grep without case_insensitive would miss `BYE`.
+    let out = toolshed(tmp.path(), &["call", "grep", r#"{"pattern": "BYE", "-i": true}"#, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let output = json(&out)["output"].as_str().unwrap().to_string();
+    assert!(output.contains("unknown parameter `-i`; the parameters are `pattern`"), "{output}");
+}
+
+#[test]
 fn call_runs_a_tool_and_reads_arguments_from_stdin() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("notes.txt"), "alpha\nbeta\n").unwrap();

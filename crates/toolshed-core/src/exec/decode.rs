@@ -42,8 +42,13 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
     }
     // Only toolshed's own schemas were written without `null`; another's (an MCP server's, a
     // custom tool's) says what it takes, and a `null` it does not take may mean "clear this".
+    // toolshed's own tools refuse unknown parameters; a parameter's name in another case
+    // convention (`replaceAll`, `filePath`, as other agents' tools spell them) is the same word
+    // and is taken as it.
     let args = match entry.source {
-        Source::Builtin | Source::Runtime => without_null_optionals(&spec.parameters, args),
+        Source::Builtin | Source::Runtime => {
+            without_null_optionals(&spec.parameters, with_canonical_names(&spec.parameters, args))
+        }
         _ => args,
     };
     // A broken definition is the tool's fault, not the model's and not the run's: the call
@@ -75,6 +80,29 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
 /// optional parameters (see [`crate::schema::slim_optional`]).
 fn without_null_optionals(schema: &Value, mut args: Value) -> Value {
     drop_null_optionals(schema, schema, &mut args, 0);
+    args
+}
+
+/// Renames a top-level argument the schema does not list to the one parameter whose name is the
+/// same word in another case convention (`replaceAll` or `Replace-All` for `replace_all`), if
+/// that parameter was not sent too. Anything else is left for validation to refuse.
+fn with_canonical_names(schema: &Value, mut args: Value) -> Value {
+    let (Some(obj), Some(props)) = (args.as_object_mut(), schema.get("properties").and_then(Value::as_object)) else {
+        return args;
+    };
+    let word = |name: &str| -> String {
+        name.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect()
+    };
+    let unknown: Vec<String> = obj.keys().filter(|k| !props.contains_key(*k)).cloned().collect();
+    for key in unknown {
+        let mut same = props.keys().filter(|p| word(p) == word(&key));
+        if let (Some(canonical), None) = (same.next(), same.next())
+            && !obj.contains_key(canonical)
+            && let Some(value) = obj.remove(&key)
+        {
+            obj.insert(canonical.clone(), value);
+        }
+    }
     args
 }
 
@@ -434,10 +462,20 @@ mod tests {
         let mut r = Registry::new();
         r.register(Spec(ToolSpec::new("mine", "Mine.", schema.clone())), Source::Builtin);
         r.register(Spec(ToolSpec::new("theirs", "Theirs.", schema)), Source::Mcp("s".into()));
-        let sent = json!({"file_path": "a", "replaceAll": true});
+        let sent = json!({"file_path": "a", "all": true});
         let msg = decode(r.get("mine").unwrap(), &CallInput::Json(sent.clone())).unwrap_err().to_string();
-        assert!(msg.contains("unknown parameter `replaceAll`; the parameters are `file_path`, `replace_all`"), "{msg}");
+        assert!(msg.contains("unknown parameter `all`; the parameters are `file_path`, `replace_all`"), "{msg}");
         assert_eq!(decode(r.get("theirs").unwrap(), &CallInput::Json(sent.clone())).unwrap(), sent);
+        // The same word in another case convention is taken as the parameter it spells; another
+        // word, or a spelling of one that was sent too, is still refused.
+        let args =
+            decode(r.get("mine").unwrap(), &CallInput::Json(json!({"filePath": "a", "replaceAll": true}))).unwrap();
+        assert_eq!(args, json!({"file_path": "a", "replace_all": true}));
+        let both = json!({"file_path": "a", "filePath": "b"});
+        let msg = decode(r.get("mine").unwrap(), &CallInput::Json(both)).unwrap_err().to_string();
+        assert!(msg.contains("unknown parameter `filePath`"), "{msg}");
+        let theirs = json!({"file_path": "a", "replaceAll": true});
+        assert_eq!(decode(r.get("theirs").unwrap(), &CallInput::Json(theirs.clone())).unwrap(), theirs);
         // A built-in whose parameters are shapes of a `oneOf` (an enum of argument types, as a
         // program embedding toolshed may register) is not closed at its root.
         let shapes = json!({"type": "object", "properties": {}, "oneOf": [

@@ -1165,15 +1165,7 @@ impl Store {
 
     /// Replaces the session's todo list.
     pub fn set_todos(&self, session_id: &str, todos: &[Todo]) -> Result<(), StoreError> {
-        let text = serde_json::to_string(todos).unwrap_or_else(|_| "[]".to_string());
-        let changed = self
-            .conn()
-            .execute("UPDATE sessions SET todos = ?2 WHERE id = ?1", params![session_id, text])
-            .map_err(|e| self.err(e))?;
-        if changed == 0 {
-            return Err(StoreError::NoSession(session_id.to_string()));
-        }
-        Ok(())
+        self.set_list(session_id, "todos", serde_json::to_string(todos))
     }
 
     /// Keeps the deferred tools the session's searches found (names, in any order).
@@ -1181,10 +1173,20 @@ impl Store {
         let mut tools = tools.to_vec();
         tools.sort();
         tools.dedup();
-        let text = serde_json::to_string(&tools).unwrap_or_else(|_| "[]".to_string());
+        self.set_list(session_id, "found_tools", serde_json::to_string(&tools))
+    }
+
+    /// Writes a session's list `column` (JSON text; an empty list if it could not be written).
+    fn set_list(
+        &self,
+        session_id: &str,
+        column: &'static str,
+        json: serde_json::Result<String>,
+    ) -> Result<(), StoreError> {
+        let text = json.unwrap_or_else(|_| "[]".to_string());
         let changed = self
             .conn()
-            .execute("UPDATE sessions SET found_tools = ?2 WHERE id = ?1", params![session_id, text])
+            .execute(&format!("UPDATE sessions SET {column} = ?2 WHERE id = ?1"), params![session_id, text])
             .map_err(|e| self.err(e))?;
         if changed == 0 {
             return Err(StoreError::NoSession(session_id.to_string()));

@@ -24,10 +24,14 @@ pub fn schema_for<T: JsonSchema>() -> Value {
         obj.remove("$schema");
         obj.remove("title");
         obj.remove("description");
-        // Every built-in tool refuses unknown parameters (`closed`, at validation): saying so in
-        // each schema would only cost bytes.
+        // A built-in tool whose schema `closed` closes refuses unknown parameters at validation
+        // anyway: saying so in its schema would only cost bytes. One it leaves open (no
+        // parameters, such as plan_exit's) keeps the marker.
         if obj.get("additionalProperties") == Some(&Value::Bool(false)) {
             obj.shift_remove("additionalProperties");
+            if !closes(obj) {
+                obj.insert("additionalProperties".into(), Value::Bool(false));
+            }
         }
     }
     slim_optional(&mut schema);
@@ -40,6 +44,14 @@ pub fn schema_for<T: JsonSchema>() -> Value {
 /// parameters are given by a combinator (`oneOf` for an enum of argument shapes, `$ref`, ...),
 /// or one that already says what it takes of other properties is left as it is.
 pub fn closed(schema: &Value) -> Option<Value> {
+    let obj = schema.as_object().filter(|obj| closes(obj))?;
+    let mut obj = obj.clone();
+    obj.insert("additionalProperties".into(), Value::Bool(false));
+    Some(Value::Object(obj))
+}
+
+/// Whether [`closed`] closes a schema of this root.
+fn closes(obj: &Map<String, Value>) -> bool {
     const OPEN_ENDED: &[&str] = &[
         "additionalProperties",
         "patternProperties",
@@ -52,14 +64,8 @@ pub fn closed(schema: &Value) -> Option<Value> {
         "not",
         "dependentSchemas",
     ];
-    let obj = schema.as_object()?;
     let listed = obj.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
-    if !listed || OPEN_ENDED.iter().any(|k| obj.contains_key(*k)) {
-        return None;
-    }
-    let mut obj = obj.clone();
-    obj.insert("additionalProperties".into(), Value::Bool(false));
-    Some(Value::Object(obj))
+    listed && !OPEN_ENDED.iter().any(|k| obj.contains_key(*k))
 }
 
 /// Drops the `minimum: 0` schemars adds to an unsigned integer (told by its `uint*` format,
@@ -309,8 +315,15 @@ mod tests {
         7
     }
 
+    #[allow(dead_code)]
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Nothing {}
+
     #[test]
     fn defaults_and_the_closed_marker_are_left_out_and_closed_adds_it_back() {
+        // A tool of no parameters is not closed at validation, so its schema keeps saying it.
+        assert_eq!(schema_for::<Nothing>()["additionalProperties"], false);
         let schema = schema_for::<Strict>();
         assert!(schema["properties"]["timeout"].get("default").is_none(), "{schema}");
         assert!(schema.get("additionalProperties").is_none(), "{schema}");

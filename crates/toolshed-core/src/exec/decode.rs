@@ -514,16 +514,7 @@ mod tests {
         r.register_builtin(spec_tool);
         let mut spec: ToolSpec = r.get("apply_patch").unwrap().spec().clone();
         spec.freeform = Some(Grammar { syntax: GrammarSyntax::Lark, definition: "start: x".into() });
-        struct Wrap(ToolSpec);
-        impl crate::tool::Tool for Wrap {
-            fn spec(&self) -> &ToolSpec {
-                &self.0
-            }
-            fn prepare(&self, _: Value) -> Result<Box<dyn crate::tool::Invocation + '_>, ToolError> {
-                Err(ToolError::model("unused"))
-            }
-        }
-        r.register_builtin(Wrap(spec));
+        r.register_builtin(Spec(spec));
         let e = r.get("apply_patch").unwrap();
         let text = "*** Begin Patch\n*** End Patch";
         assert_eq!(decode(e, &CallInput::Raw(text.into())).unwrap(), json!({"input": text}));

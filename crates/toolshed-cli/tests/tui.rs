@@ -339,7 +339,7 @@ fn the_terminal_ui_fits_80_by_24_and_300_columns() {
             |screen: &str| screen.lines().filter(|l| l.contains("quick") || l.contains("good measure")).count();
         let screen = term.wait_until(
             "settled answer",
-            |s| answer_rows(s) == rows_wanted && s.contains("›"),
+            |s| answer_rows(s) == rows_wanted && s.contains("›") && s.lines().any(|l| l.starts_with("build ·")),
             Duration::from_secs(10),
         );
         for line in screen.lines() {

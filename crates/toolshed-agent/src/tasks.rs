@@ -12,7 +12,7 @@ use serde::Deserialize;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use toolshed_core::permission::PermissionRequest;
-use toolshed_core::tool::{ToolFlags, Typed, TypedTool};
+use toolshed_core::tool::{Alias, ToolFlags, Typed, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use crate::runtime::{AgentError, LiveSession, Runtime, RuntimeHandle, RuntimeTool, is_subagent};
@@ -263,6 +263,11 @@ impl TypedTool for TaskTool {
 
     fn name(&self) -> &str {
         "task"
+    }
+
+    // Claude Code's names.
+    fn aliases(&self) -> &'static [(&'static str, Alias)] {
+        &[("subagent_type", Alias::Param("agent")), ("run_in_background", Alias::Param("background"))]
     }
 
     fn description(&self) -> String {

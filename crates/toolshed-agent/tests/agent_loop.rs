@@ -530,7 +530,8 @@ async fn a_foreground_task_runs_a_read_only_subagent_in_a_child_session() {
             Reply::sse(chat::tool_calls(&[(
                 "t1",
                 "task",
-                r#"{"description":"find it","prompt":"Where is the secret?","agent":"explore"}"#,
+                // Claude Code's name for the agent, taken as `agent` (without it: `general`).
+                r#"{"description":"find it","prompt":"Where is the secret?","subagent_type":"explore"}"#,
             )])),
             Reply::sse(chat::tool_calls(&[("r1", "read", r#"{"path":"notes.txt"}"#)])),
             Reply::sse(chat::text("It is in notes.txt line 1.")),

@@ -123,7 +123,7 @@ fn malformed_arguments_exit_1_with_a_clear_message() {
 }
 
 #[test]
-fn built_in_tools_take_other_case_conventions_and_refuse_unknown_parameters() {
+fn built_in_tools_take_other_agents_names_and_refuse_unknown_parameters() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("a.txt"), "hello world\n").unwrap();
     // OpenCode's spellings of edit's parameters are the same words: taken.
@@ -131,11 +131,20 @@ fn built_in_tools_take_other_case_conventions_and_refuse_unknown_parameters() {
         toolshed(tmp.path(), &["call", "edit", r#"{"filePath": "a.txt", "oldString": "hello", "newString": "bye"}"#]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(tmp.path().join("a.txt")).unwrap(), "bye world\n");
-    // Another word is refused, never ignored: grep without case_insensitive would miss `BYE`.
-    let out = toolshed(tmp.path(), &["call", "grep", r#"{"pattern": "BYE", "-i": true}"#, "--json"]);
+    // Claude Code's names for grep's parameters are what they say: `-i` ignores case (without it
+    // `BYE` would not match), `-n` changes nothing (lines are always numbered).
+    let out = toolshed(tmp.path(), &["call", "grep", r#"{"pattern": "BYE", "-i": true, "-n": true, "glob": "*.txt"}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1: bye world"), "{}", String::from_utf8_lossy(&out.stdout));
+    // Codex's exec_command spelling of bash's command.
+    let out = toolshed(tmp.path(), &["call", "bash", r#"{"cmd": "echo from-cmd"}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("from-cmd"));
+    // Any other word is refused, never ignored: grep cannot match across lines.
+    let out = toolshed(tmp.path(), &["call", "grep", r#"{"pattern": "BYE", "multiline": true}"#, "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let output = json(&out)["output"].as_str().unwrap().to_string();
-    assert!(output.contains("unknown parameter `-i`; the parameters are `pattern`"), "{output}");
+    assert!(output.contains("unknown parameter `multiline`; the parameters are `pattern`"), "{output}");
 }
 
 #[test]

@@ -63,6 +63,17 @@ impl ToolFlags {
     pub const MUTATING: ToolFlags = ToolFlags { parallel_safe: false, mutating: true, read_only: false };
 }
 
+/// What another agent's name for a built-in tool's parameter stands for (see
+/// [`ToolSpec::aliases`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Alias {
+    /// This parameter: the same thing under another agent's name.
+    Param(&'static str),
+    /// A flag that changes nothing here (grep's `-n`: lines are always numbered). A boolean
+    /// sent under it is dropped; any other value is refused.
+    NoEffect,
+}
+
 /// The grammar language of a freeform tool's input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -105,6 +116,11 @@ pub struct ToolSpec {
     /// `title`, `outputSchema`, `annotations`, `icons`, `_meta`), passed through as they are
     /// when the tool is served over MCP.
     pub mcp: Map<String, Value>,
+    /// Other agents' names for this tool's parameters (Claude Code's `-i` for grep's
+    /// `case_insensitive`, Codex's `cmd` for bash's `command`), taken as what they stand for
+    /// when a built-in tool is called; never shown to the model. Only names whose meaning here
+    /// is the same are listed: anything else is refused.
+    pub aliases: &'static [(&'static str, Alias)],
 }
 
 impl ToolSpec {
@@ -120,6 +136,7 @@ impl ToolSpec {
             flags: ToolFlags::default(),
             exposure: Exposure::Direct,
             mcp: Map::new(),
+            aliases: &[],
         }
     }
 
@@ -138,6 +155,23 @@ impl ToolSpec {
     /// Sets the permission key.
     pub fn with_permission(mut self, permission: impl Into<String>) -> Self {
         self.permission = permission.into();
+        self
+    }
+
+    /// Sets other agents' names for the parameters. Each must name a parameter the schema lists
+    /// and be none itself (checked in debug builds, so every test that builds the tool checks).
+    pub fn with_aliases(mut self, aliases: &'static [(&'static str, Alias)]) -> Self {
+        let listed = |name: &str| self.parameters.get("properties").and_then(|p| p.get(name)).is_some();
+        debug_assert!(
+            aliases.iter().all(|(alias, to)| !listed(alias)
+                && match to {
+                    Alias::NoEffect => true,
+                    Alias::Param(p) => listed(p),
+                }),
+            "{}: an alias is a parameter, or names none: {aliases:?}",
+            self.name
+        );
+        self.aliases = aliases;
         self
     }
 
@@ -301,6 +335,11 @@ pub trait TypedTool: Send + Sync + 'static {
         ToolFlags::default()
     }
 
+    /// Other agents' names for the parameters (see [`ToolSpec::aliases`]).
+    fn aliases(&self) -> &'static [(&'static str, Alias)] {
+        &[]
+    }
+
     /// Adjusts the spec built from the name, description, schema and flags (e.g. to set a
     /// permission key, a grammar or an exposure).
     fn customize(&self, spec: ToolSpec) -> ToolSpec {
@@ -336,7 +375,8 @@ impl<T: TypedTool> Typed<T> {
     /// Builds the spec of `tool` from its argument type.
     pub fn new(tool: T) -> Self {
         let spec = ToolSpec::new(tool.name(), tool.description(), crate::schema::schema_for::<T::Args>())
-            .with_flags(tool.flags());
+            .with_flags(tool.flags())
+            .with_aliases(tool.aliases());
         let spec = tool.customize(spec);
         Typed { inner: Arc::new(tool), spec }
     }

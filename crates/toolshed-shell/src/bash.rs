@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use toolshed_core::permission::{Permission, PermissionRequest};
 use toolshed_core::protected;
-use toolshed_core::tool::{ToolFlags, ToolSpec, TypedTool};
+use toolshed_core::tool::{Alias, ToolFlags, ToolSpec, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
 
 use toolshed_path::{Confinement, Permitted, ResolvedPath};
@@ -125,6 +125,17 @@ impl TypedTool for Bash {
 
     fn name(&self) -> &str {
         "bash"
+    }
+
+    // Codex's exec_command (`cmd`, `yield_time_ms`), Claude Code's and OpenCode's `timeout` (milliseconds there too), others' working directory.
+    fn aliases(&self) -> &'static [(&'static str, Alias)] {
+        &[
+            ("cmd", Alias::Param("command")),
+            ("yield_time_ms", Alias::Param("yield_ms")),
+            ("timeout", Alias::Param("timeout_ms")),
+            ("cwd", Alias::Param("workdir")),
+            ("directory", Alias::Param("workdir")),
+        ]
     }
 
     fn description(&self) -> String {

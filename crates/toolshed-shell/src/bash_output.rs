@@ -7,7 +7,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolshed_core::permission::PermissionRequest;
-use toolshed_core::tool::{ToolFlags, ToolSpec, TypedTool};
+use toolshed_core::tool::{Alias, ToolFlags, ToolSpec, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
 
 use super::bash::{MAX_TIMEOUT_MS, permission_patterns};
@@ -60,6 +60,11 @@ impl TypedTool for BashOutput {
 
     fn name(&self) -> &str {
         "bash_output"
+    }
+
+    // Codex's write_stdin.
+    fn aliases(&self) -> &'static [(&'static str, Alias)] {
+        &[("chars", Alias::Param("input")), ("yield_time_ms", Alias::Param("wait_ms"))]
     }
 
     fn description(&self) -> String {

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::CallInput;
 use crate::registry::{Entry, Source};
-use crate::tool::ToolError;
+use crate::tool::{Alias, ToolError};
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 
 /// Parses and validates `input` for the tool of `entry`.
@@ -44,10 +44,12 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
     // custom tool's) says what it takes, and a `null` it does not take may mean "clear this".
     // toolshed's own tools refuse unknown parameters; a parameter's name in another case
     // convention (`replaceAll`, `filePath`, as other agents' tools spell them) is the same word
-    // and is taken as it.
+    // and is taken as it, and so is another agent's name for it that the tool lists.
+    let mut problems = Vec::new();
     let args = match entry.source {
         Source::Builtin | Source::Runtime => {
-            without_null_optionals(&spec.parameters, with_canonical_names(&spec.parameters, args))
+            let args = with_canonical_names(&spec.parameters, spec.aliases, args, &mut problems);
+            without_null_optionals(&spec.parameters, args)
         }
         _ => args,
     };
@@ -58,7 +60,7 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
             "The tool {name} cannot be called: {e}. This is a fault in the tool's definition, not in your arguments: use another tool, or tell the user."
         ))
     })?;
-    let problems: Vec<String> = validator.iter_errors(&args).map(|e| problem(&spec.parameters, &e)).collect();
+    problems.extend(validator.iter_errors(&args).map(|e| problem(&spec.parameters, &e)));
     if problems.is_empty() {
         let mut args = args;
         whole_numbers_as_integers(&mut args);
@@ -83,10 +85,19 @@ fn without_null_optionals(schema: &Value, mut args: Value) -> Value {
     args
 }
 
-/// Renames a top-level argument the schema does not list to the one parameter whose name is the
-/// same word in another case convention (`replaceAll` or `Replace-All` for `replace_all`), if
-/// that parameter was not sent too. Anything else is left for validation to refuse.
-fn with_canonical_names(schema: &Value, mut args: Value) -> Value {
+/// Renames a top-level argument the schema does not list to the parameter it stands for: one of
+/// the tool's [`aliases`](crate::tool::ToolSpec::aliases) (another agent's name for it), or the
+/// one parameter whose name is the same word in another case convention (`replaceAll` or
+/// `Replace-All` for `replace_all`). A flag that changes nothing here is dropped. If the
+/// parameter was sent too, the two must agree (then the extra one is dropped); if they do not,
+/// the other name is dropped and a problem added to `problems`. Anything else is left for
+/// validation to refuse.
+fn with_canonical_names(
+    schema: &Value,
+    aliases: &[(&str, Alias)],
+    mut args: Value,
+    problems: &mut Vec<String>,
+) -> Value {
     let (Some(obj), Some(props)) = (args.as_object_mut(), schema.get("properties").and_then(Value::as_object)) else {
         return args;
     };
@@ -95,12 +106,39 @@ fn with_canonical_names(schema: &Value, mut args: Value) -> Value {
     };
     let unknown: Vec<String> = obj.keys().filter(|k| !props.contains_key(*k)).cloned().collect();
     for key in unknown {
-        let mut same = props.keys().filter(|p| word(p) == word(&key));
-        if let (Some(canonical), None) = (same.next(), same.next())
-            && !obj.contains_key(canonical)
-            && let Some(value) = obj.remove(&key)
-        {
-            obj.insert(canonical.clone(), value);
+        let Some(value) = obj.get(&key) else { continue };
+        let canonical = match aliases.iter().find(|(alias, _)| *alias == key).map(|(_, a)| a) {
+            Some(Alias::NoEffect) => {
+                if value.is_boolean() {
+                    obj.remove(&key);
+                }
+                continue;
+            }
+            Some(Alias::Param(param)) => props.get_key_value(*param).map(|(name, _)| name),
+            None => {
+                let mut same = props.keys().filter(|p| word(p) == word(&key));
+                match (same.next(), same.next()) {
+                    (Some(canonical), None) => Some(canonical),
+                    _ => None,
+                }
+            }
+        };
+        let Some(canonical) = canonical else { continue };
+        match obj.get(canonical) {
+            Some(sent) if sent != value => {
+                problems.push(format!(
+                    "`{key}` is another name for `{canonical}`, which was also given, with another value; send `{canonical}` once"
+                ));
+                obj.remove(&key);
+            }
+            sent => {
+                let fresh = sent.is_none();
+                if let Some(value) = obj.remove(&key)
+                    && fresh
+                {
+                    obj.insert(canonical.clone(), value);
+                }
+            }
         }
     }
     args
@@ -473,7 +511,12 @@ mod tests {
         assert_eq!(args, json!({"file_path": "a", "replace_all": true}));
         let both = json!({"file_path": "a", "filePath": "b"});
         let msg = decode(r.get("mine").unwrap(), &CallInput::Json(both)).unwrap_err().to_string();
-        assert!(msg.contains("unknown parameter `filePath`"), "{msg}");
+        assert!(
+            msg.contains("`filePath` is another name for `file_path`, which was also given, with another value"),
+            "{msg}"
+        );
+        let same = json!({"file_path": "a", "filePath": "a"});
+        assert_eq!(decode(r.get("mine").unwrap(), &CallInput::Json(same)).unwrap(), json!({"file_path": "a"}));
         let theirs = json!({"file_path": "a", "replaceAll": true});
         assert_eq!(decode(r.get("theirs").unwrap(), &CallInput::Json(theirs.clone())).unwrap(), theirs);
         // A built-in whose parameters are shapes of a `oneOf` (an enum of argument types, as a
@@ -483,6 +526,50 @@ mod tests {
         r.register(Spec(ToolSpec::new("notes", "Notes.", shapes)), Source::Builtin);
         let sent = json!({"action": "create", "title": "x"});
         assert_eq!(decode(r.get("notes").unwrap(), &CallInput::Json(sent.clone())).unwrap(), sent);
+    }
+
+    #[test]
+    fn another_agents_name_for_a_parameter_is_taken_as_the_parameter_it_names() {
+        use crate::tool::Alias;
+        const ALIASES: &[(&str, Alias)] = &[
+            ("-i", Alias::Param("case_insensitive")),
+            ("-A", Alias::Param("context")),
+            ("-B", Alias::Param("context")),
+            ("-n", Alias::NoEffect),
+            ("typo", Alias::Param("no_such_parameter")),
+        ];
+        let schema = json!({"type": "object", "properties": {
+            "pattern": {"type": "string"}, "case_insensitive": {"type": "boolean"}, "context": {"type": "integer"}},
+            "required": ["pattern"]});
+        let spec = |name: &str| ToolSpec { aliases: ALIASES, ..ToolSpec::new(name, "Find.", schema.clone()) };
+        let mut r = Registry::new();
+        r.register(Spec(spec("find")), Source::Builtin);
+        r.register(Spec(spec("mcp_find")), Source::Mcp("s".into()));
+        let mine = |args: Value| decode(r.get("find").unwrap(), &CallInput::Json(args));
+        // Renamed; a flag that changes nothing is dropped; two names that agree are one.
+        assert_eq!(
+            mine(json!({"pattern": "x", "-i": true, "-n": true, "-A": 2, "-B": 2})).unwrap(),
+            json!({"pattern": "x", "case_insensitive": true, "context": 2})
+        );
+        // Two names that disagree are refused, each problem said once.
+        let msg = mine(json!({"pattern": "x", "-A": 1, "-B": 3})).unwrap_err().to_string();
+        assert!(
+            msg.contains(
+                "- `-B` is another name for `context`, which was also given, with another value; send `context` once"
+            ),
+            "{msg}"
+        );
+        assert!(!msg.contains("unknown parameter"), "{msg}");
+        let msg = mine(json!({"pattern": "x", "context": 1, "-C": 1})).unwrap_err().to_string();
+        assert!(msg.contains("unknown parameter `-C`"), "{msg}");
+        // A no-effect flag takes only a boolean; an alias of no listed parameter is unknown.
+        let msg = mine(json!({"pattern": "x", "-n": "yes"})).unwrap_err().to_string();
+        assert!(msg.contains("unknown parameter `-n`"), "{msg}");
+        let msg = mine(json!({"pattern": "x", "typo": 1})).unwrap_err().to_string();
+        assert!(msg.contains("unknown parameter `typo`"), "{msg}");
+        // Another's tool is called with what was sent.
+        let sent = json!({"pattern": "x", "-i": true});
+        assert_eq!(decode(r.get("mcp_find").unwrap(), &CallInput::Json(sent.clone())).unwrap(), sent);
     }
 
     #[test]

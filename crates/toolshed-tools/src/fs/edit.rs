@@ -7,7 +7,7 @@ pub mod matcher;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolshed_core::permission::PermissionRequest;
-use toolshed_core::tool::{ToolFlags, TypedTool};
+use toolshed_core::tool::{Alias, ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::{Sniff, TextStyle, blocking, buffers, not_found, plural, sniff, unified_diff};
@@ -50,6 +50,11 @@ impl TypedTool for EditTool {
 
     fn name(&self) -> &str {
         "edit"
+    }
+
+    // Other agents' names for the file.
+    fn aliases(&self) -> &'static [(&'static str, Alias)] {
+        &[("path", Alias::Param("file_path")), ("absolute_path", Alias::Param("file_path"))]
     }
 
     fn description(&self) -> String {

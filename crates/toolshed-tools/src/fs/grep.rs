@@ -16,7 +16,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use toolshed_core::context::CancellationToken;
 use toolshed_core::permission::{Action, PermissionRequest};
-use toolshed_core::tool::{ToolFlags, TypedTool};
+use toolshed_core::tool::{Alias, ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::glob::{display_path, worker_threads};
@@ -91,6 +91,20 @@ impl TypedTool for GrepTool {
 
     fn name(&self) -> &str {
         "grep"
+    }
+
+    // Claude Code's names (lines are always numbered here).
+    fn aliases(&self) -> &'static [(&'static str, Alias)] {
+        &[
+            ("-i", Alias::Param("case_insensitive")),
+            ("-C", Alias::Param("context")),
+            // One side's context is shown with the other's too.
+            ("-A", Alias::Param("context")),
+            ("-B", Alias::Param("context")),
+            ("glob", Alias::Param("include")),
+            ("head_limit", Alias::Param("limit")),
+            ("-n", Alias::NoEffect),
+        ]
     }
 
     fn description(&self) -> String {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolshed_core::permission::PermissionRequest;
-use toolshed_core::tool::{ToolFlags, TypedTool};
+use toolshed_core::tool::{Alias, ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::{NOISE_DIRS, PathGlob, blocking, walker};
@@ -50,6 +50,11 @@ impl TypedTool for ListTool {
 
     fn name(&self) -> &str {
         "list"
+    }
+
+    // Codex's list_dir.
+    fn aliases(&self) -> &'static [(&'static str, Alias)] {
+        &[("dir_path", Alias::Param("path"))]
     }
 
     fn description(&self) -> String {

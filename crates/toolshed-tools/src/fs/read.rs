@@ -8,7 +8,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolshed_core::permission::PermissionRequest;
-use toolshed_core::tool::{Attachment, ToolFlags, TypedTool};
+use toolshed_core::tool::{Alias, Attachment, ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::{
@@ -55,6 +55,11 @@ impl TypedTool for ReadTool {
 
     fn name(&self) -> &str {
         "read"
+    }
+
+    // Other agents' names for the file.
+    fn aliases(&self) -> &'static [(&'static str, Alias)] {
+        &[("path", Alias::Param("file_path")), ("absolute_path", Alias::Param("file_path"))]
     }
 
     fn description(&self) -> String {

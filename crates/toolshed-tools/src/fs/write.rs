@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolshed_core::permission::PermissionRequest;
-use toolshed_core::tool::{ToolFlags, TypedTool};
+use toolshed_core::tool::{Alias, ToolFlags, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use super::{TextStyle, blocking, buffers, diff_counts, plural, unified_diff};
@@ -37,6 +37,11 @@ impl TypedTool for WriteTool {
 
     fn name(&self) -> &str {
         "write"
+    }
+
+    // Other agents' names for the file.
+    fn aliases(&self) -> &'static [(&'static str, Alias)] {
+        &[("path", Alias::Param("file_path")), ("absolute_path", Alias::Param("file_path"))]
     }
 
     fn description(&self) -> String {

@@ -272,6 +272,131 @@ const LEXICON: &[(&str, &str)] = &[
     ("star", "étoile etoile stern estrella estrela stella 星标 スター"),
     ("fork", "fourche fork bifurcación 分叉 フォーク"),
     ("star favourite", "favori favorit favorito 收藏 お気に入り"),
+    // More of the everyday vocabulary of tools' names: the words many servers' tools are named
+    // with, each in the same seven languages. Words that are also English words are left out.
+    ("manage", "gérer gère gerer verwalten verwalte gestionar gestiona gerenciar gerencie gestire gestisci 管理"),
+    ("group", "groupe gruppe gruppen grupo grupos gruppo gruppi 分组 群组 グループ"),
+    (
+        "set configure",
+        "définir definir configurer einstellen stelle festlegen konfigurieren konfiguriere configurar configura impostare imposta 设置 设定 設定",
+    ),
+    (
+        "config configuration",
+        "konfiguration configuración configuracion configuração configuracao configurazione 配置 構成",
+    ),
+    ("text", "texte texto testo 文本 文字 テキスト"),
+    ("template", "vorlage vorlagen plantilla plantillas modello 模板 テンプレート"),
+    ("content", "contenu inhalt contenido conteúdo conteudo contenuto 内容 コンテンツ"),
+    ("reaction", "réaction reaktion reacción reaccion reação reacao reazione 反应 リアクション"),
+    ("describe", "décrire decrire beschreiben beschreibe describir descrever descreva descrivere descrivi 描述 説明"),
+    ("drive", "云端硬盘 网盘 ドライブ"),
+    ("import", "importer importe importieren importiere importar importa importare 导入 インポート"),
+    ("export", "exporter exporte exportieren exportiere exportar exporta esportare esporta 导出 エクスポート"),
+    (
+        "review",
+        "réviser reviser relire überprüfen überprüfe prüfen prüfe revisar revisa revisão revisao revisione rivedere rivedi 审查 审核 评审 レビュー",
+    ),
+    (
+        "generate",
+        "générer generer génère generieren generiere erzeugen erzeuge generar genera gerar gere generare 生成",
+    ),
+    ("attachment", "jointe jointes anhang anhänge adjunto adjuntos anexo anexos allegato allegati 附件 添付"),
+    ("range", "plage bereich rango intervalo intervallo 范围 範囲"),
+    (
+        "trigger",
+        "déclencher declencher déclenche auslösen auslöser disparar disparador attivare innescare 触发 トリガー",
+    ),
+    ("analyze", "analyser analyse analysieren analysiere analizar analiza analisar analise analizzare analizza 分析"),
+    ("draft", "brouillon entwurf borrador rascunho bozza 草稿 下書き"),
+    ("price pricing", "prix preis precio preço preco prezzo 价格 価格 料金"),
+    ("paper", "artikel artículo articulo artigo articolo 论文 論文"),
+    ("queue", "warteschlange cola fila coda 队列 キュー"),
+    ("script", "skript guion 脚本 スクリプト"),
+    ("form", "formulaire formular formulario formulário formulario 表单 フォーム"),
+    ("research", "forschung investigación investigacion 研究 調査"),
+    ("discussion", "diskussion discusión discusion discussão discussao discussione 讨论 議論 ディスカッション"),
+    ("format", "formater formatieren formatiere formatear formatar formattare 格式化 フォーマット 書式"),
+    ("block", "bloquer blockieren blockiere sperren sperre bloquear bloquea bloccare blocca 屏蔽 阻止 ブロック"),
+    ("monitor", "surveiller surveille überwachen überwache monitorear vigilar monitorar monitorare 监控 監視 モニター"),
+    ("field", "champ champs feld felder campo campos campi 字段 フィールド"),
+    (
+        "insert",
+        "insérer inserer insère einfügen füge einfuegen insertar inserta inserir insira inserire inserisci 插入 挿入",
+    ),
+    ("push", "pousser pushen 推送 プッシュ"),
+    ("access permission", "accès acces zugriff zugang acceso acesso accesso 访问 权限 アクセス 権限"),
+    (
+        "permission",
+        "autorisation berechtigung berechtigungen permiso permisos permissão permissao permesso permessi 許可",
+    ),
+    ("session", "séance sitzung sesión sesion sessão sessao sessione 会话 セッション"),
+    ("console", "konsole consola 控制台 コンソール"),
+    ("chart", "graphique diagramm grafik gráfico grafico 图表 グラフ チャート"),
+    ("details", "détails detalles detalhes dettagli 详情 詳細"),
+    ("performance", "leistung rendimiento desempenho prestazioni 性能 パフォーマンス"),
+    ("audit", "auditer auditoría auditoria 审计 監査"),
+    ("paragraph", "paragraphe absatz párrafo parrafo parágrafo paragrafo 段落"),
+    ("history log", "historique verlauf historial histórico historico cronologia 历史 履歴"),
+    (
+        "replace",
+        "remplacer remplace ersetzen ersetze reemplazar reemplaza substituir substitua sostituire sostituisci 替换 置換 置き換え",
+    ),
+    ("state status", "état etat zustand estado stato 状态 状態"),
+    ("validate verify", "valider validieren validiere validar valida convalidare 验证 校验 検証"),
+    ("verify check", "vérifier verifier überprüfe verificar verifica verificare 核实 確認"),
+    ("wait", "attendre attends warten warte esperar espera aspettare aspetta 等待 待つ"),
+    ("category", "catégorie categorie kategorie categoría categoria 类别 分类 カテゴリ"),
+    ("apply", "appliquer applique anwenden wende aplicar aplica applicare applica 应用 適用"),
+    ("role", "rôle rolle ruolo 角色 ロール 役割"),
+    ("network", "réseau reseau netzwerk rede rete 网络 ネットワーク"),
+    ("cell", "cellule zelle celda célula celula cella 单元格 セル"),
+    ("mouse", "souris maus ratón raton 鼠标 マウス"),
+    ("collection", "sammlung colección coleccion coleção colecao collezione 集合 コレクション"),
+    ("build", "construire bauen baue kompilieren kompiliere compilar compila compilare 构建 编译 ビルド"),
+    (
+        "select",
+        "sélectionner selectionner sélectionne auswählen wähle seleccionar selecciona elegir elige selecionar selecione selezionare seleziona 选择 选中 選択",
+    ),
+    (
+        "forward",
+        "transférer transferer transfère weiterleiten leite reenviar reenvía encaminhar inoltrare inoltra 转发 転送",
+    ),
+    ("mark", "marquer marque markieren markiere marcar marca segnare segna 标记 マーク"),
+    ("filter", "filtrer filtre filtern filtere filtrar filtra filtrare 筛选 过滤 フィルター フィルタ"),
+    (
+        "cancel",
+        "annuler annule stornieren storniere absagen cancelar cancela annullare annulla disdire 取消 キャンセル 中止",
+    ),
+    ("scroll", "défiler defiler scrollen scrolle blättern desplazar desplaza rolar scorrere scorri 滚动 スクロール"),
+    ("press key", "appuyer appuie drücken drücke presionar pulsar pulsa pressionar pressione premere premi 按下 押す"),
+    ("key", "touche taste tasten tecla teclas tasto tasti 按键 キー"),
+    ("coordinates latitude longitude", "coordonnées coordonnees koordinaten coordenadas coordinate 坐标 座標 経緯度"),
+    ("news", "actualités actualites nouvelles nachrichten noticias notícias noticias notizie 新闻 ニュース"),
+    ("process", "processus prozess prozesse proceso procesos processo processi 进程 プロセス"),
+    (
+        "kill terminate stop",
+        "tuer terminer termine beenden beende abbrechen matar terminar termina terminare termina uccidere 终止 杀死 結束 強制終了",
+    ),
+    (
+        "free available",
+        "libre libres frei verfügbar verfugbar disponible disponibles livre livres disponível libero liberi disponibile 空闲 有空 空き",
+    ),
+    (
+        "retry",
+        "réessayer reessayer wiederholen wiederhole reintentar reintenta repetir riprovare riprova 重试 再試行 リトライ",
+    ),
+    ("switch checkout", "basculer wechseln wechsle cambiar cambia trocar mudar passare 切换 切り替え"),
+    (
+        "spend cost",
+        "dépenser depenser dépensé depense ausgegeben ausgaben gastado gasto gastos speso spesa spese 花费 支出 費用",
+    ),
+    (
+        "bullet list",
+        "puces aufzählungspunkte aufzählungspunkten aufzählung viñetas vinetas marcadores elenco puntato 项目符号 箇条書き",
+    ),
+    ("browser navigate", "navegar navegue naviguer navigiere navigieren navigare naviga 浏览 ブラウズ"),
+    ("time clock", "heure uhrzeit uhr hora ora 几点 时间 何時 時刻"),
+    ("close", "fermer ferme schließen schliesse schließe cerrar cierra fechar feche chiudere chiudi 关闭 閉じる"),
 ];
 
 /// Words that carry no meaning on their own in these languages (articles, prepositions).
@@ -359,6 +484,9 @@ pub fn translate(query: &str) -> Vec<&'static str> {
         }
     }
     // Chinese and Japanese: the longest words first, each stretch of text used once.
+    if !query.chars().any(is_cjk) {
+        return out;
+    }
     let mut rest: String = query.to_string();
     for (word, terms) in &table.cjk {
         if rest.contains(word) {
@@ -379,8 +507,16 @@ mod tests {
         assert_eq!(translate("Datei löschen"), ["file", "delete"]);
         assert_eq!(translate("Datei loschen"), ["file", "delete"]);
         assert_eq!(translate("enviar un correo"), ["send", "email", "mail"]);
-        assert_eq!(translate("在谷歌云端硬盘里搜索文件"), ["search", "find", "file"]);
+        assert_eq!(translate("在谷歌云端硬盘里搜索文件"), ["drive", "search", "find", "file"]);
+        assert_eq!(translate("annuler la réunion"), ["cancel", "event", "meeting"]);
+        assert_eq!(translate("ページをスクロールする"), ["scroll", "page"]);
         assert_eq!(translate("メールを送信"), ["email", "mail", "send"]);
         assert!(translate("list open pull requests").len() <= 2, "English stays English");
+        // An English word that is also another language's (`rôle` written without its accent)
+        // stands for itself, never for another English word.
+        let english = "apply the admin role to the form, analyze the details and press the key";
+        let words: Vec<&str> = english.split(|c: char| !c.is_alphanumeric()).collect();
+        let terms = translate(english);
+        assert!(terms.iter().all(|t| words.contains(t)), "{terms:?}");
     }
 }

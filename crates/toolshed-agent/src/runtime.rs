@@ -701,6 +701,16 @@ impl Runtime {
                     if call.id.trim().is_empty() {
                         call.id = crate::store::new_id("call");
                     }
+                    // Recorded, shown and summarised under the tool's own parameter names
+                    // (`file_path` for a model's `path`), as the call runs.
+                    if let Some(args) = self
+                        .executor
+                        .registry()
+                        .get(&call.name)
+                        .and_then(|entry| toolshed_core::exec::decode::canonical_arguments(entry, &call.arguments))
+                    {
+                        call.arguments = args;
+                    }
                     while !self.store.add_tool_call(&session.id, message, &call)? {
                         call.id = crate::store::new_id("call");
                     }

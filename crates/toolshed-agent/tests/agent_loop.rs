@@ -759,6 +759,36 @@ const READ_PIC: &str = r#"{"file_path":"pic.png"}"#;
 const READ_TEXT: &str = "Image read successfully: `pic.png` (image/png, 67 bytes).";
 
 #[tokio::test]
+async fn a_call_under_another_agents_parameter_name_is_recorded_under_the_tools_own() {
+    // Gemini's and others' `path` for read's `file_path`: the call runs, and the session (the
+    // history sent back, the events a screen shows) has it as `file_path`.
+    let h = image_harness(
+        "openai-chat",
+        vec![
+            Reply::sse(chat::tool_calls(&[("c1", "read", r#"{"path":"pic.png"}"#)])),
+            Reply::sse(chat::text("A dot.")),
+        ],
+    );
+    let session = h.rt.create_session("build", "fake/m", None).unwrap();
+    h.rt.prompt(&session, "what is in pic.png?", &CancellationToken::new()).await.unwrap();
+    let second = h.server.received()[1].body["messages"].as_array().unwrap().clone();
+    let call = second.iter().find_map(|m| m["tool_calls"].get(0)).expect("the assistant's call");
+    assert_eq!(call["function"]["arguments"], READ_PIC, "{call}");
+    assert!(second.iter().any(|m| m["role"] == "tool" && m["content"] == READ_TEXT), "{second:?}");
+    let inputs: Vec<String> = h
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCall { input, .. } => Some(input.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(inputs, [READ_PIC]);
+}
+
+#[tokio::test]
 async fn an_image_read_by_a_tool_reaches_an_anthropic_model_as_an_image_block() {
     let h = image_harness(
         "anthropic",

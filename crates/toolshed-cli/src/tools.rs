@@ -170,6 +170,17 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
                     if exposure(v) == "found" {
                         item["found"] = Value::Bool(true);
                     }
+                    if !spec.aliases.is_empty() {
+                        // Other agents' names taken for parameters; `null`: taken, with no effect.
+                        let aliases = spec.aliases.iter().map(|(name, to)| {
+                            let to = match to {
+                                toolshed_core::tool::Alias::Param(p) => Value::String((*p).to_string()),
+                                toolshed_core::tool::Alias::NoEffect => Value::Null,
+                            };
+                            ((*name).to_string(), to)
+                        });
+                        item["aliases"] = Value::Object(aliases.collect());
+                    }
                     if let Some(replaced) = &v.entry.overrides {
                         item["overrides"] = Value::String(replaced.to_string());
                     }

@@ -153,3 +153,49 @@ fn the_build_agents_tools_fit_the_budget_and_say_what_they_must() {
     let gpt = tools(dir.path(), FAMILIES[1]);
     assert!(gpt.contains("\"name\": \"apply_patch\"") && !gpt.contains("\"name\": \"edit\""));
 }
+
+/// The table of other agents' parameter names in docs/tool-descriptions.md: per tool, each name
+/// and the parameter it is taken as (`None`: taken, with no effect).
+fn documented_aliases() -> std::collections::BTreeMap<String, Vec<(String, Option<String>)>> {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tool-descriptions.md")).unwrap();
+    let table = doc.split("| tool | other names |").nth(1).expect("the table of other names");
+    let mut out = std::collections::BTreeMap::new();
+    for row in table.lines().skip(2).map(str::trim).take_while(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        let pairs = cells[1]
+            .split(", ")
+            .map(|pair| {
+                let (name, to) = pair.split_once(" → ").unwrap();
+                let to = (to != "no effect").then(|| to.trim_matches('`').to_string());
+                (name.trim_matches('`').to_string(), to)
+            })
+            .collect();
+        out.insert(cells[0].to_string(), pairs);
+    }
+    out
+}
+
+#[test]
+fn the_other_agents_names_each_tool_takes_are_the_documented_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut taken = std::collections::BTreeMap::new();
+    for model in FAMILIES {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .args(["--root", dir.path().to_str().unwrap(), "tools", "--all", "--model", model])
+            .current_dir(dir.path())
+            .env("XDG_CONFIG_HOME", dir.path().join(".xdg-config"))
+            .env("TOOLSHED_DATA_DIR", dir.path().join(".data"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for tool in listed.as_array().unwrap() {
+            let Some(aliases) = tool["aliases"].as_object() else { continue };
+            let pairs: Vec<(String, Option<String>)> =
+                aliases.iter().map(|(name, to)| (name.clone(), to.as_str().map(String::from))).collect();
+            taken.insert(tool["name"].as_str().unwrap().to_string(), pairs);
+        }
+    }
+    assert_eq!(taken, documented_aliases());
+}

@@ -127,12 +127,12 @@ impl TypedTool for Bash {
         "bash"
     }
 
-    // Codex's exec_command (`cmd`, `yield_time_ms`), Claude Code's and OpenCode's `timeout` (milliseconds there too), others' working directory.
+    // Codex's exec_command (`cmd`, `yield_time_ms`) and others' working directory. Not
+    // `timeout`: milliseconds for some agents, seconds for others.
     fn aliases(&self) -> &'static [(&'static str, Alias)] {
         &[
             ("cmd", Alias::Param("command")),
             ("yield_time_ms", Alias::Param("yield_ms")),
-            ("timeout", Alias::Param("timeout_ms")),
             ("cwd", Alias::Param("workdir")),
             ("directory", Alias::Param("workdir")),
         ]

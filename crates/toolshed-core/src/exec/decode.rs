@@ -46,9 +46,23 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
     // convention (`replaceAll`, `filePath`, as other agents' tools spell them) is the same word
     // and is taken as it, and so is another agent's name for it that the tool lists.
     let mut problems = Vec::new();
+    let mut renamed = Renamed::default();
     let args = match entry.source {
         Source::Builtin | Source::Runtime => {
-            let args = with_canonical_names(&spec.parameters, spec.aliases, args, &mut problems);
+            let mut args = args;
+            renamed = canonical_names(&spec.parameters, spec.aliases, &mut args);
+            for (name, param, other) in &renamed.conflicts {
+                if let Some(obj) = args.as_object_mut() {
+                    obj.remove(name);
+                }
+                problems.push(if other == param {
+                    format!("`{name}` stands for `{param}`, which was also given, with another value; send `{param}` once")
+                } else {
+                    format!(
+                        "`{other}` and `{name}` both stand for `{param}` here, with different values; send `{param}` once"
+                    )
+                });
+            }
             without_null_optionals(&spec.parameters, args)
         }
         _ => args,
@@ -60,7 +74,14 @@ pub fn decode(entry: &Entry, input: &CallInput) -> Result<Value, ToolError> {
             "The tool {name} cannot be called: {e}. This is a fault in the tool's definition, not in your arguments: use another tool, or tell the user."
         ))
     })?;
-    problems.extend(validator.iter_errors(&args).map(|e| problem(&spec.parameters, &e)));
+    // A parameter the model sent under another name is named as it sent it too.
+    problems.extend(validator.iter_errors(&args).map(|e| {
+        let mut text = problem(&spec.parameters, &e);
+        if let Some((param, name)) = renamed.from.iter().find(|(p, _)| text.starts_with(&format!("`{p}`"))) {
+            text.insert_str(param.len() + 2, &format!(" (sent as `{name}`)"));
+        }
+        text
+    }));
     if problems.is_empty() {
         let mut args = args;
         whole_numbers_as_integers(&mut args);
@@ -85,36 +106,52 @@ fn without_null_optionals(schema: &Value, mut args: Value) -> Value {
     args
 }
 
-/// Renames a top-level argument the schema does not list to the parameter it stands for: one of
-/// the tool's [`aliases`](crate::tool::ToolSpec::aliases) (another agent's name for it), or the
-/// one parameter whose name is the same word in another case convention (`replaceAll` or
-/// `Replace-All` for `replace_all`). A flag that changes nothing here is dropped. If the
-/// parameter was sent too, the two must agree (then the extra one is dropped); if they do not,
-/// the other name is dropped and a problem added to `problems`. Anything else is left for
+/// What [`canonical_names`] did.
+#[derive(Default)]
+struct Renamed {
+    /// (parameter, the name it was sent under).
+    from: Vec<(String, String)>,
+    /// (name, the parameter it stands for, the name that parameter's other value came under):
+    /// left in the arguments, for the caller to refuse.
+    conflicts: Vec<(String, String, String)>,
+    /// Whether the arguments changed.
+    changed: bool,
+}
+
+/// Renames each top-level argument the schema does not list to the parameter it stands for:
+/// one of the tool's [`aliases`](crate::tool::ToolSpec::aliases) (another agent's name for it,
+/// in any case convention if it is a word rather than a flag like `-A`), or the one parameter
+/// whose name is the same word in another case convention (`replaceAll` or `Replace-All` for
+/// `replace_all`). A `null` under such a name is "not given", and so is a flag that changes
+/// nothing here. If the parameter was given too, the two must agree (then the extra name is
+/// dropped); if they do not, the extra name is left and reported. Anything else is left for
 /// validation to refuse.
-fn with_canonical_names(
-    schema: &Value,
-    aliases: &[(&str, Alias)],
-    mut args: Value,
-    problems: &mut Vec<String>,
-) -> Value {
+fn canonical_names(schema: &Value, aliases: &[(&str, Alias)], args: &mut Value) -> Renamed {
+    let mut renamed = Renamed::default();
     let (Some(obj), Some(props)) = (args.as_object_mut(), schema.get("properties").and_then(Value::as_object)) else {
-        return args;
+        return renamed;
     };
     let word = |name: &str| -> String {
         name.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect()
     };
+    let alias_of = |key: &str| {
+        aliases
+            .iter()
+            .find(|(alias, _)| *alias == key || !alias.starts_with('-') && word(alias) == word(key))
+            .map(|(_, to)| *to)
+    };
     let unknown: Vec<String> = obj.keys().filter(|k| !props.contains_key(*k)).cloned().collect();
     for key in unknown {
         let Some(value) = obj.get(&key) else { continue };
-        let canonical = match aliases.iter().find(|(alias, _)| *alias == key).map(|(_, a)| a) {
+        let canonical = match alias_of(&key) {
             Some(Alias::NoEffect) => {
-                if value.is_boolean() {
+                if value.is_boolean() || value.is_null() {
                     obj.remove(&key);
+                    renamed.changed = true;
                 }
                 continue;
             }
-            Some(Alias::Param(param)) => props.get_key_value(*param).map(|(name, _)| name),
+            Some(Alias::Param(param)) => props.get_key_value(param).map(|(name, _)| name),
             None => {
                 let mut same = props.keys().filter(|p| word(p) == word(&key));
                 match (same.next(), same.next()) {
@@ -125,23 +162,38 @@ fn with_canonical_names(
         };
         let Some(canonical) = canonical else { continue };
         match obj.get(canonical) {
-            Some(sent) if sent != value => {
-                problems.push(format!(
-                    "`{key}` is another name for `{canonical}`, which was also given, with another value; send `{canonical}` once"
-                ));
-                obj.remove(&key);
+            Some(sent) if sent != value && !value.is_null() => {
+                let other = renamed.from.iter().find(|(p, _)| p == canonical).map_or(canonical, |(_, name)| name);
+                renamed.conflicts.push((key.clone(), canonical.clone(), other.clone()));
             }
             sent => {
                 let fresh = sent.is_none();
                 if let Some(value) = obj.remove(&key)
                     && fresh
+                    && !value.is_null()
                 {
                     obj.insert(canonical.clone(), value);
+                    renamed.from.push((canonical.clone(), key.clone()));
                 }
+                renamed.changed = true;
             }
         }
     }
-    args
+    renamed
+}
+
+/// A built-in tool's arguments as the model sent them (`raw`, a JSON object) under the tool's
+/// own parameter names, if any name was another's (see [`canonical_names`]); `None` if nothing
+/// changes. What the session records and shows, so a summary, a screen or an editor that looks
+/// for `file_path` or `command` finds it whatever the model called it. Two names that disagree
+/// are left for the call to refuse.
+pub fn canonical_arguments(entry: &Entry, raw: &str) -> Option<String> {
+    if !matches!(entry.source, Source::Builtin | Source::Runtime) {
+        return None;
+    }
+    let mut args: Value = serde_json::from_str(raw).ok()?;
+    let spec = entry.spec();
+    canonical_names(&spec.parameters, spec.aliases, &mut args).changed.then(|| args.to_string())
 }
 
 /// How deep [`drop_null_optionals`] follows nested objects and arrays (and `$ref`s, which may
@@ -511,10 +563,7 @@ mod tests {
         assert_eq!(args, json!({"file_path": "a", "replace_all": true}));
         let both = json!({"file_path": "a", "filePath": "b"});
         let msg = decode(r.get("mine").unwrap(), &CallInput::Json(both)).unwrap_err().to_string();
-        assert!(
-            msg.contains("`filePath` is another name for `file_path`, which was also given, with another value"),
-            "{msg}"
-        );
+        assert!(msg.contains("`filePath` stands for `file_path`, which was also given, with another value"), "{msg}");
         let same = json!({"file_path": "a", "filePath": "a"});
         assert_eq!(decode(r.get("mine").unwrap(), &CallInput::Json(same)).unwrap(), json!({"file_path": "a"}));
         let theirs = json!({"file_path": "a", "replaceAll": true});
@@ -533,6 +582,7 @@ mod tests {
         use crate::tool::Alias;
         const ALIASES: &[(&str, Alias)] = &[
             ("-i", Alias::Param("case_insensitive")),
+            ("ignore_case", Alias::Param("case_insensitive")),
             ("-A", Alias::Param("context")),
             ("-B", Alias::Param("context")),
             ("-n", Alias::NoEffect),
@@ -554,19 +604,49 @@ mod tests {
         // Two names that disagree are refused, each problem said once.
         let msg = mine(json!({"pattern": "x", "-A": 1, "-B": 3})).unwrap_err().to_string();
         assert!(
-            msg.contains(
-                "- `-B` is another name for `context`, which was also given, with another value; send `context` once"
-            ),
+            msg.contains("- `-A` and `-B` both stand for `context` here, with different values; send `context` once"),
             "{msg}"
         );
         assert!(!msg.contains("unknown parameter"), "{msg}");
+        let msg = mine(json!({"pattern": "x", "context": 1, "-A": 2})).unwrap_err().to_string();
+        assert!(msg.contains("- `-A` stands for `context`, which was also given, with another value"), "{msg}");
         let msg = mine(json!({"pattern": "x", "context": 1, "-C": 1})).unwrap_err().to_string();
         assert!(msg.contains("unknown parameter `-C`"), "{msg}");
+        // A null under another name is "not given", as under the parameter's own.
+        assert_eq!(
+            mine(json!({"pattern": "x", "-A": null, "-B": null, "-n": null, "context": 2})).unwrap(),
+            json!({"pattern": "x", "context": 2})
+        );
+        // A word alias is the same in any case convention; a flag's case is its meaning (`-a`
+        // is not `-A`).
+        assert_eq!(
+            mine(json!({"pattern": "x", "IgnoreCase": true})).unwrap(),
+            json!({"pattern": "x", "case_insensitive": true})
+        );
+        let msg = mine(json!({"pattern": "x", "-a": 1})).unwrap_err().to_string();
+        assert!(msg.contains("unknown parameter `-a`"), "{msg}");
+        // What validation says of a renamed parameter names what the model sent.
+        let msg = mine(json!({"pattern": "x", "-i": "yes"})).unwrap_err().to_string();
+        assert!(msg.contains("- `case_insensitive` (sent as `-i`) must be a boolean"), "{msg}");
         // A no-effect flag takes only a boolean; an alias of no listed parameter is unknown.
         let msg = mine(json!({"pattern": "x", "-n": "yes"})).unwrap_err().to_string();
         assert!(msg.contains("unknown parameter `-n`"), "{msg}");
         let msg = mine(json!({"pattern": "x", "typo": 1})).unwrap_err().to_string();
         assert!(msg.contains("unknown parameter `typo`"), "{msg}");
+        // What a session records: the tool's own names, conflicts left for the call to refuse,
+        // nothing for a call that needs no renaming or for another's tool.
+        let canonical = |tool: &str, raw: &str| canonical_arguments(r.get(tool).unwrap(), raw);
+        assert_eq!(
+            canonical("find", r#"{"pattern":"x","-i":true}"#).as_deref(),
+            Some(r#"{"pattern":"x","case_insensitive":true}"#)
+        );
+        assert_eq!(
+            canonical("find", r#"{"pattern":"x","-A":1,"-B":3}"#).as_deref(),
+            Some(r#"{"pattern":"x","-B":3,"context":1}"#)
+        );
+        assert_eq!(canonical("find", r#"{"pattern":"x"}"#), None);
+        assert_eq!(canonical("find", "not json"), None);
+        assert_eq!(canonical("mcp_find", r#"{"pattern":"x","-i":true}"#), None);
         // Another's tool is called with what was sent.
         let sent = json!({"pattern": "x", "-i": true});
         assert_eq!(decode(r.get("mcp_find").unwrap(), &CallInput::Json(sent.clone())).unwrap(), sent);

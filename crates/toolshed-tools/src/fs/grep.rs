@@ -149,7 +149,8 @@ impl TypedTool for GrepTool {
 pub struct Query {
     pattern: String,
     matcher: RegexMatcher,
-    include: Option<PathGlob>,
+    /// The files' glob, and whether a match is searched (`false`: `!glob`, left out).
+    include: Option<(PathGlob, bool)>,
     context: usize,
     mode: OutputMode,
     limit: usize,
@@ -210,11 +211,17 @@ impl Query {
                     args.pattern
                 ))
             })?;
+        // As ripgrep's `-g` (which OpenCode's `include` and Claude Code's `glob` are passed to):
+        // a leading `!` leaves the files it matches out.
         let include = args
             .include
             .as_deref()
-            .filter(|g| !g.trim().is_empty())
-            .map(|g| PathGlob::new(g, dir.path()))
+            .map(str::trim)
+            .filter(|g| !g.is_empty())
+            .map(|g| match g.strip_prefix('!') {
+                Some(rest) => PathGlob::new(rest, dir.path()).map(|glob| (glob, false)),
+                None => PathGlob::new(g, dir.path()).map(|glob| (glob, true)),
+            })
             .transpose()?;
         Ok(Query {
             pattern: args.pattern.clone(),
@@ -268,8 +275,8 @@ impl Query {
                     return WalkState::Continue;
                 }
                 if !explicit_file
-                    && let Some(include) = &self.include
-                    && !include.matches_under(base, entry.path())
+                    && let Some((include, wanted)) = &self.include
+                    && include.matches_under(base, entry.path()) != *wanted
                 {
                     return WalkState::Continue;
                 }

@@ -57,9 +57,9 @@ impl TypedTool for ReadTool {
         "read"
     }
 
-    // Other agents' names for the file.
+    // Other agents' name for the file. Not Gemini's `absolute_path`: its `offset` counts from 0.
     fn aliases(&self) -> &'static [(&'static str, Alias)] {
-        &[("path", Alias::Param("file_path")), ("absolute_path", Alias::Param("file_path"))]
+        &[("path", Alias::Param("file_path"))]
     }
 
     fn description(&self) -> String {

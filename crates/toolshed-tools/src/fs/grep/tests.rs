@@ -63,6 +63,14 @@ async fn grep_modes_include_and_case() {
     .await
     .unwrap();
     assert_eq!(out.text, "src/lib.rs\nsrc/main.rs");
+    // A leading `!` leaves out what it matches, as ripgrep's `-g` does.
+    let out = call(
+        &root,
+        serde_json::json!({"pattern": "alpha", "case_insensitive": true, "output_mode": "files_with_matches", "include": " !*.rs"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.text, "docs/notes.md");
     let out = call(&root, serde_json::json!({"pattern": "fn", "path": "src/main.rs"})).await.unwrap();
     assert!(out.text.starts_with("Found 1 matching line in 1 file.\nsrc/main.rs\n  1: fn main() {"), "{}", out.text);
 }

@@ -188,11 +188,12 @@ fn canonical_names(schema: &Value, aliases: &[(&str, Alias)], args: &mut Value) 
 /// for `file_path` or `command` finds it whatever the model called it. Two names that disagree
 /// are left for the call to refuse.
 pub fn canonical_arguments(entry: &Entry, raw: &str) -> Option<String> {
-    if !matches!(entry.source, Source::Builtin | Source::Runtime) {
+    let spec = entry.spec();
+    // A freeform tool's input is recorded as the model wrote it (the provider replays it so).
+    if !matches!(entry.source, Source::Builtin | Source::Runtime) || spec.freeform.is_some() {
         return None;
     }
     let mut args: Value = serde_json::from_str(raw).ok()?;
-    let spec = entry.spec();
     canonical_names(&spec.parameters, spec.aliases, &mut args).changed.then(|| args.to_string())
 }
 

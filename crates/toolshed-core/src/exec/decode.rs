@@ -161,7 +161,7 @@ fn canonical_names(schema: &Value, aliases: &[(&str, Alias)], args: &mut Value) 
             }
         };
         let Some(canonical) = canonical else { continue };
-        match obj.get(canonical) {
+        match obj.get(canonical).filter(|sent| !sent.is_null()) {
             Some(sent) if sent != value && !value.is_null() => {
                 let other = renamed.from.iter().find(|(p, _)| p == canonical).map_or(canonical, |(_, name)| name);
                 renamed.conflicts.push((key.clone(), canonical.clone(), other.clone()));
@@ -183,10 +183,11 @@ fn canonical_names(schema: &Value, aliases: &[(&str, Alias)], args: &mut Value) 
 }
 
 /// A built-in tool's arguments as the model sent them (`raw`, a JSON object) under the tool's
-/// own parameter names, if any name was another's (see [`canonical_names`]); `None` if nothing
-/// changes. What the session records and shows, so a summary, a screen or an editor that looks
-/// for `file_path` or `command` finds it whatever the model called it. Two names that disagree
-/// are left for the call to refuse.
+/// own parameter names, if any name was another's (see [`canonical_names`]) and the call will
+/// pass decoding; `None` otherwise. What the session records, shows and runs, so a summary, a
+/// screen or an editor that looks for `file_path` or `command` finds it whatever the model
+/// called it. A call that will be refused is left as sent, so the refusal speaks of the names
+/// the model used (`` `-A` and `-B` both stand for `context` ``, `(sent as `-i`)`).
 pub fn canonical_arguments(entry: &Entry, raw: &str) -> Option<String> {
     let spec = entry.spec();
     // A freeform tool's input is recorded as the model wrote it (the provider replays it so).
@@ -194,7 +195,12 @@ pub fn canonical_arguments(entry: &Entry, raw: &str) -> Option<String> {
         return None;
     }
     let mut args: Value = serde_json::from_str(raw).ok()?;
-    canonical_names(&spec.parameters, spec.aliases, &mut args).changed.then(|| args.to_string())
+    let renamed = canonical_names(&spec.parameters, spec.aliases, &mut args);
+    if !renamed.changed || !renamed.conflicts.is_empty() {
+        return None;
+    }
+    let checked = without_null_optionals(&spec.parameters, args.clone());
+    entry.validator().ok()?.is_valid(&checked).then(|| args.to_string())
 }
 
 /// How deep [`drop_null_optionals`] follows nested objects and arrays (and `$ref`s, which may
@@ -613,7 +619,12 @@ mod tests {
         assert!(msg.contains("- `-A` stands for `context`, which was also given, with another value"), "{msg}");
         let msg = mine(json!({"pattern": "x", "context": 1, "-C": 1})).unwrap_err().to_string();
         assert!(msg.contains("unknown parameter `-C`"), "{msg}");
-        // A null under another name is "not given", as under the parameter's own.
+        // A null under another name is "not given", as under the parameter's own (where it
+        // leaves room for another name's value).
+        assert_eq!(
+            mine(json!({"pattern": "x", "context": null, "-A": 2})).unwrap(),
+            json!({"pattern": "x", "context": 2})
+        );
         assert_eq!(
             mine(json!({"pattern": "x", "-A": null, "-B": null, "-n": null, "context": 2})).unwrap(),
             json!({"pattern": "x", "context": 2})
@@ -634,17 +645,16 @@ mod tests {
         assert!(msg.contains("unknown parameter `-n`"), "{msg}");
         let msg = mine(json!({"pattern": "x", "typo": 1})).unwrap_err().to_string();
         assert!(msg.contains("unknown parameter `typo`"), "{msg}");
-        // What a session records: the tool's own names, conflicts left for the call to refuse,
-        // nothing for a call that needs no renaming or for another's tool.
+        // What a session records: the tool's own names; a call that will be refused (two names
+        // that disagree, a wrong type) as sent; nothing for a call that needs no renaming or for
+        // another's tool.
         let canonical = |tool: &str, raw: &str| canonical_arguments(r.get(tool).unwrap(), raw);
         assert_eq!(
             canonical("find", r#"{"pattern":"x","-i":true}"#).as_deref(),
             Some(r#"{"pattern":"x","case_insensitive":true}"#)
         );
-        assert_eq!(
-            canonical("find", r#"{"pattern":"x","-A":1,"-B":3}"#).as_deref(),
-            Some(r#"{"pattern":"x","-B":3,"context":1}"#)
-        );
+        assert_eq!(canonical("find", r#"{"pattern":"x","-A":1,"-B":3}"#), None);
+        assert_eq!(canonical("find", r#"{"pattern":"x","-i":"yes"}"#), None);
         assert_eq!(canonical("find", r#"{"pattern":"x"}"#), None);
         assert_eq!(canonical("find", "not json"), None);
         assert_eq!(canonical("mcp_find", r#"{"pattern":"x","-i":true}"#), None);

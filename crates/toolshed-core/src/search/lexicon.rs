@@ -278,14 +278,14 @@ const LEXICON: &[(&str, &str)] = &[
     ("group", "groupe gruppe gruppen grupo grupos gruppo gruppi 分组 群组 グループ"),
     (
         "set configure",
-        "définir definir configurer einstellen stelle festlegen konfigurieren konfiguriere configurar configura impostare imposta 设置 设定 設定",
+        "définir definir configurer einstellen festlegen konfigurieren konfiguriere configurar configura impostare imposta 设置 设定 設定",
     ),
     (
         "config configuration",
         "konfiguration configuración configuracion configuração configuracao configurazione 配置 構成",
     ),
     ("text", "texte texto testo 文本 文字 テキスト"),
-    ("template", "vorlage vorlagen plantilla plantillas modello 模板 テンプレート"),
+    ("template", "vorlage vorlagen plantilla plantillas 模板 テンプレート"),
     ("content", "contenu inhalt contenido conteúdo conteudo contenuto 内容 コンテンツ"),
     ("reaction", "réaction reaktion reacción reaccion reação reacao reazione 反应 リアクション"),
     ("describe", "décrire decrire beschreiben beschreibe describir descrever descreva descrivere descrivi 描述 説明"),
@@ -294,7 +294,7 @@ const LEXICON: &[(&str, &str)] = &[
     ("export", "exporter exporte exportieren exportiere exportar exporta esportare esporta 导出 エクスポート"),
     (
         "review",
-        "réviser reviser relire überprüfen überprüfe prüfen prüfe revisar revisa revisão revisao revisione rivedere rivedi 审查 审核 评审 レビュー",
+        "réviser reviser relire überprüfen überprüfe prüfen prüfe revisar revisa revisão revisao revisione rivedere rivedi 审查 审核 评审",
     ),
     (
         "generate",
@@ -308,17 +308,18 @@ const LEXICON: &[(&str, &str)] = &[
     ),
     ("analyze", "analyser analyse analysieren analysiere analizar analiza analisar analise analizzare analizza 分析"),
     ("draft", "brouillon entwurf borrador rascunho bozza 草稿 下書き"),
-    ("price pricing", "prix preis precio preço preco prezzo 价格 価格 料金"),
+    ("price pricing", "preis precio preço preco prezzo 价格 価格 料金"),
     ("paper", "artikel artículo articulo artigo articolo 论文 論文"),
-    ("queue", "warteschlange cola fila coda 队列 キュー"),
+    ("queue", "warteschlange coda 队列 キュー"),
     ("script", "skript guion 脚本 スクリプト"),
+    ("platform", "plateforme plattform plataforma piattaforma 平台 プラットフォーム"),
     ("form", "formulaire formular formulario formulário formulario 表单 フォーム"),
     ("research", "forschung investigación investigacion 研究 調査"),
     ("discussion", "diskussion discusión discusion discussão discussao discussione 讨论 議論 ディスカッション"),
     ("format", "formater formatieren formatiere formatear formatar formattare 格式化 フォーマット 書式"),
     ("block", "bloquer blockieren blockiere sperren sperre bloquear bloquea bloccare blocca 屏蔽 阻止 ブロック"),
     ("monitor", "surveiller surveille überwachen überwache monitorear vigilar monitorar monitorare 监控 監視 モニター"),
-    ("field", "champ champs feld felder campo campos campi 字段 フィールド"),
+    ("field", "feld felder campo campos campi 字段 フィールド"),
     (
         "insert",
         "insérer inserer insère einfügen füge einfuegen insertar inserta inserir insira inserire inserisci 插入 挿入",
@@ -344,10 +345,10 @@ const LEXICON: &[(&str, &str)] = &[
     ("state status", "état etat zustand estado stato 状态 状態"),
     ("validate verify", "valider validieren validiere validar valida convalidare 验证 校验 検証"),
     ("verify check", "vérifier verifier überprüfe verificar verifica verificare 核实 確認"),
-    ("wait", "attendre attends warten warte esperar espera aspettare aspetta 等待 待つ"),
+    ("wait", "attendre warten warte esperar espera aspettare aspetta 等待 待つ"),
     ("category", "catégorie categorie kategorie categoría categoria 类别 分类 カテゴリ"),
-    ("apply", "appliquer applique anwenden wende aplicar aplica applicare applica 应用 適用"),
-    ("role", "rôle rolle ruolo 角色 ロール 役割"),
+    ("apply", "appliquer applique anwenden wende aplicar aplica applicare applica 適用"),
+    ("role", "rôle rolle ruolo 角色 役割"),
     ("network", "réseau reseau netzwerk rede rete 网络 ネットワーク"),
     ("cell", "cellule zelle celda célula celula cella 单元格 セル"),
     ("mouse", "souris maus ratón raton 鼠标 マウス"),
@@ -361,7 +362,7 @@ const LEXICON: &[(&str, &str)] = &[
         "forward",
         "transférer transferer transfère weiterleiten leite reenviar reenvía encaminhar inoltrare inoltra 转发 転送",
     ),
-    ("mark", "marquer marque markieren markiere marcar marca segnare segna 标记 マーク"),
+    ("mark", "marquer marque markieren markiere marcar marca segnare segna 标记"),
     ("filter", "filtrer filtre filtern filtere filtrar filtra filtrare 筛选 过滤 フィルター フィルタ"),
     (
         "cancel",
@@ -369,23 +370,23 @@ const LEXICON: &[(&str, &str)] = &[
     ),
     ("scroll", "défiler defiler scrollen scrolle blättern desplazar desplaza rolar scorrere scorri 滚动 スクロール"),
     ("press key", "appuyer appuie drücken drücke presionar pulsar pulsa pressionar pressione premere premi 按下 押す"),
-    ("key", "touche taste tasten tecla teclas tasto tasti 按键 キー"),
-    ("coordinates latitude longitude", "coordonnées coordonnees koordinaten coordenadas coordinate 坐标 座標 経緯度"),
+    ("key", "touche tasten tecla teclas tasto tasti 按键 キー"),
+    ("coordinates latitude longitude", "coordonnées coordonnees koordinaten coordenadas 坐标 座標 経緯度"),
     ("news", "actualités actualites nouvelles nachrichten noticias notícias noticias notizie 新闻 ニュース"),
     ("process", "processus prozess prozesse proceso procesos processo processi 进程 プロセス"),
     (
         "kill terminate stop",
-        "tuer terminer termine beenden beende abbrechen matar terminar termina terminare termina uccidere 终止 杀死 結束 強制終了",
+        "tuer terminer beenden beende abbrechen matar terminar termina terminare termina uccidere 终止 杀死 結束 強制終了",
     ),
     (
         "free available",
-        "libre libres frei verfügbar verfugbar disponible disponibles livre livres disponível libero liberi disponibile 空闲 有空 空き",
+        "libre libres frei verfügbar verfugbar disponible disponibles livre livres disponível libero liberi disponibile 空闲 空き",
     ),
     (
         "retry",
         "réessayer reessayer wiederholen wiederhole reintentar reintenta repetir riprovare riprova 重试 再試行 リトライ",
     ),
-    ("switch checkout", "basculer wechseln wechsle cambiar cambia trocar mudar passare 切换 切り替え"),
+    ("switch checkout", "basculer wechseln wechsle trocar mudar passare 切换 切り替え"),
     (
         "spend cost",
         "dépenser depenser dépensé depense ausgegeben ausgaben gastado gasto gastos speso spesa spese 花费 支出 費用",
@@ -514,9 +515,15 @@ mod tests {
         assert!(translate("list open pull requests").len() <= 2, "English stays English");
         // An English word that is also another language's (`rôle` written without its accent)
         // stands for itself, never for another English word.
-        let english = "apply the admin role to the form, analyze the details and press the key";
+        let english = "apply the admin role to the form, analyze the details and press the key; a champ with taste drinks cola at the grand prix, coordinate and attends";
         let words: Vec<&str> = english.split(|c: char| !c.is_alphanumeric()).collect();
         let terms = translate(english);
         assert!(terms.iter().all(|t| words.contains(t)), "{terms:?}");
+        // A Chinese or Japanese word inside a longer one is not that word: a platform is not a
+        // form, a bookmark not a mark.
+        assert_eq!(translate("プラットフォーム"), ["platform"]);
+        assert!(translate("ブックマークを追加").iter().all(|t| *t != "mark"));
+        // Germans' appointments (`Termine`) are not a French order to stop.
+        assert!(!translate("Termine am Montag").contains(&"kill"));
     }
 }

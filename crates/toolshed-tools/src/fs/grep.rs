@@ -218,7 +218,10 @@ impl Query {
             .as_deref()
             .map(str::trim)
             .filter(|g| !g.is_empty())
-            .map(|g| match g.strip_prefix('!') {
+            .map(|g| match g.strip_prefix('!').map(|rest| rest.trim().trim_end_matches('/')) {
+                Some("") => Err(ToolError::model(format!(
+                    "The include `{g}` leaves nothing out: after `!` comes a glob of what to skip, such as `!*.md` or `!vendor`."
+                ))),
                 Some(rest) => PathGlob::new(rest, dir.path()).map(|glob| (glob, false)),
                 None => PathGlob::new(g, dir.path()).map(|glob| (glob, true)),
             })
@@ -276,7 +279,16 @@ impl Query {
                 }
                 if !explicit_file
                     && let Some((include, wanted)) = &self.include
-                    && include.matches_under(base, entry.path()) != *wanted
+                    && if *wanted {
+                        !include.matches_under(base, entry.path())
+                    } else {
+                        // `!vendor` skips what is under a directory it names, as ripgrep does.
+                        entry
+                            .path()
+                            .ancestors()
+                            .take_while(|a| a.starts_with(base) && *a != base)
+                            .any(|a| include.matches_under(base, a))
+                    }
                 {
                     return WalkState::Continue;
                 }

@@ -71,6 +71,18 @@ async fn grep_modes_include_and_case() {
     .await
     .unwrap();
     assert_eq!(out.text, "docs/notes.md");
+    // ... and a directory it names, with what is under it.
+    for skip in ["!src", "!src/", "!src/**"] {
+        let out = call(
+            &root,
+            serde_json::json!({"pattern": "alpha", "case_insensitive": true, "output_mode": "files_with_matches", "include": skip}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.text, "docs/notes.md", "{skip}");
+    }
+    let err = call(&root, serde_json::json!({"pattern": "alpha", "include": "! "})).await.unwrap_err();
+    assert!(err.to_string().contains("leaves nothing out"), "{err}");
     let out = call(&root, serde_json::json!({"pattern": "fn", "path": "src/main.rs"})).await.unwrap();
     assert!(out.text.starts_with("Found 1 matching line in 1 file.\nsrc/main.rs\n  1: fn main() {"), "{}", out.text);
 }

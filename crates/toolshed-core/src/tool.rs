@@ -70,7 +70,7 @@ pub enum Alias {
     /// This parameter: the same thing under another agent's name.
     Param(&'static str),
     /// A flag that changes nothing here (grep's `-n`: lines are always numbered). A boolean
-    /// sent under it is dropped; any other value is refused.
+    /// (or `null`) sent under it is dropped; any other value is refused.
     NoEffect,
 }
 

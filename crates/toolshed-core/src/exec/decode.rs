@@ -161,23 +161,21 @@ fn canonical_names(schema: &Value, aliases: &[(&str, Alias)], args: &mut Value) 
             }
         };
         let Some(canonical) = canonical else { continue };
-        match obj.get(canonical).filter(|sent| !sent.is_null()) {
-            Some(sent) if sent != value && !value.is_null() => {
-                let other = renamed.from.iter().find(|(p, _)| p == canonical).map_or(canonical, |(_, name)| name);
-                renamed.conflicts.push((key.clone(), canonical.clone(), other.clone()));
-            }
-            sent => {
-                let fresh = sent.is_none();
-                if let Some(value) = obj.remove(&key)
-                    && fresh
-                    && !value.is_null()
-                {
-                    obj.insert(canonical.clone(), value);
-                    renamed.from.push((canonical.clone(), key.clone()));
-                }
-                renamed.changed = true;
-            }
+        let given = obj.get(canonical).filter(|v| !v.is_null());
+        if given.is_some_and(|given| given != value) && !value.is_null() {
+            let other = renamed.from.iter().find(|(p, _)| p == canonical).map_or(canonical, |(_, name)| name);
+            renamed.conflicts.push((key.clone(), canonical.clone(), other.clone()));
+            continue;
         }
+        // Said once more, or not given at all (`null`): the other name goes; else it moves.
+        let moves = given.is_none() && !value.is_null();
+        if let Some(value) = obj.remove(&key)
+            && moves
+        {
+            obj.insert(canonical.clone(), value);
+            renamed.from.push((canonical.clone(), key.clone()));
+        }
+        renamed.changed = true;
     }
     renamed
 }

@@ -145,12 +145,31 @@ impl TypedTool for GrepTool {
     }
 }
 
+/// Which files `include` lets grep search.
+enum Include {
+    /// Only those the glob matches.
+    Only(PathGlob),
+    /// All but those the glob matches, and those under a directory it matches (`!vendor`).
+    Skip(PathGlob),
+}
+
+impl Include {
+    /// Whether the file at `path`, found under the search directory `base`, is left out.
+    fn skips(&self, base: &Path, path: &Path) -> bool {
+        match self {
+            Include::Only(glob) => !glob.matches_under(base, path),
+            Include::Skip(glob) => {
+                path.ancestors().take_while(|a| a.starts_with(base) && *a != base).any(|a| glob.matches_under(base, a))
+            }
+        }
+    }
+}
+
 /// A compiled search.
 pub struct Query {
     pattern: String,
     matcher: RegexMatcher,
-    /// The files' glob, and whether a match is searched (`false`: `!glob`, left out).
-    include: Option<(PathGlob, bool)>,
+    include: Option<Include>,
     context: usize,
     mode: OutputMode,
     limit: usize,
@@ -222,8 +241,8 @@ impl Query {
                 Some("") => Err(ToolError::model(format!(
                     "The include `{g}` leaves nothing out: after `!` comes a glob of what to skip, such as `!*.md` or `!vendor`."
                 ))),
-                Some(rest) => PathGlob::new(rest, dir.path()).map(|glob| (glob, false)),
-                None => PathGlob::new(g, dir.path()).map(|glob| (glob, true)),
+                Some(rest) => PathGlob::new(rest, dir.path()).map(Include::Skip),
+                None => PathGlob::new(g, dir.path()).map(Include::Only),
             })
             .transpose()?;
         Ok(Query {
@@ -277,19 +296,7 @@ impl Query {
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     return WalkState::Continue;
                 }
-                if !explicit_file
-                    && let Some((include, wanted)) = &self.include
-                    && if *wanted {
-                        !include.matches_under(base, entry.path())
-                    } else {
-                        // `!vendor` skips what is under a directory it names, as ripgrep does.
-                        entry
-                            .path()
-                            .ancestors()
-                            .take_while(|a| a.starts_with(base) && *a != base)
-                            .any(|a| include.matches_under(base, a))
-                    }
-                {
+                if !explicit_file && self.include.as_ref().is_some_and(|include| include.skips(base, entry.path())) {
                     return WalkState::Continue;
                 }
                 if !explicit_file && let Some(ctx) = &self.reveal {

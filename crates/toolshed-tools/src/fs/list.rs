@@ -93,7 +93,14 @@ impl TypedTool for ListTool {
             .unwrap_or_default()
             .iter()
             .filter(|p| !p.trim().is_empty())
-            .map(|p| PathGlob::new(p, resolved.path()))
+            .map(|p| match p.trim().strip_prefix('!') {
+                // gitignore's "do not ignore": nothing here is left out unless `ignore` says so.
+                Some(rest) => Err(ToolError::model(format!(
+                    "`ignore` lists what to leave out, and `!` (keep) has no meaning there: send `{}` to leave it out, or drop `{p}` to keep it.",
+                    rest.trim()
+                ))),
+                None => PathGlob::new(p, resolved.path()),
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let cancel = ctx.cancellation().clone();
         blocking(move || Ok(list(&resolved, &ignore, MAX_ENTRIES, &|| cancel.is_cancelled()))).await
@@ -351,6 +358,8 @@ mod tests {
             "{}",
             out.text
         );
+        let err = call(&root, serde_json::json!({"path": "", "ignore": ["!*.log"]})).await.unwrap_err();
+        assert!(err.to_string().contains("send `*.log` to leave it out"), "{err}");
         let err = call(&root, serde_json::json!({"path": "f.txt"})).await.unwrap_err();
         assert!(err.to_string().contains("is a file, not a directory"), "{err}");
         let err = call(&root, serde_json::json!({"path": "nope"})).await.unwrap_err();

@@ -22,10 +22,10 @@ use toolshed_core::registry::{Source, qualified_name};
 use toolshed_core::search::{SearchDoc, SearchIndex, search_doc};
 use toolshed_core::tool::ToolSpec;
 
-/// What recall@5 may not fall under (measured: 0.750; the goal is 0.92).
-const RECALL_AT_5_FLOOR: f64 = 0.74;
-/// ... on the hard queries (measured: 0.600; the goal is 0.85).
-const HARD_RECALL_AT_5_FLOOR: f64 = 0.59;
+/// What recall@5 may not fall under (measured: 0.789; the goal is 0.92).
+const RECALL_AT_5_FLOOR: f64 = 0.78;
+/// ... on the hard queries (measured: 0.634; the goal is 0.85).
+const HARD_RECALL_AT_5_FLOOR: f64 = 0.62;
 
 struct Case {
     query: String,

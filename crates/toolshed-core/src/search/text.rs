@@ -30,148 +30,13 @@ const SNOWBALL_STOP_WORDS: &[&str] = &[
     "same", "too", "very", "s", "t", "d", "ll", "re", "ve", "m",
 ];
 
-/// Query words and what they also mean in tool names and descriptions. Expansions count for
-/// less than the words themselves (see [`EXPANSION_WEIGHT`]).
-const SYNONYMS: &[(&str, &str)] = &[
-    ("pr", "pull request"),
-    ("prs", "pull request"),
-    ("mr", "merge request"),
-    ("ci", "workflow run job action pipeline build"),
-    ("pipeline", "workflow run"),
-    ("build", "workflow run"),
-    ("ticket", "issue"),
-    ("tickets", "issue"),
-    ("bug", "issue"),
-    ("repo", "repository"),
-    ("repos", "repository"),
-    ("k8s", "kubernetes kubectl"),
-    ("kube", "kubernetes kubectl"),
-    ("db", "database"),
-    ("sql", "query database"),
-    ("dir", "directory"),
-    ("folder", "directory"),
-    ("folders", "directory"),
-    ("docs", "documentation"),
-    ("doc", "documentation"),
-    ("delete", "remove"),
-    ("remove", "delete"),
-    ("rm", "remove delete"),
-    ("erase", "delete remove"),
-    ("new", "create"),
-    ("make", "create"),
-    ("open", "create"),
-    ("add", "create append"),
-    ("append", "add"),
-    ("paragraph", "block content text"),
-    ("logged", "authenticated account"),
-    ("whoami", "authenticated account profile"),
-    ("send", "post message"),
-    ("msg", "message"),
-    ("dm", "message"),
-    ("reply", "thread"),
-    ("error", "issue"),
-    ("errors", "issue"),
-    ("exception", "error issue"),
-    ("crash", "error issue"),
-    ("sprint", "cycle"),
-    ("sprints", "cycle"),
-    ("env", "environment"),
-    ("config", "configuration setting"),
-    ("login", "auth"),
-    ("auth", "authentication"),
-    ("diff", "change compare"),
-    ("uncommitted", "unstaged status"),
-    ("money", "balance fund"),
-    ("funds", "balance"),
-    ("chargeback", "dispute"),
-    ("chargebacks", "dispute"),
-    ("outage", "incident"),
-    ("metrics", "prometheus"),
-    ("metric", "prometheus"),
-    ("url", "page web link"),
-    ("website", "web site page"),
-    ("site", "web website"),
-    ("webpage", "web page"),
-    ("people", "user"),
-    ("person", "user people entity"),
-    ("mail", "email"),
-    ("picture", "screenshot image"),
-    ("screenshot", "image picture capture"),
-    ("image", "picture"),
-    ("type", "fill input"),
-    ("enter", "type fill input"),
-    ("vulnerability", "security alert dependabot"),
-    ("vulnerabilities", "security alert dependabot"),
-    ("cve", "vulnerability security alert"),
-    ("secret", "credential token"),
-    ("leaked", "secret"),
-    ("leak", "secret"),
-    ("password", "secret credential"),
-    ("latest", "recent last"),
-    ("recent", "latest"),
-    ("newest", "latest recent"),
-    ("rename", "move"),
-    ("recursively", "tree"),
-    ("recursive", "tree"),
-    ("remember", "memory observation entity"),
-    ("memorize", "memory observation entity"),
-    ("knowledge", "graph"),
-    ("think", "thought thinking"),
-    ("reason", "thought thinking"),
-    ("step", "thought"),
-    ("kill", "stop terminate"),
-    ("stop", "cancel"),
-    ("abort", "cancel stop"),
-    ("restart", "rerun"),
-    ("retry", "rerun"),
-    ("rollback", "rollout undo"),
-    ("frequent", "count"),
-    ("revert", "undo rollout"),
-    ("status", "state"),
-    ("done", "transition status"),
-    ("close", "state"),
-    ("assign", "assignee"),
-    ("label", "tag"),
-    ("tags", "label"),
-    ("scrape", "extract content"),
-    ("crawl", "crawler"),
-    ("download", "fetch"),
-    ("fetch", "download"),
-    ("read", "show view"),
-    ("show", "view read"),
-    ("view", "show read"),
-    ("list", "show"),
-    ("look", "search find"),
-    ("find", "search"),
-    ("search", "find query"),
-    ("lookup", "search find"),
-    ("run", "execute"),
-    ("execute", "run"),
-    ("trigger", "run dispatch"),
-    ("deploy", "deployment release"),
-    ("container", "docker"),
-    ("logs", "log"),
-    ("alarm", "alert"),
-    ("invoice", "bill"),
-    ("bill", "invoice"),
-    ("payment", "pay"),
-    ("subscription", "plan recurring"),
-    ("schema", "column type"),
-    ("columns", "describe schema"),
-    ("column", "describe schema"),
-    ("sheet", "table"),
-    ("notify", "notification"),
-    ("directions", "route"),
-    ("route", "directions"),
-    ("address", "geocode location"),
-    ("nearby", "near local places"),
-    ("restaurants", "places local"),
-    ("restaurant", "places local"),
-    ("weather", "forecast"),
-];
+/// Query words and what they also mean in tool names and descriptions, one `word: also also`
+/// per line (`#` comments). Expansions count for less than the words themselves (see
+/// [`EXPANSION_WEIGHT`]).
+const SYNONYMS: &str = include_str!("data/synonyms.txt");
 
 /// How much a synonym counts compared with a word the user typed.
-pub const EXPANSION_WEIGHT: f32 = 0.4;
+pub const EXPANSION_WEIGHT: f32 = 0.6;
 
 /// How much what a query's URLs, file names and addresses say counts (see [`hints`]).
 pub const HINT_WEIGHT: f32 = 0.5;
@@ -265,6 +130,60 @@ pub fn hints(query: &str) -> Vec<&'static str> {
     out
 }
 
+/// How much a word of a value (quoted text, what comes after "about", "named", ...) counts.
+pub const VALUE_WEIGHT: f32 = 0.3;
+
+/// Words after which the rest of the clause is a value: what to look for or name things with.
+const VALUE_MARKERS: &[&str] = &[
+    "about",
+    "mentioning",
+    "mention",
+    "mentions",
+    "containing",
+    "contains",
+    "saying",
+    "says",
+    "named",
+    "called",
+    "titled",
+    "regarding",
+];
+
+/// Words that end a value begun by a marker.
+const VALUE_ENDS: &[&str] = &["in", "from", "into", "at", "within", "inside", "via", "using", "on"];
+
+/// A query's words split in two: those that say which tool, and those of values (quoted text,
+/// and the rest of a clause after a word such as "about" or "named").
+pub fn said_and_values(query: &str) -> (Vec<String>, Vec<String>) {
+    let (mut said, mut values) = (Vec::new(), Vec::new());
+    for (i, part) in query.split(['"', '\u{201c}', '\u{201d}']).enumerate() {
+        if i % 2 == 1 {
+            values.extend(words(part));
+            continue;
+        }
+        for clause in part.split([',', ';', '(', ')', '!', '?', ':']) {
+            // Words of the value so far, once a marker has begun one.
+            let mut value: Option<usize> = None;
+            for word in words(clause) {
+                // A value has at least one word ("about on-call rotation").
+                if value.is_some_and(|n| n > 0) && VALUE_ENDS.contains(&word.as_str()) {
+                    value = None;
+                }
+                if let Some(n) = &mut value {
+                    *n += 1;
+                    values.push(word);
+                } else {
+                    if VALUE_MARKERS.contains(&word.as_str()) {
+                        value = Some(0);
+                    }
+                    said.push(word);
+                }
+            }
+        }
+    }
+    (said, values)
+}
+
 /// How much the English for a word typed in another language counts.
 pub const TRANSLATION_WEIGHT: f32 = 0.9;
 
@@ -273,9 +192,43 @@ fn stemmer() -> &'static Stemmer {
     STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
 }
 
-fn synonyms() -> &'static HashMap<&'static str, Vec<&'static str>> {
-    static TABLE: OnceLock<HashMap<&'static str, Vec<&'static str>>> = OnceLock::new();
-    TABLE.get_or_init(|| SYNONYMS.iter().map(|(word, also)| (*word, also.split(' ').collect())).collect())
+/// The synonyms table by key and by the key's stem, so that any form of a word finds them
+/// ("deleting", "meetings").
+struct Synonyms {
+    exact: HashMap<&'static str, Vec<&'static str>>,
+    stemmed: HashMap<String, Vec<&'static str>>,
+}
+
+/// The entries of [`SYNONYMS`]: (word, what it also means).
+fn synonym_entries() -> impl Iterator<Item = (&'static str, Vec<&'static str>)> {
+    SYNONYMS.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).filter_map(|line| {
+        let (word, also) = line.split_once(':')?;
+        Some((word.trim(), also.split_whitespace().collect()))
+    })
+}
+
+fn synonyms_table() -> &'static Synonyms {
+    static TABLE: OnceLock<Synonyms> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut exact = HashMap::new();
+        let mut stemmed: HashMap<String, Vec<&'static str>> = HashMap::new();
+        for (word, also) in synonym_entries() {
+            let by_stem = stemmed.entry(stem(word)).or_default();
+            for a in &also {
+                if !by_stem.contains(a) {
+                    by_stem.push(a);
+                }
+            }
+            exact.insert(word, also);
+        }
+        Synonyms { exact, stemmed }
+    })
+}
+
+/// What `word` (lowercase) also means in tools' words, if the table knows it or its stem.
+fn synonyms_of(word: &str) -> Option<&'static [&'static str]> {
+    let table = synonyms_table();
+    table.exact.get(word).or_else(|| table.stemmed.get(&stem(word))).map(Vec::as_slice)
 }
 
 /// Splits text into lowercase words at every non-alphanumeric character and inside
@@ -341,7 +294,7 @@ pub struct QueryTerm {
 /// file names say ([`hints`]) when an index has those words. Each term appears once, with its
 /// highest weight; a word and its synonyms share a group.
 pub fn query_terms(query: &str, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> {
-    let all = words(query);
+    let (all, values) = said_and_values(query);
     let mut out: Vec<QueryTerm> = Vec::new();
     let mut groups = 0u16;
     let mut push = |term: String, weight: f32, typed: bool, group: u16| match out.iter_mut().find(|t| t.term == term) {
@@ -361,7 +314,7 @@ pub fn query_terms(query: &str, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> 
     for pair in all.windows(2) {
         let word = format!("{}{}", pair[0], pair[1]);
         let joined = stem(&word);
-        let also = synonyms().get(word.as_str());
+        let also = synonyms_of(&word);
         if !known(&joined) && also.is_none() {
             continue;
         }
@@ -379,11 +332,19 @@ pub fn query_terms(query: &str, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> 
         }
         let group = new_group();
         push(stem(word), 1.0, true, group);
-        if let Some(also) = synonyms().get(word.as_str()) {
+        if let Some(also) = synonyms_of(word) {
             for extra in also {
                 push(stem(extra), EXPANSION_WEIGHT, false, group);
             }
         }
+    }
+    // Values: words that say what to look for or what to write, not which tool.
+    for word in &values {
+        if is_stop_word(word) {
+            continue;
+        }
+        let group = new_group();
+        push(stem(word), VALUE_WEIGHT, false, group);
     }
     // Words of other languages: their English, as if typed.
     for english in super::lexicon::translate(query) {
@@ -440,5 +401,62 @@ mod tests {
         assert_eq!(find("pull").map(|t| (t.weight, t.typed)), Some((EXPANSION_WEIGHT, false)));
         assert_eq!(find("oncal").map(|t| t.typed), Some(true));
         assert!(find("a").is_none());
+    }
+
+    #[test]
+    fn the_synonyms_table_is_well_formed() {
+        let lines = SYNONYMS.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
+        assert_eq!(lines.clone().count(), synonym_entries().count(), "every entry is `word: also ...`");
+        let mut seen = std::collections::HashSet::new();
+        let mut problems = Vec::new();
+        for (word, also) in synonym_entries() {
+            if !seen.insert(word) {
+                problems.push(format!("`{word}` is listed twice"));
+            }
+            if words(word) != [word] || is_stop_word(word) {
+                problems.push(format!("`{word}` is not one lowercase word that is looked up"));
+            }
+            if also.is_empty() {
+                problems.push(format!("`{word}` says nothing"));
+            }
+            for a in also {
+                if words(a) != [a] || is_stop_word(a) {
+                    problems.push(format!("`{word}`: `{a}` is not one lowercase word that tools are indexed by"));
+                }
+                if stem(a) == stem(word) {
+                    problems.push(format!("`{word}`: `{a}` is the same word"));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    #[test]
+    fn any_form_of_a_word_finds_its_synonyms() {
+        let q = query_terms("deleting the meetings", |_| false);
+        let find = |t: &str| q.iter().find(|x| x.term == t).map(|x| x.weight);
+        assert_eq!(find("remov"), Some(EXPANSION_WEIGHT));
+        assert_eq!(find("event"), Some(EXPANSION_WEIGHT));
+        // Two typed words that a synonym names together ("get rid").
+        let q = query_terms("get rid of the branch", |_| false);
+        assert!(q.iter().any(|x| x.term == "delet" && !x.typed), "{q:?}");
+    }
+
+    #[test]
+    fn quoted_text_and_what_follows_about_or_named_are_values() {
+        let (said, values) =
+            said_and_values("post \"deploy done\" in #ops, then find pages about on-call rotation in the ENG space");
+        assert_eq!(said, ["post", "in", "ops", "then", "find", "pages", "about", "in", "the", "eng", "space"]);
+        assert_eq!(values, ["deploy", "done", "on", "call", "rotation"]);
+        let (said, values) = said_and_values("make a folder called build/out; list it");
+        assert_eq!(said, ["make", "a", "folder", "called", "list", "it"]);
+        assert_eq!(values, ["build", "out"]);
+        // Typographic quotes too, and a quote left open runs to the end.
+        let (_, values) = said_and_values("search for \u{201c}Q3 plan\u{201d} and \"open");
+        assert_eq!(values, ["q3", "plan", "open"]);
+        // A value counts for less than the words that say which tool, and never as typed.
+        let q = query_terms("send \"hello\" to the team", |_| false);
+        let hello = q.iter().find(|x| x.term == "hello").unwrap();
+        assert_eq!((hello.weight, hello.typed), (VALUE_WEIGHT, false));
     }
 }

@@ -149,6 +149,9 @@ const VALUE_MARKERS: &[&str] = &[
     "regarding",
 ];
 
+/// Words after which "about" and the like introduce what to act on, not a value.
+const OBJECT_AFTER: &[&str] = &["info", "information", "details", "detail", "more", "everything", "anything", "know"];
+
 /// Words that end a value begun by a marker.
 const VALUE_ENDS: &[&str] = &["in", "from", "into", "at", "within", "inside", "via", "using", "on"];
 
@@ -164,6 +167,7 @@ pub fn said_and_values(query: &str) -> (Vec<String>, Vec<String>) {
         for clause in part.split([',', ';', '(', ')', '!', '?', ':']) {
             // Words of the value so far, once a marker has begun one.
             let mut value: Option<usize> = None;
+            let mut content = 0;
             for word in words(clause) {
                 // A value has at least one word ("about on-call rotation").
                 if value.is_some_and(|n| n > 0) && VALUE_ENDS.contains(&word.as_str()) {
@@ -173,9 +177,15 @@ pub fn said_and_values(query: &str) -> (Vec<String>, Vec<String>) {
                     *n += 1;
                     values.push(word);
                 } else {
-                    if VALUE_MARKERS.contains(&word.as_str()) {
+                    // Only after the clause has said what to act on, in two words at least: in
+                    // "tell me about the repo" or "details about issue 12", the rest is the object.
+                    if VALUE_MARKERS.contains(&word.as_str())
+                        && content >= 2
+                        && !said.last().is_some_and(|w: &String| OBJECT_AFTER.contains(&w.as_str()))
+                    {
                         value = Some(0);
                     }
+                    content += usize::from(!is_stop_word(&word));
                     said.push(word);
                 }
             }
@@ -448,6 +458,10 @@ mod tests {
             said_and_values("post \"deploy done\" in #ops, then find pages about on-call rotation in the ENG space");
         assert_eq!(said, ["post", "in", "ops", "then", "find", "pages", "about", "in", "the", "eng", "space"]);
         assert_eq!(values, ["deploy", "done", "on", "call", "rotation"]);
+        // Until the clause has said what to act on, "about" introduces it.
+        for object in ["tell me about the acme/api repo", "show me details about issue 12", "info about PR 5"] {
+            assert!(said_and_values(object).1.is_empty(), "{object}");
+        }
         let (said, values) = said_and_values("make a folder called build/out; list it");
         assert_eq!(said, ["make", "a", "folder", "called", "list", "it"]);
         assert_eq!(values, ["build", "out"]);

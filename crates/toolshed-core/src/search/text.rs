@@ -14,7 +14,7 @@ const STOP_WORDS: &[&str] = &[
     "a", "an", "the", "of", "to", "in", "on", "for", "with", "and", "or", "is", "are", "be", "it", "its", "this",
     "that", "these", "those", "my", "me", "i", "we", "our", "you", "your", "as", "at", "by", "from", "into", "can",
     "do", "does", "how", "what", "which", "who", "whom", "please", "some", "any", "all", "so", "if", "then", "than",
-    "there", "here", "get", "one", "via", "using", "use", "like",
+    "there", "here", "one", "via", "using", "use", "like",
 ];
 
 /// The rest of the Snowball project's English stop word list (snowballstem.org, `english/stop.txt`),

@@ -5,6 +5,9 @@
 //! tools, often of different servers). Each tool is indexed exactly as an attached MCP server's
 //! tool is ([`search_doc`]).
 //!
+//! `queries_fresh.tsv` holds 150 more, written later by someone who had seen neither the index
+//! nor these queries; nothing is tuned on them.
+//!
 //! Recall@k per query is |relevant ∩ top k| / min(|relevant|, k); a figure is the mean over
 //! queries. Run with `--nocapture` for the figures per kind, per half and the misses.
 //!
@@ -26,6 +29,11 @@ use toolshed_core::tool::ToolSpec;
 const RECALL_AT_5_FLOOR: f64 = 0.78;
 /// ... on the hard queries (measured: 0.636; the goal is 0.85).
 const HARD_RECALL_AT_5_FLOOR: f64 = 0.62;
+/// What recall@5 over the fresh queries may not fall under (measured: 0.662, and 0.635 before
+/// the synonyms table grew).
+const FRESH_RECALL_AT_5_FLOOR: f64 = 0.65;
+/// ... on their hard queries (measured: 0.497).
+const FRESH_HARD_RECALL_AT_5_FLOOR: f64 = 0.48;
 
 struct Case {
     query: String,
@@ -38,7 +46,7 @@ fn dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tool_search_eval")
 }
 
-fn load() -> (Vec<SearchDoc>, Vec<Case>, usize) {
+fn load(queries: &str) -> (Vec<SearchDoc>, Vec<Case>, usize) {
     let mut files: Vec<_> = std::fs::read_dir(dir().join("servers")).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     let mut docs = Vec::new();
@@ -55,7 +63,7 @@ fn load() -> (Vec<SearchDoc>, Vec<Case>, usize) {
             docs.push(search_doc(&spec, &Source::Mcp(name.to_string())));
         }
     }
-    let queries = std::fs::read_to_string(dir().join("queries.tsv")).unwrap();
+    let queries = std::fs::read_to_string(dir().join(queries)).unwrap();
     let cases = queries
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -85,7 +93,10 @@ fn mean(values: &[f64]) -> f64 {
 
 #[test]
 fn the_evaluation_has_1500_tools_of_60_servers_and_400_queries_with_known_labels() {
-    let (docs, cases, servers) = load();
+    let (docs, mut cases, servers) = load("queries.tsv");
+    let fresh = load("queries_fresh.tsv").1;
+    assert!(fresh.len() >= 150, "{} fresh queries", fresh.len());
+    cases.extend(fresh);
     assert!(servers >= 60, "{servers} servers");
     assert!(docs.len() >= 1500, "{} tools", docs.len());
     assert!(cases.len() >= 400, "{} queries", cases.len());
@@ -104,8 +115,36 @@ fn the_evaluation_has_1500_tools_of_60_servers_and_400_queries_with_known_labels
 
 #[test]
 fn tool_search_recall_over_real_servers_and_queries_written_by_others() {
-    let (docs, cases, servers) = load();
-    let index = SearchIndex::build(&docs);
+    let (docs, cases, servers) = load("queries.tsv");
+    let (r5, hard5) = report("queries.tsv", &docs, &cases, servers);
+    // Floors under what the index reaches today, so a change that loses recall fails here. The
+    // goal is 0.92 overall and 0.85 on the hard queries; the index is not there yet.
+    assert!(r5 >= RECALL_AT_5_FLOOR, "recall@5 {r5:.3} fell under {RECALL_AT_5_FLOOR}");
+    assert!(hard5 >= HARD_RECALL_AT_5_FLOOR, "hard recall@5 {hard5:.3} fell under {HARD_RECALL_AT_5_FLOOR}");
+}
+
+/// The 150 queries of `queries_fresh.tsv`, written by someone who had seen neither the index's
+/// code and tables nor the other queries: what recall to expect on queries nobody tuned for.
+/// Nothing may be tuned on them; they were measured once before the change that came with them
+/// and once after.
+#[test]
+fn tool_search_recall_over_fresh_queries_nobody_tuned_for() {
+    let (docs, cases, servers) = load("queries_fresh.tsv");
+    let (r5, hard5) = report("queries_fresh.tsv (nobody tuned for these)", &docs, &cases, servers);
+    assert!(r5 >= FRESH_RECALL_AT_5_FLOOR, "recall@5 {r5:.3} fell under {FRESH_RECALL_AT_5_FLOOR}");
+    assert!(
+        hard5 >= FRESH_HARD_RECALL_AT_5_FLOOR,
+        "hard recall@5 {hard5:.3} fell under {FRESH_HARD_RECALL_AT_5_FLOOR}"
+    );
+}
+
+/// Prints recall over `cases` (overall, hard, per kind, per half of the servers, the misses) and
+/// returns recall@5 overall and on the hard queries.
+fn report(title: &str, docs: &[SearchDoc], cases: &[Case], servers: usize) -> (f64, f64) {
+    use std::fmt::Write as _;
+    // One print, so that the two tests' reports do not interleave.
+    let mut out = format!("== {title}\n");
+    let index = SearchIndex::build(docs);
     let mut r1 = Vec::new();
     let mut r5 = Vec::new();
     let mut hard5 = Vec::new();
@@ -122,7 +161,7 @@ fn tool_search_recall_over_real_servers_and_queries_written_by_others() {
         server_names.iter().position(|s| *s == server).unwrap() < server_names.len() / 2
     };
     let mut halves: [[Vec<f64>; 3]; 2] = Default::default();
-    for case in &cases {
+    for case in cases {
         let top: Vec<String> = index.search(&case.query, 5).into_iter().map(|h| docs[h.doc].name.clone()).collect();
         let (at1, at5) = (recall(case, &top, 1), recall(case, &top, 5));
         r1.push(at1);
@@ -142,33 +181,30 @@ fn tool_search_recall_over_real_servers_and_queries_written_by_others() {
             misses.push(format!("{at5:.2} [{}] {:?} want {:?} → {:?}", case.kind, case.query, case.relevant, top));
         }
     }
-    let plain = baseline::plain_bm25(&docs);
+    let plain = baseline::plain_bm25(docs);
     let plain5: Vec<f64> = cases.iter().map(|c| recall(c, &plain(&c.query), 5)).collect();
-    println!("tools: {} of {servers} servers, queries: {} ({} hard)", docs.len(), cases.len(), hard5.len());
-    println!("plain BM25 (bm25 crate, Codex-style text): recall@5 {:.3}", mean(&plain5));
-    println!("recall@1 {:.3}  recall@5 {:.3}", mean(&r1), mean(&r5));
-    println!("hard: recall@1 {:.3}  recall@5 {:.3}", mean(&hard1), mean(&hard5));
+    writeln!(out, "tools: {} of {servers} servers, queries: {} ({} hard)", docs.len(), cases.len(), hard5.len())
+        .unwrap();
+    writeln!(out, "plain BM25 (bm25 crate, Codex-style text): recall@5 {:.3}", mean(&plain5)).unwrap();
+    writeln!(out, "recall@1 {:.3}  recall@5 {:.3}", mean(&r1), mean(&r5)).unwrap();
+    writeln!(out, "hard: recall@1 {:.3}  recall@5 {:.3}", mean(&hard1), mean(&hard5)).unwrap();
     for (kind, values) in &by_kind {
-        println!("  {kind:<12} recall@5 {:.3} ({} queries)", mean(values), values.len());
+        writeln!(out, "  {kind:<12} recall@5 {:.3} ({} queries)", mean(values), values.len()).unwrap();
     }
     for (name, [at1, at5, hard]) in ["first", "second"].iter().zip(&halves) {
-        println!(
+        writeln!(
+            out,
             "{name} half of the servers: recall@1 {:.3}  recall@5 {:.3}  hard recall@5 {:.3} ({} queries)",
             mean(at1),
             mean(at5),
             mean(hard),
             at5.len()
-        );
+        )
+        .unwrap();
     }
     for miss in &misses {
-        println!("  miss {miss}");
+        writeln!(out, "  miss {miss}").unwrap();
     }
-    // Floors under what the index reaches today, so a change that loses recall fails here. The
-    // goal is 0.92 overall and 0.85 on the hard queries; the index is not there yet.
-    assert!(mean(&r5) >= RECALL_AT_5_FLOOR, "recall@5 {:.3} fell under {RECALL_AT_5_FLOOR}", mean(&r5));
-    assert!(
-        mean(&hard5) >= HARD_RECALL_AT_5_FLOOR,
-        "hard recall@5 {:.3} fell under {HARD_RECALL_AT_5_FLOOR}",
-        mean(&hard5)
-    );
+    print!("{out}");
+    (mean(&r5), mean(&hard5))
 }

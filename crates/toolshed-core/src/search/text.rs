@@ -133,65 +133,114 @@ pub fn hints(query: &str) -> Vec<&'static str> {
 /// How much a word of a value (quoted text, what comes after "about", "named", ...) counts.
 pub const VALUE_WEIGHT: f32 = 0.3;
 
-/// Words after which the rest of the clause is a value: what to look for or name things with.
-const VALUE_MARKERS: &[&str] = &[
-    "about",
-    "mentioning",
-    "mention",
-    "mentions",
-    "containing",
-    "contains",
-    "saying",
-    "says",
-    "named",
-    "called",
-    "titled",
-    "regarding",
+/// Words after which the rest of the clause is a name or a text: "a branch named hotfix", "a
+/// message saying hi".
+const NAME_MARKERS: &[&str] = &["named", "called", "titled", "saying", "says"];
+
+/// Words after which the rest of the clause is a topic, when the clause searches or writes
+/// ([`SEARCH_OR_WRITE`]): "find pages about on-call", "post a note about the outage".
+const TOPIC_MARKERS: &[&str] =
+    &["about", "mentioning", "mention", "mentions", "containing", "contains", "regarding", "concerning"];
+
+/// Verbs (as stems) whose object's topic is a value. Elsewhere "about" may introduce the object
+/// itself ("check the status about the deployment"), so its words count in full.
+const SEARCH_OR_WRITE: &[&str] = &[
+    "search", "find", "look", "lookup", "locat", "queri", "grep", "filter", "post", "send", "write", "draft", "compos",
+    "email", "repli", "comment", "tweet", "publish", "announc",
 ];
 
 /// Words after which "about" and the like introduce what to act on, not a value.
 const OBJECT_AFTER: &[&str] = &["info", "information", "details", "detail", "more", "everything", "anything", "know"];
 
-/// Words that end a value begun by a marker.
-const VALUE_ENDS: &[&str] = &["in", "from", "into", "at", "within", "inside", "via", "using", "on"];
+/// Words that end a value begun by a marker: a place the tool acts in, or the next request.
+const VALUE_ENDS: &[&str] =
+    &["in", "from", "into", "at", "within", "inside", "via", "using", "on", "and", "then", "but", "also"];
 
-/// A query's words split in two: those that say which tool, and those of values (quoted text,
-/// and the rest of a clause after a word such as "about" or "named").
-pub fn said_and_values(query: &str) -> (Vec<String>, Vec<String>) {
-    let (mut said, mut values) = (Vec::new(), Vec::new());
-    for (i, part) in query.split(['"', '\u{201c}', '\u{201d}']).enumerate() {
-        if i % 2 == 1 {
-            values.extend(words(part));
-            continue;
-        }
-        for clause in part.split([',', ';', '(', ')', '!', '?', ':']) {
-            // Words of the value so far, once a marker has begun one.
-            let mut value: Option<usize> = None;
-            let mut content = 0;
-            for word in words(clause) {
-                // A value has at least one word ("about on-call rotation").
-                if value.is_some_and(|n| n > 0) && VALUE_ENDS.contains(&word.as_str()) {
-                    value = None;
-                }
-                if let Some(n) = &mut value {
-                    *n += 1;
-                    values.push(word);
-                } else {
-                    // Only after the clause has said what to act on, in two words at least: in
-                    // "tell me about the repo" or "details about issue 12", the rest is the object.
-                    if VALUE_MARKERS.contains(&word.as_str())
-                        && content >= 2
-                        && !said.last().is_some_and(|w: &String| OBJECT_AFTER.contains(&w.as_str()))
-                    {
-                        value = Some(0);
-                    }
-                    content += usize::from(!is_stop_word(&word));
-                    said.push(word);
-                }
+/// Quotation marks: an opening one and the marks that close it.
+const QUOTES: &[(char, &[char])] = &[
+    ('"', &['"']),
+    ('\u{201c}', &['\u{201d}', '\u{201c}']),
+    ('\u{201e}', &['\u{201c}', '\u{201d}']),
+    ('\u{ab}', &['\u{bb}']),
+    ('\u{bb}', &['\u{ab}']),
+    ('\u{300c}', &['\u{300d}']),
+    ('\u{300e}', &['\u{300f}']),
+];
+
+/// A query split in two: the words that say which tool, and those of values (quoted text, and
+/// the rest of a clause after a word such as "named", or "about" in a search), with the query's
+/// text outside quotes.
+#[derive(Debug, Default, PartialEq)]
+pub struct QueryParts {
+    /// Words that say which tool.
+    pub said: Vec<String>,
+    /// Words of values: what to look for, or to name or write something with.
+    pub values: Vec<String>,
+    /// The query without its quoted text.
+    pub unquoted: String,
+}
+
+/// Splits `query` into [`QueryParts`]. A quotation mark left open quotes nothing (`5" wide`).
+pub fn said_and_values(query: &str) -> QueryParts {
+    let mut parts = QueryParts::default();
+    let mut rest = query;
+    while !rest.is_empty() {
+        let open = rest.char_indices().find_map(|(i, c)| {
+            let (_, closers) = QUOTES.iter().find(|(o, _)| *o == c)?;
+            let after = &rest[i + c.len_utf8()..];
+            let close = after.find(|c: char| closers.contains(&c))?;
+            Some((i, i + c.len_utf8(), i + c.len_utf8() + close))
+        });
+        let Some((at, inner, close)) = open else {
+            clauses(rest, &mut parts);
+            parts.unquoted.push_str(rest);
+            break;
+        };
+        clauses(&rest[..at], &mut parts);
+        parts.unquoted.push_str(&rest[..at]);
+        parts.unquoted.push(' ');
+        parts.values.extend(words(&rest[inner..close]));
+        let closer = rest[close..].chars().next().map_or(0, char::len_utf8);
+        rest = &rest[close + closer..];
+    }
+    parts
+}
+
+/// Adds the words of unquoted `text` to `parts`, clause by clause.
+fn clauses(text: &str, parts: &mut QueryParts) {
+    for clause in text.split([',', ';', '(', ')', '!', '?', ':']) {
+        // Words of the value so far, once a marker has begun one.
+        let mut value: Option<usize> = None;
+        let (mut content, mut searches) = (0, false);
+        let mut last: Option<String> = None;
+        for word in words(clause) {
+            // A value has at least one word ("about on-call rotation").
+            if value.is_some_and(|n| n > 0) && VALUE_ENDS.contains(&word.as_str()) {
+                value = None;
             }
+            if let Some(n) = &mut value {
+                *n += 1;
+                parts.values.push(word);
+                continue;
+            }
+            let names = NAME_MARKERS.contains(&word.as_str()) && content >= 1;
+            // "about" begins a topic only in a search or a text to write, once the clause has
+            // said what to act on: in "details about issue 12" the rest is the object.
+            let topic = TOPIC_MARKERS.contains(&word.as_str())
+                && searches
+                && content >= 2
+                && !last.as_deref().is_some_and(|w| OBJECT_AFTER.contains(&w));
+            if names || topic {
+                value = Some(0);
+            }
+            if !is_stop_word(&word) {
+                content += 1;
+                searches |= SEARCH_OR_WRITE.contains(&stem(&word).as_str());
+            }
+            last = Some(word.clone());
+            parts.said.push(word);
         }
     }
-    (said, values)
 }
 
 /// How much the English for a word typed in another language counts.
@@ -202,11 +251,10 @@ fn stemmer() -> &'static Stemmer {
     STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
 }
 
-/// The synonyms table by key and by the key's stem, so that any form of a word finds them
-/// ("deleting", "meetings").
+/// The synonyms table by key, and its keys by stem (to find a key from another form of it).
 struct Synonyms {
     exact: HashMap<&'static str, Vec<&'static str>>,
-    stemmed: HashMap<String, Vec<&'static str>>,
+    keys_by_stem: HashMap<String, Vec<&'static str>>,
 }
 
 /// The entries of [`SYNONYMS`]: (word, what it also means).
@@ -221,24 +269,46 @@ fn synonyms_table() -> &'static Synonyms {
     static TABLE: OnceLock<Synonyms> = OnceLock::new();
     TABLE.get_or_init(|| {
         let mut exact = HashMap::new();
-        let mut stemmed: HashMap<String, Vec<&'static str>> = HashMap::new();
+        let mut keys_by_stem: HashMap<String, Vec<&'static str>> = HashMap::new();
         for (word, also) in synonym_entries() {
-            let by_stem = stemmed.entry(stem(word)).or_default();
-            for a in &also {
-                if !by_stem.contains(a) {
-                    by_stem.push(a);
-                }
-            }
+            keys_by_stem.entry(stem(word)).or_default().push(word);
             exact.insert(word, also);
         }
-        Synonyms { exact, stemmed }
+        Synonyms { exact, keys_by_stem }
     })
 }
 
-/// What `word` (lowercase) also means in tools' words, if the table knows it or its stem.
-fn synonyms_of(word: &str) -> Option<&'static [&'static str]> {
+/// Whether `word` is `key` with an English inflection: `deletes`, `deleted`, `deleting`,
+/// `meetings`, `replies`, `dropped`. Words that merely share a stem (`production` and
+/// `product`, `organization` and `organize`) are not.
+fn inflects(word: &str, key: &str) -> bool {
+    const ENDINGS: &[&str] = &["s", "es", "ed", "d", "ing", "er", "ers"];
+    if let Some(rest) = word.strip_prefix(key) {
+        if ENDINGS.contains(&rest) {
+            return true;
+        }
+        // A doubled last consonant: `drop` → `dropped`, `dropping`.
+        let mut rest = rest.chars();
+        if rest.next().is_some_and(|c| key.ends_with(c) && !"aeiou".contains(c)) {
+            return ["ed", "ing"].contains(&rest.as_str());
+        }
+        return false;
+    }
+    let swap = |from: char, to: &[&str]| {
+        key.strip_suffix(from).and_then(|base| word.strip_prefix(base)).is_some_and(|rest| to.contains(&rest))
+    };
+    swap('e', &["ing", "ed", "er", "ers"]) || swap('y', &["ies", "ied"])
+}
+
+/// What `word` (lowercase) also means in tools' words, if the table has it or, inflected, one
+/// of its keys.
+pub(crate) fn synonyms_of(word: &str) -> Option<&'static [&'static str]> {
     let table = synonyms_table();
-    table.exact.get(word).or_else(|| table.stemmed.get(&stem(word))).map(Vec::as_slice)
+    if let Some(also) = table.exact.get(word) {
+        return Some(also);
+    }
+    let key = table.keys_by_stem.get(&stem(word))?.iter().find(|key| inflects(word, key))?;
+    table.exact.get(key).map(Vec::as_slice)
 }
 
 /// Splits text into lowercase words at every non-alphanumeric character and inside
@@ -256,8 +326,10 @@ pub fn words(text: &str) -> Vec<String> {
             let (prev, cur) = (chars[i - 1], chars[i]);
             let next_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
             // camelCase (aB) or the last capital of an acronym before a word (HTTPServer).
+            // An acronym's plural stays one word: `PRs`, `URLs`, `getMRs`.
+            let plural = chars.get(i + 1) == Some(&'s') && i + 2 == chars.len();
             let boundary = (prev.is_lowercase() || prev.is_ascii_digit()) && cur.is_uppercase()
-                || prev.is_uppercase() && cur.is_uppercase() && next_lower;
+                || prev.is_uppercase() && cur.is_uppercase() && next_lower && !plural;
             if boundary {
                 out.push(chars[start..i].iter().collect::<String>().to_lowercase());
                 start = i;
@@ -304,7 +376,7 @@ pub struct QueryTerm {
 /// file names say ([`hints`]) when an index has those words. Each term appears once, with its
 /// highest weight; a word and its synonyms share a group.
 pub fn query_terms(query: &str, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> {
-    let (all, values) = said_and_values(query);
+    let QueryParts { said: all, values, unquoted } = said_and_values(query);
     let mut out: Vec<QueryTerm> = Vec::new();
     let mut groups = 0u16;
     let mut push = |term: String, weight: f32, typed: bool, group: u16| match out.iter_mut().find(|t| t.term == term) {
@@ -322,6 +394,11 @@ pub fn query_terms(query: &str, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> 
         groups - 1
     };
     for pair in all.windows(2) {
+        // Two stop words ("to do", "how to") or a contraction's letter ("don't ask" → `t`,
+        // `ask`) never make a word together.
+        if pair.iter().all(|w| is_stop_word(w)) || pair.iter().any(|w| w.chars().count() == 1) {
+            continue;
+        }
         let word = format!("{}{}", pair[0], pair[1]);
         let joined = stem(&word);
         let also = synonyms_of(&word);
@@ -357,7 +434,7 @@ pub fn query_terms(query: &str, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> 
         push(stem(word), VALUE_WEIGHT, false, group);
     }
     // Words of other languages: their English, as if typed.
-    for english in super::lexicon::translate(query) {
+    for english in super::lexicon::translate(&unquoted) {
         for word in english.split(' ') {
             let group = new_group();
             push(stem(word), TRANSLATION_WEIGHT, true, group);
@@ -386,6 +463,10 @@ mod tests {
         assert_eq!(words("HTTPServer.listen"), ["http", "server", "listen"]);
         assert_eq!(words("k8s oauth2Token"), ["k8s", "oauth2", "token"]);
         assert_eq!(words("  --  "), Vec::<String>::new());
+        assert_eq!(
+            words("my PRs and URLs, getMRs, HTTPServers"),
+            ["my", "prs", "and", "urls", "get", "mrs", "http", "servers"]
+        );
     }
 
     #[test]
@@ -442,6 +523,29 @@ mod tests {
     }
 
     #[test]
+    fn inflections_are_told_from_words_that_only_share_a_stem() {
+        for (word, key) in [
+            ("deletes", "delete"),
+            ("deleted", "delete"),
+            ("deleting", "delete"),
+            ("meetings", "meeting"),
+            ("replies", "reply"),
+            ("dropped", "drop"),
+            ("pushes", "push"),
+            ("containers", "container"),
+        ] {
+            assert!(inflects(word, key), "{word} {key}");
+        }
+        for (word, key) in
+            [("production", "product"), ("organization", "organize"), ("settings", "set"), ("important", "import")]
+        {
+            assert!(!inflects(word, key), "{word} {key}");
+        }
+        assert_eq!(synonyms_of("products"), synonyms_of("product"));
+        assert_ne!(synonyms_of("products"), synonyms_of("production"));
+    }
+
+    #[test]
     fn any_form_of_a_word_finds_its_synonyms() {
         let q = query_terms("deleting the meetings", |_| false);
         let find = |t: &str| q.iter().find(|x| x.term == t).map(|x| x.weight);
@@ -454,23 +558,43 @@ mod tests {
 
     #[test]
     fn quoted_text_and_what_follows_about_or_named_are_values() {
+        let split = |q: &str| {
+            let parts = said_and_values(q);
+            (parts.said, parts.values)
+        };
         let (said, values) =
-            said_and_values("post \"deploy done\" in #ops, then find pages about on-call rotation in the ENG space");
+            split("post \"deploy done\" in #ops, then find pages about on-call rotation in the ENG space");
         assert_eq!(said, ["post", "in", "ops", "then", "find", "pages", "about", "in", "the", "eng", "space"]);
         assert_eq!(values, ["deploy", "done", "on", "call", "rotation"]);
-        // Until the clause has said what to act on, "about" introduces it.
-        for object in ["tell me about the acme/api repo", "show me details about issue 12", "info about PR 5"] {
-            assert!(said_and_values(object).1.is_empty(), "{object}");
-        }
-        let (said, values) = said_and_values("make a folder called build/out; list it");
+        let (said, values) = split("make a folder called build/out; list it");
         assert_eq!(said, ["make", "a", "folder", "called", "list", "it"]);
         assert_eq!(values, ["build", "out"]);
-        // Typographic quotes too, and a quote left open runs to the end.
-        let (_, values) = said_and_values("search for \u{201c}Q3 plan\u{201d} and \"open");
-        assert_eq!(values, ["q3", "plan", "open"]);
-        // A value counts for less than the words that say which tool, and never as typed.
+        // A value ends where the next request begins.
+        let (said, values) = split("create a github repo called my-app and push the code");
+        assert_eq!(values, ["my", "app"]);
+        assert!(said.contains(&"push".to_string()), "{said:?}");
+        // Typographic, German, French and Japanese quotes; a quote left open quotes nothing.
+        assert_eq!(split("search for \u{201c}Q3 plan\u{201d} and \"open").1, ["q3", "plan"]);
+        assert_eq!(split("suche \u{201e}Rechnung\u{201c} in Gmail und sende sie").1, ["rechnung"]);
+        assert_eq!(split("cherche \u{ab} facture \u{bb} dans Gmail").1, ["facture"]);
+        assert_eq!(split("\u{300c}請求書\u{300d}を検索").1, ["請求書"]);
+        assert!(split("resize the image to 5\" wide and upload it to s3").1.is_empty());
+        // Until the clause has said what to act on, or when it neither searches nor writes,
+        // "about" introduces the object.
+        for object in [
+            "tell me about the acme/api repo",
+            "show me details about issue 12",
+            "info about PR 5",
+            "check the status about the kubernetes deployment",
+            "list recent updates about the open pull requests",
+        ] {
+            assert!(split(object).1.is_empty(), "{object}");
+        }
+        // A value counts for less than the words that say which tool, and never as typed; the
+        // words of other languages inside quotes are values too.
         let q = query_terms("send \"hello\" to the team", |_| false);
         let hello = q.iter().find(|x| x.term == "hello").unwrap();
         assert_eq!((hello.weight, hello.typed), (VALUE_WEIGHT, false));
+        assert_eq!(said_and_values("find \"supprimer\" in the docs").unquoted, "find   in the docs");
     }
 }

@@ -81,7 +81,7 @@ impl TypedTool for GlobTool {
                 false => super::not_found(&resolved, "Directory"),
             });
         }
-        if args.pattern.trim_start().starts_with('!') {
+        if super::negates(&args.pattern) {
             return Err(ToolError::model(format!(
                 "glob finds the files a pattern names; it cannot leave files out, so `{}` would match nothing. Send the pattern of the files you want (`**/*.rs`); grep's `include` takes `!` to leave files out.",
                 args.pattern
@@ -236,10 +236,13 @@ mod tests {
         touch(&root, "a.txt", 1);
         let out = call(&root, serde_json::json!({"pattern": "*.zig"})).await.unwrap();
         assert_eq!(out.text, "No files match `*.zig` under `.`.");
-        for pattern in ["!*.md", " !a.txt"] {
+        for pattern in ["!*.md", " !a.txt", "./!*.md", "src/!*.rs", "**/!*.md", "*.!(md)"] {
             let err = call(&root, serde_json::json!({"pattern": pattern})).await.unwrap_err();
             assert!(err.to_string().contains("cannot leave files out"), "{err}");
         }
+        // A negated class is a glob's own.
+        let out = call(&root, serde_json::json!({"pattern": "[!b].txt"})).await.unwrap();
+        assert_eq!(out.text.trim(), "a.txt");
         let err = call(&root, serde_json::json!({"pattern": "a[.txt"})).await.unwrap_err();
         assert!(err.to_string().contains("is invalid"), "{err}");
         let err = call(&root, serde_json::json!({"pattern": "*", "path": "a.txt"})).await.unwrap_err();

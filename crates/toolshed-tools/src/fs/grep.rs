@@ -241,6 +241,8 @@ impl Query {
                 Some("") => Err(ToolError::model(format!(
                     "The include `{g}` leaves nothing out: after `!` comes a glob of what to skip, such as `!*.md` or `!vendor`."
                 ))),
+                Some(rest) if super::negates(rest) => Err(misplaced_bang(g)),
+                None if super::negates(g) => Err(misplaced_bang(g)),
                 Some(rest) => PathGlob::new(rest, dir.path()).map(Include::Skip),
                 None => PathGlob::new(g, dir.path()).map(Include::Only),
             })
@@ -527,6 +529,13 @@ fn excerpt(matcher: &RegexMatcher, bytes: &[u8], is_match: bool) -> String {
     let window: String = text.chars().skip(start).take(MAX_GREP_LINE_CHARS).collect();
     let before = if start > 0 { "…" } else { "" };
     format!("{before}{window}… (line of {chars} chars cut)")
+}
+
+/// The model's error for an include with `!` anywhere but at its start.
+fn misplaced_bang(include: &str) -> ToolError {
+    ToolError::model(format!(
+        "In the include `{include}`, `!` leaves files out only at the very start, once: send `!src/*.rs` to skip those files, or a glob without `!` to search only those."
+    ))
 }
 
 #[cfg(test)]

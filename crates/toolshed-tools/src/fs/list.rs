@@ -99,6 +99,9 @@ impl TypedTool for ListTool {
                     "`ignore` lists what to leave out, and `!` (keep) has no meaning there: send `{}` to leave it out, or drop `{p}` to keep it.",
                     rest.trim()
                 ))),
+                None if super::negates(p) => Err(ToolError::model(format!(
+                    "`ignore` lists what to leave out, and `!` has no meaning inside `{p}`: send the pattern of what to leave out, without `!`."
+                ))),
                 None => PathGlob::new(p, resolved.path()),
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -360,6 +363,8 @@ mod tests {
         );
         let err = call(&root, serde_json::json!({"path": "", "ignore": ["!*.log"]})).await.unwrap_err();
         assert!(err.to_string().contains("send `*.log` to leave it out"), "{err}");
+        let err = call(&root, serde_json::json!({"path": "", "ignore": ["**/!x"]})).await.unwrap_err();
+        assert!(err.to_string().contains("has no meaning inside"), "{err}");
         let err = call(&root, serde_json::json!({"path": "f.txt"})).await.unwrap_err();
         assert!(err.to_string().contains("is a file, not a directory"), "{err}");
         let err = call(&root, serde_json::json!({"path": "nope"})).await.unwrap_err();

@@ -226,6 +226,13 @@ pub fn walker(dir: &Path) -> WalkBuilder {
     builder
 }
 
+/// Whether `pattern` means to leave files out somewhere a glob cannot: a `!` at the start of any
+/// of its names (`!*.md`, `src/!*.rs`, `./!x`) or an extended glob `!(…)`. A glob would take the
+/// `!` literally and silently match nothing. `[!a]` (a negated class) is a glob's own.
+pub(crate) fn negates(pattern: &str) -> bool {
+    pattern.contains("!(") || pattern.split(['/', '\\']).any(|name| name.trim_start().starts_with('!'))
+}
+
 /// A compiled path glob with ripgrep's `-g` meaning: a glob without `/` matches a file name at
 /// any depth; one with `/` matches the path relative to the search directory, where `*` stays
 /// within one name and `**` crosses directories. Braces (`*.{ts,tsx}`) work.

@@ -83,6 +83,10 @@ async fn grep_modes_include_and_case() {
     }
     let err = call(&root, serde_json::json!({"pattern": "alpha", "include": "! "})).await.unwrap_err();
     assert!(err.to_string().contains("leaves nothing out"), "{err}");
+    for misplaced in ["src/!*.rs", "!!*.rs", "!src/!x", "*.!(md)"] {
+        let err = call(&root, serde_json::json!({"pattern": "alpha", "include": misplaced})).await.unwrap_err();
+        assert!(err.to_string().contains("only at the very start"), "{misplaced}: {err}");
+    }
     let out = call(&root, serde_json::json!({"pattern": "fn", "path": "src/main.rs"})).await.unwrap();
     assert!(out.text.starts_with("Found 1 matching line in 1 file.\nsrc/main.rs\n  1: fn main() {"), "{}", out.text);
 }

@@ -312,7 +312,9 @@ impl SearchIndex {
     /// word no tool contains corrected to the closest words that tools do contain).
     pub fn query_terms(&self, query: &str) -> Vec<QueryTerm> {
         let mut terms = text::query_terms(query, |t| self.terms.contains_key(t));
-        for word in text::words(query) {
+        // Only words that say which tool: a misspelt-looking value ("a branch named deleet") is
+        // what the user wants written, not a word to correct.
+        for word in text::said_and_values(query).said {
             let chars: Vec<char> = word.chars().collect();
             if chars.len() < CORRECTION_MIN_CHARS
                 || text::is_stop_word(&word)
@@ -577,6 +579,8 @@ mod tests {
         // A word spelt right is never "corrected" into another.
         let terms = index.query_terms("send email");
         assert!(terms.iter().all(|t| t.weight != CORRECTION_WEIGHT), "{terms:?}");
+        // A value is not corrected: it is what the user wants written.
+        assert!(index.query_terms("a calendar named \"evnts\"").iter().all(|t| t.term != "event"));
         // Nothing close: nothing added.
         assert!(index.search("zzzzqqq", 5).is_empty());
     }

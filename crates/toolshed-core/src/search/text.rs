@@ -146,7 +146,7 @@ const TOPIC_MARKERS: &[&str] =
 /// itself ("check the status about the deployment"), so its words count in full.
 const SEARCH_OR_WRITE: &[&str] = &[
     "search", "find", "look", "lookup", "locat", "queri", "grep", "filter", "post", "send", "write", "draft", "compos",
-    "email", "repli", "comment", "tweet", "publish", "announc",
+    "email", "repli", "comment", "tweet", "publish", "announc", "notifi", "tell", "remind", "ask",
 ];
 
 /// Words after which "about" and the like introduce what to act on, not a value.
@@ -214,8 +214,9 @@ fn clauses(text: &str, parts: &mut QueryParts) {
         let (mut content, mut searches) = (0, false);
         let mut last: Option<String> = None;
         for word in words(clause) {
-            // A value has at least one word ("about on-call rotation").
-            if value.is_some_and(|n| n > 0) && VALUE_ENDS.contains(&word.as_str()) {
+            // A value ends where the request goes on. It does not begin there either ("what the
+            // log says in the pipeline"), except with "on" ("about on-call rotation").
+            if value.is_some_and(|n| n > 0 || word != "on") && VALUE_ENDS.contains(&word.as_str()) {
                 value = None;
             }
             if let Some(n) = &mut value {
@@ -307,7 +308,9 @@ pub(crate) fn synonyms_of(word: &str) -> Option<&'static [&'static str]> {
     if let Some(also) = table.exact.get(word) {
         return Some(also);
     }
-    let key = table.keys_by_stem.get(&stem(word))?.iter().find(|key| inflects(word, key))?;
+    let inflected = table.keys_by_stem.get(&stem(word)).and_then(|keys| keys.iter().find(|key| inflects(word, key)));
+    // An acronym's plural, which stemming leaves alone: `mrs`, `vms`.
+    let key = inflected.copied().or_else(|| word.strip_suffix('s').filter(|k| table.exact.contains_key(k)))?;
     table.exact.get(key).map(Vec::as_slice)
 }
 
@@ -394,14 +397,16 @@ pub fn query_terms(query: &str, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> 
         groups - 1
     };
     for pair in all.windows(2) {
-        // Two stop words ("to do", "how to") or a contraction's letter ("don't ask" → `t`,
-        // `ask`) never make a word together.
-        if pair.iter().all(|w| is_stop_word(w)) || pair.iter().any(|w| w.chars().count() == 1) {
+        // A contraction's letter never makes a word with the next ("don't ask" is not `task`),
+        // and two stop words make one only through the synonyms table ("is down" → `isdown`,
+        // "to do" → `todo`), never as a word tools happen to contain.
+        if pair.iter().any(|w| w.chars().count() == 1) {
             continue;
         }
         let word = format!("{}{}", pair[0], pair[1]);
         let joined = stem(&word);
         let also = synonyms_of(&word);
+        let known = |t: &str| !pair.iter().all(|w| is_stop_word(w)) && known(t);
         if !known(&joined) && also.is_none() {
             continue;
         }
@@ -551,6 +556,13 @@ mod tests {
         let find = |t: &str| q.iter().find(|x| x.term == t).map(|x| x.weight);
         assert_eq!(find("remov"), Some(EXPANSION_WEIGHT));
         assert_eq!(find("event"), Some(EXPANSION_WEIGHT));
+        // An acronym's plural.
+        assert!(query_terms("open MRs", |_| false).iter().any(|x| x.term == "merg"));
+        // Two stop words join only through the table; a contraction's letter never joins.
+        assert!(query_terms("slack is down", |_| false).iter().any(|x| x.term == "outag"));
+        assert!(query_terms("my to do list", |_| false).iter().any(|x| x.term == "task"));
+        assert!(!query_terms("how to", |t| t == "howto").iter().any(|x| x.term == "howto"));
+        assert!(!query_terms("don't ask", |t| t == "task").iter().any(|x| x.term == "task"));
         // Two typed words that a synonym names together ("get rid").
         let q = query_terms("get rid of the branch", |_| false);
         assert!(q.iter().any(|x| x.term == "delet" && !x.typed), "{q:?}");
@@ -579,6 +591,8 @@ mod tests {
         assert_eq!(split("cherche \u{ab} facture \u{bb} dans Gmail").1, ["facture"]);
         assert_eq!(split("\u{300c}請求書\u{300d}を検索").1, ["請求書"]);
         assert!(split("resize the image to 5\" wide and upload it to s3").1.is_empty());
+        // A value does not begin where one ends.
+        assert!(split("check what the build log says in the ci pipeline").1.is_empty());
         // Until the clause has said what to act on, or when it neither searches nor writes,
         // "about" introduces the object.
         for object in [

@@ -240,6 +240,14 @@ mod tests {
             let err = call(&root, serde_json::json!({"pattern": pattern})).await.unwrap_err();
             assert!(err.to_string().contains("cannot leave files out"), "{err}");
         }
+        // Several globs in one pattern: braces say it.
+        for pattern in ["*.rs,*.toml", "*.@(rs|toml)", "*.(txt|md)"] {
+            let err = call(&root, serde_json::json!({"pattern": pattern})).await.unwrap_err();
+            assert!(err.to_string().contains("holds several globs"), "{pattern}: {err}");
+        }
+        for pattern in ["*.{txt,md}", "[,]*", "{a,b}.txt"] {
+            call(&root, serde_json::json!({"pattern": pattern})).await.unwrap();
+        }
         // A negated class is a glob's own.
         let out = call(&root, serde_json::json!({"pattern": "[!b].txt"})).await.unwrap();
         assert_eq!(out.text.trim(), "a.txt");

@@ -233,6 +233,27 @@ pub(crate) fn negates(pattern: &str) -> bool {
     pattern.contains("!(") || pattern.split(['/', '\\']).any(|name| name.trim_start().starts_with('!'))
 }
 
+/// Whether `pattern` is a list of globs (`*.rs,*.toml`, `*.@(rs|toml)`): a `,` or `|` outside
+/// braces and brackets, which a glob would take literally and so match nothing.
+fn several_globs(pattern: &str) -> bool {
+    let (mut braces, mut brackets) = (0usize, false);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '[' if !brackets => brackets = true,
+            ']' if brackets => brackets = false,
+            '{' if !brackets => braces += 1,
+            '}' if !brackets => braces = braces.saturating_sub(1),
+            ',' | '|' if !brackets && braces == 0 => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
 /// A compiled path glob with ripgrep's `-g` meaning: a glob without `/` matches a file name at
 /// any depth; one with `/` matches the path relative to the search directory, where `*` stays
 /// within one name and `**` crosses directories. Braces (`*.{ts,tsx}`) work.
@@ -269,6 +290,11 @@ impl PathGlob {
         }
         if text.is_empty() {
             return Err(ToolError::model("The glob pattern is empty. Send a pattern such as `**/*.rs` or `src/*.ts`."));
+        }
+        if several_globs(&text) {
+            return Err(ToolError::model(format!(
+                "`{pattern}` holds several globs, and a pattern is one glob: write the alternatives in braces, such as `*.{{rs,toml}}` or `{{src,tests}}/**/*.rs`."
+            )));
         }
         let by_name = !text.contains('/');
         let glob = GlobBuilder::new(&text).literal_separator(true).backslash_escape(true).build().map_err(|e| {

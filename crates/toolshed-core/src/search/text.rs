@@ -405,7 +405,8 @@ pub fn query_terms(query: &str, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> 
         }
         let word = format!("{}{}", pair[0], pair[1]);
         let joined = stem(&word);
-        let also = synonyms_of(&word);
+        // A phrasal verb inflected: "rolled out" is `rollout`, "putting off" `putoff`.
+        let also = synonyms_of(&word).or_else(|| synonyms_of(&format!("{}{}", stem(&pair[0]), pair[1])));
         let known = |t: &str| !pair.iter().all(|w| is_stop_word(w)) && known(t);
         if !known(&joined) && also.is_none() {
             continue;
@@ -563,6 +564,14 @@ mod tests {
         assert!(query_terms("my to do list", |_| false).iter().any(|x| x.term == "task"));
         assert!(!query_terms("how to", |t| t == "howto").iter().any(|x| x.term == "howto"));
         assert!(!query_terms("don't ask", |t| t == "task").iter().any(|x| x.term == "task"));
+        // A phrasal verb, inflected.
+        for q in ["we rolled out the fix", "putting off the review", "called off the meeting"] {
+            let terms = query_terms(q, |_| false);
+            assert!(
+                terms.iter().any(|x| !x.typed && ["deploy", "reschedul", "cancel"].contains(&x.term.as_str())),
+                "{q}: {terms:?}"
+            );
+        }
         // Two typed words that a synonym names together ("get rid").
         let q = query_terms("get rid of the branch", |_| false);
         assert!(q.iter().any(|x| x.term == "delet" && !x.typed), "{q:?}");

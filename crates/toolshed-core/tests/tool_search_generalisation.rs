@@ -25,9 +25,9 @@ use toolshed_core::registry::{Source, qualified_name};
 use toolshed_core::search::{SearchDoc, SearchIndex, search_doc};
 use toolshed_core::tool::ToolSpec;
 
-/// What recall@5 may not fall under (measured: 0.785; the goal is 0.92).
+/// What recall@5 may not fall under (measured: 0.784; the goal is 0.92).
 const RECALL_AT_5_FLOOR: f64 = 0.78;
-/// ... on the hard queries (measured: 0.639; the goal is 0.85).
+/// ... on the hard queries (measured: 0.638; the goal is 0.85).
 const HARD_RECALL_AT_5_FLOOR: f64 = 0.62;
 /// What recall@5 over the fresh queries may not fall under (measured: 0.677, and 0.635 before
 /// the synonyms table grew).

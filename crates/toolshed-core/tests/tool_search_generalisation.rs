@@ -116,7 +116,7 @@ fn the_evaluation_has_1500_tools_of_60_servers_and_400_queries_with_known_labels
 #[test]
 fn tool_search_recall_over_real_servers_and_queries_written_by_others() {
     let (docs, cases, servers) = load("queries.tsv");
-    let (r5, hard5) = report("queries.tsv", &docs, &cases, servers);
+    let (r5, hard5) = report("queries.tsv", &docs, &cases, servers, Misses::Print);
     // Floors under what the index reaches today, so a change that loses recall fails here. The
     // goal is 0.92 overall and 0.85 on the hard queries; the index is not there yet.
     assert!(r5 >= RECALL_AT_5_FLOOR, "recall@5 {r5:.3} fell under {RECALL_AT_5_FLOOR}");
@@ -130,7 +130,7 @@ fn tool_search_recall_over_real_servers_and_queries_written_by_others() {
 #[test]
 fn tool_search_recall_over_fresh_queries_nobody_tuned_for() {
     let (docs, cases, servers) = load("queries_fresh.tsv");
-    let (r5, hard5) = report("queries_fresh.tsv (nobody tuned for these)", &docs, &cases, servers);
+    let (r5, hard5) = report("queries_fresh.tsv (nobody tuned for these)", &docs, &cases, servers, Misses::Count);
     assert!(r5 >= FRESH_RECALL_AT_5_FLOOR, "recall@5 {r5:.3} fell under {FRESH_RECALL_AT_5_FLOOR}");
     assert!(
         hard5 >= FRESH_HARD_RECALL_AT_5_FLOOR,
@@ -138,9 +138,16 @@ fn tool_search_recall_over_fresh_queries_nobody_tuned_for() {
     );
 }
 
+/// Whether [`report`] lists the queries missed.
+#[derive(Clone, Copy)]
+enum Misses {
+    Print,
+    Count,
+}
+
 /// Prints recall over `cases` (overall, hard, per kind, per half of the servers, the misses) and
 /// returns recall@5 overall and on the hard queries.
-fn report(title: &str, docs: &[SearchDoc], cases: &[Case], servers: usize) -> (f64, f64) {
+fn report(title: &str, docs: &[SearchDoc], cases: &[Case], servers: usize, show: Misses) -> (f64, f64) {
     use std::fmt::Write as _;
     // One print, so that the two tests' reports do not interleave.
     let mut out = format!("== {title}\n");
@@ -202,8 +209,18 @@ fn report(title: &str, docs: &[SearchDoc], cases: &[Case], servers: usize) -> (f
         )
         .unwrap();
     }
-    for miss in &misses {
-        writeln!(out, "  miss {miss}").unwrap();
+    match show {
+        Misses::Print => {
+            for miss in &misses {
+                writeln!(out, "  miss {miss}").unwrap();
+            }
+        }
+        Misses::Count => writeln!(
+            out,
+            "({} queries missed in part or whole; not listed, so that nobody tunes on them)",
+            misses.len()
+        )
+        .unwrap(),
     }
     print!("{out}");
     (mean(&r5), mean(&hard5))

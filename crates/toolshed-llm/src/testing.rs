@@ -236,6 +236,11 @@ async fn serve(mut socket: tokio::net::TcpStream, shared: Arc<Mutex<Shared>>) {
     for (i, chunk) in reply.chunks.iter().enumerate() {
         if reply.break_after == Some(i) {
             if reply.reset {
+                // An RST makes the peer's kernel throw away what it holds but the client has
+                // not read yet (the head and chunks just written), so the client is given time
+                // to read them first: a reset that lands earlier looks like a connection refused
+                // before any answer, and the request is sent again.
+                tokio::time::sleep(Duration::from_millis(500)).await;
                 // Closing with a zero linger time sends RST instead of FIN.
                 let _ = socket.set_zero_linger();
                 drop(socket);

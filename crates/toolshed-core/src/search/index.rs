@@ -311,10 +311,11 @@ impl SearchIndex {
     /// The terms of `query`, as this index sees them (with synonyms and joined pairs, and a
     /// word no tool contains corrected to the closest words that tools do contain).
     pub fn query_terms(&self, query: &str) -> Vec<QueryTerm> {
-        let mut terms = text::query_terms(query, |t| self.terms.contains_key(t));
+        let parts = text::said_and_values(query);
+        let mut terms = text::terms_of(query, &parts, |t| self.terms.contains_key(t));
         // Only words that say which tool: a misspelt-looking value ("a branch named deleet") is
         // what the user wants written, not a word to correct.
-        for word in text::said_and_values(query).said {
+        for word in parts.said {
             let chars: Vec<char> = word.chars().collect();
             if chars.len() < CORRECTION_MIN_CHARS
                 || text::is_stop_word(&word)

@@ -379,7 +379,12 @@ pub struct QueryTerm {
 /// file names say ([`hints`]) when an index has those words. Each term appears once, with its
 /// highest weight; a word and its synonyms share a group.
 pub fn query_terms(query: &str, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> {
-    let QueryParts { said: all, values, unquoted } = said_and_values(query);
+    terms_of(query, &said_and_values(query), known)
+}
+
+/// [`query_terms`] of `query` split by [`said_and_values`] already.
+pub fn terms_of(query: &str, parts: &QueryParts, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> {
+    let QueryParts { said: all, values, unquoted } = parts;
     let mut out: Vec<QueryTerm> = Vec::new();
     let mut groups = 0u16;
     let mut push = |term: String, weight: f32, typed: bool, group: u16| match out.iter_mut().find(|t| t.term == term) {
@@ -419,7 +424,7 @@ pub fn query_terms(query: &str, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> 
             push(stem(extra), EXPANSION_WEIGHT, false, group);
         }
     }
-    for word in &all {
+    for word in all {
         if is_stop_word(word) {
             continue;
         }
@@ -432,7 +437,7 @@ pub fn query_terms(query: &str, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> 
         }
     }
     // Values: words that say what to look for or what to write, not which tool.
-    for word in &values {
+    for word in values {
         if is_stop_word(word) {
             continue;
         }
@@ -440,7 +445,7 @@ pub fn query_terms(query: &str, known: impl Fn(&str) -> bool) -> Vec<QueryTerm> 
         push(stem(word), VALUE_WEIGHT, false, group);
     }
     // Words of other languages: their English, as if typed.
-    for english in super::lexicon::translate(&unquoted) {
+    for english in super::lexicon::translate(unquoted) {
         for word in english.split(' ') {
             let group = new_group();
             push(stem(word), TRANSLATION_WEIGHT, true, group);

@@ -156,16 +156,44 @@ const OBJECT_AFTER: &[&str] = &["info", "information", "details", "detail", "mor
 const VALUE_ENDS: &[&str] =
     &["in", "from", "into", "at", "within", "inside", "via", "using", "on", "and", "then", "but", "also"];
 
-/// Quotation marks: an opening one and the marks that close it.
+/// Quotation marks: an opening one and the marks that close it. Outside CJK text a mark opens a
+/// quote only at the start of a word and closes it only at the end of one, so that inch marks
+/// (`5" x 7"`) and apostrophes (`don't`, `users' files`) quote nothing.
 const QUOTES: &[(char, &[char])] = &[
     ('"', &['"']),
+    ('\'', &['\'']),
     ('\u{201c}', &['\u{201d}', '\u{201c}']),
     ('\u{201e}', &['\u{201c}', '\u{201d}']),
+    ('\u{2018}', &['\u{2019}']),
+    ('\u{201a}', &['\u{2018}', '\u{2019}']),
     ('\u{ab}', &['\u{bb}']),
     ('\u{bb}', &['\u{ab}']),
     ('\u{300c}', &['\u{300d}']),
     ('\u{300e}', &['\u{300f}']),
 ];
+
+/// Whether the mark `c` quotes without spaces around it (CJK corner brackets).
+fn bracket(c: char) -> bool {
+    matches!(c, '\u{300c}'..='\u{300f}')
+}
+
+/// Whether a quotation mark after `before` (None: the query's start) and before `after` can open a
+/// quote: at a word's start, not inside a word or after a number (`5"`), and, for `»` (German
+/// »Zitat«), followed by the quoted text rather than a space (`Settings » Account`).
+fn opens(mark: char, before: Option<char>, after: Option<char>) -> bool {
+    if bracket(mark) {
+        return true;
+    }
+    let at_start = before.is_none_or(|b| b.is_whitespace() || "([{<=:/".contains(b));
+    let followed = after.is_some_and(|a| !a.is_whitespace());
+    at_start && (followed || !matches!(mark, '"' | '\'' | '\u{bb}'))
+}
+
+/// Whether a quotation mark before `after` (None: the query's end) can close a quote: at a word's
+/// end (`don't` has no closing mark).
+fn closes(mark: char, after: Option<char>) -> bool {
+    bracket(mark) || after.is_none_or(|a| !a.is_alphanumeric())
+}
 
 /// A query split in two: the words that say which tool, and those of values (quoted text, and
 /// the rest of a clause after a word such as "named", or "about" in a search), with the query's
@@ -187,9 +215,16 @@ pub fn said_and_values(query: &str) -> QueryParts {
     while !rest.is_empty() {
         let open = rest.char_indices().find_map(|(i, c)| {
             let (_, closers) = QUOTES.iter().find(|(o, _)| *o == c)?;
-            let after = &rest[i + c.len_utf8()..];
-            let close = after.find(|c: char| closers.contains(&c))?;
-            Some((i, i + c.len_utf8(), i + c.len_utf8() + close))
+            let inner = i + c.len_utf8();
+            let before = query[..query.len() - rest.len() + i].chars().next_back();
+            if !opens(c, before, rest[inner..].chars().next()) {
+                return None;
+            }
+            let close = rest[inner..].char_indices().find_map(|(j, m)| {
+                let at = inner + j;
+                (closers.contains(&m) && closes(m, rest[at + m.len_utf8()..].chars().next())).then_some(at)
+            })?;
+            Some((i, inner, close))
         });
         let Some((at, inner, close)) = open else {
             clauses(rest, &mut parts);
@@ -605,6 +640,14 @@ mod tests {
         assert_eq!(split("cherche \u{ab} facture \u{bb} dans Gmail").1, ["facture"]);
         assert_eq!(split("\u{300c}請求書\u{300d}を検索").1, ["請求書"]);
         assert!(split("resize the image to 5\" wide and upload it to s3").1.is_empty());
+        // Single quotes quote, apostrophes and inch marks do not.
+        assert_eq!(split("commit with message 'don't panic' then push").1, ["don", "t", "panic"]);
+        assert_eq!(split("rename the sheet \u{2018}Q3\u{2019} and the users' files").1, ["q3"]);
+        assert_eq!(split("suche \u{201a}Rechnung\u{2018} in Gmail").1, ["rechnung"]);
+        assert!(split("print a 5\" x 7\" photo of the team's board").1.is_empty());
+        assert!(split("don't touch the users' files, it's Bob's").1.is_empty());
+        assert!(split("open Settings \u{bb} Account \u{bb} Security \u{ab} back").1.is_empty());
+        assert_eq!(split("suche \u{bb}Rechnung\u{ab} in Gmail").1, ["rechnung"]);
         // A value does not begin where one ends.
         assert!(split("check what the build log says in the ci pipeline").1.is_empty());
         // Until the clause has said what to act on, or when it neither searches nor writes,

@@ -83,7 +83,7 @@ impl TypedTool for GlobTool {
         }
         if super::negates(&args.pattern) {
             return Err(ToolError::model(format!(
-                "glob finds the files a pattern names; it cannot leave files out, so `{}` would match nothing. Send the pattern of the files you want (`**/*.rs`); grep's `include` takes `!` to leave files out.",
+                "glob finds the files a pattern names; it cannot leave files out, so `{}` would match nothing. Send the pattern of the files you want (`**/*.rs`); grep's `include` takes `!` to leave files out. A name that begins with `!` is written `\\!name`.",
                 args.pattern
             )));
         }
@@ -248,6 +248,14 @@ mod tests {
         for pattern in ["*.{txt,md}", "[,]*", "{a,b}.txt"] {
             call(&root, serde_json::json!({"pattern": pattern})).await.unwrap();
         }
+        // A `!` escaped is a name's own.
+        touch(&root, "!notes.md", 2);
+        for pattern in ["\\!notes.md", "**/\\!*.md", "\\!*"] {
+            let out = call(&root, serde_json::json!({"pattern": pattern})).await.unwrap();
+            assert_eq!(out.text.trim(), "!notes.md", "{pattern}");
+        }
+        let err = call(&root, serde_json::json!({"pattern": "!notes.md"})).await.unwrap_err();
+        assert!(err.to_string().contains("`\\!name`"), "{err}");
         // A negated class is a glob's own.
         let out = call(&root, serde_json::json!({"pattern": "[!b].txt"})).await.unwrap();
         assert_eq!(out.text.trim(), "a.txt");

@@ -534,7 +534,7 @@ fn excerpt(matcher: &RegexMatcher, bytes: &[u8], is_match: bool) -> String {
 /// The model's error for an include with `!` anywhere but at its start.
 fn misplaced_bang(include: &str) -> ToolError {
     ToolError::model(format!(
-        "In the include `{include}`, `!` leaves files out only at the very start, once: send `!src/*.rs` to skip those files, or a glob without `!` to search only those."
+        "In the include `{include}`, `!` leaves files out only at the very start, once: send `!src/*.rs` to skip those files, or a glob without `!` to search only those. A name that begins with `!` is written `\\!name`."
     ))
 }
 

@@ -228,9 +228,27 @@ pub fn walker(dir: &Path) -> WalkBuilder {
 
 /// Whether `pattern` means to leave files out somewhere a glob cannot: a `!` at the start of any
 /// of its names (`!*.md`, `src/!*.rs`, `./!x`) or an extended glob `!(…)`. A glob would take the
-/// `!` literally and silently match nothing. `[!a]` (a negated class) is a glob's own.
+/// `!` literally and silently match nothing. `[!a]` (a negated class) is a glob's own, and `\!`
+/// is a `!` meant literally (a file named `!notes.md` is `\!notes.md`).
 pub(crate) fn negates(pattern: &str) -> bool {
-    pattern.contains("!(") || pattern.split(['/', '\\']).any(|name| name.trim_start().starts_with('!'))
+    let mut chars = pattern.chars().peekable();
+    let (mut name_start, mut class) = (true, false);
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+                name_start = false;
+            }
+            ']' if class => class = false,
+            _ if class => {}
+            '[' => (class, name_start) = (true, false),
+            '/' => name_start = true,
+            '!' if name_start || chars.peek() == Some(&'(') => return true,
+            c if c.is_whitespace() && name_start => {}
+            _ => name_start = false,
+        }
+    }
+    false
 }
 
 /// Whether `pattern` is a list of globs (`*.rs,*.toml`, `*.@(rs|toml)`): a `,` or `|` outside
@@ -266,7 +284,12 @@ pub struct PathGlob {
 impl PathGlob {
     /// Compiles `pattern`, or explains to the model what is wrong with it.
     pub fn new(pattern: &str, base: &Path) -> Result<PathGlob, ToolError> {
-        let mut text = pattern.trim().replace('\\', "/");
+        // A backslash separates names as on Windows, except in `\!`: a name's own `!`.
+        let trimmed = pattern.trim();
+        let mut text: String = trimmed
+            .char_indices()
+            .map(|(i, c)| if c == '\\' && !trimmed[i + 1..].starts_with('!') { '/' } else { c })
+            .collect();
         let base_text = format!("{}/", base.to_string_lossy());
         if let Some(rest) = text.strip_prefix(&base_text) {
             text = rest.to_string();

@@ -87,6 +87,23 @@ async fn grep_modes_include_and_case() {
         let err = call(&root, serde_json::json!({"pattern": "alpha", "include": misplaced})).await.unwrap_err();
         assert!(err.to_string().contains("only at the very start"), "{misplaced}: {err}");
     }
+    // A name's own `!` is escaped.
+    write(&root, "docs/!todo.md", "Alpha\n");
+    for (include, found) in [
+        ("\\!todo.md", "docs/!todo.md"),
+        ("docs/\\!*", "docs/!todo.md"),
+        ("!\\!*", "docs/notes.md\nsrc/lib.rs\nsrc/main.rs"),
+    ] {
+        let out = call(
+            &root,
+            serde_json::json!({"pattern": "alpha", "case_insensitive": true, "output_mode": "files_with_matches", "include": include}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.text, found, "{include}");
+    }
+    let err = call(&root, serde_json::json!({"pattern": "alpha", "include": "docs/!todo.md"})).await.unwrap_err();
+    assert!(err.to_string().contains("`\\!name`"), "{err}");
     let out = call(&root, serde_json::json!({"pattern": "fn", "path": "src/main.rs"})).await.unwrap();
     assert!(out.text.starts_with("Found 1 matching line in 1 file.\nsrc/main.rs\n  1: fn main() {"), "{}", out.text);
 }

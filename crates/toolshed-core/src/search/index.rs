@@ -76,15 +76,15 @@ impl Field {
         }
     }
 
-    fn text(self, doc: &SearchDoc) -> Vec<String> {
+    fn text(self, doc: &SearchDoc, stems: &mut text::Stems) -> Vec<String> {
         match self {
             // An imported tool's own name; its server prefix belongs to the server field.
-            Field::Name => text::terms(doc.original_name.as_deref().unwrap_or(&doc.name)),
-            Field::Server => doc.server.as_deref().map(text::terms).unwrap_or_default(),
-            Field::Params => doc.params.iter().flat_map(|p| text::terms(p)).collect(),
-            Field::Description => text::terms(&doc.description),
-            Field::ParamDescriptions => doc.param_descriptions.iter().flat_map(|p| text::terms(p)).collect(),
-            Field::Summary => text::terms(summary(&doc.description)),
+            Field::Name => stems.terms(doc.original_name.as_deref().unwrap_or(&doc.name)),
+            Field::Server => doc.server.as_deref().map(|s| stems.terms(s)).unwrap_or_default(),
+            Field::Params => doc.params.iter().flat_map(|p| stems.terms(p)).collect(),
+            Field::Description => stems.terms(&doc.description),
+            Field::ParamDescriptions => doc.param_descriptions.iter().flat_map(|p| stems.terms(p)).collect(),
+            Field::Summary => stems.terms(summary(&doc.description)),
         }
     }
 }
@@ -197,7 +197,8 @@ fn edit_distance(a: &[char], b: &[char], limit: usize) -> Option<usize> {
 impl SearchIndex {
     /// Indexes `docs`; hits refer to them by position.
     pub fn build(docs: &[SearchDoc]) -> SearchIndex {
-        let fielded: Vec<[Vec<String>; 6]> = docs.iter().map(|d| FIELDS.map(|f| f.text(d))).collect();
+        let mut stems = text::Stems::default();
+        let fielded: Vec<[Vec<String>; 6]> = docs.iter().map(|d| FIELDS.map(|f| f.text(d, &mut stems))).collect();
         let mut average = [0f32; 6];
         for fields in &fielded {
             for (i, terms) in fields.iter().enumerate() {
@@ -261,7 +262,7 @@ impl SearchIndex {
                 {
                     continue;
                 }
-                let term = text::stem(&word);
+                let term = stems.stem(&word);
                 if index.terms.contains_key(&term) {
                     seen.insert(word.clone());
                     let chars: Vec<char> = word.chars().collect();

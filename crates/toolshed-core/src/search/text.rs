@@ -380,7 +380,8 @@ pub fn words(text: &str) -> Vec<String> {
 
 /// Whether `word` (lowercase) carries no meaning for search.
 pub fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.contains(&word) || SNOWBALL_STOP_WORDS.contains(&word)
+    static ALL: OnceLock<std::collections::HashSet<&'static str>> = OnceLock::new();
+    ALL.get_or_init(|| STOP_WORDS.iter().chain(SNOWBALL_STOP_WORDS).copied().collect()).contains(word)
 }
 
 /// The search term for one lowercase word.
@@ -391,6 +392,27 @@ pub fn stem(word: &str) -> String {
 /// The terms of a document field: words, minus stop words, stemmed.
 pub fn terms(text: &str) -> Vec<String> {
     words(text).into_iter().filter(|w| !is_stop_word(w)).map(|w| stem(&w)).collect()
+}
+
+/// Stems remembered by word: indexing stems the same few thousand words over and over.
+#[derive(Default)]
+pub struct Stems(HashMap<String, String>);
+
+impl Stems {
+    /// [`stem`], remembered.
+    pub fn stem(&mut self, word: &str) -> String {
+        if let Some(stem) = self.0.get(word) {
+            return stem.clone();
+        }
+        let stemmed = stem(word);
+        self.0.insert(word.to_string(), stemmed.clone());
+        stemmed
+    }
+
+    /// [`terms`], with the stems remembered.
+    pub fn terms(&mut self, text: &str) -> Vec<String> {
+        words(text).into_iter().filter(|w| !is_stop_word(w)).map(|w| self.stem(&w)).collect()
+    }
 }
 
 /// A query term with the weight it counts with.

@@ -156,43 +156,62 @@ const OBJECT_AFTER: &[&str] = &["info", "information", "details", "detail", "mor
 const VALUE_ENDS: &[&str] =
     &["in", "from", "into", "at", "within", "inside", "via", "using", "on", "and", "then", "but", "also"];
 
-/// Quotation marks: an opening one and the marks that close it. Outside CJK text a mark opens a
-/// quote only at the start of a word and closes it only at the end of one, so that inch marks
-/// (`5" x 7"`) and apostrophes (`don't`, `users' files`) quote nothing.
+/// Quotation marks: an opening one and the marks that close it. A mark opens a quote only where a
+/// word may start and closes it only where one may end (see [`opens`] and [`closes`]), so that
+/// inch marks (`5" x 7"`) and apostrophes (`don't`, `users' files`, `'80s`) quote nothing.
 const QUOTES: &[(char, &[char])] = &[
     ('"', &['"']),
     ('\'', &['\'']),
     ('\u{201c}', &['\u{201d}', '\u{201c}']),
+    ('\u{201d}', &['\u{201d}']),
     ('\u{201e}', &['\u{201c}', '\u{201d}']),
     ('\u{2018}', &['\u{2019}']),
     ('\u{201a}', &['\u{2018}', '\u{2019}']),
     ('\u{ab}', &['\u{bb}']),
-    ('\u{bb}', &['\u{ab}']),
+    ('\u{bb}', &['\u{ab}', '\u{bb}']),
     ('\u{300c}', &['\u{300d}']),
     ('\u{300e}', &['\u{300f}']),
 ];
 
-/// Whether the mark `c` quotes without spaces around it (CJK corner brackets).
-fn bracket(c: char) -> bool {
-    matches!(c, '\u{300c}'..='\u{300f}')
+/// Words written with a leading apostrophe ('em, rock 'n' roll, 'til): not quotes.
+const ELISIONS: &[&str] = &["em", "n", "til", "cause", "bout", "tis", "twas", "round", "ere"];
+
+/// Whether `c` belongs to a script written without spaces between words (Chinese, Japanese,
+/// Korean), where a quotation mark touches the words around it.
+fn unspaced(c: char) -> bool {
+    matches!(c as u32, 0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xac00..=0xd7af | 0xf900..=0xfaff | 0xff66..=0xff9f)
+}
+
+/// Whether `c` continues a word: a mark next to one is an apostrophe or an inch mark.
+fn in_word(c: char) -> bool {
+    c.is_alphanumeric() && !unspaced(c)
 }
 
 /// Whether a quotation mark after `before` (None: the query's start) and before `after` can open a
-/// quote: at a word's start, not inside a word or after a number (`5"`), and, for `»` (German
-/// »Zitat«), followed by the quoted text rather than a space (`Settings » Account`).
-fn opens(mark: char, before: Option<char>, after: Option<char>) -> bool {
-    if bracket(mark) {
+/// quote: not inside a word or after a number (`don't`, `5"`); for a single quote, not an
+/// elision (`'80s`, `'em`, rock `'n'` roll); for `»` (German »Zitat«), followed by the quoted text
+/// rather than a space (`Settings » Account`).
+fn opens(mark: char, before: Option<char>, after: &str) -> bool {
+    if matches!(mark, '\u{300c}'..='\u{300f}') {
         return true;
     }
-    let at_start = before.is_none_or(|b| b.is_whitespace() || "([{<=:/".contains(b));
-    let followed = after.is_some_and(|a| !a.is_whitespace());
-    at_start && (followed || !matches!(mark, '"' | '\'' | '\u{bb}'))
+    if before.is_some_and(in_word) {
+        return false;
+    }
+    match mark {
+        '\'' | '\u{2018}' => {
+            let word: String = after.chars().take_while(|c| c.is_alphanumeric()).collect::<String>().to_lowercase();
+            !after.starts_with(|c: char| c.is_ascii_digit()) && !ELISIONS.contains(&word.as_str())
+        }
+        '\u{bb}' => after.starts_with(|c: char| !c.is_whitespace()),
+        _ => true,
+    }
 }
 
-/// Whether a quotation mark before `after` (None: the query's end) can close a quote: at a word's
-/// end (`don't` has no closing mark).
-fn closes(mark: char, after: Option<char>) -> bool {
-    bracket(mark) || after.is_none_or(|a| !a.is_alphanumeric())
+/// Whether a quotation mark before `after` (None: the query's end) can close a quote: not inside
+/// a word (`don't` has no closing mark).
+fn closes(after: Option<char>) -> bool {
+    !after.is_some_and(in_word)
 }
 
 /// A query split in two: the words that say which tool, and those of values (quoted text, and
@@ -217,12 +236,12 @@ pub fn said_and_values(query: &str) -> QueryParts {
             let (_, closers) = QUOTES.iter().find(|(o, _)| *o == c)?;
             let inner = i + c.len_utf8();
             let before = query[..query.len() - rest.len() + i].chars().next_back();
-            if !opens(c, before, rest[inner..].chars().next()) {
+            if !opens(c, before, &rest[inner..]) {
                 return None;
             }
             let close = rest[inner..].char_indices().find_map(|(j, m)| {
                 let at = inner + j;
-                (closers.contains(&m) && closes(m, rest[at + m.len_utf8()..].chars().next())).then_some(at)
+                (closers.contains(&m) && closes(rest[at + m.len_utf8()..].chars().next())).then_some(at)
             })?;
             Some((i, inner, close))
         });
@@ -670,6 +689,24 @@ mod tests {
         assert!(split("don't touch the users' files, it's Bob's").1.is_empty());
         assert!(split("open Settings \u{bb} Account \u{bb} Security \u{ab} back").1.is_empty());
         assert_eq!(split("suche \u{bb}Rechnung\u{ab} in Gmail").1, ["rechnung"]);
+        assert_eq!(split("s\u{f6}k \u{201d}faktura\u{201d} i Gmail").1, ["faktura"]);
+        // Where words are not spaced, quotes touch them.
+        assert_eq!(split("搜索\u{201c}发票\u{201d}的邮件").1, ["发票"]);
+        assert_eq!(split("Gmailで\"請求書\"を検索").1, ["請求書"]);
+        assert_eq!(split("\"청구서\"를 검색해 줘").1, ["청구서"]);
+        // After punctuation or a dash a quote opens; spaces inside it are allowed.
+        assert_eq!(split("search for \"invoice\",\"receipt\" in gmail").1, ["invoice", "receipt"]);
+        assert_eq!(split("send a message\u{2014}\"deploy done\"\u{2014}to #ops").1, ["deploy", "done"]);
+        assert_eq!(split("search \" invoice \" in gmail").1, ["invoice"]);
+        // Elisions are not quotes.
+        for elision in [
+            "find songs from the '80s in the users' playlist",
+            "get 'em from the users' folder",
+            "play rock 'n' roll",
+            "search \u{2018}80s hits and the users\u{2019} files",
+        ] {
+            assert!(split(elision).1.is_empty(), "{elision}");
+        }
         // A value does not begin where one ends.
         assert!(split("check what the build log says in the ci pipeline").1.is_empty());
         // Until the clause has said what to act on, or when it neither searches nor writes,

@@ -236,7 +236,17 @@ mod tests {
         touch(&root, "a.txt", 1);
         let out = call(&root, serde_json::json!({"pattern": "*.zig"})).await.unwrap();
         assert_eq!(out.text, "No files match `*.zig` under `.`.");
-        for pattern in ["!*.md", " !a.txt", "./!*.md", "src/!*.rs", "**/!*.md", "*.!(md)"] {
+        for pattern in [
+            "!*.md",
+            " !a.txt",
+            "./!*.md",
+            "src/!*.rs",
+            "**/!*.md",
+            "*.!(md)",
+            "{a,!b}.txt",
+            "*.{md,!txt}",
+            "docs\\!a.txt",
+        ] {
             let err = call(&root, serde_json::json!({"pattern": pattern})).await.unwrap_err();
             assert!(err.to_string().contains("cannot leave files out"), "{err}");
         }
@@ -250,7 +260,7 @@ mod tests {
         }
         // A `!` escaped is a name's own.
         touch(&root, "!notes.md", 2);
-        for pattern in ["\\!notes.md", "**/\\!*.md", "\\!*"] {
+        for pattern in ["\\!notes.md", "**/\\!*.md", "\\!*", "{\\!notes,x}.md", "**\\\\!*.md"] {
             let out = call(&root, serde_json::json!({"pattern": pattern})).await.unwrap();
             assert_eq!(out.text.trim(), "!notes.md", "{pattern}");
         }

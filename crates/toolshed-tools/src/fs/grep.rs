@@ -241,7 +241,7 @@ impl Query {
                 Some("") => Err(ToolError::model(format!(
                     "The include `{g}` leaves nothing out: after `!` comes a glob of what to skip, such as `!*.md` or `!vendor`."
                 ))),
-                Some(rest) if super::negates(rest) => Err(misplaced_bang(g)),
+                Some(rest) if rest.starts_with('(') || super::negates(rest) => Err(misplaced_bang(g)),
                 None if super::negates(g) => Err(misplaced_bang(g)),
                 Some(rest) => PathGlob::new(rest, dir.path()).map(Include::Skip),
                 None => PathGlob::new(g, dir.path()).map(Include::Only),

@@ -226,13 +226,33 @@ pub fn walker(dir: &Path) -> WalkBuilder {
     builder
 }
 
-/// Whether `pattern` means to leave files out somewhere a glob cannot: a `!` at the start of any
-/// of its names (`!*.md`, `src/!*.rs`, `./!x`) or an extended glob `!(…)`. A glob would take the
-/// `!` literally and silently match nothing. `[!a]` (a negated class) is a glob's own, and `\!`
-/// is a `!` meant literally (a file named `!notes.md` is `\!notes.md`).
-pub(crate) fn negates(pattern: &str) -> bool {
+/// `pattern` with its backslashes read as Windows separators (`src\*.rs` is `src/*.rs`), except
+/// `\!` at the start of a name: an escaped `!` that is the name's own (`\!notes.md`,
+/// `docs/\!todo.md`). After a name's first character a backslash is a separator, so
+/// `docs\!todo.md` reads as `docs/!todo.md` and is refused, never taken as `docs!todo.md`.
+fn with_separators(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
     let mut chars = pattern.chars().peekable();
-    let (mut name_start, mut class) = (true, false);
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            let name_start = out.is_empty() || out.ends_with(['/', '{', ',']);
+            out.push(if name_start && chars.peek() == Some(&'!') { '\\' } else { '/' });
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Whether `pattern` means to leave files out somewhere a glob cannot: a `!` at the start of any
+/// of its names or brace alternatives (`!*.md`, `src/!*.rs`, `./!x`, `{a,!b}`) or an extended
+/// glob `!(…)`. A glob would take the `!` literally and silently match nothing. `[!a]` (a negated
+/// class) is a glob's own, and `\!` at a name's start is a `!` meant literally (a file named
+/// `!notes.md` is `\!notes.md`).
+pub(crate) fn negates(pattern: &str) -> bool {
+    let pattern = with_separators(pattern);
+    let mut chars = pattern.chars().peekable();
+    let (mut name_start, mut class, mut braces) = (true, false, 0usize);
     while let Some(c) = chars.next() {
         match c {
             '\\' => {
@@ -243,6 +263,9 @@ pub(crate) fn negates(pattern: &str) -> bool {
             _ if class => {}
             '[' => (class, name_start) = (true, false),
             '/' => name_start = true,
+            '{' => (braces, name_start) = (braces + 1, true),
+            '}' if braces > 0 => (braces, name_start) = (braces - 1, false),
+            ',' if braces > 0 => name_start = true,
             '!' if name_start || chars.peek() == Some(&'(') => return true,
             c if c.is_whitespace() && name_start => {}
             _ => name_start = false,
@@ -284,12 +307,7 @@ pub struct PathGlob {
 impl PathGlob {
     /// Compiles `pattern`, or explains to the model what is wrong with it.
     pub fn new(pattern: &str, base: &Path) -> Result<PathGlob, ToolError> {
-        // A backslash separates names as on Windows, except in `\!`: a name's own `!`.
-        let trimmed = pattern.trim();
-        let mut text: String = trimmed
-            .char_indices()
-            .map(|(i, c)| if c == '\\' && !trimmed[i + 1..].starts_with('!') { '/' } else { c })
-            .collect();
+        let mut text = with_separators(pattern.trim());
         let base_text = format!("{}/", base.to_string_lossy());
         if let Some(rest) = text.strip_prefix(&base_text) {
             text = rest.to_string();

@@ -83,7 +83,7 @@ async fn grep_modes_include_and_case() {
     }
     let err = call(&root, serde_json::json!({"pattern": "alpha", "include": "! "})).await.unwrap_err();
     assert!(err.to_string().contains("leaves nothing out"), "{err}");
-    for misplaced in ["src/!*.rs", "!!*.rs", "!src/!x", "*.!(md)"] {
+    for misplaced in ["src/!*.rs", "!!*.rs", "!src/!x", "*.!(md)", "!(weird).md", "!{a,!b}", "!docs\\!todo.md"] {
         let err = call(&root, serde_json::json!({"pattern": "alpha", "include": misplaced})).await.unwrap_err();
         assert!(err.to_string().contains("only at the very start"), "{misplaced}: {err}");
     }

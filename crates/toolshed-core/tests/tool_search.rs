@@ -79,6 +79,38 @@ async fn search_returns_full_specs_and_found_tools_become_direct() {
     assert!(empty.is_error && empty.output.starts_with("The query is empty."), "{}", empty.output);
 }
 
+#[tokio::test]
+async fn a_long_query_is_read_up_to_its_cap_and_says_so() {
+    let executor = Executor::builder(registry(true), std::env::temp_dir()).build();
+    let session = Session::new("s", "build");
+    // Past the cap nothing is read: a need named there finds nothing.
+    let filler = "zq ".repeat(toolshed_core::search::MAX_QUERY_CHARS / 3 + 1);
+    let past = executor
+        .call(&session, ToolCall::json("c1", "tool_search", json!({"query": format!("{filler}create a pull request")})))
+        .await;
+    assert!(!past.is_error && past.output.starts_with("No tool matches \"zq zq"), "{}", past.output);
+    assert!(past.output.contains("…\" among") && past.output.len() < 600, "{}", past.output);
+    assert!(past.output.ends_with("(Only the query's first 2000 characters were read: a few words find tools best.)"));
+    // A need said first is found however long the rest, and quotes, misspellings and words
+    // without end in the rest cost no more than the cap allows (each of these used to take
+    // seconds, and 65,536 words overflowed a counter).
+    for rest in ["'x ".repeat(40_000), "\"a ".repeat(40_000), "delet fiel gihtub ".repeat(6_000), "w ".repeat(70_000)] {
+        let long = executor
+            .call(
+                &session,
+                ToolCall::json(
+                    "c2",
+                    "tool_search",
+                    json!({"query": format!("open a pull request {rest}"), "limit": 1}),
+                ),
+            )
+            .await;
+        assert!(!long.is_error, "{}", long.output);
+        assert_eq!(long.metadata["tools"], json!(["github_create_pull_request"]));
+        assert!(long.output.contains("first 2000 characters were read"), "{}", long.output);
+    }
+}
+
 #[test]
 fn tool_search_is_absent_when_nothing_is_deferred() {
     assert_eq!(

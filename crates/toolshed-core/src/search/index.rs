@@ -98,6 +98,13 @@ fn summary(description: &str) -> &str {
     &description[..end]
 }
 
+/// How much of a query is read, in characters: a query is a few words, and the rest of a longer
+/// one would only cost time (each word's synonyms, pairs and corrections).
+pub const MAX_QUERY_CHARS: usize = 2_000;
+
+/// How many different misspelt-looking words of one query are corrected, at most.
+const MAX_CORRECTIONS: usize = 16;
+
 /// BM25's term-frequency saturation.
 const K1: f32 = 1.2;
 
@@ -310,21 +317,30 @@ impl SearchIndex {
     }
 
     /// The terms of `query`, as this index sees them (with synonyms and joined pairs, and a
-    /// word no tool contains corrected to the closest words that tools do contain).
+    /// word no tool contains corrected to the closest words that tools do contain); past
+    /// [`MAX_QUERY_CHARS`] characters a query is not read.
     pub fn query_terms(&self, query: &str) -> Vec<QueryTerm> {
+        let query = query.char_indices().nth(MAX_QUERY_CHARS).map_or(query, |(end, _)| &query[..end]);
         let parts = text::said_and_values(query);
         let mut terms = text::terms_of(query, &parts, |t| self.terms.contains_key(t));
         // Only words that say which tool: a misspelt-looking value ("a branch named deleet") is
-        // what the user wants written, not a word to correct.
+        // what the user wants written, not a word to correct. Each word once, and only the
+        // first few: a query is a few words, and each correction is a scan of the vocabulary.
+        let mut corrected: Vec<String> = Vec::new();
         for word in parts.said {
             let chars: Vec<char> = word.chars().collect();
             if chars.len() < CORRECTION_MIN_CHARS
+                || corrected.contains(&word)
                 || text::is_stop_word(&word)
                 || chars.iter().any(char::is_ascii_digit)
                 || self.terms.contains_key(&text::stem(&word))
             {
                 continue;
             }
+            if corrected.len() == MAX_CORRECTIONS {
+                break;
+            }
+            corrected.push(word);
             let group = terms.iter().map(|t| t.group + 1).max().unwrap_or(0);
             for term in self.corrections(&chars) {
                 if !terms.iter().any(|t| t.term == term) {

@@ -20,5 +20,5 @@ pub mod text;
 mod tool;
 
 pub use defer::{AutoDefer, BYTES_PER_TOKEN, DEFAULT_CONTEXT_TOKENS};
-pub use index::{Hit, SearchDoc, SearchIndex};
+pub use index::{Hit, MAX_QUERY_CHARS, SearchDoc, SearchIndex};
 pub use tool::{DEFAULT_LIMIT, TOOL_SEARCH, ToolSearch, search_doc};

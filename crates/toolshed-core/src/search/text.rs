@@ -200,7 +200,8 @@ fn opens(mark: char, before: Option<char>, after: &str) -> bool {
     }
     match mark {
         '\'' | '\u{2018}' => {
-            let word: String = after.chars().take_while(|c| c.is_alphanumeric()).collect::<String>().to_lowercase();
+            let word: String =
+                after.chars().take(6).take_while(|c| c.is_alphanumeric()).collect::<String>().to_lowercase();
             !after.starts_with(|c: char| c.is_ascii_digit()) && !ELISIONS.contains(&word.as_str())
         }
         '\u{bb}' => after.starts_with(|c: char| !c.is_whitespace()),
@@ -231,19 +232,25 @@ pub struct QueryParts {
 pub fn said_and_values(query: &str) -> QueryParts {
     let mut parts = QueryParts::default();
     let mut rest = query;
+    // Marks found with no closing mark after them: none will be found later either, so each
+    // kind of mark is looked past once and the split stays linear in the query's length.
+    let mut unclosed: Vec<char> = Vec::new();
     while !rest.is_empty() {
         let open = rest.char_indices().find_map(|(i, c)| {
             let (_, closers) = QUOTES.iter().find(|(o, _)| *o == c)?;
             let inner = i + c.len_utf8();
             let before = query[..query.len() - rest.len() + i].chars().next_back();
-            if !opens(c, before, &rest[inner..]) {
+            if unclosed.contains(&c) || !opens(c, before, &rest[inner..]) {
                 return None;
             }
             let close = rest[inner..].char_indices().find_map(|(j, m)| {
                 let at = inner + j;
                 (closers.contains(&m) && closes(rest[at + m.len_utf8()..].chars().next())).then_some(at)
-            })?;
-            Some((i, inner, close))
+            });
+            if close.is_none() {
+                unclosed.push(c);
+            }
+            Some((i, inner, close?))
         });
         let Some((at, inner, close)) = open else {
             clauses(rest, &mut parts);

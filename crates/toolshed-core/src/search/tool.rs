@@ -142,9 +142,19 @@ impl TypedTool for ToolSearch {
             .with_metadata("tools", json!([])));
         }
         let hits = catalog.index.search(query, limit);
+        let cut = if query.chars().count() > super::MAX_QUERY_CHARS {
+            format!(
+                "\n(Only the query's first {} characters were read: a few words find tools best.)",
+                super::MAX_QUERY_CHARS
+            )
+        } else {
+            String::new()
+        };
         if hits.is_empty() {
+            let shown: String = query.chars().take(200).collect();
+            let more = if shown.len() < query.len() { "…" } else { "" };
             return Ok(ToolOutput::text(format!(
-                "No tool matches \"{query}\" among the {} tools not loaded yet. Try other words for the capability you need (what it acts on, what it does).",
+                "No tool matches \"{shown}{more}\" among the {} tools not loaded yet. Try other words for the capability you need (what it acts on, what it does).{cut}",
                 catalog.specs.len()
             ))
             .with_metadata("tools", json!([])));
@@ -159,9 +169,10 @@ impl TypedTool for ToolSearch {
         }
         let listing = serde_json::to_string_pretty(&specs).map_err(ToolError::fatal)?;
         let text = format!(
-            "Found {} tool(s); they are loaded and can be called directly from now on:\n{listing}",
+            "Found {} tool(s); they are loaded and can be called directly from now on:\n{listing}{cut}",
             found.len()
         );
-        Ok(ToolOutput::text(text).with_title(format!("tool_search: {query}")).with_metadata("tools", json!(found)))
+        let title: String = query.chars().take(80).collect();
+        Ok(ToolOutput::text(text).with_title(format!("tool_search: {title}")).with_metadata("tools", json!(found)))
     }
 }

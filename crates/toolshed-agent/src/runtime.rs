@@ -942,10 +942,13 @@ impl Runtime {
         cancel: &CancellationToken,
     ) -> Vec<ToolResult> {
         let core = session.core();
+        // The model may call only what it was sent (and what its searches have found since).
+        let offered: std::sync::Arc<[String]> = self.visible_tools(session).into_iter().map(|t| t.name).collect();
         // The calls of one response are parallel: none of them follows another in a row.
         let _batch = (calls.len() > 1).then(|| core.begin_batch());
         let runs = calls.iter().map(|call| {
             let core = core.clone();
+            let offered = offered.clone();
             async move {
                 if let Err(e) = self.store.set_running(&session.id, &call.id) {
                     self.emit(Event::Error { session_id: session.id.clone(), message: e.to_string() });
@@ -958,7 +961,8 @@ impl Runtime {
                 });
                 let core_call = CoreCall::raw(&call.id, &call.name, &call.arguments)
                     .with_message(message)
-                    .with_cancel(cancel.clone());
+                    .with_cancel(cancel.clone())
+                    .with_offered(offered);
                 let result = self.executor.call(&core, core_call).await;
                 self.emit(Event::ToolResult {
                     session_id: session.id.clone(),

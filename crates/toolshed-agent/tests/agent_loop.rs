@@ -661,11 +661,13 @@ async fn sub_agents_cannot_start_sub_agents() {
     );
     let session = h.rt.create_session("build", "fake/m", None).unwrap();
     h.rt.prompt(&session, "go", &CancellationToken::new()).await.unwrap();
-    // The general sub-agent is not shown `task`; calling it anyway is refused.
+    // The general sub-agent is not shown `task`; calling it anyway is refused as a tool it was
+    // not sent (behind that, the task tool itself refuses past the depth limit).
     let got = h.server.received();
     assert!(!tool_names(&got[1].body, "/function/name").contains(&"task".to_string()));
     let child_results = chat_results(&h.server, 2);
-    assert!(child_results[0].1.starts_with("Sub-agent depth limit reached (1)"), "{child_results:?}");
+    assert!(child_results[0].1.starts_with("\"task\" is not one of your tools."), "{child_results:?}");
+    assert_eq!(got.len(), 4, "no grandchild session asked the model anything");
 }
 
 #[tokio::test]
@@ -969,4 +971,68 @@ async fn a_prompt_image_is_sent_as_the_type_its_bytes_say() {
     let sent = h.server.received()[0].body["messages"].to_string();
     assert!(sent.contains(&format!("data:image/gif;base64,{gif}")), "{sent}");
     assert!(!sent.contains("image/png"), "{sent}");
+}
+
+/// `test_registry` with a deferred tool and `tool_search`.
+fn registry_with_a_deferred_tool(rules: Arc<dyn Permission>) -> Registry {
+    let mut r = test_registry(rules);
+    r.register(
+        tool_fn("gh_star", "Star a GitHub repository.", |a: PathArgs, _| async move {
+            Ok(ToolOutput::text(format!("starred {}", a.path)))
+        })
+        .exposure(toolshed_core::tool::Exposure::Deferred),
+        toolshed_core::registry::Source::Mcp("gh".into()),
+    );
+    r.register(Typed::new(toolshed_core::search::ToolSearch::new()), toolshed_core::registry::Source::Runtime);
+    r
+}
+
+#[tokio::test]
+async fn a_model_calls_only_the_tools_it_was_sent_and_those_its_searches_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("work");
+    std::fs::create_dir_all(&root).unwrap();
+    let server = FakeServer::start(vec![
+        // A hidden tool, a tool of the other model family, and a deferred tool not searched for.
+        Reply::sse(chat::tool_calls(&[
+            ("h1", "todo_read", "{}"),
+            ("h2", "apply_patch", r#"{"input":"*** Begin Patch\n*** End Patch"}"#),
+            ("h3", "gh_star", r#"{"path":"acme/api"}"#),
+        ])),
+        // Found by a search in the same response: callable at once.
+        Reply::sse(chat::tool_calls(&[
+            ("s1", "tool_search", r#"{"query":"star a repository"}"#),
+            ("s2", "gh_star", r#"{"path":"acme/api"}"#),
+        ])),
+        Reply::sse(chat::text("done")),
+    ])
+    .unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let rt = runtime_with(
+        &root,
+        &dir.path().join("s.db"),
+        &config("openai-chat", &server.base_url()),
+        Arc::new(ApprovingPerson),
+        events,
+        registry_with_a_deferred_tool,
+    );
+    let session = rt.create_session("build", "fake/m", None).unwrap();
+    rt.prompt(&session, "go", &CancellationToken::new()).await.unwrap();
+    let sent = tool_names(&server.received()[0].body, "/function/name");
+    assert!(!sent.contains(&"todo_read".to_string()) && !sent.contains(&"gh_star".to_string()), "{sent:?}");
+    let first = chat_results(&server, 1);
+    assert!(
+        first[0].1.starts_with("\"todo_read\" is not one of your tools. Did you mean one of \"todo_write\""),
+        "{}",
+        first[0].1
+    );
+    // Not registered here at all: unknown, as before.
+    assert!(first[1].1.starts_with("Unknown tool \"apply_patch\""), "{}", first[1].1);
+    assert_eq!(
+        first[2].1,
+        "The tool \"gh_star\" is not loaded yet: call tool_search with what you need it for, then call it."
+    );
+    let second = chat_results(&server, 2);
+    let star = second.iter().find(|(id, _)| id == "s2").unwrap();
+    assert_eq!(star.1, "starred acme/api");
 }

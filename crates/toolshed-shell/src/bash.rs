@@ -115,7 +115,7 @@ fn sandbox_sentence(policy: &SandboxPolicy) -> String {
 /// The description a model reads when its commands run under `policy`.
 fn describe(policy: &SandboxPolicy) -> String {
     format!(
-        "Runs `bash -c command`. Each call is a fresh non-interactive shell: stdin is closed, `cd` and exports do not persist (use `workdir`), secret-looking variables are unset. `timeout_ms` (default {DEFAULT_TIMEOUT_MS}) stops the command and all it started. A `cmd &` runs on but its later output is lost. For servers and watchers set `yield_ms`, then use bash_output.{} Prefer the file tools to cat, grep, sed or echo >.",
+        "Runs `bash -c command`. Each call is a fresh non-interactive shell: stdin is closed (with `yield_ms`, open for bash_output's input), `cd` and exports do not persist (use `workdir`), secret-looking variables are unset. `timeout_ms` (default {DEFAULT_TIMEOUT_MS}) stops the command and all it started; once `yield_ms` has passed, only a `timeout_ms` you gave does. A `cmd &` runs on but its later output is lost. For servers and watchers set `yield_ms`, then use bash_output.{} Prefer the file tools to cat, grep, sed or echo >.",
         sandbox_sentence(policy)
     )
 }

@@ -147,9 +147,10 @@ async fn send_input(session: &ProcessSession, input: &str) -> Option<String> {
     }
     match run.write_input(input.as_bytes(), WRITE_LIMIT).await {
         Ok(()) => None,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Some(format!(
-            "(The input was not sent: the command's standard input is closed ({e}). Start the command again if it needs input.)"
-        )),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Some(
+            "(The input was not sent: the command's standard input is closed. Start the command again if it needs input.)"
+                .to_string(),
+        ),
         Err(e) => Some(format!("(Sending the input failed: {e}.)")),
     }
 }

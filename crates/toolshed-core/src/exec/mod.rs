@@ -56,6 +56,10 @@ pub struct ToolCall {
     pub message_id: String,
     /// Cancelled when the user interrupts the turn.
     pub cancel: CancellationToken,
+    /// For a model's call, the tools it was sent: it may call only those, and those its
+    /// session's `tool_search` has found since. `None` (`toolshed call`, the runtime itself):
+    /// any registered tool.
+    pub offered: Option<std::sync::Arc<[String]>>,
 }
 
 impl ToolCall {
@@ -71,7 +75,20 @@ impl ToolCall {
 
     fn new(id: impl Into<String>, name: impl Into<String>, input: CallInput) -> Self {
         let id = id.into();
-        ToolCall { message_id: id.clone(), id, name: name.into(), input, cancel: CancellationToken::new() }
+        ToolCall {
+            message_id: id.clone(),
+            id,
+            name: name.into(),
+            input,
+            cancel: CancellationToken::new(),
+            offered: None,
+        }
+    }
+
+    /// Limits the call to the tools a model was sent (see [`ToolCall::offered`]).
+    pub fn with_offered(mut self, offered: std::sync::Arc<[String]>) -> Self {
+        self.offered = Some(offered);
+        self
     }
 
     /// Sets the id of the message that made the call.
@@ -402,6 +419,16 @@ impl Executor {
                 refused_at = Some(Stage::Resolve);
                 return Err(resolve::unknown(&self.registry, &call.name, &view).into());
             };
+            if let Some(offered) = &call.offered
+                && !offered.contains(&call.name)
+                && !session.found().contains(&call.name)
+            {
+                let (found, model) = (session.found(), session.model());
+                let view =
+                    crate::registry::View { agent: session.agent(), model: model.as_deref(), found: Some(&found) };
+                refused_at = Some(Stage::Resolve);
+                return Err(resolve::not_offered(&self.registry, &call.name, offered, &view).into());
+            }
             let args = decode::decode(entry, &call.input).inspect_err(|_| refused_at = Some(Stage::Decode))?;
             // The doom-loop check counts only calls that follow each other (see `note_call`).
             let fingerprint =

@@ -2,7 +2,8 @@
 //! existing tools, so the model can correct itself.
 
 use crate::registry::{Registry, View, closest_names};
-use crate::tool::ToolError;
+use crate::search::TOOL_SEARCH;
+use crate::tool::{Exposure, ToolError};
 
 /// How many names an unknown-tool error suggests, or lists when nothing is similar.
 const SUGGESTIONS: usize = 3;
@@ -26,6 +27,28 @@ pub fn unknown(registry: &Registry, name: &str, view: &View<'_>) -> ToolError {
         let more = visible.len().saturating_sub(LISTED);
         let more = if more > 0 { format!(" and {more} more") } else { String::new() };
         format!("Unknown tool \"{name}\". Available tools: {}{more}.", names.join(", "))
+    };
+    ToolError::RespondToModel(message)
+}
+
+/// The error for a model's call of `name`, a registered tool it was not sent (`offered`): a tool
+/// waiting behind `tool_search` is pointed to it, any other (hidden, for another model family,
+/// not yet needed) is unknown to the model, with the closest of its own tools.
+pub fn not_offered(registry: &Registry, name: &str, offered: &[String], view: &View<'_>) -> ToolError {
+    let search = offered.iter().any(|n| n == TOOL_SEARCH);
+    let deferred =
+        registry.exposed(view).iter().any(|v| v.entry.spec().name == name && v.exposure == Exposure::Deferred);
+    if deferred && search {
+        return ToolError::RespondToModel(format!(
+            "The tool \"{name}\" is not loaded yet: call {TOOL_SEARCH} with what you need it for, then call it."
+        ));
+    }
+    let similar = closest_names(offered.iter().map(String::as_str), name, SUGGESTIONS);
+    let quoted: Vec<String> = similar.iter().map(|n| format!("\"{n}\"")).collect();
+    let message = match quoted.len() {
+        0 => format!("\"{name}\" is not one of your tools. Call only the tools you were given."),
+        1 => format!("\"{name}\" is not one of your tools. Did you mean {}?", quoted[0]),
+        _ => format!("\"{name}\" is not one of your tools. Did you mean one of {}?", quoted.join(", ")),
     };
     ToolError::RespondToModel(message)
 }

@@ -20,16 +20,18 @@ pub const DEFAULT_LIMIT: usize = 8;
 /// The most tools one search returns, whatever the model asks for.
 const MAX_LIMIT: usize = 50;
 
-const DESCRIPTION: &str = "Searches the tools that are available but not loaded yet (for example the tools of MCP servers) and loads the best matches. Describe the capability you need in a few words (\"create a pull request\", \"query prometheus metrics\"). The result lists each matching tool's name, description and parameters; from then on you can call those tools directly. Search again with other words if nothing fits.";
+const DESCRIPTION: &str = "Finds and loads tools that are available but not in your list yet (such as MCP servers' tools). Say the capability you need in a few words (\"create a pull request\", \"query prometheus metrics\"); the matches' names, descriptions and parameters come back, and you can call them directly from then on. Search again with other words if nothing fits.";
 
 /// Arguments of `tool_search`.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSearchArgs {
-    /// What the tool you need should do, in a few words.
+    /// What the tool should do.
+    #[schemars(description = "")]
     query: String,
     /// How many tools to return at most (default 8).
-    #[schemars(range(min = 1))]
+    #[schemars(description = "Default 8.")]
+    #[schemars(range(min = 1, max = 50))]
     limit: Option<u32>,
 }
 

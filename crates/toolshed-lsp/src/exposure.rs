@@ -20,9 +20,9 @@ use crate::servers::{ServerTable, extension, find_program};
 
 /// Directories the scan looks into below the worktree root.
 const MAX_DEPTH: usize = 3;
-/// Directory entries the scan reads at most; a tree larger than that (with a server's program
-/// found) counts as one the server can serve.
-const MAX_ENTRIES: usize = 5_000;
+/// Directory entries the scan reads at most, level by level from the root; a tree with no file
+/// of a found server's language among them (a documentation or data tree) does not get `lsp`.
+const MAX_ENTRIES: usize = 20_000;
 /// Directories never looked into: dependencies and build output say nothing about the project.
 const SKIPPED_DIRS: &[&str] = &["node_modules", "target", "vendor", "dist", "build", "__pycache__"];
 
@@ -84,22 +84,22 @@ fn available(table: &ServerTable, root: &Path) -> bool {
         return true;
     }
     let wanted = |path: &Path| extension(path).is_some_and(|ext| found.iter().any(|s| s.extensions.contains(&ext)));
-    let mut dirs = vec![(root.to_path_buf(), 0)];
+    // Breadth first: a project's sources sit near its root.
+    let mut dirs = std::collections::VecDeque::from([(root.to_path_buf(), 0)]);
     let mut seen = 0;
-    while let Some((dir, depth)) = dirs.pop() {
+    while let Some((dir, depth)) = dirs.pop_front() {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         for entry in entries.flatten() {
             seen += 1;
             if seen > MAX_ENTRIES {
-                // A tree this large near the top, with a server installed: likely code.
-                return true;
+                return false;
             }
             let name = entry.file_name();
             let name = name.to_string_lossy();
             let Ok(kind) = entry.file_type() else { continue };
             if kind.is_dir() {
                 if depth < MAX_DEPTH && !name.starts_with('.') && !SKIPPED_DIRS.contains(&name.as_ref()) {
-                    dirs.push((entry.path(), depth + 1));
+                    dirs.push_back((entry.path(), depth + 1));
                 }
             } else if kind.is_file() && wanted(&entry.path()) {
                 return true;
@@ -145,6 +145,23 @@ mod tests {
         }
         assert!(!available(&table(FAKE), root));
         std::fs::write(root.join("fake.toml"), "").unwrap();
+        assert!(available(&table(FAKE), root));
+    }
+
+    #[test]
+    fn a_large_tree_of_documents_is_not_served_and_a_source_near_its_top_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in 0..21 {
+            let docs = root.join(format!("docs{d:02}"));
+            std::fs::create_dir_all(&docs).unwrap();
+            for f in 0..1_000 {
+                std::fs::write(docs.join(format!("{f}.md")), "").unwrap();
+            }
+        }
+        assert!(!available(&table(FAKE), root), "21,000 documents and no source file");
+        // A source file at the top is read before what the directories hold.
+        std::fs::write(root.join("main.fk"), "").unwrap();
         assert!(available(&table(FAKE), root));
     }
 

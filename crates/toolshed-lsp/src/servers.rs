@@ -263,7 +263,37 @@ pub fn project_root(markers: &[String], file: &Path, worktree: &Path) -> PathBuf
 /// Finds `command`: a path with a `/` is taken relative to `base`; a bare name is looked up in
 /// `PATH`; either must be executable. The error says where it looked.
 pub fn find_program(command: &str, base: &Path) -> Result<PathBuf, String> {
-    toolshed_process::find_program(command, base).map_err(|e| e.to_string())
+    let program = toolshed_process::find_program(command, base).map_err(|e| e.to_string())?;
+    if let Some(rustup) = rustup_home().filter(|home| stands_in(&program, home)) {
+        let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        return Err(format!(
+            "`{}` is rustup's stand-in, and no toolchain in {} has the `{name}` component (add it with `rustup component add {name}`)",
+            program.display(),
+            rustup.join("toolchains").display()
+        ));
+    }
+    Ok(program)
+}
+
+/// Where rustup keeps its toolchains (`RUSTUP_HOME`, else `~/.rustup`).
+fn rustup_home() -> Option<PathBuf> {
+    std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".rustup")))
+}
+
+/// Whether `program` is rustup's proxy (rustup installs every tool's name as a link to itself)
+/// for a tool no toolchain under `rustup_home` has: running it only says the component is
+/// missing.
+fn stands_in(program: &Path, rustup_home: &Path) -> bool {
+    let Some(name) = program.file_name() else { return false };
+    let Ok(target) = std::fs::canonicalize(program) else { return false };
+    let proxy = target.file_name().is_some_and(|n| n == "rustup" || n == "rustup-init");
+    if !proxy || name == "rustup" {
+        return false;
+    }
+    let Ok(toolchains) = std::fs::read_dir(rustup_home.join("toolchains")) else { return true };
+    !toolchains.flatten().any(|toolchain| toolchain.path().join("bin").join(name).is_file())
 }
 
 #[cfg(test)]
@@ -319,6 +349,19 @@ mod tests {
     #[test]
     fn programs_are_found_on_path_or_reported_with_where_we_looked() {
         let found = find_program("sh", Path::new("/")).unwrap();
+        // rustup's stand-in for a component no toolchain has, and for one a toolchain has.
+        let dir = tempfile::tempdir().unwrap();
+        let (bin, home) = (dir.path().join("bin"), dir.path().join("rustup"));
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(home.join("toolchains/stable/bin")).unwrap();
+        std::fs::write(bin.join("rustup"), "#!/bin/sh\n").unwrap();
+        std::os::unix::fs::symlink("rustup", bin.join("rust-analyzer")).unwrap();
+        std::os::unix::fs::symlink("rustup", bin.join("rustfmt")).unwrap();
+        std::fs::write(home.join("toolchains/stable/bin/rustfmt"), "").unwrap();
+        assert!(stands_in(&bin.join("rust-analyzer"), &home));
+        assert!(!stands_in(&bin.join("rustfmt"), &home));
+        assert!(!stands_in(&bin.join("rustup"), &home));
+        assert!(!stands_in(&found, &home));
         assert!(found.ends_with("sh"));
         let err = find_program("no-such-language-server-xyz", Path::new("/")).unwrap_err();
         assert_eq!(err, "`no-such-language-server-xyz` was not found on PATH");

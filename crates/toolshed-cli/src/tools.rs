@@ -107,9 +107,6 @@ fn stored_session(id: &str) -> Result<(SessionInfo, HashSet<String>, bool), CliE
 pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
     let stored = args.session.as_deref().map(stored_session).transpose()?;
     let agent = ws.agent(args.agent.as_deref().or(stored.as_ref().map(|(info, ..)| info.agent.as_str())))?;
-    if let Some(model) = &args.model {
-        toolshed_llm::provider::ModelRef::parse(model).map_err(|e| CliError::usage(format!("--model: {e}")))?;
-    }
     let mut registry = ws.registry();
     // What `run`, `chat` and `acp` add: sub-agents, background tasks, leaving plan mode.
     for tool in toolshed_agent::tasks::listed_tools() {
@@ -129,13 +126,17 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
     }
     // What one model gets, never the union of the families: the flag's model, else the agent's,
     // else the config's, else the documented default.
-    let model = args
+    let (model, from) = args
         .model
         .clone()
-        .or_else(|| stored.as_ref().and_then(|(info, ..)| info.model.clone()))
-        .or_else(|| ws.agents.get(&agent).and_then(|a| a.model.clone()))
-        .or_else(|| ws.config.model.clone())
-        .unwrap_or_else(|| DEFAULT_LISTING_MODEL.to_string());
+        .map(|m| (m, "--model"))
+        .or_else(|| stored.as_ref().and_then(|(info, ..)| info.model.clone()).map(|m| (m, "the session's model")))
+        .or_else(|| ws.agents.get(&agent).and_then(|a| a.model.clone()).map(|m| (m, "the agent's `model`")))
+        .or_else(|| ws.config.model.clone().map(|m| (m, "the config's `model`")))
+        .unwrap_or_else(|| (DEFAULT_LISTING_MODEL.to_string(), "the default"));
+    // Checked wherever it came from: a config's `model = "gpt5"` is as wrong as `--model gpt5`.
+    toolshed_llm::provider::ModelRef::parse(&model)
+        .map_err(|e| CliError::usage(format!("{from}: {e}")))?;
     let (found, has_tasks) = stored.map(|(_, found, tasks)| (found, tasks)).unwrap_or_default();
     let view = View { agent: &agent, model: Some(&model), found: Some(&found) };
     let shown: Vec<_> = registry

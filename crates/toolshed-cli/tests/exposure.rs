@@ -199,3 +199,27 @@ fn the_other_agents_names_each_tool_takes_are_the_documented_ones() {
     }
     assert_eq!(taken, documented_aliases());
 }
+
+#[test]
+fn a_listing_model_is_checked_wherever_it_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for (args, said) in [
+        (vec!["tools", "-m", "gpt5"], "--model: model `gpt5` is not of the form PROVIDER/MODEL"),
+        (vec!["tools", "-c", "model=gpt5"], "the config's `model`: model `gpt5` is not of the form PROVIDER/MODEL"),
+        (vec!["tools", "-c", "agent.build.model=x"], "the agent's `model`: model `x` is not of the form"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .args(["--root", root.to_str().unwrap()])
+            .args(&args)
+            .current_dir(root)
+            .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+            .env("TOOLSHED_DATA_DIR", root.join(".data"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

@@ -94,7 +94,7 @@ pub struct AgentConfig {
     /// Which editing tools it gets, whatever its model.
     pub edit_tool: Option<EditTool>,
     /// The sandbox its shell commands run in, instead of `[sandbox] mode` (`plan` and
-    /// `explore` default to read-only; see [`crate::agents::sandbox_mode`]).
+    /// `explore` default to read-only).
     pub sandbox: Option<SandboxMode>,
 }
 

@@ -72,6 +72,14 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
         Some(text) => text.to_string(),
         None => "{}".to_string(),
     };
+    // The runtime's own tools (sub-agents, background tasks, leaving plan mode) act on an agent's
+    // turn, which a single call does not have.
+    if toolshed_agent::tasks::listed_tools().iter().any(|t| t.spec().name == args.tool) {
+        return Err(CliError::usage(format!(
+            "`{}` is one of the agent runtime's own tools: it runs only inside `toolshed run`, `chat` and `acp`, where a model's turn is going on; `toolshed call` cannot run it",
+            args.tool
+        )));
+    }
     let (mut registry, _mcp) = crate::mcp::registry_for_tool(ws, &args.tool)?;
     let approver = crate::approver::for_command(args.yes);
     let (session, call) = match &stored {

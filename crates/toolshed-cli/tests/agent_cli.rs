@@ -156,6 +156,10 @@ fn call_with_session_records_into_the_stored_session_and_without_it_touches_no_d
     assert_eq!(last["parts"][0]["state"], "completed");
     let out = toolshed(dir.path(), &["call", "todo_read", "{}", "--session", "ses_missing"], "");
     assert_eq!(out.status.code(), Some(2));
+    // The runtime's own tools need a model's turn: said in words, not "unknown tool".
+    let out = toolshed(dir.path(), &["call", "task", r#"{"description":"a","prompt":"b"}"#], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("runs only inside `toolshed run`, `chat` and `acp`"), "{}", text(&out.stderr));
 }
 
 #[test]

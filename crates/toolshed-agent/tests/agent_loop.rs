@@ -1026,6 +1026,7 @@ async fn a_model_calls_only_the_tools_it_was_sent_and_those_its_searches_found()
         "{}",
         first[0].1
     );
+    assert!(first[0].1.ends_with("Your todo list is shown to you in every request; change it with todo_write."));
     // Not registered here at all: unknown, as before.
     assert!(first[1].1.starts_with("Unknown tool \"apply_patch\""), "{}", first[1].1);
     assert_eq!(

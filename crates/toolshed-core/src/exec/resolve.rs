@@ -5,6 +5,22 @@ use crate::registry::{Registry, View, closest_names};
 use crate::search::TOOL_SEARCH;
 use crate::tool::{Exposure, ToolError};
 
+/// Tools other agents (or earlier toolshed versions) have that toolshed does otherwise: what a
+/// model calling one should do instead.
+const INSTEAD: &[(&str, &str)] = &[
+    ("bash_kill", "To stop a running session, call bash_output with \"stop\": true."),
+    ("kill_shell", "To stop a running session, call bash_output with \"stop\": true."),
+    ("todo_read", "Your todo list is shown to you in every request; change it with todo_write."),
+];
+
+/// `message`, with what to do instead of calling `name` when that is known.
+fn with_instead(message: String, name: &str) -> ToolError {
+    match INSTEAD.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+        Some((_, instead)) => ToolError::RespondToModel(format!("{message} {instead}")),
+        None => ToolError::RespondToModel(message),
+    }
+}
+
 /// How many names an unknown-tool error suggests, or lists when nothing is similar.
 const SUGGESTIONS: usize = 3;
 const LISTED: usize = 30;
@@ -28,7 +44,7 @@ pub fn unknown(registry: &Registry, name: &str, view: &View<'_>) -> ToolError {
         let more = if more > 0 { format!(" and {more} more") } else { String::new() };
         format!("Unknown tool \"{name}\". Available tools: {}{more}.", names.join(", "))
     };
-    ToolError::RespondToModel(message)
+    with_instead(message, name)
 }
 
 /// The error for a model's call of `name`, a registered tool it was not sent (`offered`): a tool
@@ -50,7 +66,7 @@ pub fn not_offered(registry: &Registry, name: &str, offered: &[String], view: &V
         1 => format!("\"{name}\" is not one of your tools. Did you mean {}?", quoted[0]),
         _ => format!("\"{name}\" is not one of your tools. Did you mean one of {}?", quoted.join(", ")),
     };
-    ToolError::RespondToModel(message)
+    with_instead(message, name)
 }
 
 #[cfg(test)]
@@ -84,6 +100,14 @@ mod tests {
         r.add_hook(std::sync::Arc::new(crate::registry::PermissionHook(std::sync::Arc::new(rules))));
         let err = unknown(&r, "writ", &View::default());
         insta::assert_snapshot!(err.to_string(), @r#"Unknown tool "writ". Did you mean "writer_notes"?"#);
+    }
+
+    #[test]
+    fn a_tool_done_otherwise_here_says_what_to_call() {
+        let r = registry(&["bash", "bash_output"]);
+        let view = View { agent: "build", model: None, found: None };
+        let err = unknown(&r, "bash_kill", &view);
+        insta::assert_snapshot!(err.to_string(), @r#"Unknown tool "bash_kill". Did you mean one of "bash", "bash_output"? To stop a running session, call bash_output with "stop": true."#);
     }
 
     #[test]

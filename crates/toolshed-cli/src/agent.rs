@@ -117,6 +117,27 @@ pub fn latest_session(ws: &Workspace) -> Result<String, CliError> {
     })
 }
 
+/// Refuses to go on with a stored session here when it worked in another worktree that still
+/// exists: its conversation is about those files, and its tools would act on these. A session
+/// whose worktree is gone (moved, renamed) goes on here, with a warning.
+pub fn in_this_worktree(ws: &Workspace, info: &toolshed_agent::store::SessionInfo) -> Result<(), CliError> {
+    let here = ws.root.display().to_string();
+    if info.root == here {
+        return Ok(());
+    }
+    if std::path::Path::new(&info.root).is_dir() {
+        return Err(CliError::usage(format!(
+            "session {} worked in {}, not in {here}: run toolshed there (or pass --root {}) to go on with it",
+            info.id, info.root, info.root
+        )));
+    }
+    eprintln!(
+        "toolshed: session {} worked in {}, which no longer exists; going on with it in {here}",
+        info.id, info.root
+    );
+    Ok(())
+}
+
 /// The store, agent and model a `run` or `chat` uses: a stored session's unless the flags say
 /// otherwise, else the flags' or the config's. A new session's model is checked before the
 /// database is touched, so a missing key costs nothing.
@@ -130,6 +151,7 @@ pub fn session_target(
         Some(id) => {
             let store = open_store()?;
             let info = store.session(id).map_err(CliError::usage)?;
+            in_this_worktree(ws, &info)?;
             let agent = match agent {
                 Some(a) => ws.agent(Some(a))?,
                 None => info.agent.clone(),

@@ -106,6 +106,9 @@ fn stored_session(id: &str) -> Result<(SessionInfo, HashSet<String>, bool), CliE
 
 pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
     let stored = args.session.as_deref().map(stored_session).transpose()?;
+    if let Some((info, ..)) = &stored {
+        crate::agent::in_this_worktree(ws, info)?;
+    }
     let agent = ws.agent(args.agent.as_deref().or(stored.as_ref().map(|(info, ..)| info.agent.as_str())))?;
     let mut registry = ws.registry();
     // What `run`, `chat` and `acp` add: sub-agents, background tasks, leaving plan mode.

@@ -370,3 +370,40 @@ fn run_says_when_it_waits_to_retry_and_json_reports_the_retry() {
     assert_eq!((retry[0]["attempt"].as_u64(), retry[0]["wait_ms"].as_u64()), (Some(2), Some(1000)));
     assert_eq!(retry[0]["reason"], "rate limited");
 }
+
+#[test]
+fn a_session_goes_on_only_in_its_own_worktree_while_that_exists() {
+    let server = FakeServer::start(vec![Reply::sse(chat::text("first")), Reply::sse(chat::text("moved on"))]).unwrap();
+    let (a, b) = (worktree(&server), worktree(&server));
+    let data = tempfile::tempdir().unwrap();
+    let run = |root: &Path, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .args(["--root", root.to_str().unwrap()])
+            .args(args)
+            .current_dir(root)
+            .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+            .env("TOOLSHED_DATA_DIR", data.path())
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run(a.path(), &["run", "start"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let id = session_id(&text(&out.stderr));
+    for args in [vec!["run", "-s", &id, "go on"], vec!["tools", "-s", &id]] {
+        let out = run(b.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains(&format!("session {id} worked in {}", a.path().display())), "{err}");
+        assert!(err.contains("--root"), "{err}");
+    }
+    assert_eq!(server.received().len(), 1, "nothing was sent for the refused run");
+    // Its worktree gone, the session goes on where it is asked to, with a warning.
+    let gone = a.path().to_path_buf();
+    drop(a);
+    let out = run(b.path(), &["run", "-s", &id, "go on"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(&format!("worked in {}, which no longer exists", gone.display())));
+    assert_eq!(text(&out.stdout).trim(), "moved on");
+}

@@ -53,6 +53,7 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
         Some(id) => {
             let store = crate::agent::open_store()?;
             let info = store.session(id).map_err(CliError::usage)?;
+            crate::agent::in_this_worktree(ws, &info)?;
             Some((store, info))
         }
         None => None,

@@ -148,9 +148,17 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
             args.all || (v.exposure == Exposure::Direct && toolshed_agent::tasks::sent(&v.spec().name, has_tasks))
         })
         .collect();
-    // A found tool is sent as a direct one; it is told apart by name.
+    // A found tool is sent as a direct one; it is told apart by name. The task follow-ups are
+    // direct but sent only once a background task exists; `lsp` is hidden where no language
+    // server can serve the worktree.
     let exposure = |v: &Visible<'_>| {
-        if v.exposure == Exposure::Direct && found.contains(&v.spec().name) { "found" } else { v.exposure.as_str() }
+        let name = v.spec().name.as_str();
+        match v.exposure {
+            Exposure::Direct if found.contains(name) => "found",
+            Exposure::Direct if !toolshed_agent::tasks::sent(name, has_tasks) => "after a task",
+            Exposure::Hidden if name == "lsp" && v.entry.spec().exposure == Exposure::Direct => "hidden (no server)",
+            other => other.as_str(),
+        }
     };
     let out = match args.format {
         Format::Table => {

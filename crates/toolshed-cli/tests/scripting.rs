@@ -331,6 +331,14 @@ fn tools_format_table_is_a_header_and_one_row_per_tool() {
     let json: Value = serde_json::from_slice(&toolshed(dir.path(), &["tools", "-a", "plan"], "").stdout).unwrap();
     assert_eq!(rows.len(), json.as_array().unwrap().len());
 
+    // With --all, what is not sent yet says when it would be, or why not.
+    let out = toolshed(dir.path(), &["tools", "--format", "table", "--all"], "");
+    let all = text(&out.stdout);
+    let row = |name: &str| all.lines().find(|r| r.starts_with(&format!("{name} "))).unwrap_or_default().to_string();
+    assert!(row("task_wait").contains("after a task"), "{all}");
+    assert!(row("lsp").contains("hidden (no server)"), "an empty worktree: {all}");
+    assert!(row("todo_read").contains("hidden") && !row("todo_read").contains("no server"), "{all}");
+
     let out = toolshed(dir.path(), &["tools", "--format", "tabel"], "");
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("expected json, table,"), "{}", text(&out.stderr));

@@ -588,7 +588,7 @@ impl Runtime {
             }
             // Numbered across the session (every prompt), as `session show` and undo count.
             let step = self.store.begin_step(&session.id, StepKind::Model)?;
-            let (answer, calls, message) = match self.step(session, step, cancel).await {
+            let (answer, calls, message, offered) = match self.step(session, step, cancel).await {
                 // The provider counted more than the estimate: compact and try once more.
                 Err(AgentError::Model(LlmError::ContextOverflow { message })) => {
                     self.compact(session, Trigger::Overflow, cancel).await.map_err(|e| {
@@ -603,7 +603,7 @@ impl Runtime {
                 return Ok(answer);
             }
             let before = self.snapshot_for(session).await;
-            let results = self.run_calls(session, &message, &calls, cancel).await;
+            let results = self.run_calls(session, &message, &calls, &offered, cancel).await;
             if calls.iter().any(|c| c.name == toolshed_core::search::TOOL_SEARCH) {
                 let found: Vec<String> = session.core().found().into_iter().collect();
                 self.store.set_found_tools(&session.id, &found)?;
@@ -621,16 +621,18 @@ impl Runtime {
         Err(AgentError::StepLimit(self.settings.max_steps))
     }
 
-    /// One model step: send, stream, store. Returns the answer text and the tool calls.
+    /// One model step: send, stream, store. Returns the answer text, the tool calls, the
+    /// message id, and the names of the tools the model was sent (the only ones it may call).
     async fn step(
         &self,
         session: &LiveSession,
         step: u32,
         cancel: &CancellationToken,
-    ) -> Result<(String, Vec<ToolCall>, String), AgentError> {
+    ) -> Result<(String, Vec<ToolCall>, String, Arc<[String]>), AgentError> {
         let agent = session.agent();
         let client = self.models.client(&session.model())?;
         let (request, estimate) = self.prepare(session, cancel).await?;
+        let offered: Arc<[String]> = request.tools.iter().map(|t| t.name.clone()).collect();
         self.emit(Event::StepStart { session_id: session.id.clone(), step });
         let message =
             self.store.add_message(&session.id, toolshed_llm::Role::Assistant, Some(&agent), Some(&session.model()))?;
@@ -658,7 +660,7 @@ impl Runtime {
                     reasoning_tokens: usage.reasoning_tokens,
                     context_window: self.models.context_window(&session.model()),
                 });
-                Ok((streamed.answer, streamed.calls, message))
+                Ok((streamed.answer, streamed.calls, message, offered))
             }
             Err(e) => {
                 self.store.finish_message(&message, None, None, Some(&e.to_string()))?;
@@ -934,16 +936,17 @@ impl Runtime {
     }
 
     /// Runs the calls of one response through the chain, concurrently; results in call order.
+    /// The model may call only what it was sent for that response (`offered`): a tool a search
+    /// finds is sent, and callable, from the next response on.
     async fn run_calls(
         &self,
         session: &LiveSession,
         message: &str,
         calls: &[ToolCall],
+        offered: &Arc<[String]>,
         cancel: &CancellationToken,
     ) -> Vec<ToolResult> {
         let core = session.core();
-        // The model may call only what it was sent (and what its searches have found since).
-        let offered: std::sync::Arc<[String]> = self.visible_tools(session).into_iter().map(|t| t.name).collect();
         // The calls of one response are parallel: none of them follows another in a row.
         let _batch = (calls.len() > 1).then(|| core.begin_batch());
         let runs = calls.iter().map(|call| {

@@ -993,17 +993,20 @@ async fn a_model_calls_only_the_tools_it_was_sent_and_those_its_searches_found()
     let root = dir.path().join("work");
     std::fs::create_dir_all(&root).unwrap();
     let server = FakeServer::start(vec![
-        // A hidden tool, a tool of the other model family, and a deferred tool not searched for.
+        // A hidden tool, a tool not registered, a deferred tool not searched for, and the other
+        // model family's edit tool (this model is sent `edit`).
         Reply::sse(chat::tool_calls(&[
             ("h1", "todo_read", "{}"),
             ("h2", "apply_patch", r#"{"input":"*** Begin Patch\n*** End Patch"}"#),
             ("h3", "gh_star", r#"{"path":"acme/api"}"#),
+            ("h4", "todo_raed", "{}"),
         ])),
-        // Found by a search in the same response: callable at once.
+        // A search and a call of what it finds, in one response: the call waits for the next.
         Reply::sse(chat::tool_calls(&[
             ("s1", "tool_search", r#"{"query":"star a repository"}"#),
             ("s2", "gh_star", r#"{"path":"acme/api"}"#),
         ])),
+        Reply::sse(chat::tool_calls(&[("s3", "gh_star", r#"{"path":"acme/api"}"#)])),
         Reply::sse(chat::text("done")),
     ])
     .unwrap();
@@ -1018,7 +1021,8 @@ async fn a_model_calls_only_the_tools_it_was_sent_and_those_its_searches_found()
     );
     let session = rt.create_session("build", "fake/m", None).unwrap();
     rt.prompt(&session, "go", &CancellationToken::new()).await.unwrap();
-    let sent = tool_names(&server.received()[0].body, "/function/name");
+    let got = server.received();
+    let sent = tool_names(&got[0].body, "/function/name");
     assert!(!sent.contains(&"todo_read".to_string()) && !sent.contains(&"gh_star".to_string()), "{sent:?}");
     let first = chat_results(&server, 1);
     assert!(
@@ -1026,14 +1030,19 @@ async fn a_model_calls_only_the_tools_it_was_sent_and_those_its_searches_found()
         "{}",
         first[0].1
     );
-    assert!(first[0].1.ends_with("Your todo list is shown to you in every request; change it with todo_write."));
-    // Not registered here at all: unknown, as before.
-    assert!(first[1].1.starts_with("Unknown tool \"apply_patch\""), "{}", first[1].1);
+    assert!(first[0].1.ends_with("Your todo list, once it has items, is shown to you in every request."));
+    // Not registered at all: the model's own edit tool is named.
+    assert_eq!(first[1].1, "Unknown tool \"apply_patch\". Edit files with edit.");
     assert_eq!(
         first[2].1,
-        "The tool \"gh_star\" is not loaded yet: call tool_search with what you need it for, then call it."
+        "The tool \"gh_star\" is not loaded yet: find it with tool_search, and call it in your next response (a search loads tools for the responses after it)."
     );
+    assert!(first[3].1.starts_with("Unknown tool \"todo_raed\". Did you mean one of \"todo_write\""), "{}", first[3].1);
+    assert!(!first[3].1.contains("todo_read"), "a tool it cannot call is not suggested: {}", first[3].1);
     let second = chat_results(&server, 2);
-    let star = second.iter().find(|(id, _)| id == "s2").unwrap();
+    assert!(second.iter().any(|(id, out)| id == "s2" && out.starts_with("The tool \"gh_star\" is not loaded yet")));
+    assert!(tool_names(&got[2].body, "/function/name").contains(&"gh_star".to_string()));
+    let third = chat_results(&server, 3);
+    let star = third.iter().find(|(id, _)| id == "s3").unwrap();
     assert_eq!(star.1, "starred acme/api");
 }

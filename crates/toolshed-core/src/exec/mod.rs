@@ -56,9 +56,8 @@ pub struct ToolCall {
     pub message_id: String,
     /// Cancelled when the user interrupts the turn.
     pub cancel: CancellationToken,
-    /// For a model's call, the tools it was sent: it may call only those, and those its
-    /// session's `tool_search` has found since. `None` (`toolshed call`, the runtime itself):
-    /// any registered tool.
+    /// For a model's call, the tools it was sent with the request it answers: it may call only
+    /// those. `None` (`toolshed call`, the runtime itself): any registered tool.
     pub offered: Option<std::sync::Arc<[String]>>,
 }
 
@@ -413,19 +412,22 @@ impl Executor {
         let mut refused_at = None;
         let outcome = async {
             let Some(entry) = self.registry.get(&call.name) else {
+                refused_at = Some(Stage::Resolve);
+                if let Some(offered) = &call.offered {
+                    return Err(resolve::unknown_among(&call.name, offered).into());
+                }
                 let (found, model) = (session.found(), session.model());
                 let view =
                     crate::registry::View { agent: session.agent(), model: model.as_deref(), found: Some(&found) };
-                refused_at = Some(Stage::Resolve);
                 return Err(resolve::unknown(&self.registry, &call.name, &view).into());
             };
             if let Some(offered) = &call.offered
                 && !offered.contains(&call.name)
-                && !session.found().contains(&call.name)
             {
-                let (found, model) = (session.found(), session.model());
-                let view =
-                    crate::registry::View { agent: session.agent(), model: model.as_deref(), found: Some(&found) };
+                // Without what searches found: a tool found by a search in this same response is
+                // still one that waits behind `tool_search` for this response.
+                let model = session.model();
+                let view = crate::registry::View { agent: session.agent(), model: model.as_deref(), found: None };
                 refused_at = Some(Stage::Resolve);
                 return Err(resolve::not_offered(&self.registry, &call.name, offered, &view).into());
             }

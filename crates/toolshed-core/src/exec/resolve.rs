@@ -10,7 +10,7 @@ use crate::tool::{Exposure, ToolError};
 const INSTEAD: &[(&str, &str)] = &[
     ("bash_kill", "To stop a running session, call bash_output with \"stop\": true."),
     ("kill_shell", "To stop a running session, call bash_output with \"stop\": true."),
-    ("todo_read", "Your todo list is shown to you in every request; change it with todo_write."),
+    ("todo_read", "Your todo list, once it has items, is shown to you in every request."),
 ];
 
 /// `message`, with what to do instead of calling `name` when that is known.
@@ -48,25 +48,57 @@ pub fn unknown(registry: &Registry, name: &str, view: &View<'_>) -> ToolError {
 }
 
 /// The error for a model's call of `name`, a registered tool it was not sent (`offered`): a tool
-/// waiting behind `tool_search` is pointed to it, any other (hidden, for another model family,
-/// not yet needed) is unknown to the model, with the closest of its own tools.
+/// waiting behind `tool_search` is pointed to it, the other family's edit tool to its own, any
+/// other (hidden, not yet needed) is unknown to the model, with the closest of its own tools.
 pub fn not_offered(registry: &Registry, name: &str, offered: &[String], view: &View<'_>) -> ToolError {
     let search = offered.iter().any(|n| n == TOOL_SEARCH);
     let deferred =
         registry.exposed(view).iter().any(|v| v.entry.spec().name == name && v.exposure == Exposure::Deferred);
     if deferred && search {
         return ToolError::RespondToModel(format!(
-            "The tool \"{name}\" is not loaded yet: call {TOOL_SEARCH} with what you need it for, then call it."
+            "The tool \"{name}\" is not loaded yet: find it with {TOOL_SEARCH}, and call it in your next response (a search loads tools for the responses after it)."
         ));
     }
+    if let Some(editor) = other_editor(name, offered) {
+        return ToolError::RespondToModel(format!("\"{name}\" is not one of your tools. {editor}"));
+    }
+    with_instead(suggest(format!("\"{name}\" is not one of your tools."), name, offered), name)
+}
+
+/// The error for a model's call of `name`, which is not registered at all, suggesting only the
+/// tools it was sent (`offered`).
+pub fn unknown_among(name: &str, offered: &[String]) -> ToolError {
+    if let Some(editor) = other_editor(name, offered) {
+        return ToolError::RespondToModel(format!("Unknown tool \"{name}\". {editor}"));
+    }
+    with_instead(suggest(format!("Unknown tool \"{name}\"."), name, offered), name)
+}
+
+/// For a call of one model family's edit tool by a model sent the other's (after a model
+/// switch, its history shows the old ones): the tool to use instead.
+fn other_editor(name: &str, offered: &[String]) -> Option<&'static str> {
+    let has = |n: &str| offered.iter().any(|o| o == n);
+    match name {
+        "edit" | "write" if has("apply_patch") => Some("Edit and create files with apply_patch."),
+        "apply_patch" | "str_replace_based_edit_tool" | "str_replace_editor" if has("edit") && has("write") => {
+            Some("Edit files with edit, and write whole files with write.")
+        }
+        "apply_patch" | "str_replace_based_edit_tool" | "str_replace_editor" if has("edit") => {
+            Some("Edit files with edit.")
+        }
+        _ => None,
+    }
+}
+
+/// `message`, then the closest of `offered` to `name`, or the advice to call only those.
+fn suggest(message: String, name: &str, offered: &[String]) -> String {
     let similar = closest_names(offered.iter().map(String::as_str), name, SUGGESTIONS);
     let quoted: Vec<String> = similar.iter().map(|n| format!("\"{n}\"")).collect();
-    let message = match quoted.len() {
-        0 => format!("\"{name}\" is not one of your tools. Call only the tools you were given."),
-        1 => format!("\"{name}\" is not one of your tools. Did you mean {}?", quoted[0]),
-        _ => format!("\"{name}\" is not one of your tools. Did you mean one of {}?", quoted.join(", ")),
-    };
-    with_instead(message, name)
+    match quoted.len() {
+        0 => format!("{message} Call only the tools you were given."),
+        1 => format!("{message} Did you mean {}?", quoted[0]),
+        _ => format!("{message} Did you mean one of {}?", quoted.join(", ")),
+    }
 }
 
 #[cfg(test)]

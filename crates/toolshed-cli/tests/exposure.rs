@@ -103,6 +103,24 @@ fn lsp_is_sent_only_where_a_language_server_can_serve_the_worktree() {
     )
     .unwrap();
     assert!(!names(served.path()).contains(&"lsp".to_string()));
+    // A program that cannot start: sent until it has failed to, then not.
+    std::fs::write(
+        served.path().join("toolshed.toml"),
+        "[lsp.fake]\ncommand = \"/bin/false\"\nextensions = [\"fk\"]\n",
+    )
+    .unwrap();
+    assert!(names(served.path()).contains(&"lsp".to_string()));
+    let root = served.path();
+    let call = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", root.to_str().unwrap(), "call", "lsp"])
+        .arg(r#"{"operation":"document_symbols","file_path":"src/main.fk"}"#)
+        .current_dir(root)
+        .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+        .env("TOOLSHED_DATA_DIR", root.join(".data"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&call.stderr).contains("exited with status 1"), "{call:?}");
+    assert!(!names(served.path()).contains(&"lsp".to_string()));
 }
 
 #[test]

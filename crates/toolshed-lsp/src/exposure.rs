@@ -5,9 +5,11 @@
 //! never pays its bytes.
 //!
 //! Decided on the first tool list (never on `toolshed call`, which lists nothing), from what
-//! toolshed itself finds on disk and `PATH`. A yes is final; a no is looked at again on a later
-//! list once [`RECHECK`] has passed, so a session that creates the first source file of an
-//! empty directory (or installs a server) gets `lsp` from its next step on.
+//! toolshed itself finds on disk and `PATH`, leaving out servers recorded as having failed to
+//! start lately ([`failures`]). A yes stands until every server behind it has failed to start;
+//! a no is looked at again on a later list once [`RECHECK`] has passed, so a session that
+//! creates the first source file of an empty directory (or installs a server) gets `lsp` from
+//! its next step on.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -16,7 +18,8 @@ use std::time::{Duration, Instant};
 use toolshed_core::registry::{Registry, Source, View, VisibilityHook};
 use toolshed_core::tool::{Exposure, ToolSpec};
 
-use crate::servers::{ServerTable, extension, find_program};
+use crate::failures;
+use crate::servers::{ServerSpec, ServerTable, extension, find_program};
 
 /// Directories the scan looks into below the worktree root.
 const MAX_DEPTH: usize = 3;
@@ -34,9 +37,10 @@ pub struct Availability {
     table: ServerTable,
     root: PathBuf,
     recheck: Duration,
-    /// `None` until first asked; then `Ok(())` once a server can serve the worktree (final),
-    /// or `Err(when)` it was last found that none can.
-    decided: Mutex<Option<Result<(), Instant>>>,
+    /// `None` until first asked; then `Ok(keys)` once servers can serve the worktree (their keys
+    /// in the record of failed starts: the yes stands until every one of them has failed to
+    /// start), or `Err(when)` it was last found that none can.
+    decided: Mutex<Option<Result<Vec<String>, Instant>>>,
 }
 
 impl Availability {
@@ -53,13 +57,15 @@ impl Availability {
     /// Whether some server can serve a file of the worktree.
     pub fn available(&self) -> bool {
         let mut decided = self.decided.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        match *decided {
-            Some(Ok(())) => return true,
+        match &*decided {
+            Some(Ok(keys)) if keys.iter().any(|key| !failed_lately(key)) => return true,
             Some(Err(when)) if when.elapsed() < self.recheck => return false,
             _ => {}
         }
-        let yes = available(&self.table, &self.root);
-        *decided = Some(if yes { Ok(()) } else { Err(Instant::now()) });
+        let usable = usable(&self.table, &self.root, &failed_lately);
+        let yes = !usable.is_empty() && available(&usable, &self.root);
+        *decided =
+            Some(if yes { Ok(usable.iter().map(|(_, key)| key.clone()).collect()) } else { Err(Instant::now()) });
         yes
     }
 }
@@ -75,8 +81,28 @@ impl VisibilityHook for Availability {
     }
 }
 
-fn available(table: &ServerTable, root: &Path) -> bool {
-    let found: Vec<_> = table.servers().iter().filter(|s| find_program(&s.command, root).is_ok()).collect();
+/// The servers whose program is found and that have not failed to start here lately (a server
+/// that cannot start is no reason to send `lsp`), with their keys in the record of failures.
+fn usable<'a>(table: &'a ServerTable, root: &Path, failed: &dyn Fn(&str) -> bool) -> Vec<(&'a ServerSpec, String)> {
+    table
+        .servers()
+        .iter()
+        .filter_map(|s| {
+            let program = find_program(&s.command, root).ok()?;
+            let key = failures::key(&s.name, &program, &s.args, root);
+            (!failed(&key)).then_some((s, key))
+        })
+        .collect()
+}
+
+/// Whether the server `key` names failed to start within [`failures::REMEMBER`].
+fn failed_lately(key: &str) -> bool {
+    failures::recent(key).is_some()
+}
+
+/// Whether one of the `found` servers can serve a file of the worktree at `root`.
+fn available(found: &[(&ServerSpec, String)], root: &Path) -> bool {
+    let found: Vec<&ServerSpec> = found.iter().map(|(s, _)| *s).collect();
     if found.is_empty() {
         return false;
     }
@@ -120,6 +146,22 @@ mod tests {
         ServerTable::from_config(&sections)
     }
 
+    fn serves(table: &ServerTable, root: &Path) -> bool {
+        available(&usable(table, root, &|_| false), root)
+    }
+
+    #[test]
+    fn a_server_that_failed_to_start_lately_is_no_reason_to_send_lsp() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("main.fk"), "").unwrap();
+        let table = table(FAKE);
+        let all = usable(&table, root, &|_| false);
+        assert_eq!(all.len(), 1);
+        assert!(all[0].1.starts_with("fake /bin/sh"), "{}", all[0].1);
+        assert!(usable(&table, root, &|key| key == all[0].1).is_empty());
+    }
+
     /// Only `[lsp.fake]`, run by `/bin/sh` (which every machine has), for `.fk` files.
     const FAKE: &str = "[fake]\ncommand = \"/bin/sh\"\nextensions = [\"fk\"]\nroot_markers = [\"fake.toml\"]\n[rust-analyzer]\nenabled = false\n[pyright]\nenabled = false\n[typescript]\nenabled = false\n[gopls]\nenabled = false\n[clangd]\nenabled = false\n";
 
@@ -127,12 +169,12 @@ mod tests {
     fn a_server_counts_when_its_program_exists_and_the_worktree_has_its_files() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        assert!(!available(&table(FAKE), root), "an empty worktree");
+        assert!(!serves(&table(FAKE), root), "an empty worktree");
         std::fs::create_dir_all(root.join("a/b")).unwrap();
         std::fs::write(root.join("a/b/main.fk"), "").unwrap();
-        assert!(available(&table(FAKE), root), "a file two levels down");
+        assert!(serves(&table(FAKE), root), "a file two levels down");
         let missing = FAKE.replace("/bin/sh", "/nonexistent/fake-language-server");
-        assert!(!available(&table(&missing), root), "the program is missing");
+        assert!(!serves(&table(&missing), root), "the program is missing");
     }
 
     #[test]
@@ -143,9 +185,9 @@ mod tests {
             std::fs::create_dir_all(root.join(place)).unwrap();
             std::fs::write(root.join(place).join("x.fk"), "").unwrap();
         }
-        assert!(!available(&table(FAKE), root));
+        assert!(!serves(&table(FAKE), root));
         std::fs::write(root.join("fake.toml"), "").unwrap();
-        assert!(available(&table(FAKE), root));
+        assert!(serves(&table(FAKE), root));
     }
 
     #[test]
@@ -159,10 +201,10 @@ mod tests {
                 std::fs::write(docs.join(format!("{f}.md")), "").unwrap();
             }
         }
-        assert!(!available(&table(FAKE), root), "21,000 documents and no source file");
+        assert!(!serves(&table(FAKE), root), "21,000 documents and no source file");
         // A source file at the top is read before what the directories hold.
         std::fs::write(root.join("main.fk"), "").unwrap();
-        assert!(available(&table(FAKE), root));
+        assert!(serves(&table(FAKE), root));
     }
 
     #[test]

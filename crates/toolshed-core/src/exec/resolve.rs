@@ -59,19 +59,22 @@ pub fn not_offered(registry: &Registry, name: &str, offered: &[String], view: &V
             "The tool \"{name}\" is not loaded yet: find it with {TOOL_SEARCH}, and call it in your next response (a search loads tools for the responses after it)."
         ));
     }
-    if let Some(editor) = other_editor(name, offered) {
-        return ToolError::RespondToModel(format!("\"{name}\" is not one of your tools. {editor}"));
-    }
-    with_instead(suggest(format!("\"{name}\" is not one of your tools."), name, offered), name)
+    among(format!("\"{name}\" is not one of your tools."), name, offered)
 }
 
 /// The error for a model's call of `name`, which is not registered at all, suggesting only the
 /// tools it was sent (`offered`).
 pub fn unknown_among(name: &str, offered: &[String]) -> ToolError {
-    if let Some(editor) = other_editor(name, offered) {
-        return ToolError::RespondToModel(format!("Unknown tool \"{name}\". {editor}"));
+    among(format!("Unknown tool \"{name}\"."), name, offered)
+}
+
+/// `message` about a call of `name`, then what to call among `offered`: the model's own edit
+/// tool for the other family's, else the closest names and what toolshed does instead.
+fn among(message: String, name: &str, offered: &[String]) -> ToolError {
+    match other_editor(name, offered) {
+        Some(editor) => ToolError::RespondToModel(format!("{message} {editor}")),
+        None => with_instead(suggest(message, name, offered), name),
     }
-    with_instead(suggest(format!("Unknown tool \"{name}\"."), name, offered), name)
 }
 
 /// For a call of one model family's edit tool by a model sent the other's (after a model

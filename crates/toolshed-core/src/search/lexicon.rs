@@ -415,7 +415,8 @@ struct Table {
     cjk: Vec<(&'static str, Vec<&'static str>)>,
 }
 
-fn is_cjk(c: char) -> bool {
+/// Whether `c` is a Chinese character or Japanese kana.
+pub(super) fn is_cjk(c: char) -> bool {
     matches!(c as u32, 0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xf900..=0xfaff | 0xff66..=0xff9f)
 }
 

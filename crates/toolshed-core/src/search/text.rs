@@ -179,7 +179,7 @@ const ELISIONS: &[&str] = &["em", "n", "til", "cause", "bout", "tis", "twas", "r
 /// Whether `c` belongs to a script written without spaces between words (Chinese, Japanese,
 /// Korean), where a quotation mark touches the words around it.
 fn unspaced(c: char) -> bool {
-    matches!(c as u32, 0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xac00..=0xd7af | 0xf900..=0xfaff | 0xff66..=0xff9f)
+    super::lexicon::is_cjk(c) || matches!(c, '\u{ac00}'..='\u{d7af}')
 }
 
 /// Whether `c` continues a word: a mark next to one is an apostrophe or an inch mark.
@@ -415,11 +415,6 @@ pub fn stem(word: &str) -> String {
     stemmer().stem(word).into_owned()
 }
 
-/// The terms of a document field: words, minus stop words, stemmed.
-pub fn terms(text: &str) -> Vec<String> {
-    words(text).into_iter().filter(|w| !is_stop_word(w)).map(|w| stem(&w)).collect()
-}
-
 /// Stems remembered by word: indexing stems the same few thousand words over and over.
 #[derive(Default)]
 pub struct Stems(HashMap<String, String>);
@@ -435,7 +430,7 @@ impl Stems {
         stemmed
     }
 
-    /// [`terms`], with the stems remembered.
+    /// The terms of a document field: words, minus stop words, stemmed.
     pub fn terms(&mut self, text: &str) -> Vec<String> {
         words(text).into_iter().filter(|w| !is_stop_word(w)).map(|w| self.stem(&w)).collect()
     }
@@ -565,7 +560,7 @@ mod tests {
 
     #[test]
     fn terms_are_stemmed_without_stop_words() {
-        assert_eq!(terms("Lists the running workflows"), ["list", "run", "workflow"]);
+        assert_eq!(Stems::default().terms("Lists the running workflows"), ["list", "run", "workflow"]);
     }
 
     #[test]

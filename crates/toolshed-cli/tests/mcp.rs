@@ -61,11 +61,17 @@ impl ClientHandler for Client {
 }
 
 async fn stdio_client<C: ClientHandler>(root: &Path, client: C) -> RunningService<RoleClient, C> {
+    stdio_client_with(root, &[], client).await
+}
+
+/// A client of `mcp serve` with `args` after it.
+async fn stdio_client_with<C: ClientHandler>(root: &Path, args: &[&str], client: C) -> RunningService<RoleClient, C> {
     let root = root.to_path_buf();
     let cmd = tokio::process::Command::new(TOOLSHED).configure(|c| {
         c.arg("--root")
             .arg(&root)
             .args(["mcp", "serve"])
+            .args(args)
             .current_dir(&root)
             .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
             .env("TOOLSHED_DATA_DIR", root.join(".data"));
@@ -595,4 +601,61 @@ fn import_maps_cwd_env_file_and_workspace_folder_and_warns_about_the_rest() {
     let output = result["output"].as_str().unwrap();
     assert!(output.lines().next().unwrap().ends_with("/sub"), "{result}");
     assert!(output.contains("from the env file"), "{result}");
+}
+
+/// A client may call only the tools it was listed, as a model may call only those it was sent:
+/// a tool its agent hides is refused (and does not run), a deferred tool is refused until
+/// `tool_search` has found it (then it is listed and runs), and an unknown name is matched
+/// against the listed tools only.
+#[tokio::test]
+async fn a_client_may_call_only_the_tools_it_was_listed() {
+    let tmp = workspace("");
+    let plan = stdio_client_with(tmp.path(), &["--agent", "plan"], Client { answer: Some("once") }).await;
+    let names: Vec<String> = plan.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert!(names.iter().any(|n| n == "read") && !names.iter().any(|n| n == "write"), "{names:?}");
+    let refused = call(&plan, "write", json!({"file_path": "made.txt", "content": "made\n"})).await;
+    assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+    assert!(text(&refused).contains("not one of your tools"), "{}", text(&refused));
+    assert!(!tmp.path().join("made.txt").exists(), "a tool the client was not listed ran");
+    let unknown = call(&plan, "reed", json!({"file_path": "notes.txt"})).await;
+    assert_eq!(unknown.is_error, Some(true), "{}", text(&unknown));
+    assert!(text(&unknown).contains("read"), "{}", text(&unknown));
+    plan.cancel().await.unwrap();
+
+    let inner = tmp.path().join("sub");
+    std::fs::create_dir_all(&inner).unwrap();
+    std::fs::write(inner.join("inner.txt"), "needle from the inner server\n").unwrap();
+    let config = format!(
+        "[mcp.inner]\ncommand = \"{TOOLSHED}\"\nargs = [\"--root\", \"{}\", \"mcp\", \"serve\"]\nenv = {{ XDG_CONFIG_HOME = \"{}\" }}\nexposure = \"deferred\"\n",
+        inner.display(),
+        tmp.path().join(".xdg-inner").display()
+    );
+    std::fs::write(tmp.path().join("toolshed.toml"), config).unwrap();
+    let watcher = Watcher::default();
+    let client = stdio_client(tmp.path(), watcher.clone()).await;
+    // The upstream server joins later; wait until tool_search is listed (something deferred).
+    let deferred = async {
+        loop {
+            let tools = client.list_all_tools().await.unwrap();
+            if tools.iter().any(|t| t.name == "tool_search") {
+                return tools;
+            }
+            watcher.changed.notified().await;
+        }
+    };
+    let tools = tokio::time::timeout(Duration::from_secs(60), deferred).await.expect("nothing was deferred");
+    assert!(!tools.iter().any(|t| t.name == "inner_grep"), "deferred but listed");
+    let early = call(&client, "inner_grep", json!({"pattern": "needle"})).await;
+    assert_eq!(early.is_error, Some(true), "{}", text(&early));
+    assert!(text(&early).contains("tool_search"), "{}", text(&early));
+    assert!(!text(&early).contains("inner.txt"), "{}", text(&early));
+
+    let found = call(&client, "tool_search", json!({"query": "inner grep"})).await;
+    assert!(text(&found).contains("inner_grep"), "{}", text(&found));
+    let names: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert!(names.iter().any(|n| n == "inner_grep"), "{names:?}");
+    let grep = call(&client, "inner_grep", json!({"pattern": "needle"})).await;
+    assert_ne!(grep.is_error, Some(true), "{}", text(&grep));
+    assert!(text(&grep).contains("inner.txt"), "{}", text(&grep));
+    client.cancel().await.unwrap();
 }

@@ -32,7 +32,7 @@ use toolshed_core::exec::{Executor, Session, ToolCall};
 use toolshed_core::permission::{ApprovalRequest, Approver, Reply};
 use toolshed_core::registry::{Registry, View};
 use toolshed_core::render::{WireFormat, render_one};
-use toolshed_core::tool::{BoxFuture, Exposure};
+use toolshed_core::tool::{BoxFuture, Exposure, ToolSpec};
 
 use crate::convert;
 
@@ -244,6 +244,17 @@ impl McpSession {
     /// The tools this session's client is shown: the agent's direct tools (plus `tool_search`
     /// when something is deferred), in MCP's `tools/list` format.
     pub fn tools(&self) -> Vec<rmcp::model::Tool> {
+        self.listed(|spec| serde_json::from_value(render_one(WireFormat::Mcp, spec)).ok())
+    }
+
+    /// The names of the tools [`McpSession::tools`] shows: the only ones the client may call,
+    /// as a model may call only the tools it was sent.
+    pub fn offered(&self) -> Arc<[String]> {
+        self.listed(|spec| Some(spec.name.clone())).into()
+    }
+
+    /// `make` of each tool this session's client is shown.
+    fn listed<T>(&self, make: impl Fn(&ToolSpec) -> Option<T>) -> Vec<T> {
         let executor = self.shared.executor();
         let found = self.session.found();
         let view = View { agent: &self.shared.agent, model: None, found: Some(&found) };
@@ -252,7 +263,7 @@ impl McpSession {
             .exposed(&view)
             .into_iter()
             .filter(|v| v.exposure == Exposure::Direct)
-            .filter_map(|v| serde_json::from_value(render_one(WireFormat::Mcp, v.spec())).ok())
+            .filter_map(|v| make(v.spec()))
             .collect()
     }
 }
@@ -296,7 +307,11 @@ impl ServerHandler for McpSession {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Default::default()));
         let id = serde_json::to_string(&context.id).unwrap_or_default();
-        let call = ToolCall::json(id.trim_matches('"'), request.name.as_ref(), args).with_cancel(context.ct.clone());
+        // The client may call only what it was shown (a hidden tool, the other model family's
+        // edit tool, or a deferred tool not yet found are refused, with what to call instead).
+        let call = ToolCall::json(id.trim_matches('"'), request.name.as_ref(), args)
+            .with_cancel(context.ct.clone())
+            .with_offered(self.offered());
         let found_before = self.session.found().len();
         let result = self.shared.executor().call(&self.session, call).await;
         if self.session.found().len() != found_before {

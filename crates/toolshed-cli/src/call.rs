@@ -127,6 +127,10 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
     } else if result.is_error {
         let given = if args.args.as_deref() == Some("-") { "the JSON on standard input" } else { "ARGS_JSON" };
         crate::err(format_args!("{}", for_person(result.refused_at, &result.tool, &result.output, given)));
+        if result.tool == "bash_output" && result.refused_at.is_none() {
+            // A process of its own can hold no shell session for bash_output to find.
+            crate::err(format_args!("{NO_SESSIONS_HERE}"));
+        }
     } else {
         crate::out(format_args!("{}", result.output));
     }
@@ -135,6 +139,9 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
     runtime.block_on(toolshed_tools::lsp::shared(&ws.config).shutdown());
     Ok(if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
+
+/// Why `toolshed call bash_output` never finds a session, for the person who typed it.
+const NO_SESSIONS_HERE: &str = "Each `toolshed call` is a process of its own, and a shell session that `toolshed call bash` started stops when that call ends, so there is never one to read here. Run long commands in `toolshed chat`, `toolshed run` or `toolshed mcp serve`, where bash and bash_output share the sessions.";
 
 /// A failed call's message for the person who typed the command. The chain's refusals end
 /// with what the model should do next ("Fix the arguments and call read again"); here the

@@ -138,7 +138,9 @@ pub fn run(ws: &Workspace, args: ToolsArgs) -> Result<ExitCode, CliError> {
         .or_else(|| ws.config.model.clone().map(|m| (m, "the config's `model`")))
         .unwrap_or_else(|| (DEFAULT_LISTING_MODEL.to_string(), "the default"));
     // Checked wherever it came from: a config's `model = "gpt5"` is as wrong as `--model gpt5`.
-    toolshed_llm::provider::ModelRef::parse(&model).map_err(|e| CliError::usage(format!("{from}: {e}")))?;
+    let parsed =
+        toolshed_llm::provider::ModelRef::parse(&model).map_err(|e| CliError::usage(format!("{from}: {e}")))?;
+    toolshed_llm::provider::check(&ws.config, &parsed).map_err(|e| CliError::usage(format!("{from}: {e}")))?;
     let (found, has_tasks) = stored.map(|(_, found, tasks)| (found, tasks)).unwrap_or_default();
     let view = View { agent: &agent, model: Some(&model), found: Some(&found) };
     let shown: Vec<_> = registry

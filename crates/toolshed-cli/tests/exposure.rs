@@ -226,6 +226,8 @@ fn a_listing_model_is_checked_wherever_it_is_set() {
         (vec!["tools", "-m", "gpt5"], "--model: model `gpt5` is not of the form PROVIDER/MODEL"),
         (vec!["tools", "-c", "model=gpt5"], "the config's `model`: model `gpt5` is not of the form PROVIDER/MODEL"),
         (vec!["tools", "-c", "agent.build.model=x"], "the agent's `model`: model `x` is not of the form"),
+        (vec!["tools", "-c", "model=foo/x"], "the config's `model`: unknown provider `foo` in model `foo/x`"),
+        (vec!["tools", "-m", "foo/x", "--format", "table"], "--model: unknown provider `foo`"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
             .args(["--root", root.to_str().unwrap()])
@@ -240,4 +242,15 @@ fn a_listing_model_is_checked_wherever_it_is_set() {
         assert!(stderr.contains(said), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+    // A known provider needs no API key to list what its models get.
+    let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", root.to_str().unwrap(), "tools", "-m", "openai/gpt-5.1", "--format", "table"])
+        .current_dir(root)
+        .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+        .env("TOOLSHED_DATA_DIR", root.join(".data"))
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("apply_patch"));
 }

@@ -396,3 +396,22 @@ fn a_command_that_kills_the_watchdog_still_dies_with_toolshed() {
     child.wait().unwrap();
     assert!(wait_until(1, || running("sleep 36.7").is_empty()), "left behind: {:?}", running("sleep 36.7"));
 }
+
+/// A shell session `toolshed call bash` leaves running stops with that call, and says so; a
+/// later `toolshed call bash_output` is told why it finds none (each call is its own process).
+#[test]
+fn call_says_that_a_shell_session_ends_with_it_and_bash_output_why_it_finds_none() {
+    let world = World::new("");
+    let started = world.toolshed(&["call", "bash", r#"{"command": "sleep 30; echo late", "yield_ms": 100}"#]);
+    assert!(started.status.success(), "{}", text(&started));
+    assert!(text(&started).contains("was stopped with it"), "{}", text(&started));
+    let polled = world.toolshed(&["call", "bash_output", r#"{"session_id": 1}"#]);
+    assert_eq!(polled.status.code(), Some(1), "{}", text(&polled));
+    let said = String::from_utf8_lossy(&polled.stderr);
+    assert!(said.contains("No shell session 1"), "{said}");
+    assert!(said.contains("a process of its own") && said.contains("toolshed chat"), "{said}");
+    // Wrong arguments are about the arguments only.
+    let wrong = world.toolshed(&["call", "bash_output", "{}"]);
+    assert_eq!(wrong.status.code(), Some(1), "{}", text(&wrong));
+    assert!(!String::from_utf8_lossy(&wrong.stderr).contains("a process of its own"), "{}", text(&wrong));
+}

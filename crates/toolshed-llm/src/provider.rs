@@ -117,6 +117,15 @@ pub fn resolve(config: &Config, model: &ModelRef, env: EnvLookup<'_>) -> Result<
     Ok(ProviderSettings { name: name.to_string(), kind, base_url, api_key, api_key_env: key_env })
 }
 
+/// Checks that `model`'s provider is one toolshed can reach (built in, or a `[provider.NAME]`
+/// with a base URL) without needing its API key: for commands that only list what the model
+/// would get.
+pub fn check(config: &Config, model: &ModelRef) -> Result<(), LlmError> {
+    // Every key counts as set: only the provider's name and address are checked.
+    let any_key = |var: &str| process_env(var).or_else(|| Some(String::new()));
+    resolve(config, model, &any_key).map(|_| ())
+}
+
 /// An Anthropic base URL as the Anthropic SDKs and Claude Code take it: the server's root,
 /// under which the API is `/v1/messages` (`ANTHROPIC_BASE_URL=http://127.0.0.1:4000`). A URL
 /// that already ends in `/v1` (toolshed's own convention, and the default) is kept.
@@ -211,6 +220,19 @@ mod tests {
             .to_string();
         assert!(err.contains("set the environment variable ANTHROPIC_API_KEY"), "{err}");
         assert!(err.contains("base_url"), "{err}");
+    }
+
+    #[test]
+    fn check_needs_a_known_provider_with_an_address_but_no_key() {
+        let c = config("[provider.local]\nkind = \"openai-chat\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n");
+        for ok in ["anthropic/claude-sonnet-4-5", "openai/gpt-5.1", "local/qwen3"] {
+            assert!(check(&c, &ModelRef::parse(ok).unwrap()).is_ok(), "{ok}");
+        }
+        let err = check(&c, &ModelRef::parse("foo/x").unwrap()).unwrap_err().to_string();
+        assert!(err.contains("unknown provider `foo`") && err.contains("local"), "{err}");
+        let c = config("[provider.bare]\nkind = \"openai-chat\"\n");
+        let err = check(&c, &ModelRef::parse("bare/x").unwrap()).unwrap_err().to_string();
+        assert!(err.contains("no `base_url`"), "{err}");
     }
 
     #[test]

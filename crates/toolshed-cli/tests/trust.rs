@@ -204,3 +204,33 @@ fn a_git_file_written_by_one_call_does_not_widen_the_sandbox_of_the_next() {
         assert!(!Path::new("/etc/toolshed-conformance").exists(), "{name}");
     }
 }
+
+/// A language server may run code the model wrote (a TypeScript in `node_modules`, a build
+/// script): it runs in the shell's sandbox, so that code writes only where a command may, and
+/// not the protected paths.
+#[test]
+fn a_language_server_runs_in_the_sandbox_of_commands() {
+    let test = "a_language_server_runs_in_the_sandbox_of_commands";
+    let Some((outside, canary)) = outside_canary(test) else { return };
+    let escaped = outside.path().canonicalize().unwrap().join("escaped");
+    let script = format!(
+        "echo x > '{}'; echo x >> '{}'; echo x >> toolshed.toml; echo x > inside-ok",
+        escaped.display(),
+        canary.display()
+    );
+    let config = format!("[lsp.probe]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nextensions = [\"probe\"]\n");
+    let (_tmp, root) = project(&config);
+    if bash(&root, "true", &[])["metadata"]["sandbox"] != "workspace-write" {
+        return skip(test, "no Landlock here");
+    }
+    std::fs::write(root.join("a.probe"), "x\n").unwrap();
+    let out =
+        command(&root, &["call", "lsp", r#"{"operation":"diagnostics","file_path":"a.probe"}"#]).output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    // Not a real server: it exits before answering, after its writes.
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(root.join("inside-ok").exists(), "the server did not run: {said}");
+    assert!(!escaped.exists(), "a language server wrote outside the worktree");
+    assert_eq!(std::fs::read_to_string(&canary).unwrap(), "original\n");
+    assert_eq!(std::fs::read_to_string(root.join("toolshed.toml")).unwrap(), config, "a protected path was written");
+}

@@ -122,7 +122,7 @@ pub struct SandboxConfig {
 }
 
 /// What a sandboxed command may touch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     /// Reads anywhere, writes nowhere.

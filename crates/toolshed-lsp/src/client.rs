@@ -188,12 +188,22 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `program` for `spec` in `root` and completes the `initialize` handshake within
-    /// `limit`. The error says what went wrong, with the server's last words if it exited.
-    pub async fn start(spec: &ServerSpec, root: &Path, program: &Path, limit: Duration) -> Result<Server, String> {
+    /// Starts `program` for `spec` in `root`, a project in the worktree `worktree`, and
+    /// completes the `initialize` handshake within `limit`. It runs in the shell's sandbox for
+    /// the worktree (`spec.sandbox`). The error says what went wrong, with the server's last
+    /// words if it exited.
+    pub async fn start(
+        spec: &ServerSpec,
+        root: &Path,
+        worktree: &Path,
+        program: &Path,
+        limit: Duration,
+    ) -> Result<Server, String> {
         let deadline = Instant::now() + limit;
         let mut command = tokio::process::Command::new(program);
         spec.env.apply(command.as_std_mut());
+        toolshed_shell::confine_helper(command.as_std_mut(), &spec.sandbox, worktree)
+            .map_err(|e| format!("could not be sandboxed: {e}"))?;
         command
             .args(&spec.args)
             .current_dir(root)

@@ -185,7 +185,7 @@ async fn probe(spec: &ServerSpec, root: &Path) -> Finding {
     };
     let started = Instant::now();
     // A server configured with a shorter `timeout_ms` is given no longer here either.
-    match Server::start(spec, root, &program, spec.timeout.min(HANDSHAKE_LIMIT)).await {
+    match Server::start(spec, root, root, &program, spec.timeout.min(HANDSHAKE_LIMIT)).await {
         Ok(server) => {
             let took = started.elapsed();
             server.shutdown().await;

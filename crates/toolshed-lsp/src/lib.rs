@@ -142,7 +142,7 @@ impl LspService {
                 }
             };
             let root = servers::project_root(&spec.root_markers, file, worktree);
-            let slot = self.slot(spec, root, program);
+            let slot = self.slot(spec, root, worktree, program);
             let deadline = started + spec.timeout;
             return slot.get(deadline).await;
         }
@@ -184,7 +184,7 @@ impl LspService {
         programs.entry(spec.name.clone()).or_insert_with(|| servers::find_program(&spec.command, worktree)).clone()
     }
 
-    fn slot(&self, spec: &ServerSpec, root: PathBuf, program: PathBuf) -> Arc<Slot> {
+    fn slot(&self, spec: &ServerSpec, root: PathBuf, worktree: &Path, program: PathBuf) -> Arc<Slot> {
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         slots
             .entry((spec.name.clone(), root.clone()))
@@ -192,6 +192,7 @@ impl LspService {
                 Arc::new(Slot {
                     spec: spec.clone(),
                     root,
+                    worktree: worktree.to_path_buf(),
                     program,
                     state: tokio::sync::Mutex::new(SlotState::default()),
                 })
@@ -206,6 +207,8 @@ type Starting = watch::Receiver<Option<Result<Arc<Server>, String>>>;
 struct Slot {
     spec: ServerSpec,
     root: PathBuf,
+    /// The worktree the project is in: what the server's sandbox lets it write.
+    worktree: PathBuf,
     program: PathBuf,
     state: tokio::sync::Mutex<SlotState>,
 }
@@ -315,7 +318,8 @@ impl Slot {
         let (tx, rx) = watch::channel(None);
         tokio::spawn(async move {
             let limit = self.spec.timeout.max(START_LIMIT);
-            let outcome = Server::start(&self.spec, &self.root, &self.program, limit).await.map(Arc::new);
+            let outcome =
+                Server::start(&self.spec, &self.root, &self.worktree, &self.program, limit).await.map(Arc::new);
             let mut state = self.state.lock().await;
             match &outcome {
                 Ok(server) => {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toolshed_core::config::Config;
 use toolshed_core::env::ChildEnv;
+use toolshed_shell::SandboxPolicy;
 
 use toolshed_core::config::LspConfig;
 
@@ -35,6 +36,9 @@ pub struct ServerSpec {
     pub configured: bool,
     /// What the server inherits of toolshed's environment (`[env]`).
     pub env: ChildEnv,
+    /// The sandbox it runs in: the shell's (`[sandbox]`), since a server may run the project's
+    /// code (build scripts, a TypeScript in `node_modules`), which a model can write.
+    pub sandbox: SandboxPolicy,
 }
 
 struct Builtin {
@@ -131,8 +135,10 @@ impl ServerTable {
     pub fn for_config(config: &Config) -> Self {
         let mut table = ServerTable::from_config(&config.lsp);
         let env = ChildEnv::from_config(config);
+        let sandbox = SandboxPolicy::from(&config.sandbox);
         for spec in &mut table.servers {
             spec.env = env.clone();
+            spec.sandbox = sandbox;
         }
         table
     }
@@ -171,6 +177,7 @@ impl Builtin {
             timeout: DEFAULT_TIMEOUT,
             configured: false,
             env: ChildEnv::default(),
+            sandbox: SandboxPolicy::default(),
         }
     }
 }
@@ -194,6 +201,7 @@ fn merge(name: &str, section: &LspConfig, base: Option<ServerSpec>) -> Result<Se
                 timeout: DEFAULT_TIMEOUT,
                 configured: true,
                 env: ChildEnv::default(),
+                sandbox: SandboxPolicy::default(),
             }
         }
     };

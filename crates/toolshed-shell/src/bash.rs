@@ -270,21 +270,58 @@ fn protected_paths(policy: &SandboxPolicy, ctx: &ToolContext, cwd: &Path) -> Vec
     if policy.mode != SandboxMode::WorkspaceWrite {
         return Vec::new();
     }
-    let mut paths = protected::existing(ctx.root(), ctx.cwd());
-    let more = protected::existing(ctx.root(), cwd)
-        .into_iter()
-        .chain(git_dir_binds(ctx.root()))
-        .chain(sandbox::tool_dir_entries().into_iter().filter(|p| !p.starts_with(ctx.root())));
-    for path in more {
-        if !paths.contains(&path) {
-            paths.push(path);
-        }
-    }
+    let mut paths = protected_candidates(ctx.root(), &[ctx.cwd(), cwd]);
     paths.retain(|path| {
         let request = PermissionRequest::new(protected::PERMISSION, [protected_pattern(path, ctx.root())]);
         !ctx.allows(&request)
     });
     paths
+}
+
+/// The protected paths to bind read-only for a process in the worktree `root` that works in
+/// the directories `cwds`: those that exist from the root down to each ([`protected::existing`]),
+/// the git directories of a linked worktree, and what in the tool directories makes later
+/// programs run other code ([`sandbox::tool_dir_entries`]).
+fn protected_candidates(root: &Path, cwds: &[&Path]) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let all = cwds
+        .iter()
+        .flat_map(|cwd| protected::existing(root, cwd))
+        .chain(git_dir_binds(root))
+        .chain(sandbox::tool_dir_entries().into_iter().filter(|p| !p.starts_with(root)));
+    for path in all {
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    paths
+}
+
+/// Confines `command`, a long-lived helper that reads the worktree `root` and may run code
+/// from it (a language server runs build scripts and proc macros, or a TypeScript found in
+/// `node_modules`), as a shell command in `root` is confined under `policy`: it writes only
+/// where such a command may, the protected paths stay read-only, and it has the network only
+/// if commands have it. Returns the mode it will run in (`none` when the policy runs commands
+/// unsandboxed). Where the kernel cannot sandbox and running unsandboxed is not allowed, it is
+/// refused, as a command would be.
+pub fn confine_helper(
+    command: &mut std::process::Command,
+    policy: &SandboxPolicy,
+    root: &Path,
+) -> Result<&'static str, ToolError> {
+    let protect =
+        if policy.mode == SandboxMode::WorkspaceWrite { protected_candidates(root, &[root]) } else { Vec::new() };
+    let plan = sandbox::plan(policy, root, &[], &protect)?;
+    let label = plan.label(policy);
+    if let sandbox::Plan::Sandboxed(confinement) = plan {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: the closure runs in the child between fork and exec and only makes raw system
+        // calls on data prepared before the fork (see `Confinement::apply_in_child`).
+        unsafe {
+            command.pre_exec(move || confinement.apply_in_child());
+        }
+    }
+    Ok(label)
 }
 
 /// What to bind of the validated git dirs of the worktree `root`: each dir, or, for a common

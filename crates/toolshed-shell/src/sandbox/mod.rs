@@ -29,7 +29,7 @@ pub use toolshed_core::config::SandboxMode;
 
 /// What the shell's sandbox enforces: the mode, whether running unsandboxed is allowed where
 /// the kernel cannot sandbox, and whether sandboxed commands lose the network.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SandboxPolicy {
     /// What a sandboxed command may touch.
     pub mode: SandboxMode,

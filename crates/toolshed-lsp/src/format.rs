@@ -19,8 +19,9 @@ const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 pub struct Files {
     root: PathBuf,
     texts: HashMap<PathBuf, Option<String>>,
-    /// The call whose `read` rules decide which files' lines may be shown (a file whose `read`
-    /// would ask or is denied shows none); `None` shows every file's.
+    /// The call whose rules decide which files' lines may be shown (a file whose `read`, or
+    /// `external_directory` outside the worktree, would ask or is denied shows none); `None`
+    /// shows every file's.
     reader: Option<toolshed_core::ToolContext>,
 }
 
@@ -51,11 +52,14 @@ impl Files {
 
     /// The text of line `line` (0-based) of `path`, if it can be read.
     pub fn line(&mut self, path: &Path, line: u32) -> Option<String> {
-        let (root, reader) = (&self.root, &self.reader);
+        let reader = &self.reader;
         let text = self.texts.entry(path.to_path_buf()).or_insert_with(|| {
-            let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+            // As `read` would be asked: a file outside the worktree needs `external_directory`
+            // too (a server points anywhere: `#include "/home/me/.git-credentials"`).
             let readable = reader.as_ref().is_none_or(|ctx| {
-                ctx.decide("read", &pattern_for(root, &real)) == toolshed_core::permission::Action::Allow
+                path.to_str()
+                    .and_then(|p| toolshed_path::resolve(ctx, p).ok())
+                    .is_some_and(|resolved| resolved.requests("read").iter().all(|r| ctx.allows(r)))
             });
             if readable { read_small(path) } else { None }
         });
@@ -212,6 +216,47 @@ mod tests {
         assert_eq!(shown, format!("{}:1:5: def f():", tmp.path().join("lib.py").display()));
         let gone = super::super::position::file_uri(&root.join("gone.py")).unwrap();
         assert_eq!(files.location(&gone, Position::new(3, 0)), "gone.py:4:1");
+    }
+
+    /// Allows everything without asking but `external_directory`.
+    struct NoExternal;
+
+    impl toolshed_core::permission::Asker for NoExternal {
+        fn ask<'a>(
+            &'a self,
+            _call: &'a toolshed_core::context::CallInfo,
+            _request: toolshed_core::permission::PermissionRequest,
+        ) -> toolshed_core::tool::BoxFuture<'a, Result<(), toolshed_core::ToolError>> {
+            Box::pin(async { Err(toolshed_core::ToolError::model("no")) })
+        }
+
+        fn allows(
+            &self,
+            _call: &toolshed_core::context::CallInfo,
+            request: &toolshed_core::permission::PermissionRequest,
+        ) -> bool {
+            request.permission != "external_directory"
+        }
+    }
+
+    #[test]
+    fn a_file_outside_the_worktree_shows_its_lines_only_where_external_directory_allows() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let root = base.join("w");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::write(base.join("secret.txt"), "SECRET-LINE\n").unwrap();
+        std::fs::write(root.join("inside.py"), "def f():\n").unwrap();
+        let ctx = toolshed_core::ToolContext::standalone(&root, base.join("data"));
+        let mut allowed = Files::new(&root).reading_as(&ctx);
+        let outside = super::super::position::file_uri(&base.join("secret.txt")).unwrap();
+        assert!(allowed.location(&outside, Position::new(0, 0)).ends_with("SECRET-LINE"));
+        let ctx = ctx.with_asker(std::sync::Arc::new(NoExternal));
+        let mut files = Files::new(&root).reading_as(&ctx);
+        let shown = files.location(&outside, Position::new(0, 0));
+        assert_eq!(shown, format!("{}:1:1", base.join("secret.txt").display()));
+        let inside = super::super::position::file_uri(&root.join("inside.py")).unwrap();
+        assert_eq!(files.location(&inside, Position::new(0, 4)), "inside.py:1:5: def f():");
     }
 
     #[test]

@@ -234,3 +234,27 @@ fn a_language_server_runs_in_the_sandbox_of_commands() {
     assert_eq!(std::fs::read_to_string(&canary).unwrap(), "original\n");
     assert_eq!(std::fs::read_to_string(root.join("toolshed.toml")).unwrap(), config, "a protected path was written");
 }
+
+/// `--yes` approves asks, but never a write of toolshed's own configuration or `.git`
+/// (`protected`): a `toolshed.toml` that turns the sandbox off would rule the next process. A
+/// rule naming the paths still allows them (`.git/*`, so that commands can commit).
+#[test]
+fn yes_never_writes_a_protected_path_but_a_rule_naming_it_does() {
+    let (_tmp, root) = project("");
+    let config = root.join("toolshed.toml");
+    let write = r#"{"file_path": "toolshed.toml", "content": "[sandbox]\nmode = \"full-access\"\n"}"#;
+    let out = command(&root, &["call", "write", write, "--yes"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("never granted by a blanket approval"));
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "");
+    let hook = r##"{"file_path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"}"##;
+    Command::new("git").args(["init", "-q"]).arg(&root).status().unwrap();
+    let out = command(&root, &["call", "write", hook, "--yes"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!root.join(".git/hooks/pre-commit").exists());
+    std::fs::write(&config, "[permission]\nprotected = { \".git/*\" = \"allow\" }\n").unwrap();
+    let out = command(&root, &["call", "write", hook, "--yes"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = command(&root, &["call", "write", write, "--yes"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "toolshed.toml is not under .git/");
+}

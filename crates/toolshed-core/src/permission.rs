@@ -363,9 +363,11 @@ pub const EXPLICIT_ONLY: &[&str] = &["sandbox_escalation", crate::protected::PER
 
 /// Permissions that a blanket approval (`--yes`, `[mcp_server] ask = "allow"`) never grants:
 /// only a rule that allows them or a person's answer does. `sandbox_escalation` reruns a command
-/// the sandbox stopped without the sandbox, and `plan_exit` turns a plan-mode session into a
-/// build session that edits and runs commands; approving every ask must not also do either.
-pub const PERSON_ONLY: &[&str] = &["sandbox_escalation", "plan_exit"];
+/// the sandbox stopped without the sandbox, `plan_exit` turns a plan-mode session into a build
+/// session that edits and runs commands, and `protected` writes toolshed's own configuration,
+/// custom tools or `.git` (a `toolshed.toml` that turns the sandbox off for the next process);
+/// approving every ask must not also do any of them.
+pub const PERSON_ONLY: &[&str] = &["sandbox_escalation", "plan_exit", crate::protected::PERMISSION];
 
 /// What a blanket approval answers: once, except for [`PERSON_ONLY`] permissions, which it
 /// rejects with a reason for the model.
@@ -374,12 +376,20 @@ pub fn blanket_reply(request: &ApprovalRequest) -> Reply {
     if !PERSON_ONLY.contains(&permission) {
         return Reply::Once;
     }
-    let advice = if permission == "plan_exit" {
-        "Stay in plan mode: finish the plan and tell the user it is ready, so they can switch to build mode themselves"
-    } else {
-        "Do not retry the command unsandboxed; find a way that works inside the sandbox, or tell the user what needs to run outside it"
+    let (what, advice) = match permission {
+        "plan_exit" => (
+            "plan mode stays on",
+            "Stay in plan mode: finish the plan and tell the user it is ready, so they can switch to build mode themselves",
+        ),
+        crate::protected::PERMISSION => (
+            "toolshed's configuration, custom tools, skills and .git stay as they are",
+            "Do not try another way to change them; tell the user what you wanted to change and why",
+        ),
+        _ => (
+            "the sandbox stays on",
+            "Do not retry the command unsandboxed; find a way that works inside the sandbox, or tell the user what needs to run outside it",
+        ),
     };
-    let what = if permission == "plan_exit" { "plan mode stays on" } else { "the sandbox stays on" };
     Reply::Reject(Some(format!(
         "`{permission}` is never granted by a blanket approval such as --yes: {what} unless a rule (`{permission} = \"allow\"`) or a person at the terminal allows it. {advice}"
     )))

@@ -355,3 +355,42 @@ fn the_terminal_ui_fits_80_by_24_and_300_columns() {
 fn unicode_width(line: &str) -> usize {
     line.chars().count()
 }
+
+/// A question opens wherever the person is typing: keys typed for the composer (together, or
+/// right after it opened, or while typing goes on) stay in the composer and answer nothing;
+/// "always" takes a second `a`.
+#[test]
+fn keys_typed_for_the_composer_never_answer_a_question() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("b1", "bash", r#"{"command":"touch race.txt"}"#)])),
+        Reply::sse(chat::text("Touched.")),
+    ])
+    .unwrap();
+    let dir = worktree(&server, "[permission]\nbash = { \"*\" = \"allow\", \"touch *\" = \"ask\" }\n");
+    let mut term = Terminal::start(dir.path(), &["chat"]);
+    term.wait_for("build ·", Duration::from_secs(30));
+    term.send_line("touch it");
+    term.wait_for("asks for `bash`", Duration::from_secs(30));
+    // Typed at once, as the question opens: the `a` of "also" and the `o` of "now" are letters.
+    term.type_text("also now");
+    std::thread::sleep(Duration::from_millis(300));
+    term.type_text("o");
+    std::thread::sleep(Duration::from_millis(300));
+    let screen = term.contents();
+    assert!(screen.contains("asks for `bash`"), "the question was answered by typing:\n{screen}");
+    assert!(screen.contains("also nowo"), "the typing is kept in the composer:\n{screen}");
+    assert!(!dir.path().join("race.txt").exists());
+    // Once the typing has stopped, a single `a` asks for a second one.
+    std::thread::sleep(Duration::from_millis(1000));
+    term.type_text("a");
+    term.wait_for("press a again", Duration::from_secs(5));
+    assert!(!dir.path().join("race.txt").exists());
+    term.type_text("a");
+    term.wait_for("Touched.", Duration::from_secs(30));
+    assert!(dir.path().join("race.txt").exists());
+    // Ctrl-C clears the composer's leftover typing.
+    term.type_text("\x03");
+    std::thread::sleep(Duration::from_millis(300));
+    term.send_line("/exit");
+    assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
+}

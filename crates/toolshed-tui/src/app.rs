@@ -265,6 +265,8 @@ struct App {
     asks: VecDeque<(ApprovalRequest, oneshot::Sender<Reply>)>,
     /// The message being typed to reject the first question with.
     rejecting: Option<String>,
+    /// Keeps keys typed for the composer from answering a question (see [`App::question_key`]).
+    guard: QuestionGuard,
     status: Status,
     busy: Option<Instant>,
     turn: Option<CancellationToken>,
@@ -314,6 +316,7 @@ impl App {
             composer: Composer::new(history),
             asks: VecDeque::new(),
             rejecting: None,
+            guard: QuestionGuard::default(),
             status,
             busy: None,
             turn: None,
@@ -398,6 +401,8 @@ impl App {
             )
             .count();
         let burst = typed >= 2 && self.asks.is_empty() && self.pager.is_none();
+        // Several keys at once are typing (or a paste), never an answer to a question.
+        self.guard.burst = typed >= 2;
         for input in batch {
             match input {
                 Input::Key(key)
@@ -535,9 +540,17 @@ impl App {
             let rule = rule_that_asked(&self.runtime, request);
             // All the rows above the composer, less the border's two.
             let fit = usize::from(bottom.saturating_sub(area.y)).saturating_sub(2);
-            let mut lines = views::approval_within(request, rule.as_deref(), width.saturating_sub(2), fit);
+            // What an MCP or custom tool will do is in its arguments, not its patterns.
+            let call = self.transcript.call(&request.call_id).and_then(|c| {
+                let args = serde_json::from_str(&c.input).unwrap_or(serde_json::Value::Null);
+                render::arguments(&c.tool, &args, &c.input).map(|a| render::one_line(&a, 400))
+            });
+            let mut lines =
+                views::approval_within(request, rule.as_deref(), call.as_deref(), width.saturating_sub(2), fit);
             if self.rejecting.is_some() {
                 lines.push(Line::from("  type the message for the model, Enter sends it, Esc goes back"));
+            } else if self.guard.always {
+                lines.push(Line::from("  press a again to allow this for the rest of the session, o for once only"));
             }
             let room = bottom.saturating_sub(area.y);
             let h = (u16::try_from(lines.len()).unwrap_or(u16::MAX).saturating_add(2)).min(room);
@@ -579,6 +592,9 @@ impl App {
                 self.transcript.apply(&event);
             }
             Message::Ask(request, answer) => {
+                if self.asks.is_empty() {
+                    self.guard.shown(Instant::now());
+                }
                 self.asks.push_back((request, answer));
             }
         }
@@ -605,6 +621,9 @@ impl App {
             let _ = answer.send(reply);
         }
         self.rejecting = None;
+        if !self.asks.is_empty() {
+            self.guard.shown(Instant::now());
+        }
     }
 
     fn input(&mut self, input: Input, term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> io::Result<Flow> {
@@ -882,9 +901,24 @@ impl App {
             }
             return;
         }
+        let plain = !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        let answer = matches!(key.code, KeyCode::Char('o' | 'y' | 'a' | 'r' | 'n' | 'm') | KeyCode::Enter);
+        if key.code != KeyCode::Esc && !(answer && plain && self.guard.settled(Instant::now())) {
+            // Typing meant for the composer (the question opened under it, or the person has not
+            // stopped typing): it goes there, and answers wait until the typing stops.
+            match key.code {
+                KeyCode::Char(c) if plain => self.composer.insert_char(c),
+                KeyCode::Backspace => self.composer.backspace(),
+                _ => return,
+            }
+            self.guard.typed(Instant::now());
+            return;
+        }
         match key.code {
             KeyCode::Char('o' | 'y') | KeyCode::Enter => self.answer(Reply::Once),
-            KeyCode::Char('a') => self.answer(Reply::Always),
+            // "Always" holds for the rest of the session: it takes a second `a`.
+            KeyCode::Char('a') if self.guard.always => self.answer(Reply::Always),
+            KeyCode::Char('a') => self.guard.always = true,
             KeyCode::Char('r' | 'n') | KeyCode::Esc => self.answer(Reply::Reject(None)),
             KeyCode::Char('m') => self.rejecting = Some(String::new()),
             _ => {}
@@ -1092,8 +1126,46 @@ async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
     }
 }
 
-const HELP: &str = "Enter sends · Shift-Enter, Ctrl-J or Alt-Enter: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Ctrl-Z suspends · Up/Down: history · Ctrl-R searches it · PageUp or Ctrl-T: the whole transcript (PageUp/PageDown, arrows, mouse wheel scroll; e expands tool output; q or Esc returns) · @path mentions a file (Tab completes; it goes with the prompt) · !cmd runs a shell command · /plan /build /agent NAME /model ID /new /sessions /compact /diff /undo /help /exit · questions: o once, a always, r reject, m reject with a message";
+const HELP: &str = "Enter sends · Shift-Enter, Ctrl-J or Alt-Enter: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Ctrl-Z suspends · Up/Down: history · Ctrl-R searches it · PageUp or Ctrl-T: the whole transcript (PageUp/PageDown, arrows, mouse wheel scroll; e expands tool output; q or Esc returns) · @path mentions a file (Tab completes; it goes with the prompt) · !cmd runs a shell command · /plan /build /agent NAME /model ID /new /sessions /compact /diff /undo /help /exit · questions: o once, a twice always, r or Esc reject, m reject with a message (keys typed in a run, or as a question opens, go to the composer)";
 
 fn row(area: Rect, y: u16, height: u16) -> Rect {
     Rect { x: area.x, y, width: area.width, height: height.min(area.bottom().saturating_sub(y)) }
+}
+
+/// How long a question shows before a key answers it, and how long after the last key typed
+/// for the composer: a question opens wherever the person is typing, and the next letters they
+/// type (the `a` of "also", the `o` of "hello") must not answer it.
+const ANSWER_DELAY: Duration = Duration::from_millis(700);
+
+/// What keeps keys typed for the composer from answering a question.
+#[derive(Debug, Default)]
+struct QuestionGuard {
+    /// When the first question appeared.
+    shown_at: Option<Instant>,
+    /// Until when keys are taken as typing.
+    typing_until: Option<Instant>,
+    /// The keys being handled arrived together (typing or a paste).
+    burst: bool,
+    /// `a` was pressed once: the next `a` answers "always".
+    always: bool,
+}
+
+impl QuestionGuard {
+    fn shown(&mut self, now: Instant) {
+        self.shown_at = Some(now);
+        self.always = false;
+    }
+
+    fn typed(&mut self, now: Instant) {
+        self.typing_until = Some(now + ANSWER_DELAY);
+        self.always = false;
+    }
+
+    /// Whether a key now may answer: the question has shown for a while, no typing is going
+    /// on, and the key came alone.
+    fn settled(&self, now: Instant) -> bool {
+        !self.burst
+            && self.shown_at.is_some_and(|at| now >= at + ANSWER_DELAY)
+            && self.typing_until.is_none_or(|until| now >= until)
+    }
 }

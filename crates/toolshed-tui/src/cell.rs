@@ -128,6 +128,20 @@ impl Transcript {
         &self.cells
     }
 
+    /// The call `call_id`, the session's own or a sub-agent's.
+    pub fn call(&self, call_id: &str) -> Option<&ToolCell> {
+        if let Some(&(task, child)) = self.child_calls.get(call_id) {
+            return match self.cells.get(task) {
+                Some(Cell::Tool(parent)) => parent.children.get(child),
+                _ => None,
+            };
+        }
+        match self.calls.get(call_id).and_then(|&i| self.cells.get(i)) {
+            Some(Cell::Tool(cell)) => Some(cell),
+            _ => None,
+        }
+    }
+
     /// The transcript of a stored session (when one is resumed): its prompts, answers and
     /// tool calls as they ended.
     pub fn from_stored(messages: &[StoredMessage]) -> Transcript {

@@ -134,10 +134,26 @@ fn tool_lines(cell: &ToolCell, width: usize, frame: usize) -> Vec<Line<'static>>
 
 /// What the call works on, for its header.
 fn subject(tool: &str, args: &Value, raw: &str) -> String {
-    let found = toolshed_agent::calls::subject(tool, args, raw, true);
+    let found = toolshed_agent::calls::subject(tool, args, raw, true).or_else(|| arguments(tool, args, raw));
     let text = found.unwrap_or_else(|| if args.is_null() { raw.to_string() } else { String::new() });
+    one_line(&text, 100)
+}
+
+/// The arguments of a call whose tool has no one thing it works on that [`subject`] knows (an
+/// MCP or custom tool): its JSON input, compact, so that what it will do is shown (in its cell
+/// and in the question asked about it). `None` for the tools [`subject`] knows, and when there
+/// are no arguments.
+pub fn arguments(tool: &str, args: &Value, raw: &str) -> Option<String> {
+    if toolshed_agent::calls::subject(tool, args, raw, false).is_some() {
+        return None;
+    }
+    args.as_object().filter(|a| !a.is_empty()).map(|a| Value::Object(a.clone()).to_string())
+}
+
+/// `text` on one line, at most `max` characters (then `…`).
+pub fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > 100 { format!("{}…", flat.chars().take(100).collect::<String>()) } else { flat }
+    if flat.chars().count() > max { format!("{}…", flat.chars().take(max).collect::<String>()) } else { flat }
 }
 
 /// The body's lines with their styles.

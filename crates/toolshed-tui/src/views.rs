@@ -17,12 +17,19 @@ const KEY: Style = Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD);
 /// of an edit when the tool gave one, and the answers with their keys. `rule` is the rule that
 /// asked, as `permission explain` names it.
 pub fn approval(request: &ApprovalRequest, rule: Option<&str>, width: usize) -> Vec<Line<'static>> {
-    approval_within(request, rule, width, usize::MAX)
+    approval_within(request, rule, None, width, usize::MAX)
 }
 
 /// [`approval`] in at most `rows` rows: what is asked and the answers always show; an edit's
-/// diff gets the rows left, cut with `… +N lines`.
-pub fn approval_within(request: &ApprovalRequest, rule: Option<&str>, width: usize, rows: usize) -> Vec<Line<'static>> {
+/// diff gets the rows left, cut with `… +N lines`. `call` is the call's arguments when its
+/// patterns do not say what it will do (an MCP or custom tool: [`crate::render::arguments`]).
+pub fn approval_within(
+    request: &ApprovalRequest,
+    rule: Option<&str>,
+    call: Option<&str>,
+    width: usize,
+    rows: usize,
+) -> Vec<Line<'static>> {
     let r = &request.request;
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let mut out = wrap(
@@ -39,6 +46,9 @@ pub fn approval_within(request: &ApprovalRequest, rule: Option<&str>, width: usi
     let indent = [Span::raw("  ")];
     for pattern in &r.patterns {
         out.extend(wrap(&[Span::styled(pattern.clone(), bold)], width, &indent, &indent));
+    }
+    if let Some(call) = call {
+        out.extend(wrap(&[Span::raw("with "), Span::styled(call.to_string(), bold)], width, &indent, &indent));
     }
     for key in ["unclassified", "reason"] {
         if let Some(why) = r.metadata.get(key).and_then(Value::as_str) {
@@ -269,12 +279,25 @@ mod tests {
     fn a_long_diff_is_cut_so_the_question_and_answers_always_show() {
         let diff: String = (0..40).map(|i| format!("+line {i}\n")).collect();
         let req = request("edit", &["big.rs"], json!({"diff": format!("@@ -0,0 +1,40 @@\n{diff}")}));
-        let lines = approval_within(&req, None, 60, 14);
+        let lines = approval_within(&req, None, None, 60, 14);
         let text: Vec<String> = lines.iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).collect();
         assert_eq!(lines.len(), 14, "{text:#?}");
         assert!(text[0].contains("asks for `edit`"));
         assert!(text.iter().any(|l| l.contains("… +")), "{text:#?}");
         assert!(text.last().unwrap().contains("[m] reject with a message"));
+    }
+
+    #[test]
+    fn a_tool_whose_patterns_do_not_say_what_it_does_shows_its_arguments() {
+        let req = request("up_bash", &["up_bash"], json!({}));
+        let args = serde_json::json!({"command": "rm -rf build"});
+        let call = crate::render::arguments("up_bash", &args, &args.to_string());
+        assert_eq!(call.as_deref(), Some(r#"{"command":"rm -rf build"}"#));
+        let lines = approval_within(&req, None, call.as_deref(), 60, 20);
+        let text: Vec<String> = lines.iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).collect();
+        assert!(text.iter().any(|l| l.contains(r#"with {"command":"rm -rf build"}"#)), "{text:#?}");
+        // A built-in tool's patterns say it already.
+        assert_eq!(crate::render::arguments("bash", &args, &args.to_string()), None);
     }
 
     #[test]

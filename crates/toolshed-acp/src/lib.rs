@@ -390,7 +390,7 @@ impl Server {
             let (name, config) = mcp_config(server)?;
             attach_client_mcp(&mut ws.config.mcp, name, config);
         }
-        let agent = ws.agent(o.agent.as_deref()).map_err(|e| invalid(e.to_string()))?;
+        let agent = ws.primary_agent(o.agent.as_deref()).map_err(|e| invalid(e.to_string()))?;
         let model = o
             .model
             .clone()

@@ -153,7 +153,7 @@ pub fn session_target(
             let info = store.session(id).map_err(CliError::usage)?;
             in_this_worktree(ws, &info)?;
             let agent = match agent {
-                Some(a) => ws.agent(Some(a))?,
+                Some(a) => ws.primary_agent(Some(a))?,
                 None => info.agent.clone(),
             };
             let model = model.map(str::to_string).or(info.model.clone()).ok_or_else(|| CliError::usage(NO_MODEL))?;
@@ -161,7 +161,7 @@ pub fn session_target(
             Ok((store, agent, model))
         }
         None => {
-            let agent = ws.agent(agent)?;
+            let agent = ws.primary_agent(agent)?;
             let model = choose_model(ws, &agent, model)?;
             Ok((open_store()?, agent, model))
         }

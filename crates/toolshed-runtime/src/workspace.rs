@@ -84,6 +84,22 @@ impl Workspace {
         Err(Error::Usage(format!("unknown agent `{name}`; known agents: {}", known.join(", "))))
     }
 
+    /// The agent a session a person drives runs as (`run`, `chat`, `acp`, `mcp serve`): as
+    /// [`Workspace::agent`], but only a primary one; a sub-agent (`mode = "subagent"`, such as
+    /// `explore`) runs only inside `task`, as chat's `/agent` also says.
+    pub fn primary_agent(&self, flag: Option<&str>) -> Result<String, Error> {
+        let name = self.agent(flag)?;
+        if self.agents.get(&name).is_some_and(toolshed_agent::runtime::is_primary) {
+            return Ok(name);
+        }
+        let primary: Vec<&str> =
+            self.agents.all().filter(|a| toolshed_agent::runtime::is_primary(a)).map(|a| a.name.as_str()).collect();
+        Err(Error::Usage(format!(
+            "`{name}` is a sub-agent: it runs only when the model starts it with the task tool; agents to run: {}",
+            primary.join(", ")
+        )))
+    }
+
     /// Every tool (custom tools replacing built-ins of their name) with the exposure hooks for
     /// this workspace's rules and the model family, and `tool_search`. MCP servers' tools are
     /// added by [`crate::mcp::attach`].

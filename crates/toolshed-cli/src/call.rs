@@ -165,22 +165,29 @@ pub fn for_person(refused_at: Option<Stage>, tool: &str, output: &str, given: &s
                 "{what}\nCorrect {given} and run the command again; `toolshed tools --all` shows {tool}'s parameters."
             )
         }
-        Some(Stage::Permit) => {
-            let facts = output.split(" The call was not run").next().unwrap_or(output);
-            let facts = facts.replace(toolshed_core::permission::NO_APPROVER, "no one could be asked (no terminal)");
-            let next = if output.starts_with("Permission denied") || output.contains("Permission denied:") {
-                format!(
-                    "`toolshed permission explain {tool} ARGS_JSON` shows the rule that decides; change it in toolshed.toml (or run as another agent with -a) to allow this."
-                )
-            } else if output.contains(toolshed_core::permission::NO_APPROVER) {
-                "Run it at a terminal to answer the question, add --yes to approve what asks (never what the rules deny), or allow it in toolshed.toml.".to_string()
-            } else {
-                String::new()
-            };
-            format!("{facts} Nothing was run.\n{next}").trim_end().to_string()
+        Some(Stage::Permit) => refused(tool, output, "Nothing was run."),
+        // A question the tool asked while it ran, refused: it had started.
+        None if output.contains(toolshed_core::exec::permit::STOPPED) => {
+            refused(tool, output, "The tool stopped there; what it did before asking was done.")
         }
         None => output.to_string(),
     }
+}
+
+/// A refused permission request for a person: its facts, `outcome`, and what they can do.
+fn refused(tool: &str, output: &str, outcome: &str) -> String {
+    let facts = toolshed_core::exec::permit::refusal_facts(output);
+    let facts = facts.replace(toolshed_core::permission::NO_APPROVER, "no one could be asked (no terminal)");
+    let next = if output.starts_with("Permission denied") || output.contains("Permission denied:") {
+        format!(
+            "`toolshed permission explain {tool} ARGS_JSON` shows the rule that decides; change it in toolshed.toml (or run as another agent with -a) to allow this."
+        )
+    } else if output.contains(toolshed_core::permission::NO_APPROVER) {
+        "Run it at a terminal to answer the question, add --yes to approve what asks (never what the rules deny), or allow it in toolshed.toml.".to_string()
+    } else {
+        String::new()
+    };
+    format!("{facts} {outcome}\n{next}").trim_end().to_string()
 }
 
 /// `text` up to the end of its first sentence.
@@ -188,5 +195,26 @@ fn first_sentence(text: &str) -> &str {
     match text.find(". ") {
         Some(end) => &text[..=end],
         None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_is_told_to_a_person_as_what_ran_and_what_they_can_do() {
+        let no_one = toolshed_core::permission::NO_APPROVER;
+        let before = format!("Permission for `read` on `.env` was not granted: {no_one}. The call was not run.");
+        let said = for_person(Some(Stage::Permit), "read", &before, "ARGS_JSON");
+        assert!(said.contains("no one could be asked (no terminal). Nothing was run."), "{said}");
+        assert!(said.contains("add --yes"), "{said}");
+        let during = format!(
+            "Permission for `deploy` on `prod` was not granted: {no_one}. The tool stopped at this request (what it did before asking was done)."
+        );
+        let said = for_person(None, "asker", &during, "ARGS_JSON");
+        assert!(said.contains("The tool stopped there; what it did before asking was done."), "{said}");
+        assert!(!said.contains("Nothing was run") && !said.contains("rerun with --yes"), "{said}");
+        assert_eq!(for_person(None, "read", "No such file.", "ARGS_JSON"), "No such file.");
     }
 }

@@ -258,7 +258,7 @@ impl TypedTool for Bash {
 /// one was, sandboxed; keep only the reason.
 fn refusal_reason(refusal: &ToolError) -> String {
     let refusal = refusal.to_string();
-    refusal.split(" The call was not run").next().unwrap_or_default().trim_end_matches('.').to_string()
+    toolshed_core::exec::permit::refusal_facts(&refusal).trim_end_matches('.').to_string()
 }
 
 /// The protected paths `policy` binds read-only for a command run in `cwd`: those that exist

@@ -64,7 +64,7 @@ pub(super) async fn settle(ctx: &ToolContext, absent: &[PathBuf], command: &str)
                 }
             }
             let reason = refusal.to_string();
-            let reason = reason.split(" The call was not run").next().unwrap_or_default().trim_end_matches('.');
+            let reason = toolshed_core::exec::permit::refusal_facts(&reason).trim_end_matches('.');
             let mut note = format!(
                 "(The command created protected paths that did not exist before: {shown}. Keeping them was not allowed ({reason}), so they were removed. Do not create them another way; tell the user what you wanted to add.)"
             );

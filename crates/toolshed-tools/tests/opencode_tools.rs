@@ -129,6 +129,29 @@ fn execute_gets_opencode_context_and_asks_through_the_permission_rules() {
     let result = call(&executor, "ctx", json!({}));
     assert!(result.is_error);
     assert!(result.output.contains("not on Fridays"), "{}", result.output);
+    // It asked while running: it had started, and the model is not told otherwise.
+    assert!(result.output.contains("The tool stopped at this request"), "{}", result.output);
+    assert!(!result.output.contains("The call was not run"), "{}", result.output);
+
+    // The time a person takes to answer is not the tool's.
+    let slow = Arc::new(Slow(Duration::from_millis(1500)));
+    let executor = p.executor_with(&custom, |_| {}, &config, slow, None);
+    let result = call(&executor, "ctx", json!({}));
+    assert!(!result.is_error, "{}", result.output);
+    assert!(result.duration < Duration::from_millis(1200), "the answer's wait was counted: {:?}", result.duration);
+}
+
+/// Approves once, after `.0`.
+struct Slow(Duration);
+
+impl Approver for Slow {
+    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
+        let wait = self.0;
+        Box::pin(async move {
+            tokio::time::sleep(wait).await;
+            Reply::Once
+        })
+    }
 }
 
 #[test]

@@ -406,8 +406,10 @@ impl Executor {
     pub async fn call(&self, session: &Session, call: ToolCall) -> ToolResult {
         let started = Instant::now();
         let flight = session.begin_call();
-        let ctx = self.context(session, &call);
-        // The time a person takes to answer a question is not the tool's.
+        let waited = Arc::new(permit::Waited::default());
+        let ctx = self.context(session, &call, &waited);
+        // The time a person takes to answer a question is not the tool's (asked before it runs,
+        // or by the tool while it runs).
         let mut asking = Duration::ZERO;
         let mut refused_at = None;
         let outcome = async {
@@ -448,13 +450,15 @@ impl Executor {
         .await;
         let mut result = convert::convert(&call, outcome, &ctx, started);
         result.refused_at = refused_at;
-        result.duration = result.duration.saturating_sub(asking);
+        result.duration = result.duration.saturating_sub(asking + waited.total());
         bound::bound(&mut result, &self.env);
         record::record(self.recorder.as_ref(), session, &call, &mut result);
         result
     }
 
-    fn context(&self, session: &Session, call: &ToolCall) -> ToolContext {
+    /// The context of `call`; the time its questions wait for answers while it runs is added to
+    /// `waited`.
+    fn context(&self, session: &Session, call: &ToolCall, waited: &Arc<permit::Waited>) -> ToolContext {
         let info = CallInfo {
             session_id: session.id().to_string(),
             message_id: call.message_id.clone(),
@@ -462,7 +466,12 @@ impl Executor {
             agent: session.agent().to_string(),
             tool: call.name.clone(),
         };
-        let gate = permit::Gate::new(self.permission.clone(), self.approver.clone(), session.clone());
+        let gate = permit::Gate::while_running(
+            self.permission.clone(),
+            self.approver.clone(),
+            session.clone(),
+            waited.clone(),
+        );
         let discovery =
             Discovery { registry: self.registry.clone(), session: session.clone(), agent: info.agent.clone() };
         ToolContext::new(info, self.env.clone(), call.cancel.child_token(), Arc::new(gate))

@@ -47,12 +47,72 @@ pub struct Gate {
     permission: Arc<dyn Permission>,
     approver: Arc<dyn Approver>,
     session: Session,
+    /// For the questions a tool asks while it runs: the time waited for their answers (not the
+    /// tool's), and refusals say the tool had started.
+    running: Option<Arc<Waited>>,
+}
+
+/// The time waited for answers to a running tool's questions, in microseconds.
+#[derive(Debug, Default)]
+pub struct Waited(std::sync::atomic::AtomicU64);
+
+impl Waited {
+    /// The time waited so far.
+    pub fn total(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(self.0.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    fn add(&self, waited: std::time::Duration) {
+        let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+        self.0.fetch_add(micros, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// How a refusal before a call ran ends its facts (what follows is advice for the model).
+pub const NOT_RUN: &str = " The call was not run";
+
+/// How a refusal of a question a tool asked while running ends its facts.
+pub const STOPPED: &str = " The tool stopped at this request";
+
+/// The facts of a refusal, without what it tells the model to do next.
+pub fn refusal_facts(refusal: &str) -> &str {
+    let end = [NOT_RUN, STOPPED].iter().filter_map(|m| refusal.find(m)).min().unwrap_or(refusal.len());
+    &refusal[..end]
 }
 
 impl Gate {
     /// A gate for `session`.
     pub fn new(permission: Arc<dyn Permission>, approver: Arc<dyn Approver>, session: Session) -> Self {
-        Gate { permission, approver, session }
+        Gate { permission, approver, session, running: None }
+    }
+
+    /// A gate for the questions a tool asks while it runs: the time their answers take is
+    /// added to `waited`.
+    pub fn while_running(
+        permission: Arc<dyn Permission>,
+        approver: Arc<dyn Approver>,
+        session: Session,
+        waited: Arc<Waited>,
+    ) -> Self {
+        Gate { permission, approver, session, running: Some(waited) }
+    }
+
+    /// What a refusal says of the call, ending in `end`: not run, or stopped after it began.
+    fn not_run(&self, end: char) -> String {
+        match self.running {
+            None => format!("{NOT_RUN}{end}"),
+            Some(_) => format!("{STOPPED} (what it did before asking was done){end}"),
+        }
+    }
+
+    /// Asks the approver, counting the wait for a running tool.
+    async fn approve(&self, approval: &ApprovalRequest) -> Reply {
+        let started = std::time::Instant::now();
+        let reply = self.approver.approve(approval).await;
+        if let Some(waited) = &self.running {
+            waited.add(started.elapsed());
+        }
+        reply
     }
 
     /// `Ok` if `request` is allowed, possibly after asking; otherwise the model-visible reason.
@@ -103,10 +163,11 @@ impl Gate {
             if decision.action == Action::Deny {
                 let rule = decision.rule.map(|r| format!(" (rule: {r})")).unwrap_or_default();
                 return Err(ToolError::model(format!(
-                    "{}Permission denied: the rules of agent `{}` forbid `{}` on `{pattern}`{rule}. The call was not run; do not retry it. Use another approach, or ask the user to change the rule.",
+                    "{}Permission denied: the rules of agent `{}` forbid `{}` on `{pattern}`{rule}.{} do not retry it. Use another approach, or ask the user to change the rule.",
                     doom_prefix(call, request),
                     call.agent,
                     request.permission,
+                    self.not_run(';'),
                 )));
             }
         }
@@ -135,7 +196,7 @@ impl Gate {
             return Ok(false);
         }
         let approval = ApprovalRequest::for_call(call, &request);
-        match self.approver.approve(&approval).await {
+        match self.approve(&approval).await {
             Reply::Once => {
                 self.session.approve_call(&call.call_id, &request.permission, &unanswered);
                 Ok(true)
@@ -148,10 +209,11 @@ impl Gate {
             Reply::Reject(reason) => {
                 let reason = reason.unwrap_or_else(|| "the user rejected it".to_string());
                 Err(ToolError::model(format!(
-                    "{}Permission for `{}` on `{}` was not granted: {reason}. The call was not run.",
+                    "{}Permission for `{}` on `{}` was not granted: {reason}.{}",
                     doom_prefix(call, &request),
                     request.permission,
                     unanswered.join("`, `"),
+                    self.not_run('.'),
                 )))
             }
         }
@@ -208,14 +270,15 @@ impl Gate {
     ) -> Result<(), ToolError> {
         request.metadata.insert("reason".into(), why.clone().into());
         let approval = ApprovalRequest::for_call(call, &request);
-        match self.approver.approve(&approval).await {
+        match self.approve(&approval).await {
             Reply::Once | Reply::Always => Ok(()),
             Reply::Reject(reason) => {
                 let reason = reason.unwrap_or_else(|| "the user rejected it".to_string());
                 Err(ToolError::model(format!(
-                    "Permission for `{}` on `{}` was not granted: {reason}. The call was not run. Why it asked: {why}. {instead}",
+                    "Permission for `{}` on `{}` was not granted: {reason}.{} Why it asked: {why}. {instead}",
                     request.permission,
                     request.patterns.join("`, `"),
+                    self.not_run('.'),
                 )))
             }
         }

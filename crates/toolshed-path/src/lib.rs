@@ -644,6 +644,11 @@ fn walk(start: &Path, rest: &Path, input: &str) -> Result<Walk, PathError> {
 }
 
 #[cfg(unix)]
+mod confined_fs;
+#[cfg(unix)]
+pub use confined_fs::ConfinedFs;
+
+#[cfg(unix)]
 mod safe {
     //! Directory handles opened without following links, and writes relative to them.
 
@@ -665,6 +670,11 @@ mod safe {
         pub fn open_base(path: &Path) -> io::Result<Dir> {
             let fd = rustix::fs::open(path, OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
             Ok(Dir(fd))
+        }
+
+        /// The open directory.
+        pub fn fd(&self) -> &OwnedFd {
+            &self.0
         }
 
         /// Opens the subdirectory `name`, creating it first when `create`; fails on a link.

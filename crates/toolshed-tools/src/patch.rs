@@ -16,11 +16,9 @@ use serde_json::{Value, json};
 use toolshed_core::permission::PermissionRequest;
 use toolshed_core::tool::{Grammar, GrammarSyntax, ToolFlags, ToolSpec, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
-use toolshed_patch::{
-    Action, ApplyError, CommitOptions, FileKind, FileOp, FileSystem, Hunk, OsFs, Patch, Plan, Summary,
-};
+use toolshed_patch::{Action, ApplyError, CommitOptions, FileKind, FileOp, FileSystem, Hunk, Patch, Plan, Summary};
 
-use toolshed_path::{Confinement, ResolvedPath};
+use toolshed_path::{ConfinedFs, Confinement, ResolvedPath};
 
 /// Codex's grammar for the patch, sent byte for byte as the freeform tool's format.
 pub const GRAMMAR: &str = r#"start: begin_patch hunk+ end_patch
@@ -260,7 +258,9 @@ fn apply_blocking(
     permitted: &[ResolvedPath],
 ) -> Result<(Summary, Vec<PathBuf>), ToolError> {
     let (patch, now) = checked(input, confinement, permitted)?;
-    let fs = OsFs::new();
+    // Every read and write from here on walks from the root without following links: a
+    // directory swapped for a link since the check leads nowhere.
+    let fs = ConfinedFs::new(confinement.root());
     let plan = plan_over(&patch, &now, &fs)?;
     // Temporary files a killed toolshed left where this patch writes.
     for op in &plan.ops {
@@ -332,7 +332,7 @@ async fn apply_through_editor(
     let input_owned = input.to_string();
     let (plan, now) = tokio::task::spawn_blocking(move || {
         let (patch, now) = checked(&input_owned, &confinement, &permitted)?;
-        let plan = plan_over(&patch, &now, &Buffers { texts, disk: OsFs::new() })?;
+        let plan = plan_over(&patch, &now, &Buffers { texts, disk: ConfinedFs::new(confinement.root()) })?;
         Ok::<_, ToolError>((plan, now))
     })
     .await
@@ -399,7 +399,7 @@ async fn apply_through_editor(
 /// reads through it.
 struct Buffers {
     texts: HashMap<PathBuf, String>,
-    disk: OsFs,
+    disk: ConfinedFs,
 }
 
 impl FileSystem for Buffers {

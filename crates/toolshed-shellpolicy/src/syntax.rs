@@ -24,6 +24,11 @@ pub(super) struct Walk<'t> {
     stack: Vec<(Node<'t>, Ctx)>,
     /// Byte ranges of quoted text, comments and here-document bodies.
     quoted: Vec<(usize, usize)>,
+    /// Byte ranges where a backquote is literal text for bash: single-quoted strings outside
+    /// double quotes, `$'...'`, comments, here-document bodies.
+    literal: Vec<(usize, usize)>,
+    /// Byte ranges of backquote substitutions the walk analysed (see `Analyzer::backquote`).
+    backquotes: Vec<(usize, usize)>,
 }
 
 impl<'t> Walk<'t> {
@@ -58,7 +63,14 @@ const ARITHMETIC_TESTS: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
 impl Analyzer<'_> {
     /// Walks the tree of one line.
     pub(super) fn walk(&mut self, root: Node<'_>, src: &str, depth: usize) {
-        let mut w = Walk { src, depth, stack: vec![(root, Ctx::default())], quoted: Vec::new() };
+        let mut w = Walk {
+            src,
+            depth,
+            stack: vec![(root, Ctx::default())],
+            quoted: Vec::new(),
+            literal: Vec::new(),
+            backquotes: Vec::new(),
+        };
         while let Some((node, ctx)) = w.stack.pop() {
             if self.gave_up {
                 return;
@@ -70,6 +82,7 @@ impl Analyzer<'_> {
             self.statement(&mut w, node, ctx);
         }
         self.word_boundaries(&mut w);
+        self.stray_backquotes(&w);
     }
 
     fn statement<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, ctx: Ctx) {
@@ -145,7 +158,10 @@ impl Analyzer<'_> {
                     w.stack.push((body, Ctx::default()));
                 }
             }
-            "comment" => w.quoted.push((node.start_byte(), node.end_byte())),
+            "comment" => {
+                w.quoted.push((node.start_byte(), node.end_byte()));
+                w.literal.push((node.start_byte(), node.end_byte()));
+            }
             "ERROR" => {}
             kind => self.cannot(w, node, kind),
         }
@@ -226,7 +242,10 @@ impl Analyzer<'_> {
                         Some(word) => words.push(word),
                         None => words.push(Word::new("$", true)),
                     },
-                    (_, "comment") => w.quoted.push((child.start_byte(), child.end_byte())),
+                    (_, "comment") => {
+                        w.quoted.push((child.start_byte(), child.end_byte()));
+                        w.literal.push((child.start_byte(), child.end_byte()));
+                    }
                     _ if !child.is_named() => {}
                     (_, kind) => self.cannot(w, child, kind),
                 }
@@ -326,6 +345,9 @@ impl Analyzer<'_> {
                             "heredoc_body" => {
                                 self.input_texts.push(w.text(child).to_string());
                                 w.quoted.push((child.start_byte(), child.end_byte()));
+                                // Backquotes in an unquoted body ask (below); in a quoted one
+                                // they are text.
+                                w.literal.push((child.start_byte(), child.end_byte()));
                                 if !quoted {
                                     if w.text(child).contains('`') {
                                         self.unclassified("a here-document with backquotes cannot be analysed".into());
@@ -529,11 +551,17 @@ impl Analyzer<'_> {
             | "special_variable_name" => out.push(Piece::unquoted(text)),
             "raw_string" => {
                 w.quoted.push((node.start_byte(), node.end_byte()));
+                if !inside_double_quotes(node) {
+                    w.literal.push((node.start_byte(), node.end_byte()));
+                }
                 let inner = text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')).unwrap_or(text);
                 out.push(Piece::quoted(inner.to_string()));
             }
             "ansi_c_string" => {
                 w.quoted.push((node.start_byte(), node.end_byte()));
+                if !inside_double_quotes(node) {
+                    w.literal.push((node.start_byte(), node.end_byte()));
+                }
                 let inner = text.strip_prefix("$'").and_then(|t| t.strip_suffix('\''));
                 match inner.and_then(words::ansi_c) {
                     Some(value) => out.push(Piece::quoted(value)),
@@ -638,6 +666,7 @@ impl Analyzer<'_> {
     /// evaluates as arithmetic noted.
     fn substitution<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
         match node.kind() {
+            "command_substitution" if w.text(node).starts_with('`') => self.backquote(w, node),
             "command_substitution" | "process_substitution" => {
                 let start = w.stack.len();
                 let mut cursor = node.walk();
@@ -656,6 +685,101 @@ impl Analyzer<'_> {
             }
             "arithmetic_expansion" => self.scan(w, node, true),
             _ => self.scan(w, node, false),
+        }
+    }
+
+    /// `` `...` ``: bash ends it at the first backquote no backslash escapes (quotes do not
+    /// count), then removes the backslashes before `` ` ``, `\` and `$` (and `"` within double
+    /// quotes) and runs the result as a command line: `` `echo \`rm x\`` `` runs `rm x`.
+    /// Tree-sitter keeps such escapes as word text, so a body that unescaping changes is parsed
+    /// again as bash reads it; one whose end bash sees elsewhere asks.
+    fn backquote<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
+        w.backquotes.push((node.start_byte(), node.end_byte()));
+        let text = w.text(node);
+        let body = text.strip_prefix('`').and_then(|t| t.strip_suffix('`'));
+        let Some(body) = body.filter(|b| backquote_end(b).is_none()) else {
+            let text: String = text.chars().take(60).collect();
+            self.unclassified(format!("the backquote substitution `{text}` may end elsewhere for bash"));
+            return;
+        };
+        let unescaped = unescape_backquote(body, inside_double_quotes(node));
+        if unescaped == body {
+            let start = w.stack.len();
+            let mut cursor = node.walk();
+            let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+            for child in children {
+                w.stack.push((child, Ctx::default()));
+            }
+            w.stack[start..].reverse();
+            return;
+        }
+        self.backquote_body(w, &unescaped);
+    }
+
+    /// The unescaped body of a backquote substitution, analysed as the command line it is.
+    fn backquote_body(&mut self, w: &Walk<'_>, body: &str) {
+        if w.depth >= super::MAX_NESTING {
+            self.unclassified("backquote substitutions nest too deeply to check".into());
+            return;
+        }
+        let inputs = std::mem::take(&mut self.input_texts);
+        self.line(body, w.depth + 1);
+        self.input_texts = inputs;
+    }
+
+    /// A word holding backquotes that tree-sitter did not parse as a substitution (`${x:-`cmd`}`):
+    /// each `` `...` `` in it, as bash pairs them, is analysed as a command line. A word with
+    /// quotes or an unpaired backquote asks.
+    fn backquotes_in_word<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
+        let text = w.text(node);
+        let base = node.start_byte();
+        let dq = inside_double_quotes(node);
+        let mut at = 0;
+        let mut bodies = Vec::new();
+        loop {
+            let Some(open) = backquote_end(&text[at..]).map(|i| at + i) else { break };
+            let Some(close) = backquote_end(&text[open + 1..]).map(|i| open + 1 + i) else {
+                self.unclassified(format!("the word `{text}` has a backquote bash may pair elsewhere"));
+                return;
+            };
+            bodies.push((open, close));
+            at = close + 1;
+        }
+        if text.contains(['\'', '"']) {
+            self.unclassified(format!("the word `{text}` has backquotes and quotes that cannot be analysed"));
+            return;
+        }
+        for (open, close) in bodies {
+            w.backquotes.push((base + open, base + close + 1));
+            let body = unescape_backquote(&text[open + 1..close], dq);
+            self.backquote_body(w, &body);
+        }
+    }
+
+    /// Every backquote of the line must be literal (quoted, escaped, in a comment or a
+    /// here-document body) or part of a substitution the walk analysed; any other is one the
+    /// parser did not read as bash will (fail closed).
+    fn stray_backquotes(&mut self, w: &Walk<'_>) {
+        let b = w.src.as_bytes();
+        if !b.contains(&b'`') {
+            return;
+        }
+        let mut covered = vec![false; b.len()];
+        for &(start, end) in w.literal.iter().chain(&w.backquotes) {
+            let end = end.min(b.len());
+            if start < end && !covered[start..end].iter().all(|&c| c) {
+                covered[start..end].iter_mut().for_each(|c| *c = true);
+            }
+        }
+        for (i, &c) in b.iter().enumerate() {
+            if c != b'`' || covered[i] {
+                continue;
+            }
+            if b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1 {
+                continue;
+            }
+            self.unclassified("a backquote the parser did not read as bash does cannot be analysed".into());
+            return;
         }
     }
 
@@ -681,7 +805,14 @@ impl Analyzer<'_> {
                 }
                 "raw_string" | "string" | "ansi_c_string" | "translated_string" | "heredoc_body" | "comment" => {
                     w.quoted.push((n.start_byte(), n.end_byte()));
+                    if matches!(kind, "raw_string" | "ansi_c_string" | "heredoc_body" | "comment")
+                        && (matches!(kind, "heredoc_body" | "comment") || !inside_double_quotes(n))
+                    {
+                        w.literal.push((n.start_byte(), n.end_byte()));
+                    }
                 }
+                // Tree-sitter leaves a backquote substitution inside `${...}` as word text.
+                "word" if w.text(n).contains('`') => self.backquotes_in_word(w, n),
                 "variable_name" | "word" if arith => {
                     let t = w.text(n);
                     if is_identifier(t) {
@@ -862,6 +993,54 @@ fn for_arithmetic_parens(w: &Walk<'_>, node: Node<'_>, mut mismatch: impl FnMut(
     if depth != 0 || ((inner.contains("$(") || inner.contains('`')) && inner.contains(['\'', '"', '\\'])) {
         mismatch(text);
     }
+}
+
+/// Where the first backquote that no backslash escapes is in `text` (where bash ends a
+/// backquote substitution whose body starts `text`).
+fn backquote_end(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'`' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The command line bash runs for the body of `` `...` ``: a backslash before `` ` ``, `\` or
+/// `$` (and `"` when the substitution is within double quotes) is removed.
+fn unescape_backquote(body: &str, double_quoted: bool) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&next) = chars.peek()
+            && (matches!(next, '`' | '\\' | '$') || (double_quoted && next == '"'))
+        {
+            out.push(next);
+            chars.next();
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Whether `node` is within double quotes at its own level of command substitution.
+fn inside_double_quotes(node: Node<'_>) -> bool {
+    let mut parent = node.parent();
+    while let Some(p) = parent {
+        match p.kind() {
+            "string" | "translated_string" => return true,
+            "command_substitution" | "process_substitution" | "program" => return false,
+            _ => {}
+        }
+        parent = p.parent();
+    }
+    false
 }
 
 fn is_identifier(text: &str) -> bool {

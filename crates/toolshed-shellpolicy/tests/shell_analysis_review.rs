@@ -1,0 +1,179 @@
+//! Bypasses an adversarial review found (and spellings of them the review did not list), decided
+//! by the real rule engine under
+//! `bash = { "*" = "allow", "rm *" = "deny", "git push *" = "deny" }`: each must ask or be
+//! denied, never be allowed; common commands keep being allowed. Where a spelling needs a shell
+//! to show it deletes, the execution oracle runs it (`/bin/bash -c` in a fresh directory with a
+//! file `canary`) to prove the spelling is a real attack, not only a strange string.
+#![cfg(unix)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use toolshed_core::agents::Agents;
+use toolshed_core::config::Config;
+use toolshed_core::permission::{Action, Permission, PermissionRequest};
+use toolshed_shellpolicy::permission_requests;
+
+const RULES: &str = "[permission]\nbash = { \"*\" = \"allow\", \"rm *\" = \"deny\", \"git push *\" = \"deny\" }\n";
+
+struct Case {
+    _tmp: tempfile::TempDir,
+    root: std::path::PathBuf,
+    agents: Agents,
+}
+
+fn case() -> Case {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    std::fs::write(root.join("canary"), "alive\n").unwrap();
+    std::fs::write(root.join("Makefile"), "all:\n\ttrue\n").unwrap();
+    let mut cfg = Config::default();
+    cfg.merge_str(&root.join("toolshed.toml"), RULES).unwrap();
+    let agents = Agents::from_config(&cfg, &root, Some(&root));
+    Case { _tmp: tmp, root, agents }
+}
+
+fn requests(c: &Case, command: &str) -> Vec<PermissionRequest> {
+    permission_requests(command, &c.root, &c.root, Some(&c.root))
+}
+
+/// The decision of the real rule engine: the strictest over every pattern of every request.
+fn decide(c: &Case, command: &str) -> Action {
+    let mut decision = Action::Allow;
+    for request in requests(c, command) {
+        for pattern in &request.patterns {
+            let action = request.action(&c.agents.evaluate("build", &request.permission, pattern), &c.agents, "build");
+            decision = match (decision, action) {
+                (Action::Deny, _) | (_, Action::Deny) => Action::Deny,
+                (Action::Ask, _) | (_, Action::Ask) => Action::Ask,
+                _ => Action::Allow,
+            };
+        }
+    }
+    decision
+}
+
+fn assert_not_allowed(c: &Case, commands: &[&str]) {
+    for command in commands {
+        let decision = decide(c, command);
+        assert_ne!(decision, Action::Allow, "{command}: {:?}", requests(c, command));
+    }
+}
+
+fn assert_allowed(c: &Case, commands: &[&str]) {
+    for command in commands {
+        assert_eq!(decide(c, command), Action::Allow, "{command}: {:?}", requests(c, command));
+    }
+}
+
+/// Whether `/bin/bash -c command` deletes a file `canary` in a fresh directory (no input).
+fn deletes(command: &str) -> bool {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("canary"), "alive\n").unwrap();
+    let _ = Command::new("/bin/bash")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    !dir.join("canary").exists()
+}
+
+/// The attacks are real: bash deletes the canary with each.
+fn assert_attacks(commands: &[&str]) {
+    if !Path::new("/bin/bash").exists() {
+        return;
+    }
+    for command in commands {
+        assert!(deletes(command), "{command} should delete the canary under bash");
+    }
+}
+
+/// Commands agents run all the time keep their decision.
+#[test]
+fn common_commands_stay_allowed() {
+    let c = case();
+    assert_allowed(
+        &c,
+        &[
+            "git status",
+            "git log --oneline",
+            "git -C . status",
+            "git --no-pager log --oneline -5",
+            "git diff HEAD~1",
+            "ls -la",
+            "cargo test",
+            "echo $((1+2))",
+            "grep -r foo .",
+            "echo `pwd` \"`date`\"",
+            "echo \\`x\\` '`y`'",
+            "echo ${HOME:-/tmp}",
+            "make",
+            "make -f Makefile all",
+            "env A=1 ls",
+        ],
+    );
+}
+
+/// Finding 1: inside `` `...` ``, `` \` `` is a nested substitution (and `\\`, `\$`, and within
+/// double quotes `\"`, are unescaped).
+#[test]
+fn nested_backquotes_are_analysed() {
+    let c = case();
+    let reported = [
+        "echo `echo \\`rm canary\\``",
+        "ls `true \\`rm canary\\``",
+        "echo \"`echo \\`rm canary\\``\"",
+        "git status `: \\`git push origin main\\``",
+    ];
+    let more = [
+        ": `: \\`rm canary\\``",
+        "echo `echo \\`echo \\\\\\`rm canary\\\\\\`\\``",
+        "x=`echo \\`rm canary\\``",
+        "echo $(echo `echo \\`rm canary\\``)",
+        "echo \"`echo \\\"'\\\";rm canary;echo \\\"'\\\"`\"",
+        "[[ -n `echo \\`rm canary\\`` ]]",
+        "echo `echo \\$(rm canary)`",
+        "cat <<< `echo \\`rm canary\\``",
+        "for f in `echo \\`rm canary\\``; do :; done",
+        "echo `echo \"\\`rm canary\\`\"`",
+    ];
+    assert_not_allowed(&c, &reported);
+    assert_not_allowed(&c, &more);
+    assert_attacks(&more);
+    for command in ["echo `echo \\`rm canary\\``", "echo `echo \\$(rm canary)`"] {
+        assert_eq!(decide(&c, command), Action::Deny, "{command}");
+    }
+}
+
+/// Finding 2: backquotes inside `${...}` are substitutions too.
+#[test]
+fn backquotes_in_parameter_expansions_are_analysed() {
+    let c = case();
+    let reported = ["echo ${x:-`rm canary`}", "echo \"${x:-`rm canary`}\"", ": ${x:=`rm canary`}"];
+    let more = [
+        "x=1; echo ${x:+`rm canary`}",
+        "echo ${x:?`rm canary`}",
+        "echo ${x-`rm canary`}",
+        "x=1; echo ${x#`rm canary`}",
+        "x=1; echo ${x/`rm canary`/y}",
+        "echo \"${x:-\"`rm canary`\"}\"",
+        "echo ${x[`rm canary`]}",
+        "echo ${x:-${y:-`rm canary`}}",
+        "echo \"${y:-'`rm canary`'}\"",
+        "echo ${x=`rm canary`}",
+    ];
+    assert_not_allowed(&c, &reported);
+    assert_not_allowed(&c, &more);
+    assert_attacks(&more);
+    assert_eq!(decide(&c, "echo ${x:-`rm canary`}"), Action::Deny);
+    // Single-quoted outside double quotes, the backquotes are text.
+    assert_allowed(&c, &["echo ${y:-'`x`'}", "echo ${x:-`echo hi`}"]);
+}

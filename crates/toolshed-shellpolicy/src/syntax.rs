@@ -5,9 +5,9 @@
 
 use tree_sitter::Node;
 
-use super::Analyzer;
 use super::environment;
 use super::words::{self, Piece, Word};
+use super::{Analyzer, is_integer_literal};
 
 /// Where a statement sits.
 #[derive(Clone, Copy, Default)]
@@ -15,6 +15,9 @@ pub(super) struct Ctx {
     /// The byte range of the statement as written when it is the body of a redirected statement
     /// (its pattern then includes the redirections).
     written: Option<(usize, usize)>,
+    /// The statement runs whenever the line reaches it, in the line's own shell: not in a
+    /// branch, a loop, a function, a pipeline or a subshell (its assignments last).
+    top: bool,
 }
 
 /// One line's walk.
@@ -29,6 +32,8 @@ pub(super) struct Walk<'t> {
     literal: Vec<(usize, usize)>,
     /// Byte ranges of backquote substitutions the walk analysed (see `Analyzer::backquote`).
     backquotes: Vec<(usize, usize)>,
+    /// Whether the statement being walked is `Ctx::top`.
+    top: bool,
 }
 
 impl<'t> Walk<'t> {
@@ -36,12 +41,17 @@ impl<'t> Walk<'t> {
         self.src.get(node.byte_range()).unwrap_or_default()
     }
 
-    /// Queues the named children of `node` as statements, in source order.
-    fn push_children(&mut self, node: Node<'t>) {
+    /// Queues the named children of `node` as statements, in source order; `top` for those
+    /// that run whenever `node` does, in its shell.
+    fn push_children(&mut self, node: Node<'t>, top: bool) {
         let mut cursor = node.walk();
         let start = self.stack.len();
-        for child in node.named_children(&mut cursor) {
-            self.stack.push((child, Ctx::default()));
+        let keeps = matches!(node.kind(), "program" | "compound_statement" | "negated_command");
+        // `a && b`, `a || b`: only `a` always runs.
+        let first_only = node.kind() == "list";
+        for (i, child) in node.named_children(&mut cursor).enumerate() {
+            let top = top && (keeps || (first_only && i == 0));
+            self.stack.push((child, Ctx { top, ..Ctx::default() }));
         }
         self.stack[start..].reverse();
     }
@@ -66,10 +76,11 @@ impl Analyzer<'_> {
         let mut w = Walk {
             src,
             depth,
-            stack: vec![(root, Ctx::default())],
+            stack: vec![(root, Ctx { top: depth == 0, ..Ctx::default() })],
             quoted: Vec::new(),
             literal: Vec::new(),
             backquotes: Vec::new(),
+            top: false,
         };
         while let Some((node, ctx)) = w.stack.pop() {
             if self.gave_up {
@@ -86,20 +97,21 @@ impl Analyzer<'_> {
     }
 
     fn statement<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, ctx: Ctx) {
+        w.top = ctx.top;
         match node.kind() {
             // `(( ... ))`: an arithmetic expression where a statement would be.
             "compound_statement" if node.child(0).is_some_and(|c| w.text(c) == "((") => self.scan(w, node, true),
             "program" | "list" | "pipeline" | "subshell" | "compound_statement" | "do_group" | "if_statement"
-            | "elif_clause" | "else_clause" | "while_statement" | "negated_command" => w.push_children(node),
+            | "elif_clause" | "else_clause" | "while_statement" | "negated_command" => w.push_children(node, ctx.top),
             "command" => self.command(w, node, ctx, Vec::new()),
             "redirected_statement" => self.redirected(w, node),
-            "variable_assignment" => self.assignment(w, node),
+            "variable_assignment" => self.assignment(w, node, true),
             "variable_assignments" => {
                 let mut cursor = node.walk();
                 let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
                 for child in children {
                     match child.kind() {
-                        "variable_assignment" => self.assignment(w, child),
+                        "variable_assignment" => self.assignment(w, child, true),
                         kind => self.cannot(w, node, kind),
                     }
                 }
@@ -193,7 +205,7 @@ impl Analyzer<'_> {
                 }
             }
         }
-        let ctx = Ctx { written: Some((node.start_byte(), node.end_byte())) };
+        let ctx = Ctx { written: Some((node.start_byte(), node.end_byte())), top: false };
         match body {
             Some(body) if body.kind() == "command" => self.command(w, body, ctx, extra),
             Some(body) => {
@@ -229,7 +241,7 @@ impl Analyzer<'_> {
                     self.check_word_lines(w, child);
                 }
                 match (c.field_name(), child.kind()) {
-                    (_, "variable_assignment") => self.assignment(w, child),
+                    (_, "variable_assignment") => self.assignment(w, child, false),
                     (Some("redirect"), _) | (_, "file_redirect" | "heredoc_redirect" | "herestring_redirect") => {
                         self.redirect(w, child, &mut inner_extra);
                     }
@@ -421,8 +433,9 @@ impl Analyzer<'_> {
         }
     }
 
-    /// `NAME=value`, `NAME+=value`, `NAME[index]=value`, alone or before a command.
-    fn assignment<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
+    /// `NAME=value`, `NAME+=value`, `NAME[index]=value`, alone or before a command (`lasting`:
+    /// not before a command, so the shell keeps it).
+    fn assignment<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, lasting: bool) {
         let name = node.child_by_field_name("name");
         let name_text = name.map_or("", |n| w.text(n)).to_string();
         if let Some(why) = environment::check_name(&name_text) {
@@ -432,17 +445,45 @@ impl Analyzer<'_> {
             self.scan(w, name, true);
         }
         let base = name_text.split('[').next().unwrap_or_default().to_string();
+        let appends = {
+            let mut c = node.walk();
+            node.children(&mut c).any(|ch| !ch.is_named() && w.text(ch) == "+=")
+        };
+        let subscripted = name.is_some_and(|n| n.kind() == "subscript");
         if let Some(value) = node.child_by_field_name("value") {
+            let arithmetic = value.kind() == "arithmetic_expansion";
             let values = if value.kind() == "array" {
                 let mut cursor = value.walk();
                 let elements: Vec<Node<'t>> = value.named_children(&mut cursor).collect();
-                elements.into_iter().flat_map(|e| self.words_of(w, e)).collect()
+                let mut values = Vec::new();
+                for element in elements {
+                    for word in self.words_of(w, element) {
+                        // `[SUBSCRIPT]=VALUE`: the subscript of an indexed array is arithmetic.
+                        match array_subscript(&word.text) {
+                            Some((subscript, value)) => {
+                                self.arithmetic_text(subscript);
+                                values.push(Word::like(&word, value));
+                            }
+                            None => values.push(word),
+                        }
+                    }
+                }
+                values
             } else {
                 self.words_of(w, value)
             };
-            if values.iter().any(|v| v.dynamic || environment::arithmetic_payload(&v.text)) {
-                self.run_time_vars.insert(base);
+            if !arithmetic && values.iter().any(|v| v.dynamic || environment::arithmetic_payload(&v.text)) {
+                self.run_time_vars.insert(base.clone());
             }
+            let integer = arithmetic || values.iter().all(|v| v.is_plain() && super::is_integer_literal(&v.text));
+            let text: String = if arithmetic {
+                "0".into()
+            } else {
+                values.iter().map(|v| v.text.as_str()).collect::<Vec<_>>().join(" ")
+            };
+            self.arith_assign(&base, &text, integer, lasting && w.top && !appends && !subscripted);
+        } else {
+            self.arith_assign(&base, "", true, lasting && w.top && !appends && !subscripted);
         }
     }
 
@@ -456,7 +497,7 @@ impl Analyzer<'_> {
                 let child = c.node();
                 match child.kind() {
                     "variable_assignment" => {
-                        self.assignment(w, child);
+                        self.assignment(w, child, true);
                         let name = child.child_by_field_name("name").map_or("", |n| w.text(n)).to_string();
                         let values =
                             child.child_by_field_name("value").map(|v| self.words_of(w, v)).unwrap_or_default();
@@ -472,6 +513,22 @@ impl Analyzer<'_> {
                 if !c.goto_next_sibling() {
                     break;
                 }
+            }
+        }
+        // `-i` gives the names the integer attribute: what is assigned to them is arithmetic.
+        if words.iter().skip(1).any(|w| w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('i')) {
+            let mut c = node.walk();
+            let names: Vec<String> = node
+                .named_children(&mut c)
+                .filter_map(|child| match child.kind() {
+                    "variable_assignment" => child.child_by_field_name("name").map(|n| w.text(n).to_string()),
+                    "variable_name" => Some(w.text(child).to_string()),
+                    _ => None,
+                })
+                .collect();
+            for name in names {
+                let base = name.split('[').next().unwrap_or_default().to_string();
+                self.arith.integer.insert(base);
             }
         }
         let written = w.text(node).trim().to_string();
@@ -492,6 +549,7 @@ impl Analyzer<'_> {
     /// `for NAME in WORDS; do ...; done` (and `select`): the loop variable takes the words.
     fn for_loop<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
         let mut run_time = false;
+        let mut integers = true;
         let mut name = None;
         let mut body = None;
         let mut c = node.walk();
@@ -501,7 +559,9 @@ impl Analyzer<'_> {
                 match c.field_name() {
                     Some("variable") => name = Some(w.text(child).to_string()),
                     Some("value") => {
-                        run_time |= self.words_of(w, child).iter().any(|v| !v.is_plain());
+                        let values = self.words_of(w, child);
+                        run_time |= values.iter().any(|v| !v.is_plain());
+                        integers &= values.iter().all(|v| super::is_integer_literal(&v.text));
                     }
                     Some("body") => body = Some(child),
                     _ if child.is_named() && child.kind() != "comment" => self.cannot(w, child, child.kind()),
@@ -518,8 +578,10 @@ impl Analyzer<'_> {
             }
             // `for x; do` loops over the positional parameters.
             if run_time || node.child_by_field_name("value").is_none() {
-                self.run_time_vars.insert(name);
+                self.run_time_vars.insert(name.clone());
             }
+            let integers = integers && node.child_by_field_name("value").is_some();
+            self.arith_assign(&name, if integers { "0" } else { "?" }, integers, false);
         }
         if let Some(body) = body {
             w.stack.push((body, Ctx::default()));
@@ -800,6 +862,14 @@ impl Analyzer<'_> {
             }
             match kind {
                 "command_substitution" | "process_substitution" => {
+                    if arith {
+                        // Its output is evaluated as arithmetic: `$(( $(cat f) ))` runs a
+                        // `$(...)` in a subscript the file holds.
+                        let text: String = w.text(n).chars().take(60).collect();
+                        self.unclassified(format!(
+                            "the output of `{text}` is evaluated as arithmetic, which can run commands"
+                        ));
+                    }
                     self.substitution(w, n);
                     continue;
                 }
@@ -810,13 +880,31 @@ impl Analyzer<'_> {
                     {
                         w.literal.push((n.start_byte(), n.end_byte()));
                     }
+                    // A quoted operand of arithmetic (`[[ 1 -eq 'a[$(cmd)]' ]]`) is evaluated
+                    // as an expression after quote removal.
+                    if arith && kind == "raw_string" {
+                        let text = w.text(n);
+                        self.arithmetic_text(
+                            text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')).unwrap_or(text),
+                        );
+                    } else if arith && kind != "string" {
+                        self.arithmetic_text(w.text(n));
+                    }
                 }
+                "string_content" if arith => self.arithmetic_text(w.text(n)),
                 // Tree-sitter leaves a backquote substitution inside `${...}` as word text.
                 "word" if w.text(n).contains('`') => self.backquotes_in_word(w, n),
                 "variable_name" | "word" if arith => {
                     let t = w.text(n);
                     if is_identifier(t) {
                         self.arithmetic_vars.insert(t.to_string());
+                    }
+                    for token in t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '#')) {
+                        if token.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+                            let name: String =
+                                token.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                            self.arith_use(&name);
+                        }
                     }
                     if environment::subscript_runs(t) {
                         self.unclassified(format!("`{t}` is arithmetic that can run commands"));
@@ -834,8 +922,55 @@ impl Analyzer<'_> {
                         self.unclassified(format!("`{text}` evaluates a subscript that can run commands"));
                     }
                 }
+                // The array of `a[i]` evaluated as arithmetic is evaluated too.
+                "subscript" if arith => {
+                    if let Some(name) = n.child_by_field_name("name") {
+                        let name = w.text(name).to_string();
+                        self.arith_use(&name);
+                    }
+                }
+                // `name = value` in arithmetic: the name is set to an integer, not evaluated.
+                "variable_assignment" if arith => {
+                    let name = n.child_by_field_name("name").map(|v| w.text(v).to_string()).unwrap_or_default();
+                    let value = n.child_by_field_name("value");
+                    let literal = value.is_some_and(|v| v.kind() == "number" && is_integer_literal(w.text(v)));
+                    if let Some(value) = value {
+                        pending.push((value, true));
+                    }
+                    if is_identifier(&name) {
+                        self.arith_assign(&name, "0", true, literal && w.top);
+                    } else {
+                        self.unclassified(format!("`{}` cannot be analysed as arithmetic", w.text(n)));
+                    }
+                    continue;
+                }
+                "binary_expression"
+                    if arith
+                        && n.child_by_field_name("operator").is_some_and(|o| w.text(o) == "=")
+                        && n.child_by_field_name("left").is_some_and(|l| {
+                            matches!(l.kind(), "variable_name" | "word") && is_identifier(w.text(l))
+                        }) =>
+                {
+                    let name = n.child_by_field_name("left").map(|l| w.text(l).to_string()).unwrap_or_default();
+                    let right = n.child_by_field_name("right");
+                    let literal = right.is_some_and(|r| r.kind() == "number" && is_integer_literal(w.text(r)));
+                    if let Some(right) = right {
+                        pending.push((right, true));
+                    }
+                    self.arith_assign(&name, "0", true, literal && w.top);
+                    continue;
+                }
                 "expansion" => {
                     let text = w.text(n);
+                    if text.contains(":=") || text.contains('=') {
+                        // `${x:=value}` assigns.
+                        let name: String = text
+                            .trim_start_matches("${")
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect();
+                        self.arith_assign(&name, "?", false, false);
+                    }
                     if text.contains("@P") {
                         self.unclassified(format!("`{text}` expands a value as a prompt, which can run commands"));
                     }
@@ -853,15 +988,27 @@ impl Analyzer<'_> {
             }
             let mut c = n.walk();
             let start = pending.len();
+            // Within `${...}`: the parameter, then an operator; only after `:` (`${v:off:len}`)
+            // are the words arithmetic.
+            let mut parameter_seen = false;
+            let mut operator: Option<&str> = None;
             if c.goto_first_child() {
                 loop {
                     let child = c.node();
+                    if kind == "expansion" && c.field_name() == Some("operator") && operator.is_none() {
+                        operator = Some(w.text(child));
+                    }
                     if child.is_named() {
                         let child_arith = match kind {
-                            // Only the index of `a[i]` is arithmetic, not the array's name.
+                            // Only the index of `a[i]` is arithmetic (its array's value is, when
+                            // the whole is: see above).
                             "subscript" => c.field_name() == Some("index"),
-                            // Within `${...}`, words after the variable are offsets and lengths.
-                            "expansion" => !matches!(child.kind(), "variable_name" | "subscript"),
+                            "expansion" if operator.is_none() && !parameter_seen => {
+                                parameter_seen =
+                                    matches!(child.kind(), "variable_name" | "subscript" | "special_variable_name");
+                                arith
+                            }
+                            "expansion" => operator == Some(":"),
                             "binary_expression" => {
                                 arith
                                     || n.child_by_field_name("operator")
@@ -1041,6 +1188,28 @@ fn inside_double_quotes(node: Node<'_>) -> bool {
         parent = p.parent();
     }
     false
+}
+
+/// `[SUBSCRIPT]=VALUE` (or `+=`) in a compound array assignment: the subscript (to the `]`
+/// that closes the first `[`) and the value.
+fn array_subscript(text: &str) -> Option<(&str, &str)> {
+    let rest = text.strip_prefix('[')?;
+    let mut depth = 1usize;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    let after = &rest[i + 1..];
+                    let value = after.strip_prefix('=').or_else(|| after.strip_prefix("+="))?;
+                    return Some((&rest[..i], value));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn is_identifier(text: &str) -> bool {

@@ -177,3 +177,73 @@ fn backquotes_in_parameter_expansions_are_analysed() {
     // Single-quoted outside double quotes, the backquotes are text.
     assert_allowed(&c, &["echo ${y:-'`x`'}", "echo ${x:-`echo hi`}"]);
 }
+
+/// Finding 3: bash runs `$(...)` in an array subscript of any value it evaluates as arithmetic,
+/// so a variable evaluated as arithmetic must be one this line set to a plain integer before,
+/// unconditionally; quoted operands, the integer attribute, compound-array subscripts and
+/// substring offsets are arithmetic too.
+#[test]
+fn values_evaluated_as_arithmetic_must_be_known_integers() {
+    let c = case();
+    let reported = [
+        "[[ 1 -eq 'a[$(rm canary)]' ]]",
+        "[[ 'a[$(rm canary)]' -gt 0 ]]",
+        "declare -i n='a[$(rm canary)]'",
+        "declare -i x; x='y[$(rm canary)]'",
+        "x='a[$(rm canary)]'; declare -i y=x",
+        "x='a[$(rm canary)]'; declare -i z; z+=x",
+        "y=( ['a[$(rm canary)]']=1 )",
+        "x='a[$(rm canary)]'; y=( [x]=1 )",
+        "z=abc; x='a[$(rm canary)]'; echo ${z:x}",
+        "y=(1 2); x='a[$(rm canary)]'; echo \"${y[@]:x}\"",
+        "echo 'a[$(rm canary)]' > f; x=$(cat f); echo $((x))",
+    ];
+    let more = [
+        "echo $(( 'a[$(rm canary)]' ))",
+        "x='a[$(rm canary)]'; echo $(( ${x} ))",
+        "a=('b[$(rm canary)]'); echo $((a[0]))",
+        "x='a[$(rm canary)]'; let y=x",
+        "echo 'a[$(rm canary)]' > f; echo $(( $(cat f) ))",
+        "echo 'a[$(rm canary)]' > f; [[ $(cat f) -eq 1 ]]",
+        "x=1; for x in 'a[$(rm canary)]'; do echo $((x)); done",
+        "x=; : ${x:='a[$(rm canary)]'}; echo $((x))",
+        "x='a[$(rm canary)]'; a=(1 2); echo ${a[x]}",
+        "for ((i='a[$(rm canary)]';i<1;i++)); do :; done",
+        "x='a[$(rm canary)]'; (( x ))",
+        "declare -i n; n+='a[$(rm canary)]'",
+        "typeset -i n='a[$(rm canary)]'",
+        "f() { local -i n='a[$(rm canary)]'; }; f",
+    ];
+    assert_not_allowed(&c, &reported);
+    assert_not_allowed(&c, &more);
+    assert_attacks(&more);
+    // Values this line does not set, or sets conditionally or to something else, ask.
+    assert_not_allowed(
+        &c,
+        &[
+            "echo $((x))",
+            "(( x ))",
+            "[[ $n -gt 1 ]]",
+            "if false; then x=1; fi; echo $((x))",
+            "x=1 true; echo $((x))",
+            "x=1; x=$(cat f); echo $((x))",
+            "x=1; while read x; do echo $((x)); done < f",
+        ],
+    );
+    // Integers the line sets itself are understood.
+    assert_allowed(
+        &c,
+        &[
+            "echo $((1+2))",
+            "for ((i=0;i<3;i++)); do echo $i; done",
+            "n=5; echo $((n*2))",
+            "i=0; i=$((i+1)); echo $((i))",
+            "x=1; (( x++ )); echo $x",
+            "echo $((RANDOM % 10))",
+            "z=abc; echo ${z:1:2}",
+            "a=(1 2 3); i=1; echo ${a[i]} ${#a[@]}",
+            "declare -i x=1",
+            "echo ${HOME:-/tmp} ${x#a} ${x/a/b}",
+        ],
+    );
+}

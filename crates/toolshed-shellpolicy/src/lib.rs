@@ -584,6 +584,38 @@ impl<'a> Analyzer<'a> {
             }
             words[0].text.clone_from(&program);
             self.pattern(&join(&words));
+            // `git-X` (on `PATH` or in git's exec path, `/usr/lib/git-core/git-push`) is `git X`.
+            if let Some(sub) = program.strip_prefix("git-").filter(|s| !s.is_empty()) {
+                let mut view = vec![Word::literal("git"), Word::like(&words[0], sub)];
+                view.extend_from_slice(&words[1..]);
+                words = view;
+                continue;
+            }
+            // git's global options are removed from a view of their own (`git -C . push x` is
+            // matched as `git push x` too), and "always" approves the subcommand's prefix.
+            let mut always_words = None;
+            let mut exact_always = false;
+            if program == "git" {
+                match programs::git_subcommand(&words[1..]) {
+                    Ok(rest) => {
+                        let mut view = vec![words[0].clone()];
+                        view.extend(rest);
+                        self.pattern(&join(&view));
+                        if view.len() > 1 {
+                            always_words = Some(view);
+                        } else if words.len() > 1 {
+                            // Options without a subcommand: "always" approves this command only.
+                            always_words = Some(words.clone());
+                            exact_always = true;
+                        }
+                    }
+                    Err(why) => {
+                        self.unclassified(format!("`{written}`: {why}"));
+                        always_words = Some(words.clone());
+                        exact_always = true;
+                    }
+                }
+            }
             let peeled = wrappers::peel(&program, &words[1..]);
             for effect in peeled.effects {
                 match effect {
@@ -619,7 +651,15 @@ impl<'a> Analyzer<'a> {
                     break;
                 }
                 Next::Program => {
-                    self.always(&words);
+                    match always_words.as_deref() {
+                        Some(exact) if exact_always => {
+                            if !self.secondary {
+                                self.out.always.push(join(exact));
+                            }
+                        }
+                        Some(view) => self.always(view),
+                        None => self.always(&words),
+                    }
                     if program == "let" {
                         self.let_arguments(&words[1..]);
                     }
@@ -1459,7 +1499,10 @@ mod tests {
         assert_eq!(bash(&c, "npm run build -- --watch").always, ["npm run build *"]);
         assert_eq!(bash(&c, "ls -la src").always, ["ls *"]);
         assert_eq!(bash(&c, "FOO=1 cargo test -p x").always, ["cargo test *"]);
-        assert_eq!(bash(&c, "git -C x status").always, ["git *"]);
+        // git's global options are not part of the prefix: approving `git --no-pager log`
+        // "always" must not approve every git command.
+        assert_eq!(bash(&c, "git -C x status").always, ["git status *"]);
+        assert_eq!(bash(&c, "git --no-pager log --oneline").always, ["git log *"]);
     }
 
     #[test]

@@ -247,3 +247,59 @@ fn values_evaluated_as_arithmetic_must_be_known_integers() {
         ],
     );
 }
+
+/// Finding 4: git's global options before the subcommand, and `git-X` programs, must not dodge
+/// a rule written for `git X *`; "always" approves the subcommand, not all of git.
+#[test]
+fn git_global_options_do_not_dodge_subcommand_rules() {
+    let c = case();
+    let reported = [
+        "git -C . push origin main",
+        "git --no-pager push origin main",
+        "git -P push origin main",
+        "git -c color.ui=never push origin main",
+        "git --literal-pathspecs push origin main",
+        "git --noglob-pathspecs push origin main",
+        "git --namespace=x push origin main",
+        "git --no-replace-objects push origin main",
+        "/usr/lib/git-core/git-push origin main",
+    ];
+    let more = [
+        "git --no-optional-locks push origin main",
+        "git -p push origin main",
+        "git --paginate push origin main",
+        "git --glob-pathspecs push origin main",
+        "git --icase-pathspecs push",
+        "git --no-lazy-fetch push",
+        "git --no-advice push",
+        "git -C . -C . push",
+        "git --namespace x push",
+        "git --attr-source=HEAD push",
+        "git --attr-source HEAD push",
+        "git-push origin main",
+        "env git -P push",
+        "command git --no-pager push origin main",
+        "nohup git -c color.ui=never -P -C . push origin main",
+        "/usr/lib/git-core/git-rebase -x 'rm canary' HEAD~1",
+    ];
+    for command in reported.iter().chain(&more) {
+        assert_eq!(decide(&c, command), Action::Deny, "{command}: {:?}", requests(&c, command));
+    }
+    // An option not known here cannot be removed: it asks, and "always" approves only it.
+    let unknown = "git --frobnicate push origin main";
+    assert_eq!(decide(&c, unknown), Action::Ask);
+    let bash = requests(&c, unknown).into_iter().find(|r| r.permission == "bash").unwrap();
+    assert_eq!(bash.always, [unknown]);
+    // "always" for a harmless command with global options covers its subcommand only.
+    for (command, always) in [
+        ("git --no-pager log", "git log *"),
+        ("git -C . status", "git status *"),
+        ("git -c k.v=1 status", "git status *"),
+        ("/usr/lib/git-core/git-log -1", "git log *"),
+    ] {
+        let bash = requests(&c, command).into_iter().find(|r| r.permission == "bash").unwrap();
+        assert_eq!(bash.always, [always], "{command}");
+    }
+    assert_eq!(requests(&c, "git -P").into_iter().next().unwrap().always, ["git -P"]);
+    assert_allowed(&c, &["git --no-pager log --oneline", "git -C . status", "git -c color.ui=always diff"]);
+}

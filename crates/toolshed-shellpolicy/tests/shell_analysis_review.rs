@@ -303,3 +303,33 @@ fn git_global_options_do_not_dodge_subcommand_rules() {
     assert_eq!(requests(&c, "git -P").into_iter().next().unwrap().always, ["git -P"]);
     assert_allowed(&c, &["git --no-pager log --oneline", "git -C . status", "git -c color.ui=always diff"]);
 }
+
+/// Finding 5: for env, every word with `=` before the command is a variable setting, whatever
+/// its name: `BASH_FUNC_NAME%%` exports a function that bash runs in place of a command.
+#[test]
+fn env_takes_any_word_with_an_equals_sign_for_a_setting() {
+    let c = case();
+    let reported = [
+        "env 'BASH_FUNC_ls%%=() { rm canary; }' bash -c ls",
+        "env -i 'BASH_FUNC_ls%%=() { rm canary; }' bash -c ls",
+        "env 'BASH_FUNC_git%%=() { rm canary; }' bash -c 'git status'",
+    ];
+    let more = [
+        "env -- 'BASH_FUNC_ls%%=() { rm canary; }' bash -c ls",
+        "env 'BASH_FUNC_echo%%=() { rm canary; }' bash -c 'echo hi'",
+        "env A=1 'BASH_FUNC_ls%%=() { rm canary; }' bash -c ls",
+        "env -u X 'BASH_FUNC_ls%%=() { rm canary; }' bash -c ls",
+        "env $'BASH_FUNC_ls%%=() { rm canary; }' bash -c ls",
+        "env \"BASH_FUNC_ls%%=() { rm canary; }\" bash -c ls",
+        "nohup env 'BASH_FUNC_ls%%=() { rm canary; }' bash -c ls",
+        "timeout 5 env 'BASH_FUNC_ls%%=() { rm canary; }' bash -c ls",
+        "env -C . 'BASH_FUNC_ls%%=() { rm canary; }' bash -c ls",
+        "env - 'BASH_FUNC_ls%%=() { rm canary; }' /bin/bash -c ls",
+    ];
+    assert_not_allowed(&c, &reported);
+    assert_not_allowed(&c, &more);
+    assert_attacks(&more);
+    // sudo may take such a word for a setting too: it asks.
+    assert_not_allowed(&c, &["sudo 'BASH_FUNC_ls%%=() { rm canary; }' bash -c ls"]);
+    assert_allowed(&c, &["env A=1 ls", "env ls -la", "env 'X%=1' ls", "sudo A=1 ls", "sudo -u root ls"]);
+}

@@ -968,6 +968,15 @@ impl<'a> Analyzer<'a> {
                     return;
                 }
                 for path in self.paths(&file) {
+                    // Code from a device or a process's file (`../../dev/stdin`, a link to
+                    // `/proc/self/fd/0`): what it runs is not in the command line.
+                    let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+                    if [&path, &real].iter().any(|p| p.starts_with("/dev") || p.starts_with("/proc")) {
+                        self.unclassified(format!(
+                            "`{written}` runs code from `{}`, which the command does not show",
+                            path.display()
+                        ));
+                    }
                     self.executed.push(path);
                 }
             }

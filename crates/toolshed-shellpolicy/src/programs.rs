@@ -1869,7 +1869,17 @@ fn make(args: &[Word]) -> Vec<Effect> {
         files = ["GNUmakefile", "makefile", "Makefile"].map(Word::literal).to_vec();
     }
     for file in files {
-        out.push(Effect::Executes(under(dir.as_ref(), &file)));
+        let file = under(dir.as_ref(), &file);
+        // `-f -` and files under /dev or /proc (`/dev/stdin`, `/proc/self/fd/0`) are code the
+        // command line does not show.
+        if file.text == "-" || ["/dev/", "/proc/"].iter().any(|p| file.text.starts_with(p)) || file.text == "/dev" {
+            out.push(Effect::Unclassified(format!(
+                "`make` reads its makefile from `{}`, which the command does not show",
+                file.text
+            )));
+            continue;
+        }
+        out.push(Effect::Executes(file));
     }
     out
 }

@@ -333,3 +333,45 @@ fn env_takes_any_word_with_an_equals_sign_for_a_setting() {
     assert_not_allowed(&c, &["sudo 'BASH_FUNC_ls%%=() { rm canary; }' bash -c ls"]);
     assert_allowed(&c, &["env A=1 ls", "env ls -la", "env 'X%=1' ls", "sudo A=1 ls", "sudo -u root ls"]);
 }
+
+/// Finding 6: make reading its makefile from standard input (or any file under /dev or /proc)
+/// runs code the command line does not show.
+#[test]
+fn make_reading_its_makefile_from_input_asks() {
+    let c = case();
+    let reported = [
+        "make -f - <<< $'all:\\n\\trm canary'",
+        "printf \"all:\\n\\trm canary\\n\" | make -f -",
+        "make --file=/dev/stdin <<'EOF'\nall:\n\trm canary\nEOF",
+        "make --makefile=-",
+        "make -f/dev/stdin",
+        "make -f /proc/self/fd/0",
+    ];
+    let more = [
+        "make -f- <<< $'all:\\n\\trm canary'",
+        "make -sf - <<< $'all:\\n\\trm canary'",
+        "make --fil=- <<< $'all:\\n\\trm canary'",
+        "make --file - <<< $'all:\\n\\trm canary'",
+        "make --makefile /dev/stdin <<< $'all:\\n\\trm canary'",
+        "make -f /dev/fd/0 <<< $'all:\\n\\trm canary'",
+        "make -C / -f dev/stdin <<< $'all:\\n\\trm canary'",
+        "make -C /dev -f stdin <<< $'all:\\n\\trm canary'",
+        "make -f ../../../../../../../../../../dev/stdin <<< $'all:\\n\\trm canary'",
+        "make -kf- <<< $'all:\\n\\trm canary'",
+        "make -f Makefile -f - <<< $'all:\\n\\trm canary'",
+        "make -f /dev/fd/3 3<<< $'all:\\n\\trm canary'",
+        "gmake -f - <<< $'all:\\n\\trm canary'",
+    ];
+    assert_not_allowed(&c, &reported);
+    assert_not_allowed(&c, &more);
+    if Path::new("/usr/bin/make").exists() {
+        // (Under `-C /` the recipe runs elsewhere; the oracle has no Makefile; gmake may be missing.)
+        let here: Vec<&str> = more
+            .iter()
+            .copied()
+            .filter(|m| !m.contains("-C /") && !m.contains("Makefile") && !m.starts_with("gmake"))
+            .collect();
+        assert_attacks(&here);
+    }
+    assert_allowed(&c, &["make", "make -f Makefile all", "make -C . all", "make -j4 all"]);
+}

@@ -798,8 +798,7 @@ impl Analyzer<'_> {
         let dq = inside_double_quotes(node);
         let mut at = 0;
         let mut bodies = Vec::new();
-        loop {
-            let Some(open) = backquote_end(&text[at..]).map(|i| at + i) else { break };
+        while let Some(open) = backquote_end(&text[at..]).map(|i| at + i) {
             let Some(close) = backquote_end(&text[open + 1..]).map(|i| open + 1 + i) else {
                 self.unclassified(format!("the word `{text}` has a backquote bash may pair elsewhere"));
                 return;

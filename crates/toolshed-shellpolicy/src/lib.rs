@@ -234,6 +234,8 @@ struct Arithmetic {
     /// Every value assigned to a variable (for the integer attribute, which works in any order
     /// in a loop).
     assigned: Vec<(String, String)>,
+    /// The line declares a name reference (`declare -n r=x`: setting `r` sets `x`).
+    namerefs: bool,
 }
 
 /// Shell variables whose value is always an integer.
@@ -663,6 +665,13 @@ impl<'a> Analyzer<'a> {
                     if program == "let" {
                         self.let_arguments(&words[1..]);
                     }
+                    // `builtin declare -i ...`, `command local -n ...`: the attributes are not
+                    // followed through a wrapper.
+                    if matches!(program.as_str(), "declare" | "typeset" | "local" | "readonly" | "export")
+                        && words[1..].iter().any(|w| w.text.starts_with('-') && w.text.contains(['i', 'n']))
+                    {
+                        self.unclassified(format!("`{written}` sets attributes through a wrapper"));
+                    }
                     if !self.secondary {
                         self.file_arguments(&program, &words[1..]);
                         self.named_files(&program, &words[1..], appended);
@@ -1033,6 +1042,18 @@ impl<'a> Analyzer<'a> {
         if let Some((name, _)) = unproven {
             self.out.unclassified.push(format!(
                 "`{name}` is evaluated as arithmetic, and the command does not set it to a plain integer before (bash runs commands in subscripts of such values)"
+            ));
+        }
+        if arith.namerefs && !arith.uses.is_empty() {
+            self.out.unclassified.push(
+                "the command declares a name reference and evaluates variables as arithmetic, whose values it then cannot follow".into(),
+            );
+        }
+        let read_in =
+            arith.integer.iter().find(|name| arith.tainted.contains(*name) || self.run_time_vars.contains(*name));
+        if let Some(name) = read_in {
+            self.out.unclassified.push(format!(
+                "`{name}` has the integer attribute and is set to a value known only at run time, which is evaluated as arithmetic"
             ));
         }
         let integer =

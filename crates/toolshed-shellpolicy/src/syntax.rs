@@ -50,7 +50,9 @@ impl<'t> Walk<'t> {
         // `a && b`, `a || b`: only `a` always runs.
         let first_only = node.kind() == "list";
         for (i, child) in node.named_children(&mut cursor).enumerate() {
-            let top = top && (keeps || (first_only && i == 0));
+            // `cmd &` runs in a subshell in the background.
+            let background = child.next_sibling().is_some_and(|n| n.kind() == "&");
+            let top = top && !background && (keeps || (first_only && i == 0));
             self.stack.push((child, Ctx { top, ..Ctx::default() }));
         }
         self.stack[start..].reverse();
@@ -515,8 +517,18 @@ impl Analyzer<'_> {
                 }
             }
         }
+        let flag = |letter: char| {
+            words
+                .iter()
+                .skip(1)
+                .any(|w| w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains(letter))
+        };
+        // A name reference makes an assignment to one name set another.
+        if flag('n') {
+            self.arith.namerefs = true;
+        }
         // `-i` gives the names the integer attribute: what is assigned to them is arithmetic.
-        if words.iter().skip(1).any(|w| w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('i')) {
+        if flag('i') {
             let mut c = node.walk();
             let names: Vec<String> = node
                 .named_children(&mut c)

@@ -213,6 +213,10 @@ fn values_evaluated_as_arithmetic_must_be_known_integers() {
         "declare -i n; n+='a[$(rm canary)]'",
         "typeset -i n='a[$(rm canary)]'",
         "f() { local -i n='a[$(rm canary)]'; }; f",
+        "echo 'a[$(rm canary)]' > f; declare -i x; read x < f",
+        "x=1; declare -n r=x; r='a[$(rm canary)]'; echo $((x))",
+        "builtin declare -i n='a[$(rm canary)]'",
+        "x=1; x[1]='a[$(rm canary)]'; echo $((x[1]))",
     ];
     assert_not_allowed(&c, &reported);
     assert_not_allowed(&c, &more);
@@ -228,6 +232,8 @@ fn values_evaluated_as_arithmetic_must_be_known_integers() {
             "x=1 true; echo $((x))",
             "x=1; x=$(cat f); echo $((x))",
             "x=1; while read x; do echo $((x)); done < f",
+            "x=1 & echo $((x))",
+            "echo $(( `echo 1` ))",
         ],
     );
     // Integers the line sets itself are understood.

@@ -236,6 +236,10 @@ struct Arithmetic {
     assigned: Vec<(String, String)>,
     /// The line declares a name reference (`declare -n r=x`: setting `r` sets `x`).
     namerefs: bool,
+    /// Arithmetic evaluates the output of `$(... | wc -l)` or `$(nproc)`, trusted to be a number.
+    counted_output: bool,
+    /// The line defines a function (which could be named `wc`).
+    functions: bool,
 }
 
 /// Shell variables whose value is always an integer.
@@ -1043,6 +1047,11 @@ impl<'a> Analyzer<'a> {
             self.out.unclassified.push(format!(
                 "`{name}` is evaluated as arithmetic, and the command does not set it to a plain integer before (bash runs commands in subscripts of such values)"
             ));
+        }
+        if arith.counted_output && arith.functions {
+            self.out.unclassified.push(
+                "the command defines a function and evaluates a command's output as arithmetic, which the function may print".into(),
+            );
         }
         if arith.namerefs && !arith.uses.is_empty() {
             self.out.unclassified.push(

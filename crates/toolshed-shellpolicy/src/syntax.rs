@@ -168,6 +168,7 @@ impl Analyzer<'_> {
                 }
             }
             "function_definition" => {
+                self.arith.functions = true;
                 if let Some(body) = node.child_by_field_name("body") {
                     w.stack.push((body, Ctx::default()));
                 }
@@ -873,7 +874,9 @@ impl Analyzer<'_> {
             }
             match kind {
                 "command_substitution" | "process_substitution" => {
-                    if arith {
+                    let counted = arith && integer_output(w, n);
+                    self.arith.counted_output |= counted;
+                    if arith && !counted {
                         // Its output is evaluated as arithmetic: `$(( $(cat f) ))` runs a
                         // `$(...)` in a subscript the file holds.
                         let text: String = w.text(n).chars().take(60).collect();
@@ -1151,6 +1154,43 @@ fn for_arithmetic_parens(w: &Walk<'_>, node: Node<'_>, mut mismatch: impl FnMut(
     if depth != 0 || ((inner.contains("$(") || inner.contains('`')) && inner.contains(['\'', '"', '\\'])) {
         mismatch(text);
     }
+}
+
+/// Whether the substitution `node` prints only an integer whatever its input: its last command
+/// is `wc` with one count option and no file (`$(wc -l < f)`, `$(grep x f | wc -l)`) or a bare
+/// `nproc`, with input redirections only.
+fn integer_output(w: &Walk<'_>, node: Node<'_>) -> bool {
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+    let [statement] = children.as_slice() else { return false };
+    let mut last = *statement;
+    if last.kind() == "pipeline" {
+        let mut c = last.walk();
+        let Some(end) = last.named_children(&mut c).last() else { return false };
+        last = end;
+    }
+    if last.kind() == "redirected_statement" {
+        let mut c = last.walk();
+        let only_input = last.children_by_field_name("redirect", &mut c).all(|r| {
+            r.kind() == "file_redirect" && {
+                let mut rc = r.walk();
+                r.children(&mut rc).filter(|ch| !ch.is_named()).all(|ch| w.text(ch) == "<")
+            }
+        });
+        match last.child_by_field_name("body") {
+            Some(body) if only_input => last = body,
+            _ => return false,
+        }
+    }
+    if last.kind() != "command" {
+        return false;
+    }
+    let mut c = last.walk();
+    let parts: Vec<&str> = last.named_children(&mut c).map(|ch| w.text(ch)).collect();
+    matches!(
+        parts.as_slice(),
+        ["wc", "-l" | "-c" | "-w" | "-m" | "--lines" | "--bytes" | "--words" | "--chars"] | ["nproc"]
+    )
 }
 
 /// Where the first backquote that no backslash escapes is in `text` (where bash ends a

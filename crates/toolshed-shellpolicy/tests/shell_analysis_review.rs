@@ -234,6 +234,8 @@ fn values_evaluated_as_arithmetic_must_be_known_integers() {
             "x=1; while read x; do echo $((x)); done < f",
             "x=1 & echo $((x))",
             "echo $(( `echo 1` ))",
+            "echo $(( $(wc -l a.txt) + 1 ))",
+            "wc() { cat f; }; echo $(( $(wc -l) ))",
         ],
     );
     // Integers the line sets itself are understood.
@@ -250,6 +252,10 @@ fn values_evaluated_as_arithmetic_must_be_known_integers() {
             "a=(1 2 3); i=1; echo ${a[i]} ${#a[@]}",
             "declare -i x=1",
             "echo ${HOME:-/tmp} ${x#a} ${x/a/b}",
+            // Commands that print only a number.
+            "echo $(( $(wc -l < Makefile) + 1 ))",
+            "echo $(( $(grep x Makefile | wc -l) + 1 ))",
+            "echo $(( $(nproc) * 2 ))",
         ],
     );
 }

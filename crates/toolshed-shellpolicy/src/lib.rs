@@ -213,6 +213,50 @@ impl Collected {
     }
 }
 
+/// What the line does with variables evaluated as arithmetic. Bash runs `$(...)` found in an
+/// array subscript of any value it evaluates as arithmetic (`x='a[$(cmd)]'; echo $((x))`), and
+/// a variable's value may come from anywhere (the environment, a file, a branch not taken), so
+/// a variable used in arithmetic is understood only when this line set it to a plain integer
+/// before the use, unconditionally, and never to anything else (fail closed).
+#[derive(Default)]
+struct Arithmetic {
+    /// Orders uses and assignments in the walk.
+    seq: usize,
+    /// Variables evaluated as arithmetic, and when.
+    uses: Vec<(String, usize)>,
+    /// Variables this line sets to a plain integer unconditionally, and when first.
+    proofs: HashMap<String, usize>,
+    /// Variables this line sets to anything but a plain integer, anywhere.
+    tainted: HashSet<String>,
+    /// Variables with the integer attribute (`declare -i`): every value assigned to them is
+    /// evaluated as arithmetic.
+    integer: HashSet<String>,
+    /// Every value assigned to a variable (for the integer attribute, which works in any order
+    /// in a loop).
+    assigned: Vec<(String, String)>,
+    /// The line declares a name reference (`declare -n r=x`: setting `r` sets `x`).
+    namerefs: bool,
+    /// Arithmetic evaluates the output of `$(... | wc -l)` or `$(nproc)`, trusted to be a number.
+    counted_output: bool,
+    /// The line defines a function (which could be named `wc`).
+    functions: bool,
+}
+
+/// Shell variables whose value is always an integer.
+const INTEGER_SPECIALS: &[&str] =
+    &["RANDOM", "SRANDOM", "SECONDS", "LINENO", "BASHPID", "PPID", "UID", "EUID", "EPOCHSECONDS", "OPTIND"];
+
+fn syntax_identifier(text: &str) -> bool {
+    text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A value that is a plain integer literal as bash reads it in arithmetic (or empty, which is 0).
+fn is_integer_literal(text: &str) -> bool {
+    let digits = text.trim().trim_start_matches(['+', '-']);
+    digits.is_empty() && text.trim().is_empty() || (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
 struct Analyzer<'a> {
     root: &'a Path,
     home: Option<&'a Path>,
@@ -244,6 +288,8 @@ struct Analyzer<'a> {
     run_time_vars: HashSet<String>,
     /// Variables the shell evaluates as arithmetic or names (`$((x))`, `${a[x]}`, `${!x}`).
     arithmetic_vars: HashSet<String>,
+    /// Arithmetic bookkeeping (see [`Arithmetic`]).
+    arith: Arithmetic,
     /// The literal text the current simple command gets on its input (here-documents and
     /// here-strings), for the files an interpreter's code names.
     input_texts: Vec<String>,
@@ -271,6 +317,7 @@ impl<'a> Analyzer<'a> {
             dynamic_writes: false,
             run_time_vars: HashSet::new(),
             arithmetic_vars: HashSet::new(),
+            arith: Arithmetic::default(),
             input_texts: Vec::new(),
         }
     }
@@ -279,6 +326,65 @@ impl<'a> Analyzer<'a> {
     fn unclassified(&mut self, why: String) {
         if !self.secondary {
             self.out.unclassified.push(why);
+        }
+    }
+
+    /// A variable evaluated as arithmetic here (ignored inside a secondary view).
+    fn arith_use(&mut self, name: &str) {
+        if self.secondary || name.is_empty() {
+            return;
+        }
+        self.arith.seq += 1;
+        self.arith.uses.push((name.to_string(), self.arith.seq));
+    }
+
+    /// `name` set to `value` (`integer`: a plain integer literal or the result of arithmetic);
+    /// `proves`: unconditionally, where the rest of the line sees it.
+    fn arith_assign(&mut self, name: &str, value: &str, integer: bool, proves: bool) {
+        if self.secondary || name.is_empty() {
+            return;
+        }
+        self.arith.seq += 1;
+        if !integer {
+            self.arith.tainted.insert(name.to_string());
+        } else if proves {
+            let seq = self.arith.seq;
+            self.arith.proofs.entry(name.to_string()).or_insert(seq);
+        }
+        self.arith.assigned.push((name.to_string(), value.to_string()));
+    }
+
+    /// Text bash evaluates as an arithmetic expression (a quoted operand of `[[ -eq ]]`, an
+    /// argument of `let`, a subscript of a compound array assignment): every name in it is a
+    /// variable evaluated as arithmetic, and an expansion or substitution in it asks.
+    fn arithmetic_text(&mut self, text: &str) {
+        if text.contains(['$', '`', '\\', '\'', '"']) {
+            let shown: String = text.chars().take(60).collect();
+            self.unclassified(format!("`{shown}` is evaluated as arithmetic, which can run commands"));
+            return;
+        }
+        for token in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '#')) {
+            if token.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+                let name: String = token.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                self.arith_use(&name);
+            }
+        }
+    }
+
+    /// `let EXPR...`: each argument is an arithmetic expression; `NAME=EXPR` sets NAME to an
+    /// integer.
+    fn let_arguments(&mut self, args: &[Word]) {
+        for arg in args {
+            if !arg.is_plain() {
+                continue; // `let` with an expansion asks (see `builtins`).
+            }
+            match arg.text.split_once('=') {
+                Some((name, expr)) if syntax_identifier(name) && !expr.starts_with('=') => {
+                    self.arithmetic_text(expr);
+                    self.arith_assign(name, "0", true, false);
+                }
+                _ => self.arithmetic_text(&arg.text),
+            }
         }
     }
 
@@ -484,6 +590,38 @@ impl<'a> Analyzer<'a> {
             }
             words[0].text.clone_from(&program);
             self.pattern(&join(&words));
+            // `git-X` (on `PATH` or in git's exec path, `/usr/lib/git-core/git-push`) is `git X`.
+            if let Some(sub) = program.strip_prefix("git-").filter(|s| !s.is_empty()) {
+                let mut view = vec![Word::literal("git"), Word::like(&words[0], sub)];
+                view.extend_from_slice(&words[1..]);
+                words = view;
+                continue;
+            }
+            // git's global options are removed from a view of their own (`git -C . push x` is
+            // matched as `git push x` too), and "always" approves the subcommand's prefix.
+            let mut always_words = None;
+            let mut exact_always = false;
+            if program == "git" {
+                match programs::git_subcommand(&words[1..]) {
+                    Ok(rest) => {
+                        let mut view = vec![words[0].clone()];
+                        view.extend(rest);
+                        self.pattern(&join(&view));
+                        if view.len() > 1 {
+                            always_words = Some(view);
+                        } else if words.len() > 1 {
+                            // Options without a subcommand: "always" approves this command only.
+                            always_words = Some(words.clone());
+                            exact_always = true;
+                        }
+                    }
+                    Err(why) => {
+                        self.unclassified(format!("`{written}`: {why}"));
+                        always_words = Some(words.clone());
+                        exact_always = true;
+                    }
+                }
+            }
             let peeled = wrappers::peel(&program, &words[1..]);
             for effect in peeled.effects {
                 match effect {
@@ -519,7 +657,25 @@ impl<'a> Analyzer<'a> {
                     break;
                 }
                 Next::Program => {
-                    self.always(&words);
+                    match always_words.as_deref() {
+                        Some(exact) if exact_always => {
+                            if !self.secondary {
+                                self.out.always.push(join(exact));
+                            }
+                        }
+                        Some(view) => self.always(view),
+                        None => self.always(&words),
+                    }
+                    if program == "let" {
+                        self.let_arguments(&words[1..]);
+                    }
+                    // `builtin declare -i ...`, `command local -n ...`: the attributes are not
+                    // followed through a wrapper.
+                    if matches!(program.as_str(), "declare" | "typeset" | "local" | "readonly" | "export")
+                        && words[1..].iter().any(|w| w.text.starts_with('-') && w.text.contains(['i', 'n']))
+                    {
+                        self.unclassified(format!("`{written}` sets attributes through a wrapper"));
+                    }
                     if !self.secondary {
                         self.file_arguments(&program, &words[1..]);
                         self.named_files(&program, &words[1..], appended);
@@ -825,6 +981,15 @@ impl<'a> Analyzer<'a> {
                     return;
                 }
                 for path in self.paths(&file) {
+                    // Code from a device or a process's file (`../../dev/stdin`, a link to
+                    // `/proc/self/fd/0`): what it runs is not in the command line.
+                    let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+                    if [&path, &real].iter().any(|p| p.starts_with("/dev") || p.starts_with("/proc")) {
+                        self.unclassified(format!(
+                            "`{written}` runs code from `{}`, which the command does not show",
+                            path.display()
+                        ));
+                    }
                     self.executed.push(path);
                 }
             }
@@ -870,6 +1035,43 @@ impl<'a> Analyzer<'a> {
             self.out
                 .unclassified
                 .push("the command runs a file that does not exist yet, so the command itself creates it".into());
+        }
+        let arith = std::mem::take(&mut self.arith);
+        let unproven = arith.uses.iter().find(|(name, seq)| {
+            !INTEGER_SPECIALS.contains(&name.as_str())
+                && (arith.tainted.contains(name)
+                    || self.run_time_vars.contains(name)
+                    || arith.proofs.get(name).is_none_or(|proof| proof > seq))
+        });
+        if let Some((name, _)) = unproven {
+            self.out.unclassified.push(format!(
+                "`{name}` is evaluated as arithmetic, and the command does not set it to a plain integer before (bash runs commands in subscripts of such values)"
+            ));
+        }
+        if arith.counted_output && arith.functions {
+            self.out.unclassified.push(
+                "the command defines a function and evaluates a command's output as arithmetic, which the function may print".into(),
+            );
+        }
+        if arith.namerefs && !arith.uses.is_empty() {
+            self.out.unclassified.push(
+                "the command declares a name reference and evaluates variables as arithmetic, whose values it then cannot follow".into(),
+            );
+        }
+        let read_in =
+            arith.integer.iter().find(|name| arith.tainted.contains(*name) || self.run_time_vars.contains(*name));
+        if let Some(name) = read_in {
+            self.out.unclassified.push(format!(
+                "`{name}` has the integer attribute and is set to a value known only at run time, which is evaluated as arithmetic"
+            ));
+        }
+        let integer =
+            arith.assigned.iter().find(|(name, value)| arith.integer.contains(name) && !is_integer_literal(value));
+        if let Some((name, value)) = integer {
+            let value: String = value.chars().take(60).collect();
+            self.out.unclassified.push(format!(
+                "`{name}` has the integer attribute, so the value `{value}` assigned to it is evaluated as arithmetic, which can run commands"
+            ));
         }
         let mut evaluated: Vec<&String> = self.arithmetic_vars.intersection(&self.run_time_vars).collect();
         if !evaluated.is_empty() {
@@ -1336,7 +1538,10 @@ mod tests {
         assert_eq!(bash(&c, "npm run build -- --watch").always, ["npm run build *"]);
         assert_eq!(bash(&c, "ls -la src").always, ["ls *"]);
         assert_eq!(bash(&c, "FOO=1 cargo test -p x").always, ["cargo test *"]);
-        assert_eq!(bash(&c, "git -C x status").always, ["git *"]);
+        // git's global options are not part of the prefix: approving `git --no-pager log`
+        // "always" must not approve every git command.
+        assert_eq!(bash(&c, "git -C x status").always, ["git status *"]);
+        assert_eq!(bash(&c, "git --no-pager log --oneline").always, ["git log *"]);
     }
 
     #[test]

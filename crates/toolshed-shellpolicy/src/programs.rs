@@ -389,8 +389,80 @@ fn under(dir: Option<&Word>, path: &Word) -> Word {
 }
 
 /// Global options of git that take a separate value.
-const GIT_GLOBAL_VALUES: &[&str] =
-    &["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"];
+const GIT_GLOBAL_VALUES: &[&str] = &[
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--config-env",
+    "--super-prefix",
+    "--shallow-file",
+    "--attr-source",
+];
+
+/// Global options of git that take no value (git 2.47's `handle_options`; no abbreviations).
+const GIT_GLOBAL_FLAGS: &[&str] = &[
+    "-p",
+    "--paginate",
+    "-P",
+    "--no-pager",
+    "--no-replace-objects",
+    "--no-lazy-fetch",
+    "--no-optional-locks",
+    "--no-advice",
+    "--bare",
+    "--literal-pathspecs",
+    "--no-literal-pathspecs",
+    "--glob-pathspecs",
+    "--noglob-pathspecs",
+    "--icase-pathspecs",
+    "--exec-path",
+    "--html-path",
+    "--man-path",
+    "--info-path",
+];
+
+/// Global options of git written `--NAME=VALUE`.
+const GIT_GLOBAL_ATTACHED: &[&str] = &[
+    "--exec-path=",
+    "--git-dir=",
+    "--work-tree=",
+    "--namespace=",
+    "--config-env=",
+    "--super-prefix=",
+    "--list-cmds=",
+    "--attr-source=",
+];
+
+/// The git command line with its global options removed: the subcommand and its arguments
+/// (`git -C . --no-pager push origin` → `push origin`; `git --help x` → `help x`). A rule
+/// written for `git push *` must see every push. An option not known here, or one computed at
+/// run time, cannot be removed: an error (fail closed).
+pub(super) fn git_subcommand(args: &[Word]) -> Result<Vec<Word>, String> {
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        let t = w.text.as_str();
+        if !w.is_plain() {
+            return Err("a global option or the subcommand of `git` is computed at run time".into());
+        }
+        let renamed = |name: &str| {
+            let mut out = vec![Word::literal(name)];
+            out.extend_from_slice(&args[i + 1..]);
+            out
+        };
+        match t {
+            "-h" | "--help" => return Ok(renamed("help")),
+            "-v" | "--version" => return Ok(renamed("version")),
+            _ if GIT_GLOBAL_FLAGS.contains(&t) => i += 1,
+            _ if GIT_GLOBAL_VALUES.contains(&t) => i += 2,
+            _ if GIT_GLOBAL_ATTACHED.iter().any(|p| t.starts_with(p)) => i += 1,
+            _ if t.starts_with('-') => return Err(format!("`git {t}` is not a global option of git known here")),
+            _ => return Ok(args[i..].to_vec()),
+        }
+    }
+    Ok(Vec::new())
+}
 
 /// Configuration keys known not to make git run a program or read more configuration (compared
 /// lowercased). Setting any other key asks: hooks paths, aliases, pagers, editors, filters,
@@ -1797,7 +1869,17 @@ fn make(args: &[Word]) -> Vec<Effect> {
         files = ["GNUmakefile", "makefile", "Makefile"].map(Word::literal).to_vec();
     }
     for file in files {
-        out.push(Effect::Executes(under(dir.as_ref(), &file)));
+        let file = under(dir.as_ref(), &file);
+        // `-f -` and files under /dev or /proc (`/dev/stdin`, `/proc/self/fd/0`) are code the
+        // command line does not show.
+        if file.text == "-" || ["/dev/", "/proc/"].iter().any(|p| file.text.starts_with(p)) || file.text == "/dev" {
+            out.push(Effect::Unclassified(format!(
+                "`make` reads its makefile from `{}`, which the command does not show",
+                file.text
+            )));
+            continue;
+        }
+        out.push(Effect::Executes(file));
     }
     out
 }

@@ -5,9 +5,9 @@
 
 use tree_sitter::Node;
 
-use super::Analyzer;
 use super::environment;
 use super::words::{self, Piece, Word};
+use super::{Analyzer, is_integer_literal};
 
 /// Where a statement sits.
 #[derive(Clone, Copy, Default)]
@@ -15,6 +15,9 @@ pub(super) struct Ctx {
     /// The byte range of the statement as written when it is the body of a redirected statement
     /// (its pattern then includes the redirections).
     written: Option<(usize, usize)>,
+    /// The statement runs whenever the line reaches it, in the line's own shell: not in a
+    /// branch, a loop, a function, a pipeline or a subshell (its assignments last).
+    top: bool,
 }
 
 /// One line's walk.
@@ -24,6 +27,13 @@ pub(super) struct Walk<'t> {
     stack: Vec<(Node<'t>, Ctx)>,
     /// Byte ranges of quoted text, comments and here-document bodies.
     quoted: Vec<(usize, usize)>,
+    /// Byte ranges where a backquote is literal text for bash: single-quoted strings outside
+    /// double quotes, `$'...'`, comments, here-document bodies.
+    literal: Vec<(usize, usize)>,
+    /// Byte ranges of backquote substitutions the walk analysed (see `Analyzer::backquote`).
+    backquotes: Vec<(usize, usize)>,
+    /// Whether the statement being walked is `Ctx::top`.
+    top: bool,
 }
 
 impl<'t> Walk<'t> {
@@ -31,12 +41,19 @@ impl<'t> Walk<'t> {
         self.src.get(node.byte_range()).unwrap_or_default()
     }
 
-    /// Queues the named children of `node` as statements, in source order.
-    fn push_children(&mut self, node: Node<'t>) {
+    /// Queues the named children of `node` as statements, in source order; `top` for those
+    /// that run whenever `node` does, in its shell.
+    fn push_children(&mut self, node: Node<'t>, top: bool) {
         let mut cursor = node.walk();
         let start = self.stack.len();
-        for child in node.named_children(&mut cursor) {
-            self.stack.push((child, Ctx::default()));
+        let keeps = matches!(node.kind(), "program" | "compound_statement" | "negated_command");
+        // `a && b`, `a || b`: only `a` always runs.
+        let first_only = node.kind() == "list";
+        for (i, child) in node.named_children(&mut cursor).enumerate() {
+            // `cmd &` runs in a subshell in the background.
+            let background = child.next_sibling().is_some_and(|n| n.kind() == "&");
+            let top = top && !background && (keeps || (first_only && i == 0));
+            self.stack.push((child, Ctx { top, ..Ctx::default() }));
         }
         self.stack[start..].reverse();
     }
@@ -58,7 +75,15 @@ const ARITHMETIC_TESTS: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
 impl Analyzer<'_> {
     /// Walks the tree of one line.
     pub(super) fn walk(&mut self, root: Node<'_>, src: &str, depth: usize) {
-        let mut w = Walk { src, depth, stack: vec![(root, Ctx::default())], quoted: Vec::new() };
+        let mut w = Walk {
+            src,
+            depth,
+            stack: vec![(root, Ctx { top: depth == 0, ..Ctx::default() })],
+            quoted: Vec::new(),
+            literal: Vec::new(),
+            backquotes: Vec::new(),
+            top: false,
+        };
         while let Some((node, ctx)) = w.stack.pop() {
             if self.gave_up {
                 return;
@@ -70,23 +95,25 @@ impl Analyzer<'_> {
             self.statement(&mut w, node, ctx);
         }
         self.word_boundaries(&mut w);
+        self.stray_backquotes(&w);
     }
 
     fn statement<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, ctx: Ctx) {
+        w.top = ctx.top;
         match node.kind() {
             // `(( ... ))`: an arithmetic expression where a statement would be.
             "compound_statement" if node.child(0).is_some_and(|c| w.text(c) == "((") => self.scan(w, node, true),
             "program" | "list" | "pipeline" | "subshell" | "compound_statement" | "do_group" | "if_statement"
-            | "elif_clause" | "else_clause" | "while_statement" | "negated_command" => w.push_children(node),
+            | "elif_clause" | "else_clause" | "while_statement" | "negated_command" => w.push_children(node, ctx.top),
             "command" => self.command(w, node, ctx, Vec::new()),
             "redirected_statement" => self.redirected(w, node),
-            "variable_assignment" => self.assignment(w, node),
+            "variable_assignment" => self.assignment(w, node, true),
             "variable_assignments" => {
                 let mut cursor = node.walk();
                 let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
                 for child in children {
                     match child.kind() {
-                        "variable_assignment" => self.assignment(w, child),
+                        "variable_assignment" => self.assignment(w, child, true),
                         kind => self.cannot(w, node, kind),
                     }
                 }
@@ -141,11 +168,15 @@ impl Analyzer<'_> {
                 }
             }
             "function_definition" => {
+                self.arith.functions = true;
                 if let Some(body) = node.child_by_field_name("body") {
                     w.stack.push((body, Ctx::default()));
                 }
             }
-            "comment" => w.quoted.push((node.start_byte(), node.end_byte())),
+            "comment" => {
+                w.quoted.push((node.start_byte(), node.end_byte()));
+                w.literal.push((node.start_byte(), node.end_byte()));
+            }
             "ERROR" => {}
             kind => self.cannot(w, node, kind),
         }
@@ -177,7 +208,7 @@ impl Analyzer<'_> {
                 }
             }
         }
-        let ctx = Ctx { written: Some((node.start_byte(), node.end_byte())) };
+        let ctx = Ctx { written: Some((node.start_byte(), node.end_byte())), top: false };
         match body {
             Some(body) if body.kind() == "command" => self.command(w, body, ctx, extra),
             Some(body) => {
@@ -213,7 +244,7 @@ impl Analyzer<'_> {
                     self.check_word_lines(w, child);
                 }
                 match (c.field_name(), child.kind()) {
-                    (_, "variable_assignment") => self.assignment(w, child),
+                    (_, "variable_assignment") => self.assignment(w, child, false),
                     (Some("redirect"), _) | (_, "file_redirect" | "heredoc_redirect" | "herestring_redirect") => {
                         self.redirect(w, child, &mut inner_extra);
                     }
@@ -226,7 +257,10 @@ impl Analyzer<'_> {
                         Some(word) => words.push(word),
                         None => words.push(Word::new("$", true)),
                     },
-                    (_, "comment") => w.quoted.push((child.start_byte(), child.end_byte())),
+                    (_, "comment") => {
+                        w.quoted.push((child.start_byte(), child.end_byte()));
+                        w.literal.push((child.start_byte(), child.end_byte()));
+                    }
                     _ if !child.is_named() => {}
                     (_, kind) => self.cannot(w, child, kind),
                 }
@@ -326,6 +360,9 @@ impl Analyzer<'_> {
                             "heredoc_body" => {
                                 self.input_texts.push(w.text(child).to_string());
                                 w.quoted.push((child.start_byte(), child.end_byte()));
+                                // Backquotes in an unquoted body ask (below); in a quoted one
+                                // they are text.
+                                w.literal.push((child.start_byte(), child.end_byte()));
                                 if !quoted {
                                     if w.text(child).contains('`') {
                                         self.unclassified("a here-document with backquotes cannot be analysed".into());
@@ -399,8 +436,9 @@ impl Analyzer<'_> {
         }
     }
 
-    /// `NAME=value`, `NAME+=value`, `NAME[index]=value`, alone or before a command.
-    fn assignment<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
+    /// `NAME=value`, `NAME+=value`, `NAME[index]=value`, alone or before a command (`lasting`:
+    /// not before a command, so the shell keeps it).
+    fn assignment<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, lasting: bool) {
         let name = node.child_by_field_name("name");
         let name_text = name.map_or("", |n| w.text(n)).to_string();
         if let Some(why) = environment::check_name(&name_text) {
@@ -410,17 +448,45 @@ impl Analyzer<'_> {
             self.scan(w, name, true);
         }
         let base = name_text.split('[').next().unwrap_or_default().to_string();
+        let appends = {
+            let mut c = node.walk();
+            node.children(&mut c).any(|ch| !ch.is_named() && w.text(ch) == "+=")
+        };
+        let subscripted = name.is_some_and(|n| n.kind() == "subscript");
         if let Some(value) = node.child_by_field_name("value") {
+            let arithmetic = value.kind() == "arithmetic_expansion";
             let values = if value.kind() == "array" {
                 let mut cursor = value.walk();
                 let elements: Vec<Node<'t>> = value.named_children(&mut cursor).collect();
-                elements.into_iter().flat_map(|e| self.words_of(w, e)).collect()
+                let mut values = Vec::new();
+                for element in elements {
+                    for word in self.words_of(w, element) {
+                        // `[SUBSCRIPT]=VALUE`: the subscript of an indexed array is arithmetic.
+                        match array_subscript(&word.text) {
+                            Some((subscript, value)) => {
+                                self.arithmetic_text(subscript);
+                                values.push(Word::like(&word, value));
+                            }
+                            None => values.push(word),
+                        }
+                    }
+                }
+                values
             } else {
                 self.words_of(w, value)
             };
-            if values.iter().any(|v| v.dynamic || environment::arithmetic_payload(&v.text)) {
-                self.run_time_vars.insert(base);
+            if !arithmetic && values.iter().any(|v| v.dynamic || environment::arithmetic_payload(&v.text)) {
+                self.run_time_vars.insert(base.clone());
             }
+            let integer = arithmetic || values.iter().all(|v| v.is_plain() && super::is_integer_literal(&v.text));
+            let text: String = if arithmetic {
+                "0".into()
+            } else {
+                values.iter().map(|v| v.text.as_str()).collect::<Vec<_>>().join(" ")
+            };
+            self.arith_assign(&base, &text, integer, lasting && w.top && !appends && !subscripted);
+        } else {
+            self.arith_assign(&base, "", true, lasting && w.top && !appends && !subscripted);
         }
     }
 
@@ -434,7 +500,7 @@ impl Analyzer<'_> {
                 let child = c.node();
                 match child.kind() {
                     "variable_assignment" => {
-                        self.assignment(w, child);
+                        self.assignment(w, child, true);
                         let name = child.child_by_field_name("name").map_or("", |n| w.text(n)).to_string();
                         let values =
                             child.child_by_field_name("value").map(|v| self.words_of(w, v)).unwrap_or_default();
@@ -450,6 +516,32 @@ impl Analyzer<'_> {
                 if !c.goto_next_sibling() {
                     break;
                 }
+            }
+        }
+        let flag = |letter: char| {
+            words
+                .iter()
+                .skip(1)
+                .any(|w| w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains(letter))
+        };
+        // A name reference makes an assignment to one name set another.
+        if flag('n') {
+            self.arith.namerefs = true;
+        }
+        // `-i` gives the names the integer attribute: what is assigned to them is arithmetic.
+        if flag('i') {
+            let mut c = node.walk();
+            let names: Vec<String> = node
+                .named_children(&mut c)
+                .filter_map(|child| match child.kind() {
+                    "variable_assignment" => child.child_by_field_name("name").map(|n| w.text(n).to_string()),
+                    "variable_name" => Some(w.text(child).to_string()),
+                    _ => None,
+                })
+                .collect();
+            for name in names {
+                let base = name.split('[').next().unwrap_or_default().to_string();
+                self.arith.integer.insert(base);
             }
         }
         let written = w.text(node).trim().to_string();
@@ -470,6 +562,7 @@ impl Analyzer<'_> {
     /// `for NAME in WORDS; do ...; done` (and `select`): the loop variable takes the words.
     fn for_loop<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
         let mut run_time = false;
+        let mut integers = true;
         let mut name = None;
         let mut body = None;
         let mut c = node.walk();
@@ -479,7 +572,9 @@ impl Analyzer<'_> {
                 match c.field_name() {
                     Some("variable") => name = Some(w.text(child).to_string()),
                     Some("value") => {
-                        run_time |= self.words_of(w, child).iter().any(|v| !v.is_plain());
+                        let values = self.words_of(w, child);
+                        run_time |= values.iter().any(|v| !v.is_plain());
+                        integers &= values.iter().all(|v| super::is_integer_literal(&v.text));
                     }
                     Some("body") => body = Some(child),
                     _ if child.is_named() && child.kind() != "comment" => self.cannot(w, child, child.kind()),
@@ -496,8 +591,10 @@ impl Analyzer<'_> {
             }
             // `for x; do` loops over the positional parameters.
             if run_time || node.child_by_field_name("value").is_none() {
-                self.run_time_vars.insert(name);
+                self.run_time_vars.insert(name.clone());
             }
+            let integers = integers && node.child_by_field_name("value").is_some();
+            self.arith_assign(&name, if integers { "0" } else { "?" }, integers, false);
         }
         if let Some(body) = body {
             w.stack.push((body, Ctx::default()));
@@ -529,11 +626,17 @@ impl Analyzer<'_> {
             | "special_variable_name" => out.push(Piece::unquoted(text)),
             "raw_string" => {
                 w.quoted.push((node.start_byte(), node.end_byte()));
+                if !inside_double_quotes(node) {
+                    w.literal.push((node.start_byte(), node.end_byte()));
+                }
                 let inner = text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')).unwrap_or(text);
                 out.push(Piece::quoted(inner.to_string()));
             }
             "ansi_c_string" => {
                 w.quoted.push((node.start_byte(), node.end_byte()));
+                if !inside_double_quotes(node) {
+                    w.literal.push((node.start_byte(), node.end_byte()));
+                }
                 let inner = text.strip_prefix("$'").and_then(|t| t.strip_suffix('\''));
                 match inner.and_then(words::ansi_c) {
                     Some(value) => out.push(Piece::quoted(value)),
@@ -638,6 +741,7 @@ impl Analyzer<'_> {
     /// evaluates as arithmetic noted.
     fn substitution<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
         match node.kind() {
+            "command_substitution" if w.text(node).starts_with('`') => self.backquote(w, node),
             "command_substitution" | "process_substitution" => {
                 let start = w.stack.len();
                 let mut cursor = node.walk();
@@ -659,6 +763,100 @@ impl Analyzer<'_> {
         }
     }
 
+    /// `` `...` ``: bash ends it at the first backquote no backslash escapes (quotes do not
+    /// count), then removes the backslashes before `` ` ``, `\` and `$` (and `"` within double
+    /// quotes) and runs the result as a command line: `` `echo \`rm x\`` `` runs `rm x`.
+    /// Tree-sitter keeps such escapes as word text, so a body that unescaping changes is parsed
+    /// again as bash reads it; one whose end bash sees elsewhere asks.
+    fn backquote<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
+        w.backquotes.push((node.start_byte(), node.end_byte()));
+        let text = w.text(node);
+        let body = text.strip_prefix('`').and_then(|t| t.strip_suffix('`'));
+        let Some(body) = body.filter(|b| backquote_end(b).is_none()) else {
+            let text: String = text.chars().take(60).collect();
+            self.unclassified(format!("the backquote substitution `{text}` may end elsewhere for bash"));
+            return;
+        };
+        let unescaped = unescape_backquote(body, inside_double_quotes(node));
+        if unescaped == body {
+            let start = w.stack.len();
+            let mut cursor = node.walk();
+            let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+            for child in children {
+                w.stack.push((child, Ctx::default()));
+            }
+            w.stack[start..].reverse();
+            return;
+        }
+        self.backquote_body(w, &unescaped);
+    }
+
+    /// The unescaped body of a backquote substitution, analysed as the command line it is.
+    fn backquote_body(&mut self, w: &Walk<'_>, body: &str) {
+        if w.depth >= super::MAX_NESTING {
+            self.unclassified("backquote substitutions nest too deeply to check".into());
+            return;
+        }
+        let inputs = std::mem::take(&mut self.input_texts);
+        self.line(body, w.depth + 1);
+        self.input_texts = inputs;
+    }
+
+    /// A word holding backquotes that tree-sitter did not parse as a substitution (`${x:-`cmd`}`):
+    /// each `` `...` `` in it, as bash pairs them, is analysed as a command line. A word with
+    /// quotes or an unpaired backquote asks.
+    fn backquotes_in_word<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
+        let text = w.text(node);
+        let base = node.start_byte();
+        let dq = inside_double_quotes(node);
+        let mut at = 0;
+        let mut bodies = Vec::new();
+        while let Some(open) = backquote_end(&text[at..]).map(|i| at + i) {
+            let Some(close) = backquote_end(&text[open + 1..]).map(|i| open + 1 + i) else {
+                self.unclassified(format!("the word `{text}` has a backquote bash may pair elsewhere"));
+                return;
+            };
+            bodies.push((open, close));
+            at = close + 1;
+        }
+        if text.contains(['\'', '"']) {
+            self.unclassified(format!("the word `{text}` has backquotes and quotes that cannot be analysed"));
+            return;
+        }
+        for (open, close) in bodies {
+            w.backquotes.push((base + open, base + close + 1));
+            let body = unescape_backquote(&text[open + 1..close], dq);
+            self.backquote_body(w, &body);
+        }
+    }
+
+    /// Every backquote of the line must be literal (quoted, escaped, in a comment or a
+    /// here-document body) or part of a substitution the walk analysed; any other is one the
+    /// parser did not read as bash will (fail closed).
+    fn stray_backquotes(&mut self, w: &Walk<'_>) {
+        let b = w.src.as_bytes();
+        if !b.contains(&b'`') {
+            return;
+        }
+        let mut covered = vec![false; b.len()];
+        for &(start, end) in w.literal.iter().chain(&w.backquotes) {
+            let end = end.min(b.len());
+            if start < end && !covered[start..end].iter().all(|&c| c) {
+                covered[start..end].iter_mut().for_each(|c| *c = true);
+            }
+        }
+        for (i, &c) in b.iter().enumerate() {
+            if c != b'`' || covered[i] {
+                continue;
+            }
+            if b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1 {
+                continue;
+            }
+            self.unclassified("a backquote the parser did not read as bash does cannot be analysed".into());
+            return;
+        }
+    }
+
     /// Scans an expansion, a test or an arithmetic expression without recursion: substitutions
     /// are queued as statements, the variables evaluated as arithmetic (`$((x))`, `${a[x]}`,
     /// `${!x}`, `[[ x -eq 1 ]]`) noted, and kinds outside the expression grammar reported.
@@ -676,16 +874,51 @@ impl Analyzer<'_> {
             }
             match kind {
                 "command_substitution" | "process_substitution" => {
+                    let counted = arith && integer_output(w, n);
+                    self.arith.counted_output |= counted;
+                    if arith && !counted {
+                        // Its output is evaluated as arithmetic: `$(( $(cat f) ))` runs a
+                        // `$(...)` in a subscript the file holds.
+                        let text: String = w.text(n).chars().take(60).collect();
+                        self.unclassified(format!(
+                            "the output of `{text}` is evaluated as arithmetic, which can run commands"
+                        ));
+                    }
                     self.substitution(w, n);
                     continue;
                 }
                 "raw_string" | "string" | "ansi_c_string" | "translated_string" | "heredoc_body" | "comment" => {
                     w.quoted.push((n.start_byte(), n.end_byte()));
+                    if matches!(kind, "raw_string" | "ansi_c_string" | "heredoc_body" | "comment")
+                        && (matches!(kind, "heredoc_body" | "comment") || !inside_double_quotes(n))
+                    {
+                        w.literal.push((n.start_byte(), n.end_byte()));
+                    }
+                    // A quoted operand of arithmetic (`[[ 1 -eq 'a[$(cmd)]' ]]`) is evaluated
+                    // as an expression after quote removal.
+                    if arith && kind == "raw_string" {
+                        let text = w.text(n);
+                        self.arithmetic_text(
+                            text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')).unwrap_or(text),
+                        );
+                    } else if arith && kind != "string" {
+                        self.arithmetic_text(w.text(n));
+                    }
                 }
+                "string_content" if arith => self.arithmetic_text(w.text(n)),
+                // Tree-sitter leaves a backquote substitution inside `${...}` as word text.
+                "word" if w.text(n).contains('`') => self.backquotes_in_word(w, n),
                 "variable_name" | "word" if arith => {
                     let t = w.text(n);
                     if is_identifier(t) {
                         self.arithmetic_vars.insert(t.to_string());
+                    }
+                    for token in t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '#')) {
+                        if token.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+                            let name: String =
+                                token.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                            self.arith_use(&name);
+                        }
                     }
                     if environment::subscript_runs(t) {
                         self.unclassified(format!("`{t}` is arithmetic that can run commands"));
@@ -703,8 +936,55 @@ impl Analyzer<'_> {
                         self.unclassified(format!("`{text}` evaluates a subscript that can run commands"));
                     }
                 }
+                // The array of `a[i]` evaluated as arithmetic is evaluated too.
+                "subscript" if arith => {
+                    if let Some(name) = n.child_by_field_name("name") {
+                        let name = w.text(name).to_string();
+                        self.arith_use(&name);
+                    }
+                }
+                // `name = value` in arithmetic: the name is set to an integer, not evaluated.
+                "variable_assignment" if arith => {
+                    let name = n.child_by_field_name("name").map(|v| w.text(v).to_string()).unwrap_or_default();
+                    let value = n.child_by_field_name("value");
+                    let literal = value.is_some_and(|v| v.kind() == "number" && is_integer_literal(w.text(v)));
+                    if let Some(value) = value {
+                        pending.push((value, true));
+                    }
+                    if is_identifier(&name) {
+                        self.arith_assign(&name, "0", true, literal && w.top);
+                    } else {
+                        self.unclassified(format!("`{}` cannot be analysed as arithmetic", w.text(n)));
+                    }
+                    continue;
+                }
+                "binary_expression"
+                    if arith
+                        && n.child_by_field_name("operator").is_some_and(|o| w.text(o) == "=")
+                        && n.child_by_field_name("left").is_some_and(|l| {
+                            matches!(l.kind(), "variable_name" | "word") && is_identifier(w.text(l))
+                        }) =>
+                {
+                    let name = n.child_by_field_name("left").map(|l| w.text(l).to_string()).unwrap_or_default();
+                    let right = n.child_by_field_name("right");
+                    let literal = right.is_some_and(|r| r.kind() == "number" && is_integer_literal(w.text(r)));
+                    if let Some(right) = right {
+                        pending.push((right, true));
+                    }
+                    self.arith_assign(&name, "0", true, literal && w.top);
+                    continue;
+                }
                 "expansion" => {
                     let text = w.text(n);
+                    if text.contains(":=") || text.contains('=') {
+                        // `${x:=value}` assigns.
+                        let name: String = text
+                            .trim_start_matches("${")
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect();
+                        self.arith_assign(&name, "?", false, false);
+                    }
                     if text.contains("@P") {
                         self.unclassified(format!("`{text}` expands a value as a prompt, which can run commands"));
                     }
@@ -722,15 +1002,27 @@ impl Analyzer<'_> {
             }
             let mut c = n.walk();
             let start = pending.len();
+            // Within `${...}`: the parameter, then an operator; only after `:` (`${v:off:len}`)
+            // are the words arithmetic.
+            let mut parameter_seen = false;
+            let mut operator: Option<&str> = None;
             if c.goto_first_child() {
                 loop {
                     let child = c.node();
+                    if kind == "expansion" && c.field_name() == Some("operator") && operator.is_none() {
+                        operator = Some(w.text(child));
+                    }
                     if child.is_named() {
                         let child_arith = match kind {
-                            // Only the index of `a[i]` is arithmetic, not the array's name.
+                            // Only the index of `a[i]` is arithmetic (its array's value is, when
+                            // the whole is: see above).
                             "subscript" => c.field_name() == Some("index"),
-                            // Within `${...}`, words after the variable are offsets and lengths.
-                            "expansion" => !matches!(child.kind(), "variable_name" | "subscript"),
+                            "expansion" if operator.is_none() && !parameter_seen => {
+                                parameter_seen =
+                                    matches!(child.kind(), "variable_name" | "subscript" | "special_variable_name");
+                                arith
+                            }
+                            "expansion" => operator == Some(":"),
                             "binary_expression" => {
                                 arith
                                     || n.child_by_field_name("operator")
@@ -862,6 +1154,113 @@ fn for_arithmetic_parens(w: &Walk<'_>, node: Node<'_>, mut mismatch: impl FnMut(
     if depth != 0 || ((inner.contains("$(") || inner.contains('`')) && inner.contains(['\'', '"', '\\'])) {
         mismatch(text);
     }
+}
+
+/// Whether the substitution `node` prints only an integer whatever its input: its last command
+/// is `wc` with one count option and no file (`$(wc -l < f)`, `$(grep x f | wc -l)`) or a bare
+/// `nproc`, with input redirections only.
+fn integer_output(w: &Walk<'_>, node: Node<'_>) -> bool {
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+    let [statement] = children.as_slice() else { return false };
+    let mut last = *statement;
+    if last.kind() == "pipeline" {
+        let mut c = last.walk();
+        let Some(end) = last.named_children(&mut c).last() else { return false };
+        last = end;
+    }
+    if last.kind() == "redirected_statement" {
+        let mut c = last.walk();
+        let only_input = last.children_by_field_name("redirect", &mut c).all(|r| {
+            r.kind() == "file_redirect" && {
+                let mut rc = r.walk();
+                r.children(&mut rc).filter(|ch| !ch.is_named()).all(|ch| w.text(ch) == "<")
+            }
+        });
+        match last.child_by_field_name("body") {
+            Some(body) if only_input => last = body,
+            _ => return false,
+        }
+    }
+    if last.kind() != "command" {
+        return false;
+    }
+    let mut c = last.walk();
+    let parts: Vec<&str> = last.named_children(&mut c).map(|ch| w.text(ch)).collect();
+    matches!(
+        parts.as_slice(),
+        ["wc", "-l" | "-c" | "-w" | "-m" | "--lines" | "--bytes" | "--words" | "--chars"] | ["nproc"]
+    )
+}
+
+/// Where the first backquote that no backslash escapes is in `text` (where bash ends a
+/// backquote substitution whose body starts `text`).
+fn backquote_end(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'`' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The command line bash runs for the body of `` `...` ``: a backslash before `` ` ``, `\` or
+/// `$` (and `"` when the substitution is within double quotes) is removed.
+fn unescape_backquote(body: &str, double_quoted: bool) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&next) = chars.peek()
+            && (matches!(next, '`' | '\\' | '$') || (double_quoted && next == '"'))
+        {
+            out.push(next);
+            chars.next();
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Whether `node` is within double quotes at its own level of command substitution.
+fn inside_double_quotes(node: Node<'_>) -> bool {
+    let mut parent = node.parent();
+    while let Some(p) = parent {
+        match p.kind() {
+            "string" | "translated_string" => return true,
+            "command_substitution" | "process_substitution" | "program" => return false,
+            _ => {}
+        }
+        parent = p.parent();
+    }
+    false
+}
+
+/// `[SUBSCRIPT]=VALUE` (or `+=`) in a compound array assignment: the subscript (to the `]`
+/// that closes the first `[`) and the value.
+fn array_subscript(text: &str) -> Option<(&str, &str)> {
+    let rest = text.strip_prefix('[')?;
+    let mut depth = 1usize;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    let after = &rest[i + 1..];
+                    let value = after.strip_prefix('=').or_else(|| after.strip_prefix("+="))?;
+                    return Some((&rest[..i], value));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn is_identifier(text: &str) -> bool {

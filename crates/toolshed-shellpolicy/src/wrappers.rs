@@ -179,6 +179,11 @@ fn parse(program: &str, spec: &Spec, args: &[Word]) -> Result<Parsed, String> {
             i += 1;
             continue;
         }
+        // A program (not bash's `time` or `!`) may take any word with `=` for a variable
+        // setting, as env does (`sudo 'BASH_FUNC_ls%%=() { ...; }' bash`): it cannot be checked.
+        if spec.assignments && !matches!(program, "time" | "!") && w.text.contains('=') {
+            return Err(format!("`{program}` may take `{}` for a variable setting", w.text));
+        }
         if out.positional.len() < spec.positional {
             out.positional.push(w.clone());
             i += 1;
@@ -210,6 +215,12 @@ fn is_assignment(w: &Word) -> bool {
             && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     })
+}
+
+/// env's own rule: every argument with a `=` before the command is a variable setting, whatever
+/// the name (`env 'BASH_FUNC_ls%%=() { ...; }' bash -c ls` exports a function to bash).
+fn is_env_assignment(w: &Word) -> bool {
+    w.text.contains('=')
 }
 
 /// Effects of `NAME=value` words a wrapper (or the shell, after `time` or `!`) sets: a variable
@@ -1011,17 +1022,20 @@ fn env(args: &[Word]) -> Peeled {
     let mut effects = Vec::new();
     let mut i = 0;
     let mut splits = 0;
+    // Options end at `--` or the first other word; settings (any word with `=`) follow.
+    let mut options_done = false;
     while let Some(w) = args.get(i).cloned() {
         let t = w.text.as_str();
-        if t == "--" {
+        if !options_done && t == "--" {
             i += 1;
-            break;
+            options_done = true;
+            continue;
         }
-        if t == "-" {
+        if !options_done && t == "-" {
             i += 1;
             continue;
         }
-        if t.starts_with('-') {
+        if !options_done && t.starts_with('-') {
             if !w.is_plain() {
                 return Peeled::unclassified("the options of `env` are computed at run time");
             }
@@ -1131,9 +1145,10 @@ fn env(args: &[Word]) -> Peeled {
             }
             continue;
         }
-        if is_assignment(&w) {
+        if is_env_assignment(&w) {
             effects.extend(assignment_effects(std::slice::from_ref(&w)));
             i += 1;
+            options_done = true;
             continue;
         }
         break;

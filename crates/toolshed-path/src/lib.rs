@@ -826,23 +826,55 @@ pub fn special_file_error(verb: &str, display: &str, kind: &str) -> ToolError {
 
 /// Opens `path` for reading, refusing anything but a regular file. The check is made on the
 /// open handle, and the open itself does not wait for a FIFO's writer, so a file swapped for a
-/// FIFO or a device after an earlier check can neither hang nor flood the caller.
+/// FIFO or a device after an earlier check can neither hang nor flood the caller. An absolute
+/// `path` is a resolved one, with no link left in it: it is opened one directory at a time from
+/// `/` without following links, so a directory swapped for a link after the check (to read a
+/// file outside the worktree) makes the open fail.
 pub fn open_regular(path: &Path) -> std::io::Result<Result<std::fs::File, &'static str>> {
     // Sockets cannot even be opened: tell them apart before trying.
     if let Some(kind) = special_kind(std::fs::metadata(path)?.file_type()) {
         return Ok(Err(kind));
     }
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-    let file = options.open(path)?;
+    let file = open_nonblocking(path)?;
     let file_type = file.metadata()?.file_type();
     if let Some(kind) = special_kind(file_type) {
         return Ok(Err(kind));
     }
     // O_NONBLOCK stays set: regular files ignore it.
     Ok(Ok(file))
+}
+
+/// Opens `path` read-only and non-blocking; an absolute path without following any link.
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    #[cfg(unix)]
+    if path.is_absolute() {
+        let mut names = Vec::new();
+        for component in path.components() {
+            match component {
+                Component::RootDir => {}
+                Component::Normal(name) => names.push(name),
+                _ => return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a resolved path")),
+            }
+        }
+        let Some(name) = names.pop() else {
+            return Err(io::Error::new(io::ErrorKind::IsADirectory, "it is a directory"));
+        };
+        let mut dir = safe::Dir::open_base(Path::new("/"))?;
+        for step in names {
+            dir = dir.child(step, false)?;
+        }
+        let flags = rustix::fs::OFlags::RDONLY
+            | rustix::fs::OFlags::NONBLOCK
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(dir.fd(), name, flags, rustix::fs::Mode::empty())?;
+        return Ok(std::fs::File::from(fd));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    options.open(path)
 }
 
 /// Reads a whole regular file (see [`open_regular`]); `Ok(Err(kind))` for a special file.

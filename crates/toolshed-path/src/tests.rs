@@ -480,3 +480,25 @@ fn pattern_for_matches_resolved_patterns() {
     assert_eq!(pattern_for(&f.root, &f.root.join("a/b.rs")), "a/b.rs");
     assert_eq!(pattern_for(&f.root, Path::new("/etc/passwd")), "/etc/passwd");
 }
+
+/// A resolved path is read without following links: a directory swapped for a link after the
+/// check (to a file outside the worktree) makes the read fail; the file itself reads as ever.
+#[cfg(unix)]
+#[test]
+fn a_read_never_goes_through_a_directory_swapped_for_a_link() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir_all(base.join("w/dir")).unwrap();
+    std::fs::create_dir_all(base.join("outside")).unwrap();
+    std::fs::write(base.join("w/dir/v.txt"), "inside\n").unwrap();
+    std::fs::write(base.join("outside/v.txt"), "SECRET\n").unwrap();
+    let path = base.join("w/dir/v.txt");
+    assert_eq!(crate::read_regular(&path).unwrap().unwrap(), b"inside\n");
+    std::fs::rename(base.join("w/dir"), base.join("w/was")).unwrap();
+    std::os::unix::fs::symlink(base.join("outside"), base.join("w/dir")).unwrap();
+    assert!(crate::read_regular(&path).is_err(), "read through the swapped link");
+    assert!(crate::open_regular(&path).is_err());
+    // A link as the last name is not followed either.
+    std::os::unix::fs::symlink(base.join("outside/v.txt"), base.join("w/was/link.txt")).unwrap();
+    assert!(crate::read_regular(&base.join("w/was/link.txt")).is_err());
+}

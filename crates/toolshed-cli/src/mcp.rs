@@ -90,7 +90,8 @@ pub fn registry_for_tool(ws: &Workspace, tool: &str) -> Result<(Registry, Option
 }
 
 fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
-    let agent = ws.primary_agent(args.agent.as_deref())?;
+    // Any agent, sub-agents included: `explore` serves the read-only tools.
+    let agent = ws.agent(args.agent.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -64,15 +64,13 @@ fn run_without_a_model_says_what_to_set_and_exits_2() {
     assert!(text(&out.stderr).contains("set the environment variable ANTHROPIC_API_KEY"));
 }
 
-/// A sub-agent runs only inside `task`: `run`, `chat` and `mcp serve` refuse it as chat's
-/// `/agent` does; `tools` and `call` still show and run what it gets.
+/// A sub-agent runs only inside `task`: `run` and `chat` refuse it as chat's `/agent` does;
+/// `tools`, `call` and `mcp serve` still show, run and serve what it gets.
 #[test]
 fn a_sub_agent_is_not_an_agent_to_run_a_session_as() {
     let server = FakeServer::start(Vec::new()).unwrap();
     let dir = worktree(&server);
-    for args in
-        [&["run", "hello", "-a", "explore"][..], &["chat", "-a", "explore"], &["mcp", "serve", "--agent", "explore"]]
-    {
+    for args in [&["run", "hello", "-a", "explore"][..], &["chat", "-a", "explore"]] {
         let out = toolshed(dir.path(), args, "");
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = text(&out.stderr);

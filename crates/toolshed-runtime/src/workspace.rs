@@ -84,7 +84,7 @@ impl Workspace {
         Err(Error::Usage(format!("unknown agent `{name}`; known agents: {}", known.join(", "))))
     }
 
-    /// The agent a session a person drives runs as (`run`, `chat`, `acp`, `mcp serve`): as
+    /// The agent a session a person drives runs as (`run`, `chat`, `acp`): as
     /// [`Workspace::agent`], but only a primary one; a sub-agent (`mode = "subagent"`, such as
     /// `explore`) runs only inside `task`, as chat's `/agent` also says.
     pub fn primary_agent(&self, flag: Option<&str>) -> Result<String, Error> {

@@ -32,6 +32,9 @@ pub(super) struct Walk<'t> {
     literal: Vec<(usize, usize)>,
     /// Byte ranges of backquote substitutions the walk analysed (see `Analyzer::backquote`).
     backquotes: Vec<(usize, usize)>,
+    /// Where the `$(`, `<(`, `>(` and `$((` the walk analysed start (see
+    /// `Analyzer::stray_substitutions`).
+    substitutions: Vec<usize>,
     /// Whether the statement being walked is `Ctx::top`.
     top: bool,
 }
@@ -82,6 +85,7 @@ impl Analyzer<'_> {
             quoted: Vec::new(),
             literal: Vec::new(),
             backquotes: Vec::new(),
+            substitutions: Vec::new(),
             top: false,
         };
         while let Some((node, ctx)) = w.stack.pop() {
@@ -96,6 +100,7 @@ impl Analyzer<'_> {
         }
         self.word_boundaries(&mut w);
         self.stray_backquotes(&w);
+        self.stray_substitutions(&w);
     }
 
     fn statement<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, ctx: Ctx) {
@@ -740,6 +745,9 @@ impl Analyzer<'_> {
     /// An expansion or substitution inside a word: commands in it are queued, variables it
     /// evaluates as arithmetic noted.
     fn substitution<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
+        if matches!(node.kind(), "command_substitution" | "process_substitution" | "arithmetic_expansion") {
+            w.substitutions.push(node.start_byte());
+        }
         match node.kind() {
             "command_substitution" if w.text(node).starts_with('`') => self.backquote(w, node),
             "command_substitution" | "process_substitution" => {
@@ -830,6 +838,38 @@ impl Analyzer<'_> {
         }
     }
 
+    /// Every `$(`, `<(` and `>(` of the line must be literal (quoted as bash quotes it, escaped,
+    /// in a comment or a quoted here-document) or the start of a substitution the walk
+    /// analysed; tree-sitter leaves some as plain text (`${x#$(cmd)}`, `${x//[$(cmd)]/}`), and
+    /// bash runs them (fail closed).
+    fn stray_substitutions(&mut self, w: &Walk<'_>) {
+        let b = w.src.as_bytes();
+        let covered = |ranges: &[(usize, usize)], i: usize| ranges.iter().any(|&(s, e)| s <= i && i < e);
+        for i in 0..b.len().saturating_sub(1) {
+            let (c, next) = (b[i], b[i + 1]);
+            if next != b'(' || !matches!(c, b'$' | b'<' | b'>') {
+                continue;
+            }
+            if w.substitutions.contains(&i) || covered(&w.literal, i) {
+                continue;
+            }
+            if b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1 {
+                continue;
+            }
+            // In double quotes `<(` is text; `$(` is not.
+            if c != b'$' && covered(&w.quoted, i) {
+                continue;
+            }
+            // `$((`'s inner `(` is part of it; a redirection such as `> (` has a space.
+            if c != b'$' && i > 0 && b[i - 1] == b'$' {
+                continue;
+            }
+            let text: String = w.src[i..].chars().take(40).collect();
+            self.unclassified(format!("`{text}` is a substitution the parser did not read as bash does"));
+            return;
+        }
+    }
+
     /// Every backquote of the line must be literal (quoted, escaped, in a comment or a
     /// here-document body) or part of a substitution the walk analysed; any other is one the
     /// parser did not read as bash will (fail closed).
@@ -867,6 +907,9 @@ impl Analyzer<'_> {
         let mut pending = vec![(node, arithmetic)];
         while let Some((n, arith)) = pending.pop() {
             let kind = n.kind();
+            if kind == "arithmetic_expansion" {
+                w.substitutions.push(n.start_byte());
+            }
             if n != node && kind == "arithmetic_expansion" {
                 for_arithmetic_parens(w, n, |text| {
                     self.unclassified(format!("`{text}` may be read by bash as a command, not arithmetic"));

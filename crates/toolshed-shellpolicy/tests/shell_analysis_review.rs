@@ -387,3 +387,39 @@ fn make_reading_its_makefile_from_input_asks() {
     }
     assert_allowed(&c, &["make", "make -f Makefile all", "make -C . all", "make -j4 all"]);
 }
+
+/// Second review: a `$(...)` (or `<(...)`) inside a `${...}` pattern, which tree-sitter leaves as
+/// pattern text (`${x#$(cmd)}`, `${x//[$(cmd)]/}`), runs all the same; any substitution the walk
+/// did not analyse asks.
+#[test]
+fn substitutions_inside_parameter_patterns_ask() {
+    let c = case();
+    let attacks = [
+        "x=a; echo ${x#$(rm canary)}",
+        "x=a; echo \"${x#$(rm canary)}\"",
+        "x=a; echo ${x#*$(rm canary)}",
+        "x=a; echo ${x%$(rm canary)}",
+        "x=a; echo ${x%%$(rm canary)}",
+        "x=a; echo ${x^$(rm canary)}",
+        "x=a; echo ${x,,$(rm canary)}",
+        "x=a; echo ${x//[$(rm canary)]/}",
+        "x=a; echo ${x/$(rm canary)/b}",
+        "x=a; echo ${x/a/$(rm canary)}",
+        "shopt -s extglob; x=a; echo ${x/@($(rm canary))/}",
+    ];
+    assert_not_allowed(&c, &attacks);
+    assert_not_allowed(&c, &["x=a; echo ${x#<(rm canary)}", "x=a; echo ${x#$(git push origin main)}"]);
+    assert_attacks(&attacks[..7]);
+    assert_allowed(
+        &c,
+        &[
+            "echo \"$(date)\"",
+            "diff <(ls a) <(ls b)",
+            "echo \"a <(b)\"",
+            "x=$(git rev-parse HEAD); echo ${x:0:7}",
+            "echo ${PWD##*/}",
+            "f=a.txt; echo ${f%.txt}",
+            "cat <<'EOF'\n$(rm canary)\nEOF",
+        ],
+    );
+}

@@ -380,6 +380,20 @@ fn keys_typed_for_the_composer_never_answer_a_question() {
     assert!(screen.contains("asks for `bash`"), "the question was answered by typing:\n{screen}");
     assert!(screen.contains("also nowo"), "the typing is kept in the composer:\n{screen}");
     assert!(!dir.path().join("race.txt").exists());
+    // After a pause, a word typed at a person's pace: its first letter is followed at once.
+    std::thread::sleep(Duration::from_millis(1000));
+    for key in ["o", "k"] {
+        term.type_text(key);
+        std::thread::sleep(Duration::from_millis(120));
+    }
+    // And Enter over a composer holding text sends nothing and answers nothing.
+    std::thread::sleep(Duration::from_millis(1000));
+    term.type_text("\r");
+    std::thread::sleep(Duration::from_millis(600));
+    let screen = term.contents();
+    assert!(screen.contains("asks for `bash`") && screen.contains("also nowook"), "{screen}");
+    assert!(!dir.path().join("race.txt").exists());
+    assert_eq!(server.received().len(), 1, "the composer's text was sent");
     // Once the typing has stopped, a single `a` asks for a second one.
     std::thread::sleep(Duration::from_millis(1000));
     term.type_text("a");

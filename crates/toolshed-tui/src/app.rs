@@ -231,7 +231,12 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
             Some(message) = messages.recv() => app.message(message),
             Some(outcome) = done.recv() => app.finished(outcome),
             Some(cell) = cells.recv() => app.transcript.push(cell),
-            _ = tick.tick(), if app.busy.is_some() => app.frame = app.frame.wrapping_add(1),
+            _ = tick.tick(), if app.busy.is_some() || app.guard.pending.is_some() => {
+                if app.busy.is_some() {
+                    app.frame = app.frame.wrapping_add(1);
+                }
+                app.settle_answer(Instant::now());
+            }
             _ = terminate.recv() => break,
             _ = hangup.recv() => break,
         }
@@ -901,17 +906,46 @@ impl App {
             }
             return;
         }
+        let now = Instant::now();
+        if key.code == KeyCode::Esc {
+            self.guard.pending = None;
+            self.answer(Reply::Reject(None));
+            return;
+        }
         let plain = !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
-        let answer = matches!(key.code, KeyCode::Char('o' | 'y' | 'a' | 'r' | 'n' | 'm') | KeyCode::Enter);
-        if key.code != KeyCode::Esc && !(answer && plain && self.guard.settled(Instant::now())) {
-            // Typing meant for the composer (the question opened under it, or the person has not
-            // stopped typing): it goes there, and answers wait until the typing stops.
-            match key.code {
-                KeyCode::Char(c) if plain => self.composer.insert_char(c),
-                KeyCode::Backspace => self.composer.backspace(),
-                _ => return,
-            }
-            self.guard.typed(Instant::now());
+        let answer = matches!(key.code, KeyCode::Char('o' | 'y' | 'a' | 'r' | 'n' | 'm'))
+            // Enter sends what was typed; it answers only over an empty composer.
+            || key.code == KeyCode::Enter && self.composer.is_empty();
+        if answer && plain && self.guard.pending.is_none() && self.guard.settled(now) {
+            // An answer counts once no other key follows it at once ([`App::settle_answer`]).
+            self.guard.pending = Some((key, now));
+            return;
+        }
+        // Typing meant for the composer (the question opened under it, the person has not
+        // stopped typing, or a key followed an answer's): it goes there, the held key first, and
+        // answers wait until the typing stops.
+        if let Some((held, _)) = self.guard.pending.take()
+            && let KeyCode::Char(c) = held.code
+        {
+            self.composer.insert_char(c);
+        }
+        match key.code {
+            KeyCode::Char(c) if plain => self.composer.insert_char(c),
+            KeyCode::Backspace => self.composer.backspace(),
+            _ => {}
+        }
+        self.guard.typed(now);
+    }
+
+    /// Applies the answer key held by [`App::question_key`] once it has stood alone for
+    /// [`ALONE`]: the next letter of a word being typed would have come sooner.
+    fn settle_answer(&mut self, now: Instant) {
+        let Some((key, at)) = self.guard.pending else { return };
+        if now < at + ALONE {
+            return;
+        }
+        self.guard.pending = None;
+        if self.asks.is_empty() {
             return;
         }
         match key.code {
@@ -1148,12 +1182,18 @@ struct QuestionGuard {
     burst: bool,
     /// `a` was pressed once: the next `a` answers "always".
     always: bool,
+    /// An answer key, held until it has stood alone for [`ALONE`].
+    pending: Option<(KeyEvent, Instant)>,
 }
+
+/// How long an answer key must stand alone: a person typing a word types its next letter sooner.
+const ALONE: Duration = Duration::from_millis(300);
 
 impl QuestionGuard {
     fn shown(&mut self, now: Instant) {
         self.shown_at = Some(now);
         self.always = false;
+        self.pending = None;
     }
 
     fn typed(&mut self, now: Instant) {

@@ -143,13 +143,14 @@ fn is_nested_parent(name: &str) -> bool {
 
 /// The directories outside the worktree whose contents configure toolshed: the user's config
 /// directory (`user_config`, `~/.config/toolshed`) and the user's OpenCode tool directories that
-/// custom tools are loaded from (`$XDG_CONFIG_HOME/opencode/tool(s)`, `~/.opencode/tool(s)`,
-/// `$OPENCODE_CONFIG_DIR/tool(s)`).
+/// custom tools and skills are loaded from (`$XDG_CONFIG_HOME/opencode/tool(s)` and
+/// `skill(s)`, `~/.opencode/...`, `$OPENCODE_CONFIG_DIR/...`).
 fn user_dirs(user_config: Option<&Path>) -> Vec<PathBuf> {
     let bases = crate::paths::opencode_config_dirs();
     let mut dirs: Vec<PathBuf> = user_config.map(Path::to_path_buf).into_iter().collect();
     for base in bases {
-        dirs.extend(["tool", "tools"].map(|sub| base.join(sub)));
+        // Custom tools, and skills (the skill tool loads them from the same directories).
+        dirs.extend(["tool", "tools", "skill", "skills"].map(|sub| base.join(sub)));
     }
     dirs
 }
@@ -283,6 +284,18 @@ mod tests {
             "/home/u/.opencode",
         ] {
             assert!(is_protected(p, Some(Path::new("/home/u/.config/toolshed"))), "{p}");
+        }
+    }
+
+    #[test]
+    fn the_users_opencode_skill_and_tool_directories_are_protected() {
+        for base in crate::paths::opencode_config_dirs() {
+            for sub in ["skills/s/SKILL.md", "skill/s/SKILL.md", "tools/t.ts", "tool/t.ts"] {
+                let path = base.join(sub);
+                assert!(is_protected(path.to_str().unwrap(), None), "{}", path.display());
+            }
+            let other = base.join("opencode.json");
+            assert!(!is_protected(other.to_str().unwrap(), None), "{}", other.display());
         }
     }
 

@@ -67,6 +67,24 @@ impl ConfinedFs {
     }
 }
 
+impl ConfinedFs {
+    /// The regular file `like` (whose permissions a new file gets), opened without following a
+    /// link: `None` when it is anything else (a link swapped in would lend its target's mode,
+    /// setuid bits included).
+    fn like(&self, like: &Path) -> Option<std::os::fd::OwnedFd> {
+        let at = self.at(like).ok()?;
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(at.dir.fd(), at.name.as_os_str(), flags, Mode::empty()).ok()?;
+        let st = rustix::fs::fstat(&fd).ok()?;
+        (st.st_mode & 0o170000 == 0o100000).then_some(fd)
+    }
+}
+
+/// A path naming the open file `fd` itself.
+fn fd_path(fd: &std::os::fd::OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
 fn invalid(path: &Path) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, format!("`{}` is not a path toolshed resolved", path.display()))
 }
@@ -116,8 +134,8 @@ impl FileSystem for ConfinedFs {
 
     fn create_new(&self, path: &Path, data: &[u8], like: Option<&Path>) -> io::Result<()> {
         let at = self.at(path)?;
-        let like = like.map(|l| self.at(l)).transpose()?;
-        self.disk.create_new(&at.path(), data, like.as_ref().map(At::path).as_deref())
+        let like = like.and_then(|l| self.like(l));
+        self.disk.create_new(&at.path(), data, like.as_ref().map(fd_path).as_deref())
     }
 
     fn create_many(&self, files: &[NewFile<'_>], durable: bool) -> Vec<io::Result<()>> {
@@ -125,10 +143,10 @@ impl FileSystem for ConfinedFs {
             return files.chunks(BATCH).flat_map(|batch| self.create_many(batch, durable)).collect();
         }
         // Each file's directory is opened (and kept open) first; the creating is OsFs's.
-        let ats: Vec<io::Result<(At, Option<At>)>> =
-            files.iter().map(|f| Ok((self.at(f.path)?, f.like.map(|l| self.at(l)).transpose()?))).collect();
+        let ats: Vec<io::Result<(At, Option<std::os::fd::OwnedFd>)>> =
+            files.iter().map(|f| Ok((self.at(f.path)?, f.like.and_then(|l| self.like(l))))).collect();
         let paths: Vec<Option<(PathBuf, Option<PathBuf>)>> =
-            ats.iter().map(|a| a.as_ref().ok().map(|(at, like)| (at.path(), like.as_ref().map(At::path)))).collect();
+            ats.iter().map(|a| a.as_ref().ok().map(|(at, like)| (at.path(), like.as_ref().map(fd_path)))).collect();
         let ready: Vec<NewFile<'_>> = files
             .iter()
             .zip(&paths)
@@ -214,6 +232,31 @@ mod tests {
         assert_eq!(std::fs::read_to_string(outside.join("v.txt")).unwrap(), "outside\n");
         // The link itself is a name in the worktree like any other.
         assert_eq!(fs.kind(&root.join("dir")).unwrap(), FileKind::Other);
+    }
+
+    #[test]
+    fn a_new_file_never_takes_the_mode_of_what_a_link_points_to() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap().join("w");
+        std::fs::create_dir(&root).unwrap();
+        let outside = tmp.path().join("suid");
+        std::fs::write(&outside, "x").unwrap();
+        std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o4755)).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("old.txt")).unwrap();
+        let fs = ConfinedFs::new(&root);
+        fs.create_new(&root.join("new.txt"), b"y", Some(&root.join("old.txt"))).unwrap();
+        let many = [NewFile { path: &root.join("many.txt"), data: b"y", like: Some(&root.join("old.txt")) }];
+        assert!(fs.create_many(&many, false)[0].is_ok());
+        for name in ["new.txt", "many.txt"] {
+            let mode = std::fs::metadata(root.join(name)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o7000, 0, "{name}: {mode:o}");
+        }
+        // A regular file lends its mode.
+        std::fs::write(root.join("run.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o750)).unwrap();
+        fs.create_new(&root.join("run2.sh"), b"y", Some(&root.join("run.sh"))).unwrap();
+        assert_eq!(std::fs::metadata(root.join("run2.sh")).unwrap().permissions().mode() & 0o777, 0o750);
     }
 
     #[test]

@@ -34,7 +34,7 @@ if [ -z "${CODEX_APPLY_PATCH:-}" ]; then
   CODEX_APPLY_PATCH="$npmdir/bin/apply_patch"
 fi
 
-(cd "$repo" && cargo build --release -q -p toolshed-cli -p toolshed-patch --example apply_patch)
+(cd "$repo" && cargo build --release -q -p toolshed-cli --bin toolshed && cargo build --release -q -p toolshed-patch --example apply_patch)
 toolshed="$repo/target/release/toolshed"
 example="$repo/target/release/examples/apply_patch"
 

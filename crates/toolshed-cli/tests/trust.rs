@@ -206,33 +206,41 @@ fn a_git_file_written_by_one_call_does_not_widen_the_sandbox_of_the_next() {
 }
 
 /// A language server may run code the model wrote (a TypeScript in `node_modules`, a build
-/// script): it runs in the shell's sandbox, so that code writes only where a command may, and
-/// not the protected paths.
+/// script): it runs in the shell's sandbox less the worktree, so that code writes nothing there
+/// (no `toolshed.toml`, no new custom tool) and nothing outside but the temp dirs and caches.
 #[test]
-fn a_language_server_runs_in_the_sandbox_of_commands() {
-    let test = "a_language_server_runs_in_the_sandbox_of_commands";
+fn a_language_server_runs_sandboxed_and_cannot_write_the_worktree() {
+    let test = "a_language_server_runs_sandboxed_and_cannot_write_the_worktree";
     let Some((outside, canary)) = outside_canary(test) else { return };
-    let escaped = outside.path().canonicalize().unwrap().join("escaped");
-    let script = format!(
-        "echo x > '{}'; echo x >> '{}'; echo x >> toolshed.toml; echo x > inside-ok",
-        escaped.display(),
-        canary.display()
-    );
-    let config = format!("[lsp.probe]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nextensions = [\"probe\"]\n");
-    let (_tmp, root) = project(&config);
-    if bash(&root, "true", &[])["metadata"]["sandbox"] != "workspace-write" {
+    if bash(&tempfile::tempdir().unwrap().path().canonicalize().unwrap(), "true", &[])["metadata"]["sandbox"]
+        != "workspace-write"
+    {
         return skip(test, "no Landlock here");
     }
+    // The worktree lies outside the temp dirs (which a sandboxed process may write).
+    let root = outside.path().canonicalize().unwrap().join("w");
+    std::fs::create_dir_all(&root).unwrap();
+    let ran = tempfile::tempdir().unwrap();
+    let ran = ran.path().join("ran");
+    let script = format!(
+        "echo x >> '{canary}'; echo x >> toolshed.toml; mkdir -p .toolshed/tools && echo x > .toolshed/tools/evil.toml; echo x > made-by-server; echo $CARGO_TARGET_DIR > '{ran}'",
+        canary = canary.display(),
+        ran = ran.display()
+    );
+    let config = format!("[lsp.probe]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nextensions = [\"probe\"]\n");
+    std::fs::write(root.join("toolshed.toml"), &config).unwrap();
     std::fs::write(root.join("a.probe"), "x\n").unwrap();
     let out =
         command(&root, &["call", "lsp", r#"{"operation":"diagnostics","file_path":"a.probe"}"#]).output().unwrap();
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     // Not a real server: it exits before answering, after its writes.
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(root.join("inside-ok").exists(), "the server did not run: {said}");
-    assert!(!escaped.exists(), "a language server wrote outside the worktree");
+    let target = std::fs::read_to_string(&ran).unwrap_or_else(|e| panic!("the server did not run ({e}): {said}"));
+    assert!(target.contains("lsp-target"), "cargo builds in a cache, not the worktree: {target}");
     assert_eq!(std::fs::read_to_string(&canary).unwrap(), "original\n");
     assert_eq!(std::fs::read_to_string(root.join("toolshed.toml")).unwrap(), config, "a protected path was written");
+    assert!(!root.join(".toolshed").exists(), "a language server created a custom tool");
+    assert!(!root.join("made-by-server").exists(), "a language server wrote the worktree");
 }
 
 /// `--yes` approves asks, but never a write of toolshed's own configuration or `.git`

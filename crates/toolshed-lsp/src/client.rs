@@ -202,8 +202,16 @@ impl Server {
         let deadline = Instant::now() + limit;
         let mut command = tokio::process::Command::new(program);
         spec.env.apply(command.as_std_mut());
-        toolshed_shell::confine_helper(command.as_std_mut(), &spec.sandbox, worktree)
+        let mode = toolshed_shell::confine_helper(command.as_std_mut(), &spec.sandbox, worktree)
             .map_err(|e| format!("could not be sandboxed: {e}"))?;
+        // The worktree is read-only to a sandboxed server: cargo (rust-analyzer's checks) builds
+        // in a cache directory of this worktree's own instead of its `target/`.
+        if mode != "none"
+            && std::env::var_os("CARGO_TARGET_DIR").is_none()
+            && let Some(dir) = build_cache(worktree)
+        {
+            command.env("CARGO_TARGET_DIR", dir);
+        }
         command
             .args(&spec.args)
             .current_dir(root)
@@ -696,3 +704,17 @@ pub fn seconds(d: Duration) -> String {
 /// whatever it started) when its `Server` is dropped or shut down, and at exit (`atexit` also
 /// runs on `std::process::exit`, where no destructor does).
 static SERVERS: GroupList = GroupList::new();
+
+/// Where a sandboxed server's builds for `worktree` go: under the user's cache directory, which
+/// the sandbox lets it write, one directory per worktree.
+fn build_cache(worktree: &Path) -> Option<PathBuf> {
+    use std::hash::{Hash as _, Hasher as _};
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| toolshed_core::paths::home_dir().map(|h| h.join(".cache")))?;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    worktree.hash(&mut hasher);
+    let name = worktree.file_name().map_or_else(|| "root".into(), |n| n.to_string_lossy().into_owned());
+    Some(cache.join("toolshed").join("lsp-target").join(format!("{name}-{:016x}", hasher.finish())))
+}

@@ -299,11 +299,12 @@ fn protected_candidates(root: &Path, cwds: &[&Path]) -> Vec<PathBuf> {
 
 /// Confines `command`, a long-lived helper that reads the worktree `root` and may run code
 /// from it (a language server runs build scripts and proc macros, or a TypeScript found in
-/// `node_modules`), as a shell command in `root` is confined under `policy`: it writes only
-/// where such a command may, the protected paths stay read-only, and it has the network only
-/// if commands have it. Returns the mode it will run in (`none` when the policy runs commands
-/// unsandboxed). Where the kernel cannot sandbox and running unsandboxed is not allowed, it is
-/// refused, as a command would be.
+/// `node_modules`), in the sandbox of a shell command in `root` under `policy`, less the
+/// worktree itself: it writes only the temp dirs and tool caches (where the worktree lies under
+/// one of those, the protected paths stay read-only), and has the network only if commands have
+/// it. Returns the mode it will run in (`none` when the policy runs commands unsandboxed).
+/// Where the kernel cannot sandbox and running unsandboxed is not allowed, it is refused, as a
+/// command would be.
 pub fn confine_helper(
     command: &mut std::process::Command,
     policy: &SandboxPolicy,
@@ -311,7 +312,7 @@ pub fn confine_helper(
 ) -> Result<&'static str, ToolError> {
     let protect =
         if policy.mode == SandboxMode::WorkspaceWrite { protected_candidates(root, &[root]) } else { Vec::new() };
-    let plan = sandbox::plan(policy, root, &[], &protect)?;
+    let plan = sandbox::plan_reader(policy, root, &protect)?;
     let label = plan.label(policy);
     if let sandbox::Plan::Sandboxed(confinement) = plan {
         use std::os::unix::process::CommandExt as _;

@@ -224,6 +224,28 @@ pub(crate) fn plan(
     plan_with(support(), policy, root, extra_writable, protect)
 }
 
+/// [`plan`] for a helper that reads the worktree but has no business writing it (a language
+/// server): the worktree and its git dirs are left out of what it may write (it keeps the
+/// temp dirs and tool caches, and where the worktree lies under one of those the protected
+/// paths are still bound read-only).
+pub(crate) fn plan_reader(policy: &SandboxPolicy, root: &Path, protect: &[PathBuf]) -> Result<Plan, ToolError> {
+    if policy.mode != SandboxMode::WorkspaceWrite {
+        return plan(policy, root, &[], protect);
+    }
+    let git_dirs = git_dirs::pin(root);
+    let writable: Vec<PathBuf> =
+        writable_roots(root, &[]).into_iter().filter(|d| *d != root && !git_dirs.contains(d)).collect();
+    match support() {
+        SandboxSupport::Landlock { .. } => {
+            let options = imp::Options { block_network: policy.block_network, read_only: false, protect };
+            imp::confinement(&writable, &options)
+                .map(Plan::Sandboxed)
+                .map_err(|e| ToolError::fatal(format!("could not build the {} sandbox: {e}", mode_name(policy.mode))))
+        }
+        _ => plan(policy, root, &[], protect),
+    }
+}
+
 fn plan_with(
     support: &SandboxSupport,
     policy: &SandboxPolicy,

@@ -266,3 +266,21 @@ fn yes_never_writes_a_protected_path_but_a_rule_naming_it_does() {
     let out = command(&root, &["call", "write", write, "--yes"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "toolshed.toml is not under .git/");
 }
+
+/// A sandboxed command cannot make a file immutable (`chattr +i`), so a protected path it
+/// created can always be removed again.
+#[test]
+fn a_sandboxed_command_cannot_make_a_file_immutable() {
+    let test = "a_sandboxed_command_cannot_make_a_file_immutable";
+    if !Path::new("/usr/bin/chattr").exists() && !Path::new("/bin/chattr").exists() {
+        return skip(test, "no chattr");
+    }
+    let (_tmp, root) = project("");
+    let r = bash(&root, "touch f && chattr +i f; echo rc=$?", &[]);
+    if r["metadata"]["sandbox"] != "workspace-write" {
+        return skip(test, "no Landlock here");
+    }
+    let output = r["output"].as_str().unwrap();
+    assert!(output.contains("rc=1"), "{output}");
+    std::fs::remove_file(root.join("f")).unwrap();
+}

@@ -520,9 +520,11 @@ mod imp {
                 // Root keeps its capabilities through `exec`; CAP_SYS_PTRACE, CAP_SYS_ADMIN and
                 // CAP_PERFMON each let it read toolshed's own `/proc/<pid>/environ` (its API
                 // keys) past the non-dumpable flag, and Landlock's ptrace scoping does not cover
-                // that read. Drop them from the bounding set (a process without CAP_SETPCAP fails
-                // here and has none of them anyway).
-                for cap in [19, 21, 38] {
+                // that read. CAP_LINUX_IMMUTABLE (9) would let it mark a file it created
+                // immutable (`chattr +i toolshed.toml`), so that toolshed cannot remove it. Drop
+                // them from the bounding set (a process without CAP_SETPCAP fails here and has
+                // none of them anyway).
+                for cap in [9, 19, 21, 38] {
                     let _ = libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0);
                 }
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {

@@ -307,3 +307,20 @@ fn gpt5_models_see_apply_patch_and_others_see_edit_and_write() {
     let claude = names("anthropic/claude-sonnet-4");
     assert!(!claude.contains(&"apply_patch".to_string()) && claude.contains(&"edit".to_string()), "{claude:?}");
 }
+
+/// Deleting a link would delete the file it points to (paths resolve to where links lead) and
+/// leave the link dangling: a link is refused, nothing is asked or changed.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_delete_of_a_symbolic_link_is_refused_and_its_target_kept() {
+    let f = fixture();
+    std::os::unix::fs::symlink("notes.txt", f.root.join("link.txt")).unwrap();
+    let recorder = allow_all();
+    let exec = executor(&f.root, Ruleset::defaults(), recorder.clone(), Hooks::default());
+    let result = call_raw(&exec, "*** Begin Patch\n*** Delete File: link.txt\n*** End Patch\n").await;
+    assert!(result.is_error, "{}", result.output);
+    assert!(result.output.contains("is a symbolic link") && result.output.contains("rm link.txt"), "{}", result.output);
+    assert_eq!(fs::read_to_string(f.root.join("notes.txt")).unwrap(), "old notes\n");
+    assert!(fs::symlink_metadata(f.root.join("link.txt")).is_ok());
+    assert!(recorder.seen.lock().unwrap().is_empty(), "nothing is asked about a patch that cannot apply");
+}

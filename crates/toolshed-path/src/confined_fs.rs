@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::{self, Read as _};
 use std::os::fd::AsRawFd as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 use toolshed_patch::fs::NewFile;
@@ -47,23 +47,9 @@ impl ConfinedFs {
     }
 
     fn at(&self, path: &Path) -> io::Result<At> {
-        let (base, rest) = match path.strip_prefix(&self.root) {
-            Ok(rest) => (self.root.as_path(), rest),
-            Err(_) => (Path::new("/"), path.strip_prefix("/").map_err(|_| invalid(path))?),
-        };
-        let mut names = Vec::new();
-        for component in rest.components() {
-            match component {
-                Component::Normal(name) => names.push(name),
-                _ => return Err(invalid(path)),
-            }
-        }
-        let name = names.pop().ok_or_else(|| invalid(path))?.to_os_string();
-        let mut dir = Dir::open_base(base)?;
-        for step in names {
-            dir = dir.child(step, false)?;
-        }
-        Ok(At { dir, name })
+        let base = if path.starts_with(&self.root) { self.root.as_path() } else { Path::new("/") };
+        let (dir, name) = crate::open_parent(base, path)?;
+        Ok(At { dir, name: name.to_os_string() })
     }
 }
 
@@ -83,10 +69,6 @@ impl ConfinedFs {
 /// A path naming the open file `fd` itself.
 fn fd_path(fd: &std::os::fd::OwnedFd) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-}
-
-fn invalid(path: &Path) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidInput, format!("`{}` is not a path toolshed resolved", path.display()))
 }
 
 impl FileSystem for ConfinedFs {

@@ -848,21 +848,7 @@ pub fn open_regular(path: &Path) -> std::io::Result<Result<std::fs::File, &'stat
 fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
     #[cfg(unix)]
     if path.is_absolute() {
-        let mut names = Vec::new();
-        for component in path.components() {
-            match component {
-                Component::RootDir => {}
-                Component::Normal(name) => names.push(name),
-                _ => return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a resolved path")),
-            }
-        }
-        let Some(name) = names.pop() else {
-            return Err(io::Error::new(io::ErrorKind::IsADirectory, "it is a directory"));
-        };
-        let mut dir = safe::Dir::open_base(Path::new("/"))?;
-        for step in names {
-            dir = dir.child(step, false)?;
-        }
+        let (dir, name) = open_parent(Path::new("/"), path)?;
         let flags = rustix::fs::OFlags::RDONLY
             | rustix::fs::OFlags::NONBLOCK
             | rustix::fs::OFlags::NOFOLLOW
@@ -875,6 +861,29 @@ fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
     options.open(path)
+}
+
+/// The directory holding `path`, a resolved path under the trusted `base` (the worktree root,
+/// or `/`), opened one directory at a time from `base` without following links, and `path`'s
+/// last name. A link on the way (a directory swapped for one after a check) is an error.
+#[cfg(unix)]
+fn open_parent<'p>(base: &Path, path: &'p Path) -> io::Result<(safe::Dir, &'p OsStr)> {
+    let invalid =
+        || io::Error::new(io::ErrorKind::InvalidInput, format!("`{}` is not a path toolshed resolved", path.display()));
+    let rest = path.strip_prefix(base).map_err(|_| invalid())?;
+    let mut names = Vec::new();
+    for component in rest.components() {
+        match component {
+            Component::Normal(name) => names.push(name),
+            _ => return Err(invalid()),
+        }
+    }
+    let name = names.pop().ok_or_else(invalid)?;
+    let mut dir = safe::Dir::open_base(base)?;
+    for step in names {
+        dir = dir.child(step, false)?;
+    }
+    Ok((dir, name))
 }
 
 /// Reads a whole regular file (see [`open_regular`]); `Ok(Err(kind))` for a special file.

@@ -221,7 +221,7 @@ pub(crate) fn plan(
     extra_writable: &[PathBuf],
     protect: &[PathBuf],
 ) -> Result<Plan, ToolError> {
-    plan_with(support(), policy, root, extra_writable, protect)
+    plan_with(support(), policy, || writable_roots(root, extra_writable), protect)
 }
 
 /// [`plan`] for a helper that reads the worktree but has no business writing it (a language
@@ -229,28 +229,19 @@ pub(crate) fn plan(
 /// temp dirs and tool caches, and where the worktree lies under one of those the protected
 /// paths are still bound read-only).
 pub(crate) fn plan_reader(policy: &SandboxPolicy, root: &Path, protect: &[PathBuf]) -> Result<Plan, ToolError> {
-    if policy.mode != SandboxMode::WorkspaceWrite {
-        return plan(policy, root, &[], protect);
-    }
-    let git_dirs = git_dirs::pin(root);
-    let writable: Vec<PathBuf> =
-        writable_roots(root, &[]).into_iter().filter(|d| *d != root && !git_dirs.contains(d)).collect();
-    match support() {
-        SandboxSupport::Landlock { .. } => {
-            let options = imp::Options { block_network: policy.block_network, read_only: false, protect };
-            imp::confinement(&writable, &options)
-                .map(Plan::Sandboxed)
-                .map_err(|e| ToolError::fatal(format!("could not build the {} sandbox: {e}", mode_name(policy.mode))))
-        }
-        _ => plan(policy, root, &[], protect),
-    }
+    let outside = || {
+        let git_dirs = git_dirs::pin(root);
+        writable_roots(root, &[]).into_iter().filter(|d| *d != root && !git_dirs.contains(d)).collect()
+    };
+    plan_with(support(), policy, outside, protect)
 }
 
+/// How a command runs under `policy` with `support`: `writable` gives what a `workspace-write`
+/// one may write.
 fn plan_with(
     support: &SandboxSupport,
     policy: &SandboxPolicy,
-    root: &Path,
-    extra_writable: &[PathBuf],
+    writable: impl FnOnce() -> Vec<PathBuf>,
     protect: &[PathBuf],
 ) -> Result<Plan, ToolError> {
     if policy.mode == SandboxMode::FullAccess {
@@ -259,7 +250,7 @@ fn plan_with(
     match support {
         SandboxSupport::Landlock { .. } => {
             let read_only = policy.mode == SandboxMode::ReadOnly;
-            let writable = if read_only { Vec::new() } else { writable_roots(root, extra_writable) };
+            let writable = if read_only { Vec::new() } else { writable() };
             let protect = if read_only { &[][..] } else { protect };
             let options = imp::Options { block_network: policy.block_network, read_only, protect };
             imp::confinement(&writable, &options)
@@ -635,17 +626,22 @@ mod tests {
     fn without_landlock_commands_are_refused_unless_unsandboxed_is_allowed() {
         let missing = SandboxSupport::Missing { reason: "the kernel is built without Landlock".into() };
         let root = Path::new("/");
-        let Err(refusal) = plan_with(&missing, &SandboxPolicy::default(), root, &[], &[]) else {
+        let Err(refusal) = plan_with(&missing, &SandboxPolicy::default(), || writable_roots(root, &[]), &[]) else {
             panic!("not refused")
         };
         insta::assert_snapshot!(refusal.to_string(), @r#"Shell commands cannot run here: the sandbox mode is workspace-write, but this kernel cannot sandbox commands (Landlock unavailable: the kernel is built without Landlock), and running unsandboxed is not allowed. Do not retry; tell the user. They can set `[sandbox] allow_unsandboxed = true` or `mode = "full-access"` in toolshed.toml to run commands without a sandbox."#);
         let allowed = SandboxPolicy { allow_unsandboxed: true, ..SandboxPolicy::default() };
-        let Ok(Plan::Unsandboxed { note: Some(note) }) = plan_with(&missing, &allowed, root, &[], &[]) else {
+        let Ok(Plan::Unsandboxed { note: Some(note) }) =
+            plan_with(&missing, &allowed, || writable_roots(root, &[]), &[])
+        else {
             panic!()
         };
         assert!(note.starts_with("This command ran WITHOUT a sandbox"), "{note}");
         let full = SandboxPolicy { mode: SandboxMode::FullAccess, ..SandboxPolicy::default() };
-        assert!(matches!(plan_with(&missing, &full, root, &[], &[]), Ok(Plan::Unsandboxed { note: None })));
+        assert!(matches!(
+            plan_with(&missing, &full, || writable_roots(root, &[]), &[]),
+            Ok(Plan::Unsandboxed { note: None })
+        ));
     }
 
     #[test]

@@ -106,6 +106,12 @@ pub fn run(root: Option<&Path>, args: &InitArgs) -> Result<ExitCode, CliError> {
             cannot_write(target, &e)
         })?;
     }
+    // The person's own command wrote it: it applies without a `toolshed trust`.
+    if let Err(e) =
+        toolshed_core::trust::accept_config(&toolshed_core::paths::data_dir(), &root, commented().as_bytes())
+    {
+        crate::err(format_args!("toolshed: {e}; run `toolshed trust` before the file applies"));
+    }
     crate::out(format_args!(
         "Wrote {} (every setting commented out) and {}.\nNext: uncomment what you need, then `toolshed config show` and `toolshed doctor`.",
         config.display(),

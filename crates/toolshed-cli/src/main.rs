@@ -42,6 +42,7 @@ mod permission;
 mod run;
 mod session;
 mod tools;
+mod trust;
 mod workspace;
 
 use std::path::PathBuf;
@@ -153,6 +154,10 @@ enum Command {
     /// Write a commented toolshed.toml for the worktree, and the schema editors check it with.
     #[command(after_help = init::EXAMPLES)]
     Init(init::InitArgs),
+    /// Accept the worktree's toolshed.toml and custom tools as they are now, after seeing what
+    /// changed: until then the version last accepted applies (a model cannot loosen its limits).
+    #[command(after_help = trust::EXAMPLES)]
+    Trust(trust::TrustArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
     #[command(after_help = manual::COMPLETIONS_EXAMPLES)]
     Completions(manual::CompletionsArgs),
@@ -306,6 +311,7 @@ fn main() -> ExitCode {
             return finish(config::run(cli.root.as_deref(), config_file.as_deref(), &overrides, cmd));
         }
         Command::Init(args) => return finish(init::run(cli.root.as_deref(), args)),
+        Command::Trust(args) => return finish(trust::run(cli.root.as_deref(), args)),
         _ => {}
     }
     // Only what the command needs is loaded: `call` never starts the JS host for another tool.
@@ -318,12 +324,20 @@ fn main() -> ExitCode {
         Command::Mcp(_) => toolshed_tools::custom::Scope::All,
         // Loaded afresh: doctor checks that each custom tool still loads.
         Command::Doctor => toolshed_tools::custom::Scope::Fresh,
-        Command::Completions(_) | Command::Man(_) | Command::Config(_) | Command::Init(_) | Command::Acp(_) => {
-            toolshed_tools::custom::Scope::Tool(String::new())
-        }
+        Command::Completions(_)
+        | Command::Man(_)
+        | Command::Config(_)
+        | Command::Init(_)
+        | Command::Trust(_)
+        | Command::Acp(_) => toolshed_tools::custom::Scope::Tool(String::new()),
     };
     let result = workspace::Workspace::open_with(cli.root.as_deref(), config_file.as_deref(), &overrides, &scope)
         .map_err(CliError::from)
+        .inspect(|ws| {
+            for note in ws.trust_notices() {
+                err(format_args!("toolshed: {note}"));
+            }
+        })
         .and_then(|ws| match cli.command {
             Command::Tools(args) => tools::run(&ws, args),
             Command::Call(args) => call::run(&ws, args),
@@ -338,6 +352,7 @@ fn main() -> ExitCode {
             Command::Acp(_) => unreachable_acp(),
             Command::Config(cmd) => config::run(Some(&ws.root), config_file.as_deref(), &overrides, &cmd),
             Command::Init(args) => init::run(Some(&ws.root), &args),
+            Command::Trust(args) => trust::run(Some(&ws.root), &args),
         });
     finish(result)
 }

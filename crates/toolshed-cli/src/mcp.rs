@@ -273,6 +273,7 @@ fn import(ws: &Workspace, args: ImportArgs) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     let path = ws.root.join(toolshed_core::config::PROJECT_FILE);
+    let before = std::fs::read(&path).ok();
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -280,6 +281,12 @@ fn import(ws: &Workspace, args: ImportArgs) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
     std::io::Write::write_all(&mut file, toml.as_bytes())
         .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
+    // The lines this command wrote are the person's; what was there before keeps its standing.
+    let after = [before.as_deref().unwrap_or_default(), toml.as_bytes()].concat();
+    let data_dir = toolshed_core::paths::data_dir();
+    if let Err(e) = toolshed_core::trust::accept_config_change(&data_dir, &ws.root, before.as_deref(), &after) {
+        eprintln!("toolshed: {e}; run `toolshed trust` to accept the new servers");
+    }
     let names: Vec<&str> = new.iter().map(|(n, _)| n.as_str()).collect();
     crate::out(format_args!("Added {} MCP server(s) to {}: {}", new.len(), path.display(), names.join(", ")));
     Ok(ExitCode::SUCCESS)

@@ -28,6 +28,7 @@ fn client(dir: &Path, mode: &str, extra: &[&str]) -> Value {
         .arg(script)
         .args([env!("CARGO_BIN_EXE_toolshed"), dir.to_str().unwrap(), out.to_str().unwrap(), mode])
         .args(extra)
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .env("TOOLSHED_DATA_DIR", dir.join(".data"))
         .env("XDG_CONFIG_HOME", dir.join(".xdg"))
         .env_remove("OPENAI_API_KEY")

@@ -11,6 +11,7 @@ use toolshed_llm::testing::{FakeServer, Reply, chat};
 
 fn toolshed(root: &Path, args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", root.to_str().unwrap()])
         .args(args)
         .current_dir(root)
@@ -289,6 +290,7 @@ fn a_run_killed_mid_call_resumes_with_the_call_marked_interrupted() {
     .unwrap();
     let dir = worktree(&server);
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", dir.path().to_str().unwrap(), "run", "wait a bit", "--json"])
         .current_dir(dir.path())
         .env("XDG_CONFIG_HOME", dir.path().join(".xdg-config"))
@@ -395,6 +397,7 @@ fn a_session_goes_on_only_in_its_own_worktree_while_that_exists() {
     let data = tempfile::tempdir().unwrap();
     let run = |root: &Path, args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .env("TOOLSHED_TRUST_PROJECT", "1")
             .args(["--root", root.to_str().unwrap()])
             .args(args)
             .current_dir(root)

@@ -8,6 +8,7 @@ use std::process::{Command, Output, Stdio};
 
 fn toolshed(root: &Path, args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", root.to_str().unwrap()])
         .args(args)
         .current_dir(root)

@@ -14,6 +14,7 @@ fn toolshed(root: &Path, args: &[&str]) -> Output {
 fn toolshed_stdin(root: &Path, args: &[&str], stdin: &str) -> Output {
     use std::io::Write;
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", root.to_str().unwrap()])
         .args(args)
         .current_dir(root)
@@ -102,6 +103,7 @@ fn config_errors_exit_2_naming_file_and_line() {
 fn missing_root_is_a_usage_error() {
     let tmp = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", tmp.path().join("absent").to_str().unwrap(), "tools"])
         .output()
         .unwrap();

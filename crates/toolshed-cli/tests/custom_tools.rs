@@ -10,6 +10,7 @@ use serde_json::Value;
 /// Runs `toolshed` in `root` with an isolated config and data dir and `PATH` as given.
 fn toolshed_with_path(root: &Path, args: &[&str], path: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", root.to_str().unwrap()])
         .args(args)
         .current_dir(root)

@@ -43,6 +43,7 @@ impl World {
 
     fn command(&self) -> Command {
         let mut cmd = Command::new(TOOLSHED);
+        cmd.env("TOOLSHED_TRUST_PROJECT", "1");
         self.env(&mut cmd);
         cmd
     }
@@ -106,7 +107,8 @@ async fn through_mcp(w: &World, agent: &str) -> (String, bool) {
     let root = w.root.clone();
     let agent = agent.to_string();
     let cmd = tokio::process::Command::new(TOOLSHED).configure(|c| {
-        c.arg("--root")
+        c.env("TOOLSHED_TRUST_PROJECT", "1")
+            .arg("--root")
             .arg(&root)
             .args(["mcp", "serve", "--agent", &agent])
             .current_dir(&root)
@@ -240,7 +242,8 @@ async fn mcp_serve_survives_commands_nested_past_the_bounds() {
     std::fs::write(w.root.join("notes.txt"), "still here\n").unwrap();
     let root = w.root.clone();
     let cmd = tokio::process::Command::new(TOOLSHED).configure(|c| {
-        c.arg("--root")
+        c.env("TOOLSHED_TRUST_PROJECT", "1")
+            .arg("--root")
             .arg(&root)
             .args(["mcp", "serve"])
             .current_dir(&root)

@@ -20,6 +20,7 @@ const FAMILIES: &[&str] = &["anthropic/claude-sonnet-4-5", "openai/gpt-5"];
 
 fn tools(root: &Path, model: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", root.to_str().unwrap(), "tools", "--format", "openai-chat", "--model", model])
         .current_dir(root)
         .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
@@ -112,6 +113,7 @@ fn lsp_is_sent_only_where_a_language_server_can_serve_the_worktree() {
     assert!(names(served.path()).contains(&"lsp".to_string()));
     let root = served.path();
     let call = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", root.to_str().unwrap(), "call", "lsp"])
         .arg(r#"{"operation":"document_symbols","file_path":"src/main.fk"}"#)
         .current_dir(root)
@@ -200,6 +202,7 @@ fn the_other_agents_names_each_tool_takes_are_the_documented_ones() {
     let mut taken = std::collections::BTreeMap::new();
     for model in FAMILIES {
         let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .env("TOOLSHED_TRUST_PROJECT", "1")
             .args(["--root", dir.path().to_str().unwrap(), "tools", "--all", "--model", model])
             .current_dir(dir.path())
             .env("XDG_CONFIG_HOME", dir.path().join(".xdg-config"))
@@ -230,6 +233,7 @@ fn a_listing_model_is_checked_wherever_it_is_set() {
         (vec!["tools", "-m", "foo/x", "--format", "table"], "--model: unknown provider `foo`"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .env("TOOLSHED_TRUST_PROJECT", "1")
             .args(["--root", root.to_str().unwrap()])
             .args(&args)
             .current_dir(root)
@@ -244,6 +248,7 @@ fn a_listing_model_is_checked_wherever_it_is_set() {
     }
     // A known provider needs no API key to list what its models get.
     let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", root.to_str().unwrap(), "tools", "-m", "openai/gpt-5.1", "--format", "table"])
         .current_dir(root)
         .env("XDG_CONFIG_HOME", root.join(".xdg-config"))

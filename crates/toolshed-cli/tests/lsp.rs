@@ -16,6 +16,7 @@ fn toolshed(root: &Path, path_dirs: &[&Path], args: &[&str]) -> Output {
     let mut path: Vec<PathBuf> = path_dirs.iter().map(|d| d.to_path_buf()).collect();
     path.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
     Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", root.to_str().unwrap()])
         .args(args)
         .current_dir(root)
@@ -161,6 +162,7 @@ fn doctor_lists_the_servers_that_start_and_the_ones_found_that_do_not() {
     std::fs::set_permissions(&proxy, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
 
     let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", root.to_str().unwrap(), "doctor"])
         .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
         .env("TOOLSHED_DATA_DIR", root.join(".data"))
@@ -207,6 +209,7 @@ fn a_fifo_is_refused_at_once_with_a_server_configured() {
     let fifo = root.join("p.py");
     assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", root.to_str().unwrap()])
         .args(["call", "lsp", r#"{"operation":"diagnostics","file_path":"p.py"}"#])
         .current_dir(&root)

@@ -24,6 +24,7 @@ fn workspace(config: &str) -> tempfile::TempDir {
 
 fn toolshed(root: &Path) -> Command {
     let mut cmd = Command::new(TOOLSHED);
+    cmd.env("TOOLSHED_TRUST_PROJECT", "1");
     cmd.arg("--root")
         .arg(root)
         .current_dir(root)
@@ -68,7 +69,8 @@ async fn stdio_client<C: ClientHandler>(root: &Path, client: C) -> RunningServic
 async fn stdio_client_with<C: ClientHandler>(root: &Path, args: &[&str], client: C) -> RunningService<RoleClient, C> {
     let root = root.to_path_buf();
     let cmd = tokio::process::Command::new(TOOLSHED).configure(|c| {
-        c.arg("--root")
+        c.env("TOOLSHED_TRUST_PROJECT", "1")
+            .arg("--root")
             .arg(&root)
             .args(["mcp", "serve"])
             .args(args)

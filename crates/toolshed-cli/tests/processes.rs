@@ -31,6 +31,7 @@ impl World {
 
     fn toolshed(&self, args: &[&str]) -> Output {
         Command::new(TOOLSHED)
+            .env("TOOLSHED_TRUST_PROJECT", "1")
             .args(args)
             .current_dir(&self.root)
             .env("HOME", self.root.join("../home"))
@@ -222,6 +223,7 @@ fn escaping_command(n: u32) -> String {
 
 fn spawn_toolshed(w: &World, args: &[&str]) -> std::process::Child {
     Command::new(TOOLSHED)
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(args)
         .current_dir(&w.root)
         .env("HOME", w.root.join("../home"))

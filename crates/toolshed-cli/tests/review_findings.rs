@@ -50,6 +50,7 @@ impl World {
 
     fn command(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
+        cmd.env("TOOLSHED_TRUST_PROJECT", "1");
         cmd.current_dir(&self.root)
             .env("HOME", self.base.join("home"))
             .env("XDG_CONFIG_HOME", self.base.join("home/.config"))

@@ -14,6 +14,7 @@ use toolshed_llm::testing::{FakeServer, Reply, chat};
 
 fn command(root: &Path, data: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
+    cmd.env("TOOLSHED_TRUST_PROJECT", "1");
     cmd.args(["--root", root.to_str().unwrap()])
         .args(args)
         .current_dir(root)

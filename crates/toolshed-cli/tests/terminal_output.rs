@@ -59,6 +59,7 @@ fn call_output_on_a_terminal_shows_escapes_and_a_pipe_gets_the_bytes() {
 
     // A pipe gets exactly what the command printed.
     let piped = Command::new(TOOLSHED)
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["call", "bash", PRINTS_ESCAPES])
         .current_dir(dir)
         .env("HOME", dir.join(".home"))

@@ -17,6 +17,7 @@ const SECRET: &str = "sk-conformance-secret-value";
 
 fn command(root: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
+    cmd.env("TOOLSHED_TRUST_PROJECT", "1");
     cmd.args(["--root", root.to_str().unwrap()])
         .args(args)
         .current_dir(root)

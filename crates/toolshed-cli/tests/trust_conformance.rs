@@ -59,6 +59,7 @@ impl World {
         use std::io::Write;
         let started = std::time::Instant::now();
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .env("TOOLSHED_TRUST_PROJECT", "1")
             .args(args)
             .current_dir(&self.root)
             .env("HOME", self.base.join("home"))
@@ -77,6 +78,7 @@ impl World {
     fn toolshed_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let args: Vec<String> = args.iter().map(|a| self.fill(a)).collect();
         Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .env("TOOLSHED_TRUST_PROJECT", "1")
             .args(&args)
             .envs(env.iter().copied())
             .current_dir(&self.root)
@@ -312,6 +314,7 @@ fn rows() -> Vec<Row> {
 
 fn sandbox_available() -> bool {
     Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .arg("doctor")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).contains("enforced with Landlock"))

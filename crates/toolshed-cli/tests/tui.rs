@@ -117,6 +117,7 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
         .or_else(|| {
             let data = dir.path().join(".data");
             let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
+                .env("TOOLSHED_TRUST_PROJECT", "1")
                 .args(["session", "list", "--json"])
                 .env("TOOLSHED_DATA_DIR", &data)
                 .output()
@@ -126,6 +127,7 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
         })
         .unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", dir.path().to_str().unwrap(), "session", "export", &id])
         .env("TOOLSHED_DATA_DIR", dir.path().join(".data"))
         .env("XDG_CONFIG_HOME", dir.path().join(".xdg"))
@@ -313,6 +315,7 @@ fn retries_show_in_the_status_line_and_the_model_pager_bursts_task_progress_susp
     assert!(term.contents().contains("session ses_"), "{}", term.contents());
     assert!(term.with_screen(|s| !s.bracketed_paste() && !s.alternate_screen()));
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", dir.path().to_str().unwrap(), "session", "list", "--json"])
         .env("TOOLSHED_DATA_DIR", dir.path().join(".data"))
         .env("XDG_CONFIG_HOME", dir.path().join(".xdg"))

@@ -15,6 +15,7 @@ use toolshed_llm::testing::{FakeServer, Reply, chat};
 
 fn toolshed(root: &Path, data: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", root.to_str().unwrap()])
         .args(args)
         .current_dir(root)
@@ -296,6 +297,7 @@ fn chat_shows_the_diff_and_undoes_and_redoes_the_last_change() {
     .unwrap();
     let config = data.path().join("toolshed.toml");
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", root.to_str().unwrap(), "--config", config.to_str().unwrap(), "chat"])
         .current_dir(root)
         .env("XDG_CONFIG_HOME", data.path().join("xdg-config"))
@@ -321,6 +323,7 @@ fn chat_shows_the_diff_and_undoes_and_redoes_the_last_change() {
     // A second /undo in a later chat on the same session redoes it.
     let id = stderr.lines().rev().find_map(|l| l.strip_prefix("session ")).unwrap().trim().to_string();
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .args(["--root", root.to_str().unwrap(), "--config", config.to_str().unwrap(), "chat", "--session", &id])
         .current_dir(root)
         .env("XDG_CONFIG_HOME", data.path().join("xdg-config"))
@@ -360,6 +363,7 @@ fn chat_undo_asks_before_overwriting_a_hand_edit_and_no_keeps_it() {
     let config = data.path().join("toolshed.toml");
     let chat_with = |answer: &str| {
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .env("TOOLSHED_TRUST_PROJECT", "1")
             .args(["--root", root.to_str().unwrap(), "--config", config.to_str().unwrap(), "chat"])
             .current_dir(root)
             .env("XDG_CONFIG_HOME", data.path().join("xdg-config"))

@@ -101,6 +101,7 @@ fn serve(dir: &Path) -> (Server, u16) {
 
 fn webfetch(root: &Path, url: &str, ca: Option<&Path>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolshed"));
+    cmd.env("TOOLSHED_TRUST_PROJECT", "1");
     cmd.args(["--root", root.to_str().unwrap(), "call", "webfetch", &format!(r#"{{"url": "{url}"}}"#)])
         .current_dir(root)
         .env("XDG_CONFIG_HOME", root.join(".xdg-config"))

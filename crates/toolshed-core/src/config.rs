@@ -74,6 +74,9 @@ pub struct Config {
     pub env: EnvConfig,
     /// The files that were read, in order.
     pub sources: Vec<PathBuf>,
+    /// What to tell a person when the project's layer is not `toolshed.toml` as it is on disk
+    /// (not yet accepted, or changed since: see [`crate::trust`]).
+    pub project_note: Option<String>,
 }
 
 /// `[agent.NAME]`.
@@ -729,7 +732,19 @@ impl Config {
     /// A section a file replaces whole (`[session]`, `[provider.NAME]`, ...) keeps what the
     /// files (and earlier overrides) wrote in it: an override changes one value.
     pub fn load_with(user_file: Option<&Path>, root: &Path, overrides: &[Override]) -> Result<Config, ConfigError> {
-        Config::load_layers(user_file, root, overrides, &mut |_, _, _| {})
+        let acceptance = crate::trust::Acceptance::load(&crate::paths::data_dir(), root);
+        Config::load_accepted(user_file, root, overrides, &acceptance)
+    }
+
+    /// [`Config::load_with`], with the project's `toolshed.toml` taken as `acceptance` says
+    /// (the file, the copy a person last accepted, or none; see [`crate::trust`]).
+    pub fn load_accepted(
+        user_file: Option<&Path>,
+        root: &Path,
+        overrides: &[Override],
+        acceptance: &crate::trust::Acceptance,
+    ) -> Result<Config, ConfigError> {
+        Config::load_layers(user_file, root, overrides, acceptance, &mut |_, _, _| {})
     }
 
     /// [`Config::load_with`], telling `observe` after each layer (a file that exists, or an
@@ -739,6 +754,7 @@ impl Config {
         user_file: Option<&Path>,
         root: &Path,
         overrides: &[Override],
+        acceptance: &crate::trust::Acceptance,
         observe: &mut dyn FnMut(&Config, &Layer, &str),
     ) -> Result<Config, ConfigError> {
         let mut config = Config::default();
@@ -747,12 +763,21 @@ impl Config {
             Some(path) => Some((path.to_path_buf(), LayerKind::ConfigFile, true)),
             None => crate::paths::config_dir().map(|dir| (dir.join("config.toml"), LayerKind::User, false)),
         };
-        for (path, kind, required) in user.into_iter().chain([(root.join(PROJECT_FILE), LayerKind::Project, false)]) {
-            if let Some(text) = config.merge_file(&path, required)? {
-                observe(&config, &Layer { path, kind }, &text);
-                written.push(text);
-            }
+        if let Some((path, kind, required)) = user
+            && let Some(text) = config.merge_file(&path, required)?
+        {
+            observe(&config, &Layer { path, kind }, &text);
+            written.push(text);
         }
+        // The project's file only as a person accepted it: a model may have left it behind.
+        let (project, note) = acceptance.project_text();
+        if let crate::trust::ProjectText::Text(text) = project {
+            let path = root.join(PROJECT_FILE);
+            config.merge_str(&path, &text)?;
+            observe(&config, &Layer { path, kind: LayerKind::Project }, &text);
+            written.push(text);
+        }
+        config.project_note = note;
         if overrides.is_empty() {
             return Ok(config);
         }
@@ -1158,7 +1183,8 @@ pass = ["GITHUB_TOKEN"]
         std::fs::write(tmp.path().join(PROJECT_FILE), "[session]\nmax_steps = 7\n").unwrap();
         let user = tmp.path().join("user.toml");
         std::fs::write(&user, "model = \"openai/gpt-5\"\n").unwrap();
-        let c = Config::load(Some(&user), tmp.path()).unwrap();
+        let everything = crate::trust::Acceptance::everything(tmp.path());
+        let c = Config::load_accepted(Some(&user), tmp.path(), &[], &everything).unwrap();
         assert_eq!((c.model.as_deref(), c.session.max_steps), (Some("openai/gpt-5"), 7));
         let err = Config::load(Some(&tmp.path().join("missing.toml")), tmp.path()).unwrap_err();
         assert!(err.message.starts_with("cannot read:"), "{err}");
@@ -1183,7 +1209,8 @@ pass = ["GITHUB_TOKEN"]
             std::fs::write(dir.path().join(name), text).unwrap();
         }
         let overrides: Vec<Override> = overrides.iter().map(|o| Override::parse(o).unwrap()).collect();
-        Config::load_with(Some(&user), dir.path(), &overrides)
+        let everything = crate::trust::Acceptance::everything(dir.path());
+        Config::load_accepted(Some(&user), dir.path(), &overrides, &everything)
     }
 
     #[test]

@@ -47,6 +47,7 @@ pub mod search;
 pub mod terminal;
 pub mod todo;
 pub mod tool;
+pub mod trust;
 pub mod wildcard;
 
 pub use exec::{Executor, Session, ToolCall, ToolResult};

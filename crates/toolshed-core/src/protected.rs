@@ -148,6 +148,8 @@ fn is_nested_parent(name: &str) -> bool {
 fn user_dirs(user_config: Option<&Path>) -> Vec<PathBuf> {
     let bases = crate::paths::opencode_config_dirs();
     let mut dirs: Vec<PathBuf> = user_config.map(Path::to_path_buf).into_iter().collect();
+    // What a person accepted of each project (`crate::trust`).
+    dirs.push(crate::trust::records_dir(&crate::paths::data_dir()));
     for base in bases {
         // Custom tools, and skills (the skill tool loads them from the same directories).
         dirs.extend(["tool", "tools", "skill", "skills"].map(|sub| base.join(sub)));
@@ -227,6 +229,11 @@ pub fn locations(root: &Path, cwd: &Path) -> Vec<PathBuf> {
 pub fn existing(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> =
         locations(root, cwd).into_iter().filter(|path| std::fs::symlink_metadata(path).is_ok()).collect();
+    // The record of what a person accepted, where the data directory lies in a writable one.
+    let records = crate::trust::records_dir(&crate::paths::data_dir());
+    if records.is_dir() && !out.contains(&records) {
+        out.push(records);
+    }
     // Config files given with `--config` (wherever they are: a temp dir is writable too).
     for (_, path) in CONFIG_FILES.read().unwrap_or_else(std::sync::PoisonError::into_inner).iter() {
         if std::fs::symlink_metadata(path).is_ok() && !out.contains(path) {

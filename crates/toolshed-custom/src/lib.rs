@@ -38,6 +38,7 @@ use toolshed_core::env::ChildEnv;
 use toolshed_core::permission::{Action, PermissionRequest, Rule};
 use toolshed_core::registry::{Registry, Source};
 use toolshed_core::tool::{BoxFuture, Exposure, Invocation, Tool, ToolError, ToolOutput, ToolSpec};
+use toolshed_core::trust::Acceptance;
 use toolshed_process::ProgramError;
 
 /// Which custom tools a discovery loads, and whether it trusts the spec cache.
@@ -89,9 +90,16 @@ pub struct CustomTools {
     tools: Vec<(Arc<dyn Tool>, PathBuf)>,
     unavailable: Vec<Unavailable>,
     problems: Vec<Problem>,
+    not_accepted: Vec<PathBuf>,
 }
 
 impl CustomTools {
+    /// The worktree's tool directories left out because no one accepted them as they are now
+    /// (see [`toolshed_core::trust`]).
+    pub fn not_accepted(&self) -> &[PathBuf] {
+        &self.not_accepted
+    }
+
     /// The working tools, each with the file that defines it, in registration order.
     pub fn tools(&self) -> impl Iterator<Item = (&ToolSpec, &Path)> {
         self.tools.iter().map(|(t, f)| (t.spec(), f.as_path()))
@@ -149,12 +157,17 @@ pub struct Discover {
     /// What the tools' processes (and the JS host) inherit of toolshed's environment; the
     /// default withholds secret-looking variables (see [`toolshed_core::env`]).
     pub env: ChildEnv,
+    /// Which of the worktree's tool directories a person accepted as they are (the record under
+    /// `data_dir`); the others are left out.
+    pub acceptance: Acceptance,
 }
 
 impl Discover {
     /// Discovery for the worktree `root` from `cwd`, with the user directories of this
     /// environment (`XDG_CONFIG_HOME`, `HOME`, `OPENCODE_CONFIG_DIR`).
     pub fn new(root: impl Into<PathBuf>, cwd: impl Into<PathBuf>, data_dir: impl Into<PathBuf>) -> Self {
+        let (root, data_dir): (PathBuf, PathBuf) = (root.into(), data_dir.into());
+        let acceptance = Acceptance::load(&data_dir, &root);
         let user_manifest_dirs = toolshed_core::paths::config_dir().map(|d| d.join("tools")).into_iter().collect();
         let bases = toolshed_core::paths::opencode_config_dirs();
         let mut user_opencode_dirs: Vec<PathBuf> = Vec::new();
@@ -167,13 +180,14 @@ impl Discover {
             }
         }
         Discover {
-            root: root.into(),
+            root,
             cwd: cwd.into(),
             user_manifest_dirs,
             user_opencode_dirs,
-            data_dir: data_dir.into(),
+            data_dir,
             js_runtime: None,
             env: ChildEnv::default(),
+            acceptance,
         }
     }
 
@@ -203,10 +217,15 @@ impl Discover {
 
     /// Finds and loads every custom tool. Never fails: unusable files become problems.
     pub fn run(&self, scope: &Scope) -> CustomTools {
-        let mut found = CustomTools { tools: Vec::new(), unavailable: Vec::new(), problems: Vec::new() };
+        let mut found =
+            CustomTools { tools: Vec::new(), unavailable: Vec::new(), problems: Vec::new(), not_accepted: Vec::new() };
         let mut js_files = Vec::new();
         let mut order: Vec<Slot> = Vec::new();
         for (dir, kind) in self.directories() {
+            if !self.acceptance.allows_dir(&dir) {
+                found.not_accepted.push(dir);
+                continue;
+            }
             for file in tool_files(&dir, kind) {
                 match kind {
                     Kind::Manifest => {

@@ -74,6 +74,20 @@ impl Workspace {
         Workspace { root, cwd, config, agents, custom, file_access: None }
     }
 
+    /// What a person should know about the project's own files that are not applied as they
+    /// are on disk (not accepted yet, or changed since: see [`toolshed_core::trust`]), one
+    /// sentence each, for standard error or a front-end's notice line.
+    pub fn trust_notices(&self) -> Vec<String> {
+        let mut notes: Vec<String> = self.config.project_note.iter().cloned().collect();
+        for dir in self.custom.not_accepted() {
+            notes.push(format!(
+                "the tools in {} are not loaded: no one has accepted them as they are now (a file in the worktree can come from anyone, the model included). Read them, then run `toolshed trust` to use them.",
+                dir.display()
+            ));
+        }
+        notes
+    }
+
     /// The agent to run as: the flag, else the config's default, else `build`.
     pub fn agent(&self, flag: Option<&str>) -> Result<String, Error> {
         let name = flag.or(self.config.default_agent.as_deref()).unwrap_or("build");

@@ -58,6 +58,7 @@ impl Terminal {
         cmd.env("HOME", dir.join(".home"));
         cmd.env("XDG_CONFIG_HOME", dir.join(".xdg"));
         cmd.env("TOOLSHED_DATA_DIR", dir.join(".data"));
+        cmd.env("TOOLSHED_TRUST_PROJECT", "1");
         cmd.env("TERM", "xterm-256color");
         cmd.env_remove("OPENAI_API_KEY");
         cmd.env_remove("NO_COLOR");

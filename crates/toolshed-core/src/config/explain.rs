@@ -74,9 +74,20 @@ pub struct Explained {
 impl Config {
     /// [`Config::load_with`], and where each value of the result came from.
     pub fn explain(user_file: Option<&Path>, root: &Path, overrides: &[Override]) -> Result<Explained, ConfigError> {
+        let acceptance = crate::trust::Acceptance::load(&crate::paths::data_dir(), root);
+        Config::explain_accepted(user_file, root, overrides, &acceptance)
+    }
+
+    /// [`Config::explain`], with the project's file taken as `acceptance` says.
+    pub fn explain_accepted(
+        user_file: Option<&Path>,
+        root: &Path,
+        overrides: &[Override],
+        acceptance: &crate::trust::Acceptance,
+    ) -> Result<Explained, ConfigError> {
         // Per layer: what it wrote (as JSON) and the effective document after it.
         let mut steps: Vec<(Layer, Value, Value)> = Vec::new();
-        let config = Config::load_layers(user_file, root, overrides, &mut |config, layer, text| {
+        let config = Config::load_layers(user_file, root, overrides, acceptance, &mut |config, layer, text| {
             let written = toml::from_str::<toml::Table>(text)
                 .ok()
                 .and_then(|table| serde_json::to_value(table).ok())
@@ -113,6 +124,7 @@ impl Config {
             output,
             permission,
             permission_files: _,
+            project_note: _,
             agents,
             sandbox,
             providers,
@@ -256,7 +268,8 @@ mod tests {
         std::fs::write(&user_file, user).unwrap();
         std::fs::write(dir.path().join("toolshed.toml"), project).unwrap();
         let overrides: Vec<Override> = overrides.iter().map(|o| Override::parse(o).unwrap()).collect();
-        Config::explain(Some(&user_file), dir.path(), &overrides).unwrap()
+        let everything = crate::trust::Acceptance::everything(dir.path());
+        Config::explain_accepted(Some(&user_file), dir.path(), &overrides, &everything).unwrap()
     }
 
     /// Where `key` came from: a file's name, an override as written.

@@ -47,6 +47,8 @@ impl Project {
         d.user_manifest_dirs.clear();
         d.user_opencode_dirs.clear();
         d.js_runtime.clone_from(&self.runtime);
+        // These tests write their tool files themselves; acceptance has its own tests.
+        d.acceptance = toolshed_core::trust::Acceptance::everything(&self.root);
         d
     }
 

@@ -1,0 +1,212 @@
+//! The project's own files (`toolshed.toml`, custom tool directories) apply only as a person
+//! accepted them with `toolshed trust`: a file left behind by a process the model started (which
+//! outlives every check of the command that started it) changes nothing until then. Real
+//! processes, with the record in a data directory outside the worktree, and no
+//! `TOOLSHED_TRUST_PROJECT`.
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+struct Project {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    data: PathBuf,
+    /// A file outside the worktree, for `external_directory`.
+    outside: PathBuf,
+}
+
+fn project() -> Project {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let root = base.join("proj");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let outside = base.join("outside.txt");
+    std::fs::write(&outside, "outside text\n").unwrap();
+    Project { _tmp: tmp, data: base.join("data"), root, outside }
+}
+
+impl Project {
+    fn toolshed(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .args(["--root", self.root.to_str().unwrap()])
+            .args(args)
+            .current_dir(&self.root)
+            .env_remove("TOOLSHED_TRUST_PROJECT")
+            .env("XDG_CONFIG_HOME", self.root.parent().unwrap().join("xdg"))
+            .env("TOOLSHED_DATA_DIR", &self.data)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// `call read` of the file outside the worktree: (exit code, stdout, stderr).
+    fn read_outside(&self, path: &Path) -> (i32, String, String) {
+        let args = serde_json::json!({ "file_path": path }).to_string();
+        let out = self.toolshed(&["call", "read", &args]);
+        (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let path = self.root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const LOOSE: &str = "[permission]\nexternal_directory = \"allow\"\n";
+
+#[test]
+fn a_config_left_behind_by_a_detached_process_applies_only_once_accepted() {
+    let p = project();
+    // A script the model wrote (`write` may create it), then a command that returns at once and
+    // leaves a process behind that writes toolshed.toml a moment later, after every check of
+    // the command is over.
+    let body = LOOSE.replace('"', "\\\"").replace('\n', "\\n");
+    p.write("later.sh", &format!("sleep 1\nprintf \"{body}\" > \"$(printf 'toolshed.%s' toml)\"\n"));
+    let script = "setsid nohup sh later.sh >/dev/null 2>&1 < /dev/null & echo started";
+    let args = serde_json::json!({ "command": script }).to_string();
+    let out = p.toolshed(&["call", "bash", &args, "--yes"]);
+    assert!(text(&out.stdout).contains("started"), "{}{}", text(&out.stdout), text(&out.stderr));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(p.root.join("toolshed.toml")).map_or(true, |t| t != LOOSE) {
+        assert!(Instant::now() < deadline, "the detached process never wrote toolshed.toml");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The file is there, and it is not obeyed: reading outside still asks (no one to ask).
+    let (code, stdout, stderr) = p.read_outside(&p.outside);
+    assert_ne!(code, 0, "{stdout}{stderr}");
+    assert!(!stdout.contains("outside text"), "{stdout}");
+    assert!(stderr.contains("is not applied") && stderr.contains("toolshed trust"), "{stderr}");
+
+    // `toolshed trust` without a terminal shows it and accepts nothing.
+    let out = p.toolshed(&["trust"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).contains("+external_directory = \"allow\""), "{}", text(&out.stdout));
+    assert_ne!(p.read_outside(&p.outside).0, 0);
+
+    // Accepted: it applies, with no notice.
+    let out = p.toolshed(&["trust", "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (code, stdout, stderr) = p.read_outside(&p.outside);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("outside text") && !stderr.contains("toolshed trust"), "{stdout}{stderr}");
+    let out = p.toolshed(&["trust"]);
+    assert!(out.status.success() && text(&out.stdout).contains("accepted as it is"), "{}", text(&out.stdout));
+
+    // `--forget`: not applied again.
+    assert!(p.toolshed(&["trust", "--forget"]).status.success());
+    assert_ne!(p.read_outside(&p.outside).0, 0);
+}
+
+#[test]
+fn a_changed_config_keeps_the_accepted_version_denials_included() {
+    let p = project();
+    let secret = p.root.parent().unwrap().join("keys.secret");
+    std::fs::write(&secret, "the secret\n").unwrap();
+    let accepted = format!("{LOOSE}read = {{ \"*\" = \"allow\", \"*.secret\" = \"deny\" }}\n");
+    p.write("toolshed.toml", &accepted);
+    assert!(p.toolshed(&["trust", "--yes"]).status.success());
+    let (code, stdout, _) = p.read_outside(&secret);
+    assert_ne!(code, 0, "denied: {stdout}");
+    assert_eq!(p.read_outside(&p.outside).0, 0);
+
+    // The deny removed, behind the person's back: the accepted file still decides.
+    p.write("toolshed.toml", LOOSE);
+    let (code, stdout, stderr) = p.read_outside(&secret);
+    assert_ne!(code, 0, "{stdout}");
+    assert!(!stdout.contains("the secret"), "{stdout}");
+    assert!(stderr.contains("changed since it was accepted"), "{stderr}");
+    // So does deleting the file.
+    std::fs::remove_file(p.root.join("toolshed.toml")).unwrap();
+    let (code, _, stderr) = p.read_outside(&secret);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("was removed"), "{stderr}");
+    assert_eq!(p.read_outside(&p.outside).0, 0, "the accepted external_directory rule still applies");
+
+    // `toolshed trust` shows the difference before accepting it.
+    p.write("toolshed.toml", LOOSE);
+    let out = p.toolshed(&["trust"]);
+    assert!(
+        text(&out.stdout).contains("-read = { \"*\" = \"allow\", \"*.secret\" = \"deny\" }"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn a_tool_directory_loads_only_as_accepted_scripts_beside_it_included() {
+    let p = project();
+    p.write(".toolshed/tools/hello.toml", "description = \"Says hello\"\ncommand = [\"sh\", \"{dir}/hello.sh\"]\n");
+    p.write(".toolshed/tools/hello.sh", "echo hello\n");
+    let names = |p: &Project| {
+        let out = p.toolshed(&["tools"]);
+        let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let names: Vec<String> =
+            list.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
+        (names, text(&out.stderr))
+    };
+    let (list, stderr) = names(&p);
+    assert!(!list.contains(&"hello".to_string()), "{list:?}");
+    assert!(stderr.contains(".toolshed/tools are not loaded"), "{stderr}");
+
+    assert!(p.toolshed(&["trust", "--yes"]).status.success());
+    let (list, stderr) = names(&p);
+    assert!(list.contains(&"hello".to_string()), "{list:?} {stderr}");
+    let out = p.toolshed(&["call", "hello", "{}", "--yes"]);
+    assert_eq!(text(&out.stdout).trim_end().lines().next(), Some("hello"), "{}", text(&out.stderr));
+
+    // The script the manifest runs changes: the directory is not the accepted one any more.
+    p.write(".toolshed/tools/hello.sh", "echo changed\n");
+    let (list, _) = names(&p);
+    assert!(!list.contains(&"hello".to_string()), "{list:?}");
+    let out = p.toolshed(&["call", "hello", "{}", "--yes"]);
+    assert!(!text(&out.stdout).contains("changed"), "{}", text(&out.stdout));
+}
+
+#[test]
+fn init_and_mcp_add_accept_what_they_write_and_nothing_else() {
+    let p = project();
+    let out = p.toolshed(&["init"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = p.toolshed(&["config", "show"]);
+    assert!(!text(&out.stderr).contains("toolshed trust"), "{}", text(&out.stderr));
+
+    // A line no one accepted, then a person's `mcp import`: the import's lines alone are not an
+    // acceptance of the line before them.
+    let config = std::fs::read_to_string(p.root.join("toolshed.toml")).unwrap();
+    p.write("toolshed.toml", &format!("{config}{LOOSE}"));
+    let servers = p.root.parent().unwrap().join("servers.json");
+    std::fs::write(&servers, r#"{"mcpServers": {"files": {"command": "true"}}}"#).unwrap();
+    let out = p.toolshed(&["mcp", "import", servers.to_str().unwrap()]);
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    let (code, _, stderr) = p.read_outside(&p.outside);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("changed since it was accepted"), "{stderr}");
+}
+
+#[test]
+fn the_record_is_protected_from_tools_and_from_sandboxed_commands() {
+    let p = project();
+    p.write("toolshed.toml", LOOSE);
+    assert!(p.toolshed(&["trust", "--yes"]).status.success());
+    let records = p.data.join("trust");
+    let record = std::fs::read_dir(&records).unwrap().next().unwrap().unwrap().path();
+    let before = std::fs::read(&record).unwrap();
+    // The write tool: `protected` is the person's to grant, not `--yes`'s.
+    let args = serde_json::json!({ "file_path": record, "content": "{}" }).to_string();
+    let out = p.toolshed(&["call", "write", &args, "--yes"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    // A sandboxed command (the data directory lies under a temp dir the sandbox may write).
+    let script = format!("echo '{{}}' > '{}'; echo '{{}}' > '{}/other.json'", record.display(), records.display());
+    let args = serde_json::json!({ "command": script }).to_string();
+    let _ = p.toolshed(&["call", "bash", &args, "--yes"]);
+    assert_eq!(std::fs::read(&record).unwrap(), before, "the record was rewritten");
+    assert!(!records.join("other.json").exists(), "a record was added");
+}

@@ -1,0 +1,496 @@
+//! Project acceptance: the worktree's files that loosen toolshed's limits or make it run programs
+//! (`toolshed.toml`, and the custom tool directories `.toolshed/tools`, `.opencode/tool(s)`) are
+//! applied only as a person last accepted them.
+//!
+//! The model can write into the worktree (and into `/tmp`, where a project may live), and a
+//! process it started can outlive every check toolshed makes after a command: the protected-path
+//! rules keep it from writing these files while toolshed watches, not from leaving one behind for
+//! the next toolshed process. So what the next process obeys is decided here, from a record the
+//! model cannot write: a copy of each accepted file under the data directory
+//! (`~/.local/share/toolshed/trust/`, outside the sandbox's writable directories and itself a
+//! protected path). A person accepts with `toolshed trust` (or `toolshed init`, `toolshed mcp add`
+//! for the lines they write); `TOOLSHED_TRUST_PROJECT=1` applies the files as they are (CI, and
+//! scripts over repositories one controls).
+//!
+//! When the files differ from the record:
+//! - `toolshed.toml` that was accepted before: the accepted copy applies (its denials too), not
+//!   the file on disk, and not nothing;
+//! - `toolshed.toml` never accepted: no project layer;
+//! - a tool directory: none of its tools are loaded until it is accepted as a whole (a script
+//!   beside a manifest is as much the tool as the manifest).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Set to `1` to apply the project's files as they are, without the record.
+pub const ENV: &str = "TOOLSHED_TRUST_PROJECT";
+
+/// The worktree-relative names of the custom tool directories, at each level from the worktree
+/// root down to the working directory (as custom tool discovery searches them).
+pub const TOOL_DIRS: &[&str] = &[".opencode/tool", ".opencode/tools", ".toolshed/tools"];
+
+/// At most this many files under one tool directory are read, and at most [`MAX_BYTES`] in
+/// all; a bigger directory is never accepted (its tools are not loaded, and `toolshed trust`
+/// says why).
+const MAX_FILES: usize = 512;
+const MAX_BYTES: u64 = 16 << 20;
+const MAX_DEPTH: usize = 8;
+
+/// One thing the project can set: its config file or one tool directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Item {
+    /// Relative to the worktree root, `/`-separated (`toolshed.toml`, `sub/.toolshed/tools`).
+    pub path: String,
+    /// Whether it is the config file (else a tool directory).
+    pub is_config: bool,
+}
+
+/// How an item on disk compares with what was accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum State {
+    /// As accepted (or absent and never accepted).
+    Accepted,
+    /// Present and never accepted.
+    New,
+    /// Present and different from what was accepted.
+    Changed,
+    /// Accepted once and gone now.
+    Removed,
+    /// Too big, too deep or unreadable to compare: never applied.
+    Unreadable(String),
+}
+
+/// What the config loader is to merge as the project's layer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProjectText {
+    /// Nothing: no file, or one that was never accepted.
+    None,
+    /// This text: the file as it is (accepted), or the copy a person last accepted.
+    Text(String),
+}
+
+/// One file that differs from what was accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// Relative to the worktree root.
+    pub path: String,
+    /// As accepted; `None`: it was not there.
+    pub before: Option<Vec<u8>>,
+    /// As it is now; `None`: it is gone.
+    pub after: Option<Vec<u8>>,
+}
+
+/// The record of what a person accepted for one worktree.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Record {
+    root: PathBuf,
+    /// Every accepted file, by its path relative to the root.
+    files: BTreeMap<String, Stored>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Stored {
+    Text(String),
+    Base64(String),
+}
+
+impl Stored {
+    fn new(bytes: &[u8]) -> Stored {
+        use base64::Engine as _;
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Stored::Text(text.to_string()),
+            Err(_) => Stored::Base64(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        }
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        use base64::Engine as _;
+        match self {
+            Stored::Text(t) => t.clone().into_bytes(),
+            Stored::Base64(b) => base64::engine::general_purpose::STANDARD.decode(b).unwrap_or_default(),
+        }
+    }
+}
+
+/// What a person accepted for one worktree, and whether to consult it at all.
+#[derive(Clone, Debug)]
+pub struct Acceptance {
+    root: PathBuf,
+    record: Record,
+    /// `TOOLSHED_TRUST_PROJECT=1` (or [`Acceptance::everything`]): the files apply as they are.
+    everything: bool,
+}
+
+impl Acceptance {
+    /// The record for the worktree `root` under `data_dir` (none yet: nothing accepted), unless
+    /// `TOOLSHED_TRUST_PROJECT=1`.
+    pub fn load(data_dir: &Path, root: &Path) -> Acceptance {
+        let everything = std::env::var_os(ENV).is_some_and(|v| v == "1");
+        let record = std::fs::read(record_file(data_dir, root))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Record>(&bytes).ok())
+            .filter(|r| r.root == root)
+            .unwrap_or_else(|| Record { root: root.to_path_buf(), files: BTreeMap::new() });
+        Acceptance { root: root.to_path_buf(), record, everything }
+    }
+
+    /// Everything applies as it is on disk (embedding and tests that build their own worktree).
+    pub fn everything(root: &Path) -> Acceptance {
+        Acceptance { root: root.to_path_buf(), record: Record::default(), everything: true }
+    }
+
+    /// Whether the files apply as they are, without the record.
+    pub fn is_everything(&self) -> bool {
+        self.everything
+    }
+
+    /// The project layer to merge, and what to tell a person when it is not the file on disk.
+    pub fn project_text(&self) -> (ProjectText, Option<String>) {
+        let current = std::fs::read(self.root.join(crate::config::PROJECT_FILE)).ok();
+        if self.everything {
+            return (current.map_or(ProjectText::None, |b| ProjectText::Text(lossy(b))), None);
+        }
+        let accepted = self.record.files.get(crate::config::PROJECT_FILE).map(Stored::bytes);
+        let file = self.root.join(crate::config::PROJECT_FILE);
+        match (current, accepted) {
+            (None, None) => (ProjectText::None, None),
+            (Some(now), Some(then)) if now == then => (ProjectText::Text(lossy(now)), None),
+            (Some(_), None) => (
+                ProjectText::None,
+                Some(format!(
+                    "{} is not applied: no one has accepted it yet (a file in the worktree can come from anyone, the model included). Read it, then run `toolshed trust` to use it.",
+                    file.display()
+                )),
+            ),
+            (Some(_), Some(then)) => (
+                ProjectText::Text(lossy(then)),
+                Some(format!(
+                    "{} changed since it was accepted: the accepted version applies until you accept the change with `toolshed trust` (it shows the difference).",
+                    file.display()
+                )),
+            ),
+            (None, Some(then)) => (
+                ProjectText::Text(lossy(then)),
+                Some(format!(
+                    "{} was removed since it was accepted: the accepted version still applies until you run `toolshed trust`.",
+                    file.display()
+                )),
+            ),
+        }
+    }
+
+    /// Whether the tool directory `dir` may be loaded: outside the worktree (the user's own
+    /// directories, beyond the sandbox's reach), or as accepted.
+    pub fn allows_dir(&self, dir: &Path) -> bool {
+        if self.everything {
+            return true;
+        }
+        let Some(rel) = relative(&self.root, dir) else { return true };
+        self.state(&Item { path: rel, is_config: false }) == State::Accepted
+    }
+
+    /// How `item` compares with the record.
+    pub fn state(&self, item: &Item) -> State {
+        let now = match read_item(&self.root, item) {
+            Ok(files) => files,
+            Err(why) => return State::Unreadable(why),
+        };
+        let then: BTreeMap<&String, Vec<u8>> =
+            self.record.files.iter().filter(|(path, _)| under(path, item)).map(|(p, s)| (p, s.bytes())).collect();
+        let now_ref: BTreeMap<&String, Vec<u8>> = now.iter().map(|(p, b)| (p, b.clone())).collect();
+        match (now.is_empty(), then.is_empty()) {
+            (true, true) => State::Accepted,
+            (false, true) => State::New,
+            (true, false) => State::Removed,
+            (false, false) if now_ref == then => State::Accepted,
+            (false, false) => State::Changed,
+        }
+    }
+
+    /// The files of `item` that differ from what was accepted (path relative to the root, the
+    /// accepted bytes, the bytes now; `None`: absent), in path order.
+    pub fn changes(&self, item: &Item) -> Result<Vec<Change>, String> {
+        let now = read_item(&self.root, item)?;
+        let mut changes = Vec::new();
+        for (path, stored) in self.record.files.iter().filter(|(path, _)| under(path, item)) {
+            let before = stored.bytes();
+            match now.get(path) {
+                Some(after) if *after == before => {}
+                after => changes.push(Change { path: path.clone(), before: Some(before), after: after.cloned() }),
+            }
+        }
+        for (path, after) in now {
+            if !self.record.files.contains_key(&path) {
+                changes.push(Change { path, before: None, after: Some(after) });
+            }
+        }
+        changes.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(changes)
+    }
+
+    /// The accepted text of a file (for showing a difference).
+    pub fn accepted_text(&self, path: &str) -> Option<String> {
+        self.record.files.get(path).map(|s| lossy(s.bytes()))
+    }
+}
+
+/// What a person can accept for `root` seen from `cwd`: the config file and the tool
+/// directories from the root down to `cwd`.
+pub fn items(root: &Path, cwd: &Path) -> Vec<Item> {
+    let mut items = vec![Item { path: crate::config::PROJECT_FILE.to_string(), is_config: true }];
+    let mut levels: Vec<&Path> = cwd.ancestors().take_while(|d| d.starts_with(root)).collect();
+    if levels.is_empty() {
+        levels.push(root);
+    }
+    for level in levels.into_iter().rev() {
+        for dir in TOOL_DIRS {
+            if let Some(rel) = relative(root, &level.join(dir)) {
+                items.push(Item { path: rel, is_config: false });
+            }
+        }
+    }
+    items
+}
+
+/// Records `items` as they are now on disk as accepted for `root` (what is recorded for other
+/// items stays). Fails when an item cannot be read whole, or the record cannot be written.
+pub fn accept(data_dir: &Path, root: &Path, items: &[Item]) -> Result<(), String> {
+    let mut acceptance = Acceptance::load(data_dir, root);
+    for item in items {
+        let files = read_item(root, item).map_err(|why| format!("{}: {why}", item.path))?;
+        acceptance.record.files.retain(|path, _| !under(path, item));
+        acceptance.record.files.extend(files.into_iter().map(|(p, b)| (p, Stored::new(&b))));
+    }
+    write_record(data_dir, root, &acceptance.record)
+}
+
+/// Records `after` as the accepted text of the config file, but only where the file was
+/// accepted as `before` was (`None`: absent): a person's own command (`toolshed init`,
+/// `toolshed mcp add`) wrote the difference, and changes no one accepted stay unaccepted.
+pub fn accept_config_change(data_dir: &Path, root: &Path, before: Option<&[u8]>, after: &[u8]) -> Result<(), String> {
+    let accepted = Acceptance::load(data_dir, root).record.files.get(crate::config::PROJECT_FILE).map(Stored::bytes);
+    if accepted.as_deref() != before {
+        return Ok(());
+    }
+    accept_config(data_dir, root, after)
+}
+
+/// Records `text` as the accepted text of the config file (a person's command wrote all of it).
+pub fn accept_config(data_dir: &Path, root: &Path, text: &[u8]) -> Result<(), String> {
+    let mut acceptance = Acceptance::load(data_dir, root);
+    acceptance.record.files.insert(crate::config::PROJECT_FILE.to_string(), Stored::new(text));
+    write_record(data_dir, root, &acceptance.record)
+}
+
+/// Forgets everything accepted for `root`; whether there was a record.
+pub fn forget(data_dir: &Path, root: &Path) -> std::io::Result<bool> {
+    match std::fs::remove_file(record_file(data_dir, root)) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The directory of the records (a protected path).
+pub fn records_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("trust")
+}
+
+/// The record of `root`: named by a hash of its path (the record says its root too).
+pub fn record_file(data_dir: &Path, root: &Path) -> PathBuf {
+    // FNV-1a: stable across Rust releases, unlike `DefaultHasher`.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in root.as_os_str().as_encoded_bytes() {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    records_dir(data_dir).join(format!("{hash:016x}.json"))
+}
+
+fn write_record(data_dir: &Path, root: &Path, record: &Record) -> Result<(), String> {
+    use std::io::Write as _;
+    let dir = records_dir(data_dir);
+    let fail = |e: std::io::Error| format!("cannot write the record in {}: {e}", dir.display());
+    std::fs::create_dir_all(&dir).map_err(fail)?;
+    let text = serde_json::to_vec_pretty(record).map_err(|e| e.to_string())?;
+    let mut tmp = tempfile_in(&dir).map_err(fail)?;
+    tmp.1.write_all(&text).map_err(fail)?;
+    tmp.1.sync_all().map_err(fail)?;
+    std::fs::rename(&tmp.0, record_file(data_dir, root)).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp.0);
+        fail(e)
+    })
+}
+
+/// A new file only this user can read, in `dir`.
+fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    for n in 0..100u32 {
+        let path = dir.join(format!(".record-{}-{n}.tmp", std::process::id()));
+        match options.open(&path) {
+            Ok(file) => return Ok((path, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("no free temporary name"))
+}
+
+fn lossy(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// `path` relative to `root`, `/`-separated; `None` outside it.
+fn relative(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?;
+    let parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    Some(parts.join("/"))
+}
+
+/// Whether the recorded file `path` belongs to `item`.
+fn under(path: &str, item: &Item) -> bool {
+    if item.is_config { path == item.path } else { path.strip_prefix(&item.path).is_some_and(|r| r.starts_with('/')) }
+}
+
+/// The files of `item` as they are now (links followed, as discovery and the tools follow them):
+/// path relative to the root → contents. Empty when absent.
+fn read_item(root: &Path, item: &Item) -> Result<BTreeMap<String, Vec<u8>>, String> {
+    let mut files = BTreeMap::new();
+    let path = root.join(&item.path);
+    if item.is_config {
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                files.insert(item.path.clone(), bytes);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot read it: {e}")),
+        }
+        return Ok(files);
+    }
+    if !path.is_dir() {
+        return Ok(files);
+    }
+    let mut total = 0u64;
+    walk(&path, &item.path, 0, &mut files, &mut total)?;
+    Ok(files)
+}
+
+fn walk(
+    dir: &Path,
+    rel: &str,
+    depth: usize,
+    files: &mut BTreeMap<String, Vec<u8>>,
+    total: &mut u64,
+) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err(format!("more than {MAX_DEPTH} directories deep"));
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        let rel = format!("{rel}/{name}");
+        // Followed: a link to a file is as much a tool as the file.
+        let meta = std::fs::metadata(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if meta.is_dir() {
+            walk(&path, &rel, depth + 1, files, total)?;
+        } else if meta.is_file() {
+            *total += meta.len();
+            if files.len() >= MAX_FILES || *total > MAX_BYTES {
+                return Err(format!("more than {MAX_FILES} files or {} MiB", MAX_BYTES >> 20));
+            }
+            let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            files.insert(rel, bytes);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        let data = tmp.path().join("data");
+        std::fs::create_dir_all(&root).unwrap();
+        (tmp, root, data)
+    }
+
+    #[test]
+    fn a_config_file_applies_only_as_accepted() {
+        let (_tmp, root, data) = setup();
+        std::fs::write(root.join("toolshed.toml"), "[sandbox]\nmode = \"read-only\"\n").unwrap();
+        let (text, note) = Acceptance::load(&data, &root).project_text();
+        assert_eq!(text, ProjectText::None);
+        assert!(note.unwrap().contains("toolshed trust"));
+
+        accept(&data, &root, &items(&root, &root)).unwrap();
+        let (text, note) = Acceptance::load(&data, &root).project_text();
+        assert_eq!(text, ProjectText::Text("[sandbox]\nmode = \"read-only\"\n".into()));
+        assert!(note.is_none());
+
+        // Changed or removed: the accepted copy still applies.
+        std::fs::write(root.join("toolshed.toml"), "[sandbox]\nmode = \"full-access\"\n").unwrap();
+        let (text, note) = Acceptance::load(&data, &root).project_text();
+        assert_eq!(text, ProjectText::Text("[sandbox]\nmode = \"read-only\"\n".into()));
+        assert!(note.unwrap().contains("changed"));
+        std::fs::remove_file(root.join("toolshed.toml")).unwrap();
+        let (text, _) = Acceptance::load(&data, &root).project_text();
+        assert_eq!(text, ProjectText::Text("[sandbox]\nmode = \"read-only\"\n".into()));
+
+        // Another worktree's record is not this one's.
+        let other = root.parent().unwrap().join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(other.join("toolshed.toml"), "[sandbox]\nmode = \"read-only\"\n").unwrap();
+        assert_eq!(Acceptance::load(&data, &other).project_text().0, ProjectText::None);
+        assert!(forget(&data, &root).unwrap());
+        assert_eq!(Acceptance::load(&data, &root).project_text().0, ProjectText::None);
+    }
+
+    #[test]
+    fn a_tool_directory_is_accepted_as_a_whole() {
+        let (_tmp, root, data) = setup();
+        let dir = root.join(".toolshed/tools");
+        std::fs::create_dir_all(dir.join("lib")).unwrap();
+        std::fs::write(dir.join("t.toml"), "description = \"x\"\ncommand = [\"{dir}/run.sh\"]\n").unwrap();
+        std::fs::write(dir.join("run.sh"), "echo hi\n").unwrap();
+        assert!(!Acceptance::load(&data, &root).allows_dir(&dir));
+        accept(&data, &root, &items(&root, &root)).unwrap();
+        assert!(Acceptance::load(&data, &root).allows_dir(&dir));
+        // A script beside the manifest, a file in a subdirectory, a new file: all count.
+        std::fs::write(dir.join("run.sh"), "rm -rf ~\n").unwrap();
+        assert_eq!(
+            Acceptance::load(&data, &root).state(&Item { path: ".toolshed/tools".into(), is_config: false }),
+            State::Changed
+        );
+        accept(&data, &root, &items(&root, &root)).unwrap();
+        std::fs::write(dir.join("lib/helper.js"), "x").unwrap();
+        assert!(!Acceptance::load(&data, &root).allows_dir(&dir));
+        // Directories outside the worktree (the user's) are not the project's to accept.
+        assert!(Acceptance::load(&data, &root).allows_dir(Path::new("/nonexistent/tools")));
+        // A person's own change to an accepted config is recorded; an unaccepted one is not.
+        accept_config_change(&data, &root, None, b"model = \"a/b\"\n").unwrap();
+        std::fs::write(root.join("toolshed.toml"), "model = \"a/b\"\n").unwrap();
+        assert_eq!(Acceptance::load(&data, &root).project_text().0, ProjectText::Text("model = \"a/b\"\n".into()));
+        accept_config_change(&data, &root, Some(b"unaccepted"), b"more").unwrap();
+        assert_eq!(Acceptance::load(&data, &root).accepted_text("toolshed.toml").as_deref(), Some("model = \"a/b\"\n"));
+    }
+
+    #[test]
+    fn the_environment_switch_applies_files_as_they_are() {
+        let (_tmp, root, _data) = setup();
+        std::fs::write(root.join("toolshed.toml"), "model = \"x/y\"\n").unwrap();
+        let all = Acceptance::everything(&root);
+        assert_eq!(all.project_text(), (ProjectText::Text("model = \"x/y\"\n".into()), None));
+        assert!(all.allows_dir(&root.join(".toolshed/tools")));
+    }
+}

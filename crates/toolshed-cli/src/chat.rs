@@ -149,6 +149,10 @@ fn tui(
             }
             None => toolshed_tui::cell::Transcript::default(),
         };
+        let mut transcript = transcript;
+        for note in ws.trust_notices() {
+            transcript.push_notice(&note, false);
+        }
         let setup = toolshed_tui::app::Setup {
             runtime: rt.clone(),
             session: session.clone(),

@@ -57,6 +57,9 @@ pub fn run(
             let (root, _) = toolshed_runtime::locate(root).map_err(CliError::from)?;
             let explained = Config::explain(config_file, &root, overrides)
                 .map_err(|e| CliError::usage(format!("config error: {e}")))?;
+            if let Some(note) = &explained.config.project_note {
+                crate::err(format_args!("toolshed: {note}"));
+            }
             if args.json {
                 let doc = json!({
                     "layers": explained.layers,

@@ -27,6 +27,7 @@ pub struct Check {
 
 /// Every check, in the order printed.
 pub const CHECKS: &[Check] = &[
+    Check { name: "project", run: project },
     Check { name: "model", run: model },
     Check { name: "mcp", run: mcp },
     Check { name: "custom tools", run: custom_tools },
@@ -98,6 +99,32 @@ const MODEL_PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The default model and every agent's own model answer one short request, sent the way `run`
 /// sends it (same provider, URL, key and wire format), without retries.
+/// Whether the worktree's own toolshed.toml and tool directories apply as they are on disk.
+fn project(ws: &Workspace) -> Report {
+    let notes = ws.trust_notices();
+    if !notes.is_empty() {
+        return Report::new(Status::Warning, notes);
+    }
+    let has_file = ws.root.join(toolshed_core::config::PROJECT_FILE).exists();
+    let dirs = toolshed_core::trust::items(&ws.root, &ws.cwd)
+        .into_iter()
+        .filter(|item| !item.is_config && ws.root.join(&item.path).is_dir())
+        .count();
+    if !has_file && dirs == 0 {
+        return Report::new(Status::Off, ["no toolshed.toml or custom tool directory in the worktree".to_string()]);
+    }
+    if std::env::var_os(toolshed_core::trust::ENV).is_some_and(|v| v == "1") {
+        return Report::new(
+            Status::Warning,
+            [format!(
+                "{}=1: toolshed.toml and the tool directories apply as they are, whoever wrote them",
+                toolshed_core::trust::ENV
+            )],
+        );
+    }
+    Report::new(Status::Ok, ["toolshed.toml and the tool directories apply as you accepted them".to_string()])
+}
+
 fn model(ws: &Workspace) -> Report {
     let mut models: Vec<(String, String)> = Vec::new();
     if let Some(id) = &ws.config.model {

@@ -101,6 +101,8 @@ fn doctor_in_a_bare_worktree_says_what_is_off_and_why() {
     let expected = if sandbox.starts_with("sandbox: problem") { 1 } else { 0 };
     assert_eq!(out.status.code(), Some(expected), "{}", String::from_utf8_lossy(&out.stderr));
     insta::assert_snapshot!(stdout(&out, tmp.path()), @r#"
+    project: off
+      no toolshed.toml or custom tool directory in the worktree
     model: off
       no model configured: set model = "PROVIDER/MODEL" in toolshed.toml (`toolshed init` writes an example), or give `run` and `chat` -m
     mcp: off
@@ -150,6 +152,8 @@ fn doctor_lists_skills_and_instructions_and_reports_a_broken_skill_with_its_line
     let out = toolshed(root, &["doctor"]);
     assert_eq!(out.status.code(), Some(1), "a broken skill is a problem");
     insta::assert_snapshot!(stdout(&out, root).replace(&base, "$BASE"), @r#"
+    project: warning
+      TOOLSHED_TRUST_PROJECT=1: toolshed.toml and the tool directories apply as they are, whoever wrote them
     model: off
       no model configured: set model = "PROVIDER/MODEL" in toolshed.toml (`toolshed init` writes an example), or give `run` and `chat` -m
     mcp: off

@@ -123,6 +123,8 @@ fn a_changed_config_keeps_the_accepted_version_denials_included() {
     assert_ne!(code, 0, "{stdout}");
     assert!(!stdout.contains("the secret"), "{stdout}");
     assert!(stderr.contains("changed since it was accepted"), "{stderr}");
+    let doctor = text(&p.toolshed(&["doctor"]).stdout);
+    assert!(doctor.starts_with("project: warning\n") && doctor.contains("changed since it was accepted"), "{doctor}");
     // So does deleting the file.
     std::fs::remove_file(p.root.join("toolshed.toml")).unwrap();
     let (code, _, stderr) = p.read_outside(&secret);
@@ -209,4 +211,32 @@ fn the_record_is_protected_from_tools_and_from_sandboxed_commands() {
     let _ = p.toolshed(&["call", "bash", &args, "--yes"]);
     assert_eq!(std::fs::read(&record).unwrap(), before, "the record was rewritten");
     assert!(!records.join("other.json").exists(), "a record was added");
+}
+
+#[test]
+fn a_git_directory_in_a_temp_dir_itself_does_not_make_it_the_worktree() {
+    // `base` plays `/tmp` (through TMPDIR): a sandboxed command may write `.git` and
+    // `toolshed.toml` there, above a project that has no `.git` of its own.
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir_all(base.join(".git")).unwrap();
+    std::fs::write(base.join("toolshed.toml"), "model = \"planted/model\"\n").unwrap();
+    let project = base.join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let show = |tmpdir: &Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .args(["config", "show", "--json"])
+            .current_dir(&project)
+            .env("TMPDIR", tmpdir)
+            .env("TOOLSHED_TRUST_PROJECT", "1")
+            .env("XDG_CONFIG_HOME", base.join("xdg"))
+            .env("TOOLSHED_DATA_DIR", base.join("data"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        text(&out.stdout)
+    };
+    assert!(!show(&base).contains("planted/model"), "the temp dir's toolshed.toml applied: {}", show(&base));
+    // Elsewhere, the nearest `.git` above is still the worktree.
+    assert!(show(Path::new("/nonexistent-tmp")).contains("planted/model"));
 }

@@ -31,6 +31,7 @@ fn on_terminal(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Output {
         .env("HOME", dir.join(".home"))
         .env("XDG_CONFIG_HOME", dir.join(".xdg"))
         .env("TOOLSHED_DATA_DIR", dir.join(".data"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
         .stdin(Stdio::null());
     for (k, v) in env {
         cmd.env(k, v);

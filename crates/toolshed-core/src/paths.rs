@@ -55,9 +55,15 @@ pub fn opencode_config_dirs() -> Vec<PathBuf> {
 }
 
 /// The worktree containing `dir`: the nearest ancestor holding `.git` (a directory, or the
-/// file of a linked worktree), else `dir` itself.
+/// file of a linked worktree), else `dir` itself. A temp dir itself (`/tmp`, `/var/tmp`,
+/// `/dev/shm`, `$TMPDIR`) is never a worktree: anyone, a sandboxed command included, may put a
+/// `.git` there, and a project under it would then take all of it as its worktree.
 pub fn find_worktree(dir: &Path) -> PathBuf {
-    dir.ancestors().find(|d| d.join(".git").exists()).unwrap_or(dir).to_path_buf()
+    let temp: Vec<PathBuf> = [env::temp_dir(), "/tmp".into(), "/var/tmp".into(), "/dev/shm".into()]
+        .into_iter()
+        .map(|d| d.canonicalize().unwrap_or(d))
+        .collect();
+    dir.ancestors().find(|d| d.join(".git").exists() && !temp.iter().any(|t| t == d)).unwrap_or(dir).to_path_buf()
 }
 
 /// An advisory lock on a file (`File::try_lock`: `flock(2)` on Unix), held while this value

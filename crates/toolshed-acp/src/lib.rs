@@ -379,6 +379,10 @@ impl Server {
                 ws.root.display()
             )));
         }
+        // For the editor's log: the project's files that do not apply as they are on disk.
+        for note in ws.trust_notices() {
+            eprintln!("toolshed: {note}");
+        }
         ws.file_access = files;
         // Relative paths start where the editor's session is, not where the process started.
         if let Ok(dir) = cwd.canonicalize()

@@ -314,6 +314,12 @@ fn main() -> ExitCode {
         Command::Trust(args) => return finish(trust::run(cli.root.as_deref(), args)),
         _ => {}
     }
+    // A person at a terminal about to work with the agent may accept the project's files now.
+    if matches!(cli.command, Command::Run(_) | Command::Chat(_))
+        && let Err(e) = trust::offer(cli.root.as_deref())
+    {
+        return finish(Err(e));
+    }
     // Only what the command needs is loaded: `call` never starts the JS host for another tool.
     let scope = match &cli.command {
         Command::Tools(args) => args.scope(),

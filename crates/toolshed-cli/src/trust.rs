@@ -1,7 +1,7 @@
 //! `toolshed trust`: a person accepts the worktree's `toolshed.toml` and custom tool directories
 //! as they are now, after seeing what changed since they last did (see `toolshed_core::trust`).
 
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::io::{BufRead as _, IsTerminal as _};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -52,10 +52,67 @@ pub fn run(root: Option<&Path>, args: &TrustArgs) -> Result<ExitCode, CliError> 
         return Ok(ExitCode::SUCCESS);
     }
     let acceptance = Acceptance::load(&data_dir, &root);
-    let items = trust::items(&root, &cwd);
+    let pending = pending(&acceptance, &root, &cwd)?;
+    if pending.is_empty() {
+        crate::out(format_args!(
+            "Everything {} sets is accepted as it is (toolshed.toml and the tool directories).",
+            root.display()
+        ));
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (item, state) in &pending {
+        crate::out(show(&acceptance, &root, item, state)?);
+    }
+    if !args.yes {
+        if !std::io::stdin().is_terminal() {
+            return Err(CliError::failure(
+                "nothing was accepted: there is no terminal to ask on. Read the above, then run `toolshed trust --yes` to accept it.",
+            ));
+        }
+        if !ask(&mut std::io::stdout()) {
+            crate::out("Nothing was accepted; the versions accepted before (if any) still apply.");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    crate::out(accept(&data_dir, &root, &pending)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Before `chat` or `run` opens the worktree, on a terminal: shows what is new or changed since
+/// it was accepted and asks whether to accept it now (on standard error, so `run`'s answer on
+/// standard output stays clean). Without a terminal, or when everything is accepted, nothing.
+pub fn offer(root: Option<&Path>) -> Result<(), CliError> {
+    if !std::io::stdin().is_terminal() || !crate::stderr_is_terminal() {
+        return Ok(());
+    }
+    let Ok((root, cwd)) = toolshed_runtime::locate(root) else { return Ok(()) };
+    let data_dir = toolshed_core::paths::data_dir();
+    let acceptance = Acceptance::load(&data_dir, &root);
+    if acceptance.is_everything() {
+        return Ok(());
+    }
+    // Something unreadable is reported by the notice the worktree prints; nothing to offer.
+    let Ok(pending) = pending(&acceptance, &root, &cwd) else { return Ok(()) };
+    if pending.is_empty() {
+        return Ok(());
+    }
+    crate::err("This worktree's own settings or tools are not what you last accepted:\n");
+    for (item, state) in &pending {
+        crate::err(show(&acceptance, &root, item, state)?);
+    }
+    if ask(&mut std::io::stderr()) {
+        crate::err(accept(&data_dir, &root, &pending)?);
+    } else {
+        crate::err("Not accepted: the versions accepted before (if any) apply; `toolshed trust` accepts them later.");
+    }
+    Ok(())
+}
+
+/// The items of `root` seen from `cwd` that differ from what was accepted.
+fn pending(acceptance: &Acceptance, root: &Path, cwd: &Path) -> Result<Vec<(Item, State)>, CliError> {
     let mut pending = Vec::new();
-    for item in &items {
-        match acceptance.state(item) {
+    for item in trust::items(root, cwd) {
+        match acceptance.state(&item) {
             State::Accepted => {}
             State::Unreadable(why) => {
                 return Err(CliError::failure(format!(
@@ -66,60 +123,49 @@ pub fn run(root: Option<&Path>, args: &TrustArgs) -> Result<ExitCode, CliError> 
             state => pending.push((item, state)),
         }
     }
-    if pending.is_empty() {
-        crate::out(format_args!(
-            "Everything {} sets is accepted as it is (toolshed.toml and the tool directories).",
-            root.display()
-        ));
-        return Ok(ExitCode::SUCCESS);
-    }
-    for (item, state) in &pending {
-        show(&acceptance, &root, item, state)?;
-    }
-    if !args.yes {
-        if !std::io::stdin().is_terminal() {
-            return Err(CliError::failure(
-                "nothing was accepted: there is no terminal to ask on. Read the above, then run `toolshed trust --yes` to accept it.",
-            ));
-        }
-        print!("Accept these as they are now? [y/N] ");
-        let _ = std::io::stdout().flush();
-        let mut answer = String::new();
-        let _ = std::io::stdin().lock().read_line(&mut answer);
-        if !matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES") {
-            crate::out("Nothing was accepted; the versions accepted before (if any) still apply.");
-            return Ok(ExitCode::from(1));
-        }
-    }
-    let accepted: Vec<Item> = pending.iter().map(|(item, _)| (*item).clone()).collect();
-    trust::accept(&data_dir, &root, &accepted).map_err(CliError::failure)?;
-    let names: Vec<&str> = accepted.iter().map(|i| i.path.as_str()).collect();
-    crate::out(format_args!("Accepted as they are now: {}.", names.join(", ")));
-    Ok(ExitCode::SUCCESS)
+    Ok(pending)
+}
+
+/// Asks on `out` and reads the answer from standard input: whether it was yes.
+fn ask(out: &mut dyn std::io::Write) -> bool {
+    let _ = write!(out, "Accept these as they are now? [y/N] ");
+    let _ = out.flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES")
+}
+
+/// Records `pending` as accepted; what to tell the person.
+fn accept(data_dir: &Path, root: &Path, pending: &[(Item, State)]) -> Result<String, CliError> {
+    let items: Vec<Item> = pending.iter().map(|(item, _)| item.clone()).collect();
+    trust::accept(data_dir, root, &items).map_err(CliError::failure)?;
+    let names: Vec<&str> = items.iter().map(|i| i.path.as_str()).collect();
+    Ok(format!("Accepted as they are now: {}.", names.join(", ")))
 }
 
 /// What changed in `item` since it was accepted: a heading, then each file's difference.
-fn show(acceptance: &Acceptance, root: &Path, item: &Item, state: &State) -> Result<(), CliError> {
+fn show(acceptance: &Acceptance, root: &Path, item: &Item, state: &State) -> Result<String, CliError> {
     let what = match state {
         State::New => "new: never accepted",
         State::Changed => "changed since you accepted it",
         State::Removed => "removed since you accepted it (the accepted version still applies)",
-        State::Accepted | State::Unreadable(_) => return Ok(()),
+        State::Accepted | State::Unreadable(_) => return Ok(String::new()),
     };
-    crate::out(format_args!("{} — {what}", root.join(&item.path).display()));
+    let mut out = format!("{} — {what}\n", root.join(&item.path).display());
     let changes = acceptance.changes(item).map_err(|why| CliError::failure(format!("{}: {why}", item.path)))?;
     for change in changes {
         let text =
             |b: &Option<Vec<u8>>| b.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
         let binary = |b: &Option<Vec<u8>>| b.as_ref().is_some_and(|b| b.contains(&0));
         if binary(&change.before) || binary(&change.after) {
-            crate::out(format_args!("  {} (binary, {} bytes)", change.path, change.after.as_ref().map_or(0, Vec::len)));
+            let size = change.after.as_ref().map_or(0, Vec::len);
+            out.push_str(&format!("  {} (binary, {size} bytes)\n", change.path));
             continue;
         }
         let diff =
             toolshed_tools::fs::unified_diff(&text(&change.before), &text(&change.after), &change.path, 3, DIFF_LINES);
-        crate::out(diff.trim_end());
+        out.push_str(diff.trim_end());
+        out.push('\n');
     }
-    crate::out("");
-    Ok(())
+    Ok(out)
 }

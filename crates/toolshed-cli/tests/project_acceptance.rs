@@ -6,6 +6,9 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "pty/mod.rs"]
+mod pty;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -239,4 +242,33 @@ fn a_git_directory_in_a_temp_dir_itself_does_not_make_it_the_worktree() {
     assert!(!show(&base).contains("planted/model"), "the temp dir's toolshed.toml applied: {}", show(&base));
     // Elsewhere, the nearest `.git` above is still the worktree.
     assert!(show(Path::new("/nonexistent-tmp")).contains("planted/model"));
+}
+
+#[test]
+fn run_at_a_terminal_shows_what_changed_and_accepts_on_yes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join("toolshed.toml"), LOOSE).unwrap();
+    // A control sequence in a tool's script would clear the screen if printed raw.
+    std::fs::create_dir_all(root.join(".toolshed/tools")).unwrap();
+    std::fs::write(root.join(".toolshed/tools/run.sh"), "# \u{1b}[2Jcleared\n").unwrap();
+    let off = [("TOOLSHED_TRUST_PROJECT", "0")];
+    let mut term = pty::Terminal::start_with(&root, &["run", "hello"], &off);
+    let screen = term.wait_for("[y/N]", Duration::from_secs(20));
+    assert!(screen.contains("toolshed.toml — new: never accepted"), "{screen}");
+    assert!(screen.contains("+external_directory = \"allow\""), "{screen}");
+    assert!(screen.contains("# \\e[2Jcleared"), "escapes shown: {screen}");
+    // A line, as the terminal driver hands it over (this pseudo-terminal does not turn Enter's
+    // carriage return into one).
+    term.type_text("y\n");
+    let screen = term.wait_for("no model is configured", Duration::from_secs(20));
+    assert!(screen.contains("Accepted as they are now: toolshed.toml, .toolshed/tools."), "{screen}");
+    term.wait_exit(Duration::from_secs(10));
+
+    // Accepted: the next run asks nothing and prints no notice.
+    let mut term = pty::Terminal::start_with(&root, &["run", "hello"], &off);
+    let screen = term.wait_for("no model is configured", Duration::from_secs(20));
+    assert!(!screen.contains("[y/N]") && !screen.contains("toolshed trust"), "{screen}");
+    term.wait_exit(Duration::from_secs(10));
 }

@@ -273,7 +273,6 @@ fn import(ws: &Workspace, args: ImportArgs) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     let path = ws.root.join(toolshed_core::config::PROJECT_FILE);
-    let before = std::fs::read(&path).ok();
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -281,13 +280,10 @@ fn import(ws: &Workspace, args: ImportArgs) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
     std::io::Write::write_all(&mut file, toml.as_bytes())
         .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
-    // The lines this command wrote are the person's; what was there before keeps its standing.
-    let after = [before.as_deref().unwrap_or_default(), toml.as_bytes()].concat();
-    let data_dir = toolshed_core::paths::data_dir();
-    if let Err(e) = toolshed_core::trust::accept_config_change(&data_dir, &ws.root, before.as_deref(), &after) {
-        eprintln!("toolshed: {e}; run `toolshed trust` to accept the new servers");
-    }
     let names: Vec<&str> = new.iter().map(|(n, _)| n.as_str()).collect();
     crate::out(format_args!("Added {} MCP server(s) to {}: {}", new.len(), path.display(), names.join(", ")));
+    // The file imported may be anyone's (the model's too): its commands run only once a person
+    // has read them where `toolshed trust` shows them.
+    crate::out(format_args!("They start once you accept the change: `toolshed trust` shows what was added and asks."));
     Ok(ExitCode::SUCCESS)
 }

@@ -1,12 +1,12 @@
 //! `toolshed trust`: a person accepts the worktree's `toolshed.toml` and custom tool directories
 //! as they are now, after seeing what changed since they last did (see `toolshed_core::trust`).
 
-use std::io::{BufRead as _, IsTerminal as _};
+use std::io::{BufRead as _, IsTerminal as _, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Args;
-use toolshed_core::trust::{self, Acceptance, Item, State};
+use toolshed_core::trust::{self, Acceptance, Snapshot, State};
 
 use crate::CliError;
 
@@ -32,9 +32,6 @@ accept a file, toolshed applies the version you last accepted (or none), so a fi
 a program it started left behind cannot widen the sandbox, loosen the rules or add tools.
 TOOLSHED_TRUST_PROJECT=1 applies them as they are (CI over repositories you control).";
 
-/// At most this many lines of difference per file.
-const DIFF_LINES: usize = 200;
-
 pub fn run(root: Option<&Path>, args: &TrustArgs) -> Result<ExitCode, CliError> {
     let (root, cwd) = toolshed_runtime::locate(root).map_err(CliError::from)?;
     let data_dir = toolshed_core::paths::data_dir();
@@ -52,17 +49,21 @@ pub fn run(root: Option<&Path>, args: &TrustArgs) -> Result<ExitCode, CliError> 
         return Ok(ExitCode::SUCCESS);
     }
     let acceptance = Acceptance::load(&data_dir, &root);
-    let pending = pending(&acceptance, &root, &cwd)?;
-    if pending.is_empty() {
-        crate::out(format_args!(
-            "Everything {} sets is accepted as it is (toolshed.toml and the tool directories).",
-            root.display()
-        ));
-        return Ok(ExitCode::SUCCESS);
+    let review = review(&acceptance, &root, &cwd);
+    for problem in &review.refused {
+        crate::err(format_args!("toolshed: {problem}"));
     }
-    for (item, state) in &pending {
-        crate::out(show(&acceptance, &root, item, state)?);
+    if review.pending.is_empty() {
+        if review.refused.is_empty() {
+            crate::out(format_args!(
+                "Everything {} sets is accepted as it is (toolshed.toml and the tool directories).",
+                root.display()
+            ));
+            return Ok(ExitCode::SUCCESS);
+        }
+        return Ok(ExitCode::from(1));
     }
+    crate::out_exact(review.shown.trim_end());
     if !args.yes {
         if !std::io::stdin().is_terminal() {
             return Err(CliError::failure(
@@ -74,8 +75,8 @@ pub fn run(root: Option<&Path>, args: &TrustArgs) -> Result<ExitCode, CliError> 
             return Ok(ExitCode::from(1));
         }
     }
-    crate::out(accept(&data_dir, &root, &pending)?);
-    Ok(ExitCode::SUCCESS)
+    crate::out(accept(&data_dir, &root, &review.pending)?);
+    Ok(if review.refused.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// Before `chat` or `run` opens the worktree, on a terminal: shows what is new or changed since
@@ -91,43 +92,94 @@ pub fn offer(root: Option<&Path>) -> Result<(), CliError> {
     if acceptance.is_everything() {
         return Ok(());
     }
-    // Something unreadable is reported by the notice the worktree prints; nothing to offer.
-    let Ok(pending) = pending(&acceptance, &root, &cwd) else { return Ok(()) };
-    if pending.is_empty() {
+    // What cannot be accepted is reported by the notices the worktree prints.
+    let review = review(&acceptance, &root, &cwd);
+    if review.pending.is_empty() {
         return Ok(());
     }
-    crate::err("This worktree's own settings or tools are not what you last accepted:\n");
-    for (item, state) in &pending {
-        crate::err(show(&acceptance, &root, item, state)?);
-    }
-    if ask(&mut std::io::stderr()) {
-        crate::err(accept(&data_dir, &root, &pending)?);
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "This worktree's own settings or tools are not what you last accepted:\n");
+    let _ = stderr.write_all(review.shown.as_bytes());
+    let yes = ask(&mut stderr);
+    drop(stderr);
+    if yes {
+        crate::err(accept(&data_dir, &root, &review.pending)?);
     } else {
         crate::err("Not accepted: the versions accepted before (if any) apply; `toolshed trust` accepts them later.");
     }
     Ok(())
 }
 
-/// The items of `root` seen from `cwd` that differ from what was accepted.
-fn pending(acceptance: &Acceptance, root: &Path, cwd: &Path) -> Result<Vec<(Item, State)>, CliError> {
-    let mut pending = Vec::new();
+/// What differs from the record, read once: what is shown is what is accepted.
+struct Review {
+    /// The items that differ, exactly as read.
+    pending: Vec<Snapshot>,
+    /// What to show a person: every difference in full, control characters made visible.
+    shown: String,
+    /// Items that cannot be accepted, and why (for people).
+    refused: Vec<String>,
+}
+
+fn review(acceptance: &Acceptance, root: &Path, cwd: &Path) -> Review {
+    let mut review = Review { pending: Vec::new(), shown: String::new(), refused: Vec::new() };
     for item in trust::items(root, cwd) {
-        match acceptance.state(&item) {
-            State::Accepted => {}
-            State::Unreadable(why) => {
-                return Err(CliError::failure(format!(
-                    "{} cannot be accepted: {why}. Make it smaller (or readable), then run `toolshed trust` again.",
-                    root.join(&item.path).display()
-                )));
+        let shown_path = root.join(&item.path);
+        let now = match trust::snapshot(root, &item) {
+            Ok(now) => now,
+            Err(why) => {
+                review.refused.push(format!("{} cannot be accepted: {why}.", shown_path.display()));
+                continue;
             }
-            state => pending.push((item, state)),
+        };
+        let what = match acceptance.compare(&now) {
+            State::Accepted | State::Unreadable(_) => continue,
+            State::New => "new: never accepted",
+            State::Changed => "changed since you accepted it",
+            State::Removed if item.is_config => "removed since you accepted it (the accepted version still applies)",
+            State::Removed => "removed since you accepted it",
+        };
+        // A config file that does not load would stop every command once accepted.
+        if item.is_config
+            && let Some(bytes) = now.files.get(&item.path)
+        {
+            let text = String::from_utf8_lossy(bytes);
+            if let Err(e) = toolshed_core::config::Config::default().merge_str(&shown_path, &text) {
+                review
+                    .refused
+                    .push(format!("{} cannot be accepted as it is: {e}; fix it first.", shown_path.display()));
+                continue;
+            }
+        }
+        review.shown.push_str(&format!("{} — {what}\n", shown_path.display()));
+        for change in acceptance.changes(&now) {
+            let before = change.before.as_deref().map(readable).unwrap_or_default();
+            let after = change.after.as_deref().map(readable).unwrap_or_default();
+            review.shown.push_str(toolshed_tools::fs::full_diff(&before, &after, &change.path).trim_end());
+            review.shown.push('\n');
+        }
+        review.shown.push('\n');
+        review.pending.push(now);
+    }
+    // Escaped wherever it goes: a pipe may end at a terminal too.
+    review.shown = toolshed_core::terminal::visible(&review.shown).into_owned();
+    review
+}
+
+/// `bytes` as text a person can read: bytes that are not UTF-8 as `\xNN`, so two contents that
+/// differ never look the same.
+fn readable(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
         }
     }
-    Ok(pending)
+    out
 }
 
 /// Asks on `out` and reads the answer from standard input: whether it was yes.
-fn ask(out: &mut dyn std::io::Write) -> bool {
+fn ask(out: &mut dyn Write) -> bool {
     let _ = write!(out, "Accept these as they are now? [y/N] ");
     let _ = out.flush();
     let mut answer = String::new();
@@ -135,37 +187,9 @@ fn ask(out: &mut dyn std::io::Write) -> bool {
     matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES")
 }
 
-/// Records `pending` as accepted; what to tell the person.
-fn accept(data_dir: &Path, root: &Path, pending: &[(Item, State)]) -> Result<String, CliError> {
-    let items: Vec<Item> = pending.iter().map(|(item, _)| item.clone()).collect();
-    trust::accept(data_dir, root, &items).map_err(CliError::failure)?;
-    let names: Vec<&str> = items.iter().map(|i| i.path.as_str()).collect();
+/// Records `pending`, exactly as shown, as accepted; what to tell the person.
+fn accept(data_dir: &Path, root: &Path, pending: &[Snapshot]) -> Result<String, CliError> {
+    trust::accept_snapshots(data_dir, root, pending).map_err(CliError::failure)?;
+    let names: Vec<&str> = pending.iter().map(|s| s.item.path.as_str()).collect();
     Ok(format!("Accepted as they are now: {}.", names.join(", ")))
-}
-
-/// What changed in `item` since it was accepted: a heading, then each file's difference.
-fn show(acceptance: &Acceptance, root: &Path, item: &Item, state: &State) -> Result<String, CliError> {
-    let what = match state {
-        State::New => "new: never accepted",
-        State::Changed => "changed since you accepted it",
-        State::Removed => "removed since you accepted it (the accepted version still applies)",
-        State::Accepted | State::Unreadable(_) => return Ok(String::new()),
-    };
-    let mut out = format!("{} — {what}\n", root.join(&item.path).display());
-    let changes = acceptance.changes(item).map_err(|why| CliError::failure(format!("{}: {why}", item.path)))?;
-    for change in changes {
-        let text =
-            |b: &Option<Vec<u8>>| b.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
-        let binary = |b: &Option<Vec<u8>>| b.as_ref().is_some_and(|b| b.contains(&0));
-        if binary(&change.before) || binary(&change.after) {
-            let size = change.after.as_ref().map_or(0, Vec::len);
-            out.push_str(&format!("  {} (binary, {size} bytes)\n", change.path));
-            continue;
-        }
-        let diff =
-            toolshed_tools::fs::unified_diff(&text(&change.before), &text(&change.after), &change.path, 3, DIFF_LINES);
-        out.push_str(diff.trim_end());
-        out.push('\n');
-    }
-    Ok(out)
 }

@@ -176,24 +176,46 @@ fn a_tool_directory_loads_only_as_accepted_scripts_beside_it_included() {
 }
 
 #[test]
-fn init_and_mcp_add_accept_what_they_write_and_nothing_else() {
+fn init_accepts_its_file_and_mcp_import_accepts_nothing() {
     let p = project();
     let out = p.toolshed(&["init"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let out = p.toolshed(&["config", "show"]);
     assert!(!text(&out.stderr).contains("toolshed trust"), "{}", text(&out.stderr));
 
-    // A line no one accepted, then a person's `mcp import`: the import's lines alone are not an
-    // acceptance of the line before them.
-    let config = std::fs::read_to_string(p.root.join("toolshed.toml")).unwrap();
-    p.write("toolshed.toml", &format!("{config}{LOOSE}"));
-    let servers = p.root.parent().unwrap().join("servers.json");
-    std::fs::write(&servers, r#"{"mcpServers": {"files": {"command": "true"}}}"#).unwrap();
+    // A servers file the model may have written: its commands start only once accepted.
+    let servers = p.root.join(".mcp.json");
+    std::fs::write(
+        &servers,
+        r#"{"mcpServers": {"docs": {"command": "sh", "args": ["-c", "echo started > started.txt"]}}}"#,
+    )
+    .unwrap();
     let out = p.toolshed(&["mcp", "import", servers.to_str().unwrap()]);
     assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
-    let (code, _, stderr) = p.read_outside(&p.outside);
-    assert_ne!(code, 0);
-    assert!(stderr.contains("changed since it was accepted"), "{stderr}");
+    assert!(text(&out.stdout).contains("toolshed trust"), "{}", text(&out.stdout));
+    let out = p.toolshed(&["tools"]);
+    assert!(text(&out.stderr).contains("changed since it was accepted"), "{}", text(&out.stderr));
+    assert!(!p.root.join("started.txt").exists(), "an unaccepted server was started");
+    let out = p.toolshed(&["trust"]);
+    assert!(text(&out.stdout).contains("+[mcp.docs]"), "{}", text(&out.stdout));
+}
+
+#[test]
+fn what_trust_shows_is_whole_and_escaped_and_broken_config_is_refused() {
+    let p = project();
+    let long = format!("echo formatted{}; echo pwned", " ".repeat(3000));
+    p.write(".toolshed/tools/t.sh", &format!("{long}\n{}\u{0}nul\n\u{1b}[1Ahidden\n", "line\n".repeat(300)));
+    let out = p.toolshed(&["trust"]);
+    let shown = text(&out.stdout);
+    assert!(shown.contains("; echo pwned") && shown.lines().count() > 300, "cut: {}", shown.len());
+    assert!(!shown.contains('\u{1b}') && !shown.contains('\u{0}'), "control characters shown raw");
+    // A toolshed.toml that does not load is not accepted (every command would stop on it);
+    // the tool directory still is.
+    p.write("toolshed.toml", "[sandbox]\nmode = \"bogus\"\n");
+    let out = p.toolshed(&["trust", "--yes"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("cannot be accepted as it is"), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("Accepted as they are now: .toolshed/tools."), "{}", text(&out.stdout));
 }
 
 #[test]

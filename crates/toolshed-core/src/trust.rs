@@ -8,8 +8,9 @@
 //! the next toolshed process. So what the next process obeys is decided here, from a record the
 //! model cannot write: a copy of each accepted file under the data directory
 //! (`~/.local/share/toolshed/trust/`, outside the sandbox's writable directories and itself a
-//! protected path). A person accepts with `toolshed trust` (or `toolshed init`, `toolshed mcp add`
-//! for the lines they write); `TOOLSHED_TRUST_PROJECT=1` applies the files as they are (CI, and
+//! protected path). A person accepts with `toolshed trust`, which shows every
+//! difference in full and records exactly what it showed (`toolshed init` accepts the file it
+//! writes); `TOOLSHED_TRUST_PROJECT=1` applies the files as they are (CI, and
 //! scripts over repositories one controls).
 //!
 //! When the files differ from the record:
@@ -188,47 +189,54 @@ impl Acceptance {
         if self.everything {
             return true;
         }
-        let Some(rel) = relative(&self.root, dir) else { return true };
-        self.state(&Item { path: rel, is_config: false }) == State::Accepted
+        match relative(&self.root, dir) {
+            Relative::Outside => true,
+            // A name that cannot be recorded cannot be accepted.
+            Relative::Unnamed => false,
+            Relative::Inside(rel) => self.state(&Item { path: rel, is_config: false }) == State::Accepted,
+        }
     }
 
     /// How `item` compares with the record.
     pub fn state(&self, item: &Item) -> State {
-        let now = match read_item(&self.root, item) {
-            Ok(files) => files,
-            Err(why) => return State::Unreadable(why),
-        };
+        match snapshot(&self.root, item) {
+            Ok(now) => self.compare(&now),
+            Err(why) => State::Unreadable(why),
+        }
+    }
+
+    /// How `now` compares with the record.
+    pub fn compare(&self, now: &Snapshot) -> State {
         let then: BTreeMap<&String, Vec<u8>> =
-            self.record.files.iter().filter(|(path, _)| under(path, item)).map(|(p, s)| (p, s.bytes())).collect();
-        let now_ref: BTreeMap<&String, Vec<u8>> = now.iter().map(|(p, b)| (p, b.clone())).collect();
-        match (now.is_empty(), then.is_empty()) {
+            self.record.files.iter().filter(|(path, _)| under(path, &now.item)).map(|(p, s)| (p, s.bytes())).collect();
+        let current: BTreeMap<&String, Vec<u8>> = now.files.iter().map(|(p, b)| (p, b.clone())).collect();
+        match (current.is_empty(), then.is_empty()) {
             (true, true) => State::Accepted,
             (false, true) => State::New,
             (true, false) => State::Removed,
-            (false, false) if now_ref == then => State::Accepted,
+            (false, false) if current == then => State::Accepted,
             (false, false) => State::Changed,
         }
     }
 
-    /// The files of `item` that differ from what was accepted (path relative to the root, the
+    /// The files of `now` that differ from what was accepted (path relative to the root, the
     /// accepted bytes, the bytes now; `None`: absent), in path order.
-    pub fn changes(&self, item: &Item) -> Result<Vec<Change>, String> {
-        let now = read_item(&self.root, item)?;
+    pub fn changes(&self, now: &Snapshot) -> Vec<Change> {
         let mut changes = Vec::new();
-        for (path, stored) in self.record.files.iter().filter(|(path, _)| under(path, item)) {
+        for (path, stored) in self.record.files.iter().filter(|(path, _)| under(path, &now.item)) {
             let before = stored.bytes();
-            match now.get(path) {
+            match now.files.get(path) {
                 Some(after) if *after == before => {}
                 after => changes.push(Change { path: path.clone(), before: Some(before), after: after.cloned() }),
             }
         }
-        for (path, after) in now {
-            if !self.record.files.contains_key(&path) {
-                changes.push(Change { path, before: None, after: Some(after) });
+        for (path, after) in &now.files {
+            if !self.record.files.contains_key(path) {
+                changes.push(Change { path: path.clone(), before: None, after: Some(after.clone()) });
             }
         }
         changes.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(changes)
+        changes
     }
 
     /// The accepted text of a file (for showing a difference).
@@ -247,7 +255,7 @@ pub fn items(root: &Path, cwd: &Path) -> Vec<Item> {
     }
     for level in levels.into_iter().rev() {
         for dir in TOOL_DIRS {
-            if let Some(rel) = relative(root, &level.join(dir)) {
+            if let Relative::Inside(rel) = relative(root, &level.join(dir)) {
                 items.push(Item { path: rel, is_config: false });
             }
         }
@@ -258,31 +266,47 @@ pub fn items(root: &Path, cwd: &Path) -> Vec<Item> {
 /// Records `items` as they are now on disk as accepted for `root` (what is recorded for other
 /// items stays). Fails when an item cannot be read whole, or the record cannot be written.
 pub fn accept(data_dir: &Path, root: &Path, items: &[Item]) -> Result<(), String> {
-    let mut acceptance = Acceptance::load(data_dir, root);
-    for item in items {
-        let files = read_item(root, item).map_err(|why| format!("{}: {why}", item.path))?;
-        acceptance.record.files.retain(|path, _| !under(path, item));
-        acceptance.record.files.extend(files.into_iter().map(|(p, b)| (p, Stored::new(&b))));
-    }
-    write_record(data_dir, root, &acceptance.record)
+    let snapshots = items
+        .iter()
+        .map(|item| snapshot(root, item).map_err(|why| format!("{}: {why}", item.path)))
+        .collect::<Result<Vec<_>, _>>()?;
+    accept_snapshots(data_dir, root, &snapshots)
 }
 
-/// Records `after` as the accepted text of the config file, but only where the file was
-/// accepted as `before` was (`None`: absent): a person's own command (`toolshed init`,
-/// `toolshed mcp add`) wrote the difference, and changes no one accepted stay unaccepted.
-pub fn accept_config_change(data_dir: &Path, root: &Path, before: Option<&[u8]>, after: &[u8]) -> Result<(), String> {
-    let accepted = Acceptance::load(data_dir, root).record.files.get(crate::config::PROJECT_FILE).map(Stored::bytes);
-    if accepted.as_deref() != before {
-        return Ok(());
-    }
-    accept_config(data_dir, root, after)
+/// Records `snapshots` — the files exactly as a person was shown them, whatever the disk holds
+/// by now — as accepted for `root`.
+pub fn accept_snapshots(data_dir: &Path, root: &Path, snapshots: &[Snapshot]) -> Result<(), String> {
+    update(data_dir, root, |record| {
+        for now in snapshots {
+            record.files.retain(|path, _| !under(path, &now.item));
+            record.files.extend(now.files.iter().map(|(p, b)| (p.clone(), Stored::new(b))));
+        }
+    })
 }
 
 /// Records `text` as the accepted text of the config file (a person's command wrote all of it).
 pub fn accept_config(data_dir: &Path, root: &Path, text: &[u8]) -> Result<(), String> {
-    let mut acceptance = Acceptance::load(data_dir, root);
-    acceptance.record.files.insert(crate::config::PROJECT_FILE.to_string(), Stored::new(text));
-    write_record(data_dir, root, &acceptance.record)
+    update(data_dir, root, |record| {
+        record.files.insert(crate::config::PROJECT_FILE.to_string(), Stored::new(text));
+    })
+}
+
+/// Reads, changes and writes the record of `root` under a lock (two `toolshed trust` at once
+/// keep both changes).
+fn update(data_dir: &Path, root: &Path, change: impl FnOnce(&mut Record)) -> Result<(), String> {
+    let dir = records_dir(data_dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let lock_path = dir.join(".lock");
+    let _lock = loop {
+        match crate::paths::FileLock::try_acquire(&lock_path) {
+            Ok(Some(lock)) => break lock,
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(e) => return Err(format!("cannot lock {}: {e}", lock_path.display())),
+        }
+    };
+    let mut record = Acceptance::load(data_dir, root).record;
+    change(&mut record);
+    write_record(data_dir, root, &record)
 }
 
 /// Forgets everything accepted for `root`; whether there was a record.
@@ -346,11 +370,25 @@ fn lossy(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// `path` relative to `root`, `/`-separated; `None` outside it.
-fn relative(root: &Path, path: &Path) -> Option<String> {
-    let rel = path.strip_prefix(root).ok()?;
-    let parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-    Some(parts.join("/"))
+enum Relative {
+    /// Not under the root.
+    Outside,
+    /// Under the root, `/`-separated.
+    Inside(String),
+    /// Under the root, through a name that is not UTF-8 (which the record cannot hold).
+    Unnamed,
+}
+
+fn relative(root: &Path, path: &Path) -> Relative {
+    let Ok(rel) = path.strip_prefix(root) else { return Relative::Outside };
+    let mut parts = Vec::new();
+    for c in rel.components() {
+        match c.as_os_str().to_str() {
+            Some(part) => parts.push(part),
+            None => return Relative::Unnamed,
+        }
+    }
+    Relative::Inside(parts.join("/"))
 }
 
 /// Whether the recorded file `path` belongs to `item`.
@@ -358,9 +396,21 @@ fn under(path: &str, item: &Item) -> bool {
     if item.is_config { path == item.path } else { path.strip_prefix(&item.path).is_some_and(|r| r.starts_with('/')) }
 }
 
-/// The files of `item` as they are now (links followed, as discovery and the tools follow them):
-/// path relative to the root → contents. Empty when absent.
-fn read_item(root: &Path, item: &Item) -> Result<BTreeMap<String, Vec<u8>>, String> {
+/// The files of one item as they are at one moment: what a person is shown, and then what is
+/// recorded if they accept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The item.
+    pub item: Item,
+    /// Path relative to the root → contents. Empty when the item is absent.
+    pub files: BTreeMap<String, Vec<u8>>,
+}
+
+/// Reads `item` under `root`. The config file is read through a link (its contents are what
+/// is recorded and applied); a tool directory must be plain: a symbolic link in or to it (whose
+/// target the model may be able to rewrite later), a special file or a name that is not UTF-8
+/// makes it unreadable, and so never accepted.
+pub fn snapshot(root: &Path, item: &Item) -> Result<Snapshot, String> {
     let mut files = BTreeMap::new();
     let path = root.join(&item.path);
     if item.is_config {
@@ -371,14 +421,28 @@ fn read_item(root: &Path, item: &Item) -> Result<BTreeMap<String, Vec<u8>>, Stri
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(format!("cannot read it: {e}")),
         }
-        return Ok(files);
+        return Ok(Snapshot { item: item.clone(), files });
     }
-    if !path.is_dir() {
-        return Ok(files);
+    // Each component of the directory's own name (`.opencode`, then `.opencode/tools`).
+    let mut at = root.to_path_buf();
+    for part in Path::new(&item.path).components() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(format!(
+                    "{} is a symbolic link; put the directory itself there to accept it",
+                    at.display()
+                ));
+            }
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Ok(Snapshot { item: item.clone(), files }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Snapshot { item: item.clone(), files }),
+            Err(e) => return Err(format!("cannot read {}: {e}", at.display())),
+        }
     }
     let mut total = 0u64;
     walk(&path, &item.path, 0, &mut files, &mut total)?;
-    Ok(files)
+    Ok(Snapshot { item: item.clone(), files })
 }
 
 fn walk(
@@ -394,12 +458,18 @@ fn walk(
     let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
     for entry in entries {
         let entry = entry.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
         let path = entry.path();
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            return Err(format!("{} has a name that is not UTF-8; rename it", path.display()));
+        };
         let rel = format!("{rel}/{name}");
-        // Followed: a link to a file is as much a tool as the file.
-        let meta = std::fs::metadata(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        if meta.is_dir() {
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if meta.file_type().is_symlink() {
+            return Err(format!(
+                "{} is a symbolic link (what it points to could change after you accept it); put the file itself there",
+                path.display()
+            ));
+        } else if meta.is_dir() {
             walk(&path, &rel, depth + 1, files, total)?;
         } else if meta.is_file() {
             *total += meta.len();
@@ -408,6 +478,8 @@ fn walk(
             }
             let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             files.insert(rel, bytes);
+        } else {
+            return Err(format!("{} is not a regular file or directory", path.display()));
         }
     }
     Ok(())
@@ -477,12 +549,36 @@ mod tests {
         assert!(!Acceptance::load(&data, &root).allows_dir(&dir));
         // Directories outside the worktree (the user's) are not the project's to accept.
         assert!(Acceptance::load(&data, &root).allows_dir(Path::new("/nonexistent/tools")));
-        // A person's own change to an accepted config is recorded; an unaccepted one is not.
-        accept_config_change(&data, &root, None, b"model = \"a/b\"\n").unwrap();
+        // A person's own command's file is recorded as it wrote it.
+        accept_config(&data, &root, b"model = \"a/b\"\n").unwrap();
         std::fs::write(root.join("toolshed.toml"), "model = \"a/b\"\n").unwrap();
         assert_eq!(Acceptance::load(&data, &root).project_text().0, ProjectText::Text("model = \"a/b\"\n".into()));
-        accept_config_change(&data, &root, Some(b"unaccepted"), b"more").unwrap();
-        assert_eq!(Acceptance::load(&data, &root).accepted_text("toolshed.toml").as_deref(), Some("model = \"a/b\"\n"));
+    }
+
+    #[test]
+    fn links_special_files_and_names_that_are_not_utf8_are_never_accepted() {
+        let (_tmp, root, data) = setup();
+        let dir = root.join(".toolshed/tools");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(root.join("outside.sh"), "echo\n").unwrap();
+        std::os::unix::fs::symlink(root.join("outside.sh"), dir.join("run.sh")).unwrap();
+        let item = Item { path: ".toolshed/tools".into(), is_config: false };
+        assert!(matches!(Acceptance::load(&data, &root).state(&item), State::Unreadable(_)));
+        assert!(accept(&data, &root, std::slice::from_ref(&item)).is_err());
+        std::fs::remove_file(dir.join("run.sh")).unwrap();
+        use std::os::unix::ffi::OsStrExt as _;
+        let odd = dir.join(std::ffi::OsStr::from_bytes(b"check\xff.sh"));
+        std::fs::write(&odd, "x").unwrap();
+        assert!(matches!(Acceptance::load(&data, &root).state(&item), State::Unreadable(_)));
+        std::fs::remove_file(&odd).unwrap();
+        // The directory itself a link.
+        std::fs::remove_dir(&dir).unwrap();
+        std::fs::create_dir_all(root.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere"), &dir).unwrap();
+        assert!(matches!(Acceptance::load(&data, &root).state(&item), State::Unreadable(_)));
+        // A tool directory under a level whose name is not UTF-8 is never allowed.
+        let level = root.join(std::ffi::OsStr::from_bytes(b"pkg\xff"));
+        assert!(!Acceptance::load(&data, &root).allows_dir(&level.join(".toolshed/tools")));
     }
 
     #[test]

@@ -80,6 +80,13 @@ impl Workspace {
     pub fn trust_notices(&self) -> Vec<String> {
         let mut notes: Vec<String> = self.config.project_note.iter().cloned().collect();
         for dir in self.custom.not_accepted() {
+            if dir.to_str().is_none() {
+                notes.push(format!(
+                    "the tools in {} are not loaded: its path is not UTF-8, so it cannot be recorded as accepted; rename the directory to use them.",
+                    dir.display()
+                ));
+                continue;
+            }
             notes.push(format!(
                 "the tools in {} are not loaded: no one has accepted them as they are now (a file in the worktree can come from anyone, the model included). Read them, then run `toolshed trust` to use them.",
                 dir.display()

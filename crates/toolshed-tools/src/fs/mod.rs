@@ -415,6 +415,13 @@ fn to_crlf(body: &str) -> String {
     normal.replace('\n', "\r\n")
 }
 
+/// A unified diff of `old` to `new` labelled with `name`, whole: no line cut, no line left out
+/// (what a person accepts must be all there).
+pub fn full_diff(old: &str, new: &str, name: &str) -> String {
+    let diff = similar::TextDiff::configure().diff_lines(old, new);
+    diff.unified_diff().context_radius(3).header(&format!("a/{name}"), &format!("b/{name}")).to_string()
+}
+
 /// A unified diff of `old` to `new` labelled with `name`, with `context` lines around changes,
 /// cut after `max_lines` lines with a note.
 pub fn unified_diff(old: &str, new: &str, name: &str, context: usize, max_lines: usize) -> String {

@@ -60,6 +60,8 @@ pub(crate) struct Runtime {
     pub kind: RuntimeKind,
     /// What every process it runs (and the installer) inherits of toolshed's environment.
     pub env: ChildEnv,
+    /// How the host (which runs the tool files' code) is confined.
+    pub confine: Option<crate::Confine>,
 }
 
 impl Runtime {
@@ -85,7 +87,7 @@ impl Runtime {
             }
         };
         if is_bun {
-            return Ok(Runtime { program, kind: RuntimeKind::Bun, env: env.clone() });
+            return Ok(Runtime { program, kind: RuntimeKind::Bun, env: env.clone(), confine: None });
         }
         let (version, strips_types) = if need_ts {
             let mut cmd = std::process::Command::new(&program);
@@ -101,7 +103,7 @@ impl Runtime {
         } else {
             (String::new(), false)
         };
-        Ok(Runtime { program, kind: RuntimeKind::Node { strips_types, version }, env: env.clone() })
+        Ok(Runtime { program, kind: RuntimeKind::Node { strips_types, version }, env: env.clone(), confine: None })
     }
 
     /// Why this runtime cannot run `file`, if it cannot.
@@ -210,6 +212,9 @@ impl JsHost {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if let Some(confine) = &self.runtime.confine {
+            (confine.0)(&mut cmd, "").map_err(|why| format!("the JS tool host cannot start sandboxed: {why}"))?;
+        }
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start the JS tool host `{}`: {e}", self.runtime.program.display()))?;
@@ -557,8 +562,12 @@ mod tests {
     fn a_recent_install_failure_is_reported_at_once_and_remembered() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("install.failed"), "zod 4 could not be installed (offline)").unwrap();
-        let runtime =
-            Runtime { program: PathBuf::from("/nonexistent/bun"), kind: RuntimeKind::Bun, env: ChildEnv::default() };
+        let runtime = Runtime {
+            program: PathBuf::from("/nonexistent/bun"),
+            kind: RuntimeKind::Bun,
+            env: ChildEnv::default(),
+            confine: None,
+        };
         let started = std::time::Instant::now();
         let err = install_zod(tmp.path(), &runtime).unwrap_err();
         assert!(
@@ -586,8 +595,12 @@ mod tests {
     #[test]
     fn an_install_lock_held_elsewhere_is_waited_for_until_zod_appears() {
         let tmp = tempfile::tempdir().unwrap();
-        let runtime =
-            Runtime { program: PathBuf::from("/nonexistent/bun"), kind: RuntimeKind::Bun, env: ChildEnv::default() };
+        let runtime = Runtime {
+            program: PathBuf::from("/nonexistent/bun"),
+            kind: RuntimeKind::Bun,
+            env: ChildEnv::default(),
+            confine: None,
+        };
         // Held by another open file (as by another process): zod appearing ends the wait, and
         // nothing is installed. (A lock left by a dead process is free: `FileLock`'s tests.)
         let held = FileLock::try_acquire(&tmp.path().join("install.lock")).unwrap().unwrap();

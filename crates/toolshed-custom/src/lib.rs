@@ -160,6 +160,22 @@ pub struct Discover {
     /// Which of the worktree's tool directories a person accepted as they are (the record under
     /// `data_dir`); the others are left out.
     pub acceptance: Acceptance,
+    /// How the tools' processes (and the JS host) are confined before they start; `None` runs
+    /// them as toolshed runs (embedding; toolshed's runtime always sets the shell's sandbox).
+    pub confine: Option<Confine>,
+}
+
+/// Confines a custom tool's process before it starts (toolshed's runtime uses the sandbox of a
+/// shell command, `toolshed_shell::confine_tool`), for the agent whose call starts it (empty for
+/// the JS host, which serves every agent). An error (no sandbox where one is required) refuses
+/// the call, with the reason for people and the model.
+#[derive(Clone)]
+pub struct Confine(pub Arc<dyn Fn(&mut std::process::Command, &str) -> Result<(), String> + Send + Sync>);
+
+impl fmt::Debug for Confine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Confine")
+    }
 }
 
 impl Discover {
@@ -188,6 +204,7 @@ impl Discover {
             js_runtime: None,
             env: ChildEnv::default(),
             acceptance,
+            confine: None,
         }
     }
 
@@ -232,6 +249,7 @@ impl Discover {
                         let mut loaded = manifest::load(&file, &self.root);
                         for tool in &mut loaded.tools {
                             tool.env = self.env.clone();
+                            tool.confine = self.confine.clone();
                         }
                         found.problems.extend(loaded.problems);
                         found.unavailable.extend(loaded.unavailable);

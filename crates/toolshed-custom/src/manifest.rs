@@ -53,6 +53,8 @@ pub(crate) struct ManifestTool {
     timeout: Option<Duration>,
     /// What its process inherits of toolshed's environment.
     pub(crate) env: ChildEnv,
+    /// How its process is confined.
+    pub(crate) confine: Option<crate::Confine>,
 }
 
 impl Tool for ManifestTool {
@@ -86,6 +88,7 @@ impl Invocation for ManifestCall<'_> {
             args: self.tool.args.clone(),
             tool_dir: self.tool.dir.clone(),
             env: self.tool.env.clone(),
+            confine: self.tool.confine.clone(),
         };
         Box::pin(run_command(command, self.args, ctx))
     }
@@ -284,6 +287,7 @@ impl Site<'_> {
             dir: self.dir.to_path_buf(),
             timeout,
             env: ChildEnv::default(),
+            confine: None,
         })
     }
 

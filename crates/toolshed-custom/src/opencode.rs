@@ -212,7 +212,7 @@ pub(crate) fn load(discover: &Discover, files: &[PathBuf], scope: &Scope) -> Loa
     };
     let need_ts = files.iter().any(|f| f.extension().is_some_and(|e| e == "ts"));
     let runtime = match Runtime::find(discover.js_runtime.as_deref(), need_ts, &discover.env) {
-        Ok(runtime) => runtime,
+        Ok(runtime) => Runtime { confine: discover.confine.clone(), ..runtime },
         Err(reason) => {
             for file in files {
                 fail(&mut loaded, file, None, reason.clone());

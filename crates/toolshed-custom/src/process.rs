@@ -34,6 +34,8 @@ pub(crate) struct Command {
     pub tool_dir: PathBuf,
     /// What it inherits of toolshed's environment.
     pub env: ChildEnv,
+    /// How it is confined before it starts.
+    pub confine: Option<crate::Confine>,
 }
 
 /// The environment variables that tell a custom tool who calls it and where.
@@ -64,6 +66,13 @@ pub(crate) async fn run_command(command: Command, args: Value, ctx: ToolContext)
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(confine) = &command.confine {
+        (confine.0)(cmd.as_std_mut(), ctx.agent()).map_err(|why| {
+            ToolError::model(format!(
+                "The custom tool {name} was not run: {why}. Tell the user; do not try another way."
+            ))
+        })?;
+    }
     let mut child = cmd.spawn().map_err(|e| {
         ToolError::model(format!(
             "The custom tool {name} could not start `{}`: {e}. This is a problem with the tool's setup, not with your arguments.",

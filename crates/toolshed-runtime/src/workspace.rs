@@ -62,6 +62,15 @@ impl Workspace {
         }
         let mut discover = Discover::new(&root, &cwd, toolshed_core::paths::data_dir());
         discover.env = ChildEnv::from_config(&config);
+        // A custom tool runs code the model can change (a script it calls, a module it imports,
+        // a package in node_modules): it runs in the sandbox of a shell command, no looser.
+        let shell = toolshed_tools::shell::Shell::from_config(&config);
+        let sandbox_root = root.clone();
+        discover.confine = Some(toolshed_tools::custom::Confine(Arc::new(move |command, agent| {
+            toolshed_tools::shell::confine_tool(command, &shell.policy_for(agent), &sandbox_root)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })));
         let custom = discover.run(scope);
         Ok(Workspace::from_parts(root, cwd, config, custom))
     }

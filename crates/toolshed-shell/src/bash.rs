@@ -313,6 +313,30 @@ pub fn confine_helper(
     let protect =
         if policy.mode == SandboxMode::WorkspaceWrite { protected_candidates(root, &[root]) } else { Vec::new() };
     let plan = sandbox::plan_reader(policy, root, &protect)?;
+    Ok(confine_by(command, policy, plan))
+}
+
+/// Confines `command`, a custom tool's process (or the JS host that runs OpenCode tool files),
+/// in the sandbox of a shell command in the worktree `root` under `policy`: it may write the
+/// worktree, the temp dirs and tool caches, the protected paths stay read-only, and it has the
+/// network only if commands have it. A custom tool runs code the model can change without
+/// asking anyone (a script it calls, a package in `node_modules`, a module it imports), so it
+/// gets no more than a command the model writes. Returns the mode it will run in; where the
+/// kernel cannot sandbox and running unsandboxed is not allowed, it is refused, as a command
+/// would be.
+pub fn confine_tool(
+    command: &mut std::process::Command,
+    policy: &SandboxPolicy,
+    root: &Path,
+) -> Result<&'static str, ToolError> {
+    let protect =
+        if policy.mode == SandboxMode::WorkspaceWrite { protected_candidates(root, &[root]) } else { Vec::new() };
+    let plan = sandbox::plan(policy, root, &[], &protect)?;
+    Ok(confine_by(command, policy, plan))
+}
+
+/// Applies `plan` to `command` (between fork and exec); the mode's label.
+fn confine_by(command: &mut std::process::Command, policy: &SandboxPolicy, plan: Plan) -> &'static str {
     let label = plan.label(policy);
     if let sandbox::Plan::Sandboxed(confinement) = plan {
         use std::os::unix::process::CommandExt as _;
@@ -322,7 +346,7 @@ pub fn confine_helper(
             command.pre_exec(move || confinement.apply_in_child());
         }
     }
-    Ok(label)
+    label
 }
 
 /// What to bind of the validated git dirs of the worktree `root`: each dir, or, for a common

@@ -170,7 +170,10 @@ pub struct Discover {
 /// the JS host, which serves every agent). An error (no sandbox where one is required) refuses
 /// the call, with the reason for people and the model.
 #[derive(Clone)]
-pub struct Confine(pub Arc<dyn Fn(&mut std::process::Command, &str) -> Result<(), String> + Send + Sync>);
+pub struct Confine(pub Arc<ConfineFn>);
+
+/// What [`Confine`] calls: the command about to start, and the calling agent.
+pub type ConfineFn = dyn Fn(&mut std::process::Command, &str) -> Result<(), String> + Send + Sync;
 
 impl fmt::Debug for Confine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -249,7 +252,7 @@ impl Discover {
                         let mut loaded = manifest::load(&file, &self.root);
                         for tool in &mut loaded.tools {
                             tool.env = self.env.clone();
-                            tool.confine = self.confine.clone();
+                            tool.confine.clone_from(&self.confine);
                         }
                         found.problems.extend(loaded.problems);
                         found.unavailable.extend(loaded.unavailable);

@@ -258,8 +258,13 @@ fn custom_tools(ws: &Workspace) -> Report {
     for problem in ws.custom.problems() {
         lines.push(format!("broken, left out: {problem}"));
     }
+    for (dir, _) in ws.custom.not_accepted() {
+        lines.push(format!("not loaded, not accepted as it is (see project): {}", shown(dir)));
+    }
     let status = if !ws.custom.problems().is_empty() || !ws.custom.unavailable().is_empty() {
         Status::Problem
+    } else if !ws.custom.not_accepted().is_empty() {
+        Status::Warning
     } else if lines.is_empty() {
         lines.push("no custom tools in .toolshed/tools, .opencode/tool(s) or the user config directory".to_string());
         Status::Off

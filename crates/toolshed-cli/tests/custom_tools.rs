@@ -305,3 +305,38 @@ export default tool({
     let out = toolshed_with_path(&root, &["call", "endpoint", r#"{"path": "v2/users"}"#, "--yes"], &path);
     assert_eq!(stdout(&out), "https://api.example.com/v2/users\n", "{}", stderr(&out));
 }
+
+/// OpenCode tool files run in the calling agent's sandbox: `plan` runs commands read-only, so a
+/// tool it calls cannot write either, while `build`'s call of the same tool can (each agent gets
+/// a host process of its own).
+#[test]
+fn an_opencode_tool_runs_in_the_calling_agents_sandbox() {
+    let (_tmp, root) = project();
+    let modules = js_modules();
+    std::fs::create_dir_all(root.join(".data/custom-tools/node_modules")).unwrap();
+    std::os::unix::fs::symlink(modules.join("zod"), root.join(".data/custom-tools/node_modules/zod")).unwrap();
+    let path = format!("{}:{}", modules.join(".bin").display(), std::env::var("PATH").unwrap());
+    write(
+        &root,
+        ".opencode/tools/touch.js",
+        r#"import { writeFileSync } from "node:fs";
+export default {
+  description: "Writes made.txt",
+  args: {},
+  async execute() {
+    try { writeFileSync("made.txt", "x"); return "wrote"; } catch (e) { return "refused: " + e.code; }
+  },
+}
+"#,
+    );
+    let probe = toolshed_with_path(&root, &["call", "bash", r#"{"command": "true"}"#, "--json"], &path);
+    if json(&probe)["metadata"]["sandbox"] != "workspace-write" {
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), b"SKIP: no Landlock here\n");
+        return;
+    }
+    let out = toolshed_with_path(&root, &["call", "touch", "{}", "--yes", "-a", "plan"], &path);
+    assert_eq!(stdout(&out).trim_end(), "refused: EACCES", "{}", stderr(&out));
+    assert!(!root.join("made.txt").exists());
+    let out = toolshed_with_path(&root, &["call", "touch", "{}", "--yes"], &path);
+    assert_eq!(stdout(&out).trim_end(), "wrote", "{}", stderr(&out));
+}

@@ -47,6 +47,13 @@ fn needs_escape(c: char) -> bool {
         c if c.is_control() => true,
         // Bidirectional embeddings, overrides and isolates; the invisible separators around them.
         '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}' => true,
+        // Characters that show as nothing or as a blank yet are text (a name, an identifier in
+        // code, hidden instructions in tag characters): zero-width space, word joiner and the
+        // invisible operators, the byte-order mark, soft hyphen, Hangul fillers, tags. Joiners
+        // inside words and emoji (U+200C, U+200D) stay.
+        '\u{200b}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{00ad}' | '\u{180e}' | '\u{034f}' => true,
+        '\u{115f}' | '\u{1160}' | '\u{3164}' | '\u{ffa0}' | '\u{17b4}' | '\u{17b5}' => true,
+        '\u{e0000}'..='\u{e007f}' => true,
         _ => false,
     }
 }
@@ -64,5 +71,7 @@ mod tests {
         assert_eq!(visible("a\u{9b}31mb"), "a\\u{9b}31mb");
         assert_eq!(visible("x\u{202e}gnp.exe"), "x\\u{202e}gnp.exe");
         assert_eq!(visible("\x00\x7f"), "\\x00\\x7f");
+        assert_eq!(visible("a\u{3164}b\u{200b}c\u{e0041}"), "a\\u{3164}b\\u{200b}c\\u{e0041}");
+        assert!(matches!(visible("family 👨\u{200d}👩"), Cow::Borrowed(_)));
     }
 }

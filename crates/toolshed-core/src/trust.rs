@@ -186,14 +186,22 @@ impl Acceptance {
     /// Whether the tool directory `dir` may be loaded: outside the worktree (the user's own
     /// directories, beyond the sandbox's reach), or as accepted.
     pub fn allows_dir(&self, dir: &Path) -> bool {
+        self.dir_state(dir) == State::Accepted
+    }
+
+    /// How the tool directory `dir` compares with the record (`Accepted` for the user's own
+    /// directories, and for everything under `TOOLSHED_TRUST_PROJECT=1`).
+    pub fn dir_state(&self, dir: &Path) -> State {
         if self.everything {
-            return true;
+            return State::Accepted;
         }
         match relative(&self.root, dir) {
-            Relative::Outside => true,
+            Relative::Outside => State::Accepted,
             // A name that cannot be recorded cannot be accepted.
-            Relative::Unnamed => false,
-            Relative::Inside(rel) => self.state(&Item { path: rel, is_config: false }) == State::Accepted,
+            Relative::Unnamed => {
+                State::Unreadable("its path is not UTF-8, which the record cannot hold; rename the directory".into())
+            }
+            Relative::Inside(rel) => self.state(&Item { path: rel, is_config: false }),
         }
     }
 

@@ -137,19 +137,22 @@ pub(crate) struct JsHost {
     root: PathBuf,
     dir: PathBuf,
     needs_zod: bool,
-    process: Mutex<Option<Arc<Process>>>,
+    /// One process per agent that called (the sandbox is the calling agent's; `""`: reading
+    /// the tools' specs, confined as strictly as any agent).
+    processes: Mutex<HashMap<String, Arc<Process>>>,
 }
 
 impl JsHost {
     /// A host (not started) running in `root`, keeping its files in `dir`. `needs_zod`: some
     /// tool file's project lacks `@opencode-ai/plugin`, so zod must be installed in `dir`.
     pub(crate) fn new(runtime: Runtime, root: PathBuf, dir: PathBuf, needs_zod: bool) -> Self {
-        JsHost { runtime, root, dir, needs_zod, process: Mutex::new(None) }
+        JsHost { runtime, root, dir, needs_zod, processes: Mutex::new(HashMap::new()) }
     }
 
-    /// Sends a request and returns the channel its replies arrive on (closed if the host dies).
-    pub(crate) fn request(&self, mut message: Value) -> Result<Request, String> {
-        let process = self.running()?;
+    /// Sends a request to `agent`'s host process and returns the channel its replies arrive on
+    /// (closed if the host dies).
+    pub(crate) fn request(&self, mut message: Value, agent: &str) -> Result<Request, String> {
+        let process = self.running(agent)?;
         let id = process.next_id.fetch_add(1, Ordering::Relaxed);
         message["id"] = json!(id);
         let (tx, rx) = mpsc::unbounded_channel();
@@ -159,40 +162,38 @@ impl JsHost {
         Ok(request)
     }
 
-    /// Stops the host (a later request starts a new one).
+    /// Stops every host process (a later request starts a new one).
     pub(crate) fn stop(&self) {
-        if let Some(process) = self.slot().take() {
+        for (_, process) in self.slots().drain() {
             process.kill();
         }
     }
 
-    /// Stops `process` if it is still the running host.
+    /// Stops `process` if it is still a running host.
     fn stop_if(&self, process: &Arc<Process>) {
-        let mut slot = self.slot();
-        if slot.as_ref().is_some_and(|p| Arc::ptr_eq(p, process)) {
-            slot.take();
-            process.kill();
-        }
+        let mut slots = self.slots();
+        slots.retain(|_, p| !Arc::ptr_eq(p, process));
+        process.kill();
     }
 
-    fn slot(&self) -> MutexGuard<'_, Option<Arc<Process>>> {
-        self.process.lock().unwrap_or_else(PoisonError::into_inner)
+    fn slots(&self) -> MutexGuard<'_, HashMap<String, Arc<Process>>> {
+        self.processes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The running host process, started if needed.
-    fn running(&self) -> Result<Arc<Process>, String> {
-        let mut slot = self.slot();
-        if let Some(p) = slot.as_ref()
+    /// `agent`'s host process, started if needed.
+    fn running(&self, agent: &str) -> Result<Arc<Process>, String> {
+        let mut slots = self.slots();
+        if let Some(p) = slots.get(agent)
             && p.exit_reason().is_none()
         {
             return Ok(p.clone());
         }
-        let process = Arc::new(self.start()?);
-        *slot = Some(process.clone());
+        let process = Arc::new(self.start(agent)?);
+        slots.insert(agent.to_string(), process.clone());
         Ok(process)
     }
 
-    fn start(&self) -> Result<Process, String> {
+    fn start(&self, agent: &str) -> Result<Process, String> {
         let host = prepare(&self.dir, self.needs_zod, &self.runtime)?;
         let mut cmd = std::process::Command::new(&self.runtime.program);
         self.runtime.env.apply(&mut cmd);
@@ -213,7 +214,7 @@ impl JsHost {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if let Some(confine) = &self.runtime.confine {
-            (confine.0)(&mut cmd, "").map_err(|why| format!("the JS tool host cannot start sandboxed: {why}"))?;
+            (confine.0)(&mut cmd, agent).map_err(|why| format!("the JS tool host cannot start sandboxed: {why}"))?;
         }
         let mut child = cmd
             .spawn()
@@ -465,7 +466,9 @@ fn run_install(dir: &Path, runtime: &Runtime) -> Result<(), String> {
     let mut cmd = match (on_path("npm"), &runtime.kind) {
         (Some(npm), _) => {
             let mut cmd = std::process::Command::new(npm);
-            // Few, short network retries: offline, this fails in seconds rather than minutes.
+            // Few, short network retries: offline, this fails in seconds rather than minutes. No
+            // install scripts, and a cache of its own: the user's npm cache is writable to
+            // sandboxed commands, so a package planted there must not be what runs here.
             cmd.args([
                 "install",
                 "--no-audit",
@@ -473,13 +476,16 @@ fn run_install(dir: &Path, runtime: &Runtime) -> Result<(), String> {
                 "--loglevel=error",
                 "--fetch-retries=1",
                 "--fetch-timeout=20000",
+                "--ignore-scripts",
                 ZOD_SPEC,
             ]);
+            cmd.arg(format!("--cache={}", dir.join("npm-cache").display()));
             cmd
         }
         (None, RuntimeKind::Bun) => {
             let mut cmd = std::process::Command::new(&runtime.program);
-            cmd.args(["add", ZOD_SPEC]);
+            cmd.args(["add", "--ignore-scripts", ZOD_SPEC]);
+            cmd.env("BUN_INSTALL_CACHE_DIR", dir.join("bun-cache"));
             cmd
         }
         (None, RuntimeKind::Node { .. }) => {

@@ -38,7 +38,7 @@ use toolshed_core::env::ChildEnv;
 use toolshed_core::permission::{Action, PermissionRequest, Rule};
 use toolshed_core::registry::{Registry, Source};
 use toolshed_core::tool::{BoxFuture, Exposure, Invocation, Tool, ToolError, ToolOutput, ToolSpec};
-use toolshed_core::trust::Acceptance;
+use toolshed_core::trust::{Acceptance, State};
 use toolshed_process::ProgramError;
 
 /// Which custom tools a discovery loads, and whether it trusts the spec cache.
@@ -90,13 +90,13 @@ pub struct CustomTools {
     tools: Vec<(Arc<dyn Tool>, PathBuf)>,
     unavailable: Vec<Unavailable>,
     problems: Vec<Problem>,
-    not_accepted: Vec<PathBuf>,
+    not_accepted: Vec<(PathBuf, State)>,
 }
 
 impl CustomTools {
     /// The worktree's tool directories left out because no one accepted them as they are now
     /// (see [`toolshed_core::trust`]).
-    pub fn not_accepted(&self) -> &[PathBuf] {
+    pub fn not_accepted(&self) -> &[(PathBuf, State)] {
         &self.not_accepted
     }
 
@@ -242,9 +242,14 @@ impl Discover {
         let mut js_files = Vec::new();
         let mut order: Vec<Slot> = Vec::new();
         for (dir, kind) in self.directories() {
-            if !self.acceptance.allows_dir(&dir) {
-                found.not_accepted.push(dir);
-                continue;
+            match self.acceptance.dir_state(&dir) {
+                State::Accepted => {}
+                // Accepted once and gone: nothing to load, nothing to say.
+                State::Removed => continue,
+                state => {
+                    found.not_accepted.push((dir, state));
+                    continue;
+                }
             }
             for file in tool_files(&dir, kind) {
                 match kind {

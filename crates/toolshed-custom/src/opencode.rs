@@ -77,7 +77,8 @@ async fn call(host: Arc<JsHost>, name: String, message: Value, ctx: ToolContext)
     let unavailable = |e: String| ToolError::model(format!("The custom tool {name} could not run: {e}"));
     // Starting the host may install zod and spawns a process: blocking work.
     let starter = host.clone();
-    let mut request = tokio::task::spawn_blocking(move || starter.request(message))
+    let agent = ctx.agent().to_string();
+    let mut request = tokio::task::spawn_blocking(move || starter.request(message, &agent))
         .await
         .map_err(|e| unavailable(e.to_string()))?
         .map_err(unavailable)?;
@@ -301,7 +302,7 @@ async fn import_all(
     let mut requests = Vec::new();
     for (i, _) in to_import {
         let file = &files[*i];
-        requests.push(host.request(json!({"type": "load", "file": file, "stem": stem(file)})));
+        requests.push(host.request(json!({"type": "load", "file": file, "stem": stem(file)}), ""));
     }
     let deadline = tokio::time::Instant::now() + LOAD_TIMEOUT;
     let mut replies = Vec::new();

@@ -65,9 +65,11 @@ impl Workspace {
         // A custom tool runs code the model can change (a script it calls, a module it imports,
         // a package in node_modules): it runs in the sandbox of a shell command, no looser.
         let shell = toolshed_tools::shell::Shell::from_config(&config);
-        let sandbox_root = root.clone();
+        let (sandbox_root, sandbox_cwd) = (root.clone(), cwd.clone());
         discover.confine = Some(toolshed_tools::custom::Confine(Arc::new(move |command, agent| {
-            toolshed_tools::shell::confine_tool(command, &shell.policy_for(agent), &sandbox_root)
+            // No agent yet (reading the tools' specs): as strictly as any agent that may write.
+            let policy = if agent.is_empty() { shell.strictest_writing_policy() } else { shell.policy_for(agent) };
+            toolshed_tools::shell::confine_tool(command, &policy, &sandbox_root, &sandbox_cwd)
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         })));
@@ -88,18 +90,13 @@ impl Workspace {
     /// sentence each, for standard error or a front-end's notice line.
     pub fn trust_notices(&self) -> Vec<String> {
         let mut notes: Vec<String> = self.config.project_note.iter().cloned().collect();
-        for dir in self.custom.not_accepted() {
-            if dir.to_str().is_none() {
-                notes.push(format!(
-                    "the tools in {} are not loaded: its path is not UTF-8, so it cannot be recorded as accepted; rename the directory to use them.",
-                    dir.display()
-                ));
-                continue;
-            }
-            notes.push(format!(
-                "the tools in {} are not loaded: no one has accepted them as they are now (a file in the worktree can come from anyone, the model included). Read them, then run `toolshed trust` to use them.",
-                dir.display()
-            ));
+        for (dir, state) in self.custom.not_accepted() {
+            let why = match state {
+                toolshed_core::trust::State::Changed => "they changed since they were accepted; `toolshed trust` shows the difference and asks".to_string(),
+                toolshed_core::trust::State::Unreadable(why) => format!("they cannot be accepted: {why}"),
+                _ => "no one has accepted them yet (a file in the worktree can come from anyone, the model included); read them, then run `toolshed trust` to use them".to_string(),
+            };
+            notes.push(format!("the tools in {} are not loaded: {why}.", dir.display()));
         }
         notes
     }

@@ -317,7 +317,8 @@ pub fn confine_helper(
 }
 
 /// Confines `command`, a custom tool's process (or the JS host that runs OpenCode tool files),
-/// in the sandbox of a shell command in the worktree `root` under `policy`: it may write the
+/// in the sandbox of a shell command in the worktree `root`, started from `cwd`, under `policy`
+/// (the protected paths from the root down to `cwd` bound read-only): it may write the
 /// worktree, the temp dirs and tool caches, the protected paths stay read-only, and it has the
 /// network only if commands have it. A custom tool runs code the model can change without
 /// asking anyone (a script it calls, a package in `node_modules`, a module it imports), so it
@@ -328,9 +329,10 @@ pub fn confine_tool(
     command: &mut std::process::Command,
     policy: &SandboxPolicy,
     root: &Path,
+    cwd: &Path,
 ) -> Result<&'static str, ToolError> {
     let protect =
-        if policy.mode == SandboxMode::WorkspaceWrite { protected_candidates(root, &[root]) } else { Vec::new() };
+        if policy.mode == SandboxMode::WorkspaceWrite { protected_candidates(root, &[root, cwd]) } else { Vec::new() };
     let plan = sandbox::plan(policy, root, &[], &protect)?;
     Ok(confine_by(command, policy, plan))
 }

@@ -106,6 +106,21 @@ impl Shell {
         }
     }
 
+    /// The policy for work done before any agent asks (reading custom tools' specs runs their
+    /// files' top-level code): the strictest mode of the agents whose commands may write
+    /// (`read-only` only when no agent's may), so it is never looser than what some agent
+    /// that can change files may do, whatever the default mode says.
+    pub fn strictest_writing_policy(&self) -> SandboxPolicy {
+        let rank = |mode: &&SandboxMode| match mode {
+            SandboxMode::ReadOnly => 2,
+            SandboxMode::WorkspaceWrite => 0,
+            SandboxMode::FullAccess => 1,
+        };
+        let modes = self.state.agent_modes.values().chain([&self.state.policy.mode]);
+        let mode = modes.min_by_key(rank).copied().unwrap_or(self.state.policy.mode);
+        SandboxPolicy { mode, ..self.state.policy }
+    }
+
     /// Whether every agent's commands run without a sandbox (`full-access`).
     fn never_sandboxed(&self) -> bool {
         self.state.policy.mode == SandboxMode::FullAccess

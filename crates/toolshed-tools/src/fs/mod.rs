@@ -415,11 +415,13 @@ fn to_crlf(body: &str) -> String {
     normal.replace('\n', "\r\n")
 }
 
-/// A unified diff of `old` to `new` labelled with `name`, whole: no line cut, no line left out
-/// (what a person accepts must be all there).
+/// A unified diff of `old` to `new` labelled with `name`, whole: every line of both, none cut
+/// (what a person accepts must be all there, with the context that gives a line its meaning,
+/// such as the TOML table it is in).
 pub fn full_diff(old: &str, new: &str, name: &str) -> String {
     let diff = similar::TextDiff::configure().diff_lines(old, new);
-    diff.unified_diff().context_radius(3).header(&format!("a/{name}"), &format!("b/{name}")).to_string()
+    let whole = old.lines().count().max(new.lines().count());
+    diff.unified_diff().context_radius(whole).header(&format!("a/{name}"), &format!("b/{name}")).to_string()
 }
 
 /// A unified diff of `old` to `new` labelled with `name`, with `context` lines around changes,

@@ -315,3 +315,26 @@ fn a_custom_tool_runs_in_the_shells_sandbox() {
     assert!(!std::fs::read_to_string(root.join("toolshed.toml")).unwrap().contains("pwned"));
     assert_eq!(std::fs::read_to_string(root.join("made.txt")).unwrap(), "made\n");
 }
+
+/// What an MCP server starts may depend on files the model can write (a script in the worktree,
+/// the `node_modules` npx prefers, an `env_file`): a local server runs in the shell's sandbox
+/// unless its config says `sandbox = false`.
+#[test]
+fn a_local_mcp_server_runs_in_the_shells_sandbox_unless_configured_otherwise() {
+    let test = "a_local_mcp_server_runs_in_the_shells_sandbox_unless_configured_otherwise";
+    let Some((_outside, canary)) = outside_canary(test) else { return };
+    let probe = bash(&tempfile::tempdir().unwrap().path().canonicalize().unwrap(), "true", &[]);
+    if probe["metadata"]["sandbox"] != "workspace-write" {
+        return skip(test, "no Landlock here");
+    }
+    for (sandbox, written) in [("", false), ("sandbox = false\n", true)] {
+        let (_tmp, root) =
+            project(&format!("[mcp.srv]\ncommand = \"sh\"\nargs = [\"${{workspaceFolder}}/srv.sh\"]\n{sandbox}"));
+        // The script the model rewrote: it writes outside, then is no server at all.
+        std::fs::write(root.join("srv.sh"), format!("echo pwned > {}\n", canary.display())).unwrap();
+        let _ = command(&root, &["mcp", "list"]).output().unwrap();
+        let now = std::fs::read_to_string(&canary).unwrap();
+        assert_eq!(now != "original\n", written, "{sandbox:?}: {now}");
+        std::fs::write(&canary, "original\n").unwrap();
+    }
+}

@@ -221,6 +221,11 @@ pub struct McpConfig {
     pub exclude: Vec<String>,
     /// Whether its tools are sent up front or found through tool_search.
     pub exposure: Option<Exposure>,
+    /// A local server runs in the sandbox of a shell command (it writes the worktree, temp dirs
+    /// and caches; network allowed), since what it starts may depend on files the model can
+    /// write (`node_modules` that `npx` prefers, an `env_file`, a script in the worktree).
+    /// `false` runs it with your full rights (a server that must write elsewhere).
+    pub sandbox: Option<bool>,
 }
 
 /// `[mcp_server]`.

@@ -80,6 +80,23 @@ pub struct ConnectOptions {
     /// What stdio servers inherit of toolshed's environment: only its minimal set (`HOME`,
     /// `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`) and `[env] pass`, plus their own `env`.
     pub env: ChildEnv,
+    /// How a stdio server is confined before it starts (unless its config says `sandbox =
+    /// false`); `None`: not at all.
+    pub confine: Option<Confine>,
+}
+
+/// Confines a stdio server's process before it starts (toolshed's runtime uses the sandbox of a
+/// shell command, `toolshed_shell::confine_tool`). An error leaves the server unavailable.
+#[derive(Clone)]
+pub struct Confine(pub std::sync::Arc<ConfineFn>);
+
+/// What [`Confine`] calls: the command about to start.
+pub type ConfineFn = dyn Fn(&mut std::process::Command) -> Result<(), String> + Send + Sync;
+
+impl std::fmt::Debug for Confine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Confine")
+    }
 }
 
 /// One imported tool: the server's name for it and the spec the model sees.
@@ -336,6 +353,13 @@ impl McpServer {
                         cmd.current_dir(dir);
                     }
                     (None, None) => {}
+                }
+                if self.config.sandbox != Some(false)
+                    && let Some(confine) = &options.confine
+                {
+                    (confine.0)(cmd.as_std_mut()).map_err(|e| {
+                        format!("cannot start it sandboxed: {e} (`sandbox = false` in its [mcp.NAME] runs it without)")
+                    })?;
                 }
                 let (transport, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(Stdio::piped())

@@ -51,7 +51,21 @@ pub fn enabled(ws: &Workspace) -> impl Iterator<Item = (&String, &McpConfig)> {
 
 /// How servers are started for this workspace: in the worktree, with the `[env]` policy.
 pub fn options(ws: &Workspace) -> ConnectOptions {
-    ConnectOptions { cwd: Some(ws.root.clone()), env: ChildEnv::from_config(&ws.config) }
+    // What a server starts may depend on files the model can write (the `node_modules` npx
+    // prefers, an `env_file`, a script in the worktree): it runs in the sandbox of a shell
+    // command of the strictest agent that may write, with the network, and unsandboxed where
+    // the kernel has no sandbox (as before: a server is the person's program, not the model's).
+    let shell = toolshed_tools::shell::Shell::from_config(&ws.config);
+    let policy = toolshed_tools::shell::SandboxPolicy {
+        block_network: false,
+        allow_unsandboxed: true,
+        ..shell.strictest_writing_policy()
+    };
+    let (root, cwd) = (ws.root.clone(), ws.cwd.clone());
+    let confine = toolshed_mcp::client::Confine(std::sync::Arc::new(move |command| {
+        toolshed_tools::shell::confine_tool(command, &policy, &root, &cwd).map(|_| ()).map_err(|e| e.to_string())
+    }));
+    ConnectOptions { cwd: Some(ws.root.clone()), env: ChildEnv::from_config(&ws.config), confine: Some(confine) }
 }
 
 /// A small multi-threaded runtime that drives MCP connections on a thread of its own.

@@ -203,6 +203,59 @@ pub fn implied_request(
 /// Every protected location, existing or not, in `root` and in each directory from `root` down
 /// to `cwd` (custom tools and skills are discovered at each of those levels).
 pub fn locations(root: &Path, cwd: &Path) -> Vec<PathBuf> {
+    locations_from(root, cwd)
+}
+
+/// The protected locations from `root` down to `cwd` that do not exist now: what a process that
+/// is not a shell command (a custom tool, an MCP server's call) must not leave behind. The
+/// sandbox keeps existing ones read-only; one that appears was created by the call.
+pub fn absent(root: &Path, cwd: &Path) -> Vec<PathBuf> {
+    locations_from(root, cwd).into_iter().filter(|p| std::fs::symlink_metadata(p).is_err()).collect()
+}
+
+/// Removes whichever of `absent` exist now (they did not before, so nothing of the user's is
+/// lost), and returns the note for the model when something was: a tool may not create
+/// toolshed's configuration, custom tools, skills or a `.git` (a person grants that, through
+/// `protected`, to the file tools and `bash` only).
+pub fn remove_created(root: &Path, absent: &[PathBuf]) -> Option<String> {
+    let created: Vec<&PathBuf> = absent.iter().filter(|p| std::fs::symlink_metadata(p).is_ok()).collect();
+    if created.is_empty() {
+        return None;
+    }
+    for path in &created {
+        let removed = match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
+            _ => std::fs::remove_file(path),
+        };
+        drop(removed);
+    }
+    let names: Vec<String> = created.iter().map(|p| p.strip_prefix(root).unwrap_or(p).display().to_string()).collect();
+    Some(format!(
+        "(This tool created protected paths ({}); they were removed: only the file tools and bash may create toolshed's configuration, custom tools, skills or .git, and only with the user's permission. Tell the user what you wanted to change.)",
+        names.join(", ")
+    ))
+}
+
+/// [`remove_created`] after a call: its note joins the call's output (an error stays as it is;
+/// what the call created is removed all the same).
+pub fn settle(
+    root: &Path,
+    absent: &[PathBuf],
+    result: Result<crate::tool::ToolOutput, crate::tool::ToolError>,
+) -> Result<crate::tool::ToolOutput, crate::tool::ToolError> {
+    let note = remove_created(root, absent);
+    result.map(|mut output| {
+        if let Some(note) = note {
+            if !output.text.is_empty() {
+                output.text.push_str("\n\n");
+            }
+            output.text.push_str(&note);
+        }
+        output
+    })
+}
+
+fn locations_from(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     let mut levels = vec![root.to_path_buf()];
     if let Ok(rel) = cwd.strip_prefix(root) {
         let mut dir = root.to_path_buf();
@@ -229,10 +282,12 @@ pub fn locations(root: &Path, cwd: &Path) -> Vec<PathBuf> {
 pub fn existing(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> =
         locations(root, cwd).into_iter().filter(|path| std::fs::symlink_metadata(path).is_ok()).collect();
-    // The record of what a person accepted, where the data directory lies in a writable one.
-    let records = crate::trust::records_dir(&crate::paths::data_dir());
-    if records.is_dir() && !out.contains(&records) {
-        out.push(records);
+    // toolshed's data directory, where it lies in a writable one (`TOOLSHED_DATA_DIR=/tmp/...`):
+    // the record of what a person accepted, the JS host and its packages, the sessions. Made
+    // first, so a command cannot make it (and plant what toolshed reads there) before toolshed.
+    let data = crate::paths::data_dir();
+    if std::fs::create_dir_all(&data).is_ok() && !out.contains(&data) {
+        out.push(data);
     }
     // Config files given with `--config` (wherever they are: a temp dir is writable too).
     for (_, path) in CONFIG_FILES.read().unwrap_or_else(std::sync::PoisonError::into_inner).iter() {

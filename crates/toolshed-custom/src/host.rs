@@ -459,10 +459,12 @@ fn install_zod_locked(dir: &Path, runtime: &Runtime) -> Result<(), String> {
 }
 
 fn run_install(dir: &Path, runtime: &Runtime) -> Result<(), String> {
-    if !dir.join("package.json").exists() {
-        std::fs::write(dir.join("package.json"), "{\"private\": true}\n")
-            .map_err(|e| format!("cannot write package.json in {}: {e}", dir.display()))?;
+    // Only what toolshed wrote steers the installer: no project config of npm's or Bun's here.
+    for name in [".npmrc", "bunfig.toml", ".yarnrc", ".yarnrc.yml", "package-lock.json", "bun.lock", "bun.lockb"] {
+        drop(std::fs::remove_file(dir.join(name)));
     }
+    std::fs::write(dir.join("package.json"), "{\"private\": true}\n")
+        .map_err(|e| format!("cannot write package.json in {}: {e}", dir.display()))?;
     let mut cmd = match (on_path("npm"), &runtime.kind) {
         (Some(npm), _) => {
             let mut cmd = std::process::Command::new(npm);

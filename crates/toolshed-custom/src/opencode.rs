@@ -68,7 +68,13 @@ impl Invocation for JsCall<'_> {
         });
         let host = self.tool.host.clone();
         let name = self.tool.spec.name.clone();
-        Box::pin(call(host, name, message, ctx))
+        Box::pin(async move {
+            // Protected paths the call creates are removed after it.
+            let absent = toolshed_core::protected::absent(ctx.root(), ctx.cwd());
+            let root = ctx.root().to_path_buf();
+            let result = call(host, name, message, ctx).await;
+            toolshed_core::protected::settle(&root, &absent, result)
+        })
     }
 }
 

@@ -53,6 +53,14 @@ pub(crate) fn context_env(ctx: &ToolContext) -> [(&'static str, String); 6] {
 /// Runs `command` with `args` on standard input; stops it (the whole process group) when the
 /// call is cancelled or times out, returning what it printed so far.
 pub(crate) async fn run_command(command: Command, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+    // Protected paths it creates are removed after it (the sandbox keeps only existing ones).
+    let absent = toolshed_core::protected::absent(ctx.root(), ctx.cwd());
+    let root = ctx.root().to_path_buf();
+    let result = run_process(command, args, ctx).await;
+    toolshed_core::protected::settle(&root, &absent, result)
+}
+
+async fn run_process(command: Command, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
     let name = &command.tool;
     let mut cmd = tokio::process::Command::new(&command.program);
     command.env.apply(cmd.as_std_mut());

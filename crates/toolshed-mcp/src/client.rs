@@ -268,7 +268,22 @@ impl McpServer {
     fn stderr_tail(&self) -> String {
         let lines = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
         let tail: Vec<&str> = lines.iter().rev().take(3).rev().map(String::as_str).collect();
-        if tail.is_empty() { String::new() } else { format!(" (its last output: {})", tail.join(" | ")) }
+        if tail.is_empty() {
+            return String::new();
+        }
+        // A server refused a write by the sandbox should say how to run it without.
+        let sandboxed =
+            self.config.command.is_some() && self.config.sandbox != Some(false) && self.options.confine.is_some();
+        let denied = ["Read-only file system", "Permission denied", "EACCES", "EROFS", "Operation not permitted"];
+        let hint = if sandboxed && lines.iter().any(|l| denied.iter().any(|d| l.contains(d))) {
+            format!(
+                "; it runs in toolshed's sandbox (it may write the worktree, temp dirs and caches; .git and toolshed's own files are read-only): if it must write elsewhere, set `sandbox = false` in [mcp.{}]",
+                self.name
+            )
+        } else {
+            String::new()
+        };
+        format!(" (its last output: {}){hint}", tail.join(" | "))
     }
 
     /// Connects to the server named `name` and lists its tools; never fails: a server that
@@ -684,7 +699,14 @@ impl Invocation for McpInvocation {
     }
 
     fn run(self: Box<Self>, ctx: ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        Box::pin(async move { self.server.call(&self.raw_name, self.args, &ctx).await })
+        Box::pin(async move {
+            // A local server runs where the model's files are: protected paths a call creates
+            // are removed after it (the sandbox keeps only existing ones read-only).
+            let local = self.server.config.command.is_some();
+            let absent = if local { toolshed_core::protected::absent(ctx.root(), ctx.cwd()) } else { Vec::new() };
+            let result = self.server.call(&self.raw_name, self.args, &ctx).await;
+            toolshed_core::protected::settle(ctx.root(), &absent, result)
+        })
     }
 }
 

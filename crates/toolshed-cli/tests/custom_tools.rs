@@ -150,13 +150,19 @@ fn js_modules() -> PathBuf {
     dir
 }
 
-#[test]
-fn opencode_tools_list_and_run_through_bun_and_manifest_calls_never_start_it() {
-    let (_tmp, root) = project();
+/// Bun on `PATH` and zod in the project's data dir, prepared as `.ci/run` leaves them: the
+/// `PATH` to run toolshed with.
+fn js_path(root: &Path) -> String {
     let modules = js_modules();
     std::fs::create_dir_all(root.join(".data/custom-tools/node_modules")).unwrap();
     std::os::unix::fs::symlink(modules.join("zod"), root.join(".data/custom-tools/node_modules/zod")).unwrap();
-    let path = format!("{}:{}", modules.join(".bin").display(), std::env::var("PATH").unwrap());
+    format!("{}:{}", modules.join(".bin").display(), std::env::var("PATH").unwrap())
+}
+
+#[test]
+fn opencode_tools_list_and_run_through_bun_and_manifest_calls_never_start_it() {
+    let (_tmp, root) = project();
+    let path = js_path(&root);
     write(
         &root,
         ".opencode/tools/math.ts",
@@ -261,10 +267,7 @@ fn docs_example_works_as_printed() {
 #[test]
 fn a_helper_module_in_the_tools_directory_is_not_a_broken_tool() {
     let (_tmp, root) = project();
-    let modules = js_modules();
-    std::fs::create_dir_all(root.join(".data/custom-tools/node_modules")).unwrap();
-    std::os::unix::fs::symlink(modules.join("zod"), root.join(".data/custom-tools/node_modules/zod")).unwrap();
-    let path = format!("{}:{}", modules.join(".bin").display(), std::env::var("PATH").unwrap());
+    let path = js_path(&root);
     write(
         &root,
         ".opencode/tools/api.ts",
@@ -312,10 +315,7 @@ export default tool({
 #[test]
 fn an_opencode_tool_runs_in_the_calling_agents_sandbox() {
     let (_tmp, root) = project();
-    let modules = js_modules();
-    std::fs::create_dir_all(root.join(".data/custom-tools/node_modules")).unwrap();
-    std::os::unix::fs::symlink(modules.join("zod"), root.join(".data/custom-tools/node_modules/zod")).unwrap();
-    let path = format!("{}:{}", modules.join(".bin").display(), std::env::var("PATH").unwrap());
+    let path = js_path(&root);
     write(
         &root,
         ".opencode/tools/touch.js",

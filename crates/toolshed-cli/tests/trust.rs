@@ -286,6 +286,17 @@ fn a_sandboxed_command_cannot_make_a_file_immutable() {
     std::fs::remove_file(root.join("f")).unwrap();
 }
 
+/// [`outside_canary`], where the sandbox works (skipped otherwise).
+fn sandboxed_canary(test: &str) -> Option<(tempfile::TempDir, PathBuf)> {
+    let found = outside_canary(test)?;
+    let probe = bash(&tempfile::tempdir().unwrap().path().canonicalize().unwrap(), "true", &[]);
+    if probe["metadata"]["sandbox"] != "workspace-write" {
+        skip(test, "no Landlock here");
+        return None;
+    }
+    Some(found)
+}
+
 /// A custom tool runs code the model can change without asking anyone (the script a manifest
 /// calls, a package in node_modules): it runs in the sandbox of a shell command, so what it
 /// writes outside the worktree is refused, the protected paths stay read-only, and the
@@ -293,11 +304,7 @@ fn a_sandboxed_command_cannot_make_a_file_immutable() {
 #[test]
 fn a_custom_tool_runs_in_the_shells_sandbox() {
     let test = "a_custom_tool_runs_in_the_shells_sandbox";
-    let Some((_outside, canary)) = outside_canary(test) else { return };
-    let probe = bash(&tempfile::tempdir().unwrap().path().canonicalize().unwrap(), "true", &[]);
-    if probe["metadata"]["sandbox"] != "workspace-write" {
-        return skip(test, "no Landlock here");
-    }
+    let Some((_outside, canary)) = sandboxed_canary(test) else { return };
     let (_tmp, root) = project("[permission]\nscribble = \"allow\"\n");
     std::fs::create_dir_all(root.join(".toolshed/tools")).unwrap();
     std::fs::write(
@@ -328,11 +335,7 @@ fn a_custom_tool_runs_in_the_shells_sandbox() {
 #[test]
 fn a_local_mcp_server_runs_in_the_shells_sandbox_unless_configured_otherwise() {
     let test = "a_local_mcp_server_runs_in_the_shells_sandbox_unless_configured_otherwise";
-    let Some((_outside, canary)) = outside_canary(test) else { return };
-    let probe = bash(&tempfile::tempdir().unwrap().path().canonicalize().unwrap(), "true", &[]);
-    if probe["metadata"]["sandbox"] != "workspace-write" {
-        return skip(test, "no Landlock here");
-    }
+    let Some((_outside, canary)) = sandboxed_canary(test) else { return };
     for (sandbox, written) in [("", false), ("sandbox = false\n", true)] {
         let (_tmp, root) =
             project(&format!("[mcp.srv]\ncommand = \"sh\"\nargs = [\"${{workspaceFolder}}/srv.sh\"]\n{sandbox}"));

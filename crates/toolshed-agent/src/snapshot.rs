@@ -142,6 +142,8 @@ pub struct Shadow {
     first_max: (u64, u64),
     /// The data directory, when it is inside the worktree: never snapshotted.
     data_inside: Option<PathBuf>,
+    /// The `git` program, found outside where sandboxed commands write.
+    git: PathBuf,
 }
 
 /// The shadow repository's directory for `worktree`: `DATA_DIR/snapshots/<16 hex digits>`, a
@@ -165,15 +167,16 @@ pub fn forget_sessions(data_dir: &Path, worktree: &Path, sessions: &[String]) ->
     if !git_dir.join("HEAD").exists() {
         return Ok(0);
     }
-    if git_on_path("git").is_none() {
+    let Some(git) = git_on_path("git", worktree) else {
         return Err(SnapshotError::GitMissing);
-    }
+    };
     let shadow = Shadow {
         worktree: git_dir.clone(),
         git_dir,
         max_file_bytes: MAX_FILE_BYTES,
         first_max: (FIRST_MAX_FILES, FIRST_MAX_BYTES),
         data_inside: None,
+        git,
     };
     let _lock = shadow.lock()?;
     let refs = shadow.git(&["for-each-ref", "--format=%(refname)", "refs/toolshed/"], None)?;
@@ -203,9 +206,9 @@ impl Shadow {
     /// Opens (creating if needed) the shadow repository of `worktree` under `data_dir`.
     pub fn open(data_dir: &Path, worktree: &Path) -> Result<Shadow, SnapshotError> {
         let worktree = worktree.canonicalize().map_err(io(worktree))?;
-        if git_on_path("git").is_none() {
+        let Some(git) = git_on_path("git", &worktree) else {
             return Err(SnapshotError::GitMissing);
-        }
+        };
         if !writable(&worktree) {
             return Err(SnapshotError::NotWritable(worktree));
         }
@@ -219,6 +222,7 @@ impl Shadow {
             max_file_bytes: MAX_FILE_BYTES,
             first_max: (FIRST_MAX_FILES, FIRST_MAX_BYTES),
             data_inside,
+            git,
         };
         if !shadow.git_dir.join("HEAD").exists() {
             std::fs::create_dir_all(&shadow.git_dir).map_err(io(&shadow.git_dir))?;
@@ -283,7 +287,7 @@ impl Shadow {
 
     /// A `git` command isolated from the user's repository and configuration.
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new("git");
+        let mut cmd = Command::new(&self.git);
         for (key, _) in std::env::vars_os() {
             if key.as_bytes().starts_with(b"GIT_") {
                 cmd.env_remove(key);
@@ -863,11 +867,16 @@ fn remove_entry(abs: &Path) -> Result<(), SnapshotError> {
     }
 }
 
-/// Where `program` is on `PATH`.
-fn git_on_path(program: &str) -> Option<PathBuf> {
+/// Where `program` is on `PATH`, taken only from absolute directories outside `worktree` and the
+/// temp dirs: toolshed runs it unsandboxed, and a sandboxed command may write those (a
+/// `node_modules/.bin` direnv put on `PATH`, `.`).
+fn git_on_path(program: &str, worktree: &Path) -> Option<PathBuf> {
+    let untrusted = [worktree.to_path_buf(), std::env::temp_dir(), "/tmp".into(), "/var/tmp".into(), "/dev/shm".into()];
     std::env::var_os("PATH")?
         .as_bytes()
         .split(|b| *b == b':')
-        .map(|dir| Path::new(OsStr::from_bytes(dir)).join(program))
+        .map(|dir| Path::new(OsStr::from_bytes(dir)))
+        .filter(|dir| dir.is_absolute() && !untrusted.iter().any(|u| dir.starts_with(u)))
+        .map(|dir| dir.join(program))
         .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }

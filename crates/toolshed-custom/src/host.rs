@@ -62,21 +62,24 @@ pub(crate) struct Runtime {
     pub env: ChildEnv,
     /// How the host (which runs the tool files' code) is confined.
     pub confine: Option<crate::Confine>,
+    /// Where programs toolshed runs itself are never taken from (see [`on_path`]).
+    pub untrusted: Vec<PathBuf>,
 }
 
 impl Runtime {
     /// Finds the runtime: `program` when given (a name starting with `bun` is Bun, anything else
     /// Node), else `bun` then `node` on `PATH`. Node's version is asked only when `ts` files need it.
-    pub(crate) fn find(program: Option<&Path>, need_ts: bool, env: &ChildEnv) -> Result<Runtime, String> {
+    pub(crate) fn find(program: Option<&Path>, need_ts: bool, env: &ChildEnv, root: &Path) -> Result<Runtime, String> {
+        let untrusted = toolshed_process::untrusted_dirs(root);
         let (program, is_bun) = match program {
             Some(p) => {
                 let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 (p.to_path_buf(), name.starts_with("bun"))
             }
             None => {
-                match on_path("bun") {
+                match on_path("bun", &untrusted) {
                     Some(bun) => (bun, true),
-                    None => match on_path("node") {
+                    None => match on_path("node", &untrusted) {
                         Some(node) => (node, false),
                         None => {
                             return Err("needs Bun (or Node for .js files) on PATH to run OpenCode tool files; neither was found"
@@ -87,7 +90,7 @@ impl Runtime {
             }
         };
         if is_bun {
-            return Ok(Runtime { program, kind: RuntimeKind::Bun, env: env.clone(), confine: None });
+            return Ok(Runtime { program, kind: RuntimeKind::Bun, env: env.clone(), confine: None, untrusted });
         }
         let (version, strips_types) = if need_ts {
             let mut cmd = std::process::Command::new(&program);
@@ -103,7 +106,13 @@ impl Runtime {
         } else {
             (String::new(), false)
         };
-        Ok(Runtime { program, kind: RuntimeKind::Node { strips_types, version }, env: env.clone(), confine: None })
+        Ok(Runtime {
+            program,
+            kind: RuntimeKind::Node { strips_types, version },
+            env: env.clone(),
+            confine: None,
+            untrusted,
+        })
     }
 
     /// Why this runtime cannot run `file`, if it cannot.
@@ -127,8 +136,10 @@ fn node_strips_types(version: &str) -> bool {
 }
 
 /// `name` on `PATH`.
-pub(crate) fn on_path(name: &str) -> Option<PathBuf> {
-    toolshed_process::find_program(name, Path::new("/")).ok()
+pub(crate) fn on_path(name: &str, untrusted: &[PathBuf]) -> Option<PathBuf> {
+    // toolshed runs these itself, unsandboxed: never one a sandboxed command could have put
+    // on `PATH` (the worktree's `node_modules/.bin`, a temp dir).
+    toolshed_process::find_trusted_program(name, untrusted).ok()
 }
 
 /// The host of one toolshed process; cheap to share, started on first use.
@@ -465,7 +476,7 @@ fn run_install(dir: &Path, runtime: &Runtime) -> Result<(), String> {
     }
     std::fs::write(dir.join("package.json"), "{\"private\": true}\n")
         .map_err(|e| format!("cannot write package.json in {}: {e}", dir.display()))?;
-    let mut cmd = match (on_path("npm"), &runtime.kind) {
+    let mut cmd = match (on_path("npm", &runtime.untrusted), &runtime.kind) {
         (Some(npm), _) => {
             let mut cmd = std::process::Command::new(npm);
             // Few, short network retries: offline, this fails in seconds rather than minutes. No

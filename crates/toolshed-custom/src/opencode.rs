@@ -218,7 +218,7 @@ pub(crate) fn load(discover: &Discover, files: &[PathBuf], scope: &Scope) -> Loa
         loaded.problems.push(Problem { file: file.to_path_buf(), line, message });
     };
     let need_ts = files.iter().any(|f| f.extension().is_some_and(|e| e == "ts"));
-    let runtime = match Runtime::find(discover.js_runtime.as_deref(), need_ts, &discover.env) {
+    let runtime = match Runtime::find(discover.js_runtime.as_deref(), need_ts, &discover.env, &discover.root) {
         Ok(runtime) => Runtime { confine: discover.confine.clone(), ..runtime },
         Err(reason) => {
             for file in files {

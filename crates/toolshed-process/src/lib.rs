@@ -17,4 +17,4 @@ mod group;
 mod program;
 
 pub use group::{GroupList, ProcessGroup, SIGKILL, SIGTERM, Signal, signal_group};
-pub use program::{ProgramError, find_program};
+pub use program::{ProgramError, find_program, find_trusted_program, untrusted_dirs};

@@ -44,6 +44,29 @@ pub fn find_program(program: &str, base: &Path) -> Result<PathBuf, ProgramError>
     which::which_in_global(program, Some(path)).ok().and_then(|mut found| found.next()).ok_or_else(not_found)
 }
 
+/// [`find_program`] for a program toolshed itself runs outside any sandbox (a JS runtime, npm):
+/// a bare name is looked up only in the absolute `PATH` directories outside `untrusted` (the
+/// worktree, the temp dirs), where a sandboxed command may have put a program of that name (a
+/// `node_modules/.bin` that direnv put on `PATH`, `.` or another relative entry).
+pub fn find_trusted_program(program: &str, untrusted: &[PathBuf]) -> Result<PathBuf, ProgramError> {
+    if program.contains('/') || program.is_empty() {
+        return find_program(program, Path::new("/"));
+    }
+    let not_found = || ProgramError::NotOnPath(program.to_string());
+    let path = std::env::var_os("PATH").ok_or_else(not_found)?;
+    let dirs = std::env::split_paths(&path).filter(|d| d.is_absolute() && !untrusted.iter().any(|u| d.starts_with(u)));
+    let trusted = std::env::join_paths(dirs).map_err(|_| not_found())?;
+    which::which_in_global(program, Some(trusted)).ok().and_then(|mut found| found.next()).ok_or_else(not_found)
+}
+
+/// The directories a sandboxed command may write that programs are never taken from by
+/// [`find_trusted_program`]: `root` (the worktree) and the temp dirs.
+pub fn untrusted_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![root.to_path_buf(), std::env::temp_dir()];
+    dirs.extend(["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from));
+    dirs
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -67,6 +90,18 @@ mod tests {
             ProgramError::NotOnPath("no-such-program-xyz".into())
         );
         assert_eq!(find_program("", Path::new("/")).unwrap_err().to_string(), "`` was not found on PATH");
+    }
+
+    #[test]
+    fn trusted_lookups_skip_untrusted_and_relative_path_entries() {
+        // Only the PATH of this process is read, so the untrusted dirs are chosen to cover
+        // where `sh` is: every absolute PATH entry.
+        let path = std::env::var_os("PATH").unwrap();
+        let all: Vec<PathBuf> = std::env::split_paths(&path).filter(|d| d.is_absolute()).collect();
+        assert!(find_trusted_program("sh", &[]).is_ok());
+        assert_eq!(find_trusted_program("sh", &all).unwrap_err(), ProgramError::NotOnPath("sh".into()));
+        let dirs = untrusted_dirs(Path::new("/work/x"));
+        assert!(dirs.contains(&PathBuf::from("/work/x")) && dirs.contains(&PathBuf::from("/tmp")));
     }
 
     #[test]

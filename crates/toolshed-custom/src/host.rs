@@ -586,6 +586,7 @@ mod tests {
             kind: RuntimeKind::Bun,
             env: ChildEnv::default(),
             confine: None,
+            untrusted: Vec::new(),
         };
         let started = std::time::Instant::now();
         let err = install_zod(tmp.path(), &runtime).unwrap_err();
@@ -619,6 +620,7 @@ mod tests {
             kind: RuntimeKind::Bun,
             env: ChildEnv::default(),
             confine: None,
+            untrusted: Vec::new(),
         };
         // Held by another open file (as by another process): zod appearing ends the wait, and
         // nothing is installed. (A lock left by a dead process is free: `FileLock`'s tests.)

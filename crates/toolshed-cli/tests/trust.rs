@@ -231,8 +231,11 @@ fn a_language_server_runs_sandboxed_and_cannot_write_the_worktree() {
     let config = format!("[lsp.probe]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nextensions = [\"probe\"]\n");
     std::fs::write(root.join("toolshed.toml"), &config).unwrap();
     std::fs::write(root.join("a.probe"), "x\n").unwrap();
-    let out =
-        command(&root, &["call", "lsp", r#"{"operation":"diagnostics","file_path":"a.probe"}"#]).output().unwrap();
+    // A `CARGO_TARGET_DIR` of the person's own is kept (the test runner's may be set).
+    let out = command(&root, &["call", "lsp", r#"{"operation":"diagnostics","file_path":"a.probe"}"#])
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .unwrap();
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     // Not a real server: it exits before answering, after its writes.
     assert_eq!(out.status.code(), Some(1), "{said}");

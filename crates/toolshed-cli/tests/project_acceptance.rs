@@ -33,10 +33,16 @@ fn project() -> Project {
 
 impl Project {
     fn toolshed(&self, args: &[&str]) -> Output {
+        let mut all = vec!["--root", self.root.to_str().unwrap()];
+        all.extend_from_slice(args);
+        self.toolshed_in(&self.root, &all)
+    }
+
+    /// `toolshed ARGS` started in `dir`, which finds its worktree itself.
+    fn toolshed_in(&self, dir: &Path, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_toolshed"))
-            .args(["--root", self.root.to_str().unwrap()])
             .args(args)
-            .current_dir(&self.root)
+            .current_dir(dir)
             .env_remove("TOOLSHED_TRUST_PROJECT")
             .env("XDG_CONFIG_HOME", self.root.parent().unwrap().join("xdg"))
             .env("TOOLSHED_DATA_DIR", &self.data)
@@ -236,6 +242,64 @@ fn the_record_is_protected_from_tools_and_from_sandboxed_commands() {
     let _ = p.toolshed(&["call", "bash", &args, "--yes"]);
     assert_eq!(std::fs::read(&record).unwrap(), before, "the record was rewritten");
     assert!(!records.join("other.json").exists(), "a record was added");
+}
+
+#[test]
+fn a_git_directory_planted_in_a_subdirectory_keeps_the_accepted_project_settings() {
+    let p = project();
+    let secret = p.root.parent().unwrap().join("keys.secret");
+    std::fs::write(&secret, "the secret\n").unwrap();
+    p.write("toolshed.toml", &format!("{LOOSE}read = {{ \"*\" = \"allow\", \"*.secret\" = \"deny\" }}\n"));
+    assert!(p.toolshed(&["trust", "--yes"]).status.success());
+    // What a command could leave behind: `sub` made a repository of its own, with a config that
+    // would lift the deny.
+    std::fs::create_dir_all(p.root.join("sub/.git")).unwrap();
+    p.write("sub/toolshed.toml", "[permission]\nexternal_directory = \"allow\"\nread = \"allow\"\n");
+    let sub = p.root.join("sub");
+    let read = |path: &Path| {
+        let args = serde_json::json!({ "file_path": path }).to_string();
+        let out = p.toolshed_in(&sub, &["call", "read", &args]);
+        (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, stdout, stderr) = read(&secret);
+    assert_ne!(code, 0, "the enclosing project's deny must hold in the nested repository: {stdout}");
+    assert!(!stdout.contains("the secret"), "{stdout}");
+    assert!(stderr.contains("sub/toolshed.toml is not applied"), "{stderr}");
+    // Its other settings too: reading outside is allowed by the enclosing project's file alone.
+    assert_eq!(read(&p.outside).0, 0);
+    let doctor = text(&p.toolshed_in(&sub, &["doctor"]).stdout);
+    assert!(doctor.contains("the settings of the project around this one apply too"), "{doctor}");
+    // A change to the enclosing file behind the person's back: its accepted version still holds,
+    // and the notice says where to accept it.
+    p.write("toolshed.toml", LOOSE);
+    let (code, _, stderr) = read(&secret);
+    assert_ne!(code, 0);
+    let how = format!("toolshed --root {} trust", p.root.display());
+    assert!(stderr.contains("changed since it was accepted") && stderr.contains(&how), "{stderr}");
+}
+
+#[test]
+fn a_git_directory_planted_above_an_accepted_project_does_not_move_its_worktree() {
+    // A project without a `.git` of its own, in a directory every sandboxed command may write
+    // (a temp dir): a `.git` planted above it would make that directory the worktree.
+    let p = project();
+    std::fs::remove_dir_all(p.root.join(".git")).unwrap();
+    let secret = p.root.parent().unwrap().join("keys.secret");
+    std::fs::write(&secret, "the secret\n").unwrap();
+    p.write("toolshed.toml", &format!("{LOOSE}read = {{ \"*\" = \"allow\", \"*.secret\" = \"deny\" }}\n"));
+    let inner = p.root.join("src");
+    std::fs::create_dir_all(&inner).unwrap();
+    assert!(p.toolshed_in(&p.root, &["trust", "--yes"]).status.success());
+    std::fs::create_dir_all(p.root.parent().unwrap().join(".git")).unwrap();
+    std::fs::write(p.root.parent().unwrap().join("toolshed.toml"), "[permission]\nread = \"allow\"\n").unwrap();
+    for dir in [&p.root, &inner] {
+        let args = serde_json::json!({ "file_path": &secret }).to_string();
+        let out = p.toolshed_in(dir, &["call", "read", &args]);
+        assert_ne!(out.status.code(), Some(0), "from {}: {}", dir.display(), text(&out.stdout));
+        assert!(!text(&out.stdout).contains("the secret"));
+        let args = serde_json::json!({ "file_path": &p.outside }).to_string();
+        assert_eq!(p.toolshed_in(dir, &["call", "read", &args]).status.code(), Some(0), "the accepted settings apply");
+    }
 }
 
 #[test]

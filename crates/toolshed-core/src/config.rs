@@ -74,9 +74,9 @@ pub struct Config {
     pub env: EnvConfig,
     /// The files that were read, in order.
     pub sources: Vec<PathBuf>,
-    /// What to tell a person when the project's layer is not `toolshed.toml` as it is on disk
-    /// (not yet accepted, or changed since: see [`crate::trust`]).
-    pub project_note: Option<String>,
+    /// What to tell a person where a project's layer is not `toolshed.toml` as it is on disk
+    /// (not yet accepted, or changed since: see [`crate::trust`]), one sentence each.
+    pub project_notes: Vec<String>,
 }
 
 /// `[agent.NAME]`.
@@ -775,14 +775,19 @@ impl Config {
             written.push(text);
         }
         // The project's file only as a person accepted it: a model may have left it behind.
+        // The accepted projects around the worktree come first (a `.git` in a subdirectory does
+        // not shed their settings), the worktree's own last.
+        let mut layers = acceptance.enclosing_texts();
         let (project, note) = acceptance.project_text();
-        if let crate::trust::ProjectText::Text(text) = project {
-            let path = root.join(PROJECT_FILE);
-            config.merge_str(&path, &text)?;
-            observe(&config, &Layer { path, kind: LayerKind::Project }, &text);
-            written.push(text);
+        layers.push((root.join(PROJECT_FILE), project, note));
+        for (path, project, note) in layers {
+            config.project_notes.extend(note);
+            if let crate::trust::ProjectText::Text(text) = project {
+                config.merge_str(&path, &text)?;
+                observe(&config, &Layer { path, kind: LayerKind::Project }, &text);
+                written.push(text);
+            }
         }
-        config.project_note = note;
         if overrides.is_empty() {
             return Ok(config);
         }

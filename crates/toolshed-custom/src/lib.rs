@@ -187,6 +187,17 @@ impl Discover {
     pub fn new(root: impl Into<PathBuf>, cwd: impl Into<PathBuf>, data_dir: impl Into<PathBuf>) -> Self {
         let (root, data_dir): (PathBuf, PathBuf) = (root.into(), data_dir.into());
         let acceptance = Acceptance::load(&data_dir, &root);
+        Discover::accepted(root, cwd, data_dir, acceptance)
+    }
+
+    /// [`Discover::new`], with the record already loaded (the config loader read it too).
+    pub fn accepted(
+        root: impl Into<PathBuf>,
+        cwd: impl Into<PathBuf>,
+        data_dir: impl Into<PathBuf>,
+        acceptance: Acceptance,
+    ) -> Self {
+        let (root, data_dir): (PathBuf, PathBuf) = (root.into(), data_dir.into());
         let user_manifest_dirs = toolshed_core::paths::config_dir().map(|d| d.join("tools")).into_iter().collect();
         let bases = toolshed_core::paths::opencode_config_dirs();
         let mut user_opencode_dirs: Vec<PathBuf> = Vec::new();

@@ -53,14 +53,17 @@ impl Workspace {
         scope: &Scope,
     ) -> Result<Workspace, Error> {
         let (root, cwd) = locate(root)?;
-        let config =
-            Config::load_with(config_file, &root, overrides).map_err(|e| Error::Usage(format!("config error: {e}")))?;
+        let data_dir = toolshed_core::paths::data_dir();
+        // Read once: the config takes the project's toolshed.toml as accepted, discovery its tools.
+        let acceptance = toolshed_core::trust::Acceptance::load(&data_dir, &root);
+        let config = Config::load_accepted(config_file, &root, overrides, &acceptance)
+            .map_err(|e| Error::Usage(format!("config error: {e}")))?;
         if let Some(file) = config_file {
             // The file that replaces the user's config is theirs as much as `~/.config/toolshed`:
             // a model that could write it could lift its own limits.
             toolshed_core::protected::protect_config_file(&root, file);
         }
-        let mut discover = Discover::new(&root, &cwd, toolshed_core::paths::data_dir());
+        let mut discover = Discover::accepted(&root, &cwd, data_dir, acceptance);
         discover.env = ChildEnv::from_config(&config);
         // A custom tool runs code the model can change (a script it calls, a module it imports,
         // a package in node_modules): it runs in the sandbox of a shell command, no looser.
@@ -89,7 +92,7 @@ impl Workspace {
     /// are on disk (not accepted yet, or changed since: see [`toolshed_core::trust`]), one
     /// sentence each, for standard error or a front-end's notice line.
     pub fn trust_notices(&self) -> Vec<String> {
-        let mut notes: Vec<String> = self.config.project_note.iter().cloned().collect();
+        let mut notes: Vec<String> = self.config.project_notes.clone();
         for (dir, state) in self.custom.not_accepted() {
             let why = match state {
                 toolshed_core::trust::State::Changed => "they changed since they were accepted; `toolshed trust` shows the difference and asks".to_string(),
@@ -220,7 +223,8 @@ impl Workspace {
     }
 }
 
-/// The worktree root (`root`, else the git worktree of the current directory, else the current
+/// The worktree root (`root`, else the git worktree of the current directory — or a project a
+/// person accepted below it, see [`toolshed_core::trust::find_worktree`] —, else the current
 /// directory; canonical) and the directory relative paths start from (the current directory
 /// when it lies inside the root, else the root). Commands that need no config use it alone.
 pub fn locate(root: Option<&Path>) -> Result<(PathBuf, PathBuf), Error> {
@@ -235,7 +239,7 @@ pub fn locate(root: Option<&Path>) -> Result<(PathBuf, PathBuf), Error> {
             }
             dir
         }
-        None => toolshed_core::paths::find_worktree(&current),
+        None => toolshed_core::trust::find_worktree(&toolshed_core::paths::data_dir(), &current),
     };
     let cwd = if current.starts_with(&root) { current } else { root.clone() };
     Ok((root, cwd))

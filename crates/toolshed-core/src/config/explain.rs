@@ -124,7 +124,7 @@ impl Config {
             output,
             permission,
             permission_files: _,
-            project_note: _,
+            project_notes: _,
             agents,
             sandbox,
             providers,

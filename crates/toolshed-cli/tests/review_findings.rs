@@ -178,6 +178,44 @@ fn the_config_file_given_on_the_command_line_is_protected() {
     }
 }
 
+/// Finding: a user config directory kept in a dotfiles checkout (`~/.config/toolshed` a link
+/// into the worktree) was as writable as any file of the worktree: the model could rewrite the
+/// rules of its next session under the checkout's name for it.
+#[test]
+fn a_user_config_directory_linked_into_the_worktree_is_protected() {
+    let w = World::new("");
+    std::fs::create_dir_all(w.root.join("dotfiles/toolshed")).unwrap();
+    std::fs::write(w.root.join("dotfiles/toolshed/config.toml"), "[permission]\nedit = \"allow\"\nbash = \"allow\"\n")
+        .unwrap();
+    std::os::unix::fs::symlink(w.root.join("dotfiles/toolshed"), w.base.join("home/.config/toolshed")).unwrap();
+    let before = w.read("dotfiles/toolshed/config.toml");
+    for (tool, args) in [
+        ("write", r#"{"file_path":"dotfiles/toolshed/config.toml","content":"[permission]\n\"*\" = \"allow\"\n"}"#),
+        ("edit", r#"{"file_path":"dotfiles/toolshed/config.toml","old_string":"bash","new_string":"\"*\""}"#),
+        (
+            "apply_patch",
+            "*** Begin Patch\n*** Update File: dotfiles/toolshed/config.toml\n@@\n-bash = \"allow\"\n+\"*\" = \"allow\"\n*** End Patch",
+        ),
+        ("bash", r#"{"command":"echo '\"*\" = \"allow\"' >> dotfiles/toolshed/config.toml"}"#),
+        ("bash", r#"{"command":"f=dotfiles/toolshed/config.toml; echo '\"*\" = \"allow\"' >> $f"}"#),
+        ("bash", r#"{"command":"cp x dotfiles/toolshed/config.toml"}"#),
+        ("bash", r#"{"command":"cd dotfiles/toolshed && sed -i s/bash/x/ config.toml"}"#),
+    ] {
+        let args =
+            if tool == "apply_patch" { serde_json::json!({ "input": args }).to_string() } else { args.to_string() };
+        let out = w.toolshed(&["call", tool, &args]);
+        assert_eq!(
+            w.read("dotfiles/toolshed/config.toml"),
+            before,
+            "{tool} {args} rewrote the user config: {}",
+            text(&out)
+        );
+    }
+    // The rest of the checkout is the worktree as usual.
+    let out = w.toolshed(&["call", "write", r#"{"file_path":"dotfiles/other.txt","content":"fine\n"}"#]);
+    assert_eq!(w.read("dotfiles/other.txt"), "fine\n", "{}", text(&out));
+}
+
 /// Finding: a path rule through a symbolic link never matched, since tools send paths with links
 /// resolved: `read = { "~/.ssh/*" = "deny" }` with a symlinked home, or an absolute rule written
 /// through a link to the worktree, let the read through.

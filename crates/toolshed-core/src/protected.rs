@@ -11,6 +11,7 @@
 //! This module is the one list; the permission chain, the shell analysis and the sandbox all use
 //! it. `AGENTS.md` is deliberately not here: it is the project's own text, edited routinely.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The permission key of a write to a protected path.
@@ -103,7 +104,10 @@ pub fn is_protected(pattern: &str, user_config: Option<&Path>) -> bool {
         return true;
     }
     if pattern.starts_with('/')
-        && user_dirs(user_config).iter().filter_map(|d| d.to_str()).any(|d| reaches(&pattern, d))
+        && user_dirs(user_config)
+            .into_iter()
+            .chain(user_dir_targets(user_config))
+            .any(|d| d.to_str().is_some_and(|d| reaches(&pattern, d)))
     {
         return true;
     }
@@ -155,6 +159,23 @@ fn user_dirs(user_config: Option<&Path>) -> Vec<PathBuf> {
         dirs.extend(["tool", "tools", "skill", "skills"].map(|sub| base.join(sub)));
     }
     dirs
+}
+
+/// The user directories ([`user_dirs`]) that are reached through a symbolic link, where they
+/// really are: a config directory kept in a dotfiles checkout lies in a worktree a model may
+/// write, under another name. Both names are protected.
+pub fn user_dir_targets(user_config: Option<&Path>) -> Vec<PathBuf> {
+    // Asked for every path a file tool writes: each directory is resolved once per process (a
+    // person does not move their config directory during a session).
+    static RESOLVED: std::sync::Mutex<BTreeMap<PathBuf, Option<PathBuf>>> = std::sync::Mutex::new(BTreeMap::new());
+    let mut resolved = RESOLVED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    user_dirs(user_config)
+        .into_iter()
+        .filter_map(|dir| {
+            let target = resolved.entry(dir.clone()).or_insert_with(|| dir.canonicalize().ok()).clone()?;
+            (target != dir).then_some(target)
+        })
+        .collect()
 }
 
 /// Whether the absolute pattern `pattern` may write in the directory `dir`: it names `dir`,
@@ -289,6 +310,14 @@ pub fn existing(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     if std::fs::create_dir_all(&data).is_ok() && !out.contains(&data) {
         out.push(data);
     }
+    // The user's directories that are links into the worktree (or a temp dir): read-only
+    // where they really are.
+    let writable = [root.to_path_buf(), std::env::temp_dir(), PathBuf::from("/tmp")];
+    for target in user_dir_targets(crate::paths::config_dir().as_deref()) {
+        if writable.iter().any(|w| target.starts_with(w)) && !out.contains(&target) {
+            out.push(target);
+        }
+    }
     // Config files given with `--config` (wherever they are: a temp dir is writable too).
     for (_, path) in CONFIG_FILES.read().unwrap_or_else(std::sync::PoisonError::into_inner).iter() {
         if std::fs::symlink_metadata(path).is_ok() && !out.contains(path) {
@@ -347,6 +376,24 @@ mod tests {
         ] {
             assert!(is_protected(p, Some(Path::new("/home/u/.config/toolshed"))), "{p}");
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_user_config_directory_reached_through_a_link_is_protected_where_it_really_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let real = base.join("checkout/dotfiles/toolshed");
+        std::fs::create_dir_all(&real).unwrap();
+        let link = base.join("home/.config/toolshed");
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(user_dir_targets(Some(&link)).contains(&real));
+        for p in [real.join("config.toml"), real.clone(), base.join("checkout/dotfiles")] {
+            assert!(is_protected(p.to_str().unwrap(), Some(&link)), "{}", p.display());
+        }
+        let beside = base.join("checkout/dotfiles/vimrc");
+        assert!(!is_protected(beside.to_str().unwrap(), Some(&link)));
     }
 
     #[test]

@@ -429,8 +429,24 @@ impl ResolvedPath {
     /// then `permission` (the tool's key, e.g. `read` or `edit`) on [`ResolvedPath::pattern`].
     pub fn requests(&self, permission: &str) -> Vec<PermissionRequest> {
         let mut out: Vec<PermissionRequest> = self.external_request().into_iter().collect();
-        out.push(PermissionRequest::new(permission, [self.pattern()]));
+        out.push(PermissionRequest::new(permission, self.patterns()));
         out
+    }
+
+    /// The patterns the rules see for this path: [`ResolvedPath::pattern`], and its absolute
+    /// path too where that lies in a user directory reached through a link into the worktree (a
+    /// dotfiles checkout holding `~/.config/toolshed`): the file is the user's configuration,
+    /// whatever the worktree calls it ([`toolshed_core::protected::user_dir_targets`]).
+    pub fn patterns(&self) -> Vec<String> {
+        let mut patterns = vec![self.pattern()];
+        if self.relative.is_some()
+            && toolshed_core::protected::user_dir_targets(toolshed_core::paths::config_dir().as_deref())
+                .iter()
+                .any(|target| self.path.starts_with(target) || target.starts_with(&self.path))
+        {
+            patterns.push(slashed(&self.path));
+        }
+        patterns
     }
 
     /// Whether two resolutions lead to the same place with the same standing (inside or not).

@@ -154,8 +154,7 @@ fn requests(patch: &Patch<'_>, resolved: &[ResolvedPath], permission: &str) -> V
     }
     let mut patterns: Vec<String> = Vec::with_capacity(resolved.len());
     let mut seen = std::collections::HashSet::new();
-    for r in resolved {
-        let p = r.pattern();
+    for p in resolved.iter().flat_map(ResolvedPath::patterns) {
         if seen.insert(p.clone()) {
             patterns.push(p);
         }

@@ -577,17 +577,22 @@ fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_recent_install_failure_is_reported_at_once_and_remembered() {
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(tmp.path().join("install.failed"), "zod 4 could not be installed (offline)").unwrap();
-        let runtime = Runtime {
+    /// A runtime whose program does not exist: what is tested must not start it.
+    fn missing_bun() -> Runtime {
+        Runtime {
             program: PathBuf::from("/nonexistent/bun"),
             kind: RuntimeKind::Bun,
             env: ChildEnv::default(),
             confine: None,
             untrusted: Vec::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_recent_install_failure_is_reported_at_once_and_remembered() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("install.failed"), "zod 4 could not be installed (offline)").unwrap();
+        let runtime = missing_bun();
         let started = std::time::Instant::now();
         let err = install_zod(tmp.path(), &runtime).unwrap_err();
         assert!(
@@ -615,13 +620,7 @@ mod tests {
     #[test]
     fn an_install_lock_held_elsewhere_is_waited_for_until_zod_appears() {
         let tmp = tempfile::tempdir().unwrap();
-        let runtime = Runtime {
-            program: PathBuf::from("/nonexistent/bun"),
-            kind: RuntimeKind::Bun,
-            env: ChildEnv::default(),
-            confine: None,
-            untrusted: Vec::new(),
-        };
+        let runtime = missing_bun();
         // Held by another open file (as by another process): zod appearing ends the wait, and
         // nothing is installed. (A lock left by a dead process is free: `FileLock`'s tests.)
         let held = FileLock::try_acquire(&tmp.path().join("install.lock")).unwrap().unwrap();

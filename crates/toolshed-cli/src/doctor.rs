@@ -101,17 +101,9 @@ const MODEL_PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 /// sends it (same provider, URL, key and wire format), without retries.
 /// Whether the worktree's own toolshed.toml and tool directories apply as they are on disk.
 fn project(ws: &Workspace) -> Report {
-    // The accepted projects around the worktree (it is a repository nested in one).
-    let enclosing: Vec<String> = ws
-        .config
-        .sources
-        .iter()
-        .filter(|p| p.ends_with(toolshed_core::config::PROJECT_FILE) && !p.starts_with(&ws.root))
-        .map(|p| format!("the settings of the project around this one apply too: {}", p.display()))
-        .collect();
     let notes = ws.trust_notices();
     if !notes.is_empty() {
-        return Report::new(Status::Warning, notes.into_iter().chain(enclosing));
+        return Report::new(Status::Warning, notes);
     }
     let has_file = ws.root.join(toolshed_core::config::PROJECT_FILE).exists();
     let dirs = toolshed_core::trust::items(&ws.root, &ws.cwd)
@@ -119,9 +111,6 @@ fn project(ws: &Workspace) -> Report {
         .filter(|item| !item.is_config && ws.root.join(&item.path).is_dir())
         .count();
     if !has_file && dirs == 0 {
-        if !enclosing.is_empty() {
-            return Report::new(Status::Ok, enclosing);
-        }
         return Report::new(Status::Off, ["no toolshed.toml or custom tool directory in the worktree".to_string()]);
     }
     if std::env::var_os(toolshed_core::trust::ENV).is_some_and(|v| v == "1") {
@@ -133,9 +122,7 @@ fn project(ws: &Workspace) -> Report {
             )],
         );
     }
-    let mut lines = vec!["toolshed.toml and the tool directories apply as you accepted them".to_string()];
-    lines.extend(enclosing);
-    Report::new(Status::Ok, lines)
+    Report::new(Status::Ok, ["toolshed.toml and the tool directories apply as you accepted them".to_string()])
 }
 
 fn model(ws: &Workspace) -> Report {

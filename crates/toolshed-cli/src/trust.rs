@@ -25,6 +25,7 @@ pub const EXAMPLES: &str = "Examples:
   toolshed trust              # show what is new or changed since you last accepted, and ask
   toolshed trust --yes        # accept without a question (read it first)
   toolshed trust --forget     # stop applying this worktree's toolshed.toml and tools
+  toolshed --root vendor/lib trust   # a repository inside an accepted project, as a project of its own
 
 What is accepted: the worktree's toolshed.toml, and its custom tool directories (.toolshed/tools,
 .opencode/tool, .opencode/tools) from the worktree root down to the current directory. Until you
@@ -33,6 +34,7 @@ a program it started left behind cannot widen the sandbox, loosen the rules or a
 TOOLSHED_TRUST_PROJECT=1 applies them as they are (CI over repositories you control).";
 
 pub fn run(root: Option<&Path>, args: &TrustArgs) -> Result<ExitCode, CliError> {
+    let explicit_root = root.is_some();
     let (root, cwd) = toolshed_runtime::locate(root).map_err(CliError::from)?;
     let data_dir = toolshed_core::paths::data_dir();
     if args.forget {
@@ -55,9 +57,16 @@ pub fn run(root: Option<&Path>, args: &TrustArgs) -> Result<ExitCode, CliError> 
     }
     if review.pending.is_empty() {
         if review.refused.is_empty() {
+            // Nothing to show, but a record all the same: the directory is a project someone
+            // accepted, so it is its own worktree even inside another (`trust::find_worktree`).
+            let new = !trust::record_file(&data_dir, &root).is_file();
+            if new {
+                trust::accept_snapshots(&data_dir, &root, &[]).map_err(CliError::failure)?;
+            }
             crate::out(format_args!(
-                "Everything {} sets is accepted as it is (toolshed.toml and the tool directories).",
-                root.display()
+                "Everything {} sets is accepted as it is (toolshed.toml and the tool directories){}.",
+                root.display(),
+                if new { "; toolshed now takes it as a project of its own" } else { "" }
             ));
             return Ok(ExitCode::SUCCESS);
         }
@@ -66,9 +75,10 @@ pub fn run(root: Option<&Path>, args: &TrustArgs) -> Result<ExitCode, CliError> 
     crate::out_exact(review.shown.trim_end());
     if !args.yes {
         if !std::io::stdin().is_terminal() {
-            return Err(CliError::failure(
-                "nothing was accepted: there is no terminal to ask on. Read the above, then run `toolshed trust --yes` to accept it.",
-            ));
+            return Err(CliError::failure(format!(
+                "nothing was accepted: there is no terminal to ask on. Read the above, then run `{}` to accept it.",
+                command_for(explicit_root.then_some(root.as_path()), "trust --yes")
+            )));
         }
         if !ask(&mut std::io::stdout()) {
             crate::out("Nothing was accepted; the versions accepted before (if any) still apply.");
@@ -192,4 +202,15 @@ fn accept(data_dir: &Path, root: &Path, pending: &[Snapshot]) -> Result<String, 
     trust::accept_snapshots(data_dir, root, pending).map_err(CliError::failure)?;
     let names: Vec<&str> = pending.iter().map(|s| s.item.path.as_str()).collect();
     Ok(format!("Accepted as they are now: {}.", names.join(", ")))
+}
+
+/// The command line `toolshed [--root ROOT] ARGS`, with the root quoted for a POSIX shell where
+/// it needs it, for a person to copy.
+pub fn command_for(root: Option<&Path>, args: &str) -> String {
+    match root {
+        Some(root) => {
+            format!("toolshed --root {} {args}", toolshed_core::terminal::shell_word(&root.to_string_lossy()))
+        }
+        None => format!("toolshed {args}"),
+    }
 }

@@ -245,37 +245,49 @@ fn the_record_is_protected_from_tools_and_from_sandboxed_commands() {
 }
 
 #[test]
-fn a_git_directory_planted_in_a_subdirectory_keeps_the_accepted_project_settings() {
+fn a_git_directory_planted_in_a_subdirectory_keeps_the_accepted_project_its_worktree() {
     let p = project();
     let secret = p.root.parent().unwrap().join("keys.secret");
     std::fs::write(&secret, "the secret\n").unwrap();
-    p.write("toolshed.toml", &format!("{LOOSE}read = {{ \"*\" = \"allow\", \"*.secret\" = \"deny\" }}\n"));
+    p.write("sub/prod/db.key", "PROD-KEY\n");
+    let rules = "read = { \"*\" = \"allow\", \"*.secret\" = \"deny\", \"sub/prod/*\" = \"deny\" }\nbash = \"allow\"\n";
+    p.write("toolshed.toml", &format!("{LOOSE}{rules}"));
     assert!(p.toolshed(&["trust", "--yes"]).status.success());
     // What a command could leave behind: `sub` made a repository of its own, with a config that
-    // would lift the deny.
+    // would lift the denials.
     std::fs::create_dir_all(p.root.join("sub/.git")).unwrap();
     p.write("sub/toolshed.toml", "[permission]\nexternal_directory = \"allow\"\nread = \"allow\"\n");
     let sub = p.root.join("sub");
-    let read = |path: &Path| {
+    let read = |path: &str| {
         let args = serde_json::json!({ "file_path": path }).to_string();
         let out = p.toolshed_in(&sub, &["call", "read", &args]);
         (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
     };
-    let (code, stdout, stderr) = read(&secret);
-    assert_ne!(code, 0, "the enclosing project's deny must hold in the nested repository: {stdout}");
-    assert!(!stdout.contains("the secret"), "{stdout}");
-    assert!(stderr.contains("sub/toolshed.toml is not applied"), "{stderr}");
-    // Its other settings too: reading outside is allowed by the enclosing project's file alone.
-    assert_eq!(read(&p.outside).0, 0);
+    // The project's rules, with the paths they were written for.
+    for path in [secret.to_str().unwrap(), "prod/db.key"] {
+        let (code, stdout, _) = read(path);
+        assert_ne!(code, 0, "{path}: the accepted project's deny must hold in the nested repository: {stdout}");
+        assert!(!stdout.contains("the secret") && !stdout.contains("PROD-KEY"), "{stdout}");
+    }
+    let (code, _, stderr) = read(p.outside.to_str().unwrap());
+    assert_eq!(code, 0, "the accepted project's other settings apply: {stderr}");
+    let how = format!("toolshed --root {} trust", sub.display());
+    assert!(stderr.contains("is a git repository inside") && stderr.contains(&how), "{stderr}");
+    // The project's own `.git` stays read-only for commands started there.
+    let before = std::fs::read_dir(p.root.join(".git")).unwrap().count();
+    let script = "python3 -c \"open('../.git/config', 'a').write('[core]\\n')\"; echo done";
+    let args = serde_json::json!({ "command": script }).to_string();
+    let out = p.toolshed_in(&sub, &["call", "bash", &args]);
+    assert!(!p.root.join(".git/config").exists(), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(std::fs::read_dir(p.root.join(".git")).unwrap().count(), before);
     let doctor = text(&p.toolshed_in(&sub, &["doctor"]).stdout);
-    assert!(doctor.contains("the settings of the project around this one apply too"), "{doctor}");
-    // A change to the enclosing file behind the person's back: its accepted version still holds,
-    // and the notice says where to accept it.
-    p.write("toolshed.toml", LOOSE);
-    let (code, _, stderr) = read(&secret);
-    assert_ne!(code, 0);
-    let how = format!("toolshed --root {} trust", p.root.display());
-    assert!(stderr.contains("changed since it was accepted") && stderr.contains(&how), "{stderr}");
+    assert!(doctor.starts_with("project: warning\n") && doctor.contains("is a git repository inside"), "{doctor}");
+    // A person who wants the repository on its own says so; then its own accepted files apply.
+    let out = p.toolshed_in(&sub, &["--root", sub.to_str().unwrap(), "trust", "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (code, stdout, _) = read(secret.to_str().unwrap());
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("the secret"));
 }
 
 #[test]

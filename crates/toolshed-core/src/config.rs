@@ -74,9 +74,9 @@ pub struct Config {
     pub env: EnvConfig,
     /// The files that were read, in order.
     pub sources: Vec<PathBuf>,
-    /// What to tell a person where a project's layer is not `toolshed.toml` as it is on disk
-    /// (not yet accepted, or changed since: see [`crate::trust`]), one sentence each.
-    pub project_notes: Vec<String>,
+    /// What to tell a person when the project's layer is not `toolshed.toml` as it is on disk
+    /// (not yet accepted, or changed since: see [`crate::trust`]).
+    pub project_note: Option<String>,
 }
 
 /// `[agent.NAME]`.
@@ -546,31 +546,6 @@ struct FileConfig {
     env: Option<EnvConfig>,
 }
 
-/// VS Code's variable for the workspace root, which a stdio MCP server's `command`, `args`,
-/// `env`, `cwd` and `env_file` may say (`toolshed_mcp` expands it when it starts the server).
-pub const WORKSPACE_FOLDER: &str = "${workspaceFolder}";
-
-impl FileConfig {
-    /// Makes what the file says relative to its project's root (`base`) absolute, for a file
-    /// applied in a worktree nested in that project: an MCP server's `cwd` and `env_file`, a
-    /// `command` given as a relative path (`./tools/server`), and `${workspaceFolder}` wherever
-    /// the server's settings may say it. The server still starts in the nested worktree unless
-    /// its `cwd` says otherwise.
-    fn anchor(&mut self, base: &Path) {
-        let root = base.to_string_lossy();
-        let expand = |text: &mut String| *text = text.replace(WORKSPACE_FOLDER, &root);
-        for server in self.mcp.iter_mut().flat_map(BTreeMap::values_mut) {
-            server.command.iter_mut().chain(server.args.iter_mut()).chain(server.env.values_mut()).for_each(expand);
-            let relative_program =
-                server.command.as_mut().filter(|c| c.contains('/') && !Path::new(c.as_str()).is_absolute());
-            for path in server.cwd.iter_mut().chain(server.env_file.iter_mut()).chain(relative_program) {
-                expand(path);
-                *path = base.join(&*path).to_string_lossy().into_owned();
-            }
-        }
-    }
-}
-
 /// `[output]`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -800,20 +775,14 @@ impl Config {
             written.push(text);
         }
         // The project's file only as a person accepted it: a model may have left it behind.
-        // The accepted projects around the worktree come first (a `.git` in a subdirectory does
-        // not shed their settings), the worktree's own last.
-        let mut layers: Vec<_> =
-            acceptance.enclosing_texts().into_iter().map(|(path, text, note)| (path, text, note, true)).collect();
         let (project, note) = acceptance.project_text();
-        layers.push((root.join(PROJECT_FILE), project, note, false));
-        for (path, project, note, enclosing) in layers {
-            config.project_notes.extend(note);
-            if let crate::trust::ProjectText::Text(text) = project {
-                config.merge_str_in(&path, &text, if enclosing { path.parent() } else { None })?;
-                observe(&config, &Layer { path, kind: LayerKind::Project }, &text);
-                written.push(text);
-            }
+        if let crate::trust::ProjectText::Text(text) = project {
+            let path = root.join(PROJECT_FILE);
+            config.merge_str(&path, &text)?;
+            observe(&config, &Layer { path, kind: LayerKind::Project }, &text);
+            written.push(text);
         }
+        config.project_note = note;
         if overrides.is_empty() {
             return Ok(config);
         }
@@ -850,13 +819,6 @@ impl Config {
 
     /// Parses one file's text and merges it over this config.
     pub fn merge_str(&mut self, path: &Path, text: &str) -> Result<(), ConfigError> {
-        self.merge_str_in(path, text, None)
-    }
-
-    /// [`Config::merge_str`], for the file of a project around the worktree (`base`, its root):
-    /// what it says relative to its root (an MCP server's `cwd` and `env_file`,
-    /// `${workspaceFolder}`) is taken from there, not from the worktree's.
-    fn merge_str_in(&mut self, path: &Path, text: &str, base: Option<&Path>) -> Result<(), ConfigError> {
         let file: FileConfig = toml::from_str(text).map_err(|e| {
             let location = e.span().map(|span| line_col(text, span.start));
             let mut message = e.message().trim().to_string();
@@ -868,10 +830,6 @@ impl Config {
             }
             ConfigError { path: path.to_path_buf(), location, message }
         })?;
-        let mut file = file;
-        if let Some(base) = base {
-            file.anchor(base);
-        }
         self.merge(path, file)?;
         self.sources.push(path.to_path_buf());
         Ok(())
@@ -1322,31 +1280,5 @@ pass = ["GITHUB_TOKEN"]
         assert!(err.to_string().contains("max_steps must be at least 1"), "{err}");
         let err = overridden(&[], &["session.max_steps=many"]).unwrap_err();
         assert!(err.to_string().contains("--config session.max_steps=many"), "{err}");
-    }
-
-    #[test]
-    fn an_enclosing_projects_file_applies_beneath_the_worktrees_with_its_paths_from_its_own_root() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (outer, data) = (tmp.path().join("p"), tmp.path().join("data"));
-        let inner = outer.join("sub");
-        std::fs::create_dir_all(inner.join(".git")).unwrap();
-        let text = "model = \"outer/m\"\ndefault_agent = \"plan\"\n[mcp.s]\ncommand = \"./bin/srv\"\nargs = [\"${workspaceFolder}/data\"]\ncwd = \"tools\"\nenv_file = \".env\"\n[mcp.n]\ncommand = \"npx\"\n";
-        crate::trust::accept_config(&data, &outer, text.as_bytes()).unwrap();
-        std::fs::write(outer.join("toolshed.toml"), text).unwrap();
-        std::fs::write(inner.join("toolshed.toml"), "model = \"inner/m\"\n").unwrap();
-        crate::trust::accept_config(&data, &inner, b"model = \"inner/m\"\n").unwrap();
-        let acceptance = crate::trust::Acceptance::load(&data, &inner);
-        let user = tmp.path().join("user.toml");
-        std::fs::write(&user, "").unwrap();
-        let config = Config::load_accepted(Some(&user), &inner, &[], &acceptance).unwrap();
-        assert_eq!(config.model.as_deref(), Some("inner/m"), "the worktree's own file comes last");
-        assert_eq!(config.default_agent.as_deref(), Some("plan"));
-        let s = &config.mcp["s"];
-        let at = |rel: &str| outer.join(rel).to_string_lossy().into_owned();
-        assert_eq!(s.command.as_deref(), Some(at("./bin/srv").as_str()));
-        assert_eq!(s.args, [format!("{}/data", outer.display())]);
-        assert_eq!((s.cwd.as_deref(), s.env_file.as_deref()), (Some(at("tools").as_str()), Some(at(".env").as_str())));
-        assert_eq!(config.mcp["n"].command.as_deref(), Some("npx"), "a program on PATH stays one");
-        assert_eq!(config.sources, [user, outer.join("toolshed.toml"), inner.join("toolshed.toml")]);
     }
 }

@@ -59,11 +59,15 @@ pub fn opencode_config_dirs() -> Vec<PathBuf> {
 /// `/dev/shm`, `$TMPDIR`) is never a worktree: anyone, a sandboxed command included, may put a
 /// `.git` there, and a project under it would then take all of it as its worktree.
 pub fn find_worktree(dir: &Path) -> PathBuf {
-    let temp: Vec<PathBuf> = [env::temp_dir(), "/tmp".into(), "/var/tmp".into(), "/dev/shm".into()]
+    dir.ancestors().find(|d| d.join(".git").exists() && !is_temp_dir(d)).unwrap_or(dir).to_path_buf()
+}
+
+/// Whether `dir` is a temp dir itself (`/tmp`, `/var/tmp`, `/dev/shm`, `$TMPDIR`), which anyone
+/// may write into (not a directory under one).
+pub fn is_temp_dir(dir: &Path) -> bool {
+    [env::temp_dir(), "/tmp".into(), "/var/tmp".into(), "/dev/shm".into()]
         .into_iter()
-        .map(|d| d.canonicalize().unwrap_or(d))
-        .collect();
-    dir.ancestors().find(|d| d.join(".git").exists() && !temp.iter().any(|t| t == d)).unwrap_or(dir).to_path_buf()
+        .any(|t| t == dir || t.canonicalize().is_ok_and(|t| t == dir))
 }
 
 /// An advisory lock on a file (`File::try_lock`: `flock(2)` on Unix), held while this value

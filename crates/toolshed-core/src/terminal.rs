@@ -58,6 +58,17 @@ fn needs_escape(c: char) -> bool {
     }
 }
 
+/// `text` as one word of a POSIX shell, for a command line a person copies: as it is when it
+/// holds nothing a shell would read, else in single quotes.
+pub fn shell_word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,5 +84,14 @@ mod tests {
         assert_eq!(visible("\x00\x7f"), "\\x00\\x7f");
         assert_eq!(visible("a\u{3164}b\u{200b}c\u{e0041}"), "a\\u{3164}b\\u{200b}c\\u{e0041}");
         assert!(matches!(visible("family 👨\u{200d}👩"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn shell_words_are_quoted_only_where_a_shell_would_read_them() {
+        assert_eq!(shell_word("/home/u/proj-1"), "/home/u/proj-1");
+        assert_eq!(shell_word("/home/u/my proj"), "'/home/u/my proj'");
+        assert_eq!(shell_word("/a/it's"), "'/a/it'\\''s'");
+        assert_eq!(shell_word("$HOME"), "'$HOME'");
+        assert_eq!(shell_word(""), "''");
     }
 }

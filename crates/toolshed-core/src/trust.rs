@@ -123,55 +123,24 @@ pub struct Acceptance {
     record: Record,
     /// `TOOLSHED_TRUST_PROJECT=1` (or [`Acceptance::everything`]): the files apply as they are.
     everything: bool,
-    /// The directories above `root` a person accepted as projects, outermost first: their
-    /// accepted `toolshed.toml` applies beneath the worktree's own. A `.git` the model plants in
-    /// a subdirectory makes that subdirectory the worktree of a toolshed started there; the
-    /// accepted project around it keeps its settings (its denials, its sandbox) there all the same.
-    enclosing: Vec<Acceptance>,
 }
 
 impl Acceptance {
-    /// The record for the worktree `root` under `data_dir` (none yet: nothing accepted), and
-    /// those of the accepted projects that enclose it, unless `TOOLSHED_TRUST_PROJECT=1`.
+    /// The record for the worktree `root` under `data_dir` (none yet: nothing accepted), unless
+    /// `TOOLSHED_TRUST_PROJECT=1`.
     pub fn load(data_dir: &Path, root: &Path) -> Acceptance {
-        let mut acceptance = Acceptance::load_one(data_dir, root);
-        // One `stat` per ancestor: a record exists only where a person accepted something.
-        acceptance.enclosing = root
-            .ancestors()
-            .skip(1)
-            .filter(|dir| record_file(data_dir, dir).is_file())
-            .map(|dir| Acceptance::load_one(data_dir, dir))
-            .collect();
-        acceptance.enclosing.reverse();
-        acceptance
-    }
-
-    fn load_one(data_dir: &Path, root: &Path) -> Acceptance {
         let everything = std::env::var_os(ENV).is_some_and(|v| v == "1");
         let record = std::fs::read(record_file(data_dir, root))
             .ok()
             .and_then(|bytes| serde_json::from_slice::<Record>(&bytes).ok())
             .filter(|r| r.root == root)
             .unwrap_or_else(|| Record { root: root.to_path_buf(), files: BTreeMap::new() });
-        Acceptance { root: root.to_path_buf(), record, everything, enclosing: Vec::new() }
+        Acceptance { root: root.to_path_buf(), record, everything }
     }
 
     /// Everything applies as it is on disk (embedding and tests that build their own worktree).
     pub fn everything(root: &Path) -> Acceptance {
-        Acceptance { root: root.to_path_buf(), record: Record::default(), everything: true, enclosing: Vec::new() }
-    }
-
-    /// The layers of the accepted projects that enclose the worktree, outermost first: the
-    /// `toolshed.toml` each applies (as accepted) and what to tell a person about it.
-    pub fn enclosing_texts(&self) -> Vec<(PathBuf, ProjectText, Option<String>)> {
-        self.enclosing
-            .iter()
-            .map(|outer| {
-                let how = format!("`toolshed --root {} trust`", outer.root.display());
-                let (text, note) = outer.project_text_with(&how);
-                (outer.root.join(crate::config::PROJECT_FILE), text, note)
-            })
-            .collect()
+        Acceptance { root: root.to_path_buf(), record: Record::default(), everything: true }
     }
 
     /// Whether the files apply as they are, without the record.
@@ -181,11 +150,6 @@ impl Acceptance {
 
     /// The project layer to merge, and what to tell a person when it is not the file on disk.
     pub fn project_text(&self) -> (ProjectText, Option<String>) {
-        self.project_text_with("`toolshed trust`")
-    }
-
-    /// [`Acceptance::project_text`], naming `how` as the command that accepts.
-    fn project_text_with(&self, how: &str) -> (ProjectText, Option<String>) {
         let current = std::fs::read(self.root.join(crate::config::PROJECT_FILE)).ok();
         if self.everything {
             return (current.map_or(ProjectText::None, |b| ProjectText::Text(lossy(b))), None);
@@ -198,21 +162,21 @@ impl Acceptance {
             (Some(_), None) => (
                 ProjectText::None,
                 Some(format!(
-                    "{} is not applied: no one has accepted it yet (a file in the worktree can come from anyone, the model included). Read it, then run {how} to use it.",
+                    "{} is not applied: no one has accepted it yet (a file in the worktree can come from anyone, the model included). Read it, then run `toolshed trust` to use it.",
                     file.display()
                 )),
             ),
             (Some(_), Some(then)) => (
                 ProjectText::Text(lossy(then)),
                 Some(format!(
-                    "{} changed since it was accepted: the accepted version applies until you accept the change with {how} (it shows the difference).",
+                    "{} changed since it was accepted: the accepted version applies until you accept the change with `toolshed trust` (it shows the difference).",
                     file.display()
                 )),
             ),
             (None, Some(then)) => (
                 ProjectText::Text(lossy(then)),
                 Some(format!(
-                    "{} was removed since it was accepted: the accepted version still applies until you run {how}.",
+                    "{} was removed since it was accepted: the accepted version still applies until you run `toolshed trust`.",
                     file.display()
                 )),
             ),
@@ -289,17 +253,33 @@ impl Acceptance {
     }
 }
 
-/// The worktree for a toolshed started in `dir`: the nearest git worktree
-/// ([`crate::paths::find_worktree`]), unless a directory between `dir` and it is one a person
-/// accepted as a project (`toolshed trust`, `toolshed init`, `--root DIR` then): that one, the
-/// nearest. A `.git` a command plants above a project that has none (in a temp dir, where every
-/// sandboxed command may write) thus does not take the project's accepted settings away.
+/// The worktree for a toolshed started in `dir`, from what toolshed resolved itself (the
+/// nearest `.git`, [`crate::paths::find_worktree`]) and the projects a person accepted (those
+/// with a record: `toolshed trust`, `toolshed init`), never from a file alone, since a command may
+/// plant a `.git` anywhere it writes:
+/// - an accepted project between `dir` and the nearest `.git` is the worktree (a `.git` planted
+///   above a project that has none, in a temp dir, does not take its settings away);
+/// - else the nearest `.git` (or `dir` itself), if it was accepted;
+/// - else the nearest accepted project around it (but never the home directory, `/` or a temp
+///   dir itself), of which a repository no one accepted on its own is a part: a `.git` planted
+///   in a subdirectory leaves the project's settings, its rules' paths and its protected paths
+///   as they were. `toolshed --root DIR trust` makes a nested repository a project of its own;
+/// - else the nearest `.git` (or `dir`).
 pub fn find_worktree(data_dir: &Path, dir: &Path) -> PathBuf {
+    let accepted = |d: &Path| record_file(data_dir, d).is_file();
     let git = crate::paths::find_worktree(dir);
-    dir.ancestors()
-        .take_while(|d| *d != git && d.starts_with(&git))
-        .find(|d| record_file(data_dir, d).is_file())
-        .map_or(git.clone(), Path::to_path_buf)
+    if let Some(project) = dir.ancestors().take_while(|d| *d != git && d.starts_with(&git)).find(|d| accepted(d)) {
+        return project.to_path_buf();
+    }
+    if accepted(&git) {
+        return git;
+    }
+    let home = crate::paths::home_dir().map(|h| h.canonicalize().unwrap_or(h));
+    let enclosing = git
+        .ancestors()
+        .skip(1)
+        .find(|d| d.parent().is_some() && home.as_deref() != Some(*d) && !crate::paths::is_temp_dir(d) && accepted(d));
+    enclosing.map_or(git.clone(), Path::to_path_buf)
 }
 
 /// What a person can accept for `root` seen from `cwd`: the config file and the tool
@@ -586,28 +566,26 @@ mod tests {
     }
 
     #[test]
-    fn enclosing_projects_apply_outermost_first_and_an_accepted_project_keeps_its_worktree() {
+    fn the_worktree_is_what_toolshed_resolved_and_what_a_person_accepted() {
         let (_tmp, root, data) = setup();
-        let mid = root.join("mid");
-        let inner = mid.join("inner");
-        std::fs::create_dir_all(inner.join(".git")).unwrap();
-        std::fs::write(root.join("toolshed.toml"), "model = \"outer/m\"\n").unwrap();
-        std::fs::write(mid.join("toolshed.toml"), "model = \"mid/m\"\n").unwrap();
-        accept(&data, &root, &items(&root, &root)).unwrap();
-        accept(&data, &mid, &items(&mid, &mid)).unwrap();
-        let texts = Acceptance::load(&data, &inner).enclosing_texts();
-        let paths: Vec<&Path> = texts.iter().map(|(p, _, _)| p.as_path()).collect();
-        assert_eq!(paths, [root.join("toolshed.toml"), mid.join("toolshed.toml")]);
-        assert_eq!(texts[1].1, ProjectText::Text("model = \"mid/m\"\n".into()));
-        // Nothing around a project no one accepted anything above.
-        assert!(Acceptance::load(&data, &root).enclosing_texts().is_empty());
-
-        // The nearest `.git` is the worktree, unless an accepted project lies nearer.
+        let inner = root.join("mid/inner");
         let deep = inner.join("a/b");
         std::fs::create_dir_all(&deep).unwrap();
+        std::fs::create_dir_all(inner.join(".git")).unwrap();
+        // Nothing accepted: the nearest `.git`.
         assert_eq!(find_worktree(&data, &deep), inner);
+        // A repository inside an accepted project (with or without a `.git` of its own) is part
+        // of it, until it is accepted on its own.
+        accept(&data, &root, &[]).unwrap();
+        assert_eq!(find_worktree(&data, &deep), root);
+        assert_eq!(find_worktree(&data, &root.join("mid")), root);
+        accept(&data, &inner, &[]).unwrap();
+        assert_eq!(find_worktree(&data, &deep), inner);
+        // An accepted project below the nearest `.git` (planted above it) stays the worktree.
         std::fs::create_dir_all(root.join(".git")).unwrap();
-        assert_eq!(find_worktree(&data, &mid.join("x")), mid, "the accepted project below the .git");
+        let mid = root.join("mid");
+        accept(&data, &mid, &[]).unwrap();
+        assert_eq!(find_worktree(&data, &mid.join("x")), mid);
         assert_eq!(find_worktree(&data, &root.join("y")), root);
     }
 

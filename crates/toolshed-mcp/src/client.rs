@@ -606,7 +606,7 @@ pub fn kill_all_servers() {
 
 /// VS Code's variable for the workspace root; in a stdio server's `command`, `args`, `env`,
 /// `cwd` and `env_file` it stands for the worktree root.
-pub const WORKSPACE_FOLDER: &str = toolshed_core::config::WORKSPACE_FOLDER;
+pub const WORKSPACE_FOLDER: &str = "${workspaceFolder}";
 
 /// The variables of a dotenv file: `KEY=VALUE` lines, `#` comments, an optional `export `, and
 /// values optionally in matching quotes.

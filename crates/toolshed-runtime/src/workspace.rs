@@ -92,7 +92,23 @@ impl Workspace {
     /// are on disk (not accepted yet, or changed since: see [`toolshed_core::trust`]), one
     /// sentence each, for standard error or a front-end's notice line.
     pub fn trust_notices(&self) -> Vec<String> {
-        let mut notes: Vec<String> = self.config.project_notes.clone();
+        let mut notes: Vec<String> = self.config.project_note.iter().cloned().collect();
+        // A repository inside an accepted project, and not accepted on its own, is part of it
+        // (`trust::find_worktree`): say so, since the sandbox then reaches past the repository.
+        let nearest = toolshed_core::paths::find_worktree(&self.cwd);
+        if nearest != self.root
+            && nearest.starts_with(&self.root)
+            && nearest.join(".git").exists()
+            && !toolshed_core::trust::record_file(&toolshed_core::paths::data_dir(), &nearest).is_file()
+        {
+            notes.push(format!(
+                "{} is a git repository inside {}, and no one accepted it as a project of its own: toolshed works in {} (its settings, its sandbox). To work in the repository alone, run `toolshed --root {} trust` once.",
+                nearest.display(),
+                self.root.display(),
+                self.root.display(),
+                toolshed_core::terminal::shell_word(&nearest.to_string_lossy())
+            ));
+        }
         for (dir, state) in self.custom.not_accepted() {
             let why = match state {
                 toolshed_core::trust::State::Changed => "they changed since they were accepted; `toolshed trust` shows the difference and asks".to_string(),

@@ -124,7 +124,7 @@ impl Config {
             output,
             permission,
             permission_files: _,
-            project_notes: _,
+            project_note: _,
             agents,
             sandbox,
             providers,

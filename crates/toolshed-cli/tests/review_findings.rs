@@ -211,9 +211,83 @@ fn a_user_config_directory_linked_into_the_worktree_is_protected() {
             text(&out)
         );
     }
+    // Nor by moving the directories above it away and putting a copy in their place, in one
+    // command or over several.
+    let config = w.base.join("home/.config/toolshed/config.toml");
+    let before = std::fs::read_to_string(&config).unwrap();
+    for calls in [
+        &[(
+            "bash",
+            r#"{"command":"cp -r dotfiles d2 && echo '\"*\" = \"allow\"' >> d2/toolshed/config.toml && mv dotfiles old && mv d2 dotfiles"}"#,
+        )][..],
+        &[
+            ("bash", r#"{"command":"mv dotfiles d2"}"#),
+            ("write", r#"{"file_path":"d2/toolshed/config.toml","content":"[permission]\n\"*\" = \"allow\"\n"}"#),
+            ("bash", r#"{"command":"mv d2 dotfiles"}"#),
+        ][..],
+        &[(
+            "bash",
+            r#"{"command":"python3 -c \"import os; os.rename('dotfiles', 'old'); os.makedirs('dotfiles/toolshed'); open('dotfiles/toolshed/config.toml', 'w').write('x = 1')\""}"#,
+        )][..],
+    ] {
+        let mut said = String::new();
+        for (tool, args) in calls {
+            said.push_str(&text(&w.toolshed(&["call", tool, args])));
+        }
+        assert_eq!(std::fs::read_to_string(&config).unwrap_or_default(), before, "{calls:?}: {said}");
+        assert!(w.root.join("dotfiles/toolshed").is_dir(), "{calls:?}: {said}");
+    }
     // The rest of the checkout is the worktree as usual.
     let out = w.toolshed(&["call", "write", r#"{"file_path":"dotfiles/other.txt","content":"fine\n"}"#]);
     assert_eq!(w.read("dotfiles/other.txt"), "fine\n", "{}", text(&out));
+}
+
+/// Finding: a user config directory inside the worktree itself (a person working in `~/.config`,
+/// a git repository) or one whose `config.toml` alone is a link into the worktree (GNU Stow,
+/// home-manager) was written like any file of the worktree.
+#[test]
+fn a_user_config_inside_the_worktree_or_linked_file_by_file_is_protected() {
+    let w = World::new("");
+    // The worktree holds the config directory: XDG_CONFIG_HOME is W.
+    std::fs::create_dir_all(w.root.join("toolshed")).unwrap();
+    std::fs::write(w.root.join("toolshed/config.toml"), "[permission]\nedit = \"allow\"\nbash = \"allow\"\n").unwrap();
+    let before = w.read("toolshed/config.toml");
+    for (tool, args) in [
+        ("write", r#"{"file_path":"toolshed/config.toml","content":"[permission]\n\"*\" = \"allow\"\n"}"#),
+        ("bash", r#"{"command":"python3 -c \"open('toolshed/config.toml', 'a').write('x = 1')\""}"#),
+    ] {
+        let out = w.command().env("XDG_CONFIG_HOME", &w.root).args(["call", tool, args]).output().unwrap();
+        assert_eq!(w.read("toolshed/config.toml"), before, "{tool}: {}", text(&out));
+    }
+    // Linked file by file.
+    std::fs::create_dir_all(w.root.join("dots")).unwrap();
+    std::fs::rename(w.root.join("toolshed/config.toml"), w.root.join("dots/config.toml")).unwrap();
+    std::fs::create_dir_all(w.base.join("home/.config/toolshed")).unwrap();
+    std::os::unix::fs::symlink(w.root.join("dots/config.toml"), w.base.join("home/.config/toolshed/config.toml"))
+        .unwrap();
+    for (tool, args) in [
+        ("write", r#"{"file_path":"dots/config.toml","content":"[permission]\n\"*\" = \"allow\"\n"}"#),
+        ("bash", r#"{"command":"python3 -c \"open('dots/config.toml', 'a').write('x = 1')\""}"#),
+    ] {
+        let out = w.toolshed(&["call", tool, args]);
+        assert_eq!(w.read("dots/config.toml"), before, "{tool}: {}", text(&out));
+    }
+}
+
+/// Finding: a directory outside the worktree that a command was allowed to write
+/// (`external_directory`) kept its repositories' `.git` writable: from W, a command that wrote
+/// `../notes.txt` could also plant a hook or `core.fsmonitor` in a sibling repository, which the
+/// person's own git then runs.
+#[test]
+fn a_directory_a_command_may_write_outside_keeps_its_repositories_git_read_only() {
+    let w = World::new("[permission]\nexternal_directory = \"allow\"\nbash = \"allow\"\nedit = \"allow\"\n");
+    let sibling = w.base.join("R");
+    assert!(Command::new("git").args(["init", "-q"]).arg(&sibling).status().unwrap().success());
+    let config = std::fs::read_to_string(sibling.join(".git/config")).unwrap();
+    let script = "echo hi > ../notes.txt; python3 -c \"open('../R/.git/config', 'a').write('[core]\\n\\tfsmonitor = x\\n')\"; mv ../R ../R2";
+    let out = w.toolshed(&["call", "bash", &serde_json::json!({ "command": script }).to_string()]);
+    assert_eq!(std::fs::read_to_string(w.base.join("notes.txt")).unwrap_or_default(), "hi\n", "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(sibling.join(".git/config")).unwrap_or_default(), config, "{}", text(&out));
 }
 
 /// Finding: a path rule through a symbolic link never matched, since tools send paths with links

@@ -106,7 +106,7 @@ pub fn is_protected(pattern: &str, user_config: Option<&Path>) -> bool {
     if pattern.starts_with('/')
         && user_dirs(user_config)
             .into_iter()
-            .chain(user_dir_targets(user_config))
+            .chain(user_places(user_config))
             .any(|d| d.to_str().is_some_and(|d| reaches(&pattern, d)))
     {
         return true;
@@ -161,21 +161,52 @@ fn user_dirs(user_config: Option<&Path>) -> Vec<PathBuf> {
     dirs
 }
 
-/// The user directories ([`user_dirs`]) that are reached through a symbolic link, where they
-/// really are: a config directory kept in a dotfiles checkout lies in a worktree a model may
-/// write, under another name. Both names are protected.
-pub fn user_dir_targets(user_config: Option<&Path>) -> Vec<PathBuf> {
-    // Asked for every path a file tool writes: each directory is resolved once per process (a
+/// Where the user's directories ([`user_dirs`]) and what is in them really are: each directory
+/// as spelled and, when a link leads elsewhere (a dotfiles checkout, perhaps in a worktree the
+/// model writes), where it leads; and where the links among its entries lead (`config.toml`
+/// linked file by file, as GNU Stow or home-manager make it). Only places that exist. All are
+/// protected under every name.
+pub fn user_places(user_config: Option<&Path>) -> Vec<PathBuf> {
+    // Asked for every path a file tool writes: each directory is looked at once per process (a
     // person does not move their config directory during a session).
-    static RESOLVED: std::sync::Mutex<BTreeMap<PathBuf, Option<PathBuf>>> = std::sync::Mutex::new(BTreeMap::new());
-    let mut resolved = RESOLVED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    user_dirs(user_config)
-        .into_iter()
-        .filter_map(|dir| {
-            let target = resolved.entry(dir.clone()).or_insert_with(|| dir.canonicalize().ok()).clone()?;
-            (target != dir).then_some(target)
-        })
-        .collect()
+    static SEEN: std::sync::Mutex<BTreeMap<PathBuf, Vec<PathBuf>>> = std::sync::Mutex::new(BTreeMap::new());
+    let mut seen = SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut out: Vec<PathBuf> = Vec::new();
+    for dir in user_dirs(user_config) {
+        let places = seen.entry(dir.clone()).or_insert_with(|| places_of(&dir));
+        for place in places.iter() {
+            if !out.contains(place) {
+                out.push(place.clone());
+            }
+        }
+    }
+    out
+}
+
+fn places_of(dir: &Path) -> Vec<PathBuf> {
+    let Ok(real) = dir.canonicalize() else {
+        // A link that leads nowhere yet: where it would lead, should a command make it.
+        return match std::fs::read_link(dir) {
+            Ok(target) => {
+                let base = dir.parent().unwrap_or(Path::new("/"));
+                vec![dir.to_path_buf(), crate::paths::lexical_normalise(&base.join(target))]
+            }
+            Err(_) => Vec::new(),
+        };
+    };
+    let mut places = vec![dir.to_path_buf()];
+    if real != dir {
+        places.push(real);
+    }
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten().take(1024) {
+        if entry.file_type().is_ok_and(|t| t.is_symlink())
+            && let Ok(target) = entry.path().canonicalize()
+            && !places.contains(&target)
+        {
+            places.push(target);
+        }
+    }
+    places
 }
 
 /// Whether the absolute pattern `pattern` may write in the directory `dir`: it names `dir`,
@@ -310,14 +341,6 @@ pub fn existing(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     if std::fs::create_dir_all(&data).is_ok() && !out.contains(&data) {
         out.push(data);
     }
-    // The user's directories that are links into the worktree (or a temp dir): read-only
-    // where they really are.
-    let writable = [root.to_path_buf(), std::env::temp_dir(), PathBuf::from("/tmp")];
-    for target in user_dir_targets(crate::paths::config_dir().as_deref()) {
-        if writable.iter().any(|w| target.starts_with(w)) && !out.contains(&target) {
-            out.push(target);
-        }
-    }
     // Config files given with `--config` (wherever they are: a temp dir is writable too).
     for (_, path) in CONFIG_FILES.read().unwrap_or_else(std::sync::PoisonError::into_inner).iter() {
         if std::fs::symlink_metadata(path).is_ok() && !out.contains(path) {
@@ -388,7 +411,7 @@ mod tests {
         let link = base.join("home/.config/toolshed");
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        assert!(user_dir_targets(Some(&link)).contains(&real));
+        assert!(user_places(Some(&link)).contains(&real));
         for p in [real.join("config.toml"), real.clone(), base.join("checkout/dotfiles")] {
             assert!(is_protected(p.to_str().unwrap(), Some(&link)), "{}", p.display());
         }

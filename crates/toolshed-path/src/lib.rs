@@ -434,13 +434,14 @@ impl ResolvedPath {
     }
 
     /// The patterns the rules see for this path: [`ResolvedPath::pattern`], and its absolute
-    /// path too where that lies in a user directory reached through a link into the worktree (a
-    /// dotfiles checkout holding `~/.config/toolshed`): the file is the user's configuration,
-    /// whatever the worktree calls it ([`toolshed_core::protected::user_dir_targets`]).
+    /// path too where that is one of the user's directories or what a link there leads to (a
+    /// worktree holding `~/.config`, or a dotfiles checkout `~/.config/toolshed` links into):
+    /// the file is the user's configuration, whatever the worktree calls it
+    /// ([`toolshed_core::protected::user_places`]).
     pub fn patterns(&self) -> Vec<String> {
         let mut patterns = vec![self.pattern()];
         if self.relative.is_some()
-            && toolshed_core::protected::user_dir_targets(toolshed_core::paths::config_dir().as_deref())
+            && toolshed_core::protected::user_places(toolshed_core::paths::config_dir().as_deref())
                 .iter()
                 .any(|target| self.path.starts_with(target) || target.starts_with(&self.path))
         {

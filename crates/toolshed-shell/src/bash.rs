@@ -179,7 +179,7 @@ impl TypedTool for Bash {
         let extra = args.approved_dirs.get().cloned().unwrap_or_default();
         let cwd = dir.path().to_path_buf();
         let policy = &self.shell.policy_for(ctx.agent());
-        let protect = protected_paths(policy, &ctx, &cwd);
+        let protect = protected_paths(policy, &ctx, &cwd, &extra);
         // Read-only commands create nothing; any other run is looked at for protected paths it
         // created where the analysis could not see it.
         let absent = if policy.mode == SandboxMode::ReadOnly { Vec::new() } else { super::created::absent(&ctx, &cwd) };
@@ -266,16 +266,40 @@ fn refusal_reason(refusal: &ToolError) -> String {
 /// git directories of a linked worktree (its hooks and config live there, not in its `.git`
 /// file), except those the agent's rules (or an "always" answer) already let it write. Only
 /// `workspace-write` binds: `read-only` writes nothing anyway.
-fn protected_paths(policy: &SandboxPolicy, ctx: &ToolContext, cwd: &Path) -> Vec<PathBuf> {
+fn protected_paths(policy: &SandboxPolicy, ctx: &ToolContext, cwd: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     if policy.mode != SandboxMode::WorkspaceWrite {
         return Vec::new();
     }
     let mut paths = protected_candidates(ctx.root(), &[ctx.cwd(), cwd]);
+    for path in external_protected(extra) {
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
     paths.retain(|path| {
         let request = PermissionRequest::new(protected::PERMISSION, [protected_pattern(path, ctx.root())]);
         !ctx.allows(&request)
     });
     paths
+}
+
+/// The protected paths in the directories outside the worktree a command was allowed to write
+/// (`external_directory`): those of each directory itself and of the directories right under
+/// it (the repositories beside the worktree, whose `.git/config` and hooks the person's git
+/// would run). Deeper repositories are the nested-repository gap of the worktree itself.
+fn external_protected(extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in extra {
+        out.extend(protected::existing(dir, dir));
+        let children = std::fs::read_dir(dir).into_iter().flatten().flatten().take(4096);
+        for child in children.filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+            let child = child.path();
+            out.extend(
+                protected::locations(&child, &child).into_iter().filter(|p| std::fs::symlink_metadata(p).is_ok()),
+            );
+        }
+    }
+    out
 }
 
 /// The protected paths to bind read-only for a process in the worktree `root` that works in
@@ -284,9 +308,16 @@ fn protected_paths(policy: &SandboxPolicy, ctx: &ToolContext, cwd: &Path) -> Vec
 /// programs run other code ([`sandbox::tool_dir_entries`]).
 fn protected_candidates(root: &Path, cwds: &[&Path]) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = Vec::new();
+    // The user's directories (and where their links lead) that lie where a command may write:
+    // a worktree holding `~/.config`, a dotfiles checkout.
+    let writable = sandbox::writable_roots(root, &[]);
+    let user = protected::user_places(toolshed_core::paths::config_dir().as_deref())
+        .into_iter()
+        .filter(|place| writable.iter().any(|w| place.starts_with(w)) && std::fs::symlink_metadata(place).is_ok());
     let all = cwds
         .iter()
         .flat_map(|cwd| protected::existing(root, cwd))
+        .chain(user)
         .chain(git_dir_binds(root))
         .chain(sandbox::tool_dir_entries().into_iter().filter(|p| !p.starts_with(root)));
     for path in all {

@@ -474,7 +474,11 @@ mod imp {
         }
         let fd: Option<OwnedFd> = ruleset.into();
         let ruleset = fd.ok_or("the kernel refused to create a Landlock ruleset")?;
-        let binds = if options.protect.is_empty() { None } else { Binds::new(options.protect, super::namespaces())? };
+        let binds = if options.protect.is_empty() {
+            None
+        } else {
+            Binds::new(options.protect, &pins(writable, options.protect), super::namespaces())?
+        };
         // SAFETY: geteuid cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
         // A command that keeps CAP_SYS_ADMIN could otherwise undo the binds (`mount_setattr`)
@@ -483,6 +487,23 @@ mod imp {
         let filters = Filters { metadata: options.read_only, mounts, network: options.block_network };
         let seccomp = seccomp::compile(filters)?;
         Ok(Confinement { binds, ruleset, seccomp })
+    }
+
+    /// The directories strictly between a writable root and a protected path under it: each
+    /// is pinned (bound onto itself), so that a command cannot rename it and put an unprotected
+    /// copy where the protected path was.
+    pub(super) fn pins(writable: &[PathBuf], protect: &[PathBuf]) -> Vec<PathBuf> {
+        let mut pins: Vec<PathBuf> = Vec::new();
+        for path in protect {
+            for root in writable.iter().filter(|w| path.starts_with(w) && path != *w) {
+                for dir in path.ancestors().skip(1).take_while(|d| d != root && d.starts_with(root)) {
+                    if !pins.iter().any(|p| p == dir) {
+                        pins.push(dir.to_path_buf());
+                    }
+                }
+            }
+        }
+        pins
     }
 
     fn rule(path: impl AsRef<std::path::Path>, access: BitFlags<AccessFs>) -> Result<PathBeneath<PathFd>, String> {

@@ -52,6 +52,10 @@ impl UserMaps {
 /// Read-only binds ready to apply in a child.
 pub(crate) struct Binds {
     paths: Vec<CString>,
+    /// Directories bound onto themselves first, as they are: a mount point cannot be renamed or
+    /// removed (`EBUSY`), so a directory between a writable root and a protected path cannot be
+    /// moved away and replaced by one without the protection (`mv dotfiles old; mkdir dotfiles`).
+    pins: Vec<CString>,
     user: Option<UserMaps>,
     root: CString,
     /// The paths, for the model and the permission request.
@@ -59,9 +63,14 @@ pub(crate) struct Binds {
 }
 
 impl Binds {
-    /// Binds of `paths` for a child, by the means `support` found; `None` when there is nothing
-    /// to bind or namespaces are unavailable.
-    pub(crate) fn new(paths: &[PathBuf], support: &NamespaceSupport) -> Result<Option<Binds>, String> {
+    /// Binds of `paths` for a child, by the means `support` found, after `pins`
+    /// ([`Binds::pins`], shallowest first); `None` when there is nothing to bind or namespaces
+    /// are unavailable.
+    pub(crate) fn new(
+        paths: &[PathBuf],
+        pins: &[PathBuf],
+        support: &NamespaceSupport,
+    ) -> Result<Option<Binds>, String> {
         if paths.is_empty() {
             return Ok(None);
         }
@@ -71,15 +80,35 @@ impl Binds {
             NamespaceSupport::Missing { .. } => return Ok(None),
         };
         let paths_c = paths.iter().map(|p| cstring(p)).collect::<Result<Vec<_>, _>>()?;
-        Ok(Some(Binds { paths: paths_c, user, root: cstring(Path::new("/"))?, shown: paths.to_vec() }))
+        let mut pins = pins.to_vec();
+        pins.sort_by_key(|p| p.components().count());
+        let pins = pins.iter().map(|p| cstring(p)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(Binds { paths: paths_c, pins, user, root: cstring(Path::new("/"))?, shown: paths.to_vec() }))
     }
 
     /// Enters the namespace and makes the binds. Runs between `fork` and `exec`: raw system
     /// calls only.
     pub(crate) fn apply_in_child(&self) -> io::Result<()> {
         enter(self.user.as_ref(), &self.root)?;
+        for path in &self.pins {
+            bind(path)?;
+        }
         for path in &self.paths {
             bind_read_only(path)?;
+        }
+        if !self.pins.is_empty() {
+            // The working directory was taken before the pins: it still names the directory
+            // under a pin's mount, from which the read-only binds (made in the pin) cannot be
+            // seen. Entering it again by its path walks through the new mounts.
+            let mut buf = [0u8; 4096];
+            // SAFETY: getcwd writes at most `buf.len()` bytes, NUL-terminated, into the buffer;
+            // chdir reads that NUL-terminated path.
+            unsafe {
+                if libc::getcwd(buf.as_mut_ptr().cast(), buf.len()).is_null() {
+                    return Err(io::Error::last_os_error());
+                }
+                check(libc::chdir(buf.as_ptr().cast()))?;
+            }
         }
         Ok(())
     }
@@ -153,6 +182,20 @@ const ST_NOATIME: u64 = 0x0400;
 const ST_NODIRATIME: u64 = 0x0800;
 const ST_RELATIME: u64 = 0x1000;
 const ST_NOSYMFOLLOW: u64 = 0x2000;
+
+/// Binds `path` onto itself, as it is (what is mounted below it too).
+fn bind(path: &CString) -> io::Result<()> {
+    // SAFETY: a raw system call on a NUL-terminated path.
+    unsafe {
+        check(libc::mount(
+            path.as_ptr(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        ))
+    }
+}
 
 /// Binds `path` onto itself and remounts the bind read-only with the flags of the mount it
 /// came from (a user namespace may not drop `nosuid`, `nodev`, `noexec` or change the atime mode).
@@ -266,10 +309,10 @@ mod tests {
 
     #[test]
     fn nothing_to_bind_or_no_namespaces_means_no_binds() {
-        assert!(Binds::new(&[], &NamespaceSupport::Mount).unwrap().is_none());
+        assert!(Binds::new(&[], &[], &NamespaceSupport::Mount).unwrap().is_none());
         let missing = NamespaceSupport::Missing { reason: "x".into() };
-        assert!(Binds::new(&[PathBuf::from("/tmp")], &missing).unwrap().is_none());
-        let binds = Binds::new(&[PathBuf::from("/tmp")], &NamespaceSupport::UserAndMount).unwrap().unwrap();
+        assert!(Binds::new(&[PathBuf::from("/tmp")], &[], &missing).unwrap().is_none());
+        let binds = Binds::new(&[PathBuf::from("/tmp")], &[], &NamespaceSupport::UserAndMount).unwrap().unwrap();
         assert!(binds.user.is_some());
     }
 }

@@ -51,15 +51,33 @@ pub fn run(root: Option<&Path>, args: &TrustArgs) -> Result<ExitCode, CliError> 
         return Ok(ExitCode::SUCCESS);
     }
     let acceptance = Acceptance::load(&data_dir, &root);
-    let review = review(&acceptance, &root, &cwd);
+    let mut review = review(&acceptance, &root, &cwd);
     for problem in &review.refused {
         crate::err(format_args!("toolshed: {problem}"));
+    }
+    // A directory inside an accepted project becomes a project of its own once it has a record
+    // (`trust::find_worktree`): say what that gives up, and ask, even with nothing to show.
+    let new = !trust::record_file(&data_dir, &root).is_file();
+    if new && let Some(outer) = trust::enclosing_project(&data_dir, &root) {
+        let warning = format!(
+            "{} lies in {}, a project you accepted. Accepting it as a project of its own means that toolshed started in it works there alone: the settings, rules and protected paths (its .git) of {} no longer apply there. Do this only for a repository you made or cloned yourself: a command may have created it.\n\n",
+            root.display(),
+            outer.display(),
+            outer.display()
+        );
+        review.shown.insert_str(0, &toolshed_core::terminal::visible(&warning));
+        if review.pending.is_empty() && review.refused.is_empty() {
+            crate::out_exact(review.shown.trim_end());
+            if !args.yes && !confirm(explicit_root, &root)? {
+                crate::out("Nothing was accepted.");
+                return Ok(ExitCode::from(1));
+            }
+        }
     }
     if review.pending.is_empty() {
         if review.refused.is_empty() {
             // Nothing to show, but a record all the same: the directory is a project someone
             // accepted, so it is its own worktree even inside another (`trust::find_worktree`).
-            let new = !trust::record_file(&data_dir, &root).is_file();
             if new {
                 trust::accept_snapshots(&data_dir, &root, &[]).map_err(CliError::failure)?;
             }
@@ -73,20 +91,24 @@ pub fn run(root: Option<&Path>, args: &TrustArgs) -> Result<ExitCode, CliError> 
         return Ok(ExitCode::from(1));
     }
     crate::out_exact(review.shown.trim_end());
-    if !args.yes {
-        if !std::io::stdin().is_terminal() {
-            return Err(CliError::failure(format!(
-                "nothing was accepted: there is no terminal to ask on. Read the above, then run `{}` to accept it.",
-                command_for(explicit_root.then_some(root.as_path()), "trust --yes")
-            )));
-        }
-        if !ask(&mut std::io::stdout()) {
-            crate::out("Nothing was accepted; the versions accepted before (if any) still apply.");
-            return Ok(ExitCode::from(1));
-        }
+    if !args.yes && !confirm(explicit_root, &root)? {
+        crate::out("Nothing was accepted; the versions accepted before (if any) still apply.");
+        return Ok(ExitCode::from(1));
     }
     crate::out(accept(&data_dir, &root, &review.pending)?);
     Ok(if review.refused.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Asks on the terminal whether to accept what was shown; without one, the failure that says
+/// what to run instead.
+fn confirm(explicit_root: bool, root: &Path) -> Result<bool, CliError> {
+    if !std::io::stdin().is_terminal() {
+        return Err(CliError::failure(format!(
+            "nothing was accepted: there is no terminal to ask on. Read the above, then run `{}` to accept it.",
+            command_for(explicit_root.then_some(root), "trust --yes")
+        )));
+    }
+    Ok(ask(&mut std::io::stdout()))
 }
 
 /// Before `chat` or `run` opens the worktree, on a terminal: shows what is new or changed since

@@ -38,11 +38,13 @@ impl Project {
         self.toolshed_in(&self.root, &all)
     }
 
-    /// `toolshed ARGS` started in `dir`, which finds its worktree itself.
+    /// `toolshed ARGS` started in `dir` as a shell would start it there (`$PWD` says `dir`), which
+    /// finds its worktree itself.
     fn toolshed_in(&self, dir: &Path, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_toolshed"))
             .args(args)
             .current_dir(dir)
+            .env("PWD", dir)
             .env_remove("TOOLSHED_TRUST_PROJECT")
             .env("XDG_CONFIG_HOME", self.root.parent().unwrap().join("xdg"))
             .env("TOOLSHED_DATA_DIR", &self.data)
@@ -282,7 +284,16 @@ fn a_git_directory_planted_in_a_subdirectory_keeps_the_accepted_project_its_work
     assert_eq!(std::fs::read_dir(p.root.join(".git")).unwrap().count(), before);
     let doctor = text(&p.toolshed_in(&sub, &["doctor"]).stdout);
     assert!(doctor.starts_with("project: warning\n") && doctor.contains("is a git repository inside"), "{doctor}");
-    // A person who wants the repository on its own says so; then its own accepted files apply.
+    // A person who wants the repository on its own says so, told what that gives up; then its
+    // own accepted files apply.
+    let out = p.toolshed_in(&sub, &["--root", sub.to_str().unwrap(), "trust"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stdout).contains("no longer apply there"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains(&format!("toolshed --root {} trust --yes", sub.display())),
+        "{}",
+        text(&out.stderr)
+    );
     let out = p.toolshed_in(&sub, &["--root", sub.to_str().unwrap(), "trust", "--yes"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let (code, stdout, _) = read(secret.to_str().unwrap());
@@ -312,6 +323,55 @@ fn a_git_directory_planted_above_an_accepted_project_does_not_move_its_worktree(
         let args = serde_json::json!({ "file_path": &p.outside }).to_string();
         assert_eq!(p.toolshed_in(dir, &["call", "read", &args]).status.code(), Some(0), "the accepted settings apply");
     }
+}
+
+#[test]
+fn a_link_or_a_move_that_takes_the_shells_directory_out_of_an_accepted_project_stops_toolshed() {
+    let p = project();
+    p.write("toolshed.toml", &format!("{LOOSE}read = {{ \"*.secret\" = \"deny\" }}\n"));
+    assert!(p.toolshed(&["trust", "--yes"]).status.success());
+    let elsewhere = p.root.parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(elsewhere.join("sub")).unwrap();
+    // A link a command made in the project, into which the person changes directory.
+    std::os::unix::fs::symlink(&elsewhere, p.root.join("docs")).unwrap();
+    let out = p.toolshed_in(&p.root.join("docs"), &["call", "list", "{}"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("a symbolic link or a move took it out of the project"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A directory moved away under the shell: `$PWD` names where it was.
+    let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["call", "list", "{}"])
+        .current_dir(elsewhere.join("sub"))
+        .env("PWD", p.root.join("a/sub"))
+        .env_remove("TOOLSHED_TRUST_PROJECT")
+        .env("XDG_CONFIG_HOME", p.root.parent().unwrap().join("xdg"))
+        .env("TOOLSHED_DATA_DIR", &p.data)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    // `--root` says where to work; a `$PWD` inherited from elsewhere is not a move.
+    assert!(
+        p.toolshed_in(&p.root.join("docs"), &["--root", elsewhere.to_str().unwrap(), "call", "list", "{}"])
+            .status
+            .success()
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["call", "list", "{}"])
+        .current_dir(&elsewhere)
+        .env("PWD", &p.root)
+        .env("TOOLSHED_DATA_DIR", &p.data)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // `/` is never the worktree unless named.
+    let out = p.toolshed_in(Path::new("/"), &["call", "list", "{}"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("will not take / as the worktree"), "{}", text(&out.stderr));
 }
 
 #[test]

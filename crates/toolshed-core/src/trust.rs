@@ -274,12 +274,23 @@ pub fn find_worktree(data_dir: &Path, dir: &Path) -> PathBuf {
     if accepted(&git) {
         return git;
     }
+    enclosing_project(data_dir, &git).unwrap_or(git)
+}
+
+/// The nearest accepted project strictly above `dir` that makes a repository no one accepted
+/// inside it a part of it ([`find_worktree`]): never the home directory, `/` or a temp dir
+/// itself.
+pub fn enclosing_project(data_dir: &Path, dir: &Path) -> Option<PathBuf> {
     let home = crate::paths::home_dir().map(|h| h.canonicalize().unwrap_or(h));
-    let enclosing = git
-        .ancestors()
+    dir.ancestors()
         .skip(1)
-        .find(|d| d.parent().is_some() && home.as_deref() != Some(*d) && !crate::paths::is_temp_dir(d) && accepted(d));
-    enclosing.map_or(git.clone(), Path::to_path_buf)
+        .find(|d| {
+            d.parent().is_some()
+                && home.as_deref() != Some(*d)
+                && !crate::paths::is_temp_dir(d)
+                && record_file(data_dir, d).is_file()
+        })
+        .map(Path::to_path_buf)
 }
 
 /// What a person can accept for `root` seen from `cwd`: the config file and the tool

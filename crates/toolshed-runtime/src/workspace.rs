@@ -102,7 +102,7 @@ impl Workspace {
             && !toolshed_core::trust::record_file(&toolshed_core::paths::data_dir(), &nearest).is_file()
         {
             notes.push(format!(
-                "{} is a git repository inside {}, and no one accepted it as a project of its own: toolshed works in {} (its settings, its sandbox). To work in the repository alone, run `toolshed --root {} trust` once.",
+                "{} is a git repository inside {}, and no one accepted it as a project of its own: toolshed works in {} (its settings, its sandbox). If you made or cloned that repository yourself and want to work in it alone, without the project's settings and protected paths, run `toolshed --root {} trust` once.",
                 nearest.display(),
                 self.root.display(),
                 self.root.display(),
@@ -255,10 +255,49 @@ pub fn locate(root: Option<&Path>) -> Result<(PathBuf, PathBuf), Error> {
             }
             dir
         }
-        None => toolshed_core::trust::find_worktree(&toolshed_core::paths::data_dir(), &current),
+        None => {
+            let data_dir = toolshed_core::paths::data_dir();
+            check_logical_directory(&data_dir, &current)?;
+            let root = toolshed_core::trust::find_worktree(&data_dir, &current);
+            if root.parent().is_none() {
+                return Err(Error::Usage(
+                    "toolshed will not take / as the worktree on its own (the tools could then reach every file): start it in a project directory, or say `--root /` if you mean it".into(),
+                ));
+            }
+            root
+        }
     };
     let cwd = if current.starts_with(&root) { current } else { root.clone() };
     Ok((root, cwd))
+}
+
+/// Refuses to start when the shell says it is in a project a person accepted (`$PWD`) but the
+/// directory really is elsewhere: a symbolic link made in the project (`docs -> /`) or a
+/// directory moved away under the shell would otherwise take toolshed out of the project's
+/// settings and sandbox without anyone seeing it.
+fn check_logical_directory(data_dir: &Path, current: &Path) -> Result<(), Error> {
+    let Some(pwd) = std::env::var_os("PWD").map(PathBuf::from).filter(|p| p.is_absolute()) else { return Ok(()) };
+    let logical = toolshed_core::paths::lexical_normalise(&pwd);
+    if logical == current {
+        return Ok(());
+    }
+    // `$PWD` names this directory through a link, or a directory that moved away. (A `$PWD`
+    // that names another existing directory was only inherited from a parent that changed
+    // directory without updating it.)
+    match logical.canonicalize() {
+        Ok(real) if real != current => return Ok(()),
+        _ => {}
+    }
+    let project = logical.ancestors().find(|d| toolshed_core::trust::record_file(data_dir, d).is_file());
+    match project {
+        Some(project) if !current.starts_with(project) => Err(Error::Usage(format!(
+            "your shell is in {} (in {}, a project you accepted), but that directory really is {}: a symbolic link or a move took it out of the project. Change to the real directory you mean, or name the worktree with --root.",
+            logical.display(),
+            project.display(),
+            current.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The defaults every tool source declares, in the rules' first layer: custom tools ask before

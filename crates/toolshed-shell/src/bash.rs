@@ -203,7 +203,7 @@ impl TypedTool for Bash {
                 .with_metadata("command", args.command.clone())
                 .with_metadata(
                     "reason",
-                    "the command failed writing a protected path (.git, toolshed.toml, custom tools, skills), which the sandbox keeps read-only; rerun it, still sandboxed, with them writable?",
+                    "the command failed writing a protected path (.git, toolshed.toml, custom tools, skills, your toolshed config), or moving a directory that holds one, which the sandbox keeps read-only; rerun it, still sandboxed, with them writable?",
                 );
             match ctx.ask(request).await {
                 Ok(()) => {
@@ -217,7 +217,7 @@ impl TypedTool for Bash {
                 }
                 Err(refusal) => {
                     notes.push(format!(
-                        "(The command failed on protected paths that the sandbox keeps read-only ({}); writing them was not allowed: {}. The output above is from that run. Do not work around this; tell the user what you wanted to change.)",
+                        "(The command failed on protected paths that the sandbox keeps read-only ({}); the directories that hold them cannot be moved or removed either (\"Device or resource busy\"). Writing them was not allowed: {}. The output above is from that run. Do not work around this; tell the user what you wanted to change.)",
                         bound.iter().map(|p| protected_pattern(p, ctx.root())).collect::<Vec<_>>().join(", "),
                         refusal_reason(&refusal)
                     ));

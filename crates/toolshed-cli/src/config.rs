@@ -57,7 +57,7 @@ pub fn run(
             let (root, _) = toolshed_runtime::locate(root).map_err(CliError::from)?;
             let explained = Config::explain(config_file, &root, overrides)
                 .map_err(|e| CliError::usage(format!("config error: {e}")))?;
-            if let Some(note) = &explained.config.project_note {
+            for note in explained.config.user_note.iter().chain(&explained.config.project_note) {
                 crate::err(format_args!("toolshed: {note}"));
             }
             if args.json {

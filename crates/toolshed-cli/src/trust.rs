@@ -142,10 +142,19 @@ pub fn offer(root: Option<&Path>) -> Result<(), CliError> {
     Ok(())
 }
 
+/// One item that differs from what was accepted.
+struct Pending {
+    snapshot: Snapshot,
+    /// One of the user's own items (recorded apart, by absolute path).
+    is_user: bool,
+    /// What to call it for people.
+    shown: std::path::PathBuf,
+}
+
 /// What differs from the record, read once: what is shown is what is accepted.
 struct Review {
     /// The items that differ, exactly as read.
-    pending: Vec<Snapshot>,
+    pending: Vec<Pending>,
     /// What to show a person: every difference in full, control characters made visible.
     shown: String,
     /// Items that cannot be accepted, and why (for people).
@@ -154,17 +163,23 @@ struct Review {
 
 fn review(acceptance: &Acceptance, root: &Path, cwd: &Path) -> Review {
     let mut review = Review { pending: Vec::new(), shown: String::new(), refused: Vec::new() };
-    for item in trust::items(root, cwd) {
-        let shown_path = root.join(&item.path);
-        let now = match trust::snapshot(root, &item) {
+    let project = trust::items(root, cwd).into_iter().map(|item| (root.join(&item.path), item, false));
+    // The user's own files that lie where a command may write (a dotfiles checkout).
+    let user_config = toolshed_core::paths::config_dir().map(|d| d.join("config.toml"));
+    let user = trust::user_items(user_config.as_deref()).into_iter().map(|(item, shown)| (shown, item, true));
+    for (shown_path, item, is_user) in project.chain(user) {
+        let base = if is_user { Path::new("/") } else { root };
+        let now = match trust::snapshot(base, &item) {
             Ok(now) => now,
             Err(why) => {
                 review.refused.push(format!("{} cannot be accepted: {why}.", shown_path.display()));
                 continue;
             }
         };
-        let what = match acceptance.compare(&now) {
+        let state = if is_user { acceptance.compare_user(&now) } else { acceptance.compare(&now) };
+        let what = match state {
             State::Accepted | State::Unreadable(_) => continue,
+            State::New if is_user => "yours, but where a command may write: never accepted",
             State::New => "new: never accepted",
             State::Changed => "changed since you accepted it",
             State::Removed if item.is_config => "removed since you accepted it (the accepted version still applies)",
@@ -183,14 +198,15 @@ fn review(acceptance: &Acceptance, root: &Path, cwd: &Path) -> Review {
             }
         }
         review.shown.push_str(&format!("{} — {what}\n", shown_path.display()));
-        for change in acceptance.changes(&now) {
+        let changes = if is_user { acceptance.changes_user(&now) } else { acceptance.changes(&now) };
+        for change in changes {
             let before = change.before.as_deref().map(readable).unwrap_or_default();
             let after = change.after.as_deref().map(readable).unwrap_or_default();
             review.shown.push_str(toolshed_tools::fs::full_diff(&before, &after, &change.path).trim_end());
             review.shown.push('\n');
         }
         review.shown.push('\n');
-        review.pending.push(now);
+        review.pending.push(Pending { snapshot: now, is_user, shown: shown_path });
     }
     // Escaped wherever it goes: a pipe may end at a terminal too.
     review.shown = toolshed_core::terminal::visible(&review.shown).into_owned();
@@ -220,9 +236,19 @@ fn ask(out: &mut dyn Write) -> bool {
 }
 
 /// Records `pending`, exactly as shown, as accepted; what to tell the person.
-fn accept(data_dir: &Path, root: &Path, pending: &[Snapshot]) -> Result<String, CliError> {
-    trust::accept_snapshots(data_dir, root, pending).map_err(CliError::failure)?;
-    let names: Vec<&str> = pending.iter().map(|s| s.item.path.as_str()).collect();
+fn accept(data_dir: &Path, root: &Path, pending: &[Pending]) -> Result<String, CliError> {
+    let (user, project): (Vec<&Pending>, Vec<&Pending>) = pending.iter().partition(|p| p.is_user);
+    let snapshots = |of: &[&Pending]| of.iter().map(|p| p.snapshot.clone()).collect::<Vec<Snapshot>>();
+    if !project.is_empty() {
+        trust::accept_snapshots(data_dir, root, &snapshots(&project)).map_err(CliError::failure)?;
+    }
+    if !user.is_empty() {
+        trust::accept_user_snapshots(data_dir, &snapshots(&user)).map_err(CliError::failure)?;
+    }
+    let names: Vec<String> = pending
+        .iter()
+        .map(|p| if p.is_user { p.shown.display().to_string() } else { p.snapshot.item.path.clone() })
+        .collect();
     Ok(format!("Accepted as they are now: {}.", names.join(", ")))
 }
 

@@ -274,6 +274,48 @@ fn a_user_config_inside_the_worktree_or_linked_file_by_file_is_protected() {
     }
 }
 
+/// Finding (second review): a link inside the worktree on the way to the user config could be
+/// re-pointed by a command (`rm dots && ln -s evil dots`), and a user tool directory that did
+/// not exist yet could be made through the worktree, its code then loaded in every other
+/// project. The user's own files that lie where a command may write now apply only as the
+/// person accepted them.
+#[test]
+fn the_users_own_files_in_a_worktree_apply_only_as_accepted() {
+    let w = World::new("");
+    let config = w.base.join("home/.config");
+    std::fs::create_dir_all(w.root.join("real/toolshed")).unwrap();
+    std::fs::write(w.root.join("real/toolshed/config.toml"), "[permission]\nedit = \"allow\"\nbash = \"allow\"\n")
+        .unwrap();
+    std::os::unix::fs::symlink("real", w.root.join("dots")).unwrap();
+    std::os::unix::fs::symlink(w.root.join("dots/toolshed"), config.join("toolshed")).unwrap();
+    std::fs::create_dir_all(w.root.join("dots/opencode")).unwrap();
+    std::os::unix::fs::symlink(w.root.join("dots/opencode"), config.join("opencode")).unwrap();
+    let person = |args: &[&str]| w.command().env_remove("TOOLSHED_TRUST_PROJECT").args(args).output().unwrap();
+    // Never accepted: not applied, and said.
+    let out = person(&["config", "show"]);
+    assert!(!text(&out).contains("bash.\"*\" = \"allow\""), "{}", text(&out));
+    assert!(text(&out).contains("applies only as you accepted it"), "{}", text(&out));
+    let out = person(&["trust", "--yes"]);
+    assert!(out.status.success() && text(&out).contains("config.toml"), "{}", text(&out));
+    assert!(text(&person(&["config", "show"])).contains("bash.\"*\" = \"allow\""));
+    // A command re-points the link in the worktree, and plants a user tool directory.
+    let script = "mkdir -p evil/toolshed && printf '[sandbox]\\nmode = \"full-access\"\\n' > evil/toolshed/config.toml && rm dots && ln -s evil dots && mkdir -p real/opencode/tools && echo 'export default { description: \"x\", args: {}, async execute() { return \"x\" } }' > real/opencode/tools/pwn.js; echo done";
+    let out = person(&["call", "bash", &serde_json::json!({ "command": script }).to_string()]);
+    assert!(text(&out).contains("done"), "{}", text(&out));
+    let out = person(&["config", "show"]);
+    assert!(!text(&out).contains("full-access") && text(&out).contains("bash.\"*\" = \"allow\""), "{}", text(&out));
+    assert!(text(&out).contains("changed since you accepted it"), "{}", text(&out));
+    // In another project, the planted tool is not the user's own.
+    let other = w.base.join("Q");
+    std::fs::create_dir_all(&other).unwrap();
+    assert!(Command::new("git").args(["init", "-q"]).arg(&other).status().unwrap().success());
+    std::fs::remove_file(w.root.join("dots")).unwrap();
+    std::os::unix::fs::symlink("real", w.root.join("dots")).unwrap();
+    let out = w.command().env_remove("TOOLSHED_TRUST_PROJECT").current_dir(&other).args(["tools"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("pwn"), "{}", text(&out));
+    assert!(text(&out).contains("are not loaded"), "{}", text(&out));
+}
+
 /// Finding: a directory outside the worktree that a command was allowed to write
 /// (`external_directory`) kept its repositories' `.git` writable: from W, a command that wrote
 /// `../notes.txt` could also plant a hook or `core.fsmonitor` in a sibling repository, which the

@@ -77,6 +77,9 @@ pub struct Config {
     /// What to tell a person when the project's layer is not `toolshed.toml` as it is on disk
     /// (not yet accepted, or changed since: see [`crate::trust`]).
     pub project_note: Option<String>,
+    /// The same for the user's config file, when it lies where a command may write (see
+    /// [`crate::trust::user_exposure`]).
+    pub user_note: Option<String>,
 }
 
 /// `[agent.NAME]`.
@@ -768,11 +771,26 @@ impl Config {
             Some(path) => Some((path.to_path_buf(), LayerKind::ConfigFile, true)),
             None => crate::paths::config_dir().map(|dir| (dir.join("config.toml"), LayerKind::User, false)),
         };
-        if let Some((path, kind, required)) = user
-            && let Some(text) = config.merge_file(&path, required)?
-        {
-            observe(&config, &Layer { path, kind }, &text);
-            written.push(text);
+        if let Some((path, kind, required)) = user {
+            // The user's own file, unless it lies where a command may write (a dotfiles
+            // checkout a model works in): then only as they accepted it.
+            let text = match acceptance.user_file_text(&path) {
+                Ok((text, note)) if kind == LayerKind::User => {
+                    config.user_note = note;
+                    match text {
+                        Some(text) => {
+                            config.merge_str(&path, &text)?;
+                            Some(text)
+                        }
+                        None => None,
+                    }
+                }
+                _ => config.merge_file(&path, required)?,
+            };
+            if let Some(text) = text {
+                observe(&config, &Layer { path, kind }, &text);
+                written.push(text);
+            }
         }
         // The project's file only as a person accepted it: a model may have left it behind.
         let (project, note) = acceptance.project_text();

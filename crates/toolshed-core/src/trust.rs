@@ -123,6 +123,9 @@ pub struct Acceptance {
     record: Record,
     /// `TOOLSHED_TRUST_PROJECT=1` (or [`Acceptance::everything`]): the files apply as they are.
     everything: bool,
+    /// What a person accepted of their own files that lie where a command may write
+    /// ([`user_exposure`]), by absolute path (without the leading `/`).
+    user: Record,
 }
 
 impl Acceptance {
@@ -130,17 +133,55 @@ impl Acceptance {
     /// `TOOLSHED_TRUST_PROJECT=1`.
     pub fn load(data_dir: &Path, root: &Path) -> Acceptance {
         let everything = std::env::var_os(ENV).is_some_and(|v| v == "1");
-        let record = std::fs::read(record_file(data_dir, root))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<Record>(&bytes).ok())
-            .filter(|r| r.root == root)
-            .unwrap_or_else(|| Record { root: root.to_path_buf(), files: BTreeMap::new() });
-        Acceptance { root: root.to_path_buf(), record, everything }
+        let record = read_record(&record_file(data_dir, root), root);
+        let user = read_record(&user_record_file(data_dir), Path::new("/"));
+        Acceptance { root: root.to_path_buf(), record, everything, user }
     }
 
     /// Everything applies as it is on disk (embedding and tests that build their own worktree).
     pub fn everything(root: &Path) -> Acceptance {
-        Acceptance { root: root.to_path_buf(), record: Record::default(), everything: true }
+        Acceptance { root: root.to_path_buf(), record: Record::default(), everything: true, user: Record::default() }
+    }
+
+    /// The text of the user's config file `path` to merge, when it lies where a command may
+    /// write ([`user_exposure`]): as a person accepted it (`None`: never accepted), and what to
+    /// tell them when that is not the file on disk. `Err(())`: not exposed, read it as it is.
+    #[allow(clippy::result_unit_err)]
+    pub fn user_file_text(&self, path: &Path) -> Result<(Option<String>, Option<String>), ()> {
+        if self.everything {
+            return Err(());
+        }
+        let Some(place) = user_exposure(path) else { return Err(()) };
+        let key = absolute_key(path);
+        let current = std::fs::read(path).ok();
+        let accepted = self.user.files.get(&key).map(Stored::bytes);
+        let why =
+            format!("it lies where a command may write ({}), so it applies only as you accepted it", place.display());
+        Ok(match (current, accepted) {
+            (None, None) => (None, None),
+            (Some(now), Some(then)) if now == then => (Some(lossy(now)), None),
+            (Some(_), None) => (
+                None,
+                Some(format!(
+                    "your config {} is not applied: {why}; read it, then run `toolshed trust`.",
+                    path.display()
+                )),
+            ),
+            (Some(_), Some(then)) => (
+                Some(lossy(then)),
+                Some(format!(
+                    "your config {} changed since you accepted it: {why}; the accepted version applies until `toolshed trust`.",
+                    path.display()
+                )),
+            ),
+            (None, Some(then)) => (
+                Some(lossy(then)),
+                Some(format!(
+                    "your config {} was removed since you accepted it ({why}); the accepted version still applies until `toolshed trust`.",
+                    path.display()
+                )),
+            ),
+        })
     }
 
     /// Whether the files apply as they are, without the record.
@@ -196,7 +237,14 @@ impl Acceptance {
             return State::Accepted;
         }
         match relative(&self.root, dir) {
-            Relative::Outside => State::Accepted,
+            // The user's own directory: as it is, unless it lies where a command may write.
+            Relative::Outside => match user_item(dir) {
+                Some(item) => match snapshot(Path::new("/"), &item) {
+                    Ok(now) => compare(&self.user, &now),
+                    Err(why) => State::Unreadable(why),
+                },
+                None => State::Accepted,
+            },
             // A name that cannot be recorded cannot be accepted.
             Relative::Unnamed => {
                 State::Unreadable("its path is not UTF-8, which the record cannot hold; rename the directory".into())
@@ -215,42 +263,161 @@ impl Acceptance {
 
     /// How `now` compares with the record.
     pub fn compare(&self, now: &Snapshot) -> State {
-        let then: BTreeMap<&String, Vec<u8>> =
-            self.record.files.iter().filter(|(path, _)| under(path, &now.item)).map(|(p, s)| (p, s.bytes())).collect();
-        let current: BTreeMap<&String, Vec<u8>> = now.files.iter().map(|(p, b)| (p, b.clone())).collect();
-        match (current.is_empty(), then.is_empty()) {
-            (true, true) => State::Accepted,
-            (false, true) => State::New,
-            (true, false) => State::Removed,
-            (false, false) if current == then => State::Accepted,
-            (false, false) => State::Changed,
-        }
+        compare(&self.record, now)
+    }
+
+    /// How `now`, one of the user's own items ([`user_items`]), compares with what was accepted.
+    pub fn compare_user(&self, now: &Snapshot) -> State {
+        compare(&self.user, now)
+    }
+
+    /// The files of `now`, one of the user's own items, that differ from what was accepted.
+    pub fn changes_user(&self, now: &Snapshot) -> Vec<Change> {
+        changes(&self.user, now)
     }
 
     /// The files of `now` that differ from what was accepted (path relative to the root, the
     /// accepted bytes, the bytes now; `None`: absent), in path order.
     pub fn changes(&self, now: &Snapshot) -> Vec<Change> {
-        let mut changes = Vec::new();
-        for (path, stored) in self.record.files.iter().filter(|(path, _)| under(path, &now.item)) {
-            let before = stored.bytes();
-            match now.files.get(path) {
-                Some(after) if *after == before => {}
-                after => changes.push(Change { path: path.clone(), before: Some(before), after: after.cloned() }),
-            }
-        }
-        for (path, after) in &now.files {
-            if !self.record.files.contains_key(path) {
-                changes.push(Change { path: path.clone(), before: None, after: Some(after.clone()) });
-            }
-        }
-        changes.sort_by(|a, b| a.path.cmp(&b.path));
-        changes
+        changes(&self.record, now)
     }
 
     /// The accepted text of a file (for showing a difference).
     pub fn accepted_text(&self, path: &str) -> Option<String> {
         self.record.files.get(path).map(|s| lossy(s.bytes()))
     }
+}
+
+fn compare(record: &Record, now: &Snapshot) -> State {
+    let then: BTreeMap<&String, Vec<u8>> =
+        record.files.iter().filter(|(path, _)| under(path, &now.item)).map(|(p, s)| (p, s.bytes())).collect();
+    let current: BTreeMap<&String, Vec<u8>> = now.files.iter().map(|(p, b)| (p, b.clone())).collect();
+    match (current.is_empty(), then.is_empty()) {
+        (true, true) => State::Accepted,
+        (false, true) => State::New,
+        (true, false) => State::Removed,
+        (false, false) if current == then => State::Accepted,
+        (false, false) => State::Changed,
+    }
+}
+
+fn changes(record: &Record, now: &Snapshot) -> Vec<Change> {
+    let mut changes = Vec::new();
+    for (path, stored) in record.files.iter().filter(|(path, _)| under(path, &now.item)) {
+        let before = stored.bytes();
+        match now.files.get(path) {
+            Some(after) if *after == before => {}
+            after => changes.push(Change { path: path.clone(), before: Some(before), after: after.cloned() }),
+        }
+    }
+    for (path, after) in &now.files {
+        if !record.files.contains_key(path) {
+            changes.push(Change { path: path.clone(), before: None, after: Some(after.clone()) });
+        }
+    }
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    changes
+}
+
+fn read_record(file: &Path, root: &Path) -> Record {
+    std::fs::read(file)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Record>(&bytes).ok())
+        .filter(|r| r.root == root)
+        .unwrap_or_else(|| Record { root: root.to_path_buf(), files: BTreeMap::new() })
+}
+
+/// The record of the user's own files that lie where a command may write.
+fn user_record_file(data_dir: &Path) -> PathBuf {
+    records_dir(data_dir).join("user.json")
+}
+
+/// `path` as a key of the user record: absolute, `/`-separated, without the leading `/`.
+fn absolute_key(path: &Path) -> String {
+    path.to_string_lossy().trim_start_matches('/').to_string()
+}
+
+/// Where the user's own file or directory `path` (the config file, a tool directory) depends
+/// on a place a sandboxed command may write, if anywhere: the first directory on its way — the
+/// path as written, each symbolic link met resolving it (a link can be replaced where its
+/// directory is writable) and where it leads — that lies in a git worktree (a model works
+/// there) or a temp dir. A dotfiles checkout holding `~/.config`, or linked into it, is such a
+/// place: what a model left there must not become the user's own configuration or tools.
+pub fn user_exposure(path: &Path) -> Option<PathBuf> {
+    exposure(path, &|place: &Path| {
+        place.ancestors().any(|a| a.parent().is_some() && (crate::paths::is_temp_dir(a) || a.join(".git").exists()))
+    })
+}
+
+/// [`user_exposure`], with `writable` saying which places a command may write.
+fn exposure(path: &Path, writable: &dyn Fn(&Path) -> bool) -> Option<PathBuf> {
+    let mut places = vec![path.to_path_buf()];
+    let mut pending = vec![path.to_path_buf()];
+    let mut budget = 40;
+    while let Some(next) = pending.pop() {
+        let mut prefix = PathBuf::new();
+        for part in next.components() {
+            prefix.push(part);
+            let Ok(target) = std::fs::read_link(&prefix) else { continue };
+            budget -= 1;
+            if budget == 0 {
+                // A loop or a maze of links: not something to trust.
+                return Some(prefix);
+            }
+            let dir = prefix.parent().unwrap_or(Path::new("/")).to_path_buf();
+            let rest = next.strip_prefix(&prefix).unwrap_or(Path::new(""));
+            let target = crate::paths::lexical_normalise(&dir.join(target));
+            let resolved = if rest.as_os_str().is_empty() { target } else { target.join(rest) };
+            places.push(dir);
+            places.push(resolved.clone());
+            pending.push(resolved);
+            break;
+        }
+    }
+    places.into_iter().find(|p| writable(p))
+}
+
+/// The user's own item for the directory `dir` when it lies where a command may write: the
+/// directory where it really is (a link on its way re-pointed is another directory, never
+/// accepted), relative to `/`. `None`: not exposed, or absent.
+fn user_item(dir: &Path) -> Option<Item> {
+    user_exposure(dir)?;
+    let real = dir.canonicalize().ok()?;
+    Some(Item { path: absolute_key(&real), is_config: false })
+}
+
+/// The user's own files toolshed reads that lie where a command may write, each with what to
+/// call it for people: the config file `user_config` (as written; read through its links) and
+/// the user's tool directories (where they really are). Their paths are relative to `/`.
+pub fn user_items(user_config: Option<&Path>) -> Vec<(Item, PathBuf)> {
+    let mut items = Vec::new();
+    if let Some(file) = user_config
+        && user_exposure(file).is_some()
+    {
+        items.push((Item { path: absolute_key(file), is_config: true }, file.to_path_buf()));
+    }
+    let mut dirs: Vec<PathBuf> = crate::paths::config_dir().map(|d| d.join("tools")).into_iter().collect();
+    for base in crate::paths::opencode_config_dirs() {
+        dirs.extend(["tool", "tools"].map(|sub| base.join(sub)));
+    }
+    for dir in dirs {
+        if let Some(item) = user_item(&dir)
+            && !items.iter().any(|(i, _)| *i == item)
+        {
+            items.push((item, dir));
+        }
+    }
+    items
+}
+
+/// Records `snapshots` of the user's own items ([`user_items`]) as accepted.
+pub fn accept_user_snapshots(data_dir: &Path, snapshots: &[Snapshot]) -> Result<(), String> {
+    update_file(&user_record_file(data_dir), Path::new("/"), |record| {
+        for now in snapshots {
+            record.files.retain(|path, _| !under(path, &now.item));
+            record.files.extend(now.files.iter().map(|(p, b)| (p.clone(), Stored::new(b))));
+        }
+    })
 }
 
 /// The worktree for a toolshed started in `dir`, from what toolshed resolved itself (the
@@ -342,7 +509,12 @@ pub fn accept_config(data_dir: &Path, root: &Path, text: &[u8]) -> Result<(), St
 /// Reads, changes and writes the record of `root` under a lock (two `toolshed trust` at once
 /// keep both changes).
 fn update(data_dir: &Path, root: &Path, change: impl FnOnce(&mut Record)) -> Result<(), String> {
-    let dir = records_dir(data_dir);
+    update_file(&record_file(data_dir, root), root, change)
+}
+
+/// [`update`] of the record in `file`, for `root`.
+fn update_file(file: &Path, root: &Path, change: impl FnOnce(&mut Record)) -> Result<(), String> {
+    let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let lock_path = dir.join(".lock");
     let _lock = loop {
@@ -352,9 +524,9 @@ fn update(data_dir: &Path, root: &Path, change: impl FnOnce(&mut Record)) -> Res
             Err(e) => return Err(format!("cannot lock {}: {e}", lock_path.display())),
         }
     };
-    let mut record = Acceptance::load(data_dir, root).record;
+    let mut record = read_record(file, root);
     change(&mut record);
-    write_record(data_dir, root, &record)
+    write_record(file, &record)
 }
 
 /// Forgets everything accepted for `root`; whether there was a record.
@@ -382,16 +554,16 @@ pub fn record_file(data_dir: &Path, root: &Path) -> PathBuf {
     records_dir(data_dir).join(format!("{hash:016x}.json"))
 }
 
-fn write_record(data_dir: &Path, root: &Path, record: &Record) -> Result<(), String> {
+fn write_record(file: &Path, record: &Record) -> Result<(), String> {
     use std::io::Write as _;
-    let dir = records_dir(data_dir);
+    let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
     let fail = |e: std::io::Error| format!("cannot write the record in {}: {e}", dir.display());
     std::fs::create_dir_all(&dir).map_err(fail)?;
     let text = serde_json::to_vec_pretty(record).map_err(|e| e.to_string())?;
     let mut tmp = tempfile_in(&dir).map_err(fail)?;
     tmp.1.write_all(&text).map_err(fail)?;
     tmp.1.sync_all().map_err(fail)?;
-    std::fs::rename(&tmp.0, record_file(data_dir, root)).map_err(|e| {
+    std::fs::rename(&tmp.0, file).map_err(|e| {
         let _ = std::fs::remove_file(&tmp.0);
         fail(e)
     })
@@ -598,6 +770,42 @@ mod tests {
         accept(&data, &mid, &[]).unwrap();
         assert_eq!(find_worktree(&data, &mid.join("x")), mid);
         assert_eq!(find_worktree(&data, &root.join("y")), root);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_users_own_files_are_exposed_where_any_link_on_their_way_lies_in_a_worktree() {
+        let tmp = tempfile::tempdir().unwrap();
+        // Not under a temp dir's own rules: the test speaks of git worktrees.
+        let base = tmp.path().canonicalize().unwrap();
+        let worktree = base.join("w");
+        std::fs::create_dir_all(worktree.join(".git")).unwrap();
+        std::fs::create_dir_all(worktree.join("real/toolshed")).unwrap();
+        std::fs::write(worktree.join("real/toolshed/config.toml"), "").unwrap();
+        std::os::unix::fs::symlink("real", worktree.join("dots")).unwrap();
+        let config = base.join("home/.config");
+        std::fs::create_dir_all(&config).unwrap();
+        std::os::unix::fs::symlink(worktree.join("dots/toolshed"), config.join("toolshed")).unwrap();
+        let file = config.join("toolshed/config.toml");
+        // The test's own directory is a temp dir, where commands write: as the code sees it.
+        assert!(user_exposure(&file).is_some());
+        // Where only the worktree is writable: exposed where the chain first meets it, the
+        // directory of the link `~/.config/toolshed` points through.
+        let in_worktree = |p: &Path| p.starts_with(&worktree);
+        let place = exposure(&file, &in_worktree).unwrap();
+        assert_eq!(place, worktree.join("dots/toolshed/config.toml"));
+        // A link in the worktree on the way, even to a place outside it.
+        let outside = base.join("safe/toolshed");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::remove_file(worktree.join("dots")).unwrap();
+        std::os::unix::fs::symlink(base.join("safe"), worktree.join("dots")).unwrap();
+        assert!(exposure(&file, &in_worktree).is_some_and(|p| p.starts_with(&worktree)));
+        // Nothing on the way in it.
+        let plain = base.join("home/plain.toml");
+        assert_eq!(exposure(&plain, &in_worktree), None);
+        let direct = base.join("home/.config/direct");
+        std::os::unix::fs::symlink(&outside, &direct).unwrap();
+        assert_eq!(exposure(&direct.join("config.toml"), &in_worktree), None);
     }
 
     #[test]

@@ -92,7 +92,7 @@ impl Workspace {
     /// are on disk (not accepted yet, or changed since: see [`toolshed_core::trust`]), one
     /// sentence each, for standard error or a front-end's notice line.
     pub fn trust_notices(&self) -> Vec<String> {
-        let mut notes: Vec<String> = self.config.project_note.iter().cloned().collect();
+        let mut notes: Vec<String> = self.config.user_note.iter().chain(&self.config.project_note).cloned().collect();
         // A repository inside an accepted project, and not accepted on its own, is part of it
         // (`trust::find_worktree`): say so, since the sandbox then reaches past the repository.
         let nearest = toolshed_core::paths::find_worktree(&self.cwd);
@@ -113,6 +113,10 @@ impl Workspace {
             let why = match state {
                 toolshed_core::trust::State::Changed => "they changed since they were accepted; `toolshed trust` shows the difference and asks".to_string(),
                 toolshed_core::trust::State::Unreadable(why) => format!("they cannot be accepted: {why}"),
+                _ if !dir.starts_with(&self.root) => format!(
+                    "they are your own but lie where a command may write ({}), and you have not accepted them as they are; read them, then run `toolshed trust` to use them",
+                    toolshed_core::trust::user_exposure(dir).unwrap_or_else(|| dir.clone()).display()
+                ),
                 _ => "no one has accepted them yet (a file in the worktree can come from anyone, the model included); read them, then run `toolshed trust` to use them".to_string(),
             };
             notes.push(format!("the tools in {} are not loaded: {why}.", dir.display()));

@@ -197,8 +197,13 @@ impl TypedTool for Bash {
         let mut result = self.attempt(&args, &cwd, confinement, &ctx).await?;
         let mut escalated = false;
         let mut read_only = bound.clone();
-        if !bound.is_empty() && result.bind_refused() {
-            let patterns: Vec<String> = bound.iter().map(|p| protected_pattern(p, ctx.root())).collect();
+        // toolshed's data directory (the records of what a person accepted) stays read-only
+        // whatever is approved: `protected` is about the worktree's and the user's files.
+        let data_dir = toolshed_core::paths::data_dir();
+        let (kept, liftable): (Vec<PathBuf>, Vec<PathBuf>) =
+            bound.iter().cloned().partition(|p| p.starts_with(&data_dir));
+        if !liftable.is_empty() && result.bind_refused() {
+            let patterns: Vec<String> = liftable.iter().map(|p| protected_pattern(p, ctx.root())).collect();
             let request = PermissionRequest::new(protected::PERMISSION, patterns)
                 .with_metadata("command", args.command.clone())
                 .with_metadata(
@@ -208,17 +213,17 @@ impl TypedTool for Bash {
             match ctx.ask(request).await {
                 Ok(()) => {
                     notes.push("(The command failed on protected paths that the sandbox keeps read-only; with permission `protected` it was run again, still sandboxed, with them writable. This is that second run's output.)".to_string());
-                    let plan = sandbox::plan(policy, ctx.root(), &extra, &[])?;
+                    let plan = sandbox::plan(policy, ctx.root(), &extra, &kept)?;
                     let Plan::Sandboxed(confinement) = plan else {
                         return Err(ToolError::fatal("the sandbox changed between two runs of one command"));
                     };
-                    read_only.clear();
+                    read_only = kept.clone();
                     result = self.attempt(&args, &cwd, Some(confinement), &ctx).await?;
                 }
                 Err(refusal) => {
                     notes.push(format!(
-                        "(The command failed on protected paths that the sandbox keeps read-only ({}); the directories that hold them cannot be moved or removed either (\"Device or resource busy\"). Writing them was not allowed: {}. The output above is from that run. Do not work around this; tell the user what you wanted to change.)",
-                        bound.iter().map(|p| protected_pattern(p, ctx.root())).collect::<Vec<_>>().join(", "),
+                        "(The command failed on protected paths that the sandbox keeps read-only ({}); the directories that hold them cannot be moved or removed either (\"Device or resource busy\"); writing them was not allowed: {}. The output above is from that run. Do not work around this; tell the user what you wanted to change.)",
+                        liftable.iter().map(|p| protected_pattern(p, ctx.root())).collect::<Vec<_>>().join(", "),
                         refusal_reason(&refusal)
                     ));
                     notes.extend(self.settle_created(&ctx, &absent, &args, &result).await);
@@ -276,9 +281,11 @@ fn protected_paths(policy: &SandboxPolicy, ctx: &ToolContext, cwd: &Path, extra:
             paths.push(path);
         }
     }
+    // The data directory (the records of what a person accepted) whatever the rules say.
+    let data_dir = toolshed_core::paths::data_dir();
     paths.retain(|path| {
         let request = PermissionRequest::new(protected::PERMISSION, [protected_pattern(path, ctx.root())]);
-        !ctx.allows(&request)
+        path.starts_with(&data_dir) || !ctx.allows(&request)
     });
     paths
 }

@@ -289,7 +289,8 @@ async fn approved_protected_reruns_sandboxed_without_the_binds() {
     assert!(r.output.contains("still sandboxed, with them writable"), "{}", r.output);
     assert_eq!(r.metadata["sandbox"], "workspace-write");
     assert_eq!(r.metadata["escalated"], false);
-    assert_eq!(r.metadata["read_only_paths"], json!([]));
+    // Only toolshed's data directory (the records of what a person accepted) stays read-only.
+    assert_eq!(r.metadata["read_only_paths"], data_dir_only());
     assert_eq!(answers.asked(), ["protected", "sandbox_escalation"]);
 }
 
@@ -359,7 +360,7 @@ async fn rules_that_allow_protected_paths_bind_nothing_of_them() {
     answers.asked();
     let r = h.bash("echo allowed > toolshed.toml").await;
     assert_eq!(std::fs::read_to_string(h.root.join("toolshed.toml")).unwrap(), "allowed\n", "{}", r.output);
-    assert_eq!(r.metadata["read_only_paths"], json!([]));
+    assert_eq!(r.metadata["read_only_paths"], data_dir_only(), "no rule lifts the data directory's bind");
     assert!(answers.asked().is_empty(), "allowed by the rules: nobody is asked");
 }
 
@@ -923,4 +924,10 @@ async fn a_nested_repositorys_config_is_not_writable_through_a_computed_path() {
     std::fs::write(h.root.join("x"), "canary\n").unwrap();
     let _ = h.bash("git init -q r; f=r/.git/config; printf '[alias]\\n\\tz = !rm ../x\\n' >> $f; git -C r z").await;
     assert!(h.root.join("x").exists(), "the canary was deleted");
+}
+
+/// The read-only paths left when everything of the worktree's may be written: toolshed's data
+/// directory (the records of what a person accepted), which no approval and no rule lifts.
+fn data_dir_only() -> serde_json::Value {
+    json!([toolshed_core::paths::data_dir().display().to_string()])
 }

@@ -125,6 +125,7 @@ impl Config {
             permission,
             permission_files: _,
             project_note: _,
+            user_note: _,
             agents,
             sandbox,
             providers,

@@ -62,6 +62,23 @@ pub fn find_worktree(dir: &Path) -> PathBuf {
     dir.ancestors().find(|d| d.join(".git").exists() && !is_temp_dir(d)).unwrap_or(dir).to_path_buf()
 }
 
+/// The tool caches every `workspace-write` command may write (`~/.cache`, `~/.cargo`, `~/.npm`,
+/// `XDG_CACHE_HOME`, `GOPATH`, ...): the sandbox's list, and the places where nothing the user
+/// relies on may come from unaccepted.
+pub fn tool_cache_dirs() -> Vec<PathBuf> {
+    let env = |name: &str| env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let mut dirs = Vec::new();
+    if let Some(home) = env("HOME") {
+        for cache in [".cache", ".cargo", ".npm", ".pnpm-store", ".yarn", ".m2", ".gradle", "go", ".bun"] {
+            dirs.push(home.join(cache));
+        }
+    }
+    for var in ["XDG_CACHE_HOME", "CARGO_HOME", "GOPATH", "GOMODCACHE", "GOCACHE", "npm_config_cache"] {
+        dirs.extend(env(var));
+    }
+    dirs
+}
+
 /// Whether `dir` is a temp dir itself (`/tmp`, `/var/tmp`, `/dev/shm`, `$TMPDIR`), which anyone
 /// may write into (not a directory under one).
 pub fn is_temp_dir(dir: &Path) -> bool {

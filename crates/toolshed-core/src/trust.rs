@@ -341,16 +341,32 @@ fn absolute_key(path: &Path) -> String {
 /// on a place a sandboxed command may write, if anywhere: the first directory on its way — the
 /// path as written, each symbolic link met resolving it (a link can be replaced where its
 /// directory is writable) and where it leads — that lies in a git worktree (a model works
-/// there) or a temp dir. A dotfiles checkout holding `~/.config`, or linked into it, is such a
+/// there), a temp dir or a tool cache every command may write. A dotfiles checkout holding `~/.config`, or linked into it, is such a
 /// place: what a model left there must not become the user's own configuration or tools.
+///
+/// A link on the way that lies in the home directory counts wherever it is: toolshed may work
+/// in any directory a person starts it in (the home directory itself, one without a `.git`),
+/// where a command could replace the link, and a link is the one thing the sandbox cannot keep
+/// read-only (a bind follows it). A person who keeps their configuration behind links (GNU
+/// Stow, home-manager) accepts it once per change they make.
 pub fn user_exposure(path: &Path) -> Option<PathBuf> {
-    exposure(path, &|place: &Path| {
-        place.ancestors().any(|a| a.parent().is_some() && (crate::paths::is_temp_dir(a) || a.join(".git").exists()))
-    })
+    let caches = crate::paths::tool_cache_dirs();
+    let home = crate::paths::home_dir();
+    let homes: Vec<PathBuf> =
+        home.iter().flat_map(|h| [h.clone(), h.canonicalize().unwrap_or_else(|_| h.clone())]).collect();
+    let writable = |place: &Path| {
+        caches.iter().any(|c| place.starts_with(c))
+            || place
+                .ancestors()
+                .any(|a| a.parent().is_some() && (crate::paths::is_temp_dir(a) || a.join(".git").exists()))
+    };
+    let link_dir = |dir: &Path| homes.iter().any(|h| dir.starts_with(h)) || writable(dir);
+    exposure(path, &writable, &link_dir)
 }
 
-/// [`user_exposure`], with `writable` saying which places a command may write.
-fn exposure(path: &Path, writable: &dyn Fn(&Path) -> bool) -> Option<PathBuf> {
+/// [`user_exposure`], with `writable` saying which places a command may write, and `link_dir`
+/// in which directories a link could be replaced.
+fn exposure(path: &Path, writable: &dyn Fn(&Path) -> bool, link_dir: &dyn Fn(&Path) -> bool) -> Option<PathBuf> {
     let mut places = vec![path.to_path_buf()];
     let mut pending = vec![path.to_path_buf()];
     let mut budget = 40;
@@ -365,6 +381,9 @@ fn exposure(path: &Path, writable: &dyn Fn(&Path) -> bool) -> Option<PathBuf> {
                 return Some(prefix);
             }
             let dir = prefix.parent().unwrap_or(Path::new("/")).to_path_buf();
+            if link_dir(&dir) {
+                return Some(prefix);
+            }
             let rest = next.strip_prefix(&prefix).unwrap_or(Path::new(""));
             let target = crate::paths::lexical_normalise(&dir.join(target));
             let resolved = if rest.as_os_str().is_empty() { target } else { target.join(rest) };
@@ -792,20 +811,24 @@ mod tests {
         // Where only the worktree is writable: exposed where the chain first meets it, the
         // directory of the link `~/.config/toolshed` points through.
         let in_worktree = |p: &Path| p.starts_with(&worktree);
-        let place = exposure(&file, &in_worktree).unwrap();
-        assert_eq!(place, worktree.join("dots/toolshed/config.toml"));
+        let place = exposure(&file, &in_worktree, &in_worktree).unwrap();
+        assert!(place.starts_with(&worktree), "{}", place.display());
         // A link in the worktree on the way, even to a place outside it.
         let outside = base.join("safe/toolshed");
         std::fs::create_dir_all(&outside).unwrap();
         std::fs::remove_file(worktree.join("dots")).unwrap();
         std::os::unix::fs::symlink(base.join("safe"), worktree.join("dots")).unwrap();
-        assert!(exposure(&file, &in_worktree).is_some_and(|p| p.starts_with(&worktree)));
+        assert!(exposure(&file, &in_worktree, &in_worktree).is_some_and(|p| p.starts_with(&worktree)));
         // Nothing on the way in it.
         let plain = base.join("home/plain.toml");
-        assert_eq!(exposure(&plain, &in_worktree), None);
+        assert_eq!(exposure(&plain, &in_worktree, &in_worktree), None);
         let direct = base.join("home/.config/direct");
         std::os::unix::fs::symlink(&outside, &direct).unwrap();
-        assert_eq!(exposure(&direct.join("config.toml"), &in_worktree), None);
+        assert_eq!(exposure(&direct.join("config.toml"), &in_worktree, &in_worktree), None);
+        // A link in a directory where links could be replaced (the home directory) is exposed
+        // itself, wherever it leads.
+        let in_home = |p: &Path| p.starts_with(base.join("home"));
+        assert_eq!(exposure(&direct.join("config.toml"), &in_worktree, &in_home), Some(direct.clone()));
     }
 
     #[test]

@@ -279,15 +279,7 @@ pub fn writable_roots(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     dirs.extend(git_dirs::pin(root));
     dirs.push(std::env::temp_dir());
     dirs.extend(["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from));
-    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(home) = env("HOME") {
-        for cache in [".cache", ".cargo", ".npm", ".pnpm-store", ".yarn", ".m2", ".gradle", "go", ".bun"] {
-            dirs.push(home.join(cache));
-        }
-    }
-    for var in ["XDG_CACHE_HOME", "CARGO_HOME", "GOPATH", "GOMODCACHE", "GOCACHE", "npm_config_cache"] {
-        dirs.extend(env(var));
-    }
+    dirs.extend(toolshed_core::paths::tool_cache_dirs());
     dirs.extend(extra.iter().cloned());
     let mut seen = Vec::new();
     for dir in dirs {
@@ -307,15 +299,7 @@ pub fn writable_roots(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
 pub fn tool_dir_entries() -> Vec<PathBuf> {
     let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     let home = env("HOME");
-    let mut roots: Vec<PathBuf> = Vec::new();
-    if let Some(home) = &home {
-        for cache in [".cache", ".cargo", ".npm", ".pnpm-store", ".yarn", ".m2", ".gradle", "go", ".bun"] {
-            roots.push(home.join(cache));
-        }
-    }
-    for var in ["XDG_CACHE_HOME", "CARGO_HOME", "GOPATH", "GOMODCACHE", "GOCACHE", "npm_config_cache"] {
-        roots.extend(env(var));
-    }
+    let roots: Vec<PathBuf> = toolshed_core::paths::tool_cache_dirs();
     let mut out: Vec<PathBuf> = Vec::new();
     let mut cargo_homes: Vec<PathBuf> = home.iter().map(|h| h.join(".cargo")).collect();
     cargo_homes.extend(env("CARGO_HOME"));

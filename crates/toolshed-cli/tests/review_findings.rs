@@ -316,6 +316,23 @@ fn the_users_own_files_in_a_worktree_apply_only_as_accepted() {
     assert!(text(&out).contains("are not loaded"), "{}", text(&out));
 }
 
+/// Finding (third review): a command whose `workdir` lay inside a protected directory
+/// (`.git/hooks`) worked from the directory as it was before the read-only binds, so a
+/// relative write planted a hook the person's own git then ran.
+#[test]
+fn a_workdir_inside_git_sees_it_read_only_too() {
+    let w = World::new("[permission]\nbash = \"allow\"\n");
+    std::fs::write(w.root.join("p.py"), "open('pre-com' + 'mit', 'w').write('#!/bin/sh\\n')\n").unwrap();
+    for workdir in [".git/hooks", ".git"] {
+        let args = serde_json::json!({ "command": "python3 ../../p.py; python3 ../p.py; python3 -c \"open('description', 'w').write('x')\"; echo ran", "workdir": workdir });
+        let out = w.toolshed(&["call", "bash", &args.to_string()]);
+        assert!(text(&out).contains("ran"), "{workdir}: {}", text(&out));
+        assert!(!w.root.join(".git/hooks/pre-commit").exists(), "{workdir}: {}", text(&out));
+        assert!(!w.root.join(".git/pre-commit").exists(), "{workdir}: {}", text(&out));
+        assert_ne!(w.read(".git/description"), "x\n", "{workdir}: {}", text(&out));
+    }
+}
+
 /// Finding: a directory outside the worktree that a command was allowed to write
 /// (`external_directory`) kept its repositories' `.git` writable: from W, a command that wrote
 /// `../notes.txt` could also plant a hook or `core.fsmonitor` in a sibling repository, which the

@@ -481,6 +481,12 @@ mod imp {
         for path in protect {
             for root in writable.iter().filter(|w| path.starts_with(w) && path != *w) {
                 for dir in path.ancestors().skip(1).take_while(|d| d != root && d.starts_with(root)) {
+                    // Never another writable root (the worktree under `/tmp`) or what holds one:
+                    // a rename into it from the rest of that root would cross mounts (`EXDEV`),
+                    // which breaks the write-then-rename of many programs.
+                    if writable.iter().any(|w| w.starts_with(dir)) {
+                        continue;
+                    }
                     if !pins.iter().any(|p| p == dir) {
                         pins.push(dir.to_path_buf());
                     }

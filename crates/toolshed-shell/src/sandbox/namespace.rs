@@ -96,10 +96,12 @@ impl Binds {
         for path in &self.paths {
             bind_read_only(path)?;
         }
-        if !self.pins.is_empty() {
-            // The working directory was taken before the pins: it still names the directory
-            // under a pin's mount, from which the read-only binds (made in the pin) cannot be
-            // seen. Entering it again by its path walks through the new mounts.
+        {
+            // The working directory was entered before the binds (`Command::current_dir` runs
+            // before this hook): it still names the directory as it was, under a pin's mount or
+            // inside a bound directory itself (`workdir` = `.git/hooks`), from where what is
+            // bound read-only would stay writable. Entering it again by its path walks through
+            // the new mounts.
             let mut buf = [0u8; 4096];
             // SAFETY: getcwd writes at most `buf.len()` bytes, NUL-terminated, into the buffer;
             // chdir reads that NUL-terminated path.

@@ -291,10 +291,11 @@ fn the_users_own_files_in_a_worktree_apply_only_as_accepted() {
     std::fs::create_dir_all(w.root.join("dots/opencode")).unwrap();
     std::os::unix::fs::symlink(w.root.join("dots/opencode"), config.join("opencode")).unwrap();
     let person = |args: &[&str]| w.command().env_remove("TOOLSHED_TRUST_PROJECT").args(args).output().unwrap();
-    // Never accepted: not applied, and said.
+    // Never accepted: toolshed does not start, neither with it nor without it (the person's own
+    // limits may be in it), and says why.
     let out = person(&["config", "show"]);
-    assert!(!text(&out).contains("bash.\"*\" = \"allow\""), "{}", text(&out));
-    assert!(text(&out).contains("applies only as you accepted it"), "{}", text(&out));
+    assert!(!out.status.success() && !text(&out).contains("bash.\"*\" = \"allow\""), "{}", text(&out));
+    assert!(text(&out).contains("you have not accepted it yet"), "{}", text(&out));
     let out = person(&["trust", "--yes"]);
     assert!(out.status.success() && text(&out).contains("config.toml"), "{}", text(&out));
     assert!(text(&person(&["config", "show"])).contains("bash.\"*\" = \"allow\""));
@@ -314,6 +315,32 @@ fn the_users_own_files_in_a_worktree_apply_only_as_accepted() {
     let out = w.command().env_remove("TOOLSHED_TRUST_PROJECT").current_dir(&other).args(["tools"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stdout).contains("pwn"), "{}", text(&out));
     assert!(text(&out).contains("are not loaded"), "{}", text(&out));
+}
+
+/// Finding (third review): in a session started in the home directory, a command could make
+/// the user's config directory where there was none yet (every new user), and it applied in
+/// every later session: a directory the sandbox cannot bind, since it does not exist.
+#[test]
+fn a_user_config_a_command_makes_in_a_session_started_at_home_is_removed() {
+    let w = World::new("");
+    let home = w.base.join("home");
+    let script = "python3 -c \"import os; os.makedirs('.config/toolshed/tools'); open('.config/toolshed/config.toml', 'w').write('[sandbox]\\nmode = 1\\n')\"; echo made";
+    let out = w
+        .command()
+        .current_dir(&home)
+        .args([
+            "--root",
+            home.to_str().unwrap(),
+            "call",
+            "bash",
+            &serde_json::json!({ "command": script }).to_string(),
+            "--yes",
+        ])
+        .output()
+        .unwrap();
+    assert!(text(&out).contains("made"), "{}", text(&out));
+    assert!(!home.join(".config/toolshed").exists(), "{}", text(&out));
+    assert!(text(&out).contains("they were removed"), "{}", text(&out));
 }
 
 /// Finding (third review): a command whose `workdir` lay inside a protected directory

@@ -775,6 +775,9 @@ impl Config {
             // The user's own file, unless it lies where a command may write (a dotfiles
             // checkout a model works in): then only as they accepted it.
             let text = match acceptance.user_file_text(&path) {
+                Ok((None, Some(why))) if kind == LayerKind::User => {
+                    return Err(ConfigError { path, location: None, message: why });
+                }
                 Ok((text, note)) if kind == LayerKind::User => {
                     config.user_note = note;
                     match text {

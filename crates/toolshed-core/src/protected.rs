@@ -149,7 +149,7 @@ fn is_nested_parent(name: &str) -> bool {
 /// directory (`user_config`, `~/.config/toolshed`) and the user's OpenCode tool directories that
 /// custom tools and skills are loaded from (`$XDG_CONFIG_HOME/opencode/tool(s)` and
 /// `skill(s)`, `~/.opencode/...`, `$OPENCODE_CONFIG_DIR/...`).
-fn user_dirs(user_config: Option<&Path>) -> Vec<PathBuf> {
+pub fn user_dirs(user_config: Option<&Path>) -> Vec<PathBuf> {
     let bases = crate::paths::opencode_config_dirs();
     let mut dirs: Vec<PathBuf> = user_config.map(Path::to_path_buf).into_iter().collect();
     // What a person accepted of each project (`crate::trust`).
@@ -262,7 +262,22 @@ pub fn locations(root: &Path, cwd: &Path) -> Vec<PathBuf> {
 /// is not a shell command (a custom tool, an MCP server's call) must not leave behind. The
 /// sandbox keeps existing ones read-only; one that appears was created by the call.
 pub fn absent(root: &Path, cwd: &Path) -> Vec<PathBuf> {
-    locations_from(root, cwd).into_iter().filter(|p| std::fs::symlink_metadata(p).is_err()).collect()
+    let mut out: Vec<PathBuf> =
+        locations_from(root, cwd).into_iter().filter(|p| std::fs::symlink_metadata(p).is_err()).collect();
+    // The user's own directories that do not exist yet where the process may write (a session
+    // started in `~`): one made would be the user's configuration in every later session.
+    let mut writable =
+        vec![root.to_path_buf(), std::env::temp_dir(), "/tmp".into(), "/var/tmp".into(), "/dev/shm".into()];
+    writable.extend(crate::paths::tool_cache_dirs());
+    for path in user_dirs(crate::paths::config_dir().as_deref()) {
+        if !out.contains(&path)
+            && std::fs::symlink_metadata(&path).is_err()
+            && writable.iter().any(|w| path.starts_with(w))
+        {
+            out.push(path);
+        }
+    }
+    out
 }
 
 /// Removes whichever of `absent` exist now (they did not before, so nothing of the user's is

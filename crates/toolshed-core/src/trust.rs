@@ -155,16 +155,19 @@ impl Acceptance {
         let key = absolute_key(path);
         let current = std::fs::read(path).ok();
         let accepted = self.user.files.get(&key).map(Stored::bytes);
-        let why =
-            format!("it lies where a command may write ({}), so it applies only as you accepted it", place.display());
+        let why = format!(
+            "it depends on {}, which a command may change, so it applies only as you accepted it",
+            place.display()
+        );
         Ok(match (current, accepted) {
             (None, None) => (None, None),
             (Some(now), Some(then)) if now == then => (Some(lossy(now)), None),
+            // Not applied, and not dropped either: the person's own limits may be in it.
+            // `Config::load` refuses to go on without it.
             (Some(_), None) => (
                 None,
                 Some(format!(
-                    "your config {} is not applied: {why}; read it, then run `toolshed trust`.",
-                    path.display()
+                    "{why}, and you have not accepted it yet; read it, then run `toolshed trust` (toolshed does not start without your own settings)"
                 )),
             ),
             (Some(_), Some(then)) => (
@@ -354,19 +357,27 @@ pub fn user_exposure(path: &Path) -> Option<PathBuf> {
     let home = crate::paths::home_dir();
     let homes: Vec<PathBuf> =
         home.iter().flat_map(|h| [h.clone(), h.canonicalize().unwrap_or_else(|_| h.clone())]).collect();
+    // The reason a place is writable: the cache, temp dir or git worktree it lies in.
     let writable = |place: &Path| {
-        caches.iter().any(|c| place.starts_with(c))
-            || place
+        caches.iter().find(|c| place.starts_with(c)).cloned().or_else(|| {
+            place
                 .ancestors()
-                .any(|a| a.parent().is_some() && (crate::paths::is_temp_dir(a) || a.join(".git").exists()))
+                .find(|a| a.parent().is_some() && (crate::paths::is_temp_dir(a) || a.join(".git").exists()))
+                .map(Path::to_path_buf)
+        })
     };
-    let link_dir = |dir: &Path| homes.iter().any(|h| dir.starts_with(h)) || writable(dir);
+    let link_dir = |dir: &Path| homes.iter().any(|h| dir.starts_with(h)) || writable(dir).is_some();
     exposure(path, &writable, &link_dir)
 }
 
-/// [`user_exposure`], with `writable` saying which places a command may write, and `link_dir`
-/// in which directories a link could be replaced.
-fn exposure(path: &Path, writable: &dyn Fn(&Path) -> bool, link_dir: &dyn Fn(&Path) -> bool) -> Option<PathBuf> {
+/// [`user_exposure`], with `writable` saying why a place is one a command may write (`None`:
+/// it is not), and `link_dir` in which directories a link could be replaced. Says the place
+/// that makes `path` exposed: a cache, temp dir or worktree, or a link.
+fn exposure(
+    path: &Path,
+    writable: &dyn Fn(&Path) -> Option<PathBuf>,
+    link_dir: &dyn Fn(&Path) -> bool,
+) -> Option<PathBuf> {
     let mut places = vec![path.to_path_buf()];
     let mut pending = vec![path.to_path_buf()];
     let mut budget = 40;
@@ -393,7 +404,7 @@ fn exposure(path: &Path, writable: &dyn Fn(&Path) -> bool, link_dir: &dyn Fn(&Pa
             break;
         }
     }
-    places.into_iter().find(|p| writable(p))
+    places.iter().find_map(|p| writable(p))
 }
 
 /// The user's own item for the directory `dir` when it lies where a command may write: the
@@ -811,24 +822,25 @@ mod tests {
         // Where only the worktree is writable: exposed where the chain first meets it, the
         // directory of the link `~/.config/toolshed` points through.
         let in_worktree = |p: &Path| p.starts_with(&worktree);
-        let place = exposure(&file, &in_worktree, &in_worktree).unwrap();
+        let why = |p: &Path| in_worktree(p).then(|| worktree.clone());
+        let place = exposure(&file, &why, &in_worktree).unwrap();
         assert!(place.starts_with(&worktree), "{}", place.display());
         // A link in the worktree on the way, even to a place outside it.
         let outside = base.join("safe/toolshed");
         std::fs::create_dir_all(&outside).unwrap();
         std::fs::remove_file(worktree.join("dots")).unwrap();
         std::os::unix::fs::symlink(base.join("safe"), worktree.join("dots")).unwrap();
-        assert!(exposure(&file, &in_worktree, &in_worktree).is_some_and(|p| p.starts_with(&worktree)));
+        assert!(exposure(&file, &why, &in_worktree).is_some_and(|p| p.starts_with(&worktree)));
         // Nothing on the way in it.
         let plain = base.join("home/plain.toml");
-        assert_eq!(exposure(&plain, &in_worktree, &in_worktree), None);
+        assert_eq!(exposure(&plain, &why, &in_worktree), None);
         let direct = base.join("home/.config/direct");
         std::os::unix::fs::symlink(&outside, &direct).unwrap();
-        assert_eq!(exposure(&direct.join("config.toml"), &in_worktree, &in_worktree), None);
+        assert_eq!(exposure(&direct.join("config.toml"), &why, &in_worktree), None);
         // A link in a directory where links could be replaced (the home directory) is exposed
         // itself, wherever it leads.
         let in_home = |p: &Path| p.starts_with(base.join("home"));
-        assert_eq!(exposure(&direct.join("config.toml"), &in_worktree, &in_home), Some(direct.clone()));
+        assert_eq!(exposure(&direct.join("config.toml"), &why, &in_home), Some(direct.clone()));
     }
 
     #[test]

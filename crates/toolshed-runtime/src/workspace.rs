@@ -292,10 +292,17 @@ fn check_logical_directory(data_dir: &Path, current: &Path) -> Result<(), Error>
         Ok(real) if real != current => return Ok(()),
         _ => {}
     }
-    let project = logical.ancestors().find(|d| toolshed_core::trust::record_file(data_dir, d).is_file());
+    // Not the home directory as that project (a dotfiles repository): links from it to
+    // elsewhere (`~/code -> /data/code`) are everyday things, and it is never the worktree of
+    // a repository inside it anyway (`trust::enclosing_project`).
+    let home = toolshed_core::paths::home_dir();
+    let project = logical
+        .ancestors()
+        .filter(|d| home.as_deref() != Some(*d))
+        .find(|d| toolshed_core::trust::record_file(data_dir, d).is_file());
     match project {
         Some(project) if !current.starts_with(project) => Err(Error::Usage(format!(
-            "your shell is in {} (in {}, a project you accepted), but that directory really is {}: a symbolic link or a move took it out of the project. Change to the real directory you mean, or name the worktree with --root.",
+            "your shell says it is in {} (in {}, a project you accepted), but toolshed is running in {}, outside that project (through a symbolic link, a directory moved away, or a stale $PWD). Change to the directory you mean, or name the worktree with --root.",
             logical.display(),
             project.display(),
             current.display()

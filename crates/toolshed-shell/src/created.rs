@@ -25,6 +25,18 @@ pub(super) fn absent(ctx: &ToolContext, cwd: &Path) -> Vec<PathBuf> {
             out.push(path);
         }
     }
+    // The user's own directories (`~/.config/toolshed`, the OpenCode tool and skill
+    // directories) that do not exist yet where a command may write (a session started in `~`):
+    // one made would be the user's configuration in every later session.
+    let writable = crate::sandbox::writable_roots(ctx.root(), &[]);
+    for path in protected::user_dirs(toolshed_core::paths::config_dir().as_deref()) {
+        if !out.contains(&path)
+            && std::fs::symlink_metadata(&path).is_err()
+            && writable.iter().any(|w| path.starts_with(w))
+        {
+            out.push(path);
+        }
+    }
     out
 }
 

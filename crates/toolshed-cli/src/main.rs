@@ -311,12 +311,12 @@ fn main() -> ExitCode {
             return finish(config::run(cli.root.as_deref(), config_file.as_deref(), &overrides, cmd));
         }
         Command::Init(args) => return finish(init::run(cli.root.as_deref(), args)),
-        Command::Trust(args) => return finish(trust::run(cli.root.as_deref(), args)),
+        Command::Trust(args) => return finish(trust::run(cli.root.as_deref(), config_file.as_deref(), args)),
         _ => {}
     }
     // A person at a terminal about to work with the agent may accept the project's files now.
     if matches!(cli.command, Command::Run(_) | Command::Chat(_))
-        && let Err(e) = trust::offer(cli.root.as_deref())
+        && let Err(e) = trust::offer(cli.root.as_deref(), config_file.as_deref())
     {
         return finish(Err(e));
     }
@@ -358,7 +358,7 @@ fn main() -> ExitCode {
             Command::Acp(_) => unreachable_acp(),
             Command::Config(cmd) => config::run(Some(&ws.root), config_file.as_deref(), &overrides, &cmd),
             Command::Init(args) => init::run(Some(&ws.root), &args),
-            Command::Trust(args) => trust::run(Some(&ws.root), &args),
+            Command::Trust(args) => trust::run(Some(&ws.root), config_file.as_deref(), &args),
         });
     finish(result)
 }

@@ -33,7 +33,7 @@ accept a file, toolshed applies the version you last accepted (or none), so a fi
 a program it started left behind cannot widen the sandbox, loosen the rules or add tools.
 TOOLSHED_TRUST_PROJECT=1 applies them as they are (CI over repositories you control).";
 
-pub fn run(root: Option<&Path>, args: &TrustArgs) -> Result<ExitCode, CliError> {
+pub fn run(root: Option<&Path>, config_file: Option<&Path>, args: &TrustArgs) -> Result<ExitCode, CliError> {
     let explicit_root = root.is_some();
     let (root, cwd) = toolshed_runtime::locate(root).map_err(CliError::from)?;
     let data_dir = toolshed_core::paths::data_dir();
@@ -51,7 +51,7 @@ pub fn run(root: Option<&Path>, args: &TrustArgs) -> Result<ExitCode, CliError> 
         return Ok(ExitCode::SUCCESS);
     }
     let acceptance = Acceptance::load(&data_dir, &root);
-    let mut review = review(&acceptance, &root, &cwd);
+    let mut review = review(&acceptance, &root, &cwd, config_file);
     for problem in &review.refused {
         crate::err(format_args!("toolshed: {problem}"));
     }
@@ -114,7 +114,7 @@ fn confirm(explicit_root: bool, root: &Path) -> Result<bool, CliError> {
 /// Before `chat` or `run` opens the worktree, on a terminal: shows what is new or changed since
 /// it was accepted and asks whether to accept it now (on standard error, so `run`'s answer on
 /// standard output stays clean). Without a terminal, or when everything is accepted, nothing.
-pub fn offer(root: Option<&Path>) -> Result<(), CliError> {
+pub fn offer(root: Option<&Path>, config_file: Option<&Path>) -> Result<(), CliError> {
     if !std::io::stdin().is_terminal() || !crate::stderr_is_terminal() {
         return Ok(());
     }
@@ -125,7 +125,7 @@ pub fn offer(root: Option<&Path>) -> Result<(), CliError> {
         return Ok(());
     }
     // What cannot be accepted is reported by the notices the worktree prints.
-    let review = review(&acceptance, &root, &cwd);
+    let review = review(&acceptance, &root, &cwd, config_file);
     if review.pending.is_empty() {
         return Ok(());
     }
@@ -161,11 +161,15 @@ struct Review {
     refused: Vec<String>,
 }
 
-fn review(acceptance: &Acceptance, root: &Path, cwd: &Path) -> Review {
+fn review(acceptance: &Acceptance, root: &Path, cwd: &Path, config_file: Option<&Path>) -> Review {
     let mut review = Review { pending: Vec::new(), shown: String::new(), refused: Vec::new() };
     let project = trust::items(root, cwd).into_iter().map(|item| (root.join(&item.path), item, false));
     // The user's own files that lie where a command may write (a dotfiles checkout).
-    let user_config = toolshed_core::paths::config_dir().map(|d| d.join("config.toml"));
+    // `--config FILE` stands in for the user's file, and is theirs as much.
+    let user_config = match config_file {
+        Some(file) => Some(std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf())),
+        None => toolshed_core::paths::config_dir().map(|d| d.join("config.toml")),
+    };
     let user = trust::user_items(user_config.as_deref()).into_iter().map(|(item, shown)| (shown, item, true));
     for (shown_path, item, is_user) in project.chain(user) {
         let base = if is_user { Path::new("/") } else { root };

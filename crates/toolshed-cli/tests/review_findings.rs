@@ -343,6 +343,26 @@ fn a_user_config_a_command_makes_in_a_session_started_at_home_is_removed() {
     assert!(text(&out).contains("they were removed"), "{}", text(&out));
 }
 
+/// Finding (third review): a `--config FILE` in the worktree was protected only in the
+/// sessions that named it: a command in another session rewrote it, and the next `--config`
+/// run obeyed. Like the user's own file, it applies only as accepted where a command may write.
+#[test]
+fn a_config_file_named_on_the_command_line_applies_only_as_accepted_in_a_worktree() {
+    let w = World::new("");
+    std::fs::write(w.root.join("agent.toml"), "[sandbox]\nmode = \"read-only\"\n").unwrap();
+    let person = |args: &[&str]| w.command().env_remove("TOOLSHED_TRUST_PROJECT").args(args).output().unwrap();
+    let out = person(&["--config", "agent.toml", "config", "show"]);
+    assert!(!out.status.success() && text(&out).contains("toolshed --config"), "{}", text(&out));
+    assert!(person(&["--config", "agent.toml", "trust", "--yes"]).status.success());
+    let out = person(&["--config", "agent.toml", "config", "show"]);
+    assert!(text(&out).contains("mode = \"read-only\""), "{}", text(&out));
+    // Another session, which does not name it, rewrites it.
+    std::fs::write(w.root.join("agent.toml"), "[sandbox]\nmode = \"full-access\"\n").unwrap();
+    let out = person(&["--config", "agent.toml", "config", "show"]);
+    assert!(text(&out).contains("mode = \"read-only\"") && !text(&out).contains("full-access\"  #"), "{}", text(&out));
+    assert!(text(&out).contains("changed since you accepted it"), "{}", text(&out));
+}
+
 /// Finding (third review): a command whose `workdir` lay inside a protected directory
 /// (`.git/hooks`) worked from the directory as it was before the read-only binds, so a
 /// relative write planted a hook the person's own git then ran.

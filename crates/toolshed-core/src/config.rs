@@ -774,12 +774,20 @@ impl Config {
         if let Some((path, kind, required)) = user {
             // The user's own file, unless it lies where a command may write (a dotfiles
             // checkout a model works in): then only as they accepted it.
+            // (`--config FILE` too: the person names it, but a command may have written it.)
+            let path = if kind == LayerKind::ConfigFile { std::path::absolute(&path).unwrap_or(path) } else { path };
+            let how = format!("`toolshed --config {} trust`", crate::terminal::shell_word(&path.to_string_lossy()));
+            let said = |text: String| {
+                if kind == LayerKind::ConfigFile { text.replace("`toolshed trust`", &how) } else { text }
+            };
             let text = match acceptance.user_file_text(&path) {
-                Ok((None, Some(why))) if kind == LayerKind::User => {
-                    return Err(ConfigError { path, location: None, message: why });
+                Ok((None, Some(why))) => {
+                    return Err(ConfigError { path, location: None, message: said(why) });
                 }
-                Ok((text, note)) if kind == LayerKind::User => {
-                    config.user_note = note;
+                // Absent: as any absent file (an error when named with `--config`).
+                Ok((None, None)) => config.merge_file(&path, required)?,
+                Ok((text, note)) => {
+                    config.user_note = note.map(said);
                     match text {
                         Some(text) => {
                             config.merge_str(&path, &text)?;

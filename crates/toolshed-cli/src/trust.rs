@@ -167,7 +167,11 @@ fn review(acceptance: &Acceptance, root: &Path, cwd: &Path, config_file: Option<
     // The user's own files that lie where a command may write (a dotfiles checkout).
     // `--config FILE` stands in for the user's file, and is theirs as much.
     let user_config = match config_file {
-        Some(file) => Some(std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf())),
+        Some(file) => Some(
+            std::path::absolute(file)
+                .map(|p| toolshed_core::paths::lexical_normalise(&p))
+                .unwrap_or_else(|_| file.to_path_buf()),
+        ),
         None => toolshed_core::paths::config_dir().map(|d| d.join("config.toml")),
     };
     let user = trust::user_items(user_config.as_deref()).into_iter().map(|(item, shown)| (shown, item, true));

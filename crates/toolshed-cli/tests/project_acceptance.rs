@@ -336,7 +336,7 @@ fn a_link_or_a_move_that_takes_the_shells_directory_out_of_an_accepted_project_s
     std::os::unix::fs::symlink(&elsewhere, p.root.join("docs")).unwrap();
     let out = p.toolshed_in(&p.root.join("docs"), &["call", "list", "{}"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
-    assert!(text(&out.stderr).contains("outside that project"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("outside it"), "{}", text(&out.stderr));
     // A directory moved away under the shell: `$PWD` names where it was.
     let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
         .args(["call", "list", "{}"])
@@ -363,6 +363,18 @@ fn a_link_or_a_move_that_takes_the_shells_directory_out_of_an_accepted_project_s
         .stdin(Stdio::null())
         .output()
         .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // In a repository no one accepted, the same link is refused; a link to a repository of its
+    // own (`~/code -> /data/code`, entering `~/code/proj`) is not.
+    let plain = p.root.parent().unwrap().join("plain");
+    std::fs::create_dir_all(plain.join(".git")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, plain.join("docs")).unwrap();
+    let out = p.toolshed_in(&plain.join("docs"), &["call", "list", "{}"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("a git worktree"), "{}", text(&out.stderr));
+    std::fs::create_dir_all(elsewhere.join("proj/.git")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, plain.join("code")).unwrap();
+    let out = p.toolshed_in(&plain.join("code/proj"), &["call", "list", "{}"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     // `/` is never the worktree unless named.
     let out = p.toolshed_in(Path::new("/"), &["call", "list", "{}"]);

@@ -775,7 +775,11 @@ impl Config {
             // The user's own file, unless it lies where a command may write (a dotfiles
             // checkout a model works in): then only as they accepted it.
             // (`--config FILE` too: the person names it, but a command may have written it.)
-            let path = if kind == LayerKind::ConfigFile { std::path::absolute(&path).unwrap_or(path) } else { path };
+            let path = if kind == LayerKind::ConfigFile {
+                std::path::absolute(&path).map(|p| crate::paths::lexical_normalise(&p)).unwrap_or(path)
+            } else {
+                path
+            };
             let how = format!("`toolshed --config {} trust`", crate::terminal::shell_word(&path.to_string_lossy()));
             let said = |text: String| {
                 if kind == LayerKind::ConfigFile { text.replace("`toolshed trust`", &how) } else { text }

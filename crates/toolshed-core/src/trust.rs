@@ -155,8 +155,15 @@ impl Acceptance {
         let key = absolute_key(path);
         let current = std::fs::read(path).ok();
         let accepted = self.user.files.get(&key).map(Stored::bytes);
+        let what = if place.join(".git").exists() {
+            "a git worktree (it holds a .git)"
+        } else if std::fs::symlink_metadata(&place).is_ok_and(|m| m.file_type().is_symlink()) {
+            "a symbolic link"
+        } else {
+            "a directory every command may write"
+        };
         let why = format!(
-            "it depends on {}, which a command may change, so it applies only as you accepted it",
+            "it depends on {}, {what}, which a command may change, so it applies only as you accepted it",
             place.display()
         );
         Ok(match (current, accepted) {
@@ -671,6 +678,10 @@ pub fn snapshot(root: &Path, item: &Item) -> Result<Snapshot, String> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(format!("cannot read it: {e}")),
         }
+        return Ok(Snapshot { item: item.clone(), files });
+    }
+    // Nothing there at all (through links too): nothing to accept or refuse.
+    if std::fs::metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
         return Ok(Snapshot { item: item.clone(), files });
     }
     // Each component of the directory's own name (`.opencode`, then `.opencode/tools`).

@@ -296,17 +296,27 @@ fn check_logical_directory(data_dir: &Path, current: &Path) -> Result<(), Error>
     // elsewhere (`~/code -> /data/code`) are everyday things, and it is never the worktree of
     // a repository inside it anyway (`trust::enclosing_project`).
     let home = toolshed_core::paths::home_dir();
-    let project = logical
-        .ancestors()
-        .filter(|d| home.as_deref() != Some(*d))
-        .find(|d| toolshed_core::trust::record_file(data_dir, d).is_file());
+    let not_home = |d: &&Path| home.as_deref() != Some(*d) && !toolshed_core::paths::is_temp_dir(d);
+    let accepted =
+        logical.ancestors().filter(not_home).find(|d| toolshed_core::trust::record_file(data_dir, d).is_file());
+    // Or the git worktree the shell's path lies in, accepted or not: a link the model made in
+    // it (`docs -> ~`) must not take the person's next session to where it points. Seen through
+    // the same links (`~/code -> /data/code`, `~/code/proj/.git`): only a directory that really
+    // lies outside the repository the path names is refused.
+    let project = accepted.map(|p| (p, "a project you accepted")).or_else(|| {
+        logical.ancestors().filter(not_home).find(|d| d.join(".git").exists()).map(|p| (p, "a git worktree"))
+    });
     match project {
-        Some(project) if !current.starts_with(project) => Err(Error::Usage(format!(
-            "your shell says it is in {} (in {}, a project you accepted), but toolshed is running in {}, outside that project (through a symbolic link, a directory moved away, or a stale $PWD). Change to the directory you mean, or name the worktree with --root.",
-            logical.display(),
-            project.display(),
-            current.display()
-        ))),
+        Some((project, what))
+            if !current.starts_with(project.canonicalize().unwrap_or_else(|_| project.to_path_buf())) =>
+        {
+            Err(Error::Usage(format!(
+                "your shell says it is in {} (in {}, {what}), but toolshed is running in {}, outside it (through a symbolic link, a directory moved away, or a stale $PWD). Change to the directory you mean, or name the worktree with --root.",
+                logical.display(),
+                project.display(),
+                current.display()
+            )))
+        }
         _ => Ok(()),
     }
 }

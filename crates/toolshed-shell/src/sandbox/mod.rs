@@ -221,7 +221,7 @@ pub(crate) fn plan(
     extra_writable: &[PathBuf],
     protect: &[PathBuf],
 ) -> Result<Plan, ToolError> {
-    plan_with(support(), policy, || writable_roots(root, extra_writable), protect)
+    plan_with(support(), policy, || writable_roots(root, extra_writable), protect, Some(root))
 }
 
 /// [`plan`] for a helper that reads the worktree but has no business writing it (a language
@@ -233,16 +233,18 @@ pub(crate) fn plan_reader(policy: &SandboxPolicy, root: &Path, protect: &[PathBu
         let git_dirs = git_dirs::pin(root);
         writable_roots(root, &[]).into_iter().filter(|d| *d != root && !git_dirs.contains(d)).collect()
     };
-    plan_with(support(), policy, outside, protect)
+    plan_with(support(), policy, outside, protect, None)
 }
 
 /// How a command runs under `policy` with `support`: `writable` gives what a `workspace-write`
-/// one may write.
+/// one may write; `worktree`, where the command may write it, is never pinned, nor what holds
+/// it (see [`imp::pins`]).
 fn plan_with(
     support: &SandboxSupport,
     policy: &SandboxPolicy,
     writable: impl FnOnce() -> Vec<PathBuf>,
     protect: &[PathBuf],
+    worktree: Option<&Path>,
 ) -> Result<Plan, ToolError> {
     if policy.mode == SandboxMode::FullAccess {
         return Ok(Plan::Unsandboxed { note: None });
@@ -252,7 +254,7 @@ fn plan_with(
             let read_only = policy.mode == SandboxMode::ReadOnly;
             let writable = if read_only { Vec::new() } else { writable() };
             let protect = if read_only { &[][..] } else { protect };
-            let options = imp::Options { block_network: policy.block_network, read_only, protect };
+            let options = imp::Options { block_network: policy.block_network, read_only, protect, worktree };
             imp::confinement(&writable, &options)
                 .map(Plan::Sandboxed)
                 .map_err(|e| ToolError::fatal(format!("could not build the {} sandbox: {e}", mode_name(policy.mode))))
@@ -436,6 +438,8 @@ mod imp {
         pub read_only: bool,
         /// Protected paths to bind read-only (where namespaces work).
         pub protect: &'a [PathBuf],
+        /// The worktree, when the command may write it: never pinned, nor what holds it.
+        pub worktree: Option<&'a std::path::Path>,
     }
 
     /// Builds the ruleset (read and execute everywhere, everything under `writable`, and the
@@ -461,7 +465,7 @@ mod imp {
         let binds = if options.protect.is_empty() {
             None
         } else {
-            Binds::new(options.protect, &pins(writable, options.protect), super::namespaces())?
+            Binds::new(options.protect, &pins(writable, options.protect, options.worktree), super::namespaces())?
         };
         // SAFETY: geteuid cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
@@ -476,15 +480,15 @@ mod imp {
     /// The directories strictly between a writable root and a protected path under it: each
     /// is pinned (bound onto itself), so that a command cannot rename it and put an unprotected
     /// copy where the protected path was.
-    pub(super) fn pins(writable: &[PathBuf], protect: &[PathBuf]) -> Vec<PathBuf> {
+    pub(super) fn pins(writable: &[PathBuf], protect: &[PathBuf], worktree: Option<&std::path::Path>) -> Vec<PathBuf> {
         let mut pins: Vec<PathBuf> = Vec::new();
         for path in protect {
             for root in writable.iter().filter(|w| path.starts_with(w) && path != *w) {
                 for dir in path.ancestors().skip(1).take_while(|d| d != root && d.starts_with(root)) {
-                    // Never another writable root (the worktree under `/tmp`) or what holds one:
-                    // a rename into it from the rest of that root would cross mounts (`EXDEV`),
-                    // which breaks the write-then-rename of many programs.
-                    if writable.iter().any(|w| w.starts_with(dir)) {
+                    // Never the worktree (under `/tmp`) or what holds it: a rename into it from
+                    // the rest of that root would cross mounts (`EXDEV`), which breaks the
+                    // write-then-rename of many programs.
+                    if worktree.is_some_and(|w| w.starts_with(dir)) {
                         continue;
                     }
                     if !pins.iter().any(|p| p == dir) {
@@ -575,6 +579,7 @@ mod imp {
         pub block_network: bool,
         pub read_only: bool,
         pub protect: &'a [PathBuf],
+        pub worktree: Option<&'a std::path::Path>,
     }
 
     pub(super) fn confinement(_writable: &[PathBuf], _options: &Options<'_>) -> Result<Confinement, String> {
@@ -598,6 +603,21 @@ pub(crate) use imp::Confinement;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn pins_hold_what_lies_between_a_writable_root_and_a_bound_path_but_never_the_worktree() {
+        let p = |s: &str| PathBuf::from(s);
+        let writable = [p("/tmp"), p("/tmp/w"), p("/x/ext"), p("/x/ext/R")];
+        let protect = [p("/tmp/w/.git"), p("/x/ext/R/.git"), p("/tmp/w/dots/toolshed")];
+        let mut pins = imp::pins(&writable, &protect, Some(Path::new("/tmp/w")));
+        pins.sort();
+        assert_eq!(pins, [p("/tmp/w/dots"), p("/x/ext/R")]);
+        // A language server, which may not write the worktree: the worktree is pinned too.
+        let mut pins = imp::pins(&[p("/tmp")], &[p("/tmp/w/.git")], None);
+        pins.sort();
+        assert_eq!(pins, [p("/tmp/w")]);
+    }
 
     #[test]
     fn denial_heuristic_needs_a_failure_and_a_permission_message() {
@@ -637,20 +657,21 @@ mod tests {
     fn without_landlock_commands_are_refused_unless_unsandboxed_is_allowed() {
         let missing = SandboxSupport::Missing { reason: "the kernel is built without Landlock".into() };
         let root = Path::new("/");
-        let Err(refusal) = plan_with(&missing, &SandboxPolicy::default(), || writable_roots(root, &[]), &[]) else {
+        let Err(refusal) = plan_with(&missing, &SandboxPolicy::default(), || writable_roots(root, &[]), &[], None)
+        else {
             panic!("not refused")
         };
         insta::assert_snapshot!(refusal.to_string(), @r#"Shell commands cannot run here: the sandbox mode is workspace-write, but this kernel cannot sandbox commands (Landlock unavailable: the kernel is built without Landlock), and running unsandboxed is not allowed. Do not retry; tell the user. They can set `[sandbox] allow_unsandboxed = true` or `mode = "full-access"` in toolshed.toml to run commands without a sandbox."#);
         let allowed = SandboxPolicy { allow_unsandboxed: true, ..SandboxPolicy::default() };
         let Ok(Plan::Unsandboxed { note: Some(note) }) =
-            plan_with(&missing, &allowed, || writable_roots(root, &[]), &[])
+            plan_with(&missing, &allowed, || writable_roots(root, &[]), &[], None)
         else {
             panic!()
         };
         assert!(note.starts_with("This command ran WITHOUT a sandbox"), "{note}");
         let full = SandboxPolicy { mode: SandboxMode::FullAccess, ..SandboxPolicy::default() };
         assert!(matches!(
-            plan_with(&missing, &full, || writable_roots(root, &[]), &[]),
+            plan_with(&missing, &full, || writable_roots(root, &[]), &[], None),
             Ok(Plan::Unsandboxed { note: None })
         ));
     }

@@ -202,15 +202,9 @@ fn bind(path: &CString) -> io::Result<()> {
 /// Binds `path` onto itself and remounts the bind read-only with the flags of the mount it
 /// came from (a user namespace may not drop `nosuid`, `nodev`, `noexec` or change the atime mode).
 fn bind_read_only(path: &CString) -> io::Result<()> {
+    bind(path)?;
     // SAFETY: raw system calls on a NUL-terminated path and a stack buffer.
     unsafe {
-        check(libc::mount(
-            path.as_ptr(),
-            path.as_ptr(),
-            std::ptr::null(),
-            libc::MS_BIND | libc::MS_REC,
-            std::ptr::null(),
-        ))?;
         // glibc's and musl's statvfs are one statfs system call on kernels that report mount
         // flags (2.6.36 on).
         let mut stat: libc::statvfs = std::mem::zeroed();

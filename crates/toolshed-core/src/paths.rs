@@ -79,12 +79,24 @@ pub fn tool_cache_dirs() -> Vec<PathBuf> {
     dirs
 }
 
+/// The temp dirs, which anyone may write into: `$TMPDIR`, `/tmp`, `/var/tmp`, `/dev/shm`.
+pub fn temp_dirs() -> [PathBuf; 4] {
+    [env::temp_dir(), "/tmp".into(), "/var/tmp".into(), "/dev/shm".into()]
+}
+
+/// What every `workspace-write` command may write besides its worktree: the temp dirs and the
+/// tool caches. The sandbox's list (`toolshed_shell`'s `writable_roots` adds the worktree, its
+/// git dirs and approved directories).
+pub fn command_writable_dirs() -> Vec<PathBuf> {
+    let mut dirs = temp_dirs().to_vec();
+    dirs.extend(tool_cache_dirs());
+    dirs
+}
+
 /// Whether `dir` is a temp dir itself (`/tmp`, `/var/tmp`, `/dev/shm`, `$TMPDIR`), which anyone
 /// may write into (not a directory under one).
 pub fn is_temp_dir(dir: &Path) -> bool {
-    [env::temp_dir(), "/tmp".into(), "/var/tmp".into(), "/dev/shm".into()]
-        .into_iter()
-        .any(|t| t == dir || t.canonicalize().is_ok_and(|t| t == dir))
+    temp_dirs().into_iter().any(|t| t == dir || t.canonicalize().is_ok_and(|t| t == dir))
 }
 
 /// An advisory lock on a file (`File::try_lock`: `flock(2)` on Unix), held while this value

@@ -266,9 +266,8 @@ pub fn absent(root: &Path, cwd: &Path) -> Vec<PathBuf> {
         locations_from(root, cwd).into_iter().filter(|p| std::fs::symlink_metadata(p).is_err()).collect();
     // The user's own directories that do not exist yet where the process may write (a session
     // started in `~`): one made would be the user's configuration in every later session.
-    let mut writable =
-        vec![root.to_path_buf(), std::env::temp_dir(), "/tmp".into(), "/var/tmp".into(), "/dev/shm".into()];
-    writable.extend(crate::paths::tool_cache_dirs());
+    let mut writable = crate::paths::command_writable_dirs();
+    writable.push(root.to_path_buf());
     for path in user_dirs(crate::paths::config_dir().as_deref()) {
         if !out.contains(&path)
             && std::fs::symlink_metadata(&path).is_err()

@@ -1428,8 +1428,12 @@ fn wget(args: &[Word]) -> Vec<Effect> {
     let mut out = Vec::new();
     let mut document = false;
     let mut dir = None;
+    // Whether anything is fetched at all: a URL, or a file of them (`wget --version` fetches
+    // nothing, and writes nothing).
+    let mut fetches = false;
     for arg in syntax.parse(args) {
         match arg {
+            Arg::Operand(_) | Arg::Short('i', _) => fetches = true,
             Arg::Short('O', Some(file)) => {
                 document = true;
                 if file.text != "-" {
@@ -1454,13 +1458,14 @@ fn wget(args: &[Word]) -> Vec<Effect> {
                         out.push(Effect::Unclassified("`wget --execute` runs wgetrc commands".into()));
                     }
                     None if is("spider") => document = true,
+                    Some(_) if is("input-file") => fetches = true,
                     _ => {}
                 }
             }
             _ => {}
         }
     }
-    if !document {
+    if !document && fetches {
         out.push(Effect::WritesUnder(dir.unwrap_or_else(here)));
     }
     out
@@ -2441,6 +2446,10 @@ mod tests {
         assert_eq!(writes("wget -O out https://x"), ["out"]);
         assert_eq!(writes("wget https://x"), ["./*"]);
         assert!(writes("wget -qO- https://x").is_empty());
+        assert!(writes("wget --version").is_empty() && writes("wget -h").is_empty());
+        assert_eq!(writes("wget -i urls.txt"), ["./*"]);
+        assert_eq!(writes("wget --input-file=urls.txt -P d"), ["d/*"]);
+        assert_eq!(writes("wget \"$U\""), ["./*"]);
         assert_eq!(writes("dd if=a of=b"), ["b"]);
     }
 }

@@ -279,9 +279,7 @@ fn plan_with(
 pub fn writable_roots(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut dirs = vec![root.to_path_buf()];
     dirs.extend(git_dirs::pin(root));
-    dirs.push(std::env::temp_dir());
-    dirs.extend(["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from));
-    dirs.extend(toolshed_core::paths::tool_cache_dirs());
+    dirs.extend(toolshed_core::paths::command_writable_dirs());
     dirs.extend(extra.iter().cloned());
     let mut seen = Vec::new();
     for dir in dirs {

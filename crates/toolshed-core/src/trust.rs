@@ -360,17 +360,16 @@ fn absolute_key(path: &Path) -> String {
 /// read-only (a bind follows it). A person who keeps their configuration behind links (GNU
 /// Stow, home-manager) accepts it once per change they make.
 pub fn user_exposure(path: &Path) -> Option<PathBuf> {
-    let caches = crate::paths::tool_cache_dirs();
-    let home = crate::paths::home_dir();
-    let homes: Vec<PathBuf> =
-        home.iter().flat_map(|h| [h.clone(), h.canonicalize().unwrap_or_else(|_| h.clone())]).collect();
-    // The reason a place is writable: the cache, temp dir or git worktree it lies in.
+    // Each directory as written and where it really is, resolved once for every place asked about.
+    let with_real = |dirs: Vec<PathBuf>| -> Vec<PathBuf> {
+        dirs.into_iter().flat_map(|d| [d.canonicalize().unwrap_or_else(|_| d.clone()), d]).collect()
+    };
+    let everyones = with_real(crate::paths::command_writable_dirs());
+    let homes = with_real(crate::paths::home_dir().into_iter().collect());
+    // The reason a place is writable: the temp dir or cache, or the git worktree it lies in.
     let writable = |place: &Path| {
-        caches.iter().find(|c| place.starts_with(c)).cloned().or_else(|| {
-            place
-                .ancestors()
-                .find(|a| a.parent().is_some() && (crate::paths::is_temp_dir(a) || a.join(".git").exists()))
-                .map(Path::to_path_buf)
+        everyones.iter().find(|d| place.starts_with(d)).cloned().or_else(|| {
+            place.ancestors().find(|a| a.parent().is_some() && a.join(".git").exists()).map(Path::to_path_buf)
         })
     };
     let link_dir = |dir: &Path| homes.iter().any(|h| dir.starts_with(h)) || writable(dir).is_some();
@@ -489,10 +488,11 @@ pub fn enclosing_project(data_dir: &Path, dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
         .skip(1)
         .find(|d| {
-            d.parent().is_some()
+            // The record first: one `stat`, and false almost everywhere.
+            record_file(data_dir, d).is_file()
+                && d.parent().is_some()
                 && home.as_deref() != Some(*d)
                 && !crate::paths::is_temp_dir(d)
-                && record_file(data_dir, d).is_file()
         })
         .map(Path::to_path_buf)
 }

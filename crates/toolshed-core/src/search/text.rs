@@ -36,7 +36,7 @@ const SNOWBALL_STOP_WORDS: &[&str] = &[
 const SYNONYMS: &str = include_str!("data/synonyms.txt");
 
 /// How much a synonym counts compared with a word the user typed.
-pub const EXPANSION_WEIGHT: f32 = 0.6;
+pub const EXPANSION_WEIGHT: f32 = 0.8;
 
 /// How much what a query's URLs, file names and addresses say counts (see [`hints`]).
 pub const HINT_WEIGHT: f32 = 0.5;

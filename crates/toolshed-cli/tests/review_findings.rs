@@ -339,8 +339,59 @@ fn a_user_config_a_command_makes_in_a_session_started_at_home_is_removed() {
         .output()
         .unwrap();
     assert!(text(&out).contains("made"), "{}", text(&out));
-    assert!(!home.join(".config/toolshed").exists(), "{}", text(&out));
+    // toolshed made its own config directory before the command ran, empty, and kept it
+    // read-only.
+    assert!(!home.join(".config/toolshed/config.toml").exists(), "{}", text(&out));
+    assert!(!home.join(".config/toolshed/tools").exists(), "{}", text(&out));
+    assert!(text(&out).contains("Read-only file system") || text(&out).contains("File exists"), "{}", text(&out));
+    // OpenCode's tool directory, which toolshed does not make in a person's home, is removed.
+    let script = "mkdir -p .config/opencode/tools && echo x > .config/opencode/tools/pwn.js; echo made";
+    let out = w
+        .command()
+        .current_dir(&home)
+        .args(["--root", home.to_str().unwrap(), "call", "bash", &serde_json::json!({ "command": script }).to_string()])
+        .args(["--yes"])
+        .output()
+        .unwrap();
+    assert!(text(&out).contains("made"), "{}", text(&out));
+    assert!(!home.join(".config/opencode/tools").exists(), "{}", text(&out));
     assert!(text(&out).contains("they were removed"), "{}", text(&out));
+}
+
+/// Finding (fifth review): the user's directories a command made were removed after it, but a
+/// process it left running (`setsid`, `nohup ... &`) made them a moment later, unseen, and
+/// they configured every later session. toolshed's own are now made before such a command
+/// runs (and kept read-only); OpenCode's tool directories made afterwards apply only as
+/// accepted, in every later session.
+#[test]
+fn the_users_directories_a_process_left_running_makes_at_home_do_not_apply() {
+    let w = World::new("");
+    let home = w.base.join("home");
+    let script = "setsid sh -c 'sleep 1; mkdir -p .config/toolshed .config/opencode/tools; printf \"[sandbox]\\nmode = \\\"full-access\\\"\\n\" > .config/toolshed/config.toml; echo \"export default { description: \\\"pwn\\\", args: {}, async execute() { return \\\"pwned\\\" } }\" > .config/opencode/tools/pwn.js; touch .done' > /dev/null 2>&1 < /dev/null & echo started";
+    let out = w
+        .command()
+        .env_remove("TOOLSHED_TRUST_PROJECT")
+        .current_dir(&home)
+        .args(["--root", home.to_str().unwrap(), "call", "bash", &serde_json::json!({ "command": script }).to_string()])
+        .args(["--yes"])
+        .output()
+        .unwrap();
+    assert!(text(&out).contains("started"), "{}", text(&out));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !home.join(".done").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(home.join(".done").exists(), "the process left running never finished");
+    assert!(!home.join(".config/toolshed/config.toml").exists());
+    assert!(home.join(".config/opencode/tools/pwn.js").exists(), "the test's premise");
+    // In another project later: the planted tool is not the user's own, and says so.
+    let other = w.base.join("Q");
+    std::fs::create_dir_all(&other).unwrap();
+    assert!(Command::new("git").args(["init", "-q"]).arg(&other).status().unwrap().success());
+    let out = w.command().env_remove("TOOLSHED_TRUST_PROJECT").current_dir(&other).args(["tools"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("pwn"), "{}", text(&out));
+    assert!(text(&out).contains("are not loaded"), "{}", text(&out));
 }
 
 /// Finding (third review): a `--config FILE` in the worktree was protected only in the

@@ -183,6 +183,17 @@ pub fn lexical_normalise(path: &Path) -> PathBuf {
     out
 }
 
+/// Where `path` really is, whether or not it exists: its nearest existing ancestor resolved
+/// (links followed), with the rest of it as written.
+pub fn real_location(path: &Path) -> PathBuf {
+    for base in path.ancestors() {
+        if let Ok(real) = base.canonicalize() {
+            return real.join(path.strip_prefix(base).unwrap_or(Path::new("")));
+        }
+    }
+    path.to_path_buf()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

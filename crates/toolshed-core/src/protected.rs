@@ -161,6 +161,39 @@ pub fn user_dirs(user_config: Option<&Path>) -> Vec<PathBuf> {
     dirs
 }
 
+/// Before a process that may write the directories `writable` starts: the user's own
+/// directories ([`user_dirs`]) that lie there and do not exist yet. The sandbox keeps only
+/// existing paths read-only, and a process left running (`setsid`, a server) could make one
+/// after every check (`created.rs`) and so configure every later session. toolshed's own
+/// (its config directory, the records of what a person accepted) are made now, empty, so that
+/// they are kept read-only; the others (OpenCode's tool and skill directories, which toolshed
+/// does not make in a person's home) are recorded, and apply from then on only as a person
+/// accepts them (`trust::user_exposure`).
+pub fn prepare_user_dirs(writable: &[PathBuf]) {
+    let config = crate::paths::config_dir();
+    let data_dir = crate::paths::data_dir();
+    let own: Vec<PathBuf> = config.iter().cloned().chain([crate::trust::records_dir(&data_dir)]).collect();
+    let mut creatable: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for dir in user_dirs(config.as_deref()) {
+        if std::fs::symlink_metadata(&dir).is_ok() {
+            continue;
+        }
+        let real = crate::paths::real_location(&dir);
+        let Some(root) = writable.iter().find(|w| dir.starts_with(w) || real.starts_with(w)) else { continue };
+        if own.contains(&dir) && std::fs::create_dir_all(&dir).is_ok() {
+            continue;
+        }
+        creatable.push((dir.clone(), root.clone()));
+        if real != dir {
+            creatable.push((real, root.clone()));
+        }
+    }
+    if !creatable.is_empty() {
+        // Best effort: a data directory that cannot be written holds no records to forge either.
+        drop(crate::trust::note_creatable_user_dirs(&data_dir, &creatable));
+    }
+}
+
 /// Where the user's directories ([`user_dirs`]) and what is in them really are: each directory
 /// as spelled and, when a link leads elsewhere (a dotfiles checkout, perhaps in a worktree the
 /// model writes), where it leads; and where the links among its entries lead (`config.toml`
@@ -173,8 +206,12 @@ pub fn user_places(user_config: Option<&Path>) -> Vec<PathBuf> {
     let mut seen = SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut out: Vec<PathBuf> = Vec::new();
     for dir in user_dirs(user_config) {
-        let places = seen.entry(dir.clone()).or_insert_with(|| places_of(&dir));
-        for place in places.iter() {
+        // A directory that does not exist yet is looked at again next time: toolshed may make
+        // it ([`prepare_user_dirs`]).
+        if !seen.get(&dir).is_some_and(|places| !places.is_empty()) {
+            seen.insert(dir.clone(), places_of(&dir));
+        }
+        for place in &seen[&dir] {
             if !out.contains(place) {
                 out.push(place.clone());
             }

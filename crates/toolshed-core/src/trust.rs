@@ -155,12 +155,15 @@ impl Acceptance {
         let key = absolute_key(path);
         let current = std::fs::read(path).ok();
         let accepted = self.user.files.get(&key).map(Stored::bytes);
-        let what = if place.join(".git").exists() {
-            "a git worktree (it holds a .git)"
+        let made_in = creatable_user_dirs(&crate::paths::data_dir()).into_iter().find(|(dir, _)| *dir == place);
+        let what = if let Some((_, writable)) = made_in {
+            format!("which did not exist while toolshed ran commands that could make it (in {})", writable.display())
+        } else if place.join(".git").exists() {
+            "a git worktree (it holds a .git)".to_string()
         } else if std::fs::symlink_metadata(&place).is_ok_and(|m| m.file_type().is_symlink()) {
-            "a symbolic link"
+            "a symbolic link".to_string()
         } else {
-            "a directory every command may write"
+            "a directory every command may write".to_string()
         };
         let why = format!(
             "it depends on {}, {what}, which a command may change, so it applies only as you accepted it",
@@ -342,6 +345,44 @@ fn user_record_file(data_dir: &Path) -> PathBuf {
     records_dir(data_dir).join("user.json")
 }
 
+/// The record of the user's own directories that did not exist while a command could make them
+/// (a session started in `~`): each directory (its key) and the writable directory it lay in.
+fn creatable_record_file(data_dir: &Path) -> PathBuf {
+    records_dir(data_dir).join("user-creatable.json")
+}
+
+/// Notes that each of `dirs`, a directory of the user's own (OpenCode's tool and skill
+/// directories) that does not exist, lies in a directory (its second) a process about to start
+/// may write: a process it leaves running (`setsid`, a server) could make it after every check,
+/// so from now on it applies only as a person accepts it ([`user_exposure`]). Written once per
+/// directory.
+pub fn note_creatable_user_dirs(data_dir: &Path, dirs: &[(PathBuf, PathBuf)]) -> Result<(), String> {
+    static NOTED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut noted = NOTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let file = creatable_record_file(data_dir);
+    let known = read_record(&file, Path::new("/"));
+    let new: Vec<&(PathBuf, PathBuf)> =
+        dirs.iter().filter(|(dir, _)| !noted.contains(dir) && !known.files.contains_key(&absolute_key(dir))).collect();
+    noted.extend(dirs.iter().map(|(dir, _)| dir.clone()));
+    if new.is_empty() {
+        return Ok(());
+    }
+    update_file(&file, Path::new("/"), |record| {
+        for (dir, writable) in new {
+            record.files.insert(absolute_key(dir), Stored::Text(writable.to_string_lossy().into_owned()));
+        }
+    })
+}
+
+/// The directories [`note_creatable_user_dirs`] recorded, with the writable directory each lay in.
+fn creatable_user_dirs(data_dir: &Path) -> Vec<(PathBuf, PathBuf)> {
+    read_record(&creatable_record_file(data_dir), Path::new("/"))
+        .files
+        .into_iter()
+        .map(|(key, writable)| (Path::new("/").join(key), PathBuf::from(lossy(writable.bytes()))))
+        .collect()
+}
+
 /// `path` as a key of the user record: absolute, `/`-separated, without the leading `/`.
 fn absolute_key(path: &Path) -> String {
     path.to_string_lossy().trim_start_matches('/').to_string()
@@ -366,9 +407,12 @@ pub fn user_exposure(path: &Path) -> Option<PathBuf> {
     };
     let everyones = with_real(crate::paths::command_writable_dirs());
     let homes = with_real(crate::paths::home_dir().into_iter().collect());
-    // The reason a place is writable: the temp dir or cache, or the git worktree it lies in.
+    let creatable: Vec<PathBuf> =
+        creatable_user_dirs(&crate::paths::data_dir()).into_iter().map(|(dir, _)| dir).collect();
+    // The reason a place is writable: the temp dir or cache, the git worktree it lies in, or a
+    // directory of the user's that a command could have made (a session started in `~`).
     let writable = |place: &Path| {
-        everyones.iter().find(|d| place.starts_with(d)).cloned().or_else(|| {
+        everyones.iter().chain(&creatable).find(|d| place.starts_with(d)).cloned().or_else(|| {
             place.ancestors().find(|a| a.parent().is_some() && a.join(".git").exists()).map(Path::to_path_buf)
         })
     };

@@ -275,7 +275,7 @@ fn protected_paths(policy: &SandboxPolicy, ctx: &ToolContext, cwd: &Path, extra:
     if policy.mode != SandboxMode::WorkspaceWrite {
         return Vec::new();
     }
-    let mut paths = protected_candidates(ctx.root(), &[ctx.cwd(), cwd]);
+    let mut paths = protected_candidates(ctx.root(), &[ctx.cwd(), cwd], extra);
     for path in external_protected(extra) {
         if !paths.contains(&path) {
             paths.push(path);
@@ -310,14 +310,18 @@ fn external_protected(extra: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 /// The protected paths to bind read-only for a process in the worktree `root` that works in
-/// the directories `cwds`: those that exist from the root down to each ([`protected::existing`]),
-/// the git directories of a linked worktree, and what in the tool directories makes later
-/// programs run other code ([`sandbox::tool_dir_entries`]).
-fn protected_candidates(root: &Path, cwds: &[&Path]) -> Vec<PathBuf> {
+/// the directories `cwds` (and may write `extra` outside it): those that exist from the root down
+/// to each ([`protected::existing`]), the user's own directories where it may write, the git
+/// directories of a linked worktree, and what in the tool directories makes later programs run
+/// other code ([`sandbox::tool_dir_entries`]).
+fn protected_candidates(root: &Path, cwds: &[&Path], extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = Vec::new();
     // The user's directories (and where their links lead) that lie where a command may write:
-    // a worktree holding `~/.config`, a dotfiles checkout.
-    let writable = sandbox::writable_roots(root, &[]);
+    // a worktree holding `~/.config`, a dotfiles checkout, a directory approved outside. Those
+    // that do not exist yet are made or recorded first, so that a process the command leaves
+    // running cannot make them unseen.
+    let writable = sandbox::writable_roots(root, extra);
+    protected::prepare_user_dirs(&writable);
     let user = protected::user_places(toolshed_core::paths::config_dir().as_deref())
         .into_iter()
         .filter(|place| writable.iter().any(|w| place.starts_with(w)) && std::fs::symlink_metadata(place).is_ok());
@@ -349,7 +353,7 @@ pub fn confine_helper(
     root: &Path,
 ) -> Result<&'static str, ToolError> {
     let protect =
-        if policy.mode == SandboxMode::WorkspaceWrite { protected_candidates(root, &[root]) } else { Vec::new() };
+        if policy.mode == SandboxMode::WorkspaceWrite { protected_candidates(root, &[root], &[]) } else { Vec::new() };
     let plan = sandbox::plan_reader(policy, root, &protect)?;
     Ok(confine_by(command, policy, plan))
 }
@@ -369,8 +373,11 @@ pub fn confine_tool(
     root: &Path,
     cwd: &Path,
 ) -> Result<&'static str, ToolError> {
-    let protect =
-        if policy.mode == SandboxMode::WorkspaceWrite { protected_candidates(root, &[root, cwd]) } else { Vec::new() };
+    let protect = if policy.mode == SandboxMode::WorkspaceWrite {
+        protected_candidates(root, &[root, cwd], &[])
+    } else {
+        Vec::new()
+    };
     let plan = sandbox::plan(policy, root, &[], &protect)?;
     Ok(confine_by(command, policy, plan))
 }

@@ -208,7 +208,7 @@ pub fn user_places(user_config: Option<&Path>) -> Vec<PathBuf> {
     for dir in user_dirs(user_config) {
         // A directory that does not exist yet is looked at again next time: toolshed may make
         // it ([`prepare_user_dirs`]).
-        if seen.get(&dir).is_none_or(|places| places.is_empty()) {
+        if seen.get(&dir).is_none_or(Vec::is_empty) {
             seen.insert(dir.clone(), places_of(&dir));
         }
         for place in &seen[&dir] {

@@ -598,3 +598,41 @@ fn more_secret_variables_are_withheld_from_commands() {
     let out = w.command().envs(secrets).args(["call", "bash", r#"{"command":"env"}"#]).output().unwrap();
     assert!(text(&out).contains("DATABASE_URL=postgres://app:canary-6@db/app"), "{}", text(&out));
 }
+
+/// Finding (fifth review, critical): a protected path "created" by a command was removed after
+/// it by toolshed itself, outside the sandbox, through whatever the path led to by then: a
+/// command that swapped a directory on its way for a link to another repository (or to the
+/// user's own skills, or to any directory named `tools`) had toolshed delete that repository's
+/// `.git`. Only the link the command made goes now.
+#[test]
+fn what_a_command_created_is_never_removed_through_a_link_it_made() {
+    let w = World::new("");
+    let victim = w.base.join("OUT/victim");
+    std::fs::create_dir_all(victim.join("tools")).unwrap();
+    assert!(Command::new("git").args(["init", "-q"]).arg(&victim).status().unwrap().success());
+    std::fs::write(victim.join("tools/build.py"), "print(1)\n").unwrap();
+    let skills = w.base.join("home/.claude/skills/mine");
+    std::fs::create_dir_all(&skills).unwrap();
+    std::fs::write(skills.join("SKILL.md"), "mine\n").unwrap();
+    std::fs::create_dir_all(w.root.join("sub")).unwrap();
+    let (victim_s, claude_s) = (victim.to_str().unwrap(), w.base.join("home/.claude"));
+    for (command, workdir) in [
+        (format!("cd .. && mv sub sub.old && t=$(printf %s {victim_s}) && ln -s \"$t\" sub"), Some("sub")),
+        (format!("n=.clau; t=$(printf %s {}); ln -s \"$t\" ${{n}}de", claude_s.display()), None),
+        (format!("n=.open; ln -s \"$(printf %s {victim_s})\" ${{n}}code"), None),
+    ] {
+        let mut args = serde_json::json!({ "command": command });
+        if let Some(dir) = workdir {
+            args["workdir"] = dir.into();
+        }
+        let out = w.toolshed(&["call", "bash", &args.to_string()]);
+        assert!(victim.join(".git/HEAD").exists(), "{command}: {}", text(&out));
+        assert!(victim.join("tools/build.py").exists(), "{command}: {}", text(&out));
+        assert!(skills.join("SKILL.md").exists(), "{command}: {}", text(&out));
+    }
+    // The links the commands made are what went.
+    for link in ["sub", ".claude", ".opencode"] {
+        assert!(std::fs::symlink_metadata(w.root.join(link)).is_err(), "{link} is still there");
+    }
+    assert!(w.root.join("sub.old").is_dir());
+}

@@ -194,6 +194,60 @@ pub fn real_location(path: &Path) -> PathBuf {
     path.to_path_buf()
 }
 
+/// Removes what a command made at `path`, an absolute path that had no link on its way when the
+/// command started ([`real_location`] then), without following any link, however the command
+/// changed its directories meanwhile: a directory on the way that is a link now was made (or
+/// swapped in) by the command, and that link is removed, never what it leads to (a repository
+/// elsewhere, the user's own directories).
+pub fn remove_made(path: &Path) -> std::io::Result<()> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+    use std::os::unix::ffi::OsStrExt as _;
+
+    let invalid = || std::io::Error::new(std::io::ErrorKind::InvalidInput, "not an absolute, resolved path");
+    let mut names = Vec::new();
+    for component in path.components() {
+        match component {
+            Component::RootDir => {}
+            Component::Normal(name) => names.push(CString::new(name.as_bytes()).map_err(|_| invalid())?),
+            _ => return Err(invalid()),
+        }
+    }
+    let last = names.pop().ok_or_else(invalid)?;
+    let open = |at: libc::c_int, name: &CString| -> std::io::Result<OwnedFd> {
+        let flags = libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_RDONLY | libc::O_CLOEXEC;
+        // SAFETY: `name` is a valid C string; the descriptor returned is owned by nobody else.
+        let fd = unsafe { libc::openat(at, name.as_ptr(), flags) };
+        if fd < 0 { Err(std::io::Error::last_os_error()) } else { Ok(unsafe { OwnedFd::from_raw_fd(fd) }) }
+    };
+    let is_link = |at: libc::c_int, name: &CString| {
+        // SAFETY: `stat` is plain old data, written by the call before it is read.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        let done = unsafe { libc::fstatat(at, name.as_ptr(), &mut stat, libc::AT_SYMLINK_NOFOLLOW) };
+        done == 0 && stat.st_mode & libc::S_IFMT == libc::S_IFLNK
+    };
+    let mut dir = open(libc::AT_FDCWD, &CString::new("/").map_err(|_| invalid())?)?;
+    for name in &names {
+        match open(dir.as_raw_fd(), name) {
+            Ok(next) => dir = next,
+            Err(_) if is_link(dir.as_raw_fd(), name) => {
+                // SAFETY: as above; removes the link itself (no AT_REMOVEDIR: never a directory).
+                let done = unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) };
+                return if done == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    // The last name inside the directory reached, whatever its ancestors are by now.
+    let inside =
+        PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd())).join(std::ffi::OsStr::from_bytes(last.as_bytes()));
+    match std::fs::symlink_metadata(&inside) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&inside),
+        Ok(_) => std::fs::remove_file(&inside),
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,5 +331,34 @@ mod tests {
         let plain = tmp.path().join("plain");
         std::fs::create_dir_all(&plain).unwrap();
         assert_eq!(find_worktree(&plain), plain);
+    }
+
+    #[test]
+    fn what_was_made_is_removed_but_never_through_a_link_made_on_its_way() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let (w, outside) = (base.join("w"), base.join("outside"));
+        std::fs::create_dir_all(w.join("sub/.git/hooks")).unwrap();
+        std::fs::create_dir_all(outside.join(".git")).unwrap();
+        std::fs::write(outside.join(".git/HEAD"), "ref\n").unwrap();
+        std::fs::write(w.join("toolshed.toml"), "x").unwrap();
+        // A directory made where none was, and a file: removed.
+        let before = real_location(&w.join("sub/.git"));
+        remove_made(&before).unwrap();
+        assert!(!w.join("sub/.git").exists() && w.join("sub").is_dir());
+        remove_made(&w.join("toolshed.toml")).unwrap();
+        assert!(!w.join("toolshed.toml").exists());
+        // `sub` swapped for a link to a repository elsewhere: the link goes, not its `.git`.
+        std::fs::remove_dir_all(w.join("sub")).unwrap();
+        std::os::unix::fs::symlink(&outside, w.join("sub")).unwrap();
+        remove_made(&before).unwrap();
+        assert!(outside.join(".git/HEAD").exists());
+        assert!(std::fs::symlink_metadata(w.join("sub")).is_err());
+        // The last name a link: the link goes.
+        std::os::unix::fs::symlink(&outside, w.join("l")).unwrap();
+        remove_made(&w.join("l")).unwrap();
+        assert!(outside.join(".git/HEAD").exists() && std::fs::symlink_metadata(w.join("l")).is_err());
+        assert!(remove_made(Path::new("relative/x")).is_err());
+        assert!(remove_made(&w.join("absent/x")).is_err());
     }
 }

@@ -313,6 +313,20 @@ pub fn absent(root: &Path, cwd: &Path) -> Vec<PathBuf> {
             out.push(path);
         }
     }
+    where_they_are(out)
+}
+
+/// `paths` where each really is now ([`crate::paths::real_location`]), once each: what to look
+/// at after a process ran, and remove without following a link it made
+/// ([`crate::paths::remove_made`]).
+pub fn where_they_are(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for path in paths {
+        let real = crate::paths::real_location(&path);
+        if !out.contains(&real) {
+            out.push(real);
+        }
+    }
     out
 }
 
@@ -326,11 +340,8 @@ pub fn remove_created(root: &Path, absent: &[PathBuf]) -> Option<String> {
         return None;
     }
     for path in &created {
-        let removed = match std::fs::symlink_metadata(path) {
-            Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
-            _ => std::fs::remove_file(path),
-        };
-        drop(removed);
+        // Never through a link the process made on the way: that link goes instead.
+        drop(crate::paths::remove_made(path));
     }
     let names: Vec<String> = created.iter().map(|p| p.strip_prefix(root).unwrap_or(p).display().to_string()).collect();
     Some(format!(

@@ -37,7 +37,7 @@ pub(super) fn absent(ctx: &ToolContext, cwd: &Path) -> Vec<PathBuf> {
             out.push(path);
         }
     }
-    out
+    protected::where_they_are(out)
 }
 
 /// Checks which of the `absent` locations exist now. Those need `protected`: asked now; if it
@@ -63,12 +63,9 @@ pub(super) async fn settle(ctx: &ToolContext, absent: &[PathBuf], command: &str)
         Err(refusal) => {
             let mut failed = Vec::new();
             for path in &appeared {
-                let meta = std::fs::symlink_metadata(path);
-                let removed = match meta {
-                    Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
-                    Ok(_) => std::fs::remove_file(path),
-                    Err(e) => Err(e),
-                };
+                // Never through a link the command made on the way (a directory of the worktree
+                // swapped for a link to another repository): that link goes instead.
+                let removed = toolshed_core::paths::remove_made(path);
                 if let Err(e) = removed
                     && std::fs::symlink_metadata(path).is_ok()
                 {

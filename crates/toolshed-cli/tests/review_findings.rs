@@ -636,3 +636,17 @@ fn what_a_command_created_is_never_removed_through_a_link_it_made() {
     }
     assert!(w.root.join("sub.old").is_dir());
 }
+
+/// Finding (fifth review): a program the tables do not know (`setarch`, `npx -c`) ran a shell
+/// line whose reads were heard for a deny only: `.env` was printed and a file outside read
+/// without asking. What such a program's words would run now asks as it would on its own.
+#[test]
+fn what_an_unknown_program_may_run_asks_as_it_would_alone() {
+    let w = World::new("");
+    for command in ["setarch x86_64 sh -c 'cat .e*'", "npx -c 'cat .e*'", "setarch x86_64 sh -c 'cat ../OUT/s'"] {
+        std::fs::write(w.base.join("OUT/s"), "outside-canary\n").unwrap();
+        let out = w.toolshed(&["call", "bash", &serde_json::json!({ "command": command }).to_string()]);
+        assert!(asked(&out), "{command}: {}", text(&out));
+        assert!(!text(&out).contains("sk-secret-canary") && !text(&out).contains("outside-canary"), "{}", text(&out));
+    }
+}

@@ -96,6 +96,43 @@ const READERS: &[&str] = &[
 
 /// Builtins that run the command in their arguments; as later words they start a secondary view
 /// whether or not a program of that name is on `PATH`.
+/// Programs that take their later words as data, never as a command to run (what of them runs
+/// programs through options is in `programs`): a secondary view of their words counts for a
+/// deny only. Every other program's secondary views count in full, but for the patterns.
+const ARGUMENTS_ARE_DATA: &[&str] = &[
+    "echo", "printf", "git", "grep", "egrep", "fgrep", "rg", "sed", "awk", "gawk", "mawk", "jq", "cat", "head", "tail",
+    "wc", "cut", "tr", "sort", "uniq", "diff", "ls", "mkdir", "touch", "cp", "mv", "rm", "ln", "chmod", "test", "[",
+    "true", "false", "cd", "export", "local", "declare", "readonly", "set", "read", "gh", "curl",
+];
+
+/// Whether the program a simple command runs in the end (past its variable settings and the
+/// wrappers the tables peel) takes its later words as data or runs them only as the tables
+/// know ([`ARGUMENTS_ARE_DATA`], [`programs::RUN_BY_OPTIONS`], interpreters, whose code is an
+/// opaque request); a wrapper that runs a line, a
+/// file or its input has that analysed in full anyway.
+fn arguments_are_data(words: &[Word]) -> bool {
+    let mut words: Vec<Word> = words.iter().skip_while(|w| wrappers::is_assignment(w)).cloned().collect();
+    for _ in 0..MAX_PEELS {
+        let Some(head) = words.first().filter(|w| w.is_plain()) else { return false };
+        let program = basename(&head.text).to_string();
+        match wrappers::peel(&program, &words[1..]).next {
+            Next::Program => {
+                return ARGUMENTS_ARE_DATA.contains(&program.as_str())
+                    || programs::RUN_BY_OPTIONS.contains(&program.as_str())
+                    || programs::interpreter_family(&program).is_some();
+            }
+            Next::Command(rest) => {
+                words = rest.into_iter().skip_while(wrappers::is_assignment).collect();
+            }
+            Next::Unclassified(_) => return false,
+            Next::Line(_) | Next::File(_) | Next::Stdin | Next::Nothing => {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 const RUNNING_BUILTINS: &[&str] = &["eval", "exec", "command", "builtin", "source", ".", "trap", "time", "coproc"];
 
 /// The permission requests of one command line run in `workdir`.
@@ -267,8 +304,11 @@ struct Analyzer<'a> {
     budget: Budget,
     /// Set once a bound is reached: the analysis stops adding work.
     gave_up: bool,
-    /// Inside a secondary view: patterns are secondary, paths and reasons to ask do not count.
+    /// Inside a secondary view: patterns are secondary (a deny asks, nothing else counts).
     secondary: bool,
+    /// Paths and reasons to ask do not count: inside a secondary view of a program known not to
+    /// run its arguments ([`ARGUMENTS_ARE_DATA`]).
+    quiet: bool,
     /// The directories of `PATH`.
     path_dirs: Vec<PathBuf>,
     /// Words already looked up as programs.
@@ -308,6 +348,7 @@ impl<'a> Analyzer<'a> {
             budget: Budget::new(),
             gave_up: false,
             secondary: false,
+            quiet: false,
             path_dirs,
             programs: HashMap::new(),
             executed: Vec::new(),
@@ -324,14 +365,14 @@ impl<'a> Analyzer<'a> {
 
     /// A reason the command needs asking (ignored inside a secondary view).
     fn unclassified(&mut self, why: String) {
-        if !self.secondary {
+        if !self.quiet {
             self.out.unclassified.push(why);
         }
     }
 
     /// A variable evaluated as arithmetic here (ignored inside a secondary view).
     fn arith_use(&mut self, name: &str) {
-        if self.secondary || name.is_empty() {
+        if self.quiet || name.is_empty() {
             return;
         }
         self.arith.seq += 1;
@@ -341,7 +382,7 @@ impl<'a> Analyzer<'a> {
     /// `name` set to `value` (`integer`: a plain integer literal or the result of arithmetic);
     /// `proves`: unconditionally, where the rest of the line sees it.
     fn arith_assign(&mut self, name: &str, value: &str, integer: bool, proves: bool) {
-        if self.secondary || name.is_empty() {
+        if self.quiet || name.is_empty() {
             return;
         }
         self.arith.seq += 1;
@@ -454,7 +495,9 @@ impl<'a> Analyzer<'a> {
             self.too_complex("it has too many parts");
             return;
         }
-        if root.has_error() {
+        // Not for a secondary view's line: words given to a program are often plain text
+        // (`cargo run -- "don't stop"`); what tree-sitter makes of the rest still counts.
+        if root.has_error() && !self.secondary {
             self.unclassified("the command has a syntax error".into());
         }
         self.walk(root, source, depth);
@@ -474,14 +517,20 @@ impl<'a> Analyzer<'a> {
         // not in the tables may run them (`npx -c 'rm x'`, `man -P 'rm x'`).
         let lines: Vec<String> =
             if self.secondary { Vec::new() } else { words[1..].iter().filter_map(embedded_line).collect() };
+        // Only a program known to take its arguments as data (`echo`, `git commit -m`) has them
+        // heard for a deny alone; any other may run them (`setarch x86_64 sh -c 'x=rm; $x f'`,
+        // `npx -c 'cat .env'`), so their paths and reasons to ask count (review 5).
+        let data = arguments_are_data(&words);
         self.views(words.clone(), written, depth);
         for line in lines {
             if self.gave_up || depth >= MAX_NESTING {
                 break;
             }
             self.secondary = true;
+            self.quiet = data;
             self.line(&line, depth + 1);
             self.secondary = false;
+            self.quiet = false;
         }
         // The bytes of the view starting at each word, to refuse one before building it.
         let mut tail_bytes = vec![0usize; words.len() + 1];
@@ -498,9 +547,11 @@ impl<'a> Analyzer<'a> {
             }
             let view = words[i..].to_vec();
             self.secondary = true;
+            self.quiet = data;
             let text = join(&view);
             self.views(view, &text, depth);
             self.secondary = false;
+            self.quiet = false;
         }
     }
 
@@ -566,7 +617,7 @@ impl<'a> Analyzer<'a> {
             let full = name.text.clone();
             let program = basename(&full).to_string();
             if matches!(program.as_str(), "cd" | "pushd" | "popd" | "chdir") {
-                if !self.secondary {
+                if !self.quiet {
                     if program == "popd" || (program == "pushd" && words.len() == 1) {
                         // Back to a directory of the stack: not known here.
                         self.cwd = None;
@@ -607,6 +658,13 @@ impl<'a> Analyzer<'a> {
                         let mut view = vec![words[0].clone()];
                         view.extend(rest);
                         self.pattern(&join(&view));
+                        // Plumbing that does what a porcelain command does is matched as it
+                        // too (`git send-pack` under a `git push *` deny).
+                        if let Some(porcelain) = view.get(1).and_then(|w| programs::git_porcelain(&w.text)) {
+                            let mut same = view.clone();
+                            same[1] = Word::like(&view[1], porcelain);
+                            self.pattern(&join(&same));
+                        }
                         if view.len() > 1 {
                             always_words = Some(view);
                         } else if words.len() > 1 {
@@ -625,7 +683,7 @@ impl<'a> Analyzer<'a> {
             let peeled = wrappers::peel(&program, &words[1..]);
             for effect in peeled.effects {
                 match effect {
-                    Effect::Chdir(dir) if !self.secondary => {
+                    Effect::Chdir(dir) if !self.quiet => {
                         moved = true;
                         self.change_dir(std::slice::from_ref(&dir));
                     }
@@ -676,7 +734,7 @@ impl<'a> Analyzer<'a> {
                     {
                         self.unclassified(format!("`{written}` sets attributes through a wrapper"));
                     }
-                    if !self.secondary {
+                    if !self.quiet {
                         self.file_arguments(&program, &words[1..]);
                         self.named_files(&program, &words[1..], appended);
                     }
@@ -707,7 +765,7 @@ impl<'a> Analyzer<'a> {
     fn linked_program(&mut self, full: &str, args: &[Word], depth: usize) {
         let file = Word::literal(full);
         let paths = self.resolve_all(&file);
-        if !self.secondary && !paths.is_empty() && paths.iter().all(|p| std::fs::symlink_metadata(p).is_err()) {
+        if !self.quiet && !paths.is_empty() && paths.iter().all(|p| std::fs::symlink_metadata(p).is_err()) {
             self.runs_missing = true;
         }
         for path in paths {
@@ -719,13 +777,15 @@ impl<'a> Analyzer<'a> {
                 let mut view = vec![Word::literal(name)];
                 view.extend_from_slice(args);
                 let was = std::mem::replace(&mut self.secondary, true);
+                let was_quiet = std::mem::replace(&mut self.quiet, true);
                 let text = join(&view);
                 if !was {
                     self.views(view, &text, depth);
                 }
                 self.secondary = was;
+                self.quiet = was_quiet;
             }
-            if !self.secondary {
+            if !self.quiet {
                 self.executed.push(path);
             }
         }
@@ -758,7 +818,7 @@ impl<'a> Analyzer<'a> {
             self.unclassified(format!("`{written}` runs a script from a file descriptor"));
             return;
         }
-        if self.secondary {
+        if self.quiet {
             return;
         }
         let paths = self.paths(file);
@@ -892,7 +952,7 @@ impl<'a> Analyzer<'a> {
 
     fn effect(&mut self, effect: Effect, written: &str, depth: usize) {
         match effect {
-            Effect::Writes(_) | Effect::WritesUnder(_) | Effect::Deletes(..) if self.secondary => {}
+            Effect::Writes(_) | Effect::WritesUnder(_) | Effect::Deletes(..) if self.quiet => {}
             Effect::Deletes(file, recursive) => {
                 for path in self.paths(&file) {
                     self.check_outside(&path);
@@ -935,7 +995,7 @@ impl<'a> Analyzer<'a> {
                 }
             }
             Effect::ReadsTree(dir, filter) => {
-                if self.secondary {
+                if self.quiet {
                     return;
                 }
                 if dir.dynamic {
@@ -952,7 +1012,7 @@ impl<'a> Analyzer<'a> {
                 }
             }
             Effect::Reads(file) => {
-                if self.secondary {
+                if self.quiet {
                     return;
                 }
                 for path in self.paths(&file) {
@@ -973,7 +1033,7 @@ impl<'a> Analyzer<'a> {
             }
             Effect::Line(line) => self.nested_line(&line, written, depth),
             Effect::Executes(file) => {
-                if self.secondary {
+                if self.quiet {
                     return;
                 }
                 if !file.is_plain() {
@@ -994,7 +1054,7 @@ impl<'a> Analyzer<'a> {
                 }
             }
             Effect::Chdir(_) => {}
-            Effect::RunsGitIn(_) if self.secondary => {}
+            Effect::RunsGitIn(_) if self.quiet => {}
             Effect::RunsGitIn(dir) => {
                 self.runs_git = true;
                 for path in self.paths(&dir) {
@@ -1007,7 +1067,7 @@ impl<'a> Analyzer<'a> {
                 }
             }
             Effect::SetsAtRunTime(name) => {
-                if !self.secondary {
+                if !self.quiet {
                     self.run_time_vars.insert(name);
                 }
             }
@@ -1087,7 +1147,7 @@ impl<'a> Analyzer<'a> {
     /// to a directory known only at run time cannot be checked, so it asks.
     fn paths(&mut self, arg: &Word) -> Vec<PathBuf> {
         let out = self.resolve_all(arg);
-        if self.cwd.is_none() && !self.secondary && arg.is_plain() && out.is_empty() {
+        if self.cwd.is_none() && !self.quiet && arg.is_plain() && out.is_empty() {
             self.unclassified(format!(
                 "the directory the command runs in is known only at run time, so the path `{}` cannot be checked",
                 arg.text
@@ -1126,7 +1186,7 @@ impl<'a> Analyzer<'a> {
     /// Requests `external_directory` when `path`, symlinks resolved, lies outside the worktree.
     /// Returns whether it is inside.
     fn check_outside(&mut self, path: &Path) -> bool {
-        if self.secondary {
+        if self.quiet {
             return true;
         }
         match self.locate(path) {

@@ -68,6 +68,16 @@ pub(super) const RUN_BY_OPTIONS: &[&str] = &[
     "gvim", "vimdiff", "ed", "ex", "gdb", "file",
 ];
 
+/// The porcelain command a git plumbing command does the work of, if any: a rule about the
+/// porcelain one holds for it too.
+pub(super) fn git_porcelain(subcommand: &str) -> Option<&'static str> {
+    match subcommand {
+        "send-pack" | "http-push" => Some("push"),
+        "fetch-pack" => Some("fetch"),
+        _ => None,
+    }
+}
+
 /// `find` primaries that take a value (the value may be computed at run time).
 const FIND_VALUES: &[&str] = &[
     "-name",
@@ -224,6 +234,9 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
         {
             vec![Effect::Unclassified(format!("`{program} -e`/`-c` runs a command"))]
         }
+        "run-parts" => {
+            vec![Effect::Unclassified("`run-parts` runs the programs of a directory that its options choose".into())]
+        }
         "at" | "batch" | "crontab" => {
             vec![Effect::Unclassified(format!("`{program}` schedules commands to run later"))]
         }
@@ -250,7 +263,30 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
             .collect(),
         "mvn" => vec![Effect::Executes(Word::literal("pom.xml"))],
         "cmake" => vec![Effect::Executes(Word::literal("CMakeLists.txt"))],
-        "split" | "csplit" => vec![Effect::Writes(Word::new(format!("the files `{program}` makes"), true))],
+        "split" | "csplit" => {
+            let mut out = vec![Effect::Writes(Word::new(format!("the files `{program}` makes"), true))];
+            // `split --filter=COMMAND` (any abbreviation) runs COMMAND through the shell.
+            for (i, w) in args.iter().enumerate() {
+                let Some(long) = w.text.strip_prefix("--") else { continue };
+                let (name, attached) = match long.split_once('=') {
+                    Some((name, value)) => (name, Some(value)),
+                    None => (long, None),
+                };
+                if program == "split" && !name.is_empty() && "filter".starts_with(name) {
+                    let line = match attached {
+                        Some(value) => Some(part(w, value)),
+                        None => args.get(i + 1).cloned(),
+                    };
+                    out.push(
+                        line.map_or_else(
+                            || Effect::Unclassified("`split --filter` runs a command".into()),
+                            Effect::Line,
+                        ),
+                    );
+                }
+            }
+            out
+        }
         "shuf" | "iconv" => {
             let syntax =
                 Syntax { short_values: "oinf t", short_optional: "", long_values: &["output"], abbreviations: true };

@@ -209,7 +209,7 @@ fn lookup(spec: &Spec, name: &str) -> Option<&'static str> {
     matches.next().is_none().then_some(*first)
 }
 
-fn is_assignment(w: &Word) -> bool {
+pub(super) fn is_assignment(w: &Word) -> bool {
     w.text.split_once('=').is_some_and(|(name, _)| {
         !name.is_empty()
             && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')

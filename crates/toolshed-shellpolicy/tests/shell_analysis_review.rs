@@ -423,3 +423,50 @@ fn substitutions_inside_parameter_patterns_ask() {
         ],
     );
 }
+
+/// Review 5: a program the tables do not know may run its arguments (`setarch`, `fakeroot`,
+/// `sg`, `capsh`, `npx -c`, `split --filter`): what its later words would run asks as it would
+/// on its own (a program computed at run time, a file the read rules guard), not only for a
+/// deny. `run-parts` runs the programs its options choose; `git send-pack` is `git push`.
+#[test]
+fn unknown_programs_that_may_run_their_arguments_hide_nothing_that_asks() {
+    let c = case();
+    let attacks = [
+        "setarch x86_64 sh -c 'x=rm; $x canary'",
+        "fakeroot sh -c 'x=rm; $x canary'",
+        "setarch x86_64 bash -c 'eval $(echo rm canary)'",
+        "echo x | split --filter='rm${IFS}canary'",
+        "echo x | split --filter 'rm${IFS}canary'",
+        "timeout 5 setarch x86_64 sh -c 'x=rm; $x canary'",
+        "env A=1 nice setarch x86_64 sh -c 'x=rm; $x canary'",
+        "run-parts --regex '^rm$' --arg canary /usr/bin",
+    ];
+    assert_attacks(&attacks);
+    assert_not_allowed(&c, &attacks);
+    assert_not_allowed(
+        &c,
+        &[
+            "sg root 'x=rm; $x canary'",
+            "capsh -- -c 'x=rm; $x canary'",
+            "npx -c 'x=rm;$x canary'",
+            "setarch x86_64 sh -c 'cat /etc/shadow'",
+            "git send-pack /tmp/r.git HEAD:refs/heads/main",
+            "git http-push https://example.com/r.git main",
+        ],
+    );
+    // Programs known to take their words as data keep them as text.
+    assert_allowed(
+        &c,
+        &[
+            "git commit -m 'x=1; $y z'",
+            "echo \"a | $b\"",
+            "printf '%s; %s\\n' a b",
+            "grep -rn 'sh -c \"$x\"' src",
+            "cargo test -- --nocapture",
+            "cargo run -- \"don't stop\"",
+            "curl 'https://example.com/?a=1&b=2'",
+            "go test -run 'TestA|TestB' ./...",
+            "find . -name x -exec wc -l {} \\;",
+        ],
+    );
+}

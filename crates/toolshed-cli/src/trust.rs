@@ -13,7 +13,7 @@ use crate::CliError;
 #[derive(Args)]
 pub struct TrustArgs {
     /// Accept without asking (scripts; read what `toolshed trust` shows first).
-    #[arg(long, conflicts_with = "forget")]
+    #[arg(short, long, conflicts_with = "forget")]
     yes: bool,
     /// Forget what was accepted for this worktree: its toolshed.toml and tools apply again only
     /// after the next `toolshed trust`.

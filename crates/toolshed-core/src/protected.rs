@@ -299,12 +299,14 @@ pub fn locations(root: &Path, cwd: &Path) -> Vec<PathBuf> {
 /// is not a shell command (a custom tool, an MCP server's call) must not leave behind. The
 /// sandbox keeps existing ones read-only; one that appears was created by the call.
 pub fn absent(root: &Path, cwd: &Path) -> Vec<PathBuf> {
+    let mut writable = crate::paths::command_writable_dirs();
+    writable.push(root.to_path_buf());
+    // toolshed's own made first (they are not the process's to make).
+    prepare_user_dirs(&writable);
     let mut out: Vec<PathBuf> =
         locations_from(root, cwd).into_iter().filter(|p| std::fs::symlink_metadata(p).is_err()).collect();
     // The user's own directories that do not exist yet where the process may write (a session
     // started in `~`): one made would be the user's configuration in every later session.
-    let mut writable = crate::paths::command_writable_dirs();
-    writable.push(root.to_path_buf());
     for path in user_dirs(crate::paths::config_dir().as_deref()) {
         if !out.contains(&path)
             && std::fs::symlink_metadata(&path).is_err()

@@ -274,7 +274,7 @@ impl ServerHandler for McpSession {
             .with_protocol_version(PROTOCOL)
             .with_server_info(Implementation::new("toolshed", env!("CARGO_PKG_VERSION")))
             .with_instructions(
-                "toolshed's coding tools (files, search, patches, shell), confined to one worktree and governed by its permission rules. Paths may be relative to toolshed's working directory, or absolute. Independent calls can run in parallel. If a tool you need is missing, call tool_search.",
+                "toolshed's coding tools (files, search, patches, shell), confined to one worktree and governed by its permission rules. Paths may be relative to toolshed's working directory, or absolute. Independent calls can run in parallel. If a tool you need is missing and tool_search is among the tools, call it.",
             )
     }
 

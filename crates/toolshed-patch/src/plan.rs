@@ -181,6 +181,13 @@ where
         match hunk {
             Hunk::Add { path, lines } => {
                 let slot = planner.slot(resolve(path)?, path)?;
+                // Two whole contents for one file: which one the model meant is anyone's guess.
+                if slot.by_add {
+                    return Err(ApplyError::Write {
+                        path: path.to_string(),
+                        reason: "this patch adds it twice; put all its lines in one `*** Add File` section".into(),
+                    });
+                }
                 if matches!(slot.original, FileKind::Dir | FileKind::Other) && !matches!(slot.state, State::New(_)) {
                     return Err(ApplyError::Write { path: path.to_string(), reason: reason_for_kind(slot.original) });
                 }

@@ -23,6 +23,7 @@ const CODEX_DIFFERS: &[(&str, &str)] = &[
     ("046_add_file_blank_lines_between_plus_lines", "Codex rejects a blank line in an Add File"),
     ("049_non_utf8_bytes_survive", "Codex cannot read a file that is not UTF-8"),
     ("053_move_to_same_path_is_an_update", "Codex writes the file, then deletes it as the moved source"),
+    ("059_rejects_adding_one_file_twice", "Codex writes the second Add File's lines"),
 ];
 
 #[derive(Debug, PartialEq, Eq)]

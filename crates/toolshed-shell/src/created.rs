@@ -15,6 +15,9 @@ use toolshed_core::protected;
 /// The protected locations from the root down to the working directory and to `cwd` that do not
 /// exist now and that the call may not write without asking: those to look at afterwards.
 pub(super) fn absent(ctx: &ToolContext, cwd: &Path) -> Vec<PathBuf> {
+    let writable = crate::sandbox::writable_roots(ctx.root(), &[]);
+    // toolshed's own made first (they are not the command's to make).
+    protected::prepare_user_dirs(&writable);
     let mut out: Vec<PathBuf> = Vec::new();
     for path in protected::locations(ctx.root(), ctx.cwd()).into_iter().chain(protected::locations(ctx.root(), cwd)) {
         if out.contains(&path) || std::fs::symlink_metadata(&path).is_ok() {
@@ -28,7 +31,6 @@ pub(super) fn absent(ctx: &ToolContext, cwd: &Path) -> Vec<PathBuf> {
     // The user's own directories (`~/.config/toolshed`, the OpenCode tool and skill
     // directories) that do not exist yet where a command may write (a session started in `~`):
     // one made would be the user's configuration in every later session.
-    let writable = crate::sandbox::writable_roots(ctx.root(), &[]);
     for path in protected::user_dirs(toolshed_core::paths::config_dir().as_deref()) {
         if !out.contains(&path)
             && std::fs::symlink_metadata(&path).is_err()

@@ -137,7 +137,10 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
     // Language servers a write or the lsp tool started get `shutdown` and `exit` (nothing to do
     // when none started).
     runtime.block_on(toolshed_tools::lsp::shared(&ws.config).shutdown());
-    Ok(if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    // A command that failed is no error of the tool's (the model reads its exit code), but a
+    // script running `toolshed call bash` needs to see it.
+    let failed_command = result.metadata.get("exit_code").and_then(serde_json::Value::as_i64).is_some_and(|c| c != 0);
+    Ok(if result.is_error || failed_command { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// Why `toolshed call bash_output` never finds a session, for the person who typed it.

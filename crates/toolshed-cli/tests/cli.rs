@@ -265,6 +265,10 @@ fn call_bash_prints_the_output_and_exit_code() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(result["output"], "hi\n\nExit code: 0");
     assert_eq!(result["metadata"]["exit_code"], 0);
+    // A command that fails makes `toolshed call` fail, for scripts; the tool itself did not.
+    let out = toolshed(tmp.path(), &["call", "bash", r#"{"command":"exit 3"}"#, "--yes", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(json(&out)["is_error"], false);
 }
 
 #[cfg(unix)]

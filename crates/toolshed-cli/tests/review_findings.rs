@@ -650,3 +650,38 @@ fn what_an_unknown_program_may_run_asks_as_it_would_alone() {
         assert!(!text(&out).contains("sk-secret-canary") && !text(&out).contains("outside-canary"), "{}", text(&out));
     }
 }
+
+/// Finding (fifth review): what a command left running (`setsid nohup sh s.sh &`, its
+/// environment cleared) acted after every check made when the command ended: in a worktree
+/// without a `.git` it made one, with `core.fsmonitor` set, a second later, and the person's
+/// next `git status` ran it. Whatever a command leaves running is stopped when it ends (every
+/// process it starts shares its mount namespace), and the model is told how to keep a server.
+#[test]
+fn what_a_command_leaves_running_is_stopped_when_it_ends() {
+    let w = World::new("");
+    let plain = w.base.join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    std::fs::write(
+        plain.join("s.sh"),
+        "[ -z \"$CLEAN\" ] && exec env -i CLEAN=1 PATH=/usr/bin:/bin /bin/sh \"$0\"\nsleep 1\ngit init -q .\ntouch planted\n",
+    )
+    .unwrap();
+    let command = "setsid nohup sh s.sh > /dev/null 2>&1 < /dev/null & sleep 30 & echo started";
+    let out = w
+        .command()
+        .current_dir(&plain)
+        .args([
+            "--root",
+            plain.to_str().unwrap(),
+            "call",
+            "bash",
+            &serde_json::json!({ "command": command }).to_string(),
+        ])
+        .args(["--yes"])
+        .output()
+        .unwrap();
+    assert!(text(&out).contains("started"), "{}", text(&out));
+    assert!(text(&out).contains("stopped when it ended"), "{}", text(&out));
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(!plain.join(".git").exists() && !plain.join("planted").exists(), "the background process ran on");
+}

@@ -115,7 +115,7 @@ fn sandbox_sentence(policy: &SandboxPolicy) -> String {
 /// The description a model reads when its commands run under `policy`.
 fn describe(policy: &SandboxPolicy) -> String {
     format!(
-        "Runs `bash -c command`. Each call is a fresh non-interactive shell: stdin is closed (with `yield_ms`, open for bash_output's input), `cd` and exports do not persist (use `workdir`), secret-looking variables are unset. `timeout_ms` (default {DEFAULT_TIMEOUT_MS}) stops the command and all it started; once `yield_ms` has passed, only a `timeout_ms` you gave does. A `cmd &` runs on but its later output is lost. For servers and watchers set `yield_ms`, then use bash_output.{} Prefer the file tools to cat, grep, sed or echo >.",
+        "Runs `bash -c command`. Each call is a fresh non-interactive shell: stdin is closed (with `yield_ms`, open for bash_output's input), `cd` and exports do not persist (use `workdir`), secret-looking variables are unset. `timeout_ms` (default {DEFAULT_TIMEOUT_MS}) stops the command and all it started; once `yield_ms` has passed, only a `timeout_ms` you gave does. A `cmd &` is stopped when the command ends: for servers and watchers set `yield_ms`, then use bash_output.{} Prefer the file tools to cat, grep, sed or echo >.",
         sandbox_sentence(policy)
     )
 }
@@ -524,6 +524,7 @@ impl Bash {
             () = tokio::time::sleep(yield_after.unwrap_or(Duration::MAX)), if yield_after.is_some() => None,
         };
         let elapsed = run.elapsed();
+        let leftovers = run.stopped_leftovers();
         let output = run.take_output(ctx.output_sink(MEMORY_BUDGET));
         let ending = match ending {
             Some(ending) => ending,
@@ -532,7 +533,7 @@ impl Bash {
                 Ending::Session(self.shell.state.sessions.insert(&args.command, run, remaining).id)
             }
         };
-        Ok(Attempt { output, ending, elapsed })
+        Ok(Attempt { output, ending, elapsed, leftovers })
     }
 }
 
@@ -549,6 +550,8 @@ struct Attempt {
     output: toolshed_core::output::SinkOutput,
     ending: Ending,
     elapsed: Duration,
+    /// Processes the command left running, stopped when its shell ended.
+    leftovers: usize,
 }
 
 impl Attempt {
@@ -593,7 +596,12 @@ impl Attempt {
             ),
             Ending::WaitFailed(error) => (format!("The command's exit status could not be read: {error}."), None),
         };
-        let mut out = exit_metadata(super::compose(self.output, &status, notes), exit)
+        let mut notes = notes.to_vec();
+        // (A timeout or an interruption says already that everything was stopped.)
+        if self.leftovers > 0 && matches!(self.ending, Ending::Exited(_)) {
+            notes.push(leftovers_note(self.leftovers));
+        }
+        let mut out = exit_metadata(super::compose(self.output, &status, &notes), exit)
             .with_metadata("duration_ms", self.elapsed.as_millis() as u64);
         match self.ending {
             Ending::TimedOut(_) => out = out.with_metadata("timed_out", true),
@@ -603,6 +611,16 @@ impl Attempt {
         }
         out
     }
+}
+
+/// What the model is told when a command left processes running: they were stopped, and how to
+/// keep one running instead.
+pub(crate) fn leftovers_note(count: usize) -> String {
+    format!(
+        "(The command left {count} process{} running in the background; {} stopped when it ended: nothing a command starts outlives it. To keep a server or watcher running, start it with yield_ms and read or stop it with bash_output.)",
+        if count == 1 { "" } else { "es" },
+        if count == 1 { "it was" } else { "they were" }
+    )
 }
 
 /// The directory a command runs in: `workdir` resolved against the context's working

@@ -179,7 +179,13 @@ pub(super) fn report(shell: &Shell, session: &ProcessSession, ctx: &ToolContext,
     if done {
         shell.state.sessions.remove(id);
     }
-    exit_metadata(compose(output, &status, notes), exit).with_metadata("session_id", id).with_metadata("running", !done)
+    let mut notes = notes.to_vec();
+    if done && run.stopped_leftovers() > 0 {
+        notes.push(super::bash::leftovers_note(run.stopped_leftovers()));
+    }
+    exit_metadata(compose(output, &status, &notes), exit)
+        .with_metadata("session_id", id)
+        .with_metadata("running", !done)
 }
 
 #[cfg(test)]

@@ -112,6 +112,8 @@ struct State {
     exit: Option<Exit>,
     wait_error: Option<String>,
     reaped_at: Option<Instant>,
+    /// How many processes the command left running were stopped when its shell ended.
+    leftovers: usize,
 }
 
 /// The shell to run commands with: bash where it exists, else `sh`.
@@ -224,13 +226,23 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
     let output = register(output)?;
     let input = input.map(register).transpose()?;
 
-    let state = Arc::new(Mutex::new(State { sink: req.sink, exit: None, wait_error: None, reaped_at: None }));
+    // The command's own mount namespace (entered between fork and exec, so there by now), where
+    // it has one: every process it starts stays in it, whatever it does to its environment, its
+    // session or its parent.
+    let namespace = own_mount_namespace(pgid);
+    let state =
+        Arc::new(Mutex::new(State { sink: req.sink, exit: None, wait_error: None, reaped_at: None, leftovers: 0 }));
     let (tx, progress) = watch::channel(Progress::default());
     live::add(pgid, &marker);
     let pump_state = state.clone();
     let pump_marker = marker.clone();
     tokio::spawn(async move {
         pump(&mut child, output, &pump_state, &tx).await;
+        // What the command left running (`server &`, `setsid nohup ... &`) is stopped now: it
+        // would act after every check made when the command ended (a `.git` with hooks made a
+        // second later), and outlive toolshed too.
+        let stopped = stop_leftovers(&pump_marker, namespace.as_deref());
+        lock(&pump_state).leftovers = stopped;
         live::remove(pgid, &pump_marker);
         tx.send_modify(|p| p.done = true);
     });
@@ -370,6 +382,11 @@ impl Run {
         lock(&self.state).exit
     }
 
+    /// How many processes the command left running were stopped when its shell ended.
+    pub(crate) fn stopped_leftovers(&self) -> usize {
+        lock(&self.state).leftovers
+    }
+
     /// Why waiting for the shell failed, if it did.
     pub(crate) fn wait_error(&self) -> Option<String> {
         lock(&self.state).wait_error.clone()
@@ -488,6 +505,62 @@ pub(crate) fn descendants(root: i32) -> Vec<i32> {
     }
     found.remove(0);
     found
+}
+
+/// The mount namespace of process `pid` when it is not toolshed's own (`mnt:[inode]`).
+fn own_mount_namespace(pid: i32) -> Option<String> {
+    let theirs = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok()?;
+    let ours = std::fs::read_link("/proc/self/ns/mnt").ok()?;
+    (theirs != ours).then(|| theirs.to_string_lossy().into_owned())
+}
+
+/// Kills (SIGKILL) every process left of a command whose shell ended: those in its mount
+/// `namespace` when it has one of its own, else those carrying its `marker` (a process that
+/// cleared its environment escapes that). Repeated while any are found (one may fork as it
+/// dies), a few times at most. Returns how many were killed.
+fn stop_leftovers(marker: &str, namespace: Option<&str>) -> usize {
+    let me = std::process::id() as i32;
+    let mut killed: Vec<i32> = Vec::new();
+    for _ in 0..8 {
+        let found: Vec<i32> = match namespace {
+            Some(ns) => in_namespace(ns).into_iter().filter(|&pid| pid != me).collect(),
+            None => marked_pids(marker),
+        };
+        let found: Vec<i32> = found.into_iter().filter(|pid| !killed.contains(pid) || alive(*pid)).collect();
+        if found.is_empty() {
+            break;
+        }
+        for &pid in &found {
+            // SAFETY: kill(2) of one process; errors (ESRCH: gone already) are fine.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+            if !killed.contains(&pid) {
+                killed.push(pid);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    killed.len()
+}
+
+/// Whether `pid` is still a live process (not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rfind(')').map(|i| stat[i + 1..].trim_start().starts_with('Z')))
+        .is_some_and(|zombie| !zombie)
+}
+
+/// The processes (zombies aside) whose mount namespace is `ns`.
+fn in_namespace(ns: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/ns/mnt")).is_ok_and(|l| l.as_os_str() == ns))
+        .filter(|&pid| alive(pid))
+        .collect()
 }
 
 fn signal_marked(marker: &str, signal: i32) {

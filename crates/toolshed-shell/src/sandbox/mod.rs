@@ -460,7 +460,10 @@ mod imp {
         }
         let fd: Option<OwnedFd> = ruleset.into();
         let ruleset = fd.ok_or("the kernel refused to create a Landlock ruleset")?;
-        let binds = if options.protect.is_empty() {
+        // A command that may write gets a mount namespace of its own even with nothing to bind:
+        // every process it starts stays in it, which is how what it leaves running is found and
+        // stopped when it ends (`process.rs`).
+        let binds = if options.read_only {
             None
         } else {
             Binds::new(options.protect, &pins(writable, options.protect, options.worktree), super::namespaces())?

@@ -64,16 +64,13 @@ pub(crate) struct Binds {
 
 impl Binds {
     /// Binds of `paths` for a child, by the means `support` found, after `pins`
-    /// ([`Binds::pins`], shallowest first); `None` when there is nothing to bind or namespaces
-    /// are unavailable.
+    /// ([`Binds::pins`], shallowest first); with no paths, the namespace alone. `None` when
+    /// namespaces are unavailable.
     pub(crate) fn new(
         paths: &[PathBuf],
         pins: &[PathBuf],
         support: &NamespaceSupport,
     ) -> Result<Option<Binds>, String> {
-        if paths.is_empty() {
-            return Ok(None);
-        }
         let user = match support {
             NamespaceSupport::Mount => None,
             NamespaceSupport::UserAndMount => Some(UserMaps::for_caller()?),
@@ -304,8 +301,9 @@ mod tests {
     }
 
     #[test]
-    fn nothing_to_bind_or_no_namespaces_means_no_binds() {
-        assert!(Binds::new(&[], &[], &NamespaceSupport::Mount).unwrap().is_none());
+    fn nothing_to_bind_is_a_namespace_alone_and_no_namespaces_means_no_binds() {
+        let alone = Binds::new(&[], &[], &NamespaceSupport::Mount).unwrap().unwrap();
+        assert!(alone.paths.is_empty() && alone.shown.is_empty() && alone.user.is_none());
         let missing = NamespaceSupport::Missing { reason: "x".into() };
         assert!(Binds::new(&[PathBuf::from("/tmp")], &[], &missing).unwrap().is_none());
         let binds = Binds::new(&[PathBuf::from("/tmp")], &[], &NamespaceSupport::UserAndMount).unwrap().unwrap();

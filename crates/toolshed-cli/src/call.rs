@@ -154,7 +154,20 @@ pub fn for_person(refused_at: Option<Stage>, tool: &str, output: &str, given: &s
     let output = output.trim_end();
     match refused_at {
         Some(Stage::Resolve) => {
-            format!("{output}\n`toolshed tools --all --format table` lists the tools you can call.")
+            // toolshed's own tools that appear only once something is set up.
+            let why = match tool {
+                "websearch" => {
+                    Some("websearch is listed only with a search provider set up ([websearch] in the config)")
+                }
+                "skill" => Some("skill is listed only when there are skills to load"),
+                "lsp" => Some("lsp is listed only when a language server for the worktree's languages is found"),
+                "tool_search" => Some("tool_search is listed only while some tools are deferred"),
+                _ => None,
+            };
+            match why {
+                Some(why) => format!("{output}\n{why}; `toolshed doctor` says what is missing."),
+                None => format!("{output}\n`toolshed tools --all --format table` lists the tools you can call."),
+            }
         }
         Some(Stage::Decode) => {
             let problems: Vec<&str> = output.lines().filter(|l| l.starts_with("- ")).collect();

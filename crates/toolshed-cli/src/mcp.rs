@@ -227,7 +227,12 @@ fn list(ws: &Workspace, args: ListArgs) -> Result<ExitCode, CliError> {
         println!("{}", serde_json::to_string_pretty(&items).map_err(CliError::failure)?);
         return Ok(ExitCode::SUCCESS);
     }
-    if statuses.is_empty() {
+    if statuses.is_empty() && ws.config.project_note.is_some() {
+        // Servers just imported or written are in a toolshed.toml no one has accepted yet.
+        crate::out(format_args!(
+            "No MCP servers apply yet: this project's toolshed.toml is not applied as it is on disk (it changed since it was accepted, or was never accepted). Run `toolshed trust` to review it; its servers apply once you accept it."
+        ));
+    } else if statuses.is_empty() {
         crate::out(format_args!(
             "No MCP servers are configured. Add [mcp.NAME] tables to toolshed.toml, or run `toolshed mcp import FILE`."
         ));

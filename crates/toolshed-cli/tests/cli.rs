@@ -76,6 +76,10 @@ fn unknown_tool_exits_1_with_an_error_result() {
     assert_eq!(out.status.code(), Some(1));
     let output = json(&out)["output"].as_str().unwrap().to_string();
     assert!(output.contains("Did you mean") && output.contains("\"read\""), "{output}");
+    // One of toolshed's own tools that needs setting up: the person is told what and where.
+    let out = toolshed(tmp.path(), &["call", "websearch", r#"{"query":"x"}"#]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("[websearch]") && stderr(&out).contains("toolshed doctor"), "{}", stderr(&out));
 }
 
 #[test]

@@ -252,6 +252,10 @@ fn import_appends_mcp_servers_to_the_project_config() {
     let out = toolshed(tmp.path()).args(["mcp", "list", "--json"]).output().unwrap();
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(list.as_array().unwrap().len(), 2);
+    // Before a person accepts the file, `list` says why its servers do not apply.
+    let out = toolshed(tmp.path()).env_remove("TOOLSHED_TRUST_PROJECT").args(["mcp", "list"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("toolshed trust") && !said.contains("mcp import"), "{said}");
 }
 
 /// `timeout` counts seconds in Cline's file and milliseconds in Claude Code's and Gemini CLI's:

@@ -11,7 +11,7 @@ mod pty;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 struct Project {
     _tmp: tempfile::TempDir,
@@ -74,23 +74,23 @@ fn text(bytes: &[u8]) -> String {
 const LOOSE: &str = "[permission]\nexternal_directory = \"allow\"\n";
 
 #[test]
-fn a_config_left_behind_by_a_detached_process_applies_only_once_accepted() {
+fn a_detached_process_is_stopped_and_a_config_left_behind_applies_only_once_accepted() {
     let p = project();
     // A script the model wrote (`write` may create it), then a command that returns at once and
-    // leaves a process behind that writes toolshed.toml a moment later, after every check of
-    // the command is over.
+    // leaves a process behind that would write toolshed.toml a moment later, after every check
+    // of the command is over: it is stopped when the command ends.
     let body = LOOSE.replace('"', "\\\"").replace('\n', "\\n");
     p.write("later.sh", &format!("sleep 1\nprintf \"{body}\" > \"$(printf 'toolshed.%s' toml)\"\n"));
     let script = "setsid nohup sh later.sh >/dev/null 2>&1 < /dev/null & echo started";
     let args = serde_json::json!({ "command": script }).to_string();
     let out = p.toolshed(&["call", "bash", &args, "--yes"]);
     assert!(text(&out.stdout).contains("started"), "{}{}", text(&out.stdout), text(&out.stderr));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::fs::read_to_string(p.root.join("toolshed.toml")).map_or(true, |t| t != LOOSE) {
-        assert!(Instant::now() < deadline, "the detached process never wrote toolshed.toml");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    // The file is there, and it is not obeyed: reading outside still asks (no one to ask).
+    assert!(text(&out.stdout).contains("stopped when it ended"), "{}", text(&out.stdout));
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(std::fs::read_to_string(p.root.join("toolshed.toml")).map_or(true, |t| t != LOOSE));
+    // A file left behind some other way (a process that escaped, anyone writing the worktree)
+    // is there, and it is not obeyed: reading outside still asks (no one to ask).
+    std::fs::write(p.root.join("toolshed.toml"), LOOSE).unwrap();
     let (code, stdout, stderr) = p.read_outside(&p.outside);
     assert_ne!(code, 0, "{stdout}{stderr}");
     assert!(!stdout.contains("outside text"), "{stdout}");

@@ -360,9 +360,10 @@ fn a_user_config_a_command_makes_in_a_session_started_at_home_is_removed() {
 
 /// Finding (fifth review): the user's directories a command made were removed after it, but a
 /// process it left running (`setsid`, `nohup ... &`) made them a moment later, unseen, and
-/// they configured every later session. toolshed's own are now made before such a command
-/// runs (and kept read-only); OpenCode's tool directories made afterwards apply only as
-/// accepted, in every later session.
+/// they configured every later session. Such a process is now stopped when the command ends;
+/// and should one escape, toolshed's own directories were made before the command ran (and
+/// kept read-only), while OpenCode's tool directories made afterwards apply only as accepted,
+/// in every later session.
 #[test]
 fn the_users_directories_a_process_left_running_makes_at_home_do_not_apply() {
     let w = World::new("");
@@ -376,14 +377,18 @@ fn the_users_directories_a_process_left_running_makes_at_home_do_not_apply() {
         .args(["--yes"])
         .output()
         .unwrap();
-    assert!(text(&out).contains("started"), "{}", text(&out));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !home.join(".done").exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    assert!(home.join(".done").exists(), "the process left running never finished");
+    assert!(text(&out).contains("started") && text(&out).contains("stopped when it ended"), "{}", text(&out));
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert!(!home.join(".done").exists(), "the process left running ran on");
     assert!(!home.join(".config/toolshed/config.toml").exists());
-    assert!(home.join(".config/opencode/tools/pwn.js").exists(), "the test's premise");
+    assert!(home.join(".config/toolshed").is_dir(), "toolshed's own directory is made first");
+    // A process that escaped (or anyone) plants a tool where a command could have.
+    std::fs::create_dir_all(home.join(".config/opencode/tools")).unwrap();
+    std::fs::write(
+        home.join(".config/opencode/tools/pwn.js"),
+        "export default { description: \"pwn\", args: {}, async execute() { return \"pwned\" } }\n",
+    )
+    .unwrap();
     // In another project later: the planted tool is not the user's own, and says so.
     let other = w.base.join("Q");
     std::fs::create_dir_all(&other).unwrap();

@@ -184,14 +184,30 @@ pub fn lexical_normalise(path: &Path) -> PathBuf {
 }
 
 /// Where `path` really is, whether or not it exists: its nearest existing ancestor resolved
-/// (links followed), with the rest of it as written.
+/// (links followed), with the rest of it as written; a link on the way that leads nowhere yet
+/// is followed to where it would lead.
 pub fn real_location(path: &Path) -> PathBuf {
-    for base in path.ancestors() {
-        if let Ok(real) = base.canonicalize() {
-            return real.join(path.strip_prefix(base).unwrap_or(Path::new("")));
+    let mut path = path.to_path_buf();
+    // A chain of links leading nowhere ends somewhere, or is given up on as written.
+    for _ in 0..40 {
+        let mut next = None;
+        for base in path.ancestors() {
+            let rest = path.strip_prefix(base).unwrap_or(Path::new(""));
+            if let Ok(real) = base.canonicalize() {
+                return real.join(rest);
+            }
+            if let Ok(target) = std::fs::read_link(base) {
+                let parent = base.parent().unwrap_or(Path::new("/"));
+                next = Some(lexical_normalise(&parent.join(target)).join(rest));
+                break;
+            }
+        }
+        match next {
+            Some(next) => path = next,
+            None => return path,
         }
     }
-    path.to_path_buf()
+    path
 }
 
 /// Removes what a command made at `path`, an absolute path that had no link on its way when the
@@ -358,6 +374,14 @@ mod tests {
         std::os::unix::fs::symlink(&outside, w.join("l")).unwrap();
         remove_made(&w.join("l")).unwrap();
         assert!(outside.join(".git/HEAD").exists() && std::fs::symlink_metadata(w.join("l")).is_err());
+        // A link that led nowhere before the command, which made where it leads: that goes, the
+        // link stays.
+        std::os::unix::fs::symlink(base.join("shared"), w.join(".claude")).unwrap();
+        let before = real_location(&w.join(".claude/skills"));
+        assert_eq!(before, base.join("shared/skills"));
+        std::fs::create_dir_all(base.join("shared/skills/x")).unwrap();
+        remove_made(&before).unwrap();
+        assert!(!base.join("shared/skills").exists() && std::fs::symlink_metadata(w.join(".claude")).is_ok());
         assert!(remove_made(Path::new("relative/x")).is_err());
         assert!(remove_made(&w.join("absent/x")).is_err());
     }

@@ -145,6 +145,10 @@ fn is_nested_parent(name: &str) -> bool {
     NESTED_DIRS.iter().any(|(parent, _)| *parent == name)
 }
 
+/// The skill directories in the home directory (Claude Code's and the shared `.agents` one), read
+/// by the skill tool in every session.
+pub const HOME_SKILL_DIRS: &[&str] = &[".claude/skills", ".agents/skills"];
+
 /// The directories outside the worktree whose contents configure toolshed: the user's config
 /// directory (`user_config`, `~/.config/toolshed`) and the user's OpenCode tool directories that
 /// custom tools and skills are loaded from (`$XDG_CONFIG_HOME/opencode/tool(s)` and
@@ -152,6 +156,10 @@ fn is_nested_parent(name: &str) -> bool {
 pub fn user_dirs(user_config: Option<&Path>) -> Vec<PathBuf> {
     let bases = crate::paths::opencode_config_dirs();
     let mut dirs: Vec<PathBuf> = user_config.map(Path::to_path_buf).into_iter().collect();
+    // The skills every session loads from the home directory.
+    if let Some(home) = crate::paths::home_dir() {
+        dirs.extend(HOME_SKILL_DIRS.iter().map(|d| home.join(d)));
+    }
     // What a person accepted of each project (`crate::trust`).
     dirs.push(crate::trust::records_dir(&crate::paths::data_dir()));
     for base in bases {

@@ -241,7 +241,9 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
         // What the command left running (`server &`, `setsid nohup ... &`) is stopped now: it
         // would act after every check made when the command ended (a `.git` with hooks made a
         // second later), and outlive toolshed too.
-        let stopped = stop_leftovers(&pump_marker, namespace.as_deref());
+        let stopped = stop_leftovers(&pump_marker, namespace.as_ref());
+        // Only now may the namespace go (and its number be handed to another command's).
+        drop(namespace);
         lock(&pump_state).leftovers = stopped;
         live::remove(pgid, &pump_marker);
         tx.send_modify(|p| p.done = true);
@@ -507,23 +509,39 @@ pub(crate) fn descendants(root: i32) -> Vec<i32> {
     found
 }
 
-/// The mount namespace of process `pid` when it is not toolshed's own (`mnt:[inode]`).
-fn own_mount_namespace(pid: i32) -> Option<String> {
-    let theirs = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok()?;
-    let ours = std::fs::read_link("/proc/self/ns/mnt").ok()?;
-    (theirs != ours).then(|| theirs.to_string_lossy().into_owned())
+/// A command's own mount namespace, held open: a namespace's number is handed to a new one once
+/// it is gone, so it must not go while processes are looked for by it.
+struct Namespace {
+    _held: std::fs::File,
+    id: (u64, u64),
+}
+
+/// The identity (device, inode) of a namespace file.
+fn namespace_id(path: &str) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The mount namespace of process `pid`, held, when it is not toolshed's own.
+fn own_mount_namespace(pid: i32) -> Option<Namespace> {
+    use std::os::unix::fs::MetadataExt;
+    let path = format!("/proc/{pid}/ns/mnt");
+    let held = std::fs::File::open(&path).ok()?;
+    let meta = held.metadata().ok()?;
+    let id = (meta.dev(), meta.ino());
+    (Some(id) != namespace_id("/proc/self/ns/mnt")).then_some(Namespace { _held: held, id })
 }
 
 /// Kills (SIGKILL) every process left of a command whose shell ended: those in its mount
 /// `namespace` when it has one of its own, else those carrying its `marker` (a process that
 /// cleared its environment escapes that). Repeated while any are found (one may fork as it
 /// dies), a few times at most. Returns how many were killed.
-fn stop_leftovers(marker: &str, namespace: Option<&str>) -> usize {
+fn stop_leftovers(marker: &str, namespace: Option<&Namespace>) -> usize {
     let me = std::process::id() as i32;
     let mut killed: Vec<i32> = Vec::new();
     for _ in 0..8 {
         let found: Vec<i32> = match namespace {
-            Some(ns) => in_namespace(ns).into_iter().filter(|&pid| pid != me).collect(),
+            Some(ns) => in_namespace(ns.id).into_iter().filter(|&pid| pid != me).collect(),
             None => marked_pids(marker),
         };
         let found: Vec<i32> = found.into_iter().filter(|pid| !killed.contains(pid) || alive(*pid)).collect();
@@ -553,12 +571,12 @@ fn alive(pid: i32) -> bool {
 }
 
 /// The processes (zombies aside) whose mount namespace is `ns`.
-fn in_namespace(ns: &str) -> Vec<i32> {
+fn in_namespace(ns: (u64, u64)) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
-        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/ns/mnt")).is_ok_and(|l| l.as_os_str() == ns))
+        .filter(|pid| namespace_id(&format!("/proc/{pid}/ns/mnt")) == Some(ns))
         .filter(|&pid| alive(pid))
         .collect()
 }

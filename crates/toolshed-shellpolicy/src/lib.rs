@@ -102,8 +102,121 @@ const READERS: &[&str] = &[
 const ARGUMENTS_ARE_DATA: &[&str] = &[
     "echo", "printf", "git", "grep", "egrep", "fgrep", "rg", "sed", "awk", "gawk", "mawk", "jq", "cat", "head", "tail",
     "wc", "cut", "tr", "sort", "uniq", "diff", "ls", "mkdir", "touch", "cp", "mv", "rm", "ln", "chmod", "test", "[",
-    "true", "false", "cd", "export", "local", "declare", "readonly", "set", "read", "gh", "curl",
+    "true", "false", "cd", "export", "local", "declare", "readonly", "set", "read", "curl",
 ];
+
+/// Programs that run their later words as a command inside a container or a cluster, where the
+/// host's paths and rules do not apply: what they run is heard for a deny only, as data is
+/// (`docker exec web ls /app` reads no host directory).
+const RUNS_IN_A_CONTAINER: &[&str] = &["docker", "podman", "nerdctl", "kubectl", "oc", "crictl", "lxc", "incus"];
+
+/// The executable files a shell pattern (`/usr/bin/r[m]`, `/*/*/c?t`, relative to `base`) matches,
+/// a few at most, each component matched against the directory's entries; `None` when that
+/// takes more than a bounded look.
+fn executables_matching(base: &Path, pattern: &str) -> Option<Vec<PathBuf>> {
+    const MAX_MATCHES: usize = 8;
+    const MAX_ENTRIES: usize = 20_000;
+    let mut dirs: Vec<PathBuf> = vec![if pattern.starts_with('/') { PathBuf::from("/") } else { base.to_path_buf() }];
+    let mut looked = 0usize;
+    let parts: Vec<&str> = pattern.split('/').filter(|p| !p.is_empty()).collect();
+    for (n, part) in parts.iter().enumerate() {
+        let mut next = Vec::new();
+        for dir in &dirs {
+            if !part.contains(['*', '?', '[']) {
+                next.push(dir.join(part));
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(dir) else { continue };
+            for entry in entries.flatten() {
+                looked += 1;
+                if looked > MAX_ENTRIES {
+                    return None;
+                }
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if (name.starts_with('.') && !part.starts_with('.')) || !shell_pattern_matches(part, name) {
+                    continue;
+                }
+                next.push(entry.path());
+            }
+        }
+        if n + 1 < parts.len() && next.len() > 256 {
+            return None;
+        }
+        dirs = next;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    Some(
+        dirs.into_iter()
+            .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+            .take(MAX_MATCHES)
+            .collect(),
+    )
+}
+
+/// Whether `name` matches the shell pattern `pattern` (`*`, `?`, `[...]` with ranges and `!`/`^`).
+fn shell_pattern_matches(pattern: &str, name: &str) -> bool {
+    fn class(p: &[char], c: char) -> Option<(bool, usize)> {
+        // p starts after '['; returns (matched, length consumed including ']').
+        let mut i = 0;
+        let negate = matches!(p.first(), Some('!' | '^'));
+        if negate {
+            i += 1;
+        }
+        let mut matched = false;
+        let mut first = true;
+        while i < p.len() {
+            if p[i] == ']' && !first {
+                return Some((matched != negate, i + 1));
+            }
+            first = false;
+            if i + 2 < p.len() && p[i + 1] == '-' && p[i + 2] != ']' {
+                matched |= p[i] <= c && c <= p[i + 2];
+                i += 3;
+            } else {
+                matched |= p[i] == c;
+                i += 1;
+            }
+        }
+        None
+    }
+    let p: Vec<char> = pattern.chars().take(256).collect();
+    let n: Vec<char> = name.chars().collect();
+    // The classic walk: on a mismatch, the last `*` takes one more character (linear in both).
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        let step = match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ni));
+                pi += 1;
+                continue;
+            }
+            Some('?') => Some(1),
+            Some('[') => match class(&p[pi + 1..], n[ni]) {
+                Some((true, used)) => Some(1 + used),
+                Some((false, _)) => None,
+                // No closing bracket: a literal `[`.
+                None => (n[ni] == '[').then_some(1),
+            },
+            Some(&c) => (n[ni] == c).then_some(1),
+            None => None,
+        };
+        match (step, star) {
+            (Some(used), _) => {
+                pi += used;
+                ni += 1;
+            }
+            (None, Some((sp, sn))) => {
+                pi = sp + 1;
+                ni = sn + 1;
+                star = Some((sp, sn + 1));
+            }
+            (None, None) => return false,
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
 
 /// Whether the program a simple command runs in the end (past its variable settings and the
 /// wrappers the tables peel) takes its later words as data or runs them only as the tables
@@ -118,6 +231,7 @@ fn arguments_are_data(words: &[Word]) -> bool {
         match wrappers::peel(&program, &words[1..]).next {
             Next::Program => {
                 return ARGUMENTS_ARE_DATA.contains(&program.as_str())
+                    || RUNS_IN_A_CONTAINER.contains(&program.as_str())
                     || programs::RUN_BY_OPTIONS.contains(&program.as_str())
                     || programs::interpreter_family(&program).is_some();
             }
@@ -521,6 +635,41 @@ impl<'a> Analyzer<'a> {
         // heard for a deny alone; any other may run them (`setarch x86_64 sh -c 'x=rm; $x f'`,
         // `npx -c 'cat .env'`), so their paths and reasons to ask count (review 5).
         let data = arguments_are_data(&words);
+        // Behind a program that may run its words, a program name written as a pattern
+        // (`setarch x86_64 /usr/bin/r[m] f`) is each executable it matches; one known only at
+        // run time (`setarch x86_64 "$x" f`) is code no rule can read (an opaque request: it
+        // asks where some `bash` pattern is denied).
+        let mut expanded: Vec<(usize, Word)> = Vec::new();
+        if !self.secondary && !data {
+            for word in words.iter().skip(1) {
+                if word.dynamic {
+                    let shown: String = word.text.chars().take(60).collect();
+                    self.out.opaque.push(written.to_string());
+                    self.out.opaque_why.push(format!(
+                        "`{shown}` is known only at run time, and the program before it may run it as a command"
+                    ));
+                    break;
+                }
+            }
+            let base = self.cwd.clone().unwrap_or_else(|| self.workdir.to_path_buf());
+            for (i, word) in words.iter().enumerate().skip(1) {
+                if word.glob && !word.dynamic {
+                    match executables_matching(&base, &word.text) {
+                        Some(programs) => {
+                            expanded.extend(programs.into_iter().map(|p| (i, Word::literal(p.to_string_lossy()))));
+                        }
+                        // Too wide to look at (`/*/*/r[m]`): as if known only at run time.
+                        None => {
+                            self.out.opaque.push(written.to_string());
+                            self.out.opaque_why.push(format!(
+                                "`{}` matches too many files to check which programs it names",
+                                word.text.chars().take(60).collect::<String>()
+                            ));
+                        }
+                    }
+                }
+            }
+        }
         self.views(words.clone(), written, depth);
         for line in lines {
             if self.gave_up || depth >= MAX_NESTING {
@@ -552,6 +701,17 @@ impl<'a> Analyzer<'a> {
             self.views(view, &text, depth);
             self.secondary = false;
             self.quiet = false;
+        }
+        for (i, program) in expanded {
+            if self.gave_up || tail_bytes[i].saturating_mul(2) > self.budget.pattern_bytes {
+                break;
+            }
+            let mut view = vec![program];
+            view.extend_from_slice(&words[i + 1..]);
+            self.secondary = true;
+            let text = join(&view);
+            self.views(view, &text, depth);
+            self.secondary = false;
         }
     }
 
@@ -765,7 +925,9 @@ impl<'a> Analyzer<'a> {
     fn linked_program(&mut self, full: &str, args: &[Word], depth: usize) {
         let file = Word::literal(full);
         let paths = self.resolve_all(&file);
-        if !self.quiet && !paths.is_empty() && paths.iter().all(|p| std::fs::symlink_metadata(p).is_err()) {
+        // Not in a secondary view: a quoted argument with a `/` and a blank (`-run 'TestA/with
+        // spaces'`) reads as a path-named program that does not exist, and runs nothing.
+        if !self.secondary && !paths.is_empty() && paths.iter().all(|p| std::fs::symlink_metadata(p).is_err()) {
             self.runs_missing = true;
         }
         for path in paths {

@@ -234,6 +234,29 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
         {
             vec![Effect::Unclassified(format!("`{program} -e`/`-c` runs a command"))]
         }
+        // `--files0-from=F` (any abbreviation): the names of the files to read are in F.
+        "wc" | "du" => {
+            let mut out = Vec::new();
+            for (i, w) in args.iter().enumerate() {
+                let Some(long) = w.text.strip_prefix("--") else { continue };
+                let (name, attached) = match long.split_once('=') {
+                    Some((name, value)) => (name, Some(value)),
+                    None => (long, None),
+                };
+                if name.is_empty() || !"files0-from".starts_with(name) || (program == "du" && name.len() < 2) {
+                    continue;
+                }
+                let file = match attached {
+                    Some(value) => Some(part(w, value)),
+                    None => args.get(i + 1).cloned(),
+                };
+                out.push(match file {
+                    Some(file) if file.text != "-" => Effect::Reads(file),
+                    _ => Effect::Unclassified(format!("`{program} --files0-from` reads file names from its input")),
+                });
+            }
+            out
+        }
         "run-parts" => {
             vec![Effect::Unclassified("`run-parts` runs the programs of a directory that its options choose".into())]
         }
@@ -1401,13 +1424,71 @@ fn curl(args: &[Word]) -> Vec<Effect> {
             "upload-file",
             "range",
             "retry",
+            "json",
+            "data-ascii",
+            "cert",
+            "key",
+            "cacert",
+            "upload-file",
         ],
         abbreviations: false,
     };
     let mut out = Vec::new();
     let mut dir = None;
     let mut remote_name = false;
+    // What curl reads and sends: `@FILE` data and headers, `name=@FILE` / `name=<FILE` form
+    // parts, `[name]@FILE` url-encoded data, a cookie file, an upload, certificates, `file://`.
+    let read_after = |w: &Word, at: usize| {
+        let file = &w.text[at..];
+        let file = file.split(';').next().unwrap_or(file);
+        (!file.is_empty() && file != "-").then(|| Effect::Reads(part(w, file)))
+    };
+    let file_url = |w: &Word| {
+        let rest = w.text.strip_prefix("file://")?;
+        let path = rest.strip_prefix("localhost").unwrap_or(rest);
+        path.starts_with('/').then(|| Effect::Reads(part(w, path)))
+    };
     for arg in syntax.parse(args) {
+        let (name, value) = match &arg {
+            Arg::Short(c, Some(v)) => {
+                let long = match c {
+                    'd' => "data",
+                    'H' => "header",
+                    'F' => "form",
+                    'b' => "cookie",
+                    'T' => "upload-file",
+                    'E' => "cert",
+                    _ => "",
+                };
+                (long, Some(v))
+            }
+            Arg::Long(name, v) => (name.as_str(), v.as_ref()),
+            Arg::Operand(v) => ("url", Some(v)),
+            Arg::Short(_, None) => ("", None),
+        };
+        if let Some(v) = value {
+            match name {
+                "data" | "data-binary" | "data-ascii" | "json" | "header" if v.text.starts_with('@') => {
+                    out.extend(read_after(v, 1));
+                }
+                "data-urlencode" => {
+                    if let Some(at) = v.text.find('@').filter(|&at| !v.text[..at].contains('=')) {
+                        out.extend(read_after(v, at + 1));
+                    }
+                }
+                "form" => {
+                    if let Some(eq) = v.text.find('=')
+                        && v.text[eq + 1..].starts_with(['@', '<'])
+                    {
+                        out.extend(read_after(v, eq + 2));
+                    }
+                }
+                "cookie" if !v.text.contains('=') => out.extend(read_after(v, 0)),
+                "upload-file" | "cert" | "key" | "cacert" => out.extend(read_after(v, 0)),
+                "url" => out.extend(file_url(v)),
+                _ => {}
+            }
+        }
         match arg {
             Arg::Short('o' | 'D' | 'c', Some(file)) => out.push(Effect::Writes(file)),
             Arg::Short('O' | 'J', _) => remote_name = true,

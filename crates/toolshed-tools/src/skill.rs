@@ -37,7 +37,7 @@ pub const SKILL_FILE: &str = "SKILL.md";
 pub const PROJECT_DIRS: &[&str] =
     &[".toolshed/skills", ".opencode/skills", ".opencode/skill", ".claude/skills", ".agents/skills"];
 /// The user-level skill directories below the home directory, after toolshed's own.
-pub const HOME_DIRS: &[&str] = &[".claude/skills", ".agents/skills"];
+pub const HOME_DIRS: &[&str] = toolshed_core::protected::HOME_SKILL_DIRS;
 /// How many directory levels below a skills directory a `SKILL.md` is looked for.
 pub const MAX_SKILL_DEPTH: usize = 8;
 /// The longest allowed `name`.

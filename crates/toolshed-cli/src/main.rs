@@ -132,13 +132,19 @@ enum Command {
     #[command(after_help = CHAT_EXAMPLES)]
     Chat(chat::ChatArgs),
     /// List, show or export stored sessions; show or revert what they changed.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  toolshed session list\n  toolshed session show ses_1a2354de654fac79410 | less\n  toolshed session diff ses_1a2354de654fac79410"
+    )]
     Session(session::SessionCommand),
     /// Serve tools over MCP, or manage the MCP servers whose tools are imported.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  toolshed mcp serve\n  toolshed mcp list\n  toolshed mcp import ~/.cursor/mcp.json"
+    )]
     Mcp(mcp::McpCommand),
     /// Inspect permission rules.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = "Examples:\n  toolshed permission explain bash '{\"command\": \"git push\"}'")]
     Permission(permission::PermissionCommand),
     /// Check what works in this worktree and why not: the model answers, MCP servers start,
     /// custom tools load, websearch answers; the sandbox, skills, instructions, language servers.
@@ -149,7 +155,10 @@ enum Command {
     Acp(acp::AcpArgs),
     /// Print the config file's JSON Schema, or the effective configuration and where each value
     /// came from.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  toolshed config show\n  toolshed config schema > toolshed.schema.json"
+    )]
     Config(config::ConfigCommand),
     /// Write a commented toolshed.toml for the worktree, and the schema editors check it with.
     #[command(after_help = init::EXAMPLES)]

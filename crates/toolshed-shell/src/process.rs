@@ -195,6 +195,12 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
     // Before the command exists: a toolshed killed right after spawning it still takes it along.
     live::watchdog();
     let confinement = req.confinement;
+    // The child sends its mount namespace over this socket once it is in it, so that toolshed
+    // holds it even if the command is over before toolshed looks (a number freed is handed to
+    // the next namespace made).
+    let (ns_receiver, ns_sender) = namespace_channel()?;
+    let ns_sender_fd = ns_sender.as_raw_fd();
+    let ns_path = c"/proc/self/ns/mnt";
     // SAFETY: the closure runs in the child between fork and exec and only makes raw system
     // calls (setsid, ioctl, unshare, open/write/close on /proc/self, mount, statvfs, prctl,
     // landlock_restrict_self, seccomp) on data prepared before the fork: no allocation, no locks.
@@ -214,6 +220,7 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
             if let Some(confinement) = &confinement {
                 confinement.apply_in_child()?;
             }
+            send_namespace(ns_sender_fd, ns_path);
             Ok(())
         });
     }
@@ -229,7 +236,9 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
     // The command's own mount namespace (entered between fork and exec, so there by now), where
     // it has one: every process it starts stays in it, whatever it does to its environment, its
     // session or its parent.
-    let namespace = own_mount_namespace(pgid);
+    drop(ns_sender);
+    let namespace = receive_namespace(&ns_receiver);
+    drop(ns_receiver);
     let state =
         Arc::new(Mutex::new(State { sink: req.sink, exit: None, wait_error: None, reaped_at: None, leftovers: 0 }));
     let (tx, progress) = watch::channel(Progress::default());
@@ -522,11 +531,79 @@ fn namespace_id(path: &str) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-/// The mount namespace of process `pid`, held, when it is not toolshed's own.
-fn own_mount_namespace(pid: i32) -> Option<Namespace> {
+/// A datagram socket pair (both ends close on exec): toolshed's end, the child's end.
+fn namespace_channel() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: socketpair writes two descriptors into `fds`, which we then own.
+    unsafe {
+        if libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
+    }
+}
+
+/// Room for one descriptor's control message.
+#[repr(C, align(8))]
+struct ControlBuffer([u8; 64]);
+
+/// Sends an open descriptor of `path` (the child's mount namespace) over `socket`. Runs between
+/// fork and exec: raw system calls on the stack only; a failure is left unreported (toolshed
+/// then finds what the command leaves running by its marker).
+///
+/// # Safety
+/// `path` must be NUL-terminated; `socket` a datagram socket.
+unsafe fn send_namespace(socket: RawFd, path: &std::ffi::CStr) {
+    // SAFETY: plain system calls on stack buffers that outlive them.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return;
+        }
+        let mut byte = [0u8; 1];
+        let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+        let mut buffer = ControlBuffer([0; 64]);
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = buffer.0.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as _;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if !cmsg.is_null() {
+            (*cmsg).cmsg_level = libc::SOL_SOCKET;
+            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd);
+            libc::sendmsg(socket, &msg, 0);
+        }
+        libc::close(fd);
+    }
+}
+
+/// The mount namespace the child sent ([`send_namespace`]), held, when it is not toolshed's own.
+fn receive_namespace(socket: &OwnedFd) -> Option<Namespace> {
     use std::os::unix::fs::MetadataExt;
-    let path = format!("/proc/{pid}/ns/mnt");
-    let held = std::fs::File::open(&path).ok()?;
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+    let mut buffer = ControlBuffer([0; 64]);
+    // SAFETY: recvmsg fills the stack buffers described by `msg`; a descriptor it passes is
+    // owned from here on.
+    let held = unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = buffer.0.as_mut_ptr().cast();
+        msg.msg_controllen = buffer.0.len() as _;
+        if libc::recvmsg(socket.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC) < 1 {
+            return None;
+        }
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if cmsg.is_null() || (*cmsg).cmsg_level != libc::SOL_SOCKET || (*cmsg).cmsg_type != libc::SCM_RIGHTS {
+            return None;
+        }
+        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
+        std::fs::File::from(OwnedFd::from_raw_fd(fd))
+    };
     let meta = held.metadata().ok()?;
     let id = (meta.dev(), meta.ino());
     (Some(id) != namespace_id("/proc/self/ns/mnt")).then_some(Namespace { _held: held, id })

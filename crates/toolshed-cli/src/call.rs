@@ -139,7 +139,10 @@ pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
     runtime.block_on(toolshed_tools::lsp::shared(&ws.config).shutdown());
     // A command that failed is no error of the tool's (the model reads its exit code), but a
     // script running `toolshed call bash` needs to see it.
-    let failed_command = result.metadata.get("exit_code").and_then(serde_json::Value::as_i64).is_some_and(|c| c != 0);
+    let failed_command = result.metadata.get("exit_code").and_then(serde_json::Value::as_i64).is_some_and(|c| c != 0)
+        || ["signal", "timed_out", "interrupted", "session_id"]
+            .iter()
+            .any(|k| result.metadata.get(*k).is_some_and(|v| !v.is_null() && *v != serde_json::Value::Bool(false)));
     Ok(if result.is_error || failed_command { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 

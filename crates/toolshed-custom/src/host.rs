@@ -225,7 +225,11 @@ impl JsHost {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if let Some(confine) = &self.runtime.confine {
-            (confine.0)(&mut cmd, agent).map_err(|why| format!("the JS tool host cannot start sandboxed: {why}"))?;
+            // The host lives on: nothing of it is a leftover to stop after a call.
+            drop(
+                (confine.0)(&mut cmd, agent)
+                    .map_err(|why| format!("the JS tool host cannot start sandboxed: {why}"))?,
+            );
         }
         let mut child = cmd
             .spawn()

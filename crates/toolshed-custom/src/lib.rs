@@ -172,8 +172,11 @@ pub struct Discover {
 #[derive(Clone)]
 pub struct Confine(pub Arc<ConfineFn>);
 
-/// What [`Confine`] calls: the command about to start, and the calling agent.
-pub type ConfineFn = dyn Fn(&mut std::process::Command, &str) -> Result<(), String> + Send + Sync;
+/// What [`Confine`] calls: the command about to start, and the calling agent. Returns what stops
+/// the processes the command leaves running, to call once it has ended (a tool's process; the
+/// JS host, which lives on, drops it).
+pub type ConfineFn =
+    dyn Fn(&mut std::process::Command, &str) -> Result<Option<toolshed_process::Leftovers>, String> + Send + Sync;
 
 impl fmt::Debug for Confine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -74,8 +74,9 @@ async fn run_process(command: Command, args: Value, ctx: ToolContext) -> Result<
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    let mut leftovers = None;
     if let Some(confine) = &command.confine {
-        (confine.0)(cmd.as_std_mut(), ctx.agent()).map_err(|why| {
+        leftovers = (confine.0)(cmd.as_std_mut(), ctx.agent()).map_err(|why| {
             ToolError::model(format!(
                 "The custom tool {name} was not run: {why}. Tell the user; do not try another way."
             ))
@@ -88,7 +89,8 @@ async fn run_process(command: Command, args: Value, ctx: ToolContext) -> Result<
         ))
     })?;
     // Killed on request and when dropped (an abandoned call leaves nothing behind).
-    let group = child.id().and_then(|pid| ProcessGroup::new(pid, SIGKILL));
+    let pid = child.id();
+    let group = pid.and_then(|pid| ProcessGroup::new(pid, SIGKILL));
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let (exited_tx, exited_rx) = watch::channel(false);
     let input = format!("{args}\n").into_bytes();
@@ -109,9 +111,13 @@ async fn run_process(command: Command, args: Value, ctx: ToolContext) -> Result<
             };
             let wait = async {
                 let status = child.wait().await;
-                // Whatever the tool left running ends with it.
+                // Whatever the tool left running ends with it: its group, and what left the
+                // group but not its sandbox's namespace (`setsid ... &` in a script it runs).
                 if let Some(group) = &group {
                     group.stop();
+                }
+                if let (Some(stop), Some(pid)) = (leftovers.take(), pid) {
+                    stop.stop(pid);
                 }
                 let _ = exited_tx.send(true);
                 status

@@ -17,4 +17,22 @@ mod group;
 mod program;
 
 pub use group::{GroupList, ProcessGroup, SIGKILL, SIGTERM, Signal, signal_group};
+
+/// What stops the processes a confined child left running once it has ended (see
+/// `toolshed_shell::confine_tool_tracked`): called with the child's process id (its group's),
+/// it returns how many it stopped.
+pub struct Leftovers(pub Box<dyn FnOnce(u32) -> usize + Send>);
+
+impl Leftovers {
+    /// Stops what the child `pid` left running; how many.
+    pub fn stop(self, pid: u32) -> usize {
+        (self.0)(pid)
+    }
+}
+
+impl std::fmt::Debug for Leftovers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Leftovers")
+    }
+}
 pub use program::{ProgramError, find_program, find_trusted_program, untrusted_dirs};

@@ -72,8 +72,8 @@ impl Workspace {
         discover.confine = Some(toolshed_tools::custom::Confine(Arc::new(move |command, agent| {
             // No agent yet (reading the tools' specs): as strictly as any agent that may write.
             let policy = if agent.is_empty() { shell.strictest_writing_policy() } else { shell.policy_for(agent) };
-            toolshed_tools::shell::confine_tool(command, &policy, &sandbox_root, &sandbox_cwd)
-                .map(|_| ())
+            toolshed_tools::shell::confine_tool_tracked(command, &policy, &sandbox_root, &sandbox_cwd)
+                .map(|(_, leftovers)| Some(leftovers))
                 .map_err(|e| e.to_string())
         })));
         let custom = discover.run(scope);

@@ -382,6 +382,40 @@ pub fn confine_tool(
     Ok(confine_by(command, policy, plan))
 }
 
+/// [`confine_tool`] for a process that should leave nothing running once it ends (a custom
+/// tool's): also returns what stops its leftovers — found by its mount namespace (which the
+/// child sends once it is in it) or its process group — to call when it has ended.
+pub fn confine_tool_tracked(
+    command: &mut std::process::Command,
+    policy: &SandboxPolicy,
+    root: &Path,
+    cwd: &Path,
+) -> Result<(&'static str, toolshed_process::Leftovers), ToolError> {
+    let label = confine_tool(command, policy, root, cwd)?;
+    let (receiver, sender) = super::process::namespace_channel()
+        .map_err(|e| ToolError::fatal(format!("could not prepare the command's sandbox: {e}")))?;
+    let sender_fd = std::os::fd::AsRawFd::as_raw_fd(&sender);
+    {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: runs between fork and exec, after the confinement's own hook: raw system calls
+        // on stack buffers only (`send_namespace`).
+        unsafe {
+            command.pre_exec(move || {
+                super::process::send_namespace(sender_fd, c"/proc/self/ns/mnt");
+                Ok(())
+            });
+        }
+    }
+    // The child's end stays open in this process until the command is spawned: it is dropped
+    // with the closure that stops the leftovers, which runs after the child has ended.
+    let stop = move |pid: u32| {
+        drop(sender);
+        let namespace = super::process::receive_namespace(&receiver);
+        super::process::stop_leftovers("", namespace.as_ref(), i32::try_from(pid).unwrap_or(-1))
+    };
+    Ok((label, toolshed_process::Leftovers(Box::new(stop))))
+}
+
 /// Applies `plan` to `command` (between fork and exec); the mode's label.
 fn confine_by(command: &mut std::process::Command, policy: &SandboxPolicy, plan: Plan) -> &'static str {
     let label = plan.label(policy);

@@ -38,7 +38,7 @@ use toolshed_core::env::ChildEnv;
 use toolshed_core::output::SinkOutput;
 use toolshed_core::tool::{ToolOutput, Typed};
 
-pub use bash::{Bash, BashArgs, confine_helper, confine_tool};
+pub use bash::{Bash, BashArgs, confine_helper, confine_tool, confine_tool_tracked};
 pub use bash_output::{BashOutput, BashOutputArgs};
 pub use sandbox::{SandboxMode, SandboxPolicy, SandboxSupport};
 pub use session::MAX_SESSIONS;

@@ -250,7 +250,7 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
         // What the command left running (`server &`, `setsid nohup ... &`) is stopped now: it
         // would act after every check made when the command ended (a `.git` with hooks made a
         // second later), and outlive toolshed too.
-        let stopped = stop_leftovers(&pump_marker, namespace.as_ref());
+        let stopped = stop_leftovers(&pump_marker, namespace.as_ref(), pgid);
         // Only now may the namespace go (and its number be handed to another command's).
         drop(namespace);
         lock(&pump_state).leftovers = stopped;
@@ -520,7 +520,7 @@ pub(crate) fn descendants(root: i32) -> Vec<i32> {
 
 /// A command's own mount namespace, held open: a namespace's number is handed to a new one once
 /// it is gone, so it must not go while processes are looked for by it.
-struct Namespace {
+pub(crate) struct Namespace {
     _held: std::fs::File,
     id: (u64, u64),
 }
@@ -532,7 +532,7 @@ fn namespace_id(path: &str) -> Option<(u64, u64)> {
 }
 
 /// A datagram socket pair (both ends close on exec): toolshed's end, the child's end.
-fn namespace_channel() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn namespace_channel() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: socketpair writes two descriptors into `fds`, which we then own.
     unsafe {
@@ -553,7 +553,7 @@ struct ControlBuffer([u8; 64]);
 ///
 /// # Safety
 /// `path` must be NUL-terminated; `socket` a datagram socket.
-unsafe fn send_namespace(socket: RawFd, path: &std::ffi::CStr) {
+pub(crate) unsafe fn send_namespace(socket: RawFd, path: &std::ffi::CStr) {
     // SAFETY: plain system calls on stack buffers that outlive them.
     unsafe {
         let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
@@ -581,7 +581,7 @@ unsafe fn send_namespace(socket: RawFd, path: &std::ffi::CStr) {
 }
 
 /// The mount namespace the child sent ([`send_namespace`]), held, when it is not toolshed's own.
-fn receive_namespace(socket: &OwnedFd) -> Option<Namespace> {
+pub(crate) fn receive_namespace(socket: &OwnedFd) -> Option<Namespace> {
     use std::os::unix::fs::MetadataExt;
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
@@ -610,51 +610,62 @@ fn receive_namespace(socket: &OwnedFd) -> Option<Namespace> {
 }
 
 /// Kills (SIGKILL) every process left of a command whose shell ended: those in its mount
-/// `namespace` when it has one of its own, else those carrying its `marker` (a process that
-/// cleared its environment escapes that). Repeated while any are found (one may fork as it
-/// dies), a few times at most. Returns how many were killed.
-fn stop_leftovers(marker: &str, namespace: Option<&Namespace>) -> usize {
-    let me = std::process::id() as i32;
-    let mut killed: Vec<i32> = Vec::new();
-    for _ in 0..8 {
-        let found: Vec<i32> = match namespace {
-            Some(ns) => in_namespace(ns.id).into_iter().filter(|&pid| pid != me).collect(),
-            None => marked_pids(marker),
-        };
-        let found: Vec<i32> = found.into_iter().filter(|pid| !killed.contains(pid) || alive(*pid)).collect();
+/// `namespace`, those still in its process group `pgid` (a group's id is not handed out again
+/// while a process is in it), and those carrying its `marker`. A process that cleared its
+/// environment, left the group and entered namespaces of its own escapes. They are stopped
+/// (SIGSTOP) as they are found, round after round until no new one appears, so that one forking
+/// as fast as it can cannot outrun the search; then killed. Returns how many.
+pub(crate) fn stop_leftovers(marker: &str, namespace: Option<&Namespace>, pgid: i32) -> usize {
+    let mut stopped: Vec<i32> = Vec::new();
+    for _ in 0..200 {
+        let found: Vec<i32> =
+            leftovers(marker, namespace, pgid).into_iter().filter(|pid| !stopped.contains(pid)).collect();
         if found.is_empty() {
             break;
         }
         for &pid in &found {
             // SAFETY: kill(2) of one process; errors (ESRCH: gone already) are fine.
             unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-            if !killed.contains(&pid) {
-                killed.push(pid);
+                libc::kill(pid, libc::SIGSTOP);
             }
         }
-        std::thread::sleep(Duration::from_millis(5));
+        stopped.extend(found);
     }
-    killed.len()
+    for &pid in &stopped {
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+    stopped.len()
 }
 
-/// Whether `pid` is still a live process (not a zombie).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| stat.rfind(')').map(|i| stat[i + 1..].trim_start().starts_with('Z')))
-        .is_some_and(|zombie| !zombie)
-}
-
-/// The processes (zombies aside) whose mount namespace is `ns`.
-fn in_namespace(ns: (u64, u64)) -> Vec<i32> {
+/// The live processes (other than toolshed) in `namespace`, in the group `pgid`, or carrying
+/// `marker` in their environment.
+fn leftovers(marker: &str, namespace: Option<&Namespace>, pgid: i32) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let needle = format!("{marker}=");
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
-        .filter(|pid| namespace_id(&format!("/proc/{pid}/ns/mnt")) == Some(ns))
-        .filter(|&pid| alive(pid))
+        .filter(|&pid| pid != me)
+        .filter(|&pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+            // `pid (comm) state ppid pgrp ...`: the name may hold spaces and parentheses.
+            let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return false };
+            let mut fields = after.split_whitespace();
+            let state = fields.next().unwrap_or("Z");
+            let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+            if state.starts_with('Z') || state.starts_with('X') {
+                return false;
+            }
+            group == Some(pgid)
+                || namespace.is_some_and(|ns| namespace_id(&format!("/proc/{pid}/ns/mnt")) == Some(ns.id))
+                || (!marker.is_empty()
+                    && std::fs::read(format!("/proc/{pid}/environ"))
+                        .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var.starts_with(needle.as_bytes()))))
+        })
         .collect()
 }
 

@@ -1177,6 +1177,12 @@ impl<'a> Analyzer<'a> {
                 if self.quiet {
                     return;
                 }
+                // A file named at run time (`curl file://$PWD/.env`) may be any: the worktree.
+                if file.dynamic {
+                    let root = self.root.to_path_buf();
+                    self.tree_read(TreeRead { path: root, hidden: true, ignored: true, glob: None });
+                    return;
+                }
                 for path in self.paths(&file) {
                     self.check_outside(&path);
                     let pattern = self.relative(&path);

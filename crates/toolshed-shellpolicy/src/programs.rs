@@ -1425,6 +1425,8 @@ fn curl(args: &[Word]) -> Vec<Effect> {
             "range",
             "retry",
             "json",
+            "url-query",
+            "variable",
             "data-ascii",
             "cert",
             "key",
@@ -1443,10 +1445,21 @@ fn curl(args: &[Word]) -> Vec<Effect> {
         let file = file.split(';').next().unwrap_or(file);
         (!file.is_empty() && file != "-").then(|| Effect::Reads(part(w, file)))
     };
+    // curl expands `{a,b}` and `[1-9]` in URLs itself (unless `-g`): such a path is known
+    // only at run time, like one with an expansion (`file://$PWD/.env`).
+    let globbing = !args.iter().any(|w| w.text == "-g" || w.text == "--globoff");
     let file_url = |w: &Word| {
-        let rest = w.text.strip_prefix("file://")?;
+        let lower = w.text.get(..7).map(str::to_ascii_lowercase);
+        if lower.as_deref() != Some("file://") {
+            return None;
+        }
+        let rest = &w.text[7..];
         let path = rest.strip_prefix("localhost").unwrap_or(rest);
-        path.starts_with('/').then(|| Effect::Reads(part(w, path)))
+        let mut file = part(w, path);
+        if globbing && path.contains(['{', '[']) {
+            file.dynamic = true;
+        }
+        Some(Effect::Reads(file))
     };
     for arg in syntax.parse(args) {
         let (name, value) = match &arg {
@@ -1468,10 +1481,10 @@ fn curl(args: &[Word]) -> Vec<Effect> {
         };
         if let Some(v) = value {
             match name {
-                "data" | "data-binary" | "data-ascii" | "json" | "header" if v.text.starts_with('@') => {
+                "data" | "data-binary" | "data-ascii" | "json" | "header" | "url-query" if v.text.starts_with('@') => {
                     out.extend(read_after(v, 1));
                 }
-                "data-urlencode" => {
+                "data-urlencode" | "url-query" | "variable" => {
                     if let Some(at) = v.text.find('@').filter(|&at| !v.text[..at].contains('=')) {
                         out.extend(read_after(v, at + 1));
                     }
@@ -2345,7 +2358,7 @@ fn tar(args: &[Word]) -> Vec<Effect> {
         ],
         abbreviations: true,
     };
-    let (options, _operands) = split(&syntax, &words);
+    let (options, operands) = split(&syntax, &words);
     let runs = options.iter().any(|a| match a {
         Arg::Short('I' | 'F' | 'P', _) => true,
         Arg::Long(name, value) => {
@@ -2382,10 +2395,23 @@ fn tar(args: &[Word]) -> Vec<Effect> {
         out.push(Effect::WritesUnder(value_of(&options, 'C', "directory").unwrap_or_else(here)));
     }
     if create
-        && let Some(file) = file
+        && let Some(file) = &file
         && file.text != "-"
     {
-        out.push(Effect::Writes(under(value_of(&options, 'C', "directory").as_ref(), &file)));
+        out.push(Effect::Writes(under(value_of(&options, 'C', "directory").as_ref(), file)));
+    }
+    // What goes into the archive is shown to whoever reads it (`tar cf - . | tar xOf -`): each
+    // operand is read, a directory with everything under it.
+    if create {
+        let dir = value_of(&options, 'C', "directory");
+        let all = TreeFilter { hidden: true, ignored: true };
+        let operands = if file.is_none() && !words.iter().any(|w| w.text.starts_with('-')) {
+            // Old-style `tar cf x.tar dir`: the first operand after the letters is the archive.
+            operands.into_iter().skip(1).collect()
+        } else {
+            operands
+        };
+        out.extend(operands.into_iter().map(|w| Effect::ReadsTree(under(dir.as_ref(), &w), all)));
     }
     out
 }

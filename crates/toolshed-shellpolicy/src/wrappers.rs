@@ -1244,9 +1244,17 @@ fn xargs(parsed: Parsed) -> Peeled {
         .rev()
         .find(|o| o.is('I', "") || o.is('i', "replace"))
         .map(|o| o.value.as_ref().map_or("{}".to_string(), |v| v.text.clone()));
+    // `-a FILE` / `--arg-file=FILE`: the arguments come from FILE, which the command shows.
+    let reads: Vec<Effect> = parsed
+        .options
+        .iter()
+        .filter(|o| o.is('a', "arg-file"))
+        .filter_map(|o| o.value.clone())
+        .map(Effect::Reads)
+        .collect();
     if parsed.rest.is_empty() {
         // xargs runs `echo` with the input.
-        return Peeled::next(Next::Nothing);
+        return Peeled { effects: reads, ..Peeled::next(Next::Nothing) };
     }
     let mut rest = parsed.rest;
     if let Some(r) = &replace {
@@ -1256,7 +1264,7 @@ fn xargs(parsed: Parsed) -> Peeled {
             }
         }
     }
-    Peeled { next: Next::Command(rest), appends: replace.is_none(), effects: Vec::new() }
+    Peeled { next: Next::Command(rest), appends: replace.is_none(), effects: reads }
 }
 
 /// `su [options] [-] [USER [ARG]...]`, `runuser [options] -u USER [COMMAND]`: `-c COMMAND` is a

@@ -405,7 +405,8 @@ fn a_command_that_kills_the_watchdog_still_dies_with_toolshed() {
 fn call_says_that_a_shell_session_ends_with_it_and_bash_output_why_it_finds_none() {
     let world = World::new("");
     let started = world.toolshed(&["call", "bash", r#"{"command": "sleep 30; echo late", "yield_ms": 100}"#]);
-    assert!(started.status.success(), "{}", text(&started));
+    // The command did not finish (it was stopped with the call): a script sees a failure.
+    assert_eq!(started.status.code(), Some(1), "{}", text(&started));
     assert!(text(&started).contains("was stopped with it"), "{}", text(&started));
     let polled = world.toolshed(&["call", "bash_output", r#"{"session_id": 1}"#]);
     assert_eq!(polled.status.code(), Some(1), "{}", text(&polled));

@@ -416,3 +416,22 @@ fn keys_typed_for_the_composer_never_answer_a_question() {
     term.send_line("/exit");
     assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
 }
+
+/// Enter while the model works keeps the text in the composer and says why, once per turn.
+#[test]
+fn enter_during_a_turn_keeps_the_text_and_says_why() {
+    let server = FakeServer::start(vec![Reply::sse(chat::text("Done.")).delay(Duration::from_secs(4))]).unwrap();
+    let dir = worktree(&server, "");
+    let mut term = Terminal::start(dir.path(), &["chat"]);
+    term.wait_for("build ·", Duration::from_secs(30));
+    term.send_line("first");
+    term.wait_for("working", Duration::from_secs(10));
+    term.type_text("second");
+    std::thread::sleep(Duration::from_millis(300));
+    term.type_text("\r");
+    term.wait_for("press Enter again when the turn ends", Duration::from_secs(5));
+    let screen = term.contents();
+    assert!(screen.contains("second"), "the text stays in the composer:\n{screen}");
+    assert_eq!(server.received().len(), 1, "{screen}");
+    term.wait_for("Done.", Duration::from_secs(30));
+}

@@ -286,6 +286,8 @@ struct App {
     /// `/sessions`: the worktree's sessions to pick from, and the one selected.
     picker: Option<(Vec<toolshed_agent::store::SessionInfo>, usize)>,
     quit_armed: bool,
+    /// Whether the person was told, in this turn, that Enter waits for the turn to end.
+    told_to_wait: bool,
     frame: usize,
     open: OpenSession,
     check_model: CheckModel,
@@ -332,6 +334,7 @@ impl App {
             files: None,
             picker: None,
             quit_armed: false,
+            told_to_wait: false,
             frame: 0,
             open,
             check_model,
@@ -853,6 +856,7 @@ impl App {
             (self.runtime.clone(), self.session.clone(), self.cells.clone(), self.done.clone());
         let cancel = CancellationToken::new();
         self.turn = Some(cancel.clone());
+        self.told_to_wait = false;
         self.busy = Some(Instant::now());
         let id = toolshed_agent::store::new_id("call");
         let message = toolshed_agent::store::new_id("msg");
@@ -979,7 +983,14 @@ impl App {
 
     fn submit(&mut self) -> Flow {
         if self.turn.is_some() {
-            // One turn at a time: the text waits in the composer.
+            // One turn at a time: the text waits in the composer (said once per turn).
+            if !self.composer.is_empty() && !self.told_to_wait {
+                self.told_to_wait = true;
+                self.transcript.push_notice(
+                    "the model is still working: your message stays here; press Enter again when the turn ends (Esc interrupts it)",
+                    false,
+                );
+            }
             return Flow::Go;
         }
         let text = self.composer.take();
@@ -1001,6 +1012,7 @@ impl App {
         let (runtime, session, done) = (self.runtime.clone(), self.session.clone(), self.done.clone());
         let cancel = CancellationToken::new();
         self.turn = Some(cancel.clone());
+        self.told_to_wait = false;
         self.busy = Some(Instant::now());
         tokio::spawn(async move {
             let outcome = runtime.prompt(&session, &sent, &cancel).await;
@@ -1027,6 +1039,7 @@ impl App {
                 let (runtime, session, done) = (self.runtime.clone(), self.session.clone(), self.done.clone());
                 let cancel = CancellationToken::new();
                 self.turn = Some(cancel.clone());
+                self.told_to_wait = false;
                 self.busy = Some(Instant::now());
                 tokio::spawn(async move {
                     let outcome = runtime.compact(&session, Trigger::Manual, &cancel).await.map(|_| String::new());

@@ -656,8 +656,17 @@ fn what_an_unknown_program_may_run_asks_as_it_would_alone() {
         "curl -s \"file://$(pwd)/.env\"",
         "curl -s \"file://$PWD/.e[n-n]v\"",
         "tar cf - . | tar xOf -",
+        // Fourth round: percent-encoded names, patterns, names listed in a file, zip.
+        "curl -s file:///ROOT/%2Eenv",
+        "curl -s file:/ROOT/.%65nv",
+        "xargs -a .e* echo",
+        "tar cf - -T names.txt | tar xOf -",
+        "zip -qr - . | funzip",
+        "zip -q - -@ < names.txt | funzip",
     ] {
         std::fs::write(w.base.join("OUT/s"), "outside-canary\n").unwrap();
+        std::fs::write(w.root.join("names.txt"), ".env\n").unwrap();
+        let command = command.replace("ROOT", w.root.to_str().unwrap().trim_start_matches('/'));
         let out = w.toolshed(&["call", "bash", &serde_json::json!({ "command": command }).to_string()]);
         assert!(asked(&out), "{command}: {}", text(&out));
         assert!(!text(&out).contains("sk-secret-canary") && !text(&out).contains("outside-canary"), "{}", text(&out));
@@ -711,6 +720,34 @@ fn what_a_command_leaves_running_is_stopped_when_it_ends() {
     assert!(text(&out).contains("done"), "{}", text(&out));
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert!(!plain.join("escaped").exists(), "the process in namespaces of its own ran on");
+    // A chain of processes each forking and exiting faster than /proc is read (third round),
+    // and a command that kills toolshed to keep its leftover alive (where Landlock scopes
+    // signals, it may not).
+    let chain = "l(){ if [ $SECONDS -ge 2 ]; then touch chained; else l & fi; }; l >/dev/null 2>&1; echo done";
+    let killer = "setsid env -i /bin/sh -c 'sleep 1; touch orphaned' >/dev/null 2>&1 </dev/null & sleep 0.2; kill -9 $PPID; echo killed=$?";
+    for command in [chain, killer] {
+        let out = w
+            .command()
+            .current_dir(&plain)
+            .args([
+                "--root",
+                plain.to_str().unwrap(),
+                "call",
+                "bash",
+                &serde_json::json!({ "command": command }).to_string(),
+            ])
+            .args(["--yes"])
+            .output()
+            .unwrap();
+        if command == killer && !text(&out).contains("killed=1") {
+            eprintln!("this kernel lets a command signal toolshed (no Landlock signal scoping): {}", text(&out));
+            continue;
+        }
+        assert!(text(&out).contains("done") || text(&out).contains("killed=1"), "{}", text(&out));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(!plain.join("chained").exists(), "the chain ran on");
+    assert!(!plain.join("orphaned").exists(), "the process of a command that killed toolshed ran on");
 }
 
 /// Finding (fifth review, third round): a custom tool's process stopped only its process group

@@ -616,6 +616,13 @@ pub(crate) fn receive_namespace(socket: &OwnedFd) -> Option<Namespace> {
 /// (SIGSTOP) as they are found, round after round until no new one appears, so that one forking
 /// as fast as it can cannot outrun the search; then killed. Returns how many.
 pub(crate) fn stop_leftovers(marker: &str, namespace: Option<&Namespace>, pgid: i32) -> usize {
+    // The group first, all at once: a chain of processes each forking and exiting faster than
+    // /proc can be read stays in it (unless it starts a session of its own). Never a group whose
+    // id now belongs to a process that is not ours.
+    let in_group = leftovers("", None, pgid).len();
+    if let Ok(group) = u32::try_from(pgid) {
+        toolshed_process::signal_group(group, libc::SIGKILL);
+    }
     let mut stopped: Vec<i32> = Vec::new();
     for _ in 0..200 {
         let found: Vec<i32> =
@@ -637,7 +644,7 @@ pub(crate) fn stop_leftovers(marker: &str, namespace: Option<&Namespace>, pgid: 
             libc::kill(pid, libc::SIGKILL);
         }
     }
-    stopped.len()
+    in_group + stopped.len()
 }
 
 /// The live processes (other than toolshed) in `namespace`, in the group `pgid`, or carrying

@@ -1183,10 +1183,16 @@ impl<'a> Analyzer<'a> {
                     self.tree_read(TreeRead { path: root, hidden: true, ignored: true, glob: None });
                     return;
                 }
+                // A pattern (`xargs -a .e*`): the files it matches, as a reader's pattern is read.
+                let glob = if file.glob { glob_rest(&file.text) } else { None };
                 for path in self.paths(&file) {
-                    self.check_outside(&path);
+                    let inside = self.check_outside(&path);
                     let pattern = self.relative(&path);
                     self.out.reads.push(pattern);
+                    if inside && let Some(glob) = &glob {
+                        let hidden = glob.starts_with('.') || glob.contains("/.");
+                        self.tree_read(TreeRead { path, hidden, ignored: true, glob: Some(glob.clone()) });
+                    }
                 }
             }
             Effect::Runs(command) if depth < MAX_NESTING => {

@@ -78,6 +78,27 @@ pub(super) fn git_porcelain(subcommand: &str) -> Option<&'static str> {
     }
 }
 
+/// `text` with `%XX` escapes decoded (as bytes; what is not UTF-8 is replaced).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+        if bytes[i] == b'%'
+            && let (Some(&h), Some(&l)) = (bytes.get(i + 1), bytes.get(i + 2))
+            && let (Some(h), Some(l)) = (hex(h), hex(l))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// `find` primaries that take a value (the value may be computed at run time).
 const FIND_VALUES: &[&str] = &[
     "-name",
@@ -266,6 +287,29 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
         "tmux" | "screen" => vec![Effect::Unclassified(format!("`{program}` may run commands in another session"))],
         "zip" if args.iter().any(|w| w.text.starts_with("-TT") || w.text.starts_with("--unzip-command")) => {
             vec![Effect::Unclassified("`zip -TT` runs the given command".into())]
+        }
+        // `zip [options] ARCHIVE FILE...`: what goes in is read (a directory with everything
+        // under it with `-r`/`-R`), and `-@` takes the names from standard input.
+        "zip" => {
+            let short = |c: char| {
+                args.iter().any(|w| w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains(c))
+            };
+            let recursive = short('r')
+                || short('R')
+                || args.iter().any(|w| w.text == "--recurse-paths" || w.text == "--recurse-patterns");
+            let mut out = Vec::new();
+            if short('@') || args.iter().any(|w| w.text == "--names-stdin") {
+                out.push(Effect::Reads(Word::new("the files `zip -@` is given", true)));
+            }
+            let operands: Vec<&Word> = args.iter().filter(|w| !w.text.starts_with('-') || w.text == "-").collect();
+            for input in operands.into_iter().skip(1) {
+                out.push(if recursive {
+                    Effect::ReadsTree(input.clone(), TreeFilter { hidden: true, ignored: true })
+                } else {
+                    Effect::Reads(input.clone())
+                });
+            }
+            out
         }
         "make" | "gmake" => make(args),
         _ if interpreter_family(program).is_some() => interpreter(program, args),
@@ -1449,14 +1493,24 @@ fn curl(args: &[Word]) -> Vec<Effect> {
     // only at run time, like one with an expansion (`file://$PWD/.env`).
     let globbing = !args.iter().any(|w| w.text == "-g" || w.text == "--globoff");
     let file_url = |w: &Word| {
-        let lower = w.text.get(..7).map(str::to_ascii_lowercase);
-        if lower.as_deref() != Some("file://") {
+        // `file:///p`, `file://localhost/p`, `file:/p` (any case), the path percent-decoded as
+        // curl does (`%2Eenv` is `.env`).
+        let lower = w.text.get(..5).map(str::to_ascii_lowercase);
+        if lower.as_deref() != Some("file:") {
             return None;
         }
-        let rest = &w.text[7..];
-        let path = rest.strip_prefix("localhost").unwrap_or(rest);
-        let mut file = part(w, path);
-        if globbing && path.contains(['{', '[']) {
+        let rest = &w.text[5..];
+        let rest = match rest.strip_prefix("//") {
+            Some(after) => {
+                let host_end = after.find('/').unwrap_or(after.len());
+                &after[host_end..]
+            }
+            None => rest,
+        };
+        let path = rest.split(['?', '#']).next().unwrap_or(rest);
+        let decoded = percent_decode(path);
+        let mut file = part(w, &decoded);
+        if (globbing && decoded.contains(['{', '['])) || decoded.contains('\0') {
             file.dynamic = true;
         }
         Some(Effect::Reads(file))
@@ -2401,7 +2455,11 @@ fn tar(args: &[Word]) -> Vec<Effect> {
         out.push(Effect::Writes(under(value_of(&options, 'C', "directory").as_ref(), file)));
     }
     // What goes into the archive is shown to whoever reads it (`tar cf - . | tar xOf -`): each
-    // operand is read, a directory with everything under it.
+    // operand is read, a directory with everything under it; names listed in a file
+    // (`-T`/`--files-from`) may be any file.
+    if create && (value_of(&options, 'T', "files-from").is_some() || has(&options, 'T', &["files-from"])) {
+        out.push(Effect::Reads(Word::new("the files `tar -T` lists", true)));
+    }
     if create {
         let dir = value_of(&options, 'C', "directory");
         let all = TreeFilter { hidden: true, ignored: true };

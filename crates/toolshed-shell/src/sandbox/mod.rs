@@ -373,7 +373,7 @@ mod imp {
 
     use landlock::{
         ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-        RulesetCreatedAttr,
+        RulesetCreatedAttr, Scope,
     };
     use seccompiler::BpfProgram;
 
@@ -445,9 +445,12 @@ mod imp {
     pub(super) fn confinement(writable: &[PathBuf], options: &Options<'_>) -> Result<Confinement, String> {
         let all = AccessFs::from_all(TARGET_ABI);
         let read = AccessFs::from_read(TARGET_ABI);
+        // Signals only within the command (Landlock 6, where the kernel has it): a command may
+        // not kill toolshed (`kill -9 $PPID`) to keep what it left running from being stopped.
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(all)
+            .and_then(|r| r.scope(Scope::Signal))
             .and_then(landlock::Ruleset::create)
             .map_err(|e| e.to_string())?;
         ruleset = ruleset.add_rule(rule("/", read)?).map_err(|e| e.to_string())?;

@@ -688,20 +688,14 @@ fn what_a_command_leaves_running_is_stopped_when_it_ends() {
         "[ -z \"$CLEAN\" ] && exec env -i CLEAN=1 PATH=/usr/bin:/bin /bin/sh \"$0\"\nsleep 1\ngit init -q .\ntouch planted\n",
     )
     .unwrap();
+    // `bash` in the plain directory as the worktree, approved as a person would.
+    let run = |command: &str| {
+        let args = serde_json::json!({ "command": command }).to_string();
+        let root = plain.to_str().unwrap();
+        w.command().current_dir(&plain).args(["--root", root, "call", "bash", &args, "--yes"]).output().unwrap()
+    };
     let command = "setsid nohup sh s.sh > /dev/null 2>&1 < /dev/null & sleep 30 & echo started";
-    let out = w
-        .command()
-        .current_dir(&plain)
-        .args([
-            "--root",
-            plain.to_str().unwrap(),
-            "call",
-            "bash",
-            &serde_json::json!({ "command": command }).to_string(),
-        ])
-        .args(["--yes"])
-        .output()
-        .unwrap();
+    let out = run(command);
     assert!(text(&out).contains("started"), "{}", text(&out));
     assert!(text(&out).contains("stopped when it ended"), "{}", text(&out));
     std::thread::sleep(std::time::Duration::from_secs(3));
@@ -710,13 +704,7 @@ fn what_a_command_leaves_running_is_stopped_when_it_ends() {
     // marker.
     let python = "import ctypes, os, time\nif os.fork(): os._exit(0)\nctypes.CDLL(None).unshare(0x10020000)\ntime.sleep(1)\nopen('escaped', 'w').write('x')\n";
     std::fs::write(plain.join("esc.py"), python).unwrap();
-    let out = w
-        .command()
-        .current_dir(&plain)
-        .args(["--root", plain.to_str().unwrap(), "call", "bash", r#"{"command": "python3 esc.py; echo done"}"#])
-        .args(["--yes"])
-        .output()
-        .unwrap();
+    let out = run("python3 esc.py; echo done");
     assert!(text(&out).contains("done"), "{}", text(&out));
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert!(!plain.join("escaped").exists(), "the process in namespaces of its own ran on");
@@ -726,19 +714,7 @@ fn what_a_command_leaves_running_is_stopped_when_it_ends() {
     let chain = "l(){ if [ $SECONDS -ge 2 ]; then touch chained; else l & fi; }; l >/dev/null 2>&1; echo done";
     let killer = "setsid env -i /bin/sh -c 'sleep 1; touch orphaned' >/dev/null 2>&1 </dev/null & sleep 0.2; kill -9 $PPID; echo killed=$?";
     for command in [chain, killer] {
-        let out = w
-            .command()
-            .current_dir(&plain)
-            .args([
-                "--root",
-                plain.to_str().unwrap(),
-                "call",
-                "bash",
-                &serde_json::json!({ "command": command }).to_string(),
-            ])
-            .args(["--yes"])
-            .output()
-            .unwrap();
+        let out = run(command);
         if command == killer && !text(&out).contains("killed=1") {
             eprintln!("this kernel lets a command signal toolshed (no Landlock signal scoping): {}", text(&out));
             continue;

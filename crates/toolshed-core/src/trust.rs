@@ -359,11 +359,17 @@ fn creatable_record_file(data_dir: &Path) -> PathBuf {
 pub fn note_creatable_user_dirs(data_dir: &Path, dirs: &[(PathBuf, PathBuf)]) -> Result<(), String> {
     static NOTED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
     let mut noted = NOTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Once per directory and process: the record is read only for one not noted yet (this runs
+    // before every command in a session started in `~`).
+    let unnoted: Vec<&(PathBuf, PathBuf)> = dirs.iter().filter(|(dir, _)| !noted.contains(dir)).collect();
+    if unnoted.is_empty() {
+        return Ok(());
+    }
+    noted.extend(unnoted.iter().map(|(dir, _)| dir.clone()));
     let file = creatable_record_file(data_dir);
     let known = read_record(&file, Path::new("/"));
     let new: Vec<&(PathBuf, PathBuf)> =
-        dirs.iter().filter(|(dir, _)| !noted.contains(dir) && !known.files.contains_key(&absolute_key(dir))).collect();
-    noted.extend(dirs.iter().map(|(dir, _)| dir.clone()));
+        unnoted.into_iter().filter(|(dir, _)| !known.files.contains_key(&absolute_key(dir))).collect();
     if new.is_empty() {
         return Ok(());
     }

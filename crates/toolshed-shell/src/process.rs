@@ -616,27 +616,30 @@ pub(crate) fn receive_namespace(socket: &OwnedFd) -> Option<Namespace> {
 /// (SIGSTOP) as they are found, round after round until no new one appears, so that one forking
 /// as fast as it can cannot outrun the search; then killed. Returns how many.
 pub(crate) fn stop_leftovers(marker: &str, namespace: Option<&Namespace>, pgid: i32) -> usize {
-    // The group first, all at once: a chain of processes each forking and exiting faster than
-    // /proc can be read stays in it (unless it starts a session of its own). Never a group whose
-    // id now belongs to a process that is not ours.
-    let in_group = leftovers("", None, pgid).len();
-    if let Ok(group) = u32::try_from(pgid) {
-        toolshed_process::signal_group(group, libc::SIGKILL);
-    }
     let mut stopped: Vec<i32> = Vec::new();
-    for _ in 0..200 {
+    for round in 0..200 {
         let found: Vec<i32> =
             leftovers(marker, namespace, pgid).into_iter().filter(|pid| !stopped.contains(pid)).collect();
-        if found.is_empty() {
-            break;
-        }
         for &pid in &found {
             // SAFETY: kill(2) of one process; errors (ESRCH: gone already) are fine.
             unsafe {
                 libc::kill(pid, libc::SIGSTOP);
             }
         }
+        let none = found.is_empty();
         stopped.extend(found);
+        // After the first look, the group all at once: a chain of processes each forking and
+        // exiting faster than /proc can be read stays in it (unless it starts a session of its
+        // own). Never a group whose id now belongs to a process that is not ours.
+        if round == 0 {
+            if let Ok(group) = u32::try_from(pgid) {
+                toolshed_process::signal_group(group, libc::SIGKILL);
+            }
+            continue;
+        }
+        if none {
+            break;
+        }
     }
     for &pid in &stopped {
         // SAFETY: as above.
@@ -644,7 +647,7 @@ pub(crate) fn stop_leftovers(marker: &str, namespace: Option<&Namespace>, pgid: 
             libc::kill(pid, libc::SIGKILL);
         }
     }
-    in_group + stopped.len()
+    stopped.len()
 }
 
 /// The live processes (other than toolshed) in `namespace`, in the group `pgid`, or carrying

@@ -78,6 +78,28 @@ pub(super) fn git_porcelain(subcommand: &str) -> Option<&'static str> {
     }
 }
 
+/// The values of the long option `--NAME` wherever it is given, spelt as `getopt_long` accepts
+/// it (any abbreviation of at least `min` letters; the value attached with `=` or the next
+/// word); `None` for one given last with no value.
+fn long_values(args: &[Word], name: &str, min: usize) -> Vec<Option<Word>> {
+    let mut out = Vec::new();
+    for (i, w) in args.iter().enumerate() {
+        let Some(long) = w.text.strip_prefix("--") else { continue };
+        let (given, attached) = match long.split_once('=') {
+            Some((given, value)) => (given, Some(value)),
+            None => (long, None),
+        };
+        if given.len() < min.max(1) || !name.starts_with(given) {
+            continue;
+        }
+        out.push(match attached {
+            Some(value) => Some(part(w, value)),
+            None => args.get(i + 1).cloned(),
+        });
+    }
+    out
+}
+
 /// `text` with `%XX` escapes decoded (as bytes; what is not UTF-8 is replaced).
 fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
@@ -256,28 +278,13 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
             vec![Effect::Unclassified(format!("`{program} -e`/`-c` runs a command"))]
         }
         // `--files0-from=F` (any abbreviation): the names of the files to read are in F.
-        "wc" | "du" => {
-            let mut out = Vec::new();
-            for (i, w) in args.iter().enumerate() {
-                let Some(long) = w.text.strip_prefix("--") else { continue };
-                let (name, attached) = match long.split_once('=') {
-                    Some((name, value)) => (name, Some(value)),
-                    None => (long, None),
-                };
-                if name.is_empty() || !"files0-from".starts_with(name) || (program == "du" && name.len() < 2) {
-                    continue;
-                }
-                let file = match attached {
-                    Some(value) => Some(part(w, value)),
-                    None => args.get(i + 1).cloned(),
-                };
-                out.push(match file {
-                    Some(file) if file.text != "-" => Effect::Reads(file),
-                    _ => Effect::Unclassified(format!("`{program} --files0-from` reads file names from its input")),
-                });
-            }
-            out
-        }
+        "wc" | "du" => long_values(args, "files0-from", if program == "du" { 2 } else { 1 })
+            .into_iter()
+            .map(|file| match file {
+                Some(file) if file.text != "-" => Effect::Reads(file),
+                _ => Effect::Unclassified(format!("`{program} --files0-from` reads file names from its input")),
+            })
+            .collect(),
         "run-parts" => {
             vec![Effect::Unclassified("`run-parts` runs the programs of a directory that its options choose".into())]
         }
@@ -333,24 +340,10 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
         "split" | "csplit" => {
             let mut out = vec![Effect::Writes(Word::new(format!("the files `{program}` makes"), true))];
             // `split --filter=COMMAND` (any abbreviation) runs COMMAND through the shell.
-            for (i, w) in args.iter().enumerate() {
-                let Some(long) = w.text.strip_prefix("--") else { continue };
-                let (name, attached) = match long.split_once('=') {
-                    Some((name, value)) => (name, Some(value)),
-                    None => (long, None),
-                };
-                if program == "split" && !name.is_empty() && "filter".starts_with(name) {
-                    let line = match attached {
-                        Some(value) => Some(part(w, value)),
-                        None => args.get(i + 1).cloned(),
-                    };
-                    out.push(
-                        line.map_or_else(
-                            || Effect::Unclassified("`split --filter` runs a command".into()),
-                            Effect::Line,
-                        ),
-                    );
-                }
+            if program == "split" {
+                out.extend(long_values(args, "filter", 1).into_iter().map(|line| {
+                    line.map_or_else(|| Effect::Unclassified("`split --filter` runs a command".into()), Effect::Line)
+                }));
             }
             out
         }

@@ -726,6 +726,45 @@ fn what_a_command_leaves_running_is_stopped_when_it_ends() {
     assert!(!plain.join("orphaned").exists(), "the process of a command that killed toolshed ran on");
 }
 
+/// Left open by the fifth review: a process that does everything at once — a session of its
+/// own, namespaces of its own, an empty environment — was found by none of the marker, the
+/// group or the mount namespace, and neither was a fork-and-exit chain in a session of its own.
+/// A command now has a PID namespace of its own (where the kernel gives it a mount namespace),
+/// whose init ends everything in it when the command ends; inside, `ps` sees the command's own
+/// processes only.
+#[test]
+fn nothing_a_command_starts_outlives_it_whatever_it_hides_behind() {
+    let w = World::new("");
+    let plain = w.base.join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let run = |command: &str| {
+        let args = serde_json::json!({ "command": command }).to_string();
+        let root = plain.to_str().unwrap();
+        w.command().current_dir(&plain).args(["--root", root, "call", "bash", &args, "--yes"]).output().unwrap()
+    };
+    let pid_namespaces =
+        Command::new("unshare").args(["--user", "--map-root-user", "--pid", "--fork", "true"]).status();
+    if !pid_namespaces.is_ok_and(|s| s.success()) {
+        eprintln!("this machine gives no PID namespaces to an unprivileged user: nothing to test");
+        return;
+    }
+    let listed = text(&run("ps -e -o pid= -o comm="));
+    let pids: Vec<&str> = listed.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert!(pids.starts_with(&["1", "2"]) && pids.len() <= 3, "{listed}");
+    // Fork, a session of its own, a user and mount namespace of its own, an empty environment,
+    // then a program that writes a file later.
+    let python = "import ctypes, os\nif os.fork(): os._exit(0)\nos.setsid()\nctypes.CDLL(None).unshare(0x10020000)\nos.execve('/bin/sh', ['sh', '-c', 'sleep 1; touch hidden'], {})\n";
+    std::fs::write(plain.join("hide.py"), python).unwrap();
+    let chain =
+        "setsid sh -c 'l(){ if [ $SECONDS -ge 2 ]; then touch chained; else l & fi; }; l' >/dev/null 2>&1 </dev/null &";
+    let out = run(&format!("python3 hide.py; {chain} sleep 0.3; echo done"));
+    assert!(text(&out).contains("done"), "{}", text(&out));
+    assert!(text(&out).contains("stopped when it ended"), "{}", text(&out));
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert!(!plain.join("hidden").exists(), "the hidden process ran on");
+    assert!(!plain.join("chained").exists(), "the chain in a session of its own ran on");
+}
+
 /// Finding (fifth review, third round): a custom tool's process stopped only its process group
 /// when it ended, so a script it ran (which the model may rewrite without anyone accepting it
 /// again) left `setsid sh -c 'sleep 1; ...' &` behind, which wrote a `.git` and a

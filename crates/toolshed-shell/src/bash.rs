@@ -355,7 +355,7 @@ pub fn confine_helper(
     let protect =
         if policy.mode == SandboxMode::WorkspaceWrite { protected_candidates(root, &[root], &[]) } else { Vec::new() };
     let plan = sandbox::plan_reader(policy, root, &protect)?;
-    Ok(confine_by(command, policy, plan))
+    Ok(confine_by(command, policy, plan, None))
 }
 
 /// Confines `command`, a custom tool's process (or the JS host that runs OpenCode tool files),
@@ -373,28 +373,41 @@ pub fn confine_tool(
     root: &Path,
     cwd: &Path,
 ) -> Result<&'static str, ToolError> {
+    confine_tool_with(command, policy, root, cwd, None)
+}
+
+/// [`confine_tool`], with `pids` as [`sandbox::Confinement::apply_in_child`] takes it.
+fn confine_tool_with(
+    command: &mut std::process::Command,
+    policy: &SandboxPolicy,
+    root: &Path,
+    cwd: &Path,
+    pids: Option<std::os::fd::RawFd>,
+) -> Result<&'static str, ToolError> {
     let protect = if policy.mode == SandboxMode::WorkspaceWrite {
         protected_candidates(root, &[root, cwd], &[])
     } else {
         Vec::new()
     };
     let plan = sandbox::plan(policy, root, &[], &protect)?;
-    Ok(confine_by(command, policy, plan))
+    Ok(confine_by(command, policy, plan, pids))
 }
 
 /// [`confine_tool`] for a process that should leave nothing running once it ends (a custom
-/// tool's): also returns what stops its leftovers — found by its mount namespace (which the
-/// child sends once it is in it) or its process group — to call when it has ended.
+/// tool's): it gets a PID namespace of its own where it gets a mount namespace, whose init
+/// ends what it left running when it ends (`sandbox/init.rs`). Also returns what stops its
+/// leftovers otherwise — found by its mount namespace (which the child sends once it is in it)
+/// or its process group — and counts them, to call when it has ended.
 pub fn confine_tool_tracked(
     command: &mut std::process::Command,
     policy: &SandboxPolicy,
     root: &Path,
     cwd: &Path,
 ) -> Result<(&'static str, toolshed_process::Leftovers), ToolError> {
-    let label = confine_tool(command, policy, root, cwd)?;
     let (receiver, sender) = super::process::namespace_channel()
         .map_err(|e| ToolError::fatal(format!("could not prepare the command's sandbox: {e}")))?;
     let sender_fd = std::os::fd::AsRawFd::as_raw_fd(&sender);
+    let label = confine_tool_with(command, policy, root, cwd, Some(sender_fd))?;
     {
         use std::os::unix::process::CommandExt as _;
         // SAFETY: runs between fork and exec, after the confinement's own hook: raw system calls
@@ -412,19 +425,26 @@ pub fn confine_tool_tracked(
         drop(sender);
         let namespace = super::process::receive_namespace(&receiver);
         super::process::stop_leftovers("", namespace.as_ref(), i32::try_from(pid).unwrap_or(-1))
+            + super::process::receive_left(&receiver)
     };
     Ok((label, toolshed_process::Leftovers(Box::new(stop))))
 }
 
-/// Applies `plan` to `command` (between fork and exec); the mode's label.
-fn confine_by(command: &mut std::process::Command, policy: &SandboxPolicy, plan: Plan) -> &'static str {
+/// Applies `plan` to `command` (between fork and exec), with `pids` as
+/// [`sandbox::Confinement::apply_in_child`] takes it; the mode's label.
+fn confine_by(
+    command: &mut std::process::Command,
+    policy: &SandboxPolicy,
+    plan: Plan,
+    pids: Option<std::os::fd::RawFd>,
+) -> &'static str {
     let label = plan.label(policy);
     if let sandbox::Plan::Sandboxed(confinement) = plan {
         use std::os::unix::process::CommandExt as _;
         // SAFETY: the closure runs in the child between fork and exec and only makes raw system
         // calls on data prepared before the fork (see `Confinement::apply_in_child`).
         unsafe {
-            command.pre_exec(move || confinement.apply_in_child());
+            command.pre_exec(move || confinement.apply_in_child(pids));
         }
     }
     label

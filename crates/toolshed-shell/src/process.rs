@@ -218,7 +218,7 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
                 return Err(io::Error::last_os_error());
             }
             if let Some(confinement) = &confinement {
-                confinement.apply_in_child()?;
+                confinement.apply_in_child(Some(ns_sender_fd))?;
             }
             send_namespace(ns_sender_fd, ns_path);
             Ok(())
@@ -238,7 +238,6 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
     // session or its parent.
     drop(ns_sender);
     let namespace = receive_namespace(&ns_receiver);
-    drop(ns_receiver);
     let state =
         Arc::new(Mutex::new(State { sink: req.sink, exit: None, wait_error: None, reaped_at: None, leftovers: 0 }));
     let (tx, progress) = watch::channel(Progress::default());
@@ -250,7 +249,9 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
         // What the command left running (`server &`, `setsid nohup ... &`) is stopped now: it
         // would act after every check made when the command ended (a `.git` with hooks made a
         // second later), and outlive toolshed too.
-        let stopped = stop_leftovers(&pump_marker, namespace.as_ref(), pgid);
+        // Where the command had a PID namespace of its own, its init stopped them and the
+        // kernel killed them before the shell's parent ended; the init says how many.
+        let stopped = stop_leftovers(&pump_marker, namespace.as_ref(), pgid) + receive_left(&ns_receiver);
         // Only now may the namespace go (and its number be handed to another command's).
         drop(namespace);
         lock(&pump_state).leftovers = stopped;
@@ -607,6 +608,30 @@ pub(crate) fn receive_namespace(socket: &OwnedFd) -> Option<Namespace> {
     let meta = held.metadata().ok()?;
     let id = (meta.dev(), meta.ino());
     (Some(id) != namespace_id("/proc/self/ns/mnt")).then_some(Namespace { _held: held, id })
+}
+
+/// The datagram a command's init sends on the namespace socket when the command ended with
+/// processes left in its PID namespace (`sandbox/init.rs`): this tag, then how many it stopped
+/// (u32, little-endian) before the kernel killed them.
+pub(crate) const LEFT_TAG: &[u8; 4] = b"LEFT";
+
+/// How many processes the command's init reported stopped ([`LEFT_TAG`]), from what is queued
+/// on the namespace socket (other messages are dropped).
+pub(crate) fn receive_left(socket: &OwnedFd) -> usize {
+    let mut total = 0usize;
+    loop {
+        let mut message = [0u8; 8];
+        // SAFETY: recv into a stack buffer of its length.
+        let n =
+            unsafe { libc::recv(socket.as_raw_fd(), message.as_mut_ptr().cast(), message.len(), libc::MSG_DONTWAIT) };
+        if n < 0 {
+            return total;
+        }
+        if n == 8 && &message[..4] == LEFT_TAG {
+            let count = u32::from_le_bytes([message[4], message[5], message[6], message[7]]);
+            total = total.saturating_add(count as usize);
+        }
+    }
 }
 
 /// Kills (SIGKILL) every process left of a command whose shell ended: those in its mount

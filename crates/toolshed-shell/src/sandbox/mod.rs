@@ -13,6 +13,8 @@
 
 mod git_dirs;
 #[cfg(target_os = "linux")]
+mod init;
+#[cfg(target_os = "linux")]
 mod namespace;
 #[cfg(target_os = "linux")]
 mod seccomp;
@@ -159,9 +161,18 @@ pub fn protection_report(policy: &SandboxPolicy) -> (String, bool) {
         ns => {
             let how =
                 if *ns == NamespaceSupport::Mount { "a private mount namespace" } else { "a user and mount namespace" };
+            #[cfg(target_os = "linux")]
+            let pids = namespace::pid_namespaces();
+            #[cfg(not(target_os = "linux"))]
+            let pids = false;
+            let ends = if pids {
+                "; each command has a PID namespace of its own, so nothing it starts outlives it"
+            } else {
+                "; no PID namespaces here: what a command leaves running is searched for and stopped when it ends"
+            };
             (
                 format!(
-                    "protected paths ({names}) are bound read-only for sandboxed commands ({how}); unless the agent's rules allow `protected`; a command that fails on them asks `protected` and, if allowed, reruns sandboxed without the binds"
+                    "protected paths ({names}) are bound read-only for sandboxed commands ({how}); unless the agent's rules allow `protected`; a command that fails on them asks `protected` and, if allowed, reruns sandboxed without the binds{ends}"
                 ),
                 false,
             )
@@ -522,10 +533,12 @@ mod imp {
 
         /// Confines the calling process. Runs in the child between `fork` and `exec`: raw
         /// system calls only, no allocation, no locks. The binds come first: Landlock forbids
-        /// mount changes once applied.
-        pub(crate) fn apply_in_child(&self) -> io::Result<()> {
+        /// mount changes once applied. With `pids` (a report socket, or -1), a command that gets
+        /// a mount namespace gets a PID namespace too, which ends everything it left running
+        /// when it ends (see `init.rs`); not for a long-lived helper.
+        pub(crate) fn apply_in_child(&self, pids: Option<std::os::fd::RawFd>) -> io::Result<()> {
             if let Some(binds) = &self.binds {
-                binds.apply_in_child()?;
+                binds.apply_in_child(pids)?;
             }
             // SAFETY: plain system calls on a valid fd and programs that outlive the call; the
             // kernel copies each program.
@@ -598,7 +611,7 @@ mod imp {
             &[]
         }
 
-        pub(crate) fn apply_in_child(&self) -> io::Result<()> {
+        pub(crate) fn apply_in_child(&self, _pids: Option<i32>) -> io::Result<()> {
             Err(io::Error::from(io::ErrorKind::Unsupported))
         }
     }

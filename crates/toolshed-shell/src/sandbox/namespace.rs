@@ -13,6 +13,7 @@
 
 use std::ffi::CString;
 use std::io;
+use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -24,6 +25,17 @@ pub(super) fn support() -> &'static NamespaceSupport {
     static SUPPORT: OnceLock<NamespaceSupport> = OnceLock::new();
     SUPPORT.get_or_init(probe)
 }
+
+/// Whether a command that gets a mount namespace can have a PID namespace of its own too, with
+/// a `/proc` of its own mounted in it (found by the same probe). Without that `/proc`, a
+/// command's processes would read another process's files by their own numbers
+/// (`/proc/$$/status`), so no PID namespace is made.
+pub(super) fn pid_namespaces() -> bool {
+    support();
+    PIDS.get().copied().unwrap_or(false)
+}
+
+static PIDS: OnceLock<bool> = OnceLock::new();
 
 /// The uid and gid maps a child writes after `unshare(CLONE_NEWUSER)`, prebuilt.
 struct UserMaps {
@@ -58,6 +70,8 @@ pub(crate) struct Binds {
     pins: Vec<CString>,
     user: Option<UserMaps>,
     root: CString,
+    /// A PID namespace may come with the mount namespace ([`pid_namespaces`]).
+    pids: bool,
     /// The paths, for the model and the permission request.
     pub(crate) shown: Vec<PathBuf>,
 }
@@ -80,13 +94,22 @@ impl Binds {
         let mut pins = pins.to_vec();
         pins.sort_by_key(|p| p.components().count());
         let pins = pins.iter().map(|p| cstring(p)).collect::<Result<Vec<_>, _>>()?;
-        Ok(Some(Binds { paths: paths_c, pins, user, root: cstring(Path::new("/"))?, shown: paths.to_vec() }))
+        Ok(Some(Binds {
+            paths: paths_c,
+            pins,
+            user,
+            root: cstring(Path::new("/"))?,
+            pids: pid_namespaces(),
+            shown: paths.to_vec(),
+        }))
     }
 
-    /// Enters the namespace and makes the binds. Runs between `fork` and `exec`: raw system
-    /// calls only.
-    pub(crate) fn apply_in_child(&self) -> io::Result<()> {
-        enter(self.user.as_ref(), &self.root)?;
+    /// Enters the namespace and makes the binds. With `pids` (the report socket, or -1), the
+    /// command gets a PID namespace of its own too, with an init that ends everything in it
+    /// when the command ends ([`super::init`]) where the kernel allows it. Runs between `fork`
+    /// and `exec`: raw system calls only.
+    pub(crate) fn apply_in_child(&self, pids: Option<RawFd>) -> io::Result<()> {
+        let own_pids = enter(self.user.as_ref(), &self.root, self.pids && pids.is_some())?;
         for path in &self.pins {
             bind(path)?;
         }
@@ -109,6 +132,10 @@ impl Binds {
                 check(libc::chdir(buf.as_ptr().cast()))?;
             }
         }
+        if own_pids {
+            // SAFETY: between fork and exec, right after an unshare with CLONE_NEWPID.
+            unsafe { super::init::split(pids.unwrap_or(-1))? };
+        }
         Ok(())
     }
 }
@@ -121,29 +148,33 @@ fn check(rc: libc::c_int) -> io::Result<()> {
     if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
 
-/// A new mount namespace (and user namespace when `user` is given), every mount private.
-fn enter(user: Option<&UserMaps>, root: &CString) -> io::Result<()> {
+/// A new mount namespace (and user namespace when `user` is given), every mount private; with
+/// `pids`, a PID namespace for the children too where the kernel allows it (whether it did).
+fn enter(user: Option<&UserMaps>, root: &CString, pids: bool) -> io::Result<bool> {
+    let base = if user.is_some() { libc::CLONE_NEWUSER | libc::CLONE_NEWNS } else { libc::CLONE_NEWNS };
     // SAFETY: raw system calls on NUL-terminated strings and buffers that outlive them.
     unsafe {
-        match user {
-            None => check(libc::unshare(libc::CLONE_NEWNS))?,
-            Some(maps) => {
-                check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS))?;
-                // A non-dumpable process (toolshed hides its environment that way) may not
-                // write its own maps: /proc/self belongs to root then. Dumpable just for these
-                // writes; `exec` makes the command dumpable anyway.
-                let dumpable = libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0);
-                if dumpable == 0 {
-                    check(libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0))?;
-                }
-                let written = write_file(&maps.setgroups, b"deny")
-                    .and_then(|()| write_file(&maps.uid_map, &maps.uid_line))
-                    .and_then(|()| write_file(&maps.gid_map, &maps.gid_line));
-                if dumpable == 0 {
-                    check(libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0))?;
-                }
-                written?;
+        // A kernel without PID namespaces, or out of them (user.max_pid_namespaces), still
+        // gives the mount namespace: what the command leaves running is then found by it.
+        let own_pids = pids && libc::unshare(base | libc::CLONE_NEWPID) == 0;
+        if !own_pids {
+            check(libc::unshare(base))?;
+        }
+        if let Some(maps) = user {
+            // A non-dumpable process (toolshed hides its environment that way) may not
+            // write its own maps: /proc/self belongs to root then. Dumpable just for these
+            // writes; `exec` makes the command dumpable anyway.
+            let dumpable = libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0);
+            if dumpable == 0 {
+                check(libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0))?;
             }
+            let written = write_file(&maps.setgroups, b"deny")
+                .and_then(|()| write_file(&maps.uid_map, &maps.uid_line))
+                .and_then(|()| write_file(&maps.gid_map, &maps.gid_line));
+            if dumpable == 0 {
+                check(libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0))?;
+            }
+            written?;
         }
         check(libc::mount(
             std::ptr::null(),
@@ -151,7 +182,8 @@ fn enter(user: Option<&UserMaps>, root: &CString) -> io::Result<()> {
             std::ptr::null(),
             libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null(),
-        ))
+        ))?;
+        Ok(own_pids)
     }
 }
 
@@ -237,7 +269,8 @@ fn probe() -> NamespaceSupport {
         Err(e) => return NamespaceSupport::Missing { reason: e },
     };
     let privileged = try_in_child(None, &scratch);
-    if privileged.is_ok() {
+    if let Ok(pids) = privileged {
+        let _ = PIDS.set(pids);
         return NamespaceSupport::Mount;
     }
     let user = match UserMaps::for_caller() {
@@ -245,19 +278,28 @@ fn probe() -> NamespaceSupport {
         Err(e) => return NamespaceSupport::Missing { reason: e },
     };
     match (privileged, user) {
-        (_, Ok(())) => NamespaceSupport::UserAndMount,
+        (_, Ok(pids)) => {
+            let _ = PIDS.set(pids);
+            NamespaceSupport::UserAndMount
+        }
         (Err(mount), Err(user)) => NamespaceSupport::Missing {
             reason: format!(
                 "a private mount namespace failed ({mount}) and so did a user namespace ({user}); unprivileged user namespaces may be disabled (sysctl user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns)"
             ),
         },
-        (Ok(()), _) => NamespaceSupport::Mount,
+        (Ok(_), _) => NamespaceSupport::Mount,
     }
 }
 
-/// Forks a child that enters the namespaces and binds `scratch.0` read-only, then exits with 0
-/// or the errno of the step that failed.
-fn try_in_child(user: Option<&UserMaps>, scratch: &(CString, CString)) -> Result<(), io::Error> {
+/// The probe's exit code when the mount namespace works but a PID namespace with its own
+/// `/proc` does not (no errno is this large).
+const NO_PIDS: i32 = 255;
+
+/// Forks a child that enters the namespaces (a PID namespace too, where it can) and binds
+/// `scratch.0` read-only, and a grandchild that mounts a `/proc` in that PID namespace; the
+/// child exits with 0, [`NO_PIDS`], or the errno of the step that failed. Whether the PID
+/// namespace worked.
+fn try_in_child(user: Option<&UserMaps>, scratch: &(CString, CString)) -> Result<bool, io::Error> {
     // SAFETY: the child makes raw system calls only and leaves with `_exit`; the parent waits
     // for it.
     unsafe {
@@ -266,25 +308,55 @@ fn try_in_child(user: Option<&UserMaps>, scratch: &(CString, CString)) -> Result
             return Err(io::Error::last_os_error());
         }
         if pid == 0 {
-            let code = match enter(user, &scratch.1).and_then(|()| bind_read_only(&scratch.0)) {
-                Ok(()) => 0,
-                Err(e) => e.raw_os_error().unwrap_or(libc::EINVAL).clamp(1, 255),
+            let code = match enter(user, &scratch.1, true).and_then(|pids| bind_read_only(&scratch.0).map(|()| pids)) {
+                Ok(true) if proc_mounts_in_child() => 0,
+                Ok(_) => NO_PIDS,
+                Err(e) => e.raw_os_error().unwrap_or(libc::EINVAL).clamp(1, NO_PIDS - 1),
             };
             libc::_exit(code);
         }
-        let mut status = 0;
-        while libc::waitpid(pid, &mut status, 0) < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
-        match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
-            (true, 0) => Ok(()),
-            (true, errno) => Err(io::Error::from_raw_os_error(errno)),
-            _ => Err(io::Error::other("the probe died")),
+        match wait_for(pid) {
+            Some(0) => Ok(true),
+            Some(NO_PIDS) => Ok(false),
+            Some(errno) => Err(io::Error::from_raw_os_error(errno)),
+            None => Err(io::Error::other("the probe died")),
         }
     }
+}
+
+/// In a child that just entered a PID namespace: whether its first process (a grandchild) can
+/// mount a `/proc` of that namespace.
+unsafe fn proc_mounts_in_child() -> bool {
+    // SAFETY: raw system calls; the grandchild leaves with `_exit`.
+    unsafe {
+        let pid = libc::fork();
+        if pid < 0 {
+            return false;
+        }
+        if pid == 0 {
+            let mounted = libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            ) == 0;
+            libc::_exit(if mounted && libc::getpid() == 1 { 0 } else { 1 });
+        }
+        wait_for(pid) == Some(0)
+    }
+}
+
+/// Waits for the child `pid`; its exit code, `None` if it did not exit (killed).
+fn wait_for(pid: libc::pid_t) -> Option<i32> {
+    let mut status = 0;
+    // SAFETY: waitpid on a stack integer.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return None;
+        }
+    }
+    libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status))
 }
 
 #[cfg(test)]

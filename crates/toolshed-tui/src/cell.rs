@@ -149,7 +149,13 @@ impl Transcript {
         for m in messages {
             for part in &m.parts {
                 match part {
-                    StoredPart::Text { text } if m.role == toolshed_llm::Role::User => t.push_user(text),
+                    StoredPart::Text { text } if m.role == toolshed_llm::Role::User => {
+                        match crate::mentions::typed_part(text) {
+                            (typed, 0) => t.push_user(typed),
+                            (typed, 1) => t.push_user(&format!("{typed}\n(1 file attached)")),
+                            (typed, n) => t.push_user(&format!("{typed}\n({n} files attached)")),
+                        }
+                    }
                     StoredPart::Text { text } if !text.trim().is_empty() => {
                         t.cells.push(Cell::Answer { text: text.clone(), done: true });
                     }

@@ -88,6 +88,32 @@ pub fn attach(prompt: &str, root: &Path) -> String {
     out
 }
 
+/// What the person typed of a prompt [`attach`] made: the files attached after it left out (a
+/// resumed session shows the prompt as it was written, not the files' contents), and how many
+/// there were. A `<file path=...>` block counts only where the text before it mentions that
+/// path (`@path`), so a prompt that quotes such a tag itself is shown whole.
+pub fn typed_part(stored: &str) -> (&str, usize) {
+    let mut end = stored.len();
+    let mut files = 0;
+    let mut rest = stored;
+    while let Some(at) = rest.find("\n\n<file path=\"") {
+        let start = stored.len() - rest.len() + at;
+        let after = &stored[start + "\n\n<file path=\"".len()..];
+        let Some(quote) = after.find('"') else { break };
+        let path = &after[..quote];
+        if !stored[..start.min(end)].contains(&format!("@{path}")) {
+            break;
+        }
+        if files == 0 {
+            end = start;
+        }
+        files += 1;
+        let Some(close) = after.find("\n</file>") else { break };
+        rest = &after[close + "\n</file>".len()..];
+    }
+    (&stored[..end], files)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +145,18 @@ mod tests {
         assert!(!out.contains("passwd\">") && !out.contains("missing.txt\">"), "{out}");
         let listed = files(dir.path());
         assert!(listed.contains(&"a.txt".to_string()) && !listed.contains(&"ignored.txt".to_string()), "{listed:?}");
+    }
+
+    #[test]
+    fn the_typed_part_leaves_the_attached_files_out() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+        std::fs::write(dir.path().join("b.txt"), "beta\n\n<file path=\"x\">\n").unwrap();
+        let sent = attach("compare @a.txt with @b.txt", dir.path());
+        assert_eq!(typed_part(&sent), ("compare @a.txt with @b.txt", 2));
+        assert_eq!(typed_part("no files"), ("no files", 0));
+        // A tag the person typed, for a path not mentioned, stays.
+        let typed = "what does this mean?\n\n<file path=\"z\">\nq\n</file>";
+        assert_eq!(typed_part(typed), (typed, 0));
     }
 }

@@ -789,3 +789,41 @@ fn what_a_custom_tool_leaves_running_is_stopped_when_it_ends() {
     std::thread::sleep(std::time::Duration::from_millis(2500));
     assert!(!w.root.join("planted").exists(), "the tool's background process ran on");
 }
+
+/// Finding (sixth review): the `.git` of a submodule was not protected: a command replaced the
+/// gitfile `lib/.git` with a directory whose config set `core.fsmonitor`, and the person's next
+/// `git status` at the top ran it. The submodules `.gitmodules` lists have their `.git` bound
+/// read-only like the top's.
+#[test]
+fn a_submodules_git_is_protected_like_the_top_one() {
+    let w = World::new("");
+    let git = |dir: &std::path::Path, args: &[&str]| {
+        let out = Command::new("git")
+            .current_dir(dir)
+            .args(["-c", "protocol.file.allow=always", "-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let lib = w.base.join("libsrc");
+    std::fs::create_dir_all(&lib).unwrap();
+    git(&lib, &["init", "-q"]);
+    git(&lib, &["commit", "-q", "--allow-empty", "-m", "i"]);
+    let main = w.base.join("main");
+    std::fs::create_dir_all(&main).unwrap();
+    git(&main, &["init", "-q"]);
+    git(&main, &["submodule", "add", "-q", lib.to_str().unwrap(), "lib"]);
+    let args = serde_json::json!({
+        "command": "cd lib && G=$(printf .%s git) && rm $G; mkdir $G; echo '[core]' > $G/config; echo made"
+    })
+    .to_string();
+    let out = w
+        .command()
+        .current_dir(&main)
+        .args(["--root", main.to_str().unwrap(), "call", "bash", &args])
+        .output()
+        .unwrap();
+    assert!(text(&out).contains("made"), "{}", text(&out));
+    assert!(main.join("lib/.git").is_file(), "the submodule's gitfile was replaced: {}", text(&out));
+}

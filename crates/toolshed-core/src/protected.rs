@@ -397,6 +397,56 @@ fn locations_from(root: &Path, cwd: &Path) -> Vec<PathBuf> {
             }
         }
     }
+    // The git dirs (or gitfiles) of the submodules `.gitmodules` lists, and theirs in turn: the
+    // person's `git status` at the top goes into each, and runs what its config says
+    // (`core.fsmonitor`) as it would the top's.
+    for path in submodule_git_dirs(root) {
+        if !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// How deep submodules of submodules are followed.
+const SUBMODULE_DEPTH: usize = 3;
+/// The most submodules looked at.
+const MAX_SUBMODULES: usize = 256;
+
+/// `<submodule>/.git` of each submodule listed in `root`'s `.gitmodules` (a `path = ...` line, a
+/// relative path that stays inside), and of theirs, [`SUBMODULE_DEPTH`] levels down. A
+/// `.gitmodules` that is a link is not read.
+fn submodule_git_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![(root.to_path_buf(), 0)];
+    while let Some((dir, depth)) = dirs.pop() {
+        let file = dir.join(".gitmodules");
+        if !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        for line in text.lines() {
+            let Some((key, value)) = line.split_once('=') else { continue };
+            if key.trim() != "path" {
+                continue;
+            }
+            let rel = Path::new(value.trim().trim_matches('"'));
+            if rel.as_os_str().is_empty()
+                || rel.is_absolute()
+                || rel.components().any(|c| !matches!(c, std::path::Component::Normal(_)))
+            {
+                continue;
+            }
+            let sub = dir.join(rel);
+            out.push(sub.join(".git"));
+            if out.len() >= MAX_SUBMODULES {
+                return out;
+            }
+            if depth + 1 < SUBMODULE_DEPTH {
+                dirs.push((sub, depth + 1));
+            }
+        }
+    }
     out
 }
 

@@ -12,6 +12,8 @@ use toolshed_core::tool::{Alias, ToolFlags, ToolSpec, TypedTool};
 use toolshed_core::{ToolContext, ToolError, ToolOutput};
 
 use toolshed_path::{Confinement, Permitted, ResolvedPath};
+
+use crate::session::ProcessSession;
 use toolshed_shellpolicy as bash_permission;
 
 use super::process::{self, Exit, KILL_GRACE, SpawnRequest, StdinMode};
@@ -488,7 +490,9 @@ impl Bash {
         if let Ending::Session(id) = result.ending
             && let Ok(session) = self.shell.state.sessions.get(id)
         {
-            session.watch_protected(absent.to_vec());
+            // Still running: removed as they appear, with nobody to ask (see `session.rs`).
+            ProcessSession::watch_protected(&session, absent.to_vec());
+            return session.settle_protected(ctx.root());
         }
         super::created::settle(ctx, absent, &args.command).await
     }

@@ -127,8 +127,8 @@ impl TypedTool for BashOutput {
                 () = ctx.cancellation().cancelled() => {},
             }
         }
-        notes.extend(session.settle_protected(&ctx).await);
-        Ok(report(&self.shell, &session, &ctx, &notes))
+        notes.extend(session.settle_protected(ctx.root()));
+        Ok(report(&self.shell, &session, &ctx, &notes, args.stop))
     }
 }
 
@@ -156,7 +156,14 @@ async fn send_input(session: &ProcessSession, input: &str) -> Option<String> {
 }
 
 /// New output of `session` and its state; closes the session once its exit is reported.
-pub(super) fn report(shell: &Shell, session: &ProcessSession, ctx: &ToolContext, notes: &[String]) -> ToolOutput {
+/// `stop`: the model asked to stop it.
+pub(super) fn report(
+    shell: &Shell,
+    session: &ProcessSession,
+    ctx: &ToolContext,
+    notes: &[String],
+    stop: bool,
+) -> ToolOutput {
     let run = &session.run;
     let done = run.is_done();
     let output = run.take_output(ctx.output_sink(MEMORY_BUDGET));
@@ -180,8 +187,15 @@ pub(super) fn report(shell: &Shell, session: &ProcessSession, ctx: &ToolContext,
         shell.state.sessions.remove(id);
     }
     let mut notes = notes.to_vec();
-    if done && run.stopped_leftovers() > 0 {
-        notes.push(super::bash::leftovers_note(run.stopped_leftovers()));
+    // Stopped by the model, everything it started goes with it, as asked; ended by itself, what
+    // its shell left running was stopped (the model already runs it as a session).
+    if done && run.stopped_leftovers() > 0 && !stop {
+        let count = run.stopped_leftovers();
+        notes.push(format!(
+            "(Its shell ended leaving {count} process{} running; {} stopped with it.)",
+            if count == 1 { "" } else { "es" },
+            if count == 1 { "it was" } else { "they were" }
+        ));
     }
     exit_metadata(compose(output, &status, &notes), exit)
         .with_metadata("session_id", id)

@@ -479,6 +479,22 @@ impl Drop for Run {
 }
 
 fn signal_all(pgid: i32, marker: &str, signal: i32) {
+    if signal != libc::SIGKILL {
+        // Each process once (the shell's descendants, its group, the marked), so that a handler
+        // (`trap ... TERM`) runs once, as it would for one `kill`.
+        let (mut targets, group) = descendants_and_group(pgid);
+        targets.extend(group);
+        targets.extend(marked_pids(marker));
+        targets.sort_unstable();
+        targets.dedup();
+        for pid in targets {
+            // SAFETY: kill(2) of one process; errors (ESRCH) are fine.
+            unsafe {
+                libc::kill(pid, signal);
+            }
+        }
+        return;
+    }
     // The shell's descendants first, while the tree still leads to them (the shell is the
     // group leader: its pid is the group's id).
     for pid in descendants(pgid) {
@@ -495,17 +511,23 @@ fn signal_all(pgid: i32, marker: &str, signal: i32) {
     signal_marked(marker, signal);
 }
 
-/// The processes descended from `root` (not `root` itself), from `/proc/*/stat`.
-pub(crate) fn descendants(root: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+/// The processes descended from `root` (not `root` itself), and those in the process group
+/// `root` (the group leader included), from `/proc/*/stat`.
+fn descendants_and_group(root: i32) -> (Vec<i32>, Vec<i32>) {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return (Vec::new(), Vec::new()) };
     let mut parent_of: Vec<(i32, i32)> = Vec::new();
+    let mut group = Vec::new();
     for entry in entries.flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-        // `pid (comm) state ppid ...`: the name may hold spaces and parentheses.
+        // `pid (comm) state ppid pgrp ...`: the name may hold spaces and parentheses.
         let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
-        if let Some(ppid) = after.split_whitespace().nth(1).and_then(|p| p.parse::<i32>().ok()) {
+        let mut fields = after.split_whitespace().skip(1);
+        if let Some(ppid) = fields.next().and_then(|p| p.parse::<i32>().ok()) {
             parent_of.push((pid, ppid));
+        }
+        if fields.next().and_then(|g| g.parse::<i32>().ok()) == Some(root) {
+            group.push(pid);
         }
     }
     let mut found = vec![root];
@@ -516,7 +538,12 @@ pub(crate) fn descendants(root: i32) -> Vec<i32> {
         i += 1;
     }
     found.remove(0);
-    found
+    (found, group)
+}
+
+/// The processes descended from `root` (not `root` itself), from `/proc/*/stat`.
+pub(crate) fn descendants(root: i32) -> Vec<i32> {
+    descendants_and_group(root).0
 }
 
 /// A command's own mount namespace, held open: a namespace's number is handed to a new one once
@@ -887,6 +914,9 @@ exit 0
 
     extern "C" fn kill_all_at_exit() {
         kill_all();
+        // What a session made of the protected paths it may not create goes too (see
+        // `session.rs`): nobody polls it any more.
+        crate::session::sweep_all_watched();
     }
 }
 

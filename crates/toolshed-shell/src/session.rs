@@ -6,8 +6,9 @@
 //! session, and so does toolshed's exit (see `process`'s `atexit` hook).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use toolshed_core::ToolError;
@@ -27,25 +28,122 @@ pub(crate) struct ProcessSession {
     pub run: Run,
     /// Set when the session's own `timeout_ms` stopped it.
     pub timed_out: AtomicBool,
-    /// Protected locations that did not exist when the command started (see
-    /// [`super::created`]): looked at again whenever the session is polled or stopped.
-    absent: Mutex<Vec<std::path::PathBuf>>,
+    /// The protected locations its command may not create (see [`Watched`]).
+    watched: Mutex<Option<Arc<Watched>>>,
+}
+
+/// How often a running session's [`Watched`] locations are looked at.
+const WATCH_EVERY: Duration = Duration::from_millis(200);
+
+/// Protected locations that did not exist when a session's command started and that it may not
+/// create (see [`super::created`]: those a rule allows are not among them). A command in the
+/// foreground that creates one is asked about when it ends; a session runs on with nobody to
+/// ask, and a `.git` it made (with `core.fsmonitor` set) would run its program at the person's
+/// next `git status`, so they are looked at every [`WATCH_EVERY`] while it runs, when it ends,
+/// when it is dropped and when toolshed exits, and whatever appeared is removed at once. The
+/// model hears of it at its next poll.
+pub(crate) struct Watched {
+    absent: Vec<PathBuf>,
+    removed: Mutex<Vec<PathBuf>>,
+    failed: Mutex<Vec<String>>,
+}
+
+impl Watched {
+    /// Removes whatever of the locations exists now; they stay watched.
+    fn sweep(&self) {
+        for path in self.absent.iter().filter(|p| std::fs::symlink_metadata(p).is_ok()) {
+            // Never through a link the command made on the way (see `created.rs`).
+            let removed = toolshed_core::paths::remove_made(path);
+            if let Err(e) = removed
+                && std::fs::symlink_metadata(path).is_ok()
+            {
+                let failed = format!("{} ({e})", path.display());
+                let mut list = lock(&self.failed);
+                if !list.contains(&failed) {
+                    list.push(failed);
+                }
+            } else {
+                let mut list = lock(&self.removed);
+                if !list.contains(path) {
+                    list.push(path.clone());
+                }
+            }
+        }
+    }
+
+    /// The model's note on what was removed since it was last told, if anything.
+    fn note(&self, root: &Path) -> Option<String> {
+        let removed = std::mem::take(&mut *lock(&self.removed));
+        let failed = std::mem::take(&mut *lock(&self.failed));
+        if removed.is_empty() && failed.is_empty() {
+            return None;
+        }
+        let shown: Vec<String> =
+            removed.iter().map(|p| p.strip_prefix(root).unwrap_or(p).display().to_string()).collect();
+        let mut note = format!(
+            "(The session's command created protected paths that did not exist before: {}. A command running in the background may not keep them (it needs permission `protected`, which only a command in the foreground can be asked for), so they were removed as they appeared. Do not create them another way; tell the user what you wanted to add.)",
+            shown.join(", ")
+        );
+        if !failed.is_empty() {
+            note.push_str(&format!(" (These could not be removed: {}.)", failed.join(", ")));
+        }
+        Some(note)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Every [`Watched`] of this process, for the sweep at exit.
+static WATCHED: Mutex<Vec<Weak<Watched>>> = Mutex::new(Vec::new());
+
+/// Sweeps every session's [`Watched`] locations once more (at exit, after the commands were
+/// killed). Never blocks: a list held elsewhere is skipped.
+pub(crate) fn sweep_all_watched() {
+    let Ok(list) = WATCHED.try_lock() else { return };
+    for watched in list.iter().filter_map(Weak::upgrade) {
+        watched.sweep();
+    }
 }
 
 impl ProcessSession {
-    /// Watches `absent` protected locations for this session's command.
-    pub(crate) fn watch_protected(&self, absent: Vec<std::path::PathBuf>) {
-        *self.absent.lock().unwrap_or_else(PoisonError::into_inner) = absent;
+    /// Watches the `absent` protected locations of this session's command (see [`Watched`]).
+    pub(crate) fn watch_protected(session: &Arc<ProcessSession>, absent: Vec<PathBuf>) {
+        if absent.is_empty() {
+            return;
+        }
+        let watched = Arc::new(Watched { absent, removed: Mutex::default(), failed: Mutex::default() });
+        {
+            let mut list = lock(&WATCHED);
+            list.retain(|w| w.strong_count() > 0);
+            list.push(Arc::downgrade(&watched));
+        }
+        *lock(&session.watched) = Some(watched.clone());
+        let weak = Arc::downgrade(session);
+        tokio::spawn(async move {
+            loop {
+                let Some(session) = weak.upgrade() else {
+                    watched.sweep();
+                    break;
+                };
+                let ended = session.run.is_done();
+                watched.sweep();
+                if ended {
+                    break;
+                }
+                drop(session);
+                tokio::time::sleep(WATCH_EVERY).await;
+            }
+        });
     }
 
-    /// Settles what appeared of the watched locations (see [`super::created::settle`]); the
-    /// rest stays watched.
-    pub(crate) async fn settle_protected(&self, ctx: &toolshed_core::ToolContext) -> Option<String> {
-        let absent = std::mem::take(&mut *self.absent.lock().unwrap_or_else(PoisonError::into_inner));
-        let note = super::created::settle(ctx, &absent, &self.command).await;
-        let still: Vec<_> = absent.into_iter().filter(|p| std::fs::symlink_metadata(p).is_err()).collect();
-        self.absent.lock().unwrap_or_else(PoisonError::into_inner).extend(still);
-        note
+    /// Sweeps the watched locations now, and the note on what was removed since the model was
+    /// last told.
+    pub(crate) fn settle_protected(&self, root: &Path) -> Option<String> {
+        let watched = lock(&self.watched).clone()?;
+        watched.sweep();
+        watched.note(root)
     }
 }
 
@@ -90,7 +188,7 @@ impl ProcessSessions {
             command: command.to_string(),
             run,
             timed_out: AtomicBool::new(false),
-            absent: Mutex::default(),
+            watched: Mutex::default(),
         });
         table.entries.insert(id, session.clone());
         let ended: Vec<u32> = table.entries.values().filter(|s| s.run.is_done()).map(|s| s.id).collect();

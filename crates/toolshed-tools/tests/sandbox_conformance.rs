@@ -888,6 +888,21 @@ async fn a_missing_toolshed_toml_cannot_be_created_through_a_computed_path() {
     let r = h.call("bash_output", json!({ "session_id": id, "wait_ms": 5000 })).await;
     assert!(r.output.contains("so they were removed"), "{}", r.output);
     assert!(!h.root.join("toolshed.toml").exists());
+    // Review 6: nobody polls a session that makes one (a `.git` with `core.fsmonitor` would run
+    // at the person's next `git status`): it is removed while the session runs on.
+    let r = h
+        .call("bash", json!({ "command": "sleep 0.2; f=toolshed.toml; echo x > $f; sleep 30", "yield_ms": 100 }))
+        .await;
+    let id = r.metadata["session_id"].as_u64().unwrap();
+    let made = h.root.join("toolshed.toml");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while made.exists() || std::time::Instant::now() < deadline - std::time::Duration::from_millis(2500) {
+        assert!(std::time::Instant::now() < deadline, "still there while the session ran");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let r = h.call("bash_output", json!({ "session_id": id, "stop": true })).await;
+    assert!(r.output.contains("removed as they appeared"), "{}", r.output);
+    assert!(!h.root.join("toolshed.toml").exists());
 }
 
 #[tokio::test]

@@ -77,6 +77,12 @@ pub(crate) unsafe fn split(report: RawFd) -> io::Result<()> {
             libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             std::ptr::null(),
         );
+        // Numbers from a random start, not 2, 3, ...: the same numbers in every command would
+        // make a pid file left by one (`server.pid`) name a live process of the next.
+        let start = random_start();
+        if let Some(start) = start {
+            write_number(c"/proc/sys/kernel/ns_last_pid", start);
+        }
         let command = libc::fork();
         if command == 0 {
             libc::close(handover[0]);
@@ -86,7 +92,7 @@ pub(crate) unsafe fn split(report: RawFd) -> io::Result<()> {
         }
         close_all_except(&mut [handover[1], report]);
         let status = if command < 0 { COULD_NOT_START } else { reap_until(command) };
-        let stopped = stop_the_rest();
+        let stopped = stop_the_rest(start.unwrap_or(1));
         if report >= 0 && stopped > 0 {
             let mut message = [0u8; 8];
             message[..4].copy_from_slice(crate::process::LEFT_TAG);
@@ -209,8 +215,9 @@ unsafe fn reap_until(command: libc::pid_t) -> libc::c_int {
     }
 }
 
-/// Stops every other process of the namespace at once and counts them.
-unsafe fn stop_the_rest() -> usize {
+/// Stops every other process of the namespace at once and counts them (processes, not threads
+/// or zombies), looking at the numbers handed out after `start`.
+unsafe fn stop_the_rest(start: libc::pid_t) -> usize {
     // SAFETY: raw system calls on stack buffers.
     unsafe {
         // kill(-1) from a namespace's init reaches every process of the namespace but itself;
@@ -218,12 +225,13 @@ unsafe fn stop_the_rest() -> usize {
         if libc::kill(-1, libc::SIGSTOP) != 0 {
             return 0;
         }
-        // Numbers are handed out in order from 1 here: each one up to the last given out is
-        // looked at (a command that started thousands of processes costs a few milliseconds).
-        let last = last_pid().unwrap_or(1 << 15).min(1 << 22);
+        // Each number handed out since the start is looked at (a command that started thousands
+        // of processes costs a few milliseconds); after a wrap, the low ones.
+        let last = read_number(c"/proc/sys/kernel/ns_last_pid").unwrap_or(start + (1 << 15));
+        let (from, to) = if last > start { (start + 1, last) } else { (2, last) };
         let mut count = 0;
-        for pid in 2..=last {
-            if libc::kill(pid, 0) == 0 {
+        for pid in from.max(2)..=to.min(from.max(2) + (1 << 22)) {
+            if is_live_process(pid) {
                 count += 1;
             }
         }
@@ -231,12 +239,90 @@ unsafe fn stop_the_rest() -> usize {
     }
 }
 
-/// The last process number handed out in this namespace (`/proc/sys/kernel/ns_last_pid`
-/// answers for the reader's namespace).
-unsafe fn last_pid() -> Option<libc::pid_t> {
+/// Whether `pid` is a process (a thread group's leader, not another of its threads) that has
+/// not exited.
+unsafe fn is_live_process(pid: libc::pid_t) -> bool {
+    // SAFETY: raw system calls on stack buffers.
+    unsafe {
+        if libc::syscall(libc::SYS_tgkill, pid, pid, 0) != 0 {
+            return false;
+        }
+        // `/proc/PID/stat`: `pid (comm) S ...`, the state after the last `)`.
+        let mut path = [0u8; 32];
+        let prefix = b"/proc/";
+        path[..prefix.len()].copy_from_slice(prefix);
+        let mut at = prefix.len() + decimal(pid, &mut path[prefix.len()..]);
+        path[at..at + 5].copy_from_slice(b"/stat");
+        at += 5;
+        path[at] = 0;
+        let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return true;
+        }
+        let mut buf = [0u8; 512];
+        let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(fd);
+        let text = &buf[..n.max(0) as usize];
+        let state =
+            text.iter().rposition(|&b| b == b')').and_then(|i| text[i + 1..].iter().find(|b| !b.is_ascii_whitespace()));
+        !matches!(state, Some(b'Z' | b'X'))
+    }
+}
+
+/// Writes `value` in decimal at the start of `out`; how many bytes.
+fn decimal(value: libc::pid_t, out: &mut [u8]) -> usize {
+    let mut digits = [0u8; 12];
+    let mut n = 0;
+    let mut v = value.max(0) as u32;
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for i in 0..n {
+        out[i] = digits[n - 1 - i];
+    }
+    n
+}
+
+/// A random number to hand out process numbers after, within `pid_max`: `None` if there is no
+/// randomness or no room.
+unsafe fn random_start() -> Option<libc::pid_t> {
+    // SAFETY: getrandom into a stack buffer; reads of /proc files.
+    unsafe {
+        let max = read_number(c"/proc/sys/kernel/pid_max")?.min(1 << 22);
+        let mut bytes = [0u8; 4];
+        if libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), libc::GRND_NONBLOCK) != 4 {
+            return None;
+        }
+        // Room above for what the command starts before the numbers wrap.
+        let room = max - 1000 - max / 4;
+        (room > 0).then(|| 1000 + (u32::from_ne_bytes(bytes) % room as u32) as libc::pid_t)
+    }
+}
+
+/// Writes `value` in decimal to a `/proc` file.
+unsafe fn write_number(path: &std::ffi::CStr, value: libc::pid_t) {
+    let mut text = [0u8; 12];
+    let n = decimal(value, &mut text);
+    // SAFETY: open, write and close on a stack buffer.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd >= 0 {
+            libc::write(fd, text.as_ptr().cast(), n);
+            libc::close(fd);
+        }
+    }
+}
+
+/// A number read from a `/proc` file (`ns_last_pid` answers for the reader's namespace).
+unsafe fn read_number(path: &std::ffi::CStr) -> Option<libc::pid_t> {
     // SAFETY: open, read and close on a stack buffer.
     unsafe {
-        let fd = libc::open(c"/proc/sys/kernel/ns_last_pid".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
         if fd < 0 {
             return None;
         }

@@ -20,7 +20,7 @@ use toolshed_core::exec::{Executor, Session, ToolCall, ToolResult};
 use toolshed_core::permission::{Action, ApprovalRequest, Approver, Reply, Rule, Ruleset};
 use toolshed_core::registry::Registry;
 use toolshed_core::tool::BoxFuture;
-use toolshed_tools::shell::sandbox::{self, NamespaceSupport, SandboxMode};
+use toolshed_tools::shell::sandbox::{self, NamespaceSupport, SandboxMode, SandboxSupport};
 use toolshed_tools::shell::{SandboxPolicy, Shell};
 
 const WORKSPACE_WRITE: SandboxPolicy =
@@ -945,4 +945,38 @@ async fn a_nested_repositorys_config_is_not_writable_through_a_computed_path() {
 /// directory (the records of what a person accepted), which no approval and no rule lifts.
 fn data_dir_only() -> serde_json::Value {
     json!([toolshed_core::paths::data_dir().display().to_string()])
+}
+
+/// Review 6: a server outside the sandbox listening on an abstract Unix socket (which no file
+/// permission guards) took a command's connection, and could have run what it asked, outside
+/// the sandbox and after the command. A command connects only to abstract sockets of its own
+/// (Landlock 6 scoping, where the kernel has it).
+#[tokio::test]
+async fn a_command_cannot_reach_an_abstract_socket_outside_it() {
+    let abi = match sandbox::support() {
+        SandboxSupport::Landlock { abi } => *abi,
+        other => return skip("a_command_cannot_reach_an_abstract_socket_outside_it", other),
+    };
+    if abi < 6 || !have("python3") {
+        return skip(
+            "a_command_cannot_reach_an_abstract_socket_outside_it",
+            "no Landlock scoping (ABI < 6) or python3",
+        );
+    }
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("toolshed-test-{}", std::process::id());
+    let address = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind_addr(&address).unwrap();
+    let h = Harness::new(WORKSPACE_WRITE, Ruleset::defaults(), Answers::with(&[]));
+    let connect = |name: &str| {
+        format!(
+            "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"\\0{name}\"); print(\"connected\")' 2>&1 | tail -1"
+        )
+    };
+    let r = h.bash(&connect(&name)).await;
+    assert!(r.output.contains("Operation not permitted") && !r.output.contains("connected"), "{}", r.output);
+    // Its own are fine.
+    let own = "python3 -c 'import socket; a = socket.socket(socket.AF_UNIX); a.bind(\"\\0own\"); a.listen(1); b = socket.socket(socket.AF_UNIX); b.connect(\"\\0own\"); print(\"own ok\")'";
+    let r = h.bash(own).await;
+    assert!(r.output.contains("own ok"), "{}", r.output);
 }

@@ -458,13 +458,15 @@ mod imp {
         let read = AccessFs::from_read(TARGET_ABI);
         // Signals only within the command (Landlock 6, where the kernel has it): a command may
         // not kill toolshed (`kill -9 $PPID`) to keep what it left running from being stopped.
+        // Nor connect to an abstract Unix socket of a process outside it (review 6: a server
+        // listening there could run what the command asks, outside the sandbox and after it).
         // Not for a helper that reads the worktree (a language server): it watches that its
         // client lives (`kill(pid, 0)`, the LSP `processId`) and would take a refusal for death.
         let scoped = options.worktree.is_some();
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(all)
-            .and_then(|r| if scoped { r.scope(Scope::Signal) } else { Ok(r) })
+            .and_then(|r| if scoped { r.scope(Scope::Signal | Scope::AbstractUnixSocket) } else { Ok(r) })
             .and_then(landlock::Ruleset::create)
             .map_err(|e| e.to_string())?;
         ruleset = ruleset.add_rule(rule("/", read)?).map_err(|e| e.to_string())?;

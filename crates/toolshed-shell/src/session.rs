@@ -32,8 +32,11 @@ pub(crate) struct ProcessSession {
     watched: Mutex<Option<Arc<Watched>>>,
 }
 
-/// How often a running session's [`Watched`] locations are looked at.
+/// How often a running session's [`Watched`] locations are looked at (besides when an entry
+/// appears in a directory that holds one).
 const WATCH_EVERY: Duration = Duration::from_millis(200);
+/// The least time between two looks.
+const SWEEP_GAP: Duration = Duration::from_millis(20);
 
 /// Protected locations that did not exist when a session's command started and that it may not
 /// create (see [`super::created`]: those a rule allows are not among them). A command in the
@@ -45,36 +48,53 @@ const WATCH_EVERY: Duration = Duration::from_millis(200);
 pub(crate) struct Watched {
     absent: Vec<PathBuf>,
     removed: Mutex<Vec<PathBuf>>,
-    failed: Mutex<Vec<String>>,
+    failed: Mutex<Vec<(PathBuf, String)>>,
+    /// Those removed: one found again was made again.
+    gone: Mutex<Vec<PathBuf>>,
+    /// Set when the session was stopped for making one again.
+    stopped: AtomicBool,
 }
 
 impl Watched {
-    /// Removes whatever of the locations exists now; they stay watched.
-    fn sweep(&self) {
+    /// Removes whatever of the locations exists now; they stay watched. Whether one was made
+    /// again after it had been removed: a command that does that fights the removal, which it
+    /// can win part of the time, so the session is stopped.
+    fn sweep(&self) -> bool {
+        let mut again = false;
         for path in self.absent.iter().filter(|p| std::fs::symlink_metadata(p).is_ok()) {
+            again |= lock(&self.gone).contains(path);
             // Never through a link the command made on the way (see `created.rs`).
             let removed = toolshed_core::paths::remove_made(path);
             if let Err(e) = removed
                 && std::fs::symlink_metadata(path).is_ok()
             {
-                let failed = format!("{} ({e})", path.display());
                 let mut list = lock(&self.failed);
-                if !list.contains(&failed) {
-                    list.push(failed);
+                if !list.iter().any(|(p, _)| p == path) {
+                    list.push((path.clone(), e.to_string()));
                 }
             } else {
                 let mut list = lock(&self.removed);
                 if !list.contains(path) {
                     list.push(path.clone());
                 }
+                let mut gone = lock(&self.gone);
+                if !gone.contains(path) {
+                    gone.push(path.clone());
+                }
             }
         }
+        again
     }
 
     /// The model's note on what was removed since it was last told, if anything.
     fn note(&self, root: &Path) -> Option<String> {
         let removed = std::mem::take(&mut *lock(&self.removed));
-        let failed = std::mem::take(&mut *lock(&self.failed));
+        // Those that could not be removed once but are gone now are not worth a word.
+        let failed: Vec<String> = std::mem::take(&mut *lock(&self.failed))
+            .into_iter()
+            .filter(|(p, _)| std::fs::symlink_metadata(p).is_ok())
+            .map(|(p, e)| format!("{} ({e})", p.display()))
+            .collect();
         if removed.is_empty() && failed.is_empty() {
             return None;
         }
@@ -87,7 +107,72 @@ impl Watched {
         if !failed.is_empty() {
             note.push_str(&format!(" (These could not be removed: {}.)", failed.join(", ")));
         }
+        if self.stopped.load(Ordering::Relaxed) {
+            note.push_str(" (The session made them again after they were removed, so it was stopped.)");
+        }
         Some(note)
+    }
+}
+
+/// An inotify instance watching directories for entries created or moved in.
+struct Creations {
+    fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
+    watched: Vec<PathBuf>,
+}
+
+impl Creations {
+    fn new() -> Option<Creations> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: inotify_init1 returns a new descriptor we then own.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: as above.
+        let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        // SAFETY: the AsyncFd owns `owned`, so it stays open and the same for its lifetime.
+        let fd = unsafe { tokio::io::unix::AsyncFd::register(owned) }.ok()?;
+        Some(Creations { fd, watched: Vec::new() })
+    }
+
+    /// Watches the nearest existing directory above each of `absent` (again as directories
+    /// appear on the way).
+    fn watch(&mut self, absent: &[PathBuf]) {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        for path in absent {
+            let Some(dir) = path.ancestors().skip(1).find(|d| d.is_dir()) else { continue };
+            if self.watched.iter().any(|w| w == dir) {
+                continue;
+            }
+            let Ok(name) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { continue };
+            // SAFETY: a valid descriptor and a NUL-terminated path.
+            let added = unsafe {
+                libc::inotify_add_watch(
+                    self.fd.as_raw_fd(),
+                    name.as_ptr(),
+                    libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_ONLYDIR,
+                )
+            };
+            if added >= 0 {
+                self.watched.push(dir.to_path_buf());
+            }
+        }
+    }
+
+    /// Waits for events and drains them.
+    async fn next(&self) {
+        use std::os::fd::AsRawFd;
+        let Ok(mut guard) = self.fd.readable().await else { return };
+        let mut buf = [0u8; 4096];
+        loop {
+            // SAFETY: read into a buffer of its length.
+            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+        }
+        guard.clear_ready();
     }
 }
 
@@ -113,7 +198,13 @@ impl ProcessSession {
         if absent.is_empty() {
             return;
         }
-        let watched = Arc::new(Watched { absent, removed: Mutex::default(), failed: Mutex::default() });
+        let watched = Arc::new(Watched {
+            absent,
+            removed: Mutex::default(),
+            failed: Mutex::default(),
+            gone: Mutex::default(),
+            stopped: AtomicBool::new(false),
+        });
         {
             let mut list = lock(&WATCHED);
             list.retain(|w| w.strong_count() > 0);
@@ -122,18 +213,41 @@ impl ProcessSession {
         *lock(&session.watched) = Some(watched.clone());
         let weak = Arc::downgrade(session);
         tokio::spawn(async move {
+            // Told by the kernel as soon as an entry appears where one may (inotify), and
+            // looked at every WATCH_EVERY besides (a directory made on the way, no inotify).
+            let mut creations = Creations::new();
             loop {
                 let Some(session) = weak.upgrade() else {
                     watched.sweep();
                     break;
                 };
                 let ended = session.run.is_done();
-                watched.sweep();
+                if watched.sweep() && !ended {
+                    watched.stopped.store(true, Ordering::Relaxed);
+                    session.run.signal(libc::SIGKILL);
+                    session.run.wait_done().await;
+                    watched.sweep();
+                    break;
+                }
                 if ended {
                     break;
                 }
                 drop(session);
-                tokio::time::sleep(WATCH_EVERY).await;
+                if let Some(c) = creations.as_mut() {
+                    c.watch(&watched.absent);
+                }
+                let swept = tokio::time::Instant::now();
+                match creations.as_ref() {
+                    Some(c) => {
+                        tokio::select! {
+                            () = c.next() => {}
+                            () = tokio::time::sleep(WATCH_EVERY) => {}
+                        }
+                    }
+                    None => tokio::time::sleep(WATCH_EVERY).await,
+                }
+                // A command that creates entries without pause must not keep this busy.
+                tokio::time::sleep_until(swept + SWEEP_GAP).await;
             }
         });
     }

@@ -903,6 +903,18 @@ async fn a_missing_toolshed_toml_cannot_be_created_through_a_computed_path() {
     let r = h.call("bash_output", json!({ "session_id": id, "stop": true })).await;
     assert!(r.output.contains("removed as they appeared"), "{}", r.output);
     assert!(!h.root.join("toolshed.toml").exists());
+    // One that makes it again as soon as it is removed would keep it in place part of the time:
+    // it is stopped.
+    let r = h
+        .call(
+            "bash",
+            json!({ "command": "while :; do f=toolshed.toml; echo x > $f 2>/dev/null; done", "yield_ms": 100 }),
+        )
+        .await;
+    let id = r.metadata["session_id"].as_u64().unwrap();
+    let r = h.call("bash_output", json!({ "session_id": id, "wait_ms": 5000 })).await;
+    assert!(r.output.contains("so it was stopped") && r.output.contains("has ended"), "{}", r.output);
+    assert!(!made.exists());
 }
 
 #[tokio::test]

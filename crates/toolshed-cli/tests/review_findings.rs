@@ -786,6 +786,7 @@ fn what_a_custom_tool_leaves_running_is_stopped_when_it_ends() {
     .unwrap();
     let out = w.toolshed(&["call", "runtests", "{}"]);
     assert!(text(&out).contains("tests ok"), "{}", text(&out));
+    assert!(text(&out).contains("stopped when it ended"), "the model is told: {}", text(&out));
     std::thread::sleep(std::time::Duration::from_millis(2500));
     assert!(!w.root.join("planted").exists(), "the tool's background process ran on");
 }

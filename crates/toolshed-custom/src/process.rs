@@ -99,6 +99,8 @@ async fn run_process(command: Command, args: Value, ctx: ToolContext) -> Result<
     let mut err_total = 0usize;
 
     let cancel = ctx.cancellation().clone();
+    // How many processes the tool left running (stopped when it ended).
+    let mut left = 0usize;
     // The block ends the borrows of the sink and the child before the output is collected.
     let status = {
         let io = async {
@@ -117,7 +119,7 @@ async fn run_process(command: Command, args: Value, ctx: ToolContext) -> Result<
                     group.stop();
                 }
                 if let (Some(stop), Some(pid)) = (leftovers.take(), pid) {
-                    stop.stop(pid);
+                    left = stop.stop(pid);
                 }
                 let _ = exited_tx.send(true);
                 status
@@ -151,12 +153,18 @@ async fn run_process(command: Command, args: Value, ctx: ToolContext) -> Result<
     let status =
         status.map_err(|e| ToolError::model(format!("The custom tool {name} could not be waited for: {e}")))?;
     if status.success() {
-        if stdout.spill.is_none()
-            && let Some(output) = structured(&stdout.text)
-        {
-            return Ok(output);
+        let mut output = match structured(&stdout.text) {
+            Some(output) if stdout.spill.is_none() => output,
+            _ => ToolOutput { text: stdout.text, spill: stdout.spill, ..ToolOutput::default() },
+        };
+        if left > 0 {
+            output.text.push_str(&format!(
+                "\n\n(The tool left {left} process{} running in the background; {} stopped when it ended.)",
+                if left == 1 { "" } else { "es" },
+                if left == 1 { "it was" } else { "they were" }
+            ));
         }
-        return Ok(ToolOutput { text: stdout.text, spill: stdout.spill, ..ToolOutput::default() });
+        return Ok(output);
     }
     let dropped = err_total.saturating_sub(err_tail.len());
     Err(failure(name, status, &err_tail, dropped, &stdout.text, &ctx))

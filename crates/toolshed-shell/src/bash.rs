@@ -384,7 +384,7 @@ fn confine_tool_with(
     policy: &SandboxPolicy,
     root: &Path,
     cwd: &Path,
-    pids: Option<std::os::fd::RawFd>,
+    pids: Option<sandbox::OwnPids>,
 ) -> Result<&'static str, ToolError> {
     let protect = if policy.mode == SandboxMode::WorkspaceWrite {
         protected_candidates(root, &[root, cwd], &[])
@@ -409,7 +409,8 @@ pub fn confine_tool_tracked(
     let (receiver, sender) = super::process::namespace_channel()
         .map_err(|e| ToolError::fatal(format!("could not prepare the command's sandbox: {e}")))?;
     let sender_fd = std::os::fd::AsRawFd::as_raw_fd(&sender);
-    let label = confine_tool_with(command, policy, root, cwd, Some(sender_fd))?;
+    let pids = sandbox::OwnPids { report: sender_fd, own_group: false };
+    let label = confine_tool_with(command, policy, root, cwd, Some(pids))?;
     {
         use std::os::unix::process::CommandExt as _;
         // SAFETY: runs between fork and exec, after the confinement's own hook: raw system calls
@@ -438,7 +439,7 @@ fn confine_by(
     command: &mut std::process::Command,
     policy: &SandboxPolicy,
     plan: Plan,
-    pids: Option<std::os::fd::RawFd>,
+    pids: Option<sandbox::OwnPids>,
 ) -> &'static str {
     let label = plan.label(policy);
     if let sandbox::Plan::Sandboxed(confinement) = plan {

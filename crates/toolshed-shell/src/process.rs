@@ -218,7 +218,7 @@ pub(crate) fn spawn(req: SpawnRequest<'_>) -> io::Result<Run> {
                 return Err(io::Error::last_os_error());
             }
             if let Some(confinement) = &confinement {
-                confinement.apply_in_child(Some(ns_sender_fd))?;
+                confinement.apply_in_child(Some(crate::sandbox::OwnPids { report: ns_sender_fd, own_group: true }))?;
             }
             send_namespace(ns_sender_fd, ns_path);
             Ok(())

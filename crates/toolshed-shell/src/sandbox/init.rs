@@ -34,12 +34,13 @@ use std::os::fd::RawFd;
 const COULD_NOT_START: libc::c_int = 126 << 8;
 
 /// Splits the calling child (just entered into a new PID namespace) in three, as the module
-/// docs say; returns only in the command's process. `report` (or -1) is the socket toolshed
-/// reads the count of stopped processes from.
+/// docs say; returns only in the command's process. `pids.report` (or -1) is the socket
+/// toolshed reads the count of stopped processes from.
 ///
 /// # Safety
 /// Only between `fork` and `exec` of a child whose last `unshare` included `CLONE_NEWPID`.
-pub(crate) unsafe fn split(report: RawFd) -> io::Result<()> {
+pub(crate) unsafe fn split(pids: super::OwnPids) -> io::Result<()> {
+    let report = pids.report;
     // SAFETY: raw system calls on stack data; the waiter and the init leave with `_exit`.
     unsafe {
         let mut handover = [0 as libc::c_int; 2];
@@ -87,6 +88,14 @@ pub(crate) unsafe fn split(report: RawFd) -> io::Result<()> {
         if command == 0 {
             libc::close(handover[0]);
             libc::close(handover[1]);
+            if pids.own_group {
+                // A group of its own, visible inside (the waiter's is not), and the terminal's
+                // foreground one if it has a terminal (signals are still blocked: no SIGTTOU).
+                libc::setpgid(0, 0);
+                if libc::isatty(0) == 1 {
+                    libc::tcsetpgrp(0, libc::getpgrp());
+                }
+            }
             libc::sigprocmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
             return Ok(());
         }

@@ -201,6 +201,17 @@ pub fn report(policy: &SandboxPolicy) -> String {
     }
 }
 
+/// A PID namespace of its own for a child that gets a mount namespace (see `init.rs`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OwnPids {
+    /// The socket the init reports the number of processes it stopped on (-1: none).
+    pub report: std::os::fd::RawFd,
+    /// The command leads a process group of its own inside (a shell command: `kill -- -$$`
+    /// and `ps -o pgid` work as they would outside), the terminal's foreground one with a
+    /// terminal; otherwise it stays in the group of toolshed's child (whose signals it gets).
+    pub own_group: bool,
+}
+
 /// How one command will run.
 pub(crate) enum Plan {
     /// Without a sandbox; `note` says why when the policy wanted one.
@@ -535,10 +546,10 @@ mod imp {
 
         /// Confines the calling process. Runs in the child between `fork` and `exec`: raw
         /// system calls only, no allocation, no locks. The binds come first: Landlock forbids
-        /// mount changes once applied. With `pids` (a report socket, or -1), a command that gets
+        /// mount changes once applied. With `pids`, a command that gets
         /// a mount namespace gets a PID namespace too, which ends everything it left running
         /// when it ends (see `init.rs`); not for a long-lived helper.
-        pub(crate) fn apply_in_child(&self, pids: Option<std::os::fd::RawFd>) -> io::Result<()> {
+        pub(crate) fn apply_in_child(&self, pids: Option<super::OwnPids>) -> io::Result<()> {
             if let Some(binds) = &self.binds {
                 binds.apply_in_child(pids)?;
             }
@@ -613,7 +624,7 @@ mod imp {
             &[]
         }
 
-        pub(crate) fn apply_in_child(&self, _pids: Option<i32>) -> io::Result<()> {
+        pub(crate) fn apply_in_child(&self, _pids: Option<super::OwnPids>) -> io::Result<()> {
             Err(io::Error::from(io::ErrorKind::Unsupported))
         }
     }

@@ -13,7 +13,6 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -104,11 +103,11 @@ impl Binds {
         }))
     }
 
-    /// Enters the namespace and makes the binds. With `pids` (the report socket, or -1), the
+    /// Enters the namespace and makes the binds. With `pids`, the
     /// command gets a PID namespace of its own too, with an init that ends everything in it
     /// when the command ends ([`super::init`]) where the kernel allows it. Runs between `fork`
     /// and `exec`: raw system calls only.
-    pub(crate) fn apply_in_child(&self, pids: Option<RawFd>) -> io::Result<()> {
+    pub(crate) fn apply_in_child(&self, pids: Option<super::OwnPids>) -> io::Result<()> {
         let own_pids = enter(self.user.as_ref(), &self.root, self.pids && pids.is_some())?;
         for path in &self.pins {
             bind(path)?;
@@ -132,9 +131,9 @@ impl Binds {
                 check(libc::chdir(buf.as_ptr().cast()))?;
             }
         }
-        if own_pids {
+        if let (true, Some(pids)) = (own_pids, pids) {
             // SAFETY: between fork and exec, right after an unshare with CLONE_NEWPID.
-            unsafe { super::init::split(pids.unwrap_or(-1))? };
+            unsafe { super::init::split(pids)? };
         }
         Ok(())
     }

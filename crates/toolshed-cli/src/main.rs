@@ -223,21 +223,30 @@ pub async fn stop_requested() {
     }
 }
 
-/// Resolves on SIGTERM (what `timeout`, `docker stop` and service managers send) or once
-/// standard output turns out to be closed by its reader.
+/// Resolves on SIGTERM (what `timeout`, `docker stop` and service managers send), SIGHUP, or
+/// once standard output turns out to be closed by its reader.
 pub async fn terminated_or_unread() {
     let closed = async {
         while !stdout_closed() {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
     };
+    // SIGHUP too (the terminal closed, or a service manager's stop): without a handler it ends
+    // the process at once, before what a session left of protected paths is removed.
     #[cfg(unix)]
     let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
+        use tokio::signal::unix::{SignalKind, signal};
+        let wait = |kind: SignalKind| async move {
+            match signal(kind) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending().await,
             }
-            Err(_) => std::future::pending().await,
+        };
+        tokio::select! {
+            () = wait(SignalKind::terminate()) => {}
+            () = wait(SignalKind::hangup()) => {}
         }
     };
     #[cfg(not(unix))]

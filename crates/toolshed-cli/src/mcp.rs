@@ -97,8 +97,7 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
-    runtime
-        .block_on(async {
+    let served = runtime.block_on(async {
             // Upstream servers start in the background: the client gets its answer to
             // `initialize` (and the built-in tools) at once, and each server's tools join with
             // `notifications/tools/list_changed` when it is up.
@@ -195,8 +194,11 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
             toolshed_mcp::kill_all_servers();
             toolshed_tools::lsp::shared(&ws.config).shutdown().await;
             served
-        })
-        .map_err(CliError::failure)?;
+        });
+    // Not a plain drop: that waits for the blocked read of standard input, which a client that
+    // keeps it open after SIGTERM or SIGHUP never ends.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    served.map_err(CliError::failure)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -67,7 +67,7 @@ fn doctor_reports_the_sandbox_the_shell_will_use() {
     if landlock {
         let protection = sandbox.lines().nth(2).unwrap_or_default();
         assert!(
-            protection.starts_with("  protected paths (.git, .toolshed, .opencode/tool, .opencode/tools, .opencode/skills, .opencode/skill, .claude/skills, .agents/skills, toolshed.toml) "),
+            protection.starts_with("  protected paths (.git, .toolshed, .opencode/tool, .opencode/tools, .opencode/skills, .opencode/skill, .claude/skills, .agents/skills, toolshed.toml, .gitmodules) "),
             "{sandbox}"
         );
         assert!(protection.contains("bound read-only") || protection.contains("stay WRITABLE"), "{sandbox}");

@@ -665,3 +665,39 @@ async fn a_client_may_call_only_the_tools_it_was_listed() {
     assert!(text(&grep).contains("inner.txt"), "{}", text(&grep));
     client.cancel().await.unwrap();
 }
+
+/// Review 6: `mcp serve` stopped serving on SIGTERM but did not exit while its client kept
+/// standard input open (the runtime waited for the blocked read); and SIGHUP ended it at once,
+/// before what a session left was cleaned up. Both now end it like a closed input.
+#[test]
+fn serve_exits_on_sigterm_and_sighup_while_its_input_stays_open() {
+    for signal in ["TERM", "HUP"] {
+        let ws = workspace("");
+        let mut server = toolshed(ws.path())
+            .args(["mcp", "serve"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut input = server.stdin.take().unwrap();
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        std::io::Write::write_all(&mut input, format!("{initialize}\n").as_bytes()).unwrap();
+        let mut line = String::new();
+        BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        assert!(line.contains("\"result\""), "{line}");
+        let sent = Command::new("kill").args([&format!("-{signal}"), &server.id().to_string()]).status().unwrap();
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = server.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "still serving 10 s after SIG{signal}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(status.success(), "SIG{signal}: {status:?}");
+        drop(input);
+    }
+}

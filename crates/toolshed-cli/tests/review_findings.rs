@@ -833,4 +833,16 @@ fn a_submodules_git_is_protected_like_the_top_one() {
         .unwrap();
     assert!(text(&out).contains("made"), "{}", text(&out));
     assert!(main.join("lib/.git").is_file(), "the submodule's gitfile was replaced: {}", text(&out));
+    // Second round: taking the submodule out of `.gitmodules` first (then its `.git` would no
+    // longer be bound) is refused: `.gitmodules` is protected too.
+    let args = serde_json::json!({ "command": "git config -f .gitmodules --remove-section submodule.lib; echo rc=$?" })
+        .to_string();
+    let out = w
+        .command()
+        .current_dir(&main)
+        .args(["--root", main.to_str().unwrap(), "call", "bash", &args])
+        .output()
+        .unwrap();
+    assert!(text(&out).contains("rc=") && !text(&out).contains("rc=0"), "{}", text(&out));
+    assert!(std::fs::read_to_string(main.join(".gitmodules")).unwrap().contains("[submodule \"lib\"]"));
 }

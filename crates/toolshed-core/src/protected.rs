@@ -30,8 +30,14 @@ const NESTED_DIRS: &[(&str, &str)] = &[
     (".agents", "skills"),
 ];
 
-/// File names protected wherever they appear.
-const FILES: &[&str] = &[crate::config::PROJECT_FILE];
+/// File names protected wherever they appear: toolshed's project file, and `.gitmodules`,
+/// which says which directories are submodules whose `.git` git goes into (review 6: a command
+/// removed a submodule from it, and the `.git` it then left unprotected ran a program at the
+/// next `git status`).
+pub const FILES: &[&str] = &[crate::config::PROJECT_FILE, GITMODULES];
+
+/// The file that lists a repository's submodules.
+const GITMODULES: &str = ".gitmodules";
 
 /// The protected locations as written relative to a directory, for listing and for the
 /// sandbox's read-only binds (see [`existing`]).
@@ -45,6 +51,7 @@ pub const LOCATIONS: &[&str] = &[
     ".claude/skills",
     ".agents/skills",
     crate::config::PROJECT_FILE,
+    GITMODULES,
 ];
 
 /// Config files named on the command line (`toolshed --config FILE`), protected like the user's

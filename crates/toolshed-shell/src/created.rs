@@ -90,5 +90,6 @@ pub(super) async fn settle(ctx: &ToolContext, absent: &[PathBuf], command: &str)
 /// The `protected` pattern of a location: the file itself, `<dir>/*` for the directories.
 fn pattern(path: &Path, root: &Path) -> String {
     let rel = path.strip_prefix(root).unwrap_or(path).display().to_string();
-    if path.file_name().is_some_and(|n| n == toolshed_core::config::PROJECT_FILE) { rel } else { format!("{rel}/*") }
+    let file = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| protected::FILES.contains(&n));
+    if file { rel } else { format!("{rel}/*") }
 }

@@ -187,8 +187,18 @@ static WATCHED: Mutex<Vec<Weak<Watched>>> = Mutex::new(Vec::new());
 /// killed). Never blocks: a list held elsewhere is skipped.
 pub(crate) fn sweep_all_watched() {
     let Ok(list) = WATCHED.try_lock() else { return };
-    for watched in list.iter().filter_map(Weak::upgrade) {
-        watched.sweep();
+    let live: Vec<Arc<Watched>> = list.iter().filter_map(Weak::upgrade).collect();
+    drop(list);
+    if live.is_empty() {
+        return;
+    }
+    // The commands were just sent SIGKILL; one still dying could make a path again after a
+    // single look, so look again once they had time to die.
+    for _ in 0..3 {
+        for watched in &live {
+            watched.sweep();
+        }
+        std::thread::sleep(Duration::from_millis(30));
     }
 }
 

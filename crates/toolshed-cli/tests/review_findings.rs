@@ -821,28 +821,16 @@ fn a_submodules_git_is_protected_like_the_top_one() {
     std::fs::create_dir_all(&main).unwrap();
     git(&main, &["init", "-q"]);
     git(&main, &["submodule", "add", "-q", lib.to_str().unwrap(), "lib"]);
-    let args = serde_json::json!({
-        "command": "cd lib && G=$(printf .%s git) && rm $G; mkdir $G; echo '[core]' > $G/config; echo made"
-    })
-    .to_string();
-    let out = w
-        .command()
-        .current_dir(&main)
-        .args(["--root", main.to_str().unwrap(), "call", "bash", &args])
-        .output()
-        .unwrap();
+    let run = |command: &str| {
+        let args = serde_json::json!({ "command": command }).to_string();
+        w.command().current_dir(&main).args(["--root", main.to_str().unwrap(), "call", "bash", &args]).output().unwrap()
+    };
+    let out = run("cd lib && G=$(printf .%s git) && rm $G; mkdir $G; echo '[core]' > $G/config; echo made");
     assert!(text(&out).contains("made"), "{}", text(&out));
     assert!(main.join("lib/.git").is_file(), "the submodule's gitfile was replaced: {}", text(&out));
     // Second round: taking the submodule out of `.gitmodules` first (then its `.git` would no
     // longer be bound) is refused: `.gitmodules` is protected too.
-    let args = serde_json::json!({ "command": "git config -f .gitmodules --remove-section submodule.lib; echo rc=$?" })
-        .to_string();
-    let out = w
-        .command()
-        .current_dir(&main)
-        .args(["--root", main.to_str().unwrap(), "call", "bash", &args])
-        .output()
-        .unwrap();
+    let out = run("git config -f .gitmodules --remove-section submodule.lib; echo rc=$?");
     assert!(text(&out).contains("rc=") && !text(&out).contains("rc=0"), "{}", text(&out));
     assert!(std::fs::read_to_string(main.join(".gitmodules")).unwrap().contains("[submodule \"lib\"]"));
 }

@@ -320,6 +320,7 @@ pub fn absent(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     prepare_user_dirs(&writable);
     let mut out: Vec<PathBuf> =
         locations_from(root, cwd).into_iter().filter(|p| std::fs::symlink_metadata(p).is_err()).collect();
+    out.extend(repository_parts_absent(root, cwd));
     // The user's own directories that do not exist yet where the process may write (a session
     // started in `~`): one made would be the user's configuration in every later session.
     for path in user_dirs(crate::paths::config_dir().as_deref()) {
@@ -352,7 +353,7 @@ pub fn where_they_are(paths: Vec<PathBuf>) -> Vec<PathBuf> {
 /// toolshed's configuration, custom tools, skills or a `.git` (a person grants that, through
 /// `protected`, to the file tools and `bash` only).
 pub fn remove_created(root: &Path, absent: &[PathBuf]) -> Option<String> {
-    let created: Vec<&PathBuf> = absent.iter().filter(|p| std::fs::symlink_metadata(p).is_ok()).collect();
+    let created: Vec<&PathBuf> = absent.iter().filter(|p| appeared(p)).collect();
     if created.is_empty() {
         return None;
     }
@@ -386,7 +387,8 @@ pub fn settle(
     })
 }
 
-fn locations_from(root: &Path, cwd: &Path) -> Vec<PathBuf> {
+/// `root` and each directory from it down to `cwd`.
+fn levels(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     let mut levels = vec![root.to_path_buf()];
     if let Ok(rel) = cwd.strip_prefix(root) {
         let mut dir = root.to_path_buf();
@@ -395,8 +397,56 @@ fn locations_from(root: &Path, cwd: &Path) -> Vec<PathBuf> {
             levels.push(dir.clone());
         }
     }
+    levels
+}
+
+/// What makes a directory a repository git finds by itself, without a `.git` (a bare layout:
+/// `HEAD`, `objects`, `refs`), and `config`, which says what git runs there.
+const REPOSITORY_PARTS: &[&str] = &["HEAD", "objects", "refs", "config"];
+
+/// The parts of a repository ([`REPOSITORY_PARTS`]) missing in `root` and in each directory
+/// down to `cwd`, where not all are there: a process that completes them makes that directory a
+/// repository that `git status` there uses, and runs what its `config` says (review 6: a
+/// command wrote `HEAD`, `objects/`, `refs/` and a `config` with `core.fsmonitor` at the top of
+/// a worktree without `.git`). Watched like the protected locations, they count only together
+/// ([`appeared`]): a project's own `refs/` directory is left alone.
+pub fn repository_parts_absent(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for level in levels {
+    for level in levels(root, cwd) {
+        let missing: Vec<PathBuf> = REPOSITORY_PARTS
+            .iter()
+            .map(|part| level.join(part))
+            .filter(|p| std::fs::symlink_metadata(p).is_err())
+            .collect();
+        // `config` alone missing: not a repository all the same (no `HEAD`, ...), or one already.
+        if missing.iter().any(|p| !p.ends_with("config")) {
+            out.extend(missing);
+        }
+    }
+    out
+}
+
+/// Whether a watched location ([`absent`], [`repository_parts_absent`]) was made: it exists,
+/// and a part of a repository counts only once its directory is one (`HEAD` a file, `objects`
+/// and `refs` directories).
+pub fn appeared(path: &Path) -> bool {
+    if std::fs::symlink_metadata(path).is_err() {
+        return false;
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    if !REPOSITORY_PARTS.contains(&name) {
+        return true;
+    }
+    let Some(dir) = path.parent() else { return true };
+    let kind = |part: &str| std::fs::symlink_metadata(dir.join(part)).ok().map(|m| m.file_type());
+    kind("HEAD").is_some_and(|t| t.is_file() || t.is_symlink())
+        && kind("objects").is_some_and(|t| t.is_dir() || t.is_symlink())
+        && kind("refs").is_some_and(|t| t.is_dir() || t.is_symlink())
+}
+
+fn locations_from(root: &Path, cwd: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for level in levels(root, cwd) {
         for location in LOCATIONS {
             let path = level.join(location);
             if !out.contains(&path) {

@@ -28,6 +28,16 @@ pub(super) fn absent(ctx: &ToolContext, cwd: &Path) -> Vec<PathBuf> {
             out.push(path);
         }
     }
+    // A repository made without a `.git` (`HEAD`, `objects/`, `refs/` and a `config`).
+    for path in protected::repository_parts_absent(ctx.root(), ctx.cwd())
+        .into_iter()
+        .chain(protected::repository_parts_absent(ctx.root(), cwd))
+    {
+        let request = PermissionRequest::new(protected::PERMISSION, [pattern(&path, ctx.root())]);
+        if !out.contains(&path) && !ctx.allows(&request) {
+            out.push(path);
+        }
+    }
     // The user's own directories (`~/.config/toolshed`, the OpenCode tool and skill
     // directories) that do not exist yet where a command may write (a session started in `~`):
     // one made would be the user's configuration in every later session.
@@ -45,7 +55,7 @@ pub(super) fn absent(ctx: &ToolContext, cwd: &Path) -> Vec<PathBuf> {
 /// Checks which of the `absent` locations exist now. Those need `protected`: asked now; if it
 /// is not granted they are removed. Returns the note for the model, if anything appeared.
 pub(super) async fn settle(ctx: &ToolContext, absent: &[PathBuf], command: &str) -> Option<String> {
-    let appeared: Vec<&PathBuf> = absent.iter().filter(|p| std::fs::symlink_metadata(p).is_ok()).collect();
+    let appeared: Vec<&PathBuf> = absent.iter().filter(|p| protected::appeared(p)).collect();
     if appeared.is_empty() {
         return None;
     }
@@ -90,6 +100,10 @@ pub(super) async fn settle(ctx: &ToolContext, absent: &[PathBuf], command: &str)
 /// The `protected` pattern of a location: the file itself, `<dir>/*` for the directories.
 fn pattern(path: &Path, root: &Path) -> String {
     let rel = path.strip_prefix(root).unwrap_or(path).display().to_string();
-    let file = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| protected::FILES.contains(&n));
+    // Files: toolshed's project file, `.gitmodules`, a repository's `HEAD` and `config`.
+    let file = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| protected::FILES.contains(&n) || matches!(n, "HEAD" | "config"));
     if file { rel } else { format!("{rel}/*") }
 }

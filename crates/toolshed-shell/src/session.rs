@@ -61,7 +61,7 @@ impl Watched {
     /// can win part of the time, so the session is stopped.
     fn sweep(&self) -> bool {
         let mut again = false;
-        for path in self.absent.iter().filter(|p| std::fs::symlink_metadata(p).is_ok()) {
+        for path in self.absent.iter().filter(|p| toolshed_core::protected::appeared(p)) {
             again |= lock(&self.gone).contains(path);
             // Never through a link the command made on the way (see `created.rs`).
             let removed = toolshed_core::paths::remove_made(path);

@@ -992,3 +992,26 @@ async fn a_command_cannot_reach_an_abstract_socket_outside_it() {
     let r = h.bash(own).await;
     assert!(r.output.contains("own ok"), "{}", r.output);
 }
+
+/// Review 6: in a worktree without `.git`, a command made the top a repository git finds by
+/// itself (`HEAD`, `objects/`, `refs/` and a `config` with `core.fsmonitor`), and the person's
+/// next `git status` there ran it. Those parts count as a `.git` would, but only together: a
+/// project's own `refs/` or `config` stays.
+#[tokio::test]
+async fn a_repository_made_without_a_git_directory_is_removed() {
+    if !landlock_or_skip("a_repository_made_without_a_git_directory_is_removed") {
+        return;
+    }
+    let answers = Answers::with(&[("protected", reject())]);
+    let h = Harness::new(WORKSPACE_WRITE, Ruleset::defaults(), answers);
+    let r = h
+        .bash("mkdir -p objects refs; echo 'ref: refs/heads/main' > HEAD; printf '[core]\\n\\tfsmonitor = touch x\\n' > config")
+        .await;
+    assert!(r.output.contains("so they were removed"), "{}", r.output);
+    for part in ["HEAD", "objects", "refs", "config"] {
+        assert!(!h.root.join(part).exists(), "{part} stayed: {}", r.output);
+    }
+    let r = h.bash("mkdir -p refs objects; echo x > config").await;
+    assert!(!r.output.contains("removed"), "{}", r.output);
+    assert!(h.root.join("refs").is_dir() && h.root.join("config").is_file());
+}

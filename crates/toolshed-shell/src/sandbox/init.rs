@@ -30,6 +30,9 @@
 use std::io;
 use std::os::fd::RawFd;
 
+/// The most processes and threads one command may have at once (see [`split`]).
+const MAX_PROCESSES: libc::pid_t = 16_384;
+
 /// Status the init hands over when it could not start the command (`fork` failed).
 const COULD_NOT_START: libc::c_int = 126 << 8;
 
@@ -78,6 +81,14 @@ pub(crate) unsafe fn split(pids: super::OwnPids) -> io::Result<()> {
             libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             std::ptr::null(),
         );
+        // At most MAX_PROCESSES processes and threads at once (a fork bomb took three quarters
+        // of the machine's numbers in review 6): the namespace's own `pid_max`, where the kernel
+        // has one per namespace (6.14 on), never above the machine's.
+        if let Some(max) = read_number(c"/proc/sys/kernel/pid_max")
+            && max > MAX_PROCESSES
+        {
+            write_number(c"/proc/sys/kernel/pid_max", MAX_PROCESSES);
+        }
         // Numbers from a random start, not 2, 3, ...: the same numbers in every command would
         // make a pid file left by one (`server.pid`) name a live process of the next.
         let start = random_start();
@@ -236,12 +247,23 @@ unsafe fn stop_the_rest(start: libc::pid_t) -> usize {
         }
         // Each number handed out since the start is looked at (a command that started thousands
         // of processes costs a few milliseconds); after a wrap, the low ones.
-        let last = read_number(c"/proc/sys/kernel/ns_last_pid").unwrap_or(start + (1 << 15));
-        let (from, to) = if last > start { (start + 1, last) } else { (2, last) };
+        let max = read_number(c"/proc/sys/kernel/pid_max").unwrap_or(1 << 22).min(1 << 22);
+        let last = read_number(c"/proc/sys/kernel/ns_last_pid").unwrap_or(max);
+        // Numbers handed out wrap past `pid_max` to the low ones; where `pid_max` is the
+        // namespace's own (small), every number is looked at.
+        let ranges = if max <= MAX_PROCESSES {
+            [(2, max - 1), (1, 0)]
+        } else if last > start {
+            [(start + 1, last), (1, 0)]
+        } else {
+            [(start + 1, max - 1), (2, last)]
+        };
         let mut count = 0;
-        for pid in from.max(2)..=to.min(from.max(2) + (1 << 22)) {
-            if is_live_process(pid) {
-                count += 1;
+        for (from, to) in ranges {
+            for pid in from.max(2)..=to {
+                if is_live_process(pid) {
+                    count += 1;
+                }
             }
         }
         count.max(1)

@@ -166,7 +166,7 @@ pub fn protection_report(policy: &SandboxPolicy) -> (String, bool) {
             #[cfg(not(target_os = "linux"))]
             let pids = false;
             let ends = if pids {
-                "; each command has a PID namespace of its own, so nothing it starts outlives it"
+                "; each command has a PID namespace of its own: every process it starts ends with it (not what a server outside it, such as tmux or docker, starts for it)"
             } else {
                 "; no PID namespaces here: what a command leaves running is searched for and stopped when it ends"
             };

@@ -834,3 +834,23 @@ fn a_submodules_git_is_protected_like_the_top_one() {
     assert!(text(&out).contains("rc=") && !text(&out).contains("rc=0"), "{}", text(&out));
     assert!(std::fs::read_to_string(main.join(".gitmodules")).unwrap().contains("[submodule \"lib\"]"));
 }
+
+/// Finding (seventh review): a worktree that is no repository, in a directory a command may
+/// write (under `/tmp`), had a `.git` planted in its parent, which git run in the worktree finds.
+/// The parents a command may write are watched for a `.git` like the worktree itself.
+#[test]
+fn a_git_planted_above_a_worktree_that_is_no_repository_is_removed() {
+    let w = World::new("");
+    let plain = w.base.join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let args =
+        serde_json::json!({ "command": "g=.gi; g=${g}t; echo 'gitdir: /nowhere' > ../$g; echo made" }).to_string();
+    let out = w
+        .command()
+        .current_dir(&plain)
+        .args(["--root", plain.to_str().unwrap(), "call", "bash", &args])
+        .output()
+        .unwrap();
+    assert!(text(&out).contains("made"), "{}", text(&out));
+    assert!(!w.base.join(".git").exists(), "the planted .git stayed: {}", text(&out));
+}

@@ -194,7 +194,8 @@ pub fn real_location(path: &Path) -> PathBuf {
         for base in path.ancestors() {
             let rest = path.strip_prefix(base).unwrap_or(Path::new(""));
             if let Ok(real) = base.canonicalize() {
-                return real.join(rest);
+                // Not `join("")`, which would add a trailing `/` (a file is then no file).
+                return if rest.as_os_str().is_empty() { real } else { real.join(rest) };
             }
             if let Ok(target) = std::fs::read_link(base) {
                 let parent = base.parent().unwrap_or(Path::new("/"));

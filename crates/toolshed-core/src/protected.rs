@@ -320,7 +320,7 @@ pub fn absent(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     prepare_user_dirs(&writable);
     let mut out: Vec<PathBuf> =
         locations_from(root, cwd).into_iter().filter(|p| std::fs::symlink_metadata(p).is_err()).collect();
-    out.extend(repository_parts_absent(root, cwd));
+    out.extend(repository_heads_absent(root, cwd));
     // The user's own directories that do not exist yet where the process may write (a session
     // started in `~`): one made would be the user's configuration in every later session.
     for path in user_dirs(crate::paths::config_dir().as_deref()) {
@@ -400,48 +400,57 @@ fn levels(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     levels
 }
 
-/// What makes a directory a repository git finds by itself, without a `.git` (a bare layout:
-/// `HEAD`, `objects`, `refs`), and `config`, which says what git runs there.
-const REPOSITORY_PARTS: &[&str] = &["HEAD", "objects", "refs", "config"];
+/// What git reads or runs in a directory that is a repository itself (a bare layout, or one
+/// whose `commondir` names where its objects are): protected there like a `.git`.
+const REPOSITORY_PARTS: &[&str] = &["HEAD", "config", "config.worktree", "commondir", "hooks", "info"];
 
-/// The parts of a repository ([`REPOSITORY_PARTS`]) missing in `root` and in each directory
-/// down to `cwd`, where not all are there: a process that completes them makes that directory a
-/// repository that `git status` there uses, and runs what its `config` says (review 6: a
-/// command wrote `HEAD`, `objects/`, `refs/` and a `config` with `core.fsmonitor` at the top of
-/// a worktree without `.git`). Watched like the protected locations, they count only together
-/// ([`appeared`]): a project's own `refs/` directory is left alone.
-pub fn repository_parts_absent(root: &Path, cwd: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for level in levels(root, cwd) {
-        let missing: Vec<PathBuf> = REPOSITORY_PARTS
-            .iter()
-            .map(|part| level.join(part))
-            .filter(|p| std::fs::symlink_metadata(p).is_err())
-            .collect();
-        // `config` alone missing: not a repository all the same (no `HEAD`, ...), or one already.
-        if missing.iter().any(|p| !p.ends_with("config")) {
-            out.extend(missing);
-        }
-    }
-    out
-}
-
-/// Whether a watched location ([`absent`], [`repository_parts_absent`]) was made: it exists,
-/// and a part of a repository counts only once its directory is one (`HEAD` a file, `objects`
-/// and `refs` directories).
-pub fn appeared(path: &Path) -> bool {
-    if std::fs::symlink_metadata(path).is_err() {
-        return false;
-    }
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    if !REPOSITORY_PARTS.contains(&name) {
+/// Whether `path` is a `HEAD` git would take as one (a symbolic link, `ref: ...`, or an object
+/// name): with it, a directory is a repository git finds by itself, whatever else it holds
+/// (`objects/` and `refs/`, or a `commondir` naming where they are).
+pub fn is_git_head(path: &Path) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(path) else { return false };
+    if meta.file_type().is_symlink() {
         return true;
     }
-    let Some(dir) = path.parent() else { return true };
-    let kind = |part: &str| std::fs::symlink_metadata(dir.join(part)).ok().map(|m| m.file_type());
-    kind("HEAD").is_some_and(|t| t.is_file() || t.is_symlink())
-        && kind("objects").is_some_and(|t| t.is_dir() || t.is_symlink())
-        && kind("refs").is_some_and(|t| t.is_dir() || t.is_symlink())
+    if !meta.is_file() {
+        return false;
+    }
+    let mut head = [0u8; 80];
+    let n = std::fs::File::open(path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0);
+    let text = &head[..n];
+    let hex = text.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    text.starts_with(b"ref:") || hex >= 40
+}
+
+/// The `HEAD` of `root` and of each directory down to `cwd` that is not one git would take now:
+/// a process that makes one there makes that directory a repository that `git status` there
+/// uses, running what its `config` says (review 6: `HEAD`, `objects/`, `refs/` and a `config`
+/// with `core.fsmonitor` at the top of a worktree without `.git`; review 7: with a `commondir`
+/// naming objects elsewhere, or a `HEAD` that was a directory turned into a file). Watched like
+/// the protected locations that are missing; it counts as made once git would take it
+/// ([`appeared`]), so a project's own `refs/`, `config` or even `HEAD` directory stays.
+pub fn repository_heads_absent(root: &Path, cwd: &Path) -> Vec<PathBuf> {
+    levels(root, cwd).into_iter().map(|level| level.join("HEAD")).filter(|head| !is_git_head(head)).collect()
+}
+
+/// Whether a watched location ([`absent`], [`repository_heads_absent`]) was made: it exists,
+/// and a `HEAD` only once git would take it as one.
+pub fn appeared(path: &Path) -> bool {
+    if path.file_name().is_some_and(|n| n == "HEAD") {
+        return is_git_head(path);
+    }
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+/// The directories above `root` that a sandboxed process may write (under a temp dir or tool
+/// cache), when `root` is not a repository itself: git run in the worktree looks for a `.git`
+/// in each of them (review 7: a `.git` file planted in the parent of a worktree in `/tmp`).
+fn writable_ancestors(root: &Path) -> Vec<PathBuf> {
+    if std::fs::symlink_metadata(root.join(".git")).is_ok() || is_git_head(&root.join("HEAD")) {
+        return Vec::new();
+    }
+    let writable = crate::paths::command_writable_dirs();
+    root.ancestors().skip(1).filter(|a| writable.iter().any(|w| a.starts_with(w))).map(Path::to_path_buf).collect()
 }
 
 fn locations_from(root: &Path, cwd: &Path) -> Vec<PathBuf> {
@@ -452,6 +461,20 @@ fn locations_from(root: &Path, cwd: &Path) -> Vec<PathBuf> {
             if !out.contains(&path) {
                 out.push(path);
             }
+        }
+        // A directory that is a repository itself: what git reads and runs there.
+        if is_git_head(&level.join("HEAD")) {
+            for path in REPOSITORY_PARTS.iter().map(|part| level.join(part)) {
+                if !out.contains(&path) {
+                    out.push(path);
+                }
+            }
+        }
+    }
+    for dir in writable_ancestors(root) {
+        let path = dir.join(".git");
+        if !out.contains(&path) {
+            out.push(path);
         }
     }
     // The git dirs (or gitfiles) of the submodules `.gitmodules` lists, and theirs in turn: the
@@ -496,6 +519,8 @@ fn submodule_git_dirs(root: &Path) -> Vec<PathBuf> {
             }
             let sub = dir.join(rel);
             out.push(sub.join(".git"));
+            // Its own list of submodules, whose `.git` it protects in turn (review 7).
+            out.push(sub.join(GITMODULES));
             if out.len() >= MAX_SUBMODULES {
                 return out;
             }

@@ -28,10 +28,10 @@ pub(super) fn absent(ctx: &ToolContext, cwd: &Path) -> Vec<PathBuf> {
             out.push(path);
         }
     }
-    // A repository made without a `.git` (`HEAD`, `objects/`, `refs/` and a `config`).
-    for path in protected::repository_parts_absent(ctx.root(), ctx.cwd())
+    // A repository made without a `.git` (a `HEAD` git would take).
+    for path in protected::repository_heads_absent(ctx.root(), ctx.cwd())
         .into_iter()
-        .chain(protected::repository_parts_absent(ctx.root(), cwd))
+        .chain(protected::repository_heads_absent(ctx.root(), cwd))
     {
         let request = PermissionRequest::new(protected::PERMISSION, [pattern(&path, ctx.root())]);
         if !out.contains(&path) && !ctx.allows(&request) {

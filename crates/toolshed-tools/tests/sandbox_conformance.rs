@@ -995,8 +995,8 @@ async fn a_command_cannot_reach_an_abstract_socket_outside_it() {
 
 /// Review 6: in a worktree without `.git`, a command made the top a repository git finds by
 /// itself (`HEAD`, `objects/`, `refs/` and a `config` with `core.fsmonitor`), and the person's
-/// next `git status` there ran it. Those parts count as a `.git` would, but only together: a
-/// project's own `refs/` or `config` stays.
+/// next `git status` there ran it. A `HEAD` git would take counts as a made `.git`; a project's
+/// own `refs/` or `config` stays.
 #[tokio::test]
 async fn a_repository_made_without_a_git_directory_is_removed() {
     if !landlock_or_skip("a_repository_made_without_a_git_directory_is_removed") {
@@ -1007,11 +1007,19 @@ async fn a_repository_made_without_a_git_directory_is_removed() {
     let r = h
         .bash("mkdir -p objects refs; echo 'ref: refs/heads/main' > HEAD; printf '[core]\\n\\tfsmonitor = touch x\\n' > config")
         .await;
-    assert!(r.output.contains("so they were removed"), "{}", r.output);
-    for part in ["HEAD", "objects", "refs", "config"] {
-        assert!(!h.root.join(part).exists(), "{part} stayed: {}", r.output);
-    }
+    // Without its `HEAD` it is no repository; the rest is left as ordinary files.
+    assert!(r.output.contains("so they were removed") && !h.root.join("HEAD").exists(), "{}", r.output);
+    std::fs::remove_dir_all(h.root.join("refs")).unwrap();
+    std::fs::remove_dir_all(h.root.join("objects")).unwrap();
+    std::fs::remove_file(h.root.join("config")).unwrap();
     let r = h.bash("mkdir -p refs objects; echo x > config").await;
     assert!(!r.output.contains("removed"), "{}", r.output);
     assert!(h.root.join("refs").is_dir() && h.root.join("config").is_file());
+    // Review 7: a `HEAD` is what makes it one, whatever holds the objects (`commondir`), and
+    // whether the name was free before or held a directory.
+    let r = h.bash("echo 'ref: refs/heads/main' > HEAD; echo /elsewhere > commondir").await;
+    assert!(r.output.contains("so they were removed") && !h.root.join("HEAD").exists(), "{}", r.output);
+    std::fs::create_dir(h.root.join("HEAD")).unwrap();
+    let r = h.bash("rmdir HEAD; echo 'ref: refs/heads/main' > HEAD").await;
+    assert!(r.output.contains("so they were removed") && !h.root.join("HEAD").exists(), "{}", r.output);
 }

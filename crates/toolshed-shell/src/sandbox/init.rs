@@ -266,7 +266,7 @@ unsafe fn stop_the_rest(start: libc::pid_t) -> usize {
                 }
             }
         }
-        count.max(1)
+        count
     }
 }
 
@@ -288,15 +288,24 @@ unsafe fn is_live_process(pid: libc::pid_t) -> bool {
         path[at] = 0;
         let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
         if fd < 0 {
-            return true;
+            // Gone meanwhile.
+            return false;
         }
         let mut buf = [0u8; 512];
         let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
         libc::close(fd);
         let text = &buf[..n.max(0) as usize];
-        let state =
-            text.iter().rposition(|&b| b == b')').and_then(|i| text[i + 1..].iter().find(|b| !b.is_ascii_whitespace()));
-        !matches!(state, Some(b'Z' | b'X'))
+        let Some(close) = text.iter().rposition(|&b| b == b')') else { return true };
+        // After the name: the state, then 16 fields on, the number of threads (a leader that
+        // called pthread_exit shows `Z` while its other threads run on).
+        let mut fields = text[close + 1..].split(|b| b.is_ascii_whitespace()).filter(|f| !f.is_empty());
+        let state = fields.next().and_then(|f| f.first().copied());
+        let threads = fields.nth(16).map_or(0, |f| {
+            f.iter()
+                .take_while(|b| b.is_ascii_digit())
+                .fold(0u32, |n, b| n.saturating_mul(10).saturating_add(u32::from(b - b'0')))
+        });
+        !matches!(state, Some(b'Z' | b'X')) || threads > 1
     }
 }
 

@@ -298,7 +298,7 @@ unsafe fn is_live_process(pid: libc::pid_t) -> bool {
         let Some(close) = text.iter().rposition(|&b| b == b')') else { return true };
         // After the name: the state, then 16 fields on, the number of threads (a leader that
         // called pthread_exit shows `Z` while its other threads run on).
-        let mut fields = text[close + 1..].split(|b| b.is_ascii_whitespace()).filter(|f| !f.is_empty());
+        let mut fields = text[close + 1..].split(u8::is_ascii_whitespace).filter(|f| !f.is_empty());
         let state = fields.next().and_then(|f| f.first().copied());
         let threads = fields.nth(16).map_or(0, |f| {
             f.iter()

@@ -63,6 +63,14 @@ impl World {
         cmd
     }
 
+    /// `call bash` of `command` with `dir` as the worktree and working directory, plus `extra`
+    /// arguments (`--yes`).
+    fn bash_in(&self, dir: &std::path::Path, command: &str, extra: &[&str]) -> Output {
+        let args = serde_json::json!({ "command": command }).to_string();
+        let root = dir.to_str().unwrap();
+        self.command().current_dir(dir).args(["--root", root, "call", "bash", &args]).args(extra).output().unwrap()
+    }
+
     fn toolshed(&self, args: &[&str]) -> Output {
         self.command().args(args).output().unwrap()
     }
@@ -689,11 +697,7 @@ fn what_a_command_leaves_running_is_stopped_when_it_ends() {
     )
     .unwrap();
     // `bash` in the plain directory as the worktree, approved as a person would.
-    let run = |command: &str| {
-        let args = serde_json::json!({ "command": command }).to_string();
-        let root = plain.to_str().unwrap();
-        w.command().current_dir(&plain).args(["--root", root, "call", "bash", &args, "--yes"]).output().unwrap()
-    };
+    let run = |command: &str| w.bash_in(&plain, command, &["--yes"]);
     let command = "setsid nohup sh s.sh > /dev/null 2>&1 < /dev/null & sleep 30 & echo started";
     let out = run(command);
     assert!(text(&out).contains("started"), "{}", text(&out));
@@ -737,11 +741,7 @@ fn nothing_a_command_starts_outlives_it_whatever_it_hides_behind() {
     let w = World::new("");
     let plain = w.base.join("plain");
     std::fs::create_dir_all(&plain).unwrap();
-    let run = |command: &str| {
-        let args = serde_json::json!({ "command": command }).to_string();
-        let root = plain.to_str().unwrap();
-        w.command().current_dir(&plain).args(["--root", root, "call", "bash", &args, "--yes"]).output().unwrap()
-    };
+    let run = |command: &str| w.bash_in(&plain, command, &["--yes"]);
     let pid_namespaces =
         Command::new("unshare").args(["--user", "--map-root-user", "--pid", "--fork", "true"]).status();
     if !pid_namespaces.is_ok_and(|s| s.success()) {
@@ -821,10 +821,7 @@ fn a_submodules_git_is_protected_like_the_top_one() {
     std::fs::create_dir_all(&main).unwrap();
     git(&main, &["init", "-q"]);
     git(&main, &["submodule", "add", "-q", lib.to_str().unwrap(), "lib"]);
-    let run = |command: &str| {
-        let args = serde_json::json!({ "command": command }).to_string();
-        w.command().current_dir(&main).args(["--root", main.to_str().unwrap(), "call", "bash", &args]).output().unwrap()
-    };
+    let run = |command: &str| w.bash_in(&main, command, &[]);
     let out = run("cd lib && G=$(printf .%s git) && rm $G; mkdir $G; echo '[core]' > $G/config; echo made");
     assert!(text(&out).contains("made"), "{}", text(&out));
     assert!(main.join("lib/.git").is_file(), "the submodule's gitfile was replaced: {}", text(&out));
@@ -843,14 +840,7 @@ fn a_git_planted_above_a_worktree_that_is_no_repository_is_removed() {
     let w = World::new("");
     let plain = w.base.join("plain");
     std::fs::create_dir_all(&plain).unwrap();
-    let args =
-        serde_json::json!({ "command": "g=.gi; g=${g}t; echo 'gitdir: /nowhere' > ../$g; echo made" }).to_string();
-    let out = w
-        .command()
-        .current_dir(&plain)
-        .args(["--root", plain.to_str().unwrap(), "call", "bash", &args])
-        .output()
-        .unwrap();
+    let out = w.bash_in(&plain, "g=.gi; g=${g}t; echo 'gitdir: /nowhere' > ../$g; echo made", &[]);
     assert!(text(&out).contains("made"), "{}", text(&out));
     assert!(!w.base.join(".git").exists(), "the planted .git stayed: {}", text(&out));
 }

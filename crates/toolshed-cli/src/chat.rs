@@ -171,7 +171,7 @@ fn tui(
             let _ = std::fs::create_dir_all(dir);
         }
         let _ = std::fs::write(&history_file, serde_json::to_string(kept).unwrap_or_default());
-        eprintln!("session {}", session.id);
+        // The application's last line named the session it ended in.
         Ok(ExitCode::SUCCESS)
     });
     tokio_rt.block_on(toolshed_runtime::shutdown_language_servers(&ws.config));

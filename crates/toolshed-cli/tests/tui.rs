@@ -115,7 +115,7 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
     let id = term
         .contents()
         .lines()
-        .find_map(|l| l.trim().strip_prefix("session ").map(|s| s.trim().to_string()))
+        .find_map(|l| l.trim().strip_prefix("· session ").and_then(|s| s.split(';').next()).map(str::to_string))
         .or_else(|| {
             let data = dir.path().join(".data");
             let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
@@ -183,8 +183,10 @@ fn the_terminal_ui_streams_markdown_asks_in_a_dialog_takes_a_paste_whole_and_int
     term.send_line("!echo hi-from-$((40+2))");
     term.wait_for("hi-from-42", Duration::from_secs(30));
     term.send_line("/diff");
-    let screen = term.wait_for("+new line", Duration::from_secs(30));
-    assert!(screen.contains("-old line"), "{screen}");
+    // The whole patch, its file headers too.
+    let screen = term.wait_for("+++ b/notes.txt", Duration::from_secs(30));
+    let patch = &screen[screen.find("diff --git a/notes.txt b/notes.txt").expect(&screen)..];
+    assert!(patch.contains("--- a/notes.txt") && patch.contains("-old line\n+new line"), "{screen}");
     term.send_line("/undo");
     term.wait_for("undone (step", Duration::from_secs(30));
     assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "keep\nold line\nkeep\n");
@@ -436,4 +438,76 @@ fn enter_during_a_turn_keeps_the_text_and_says_why() {
     assert!(screen.contains("second"), "the text stays in the composer:\n{screen}");
     assert_eq!(server.received().len(), 1, "{screen}");
     term.wait_for("Done.", Duration::from_secs(30));
+}
+
+/// The history rows joined, with runs of whitespace made one space.
+fn flat(rows: &[String]) -> String {
+    rows.join(" ").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn the_composer_follows_the_transcript_and_a_resize_writes_it_again() {
+    let first = format!("First answer: {}end-of-first.", "alpha beta gamma delta ".repeat(12));
+    let second = format!("Second answer: {}end-of-second.", "one two three four five ".repeat(10));
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::text(&first)),
+        Reply::sse(chat::text(&second)).delay(Duration::from_millis(40)),
+    ])
+    .unwrap();
+    let dir = worktree(&server, "");
+    let mut term = Terminal::start_sized(dir.path(), &["chat"], 24, 80);
+    let screen = term.wait_for("build ·", Duration::from_secs(30));
+    // Nothing is above it yet: the composer is the first row, the status line right below it.
+    let rows: Vec<&str> = screen.lines().collect();
+    assert!(rows[0].starts_with('›') && rows[1].starts_with("build ·"), "{screen}");
+
+    // After an answer, one blank row separates it from the composer: no band of empty rows.
+    term.send_line("hello");
+    let screen = term.wait_until(
+        "the answer, settled",
+        |s| s.contains("end-of-first.") && !s.contains("working"),
+        Duration::from_secs(30),
+    );
+    let rows: Vec<&str> = screen.lines().collect();
+    let last = rows.iter().position(|l| l.contains("end-of-first.")).expect(&screen);
+    assert_eq!(rows[last + 1].trim(), "", "{screen}");
+    assert_eq!(rows[last + 2].trim_end(), "›", "{screen}");
+    assert!(rows[last + 3].starts_with("build ·"), "{screen}");
+
+    // Narrower: the transcript is written again at the new width, whole and once, and no
+    // old frame of the viewport is left in the scrollback.
+    term.resize(24, 50);
+    let written_again = |term: &Terminal, prompt: &str, answers: &[&str]| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let history = term.history();
+            let text = flat(&history);
+            let once = |what: &str| text.matches(what).count() == 1;
+            if answers.iter().all(|a| once(a)) && once(prompt) && once("build ·") {
+                return history;
+            }
+            assert!(Instant::now() < deadline, "not written again once:\n{}", history.join("\n"));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let history = written_again(&term, "› hello", &[&first]);
+    assert!(history.iter().all(|r| r.chars().count() <= 50), "{}", history.join("\n"));
+    assert!(history.iter().any(|r| r.trim_end().ends_with("end-of-first.")), "{}", history.join("\n"));
+
+    // Resized while an answer streams: the finished answer is whole, once. (The emulator
+    // keeps no rows a scrolling region scrolls off, as terminals do, so all of it stays on
+    // the screen here.)
+    term.send_line("again");
+    term.wait_for("Second answer:", Duration::from_secs(30));
+    term.resize(24, 70);
+    std::thread::sleep(Duration::from_millis(400));
+    term.resize(40, 60);
+    term.wait_until(
+        "the second answer, settled",
+        |s| s.contains("end-of-second.") && !s.contains("working"),
+        Duration::from_secs(30),
+    );
+    written_again(&term, "› again", &[&first, &second]);
+    term.send_line("/exit");
+    assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
 }

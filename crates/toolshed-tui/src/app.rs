@@ -5,7 +5,7 @@
 //! reach the loop through a channel ([`channel`]).
 
 use std::collections::VecDeque;
-use std::io::{self, Write};
+use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ use ratatui::layout::Rect;
 use ratatui::style::Color;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
-use ratatui::{Frame, Terminal, TerminalOptions, Viewport};
+use ratatui::{Frame, Terminal};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolshed_agent::{AgentError, Event, EventSink, LiveSession, Runtime, Trigger};
@@ -31,6 +31,7 @@ use crate::cell::{Cell, ToolState, Transcript};
 use crate::composer::Composer;
 use crate::pager::Pager;
 use crate::render;
+use crate::screen::{self, Term};
 use crate::views::{self, Status};
 
 /// What reaches the loop from the agent.
@@ -151,7 +152,7 @@ fn strip_colors(buf: &mut Buffer) {
 /// Stops the process as Ctrl-Z does in a shell, with the terminal as it was before the
 /// application; when the shell continues it (`fg`), the viewport is drawn again below what the
 /// shell printed meanwhile.
-fn suspend(term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> io::Result<()> {
+fn suspend(term: &mut Term) -> io::Result<()> {
     term.clear()?;
     let top = term.get_frame().area().y;
     term.set_cursor_position((0, top))?;
@@ -180,13 +181,9 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let _mode = TerminalMode::enter()?;
-    let rows = terminal::size()?.1;
-    // Two thirds of the screen: room for a question with its diff above the composer.
-    let height = (rows * 2 / 3).clamp(rows.min(12), 30).min(rows);
-    let mut term = Terminal::with_options(
-        CrosstermBackend::new(io::stdout()),
-        TerminalOptions { viewport: Viewport::Inline(height) },
-    )?;
+    // Two rows, the composer and the status line, below whatever the shell showed; it grows
+    // with what it shows.
+    let mut term = screen::at_cursor(2)?;
     let (input_tx, mut inputs) = mpsc::unbounded_channel::<Vec<Input>>();
     // Polled, not blocked on: a blocked read would hold crossterm's input lock, and ratatui's
     // cursor-position queries (a resize of the inline viewport) need it. What arrived together
@@ -237,18 +234,26 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
                 }
                 app.settle_answer(Instant::now());
             }
+            _ = sleep_until(app.reflow_at), if app.reflow_at.is_some() => {
+                if app.pager.is_some() {
+                    app.reflow_at = None;
+                    app.resized = true;
+                } else {
+                    app.reflow(&mut term)?;
+                }
+            }
             _ = terminate.recv() => break,
             _ = hangup.recv() => break,
         }
     }
     app.close_pager(&mut term)?;
     app.quit();
-    app.show(&mut term)?;
-    // The next shell prompt goes below the viewport.
-    let area = term.get_frame().area();
-    term.set_cursor_position((0, area.bottom().saturating_sub(1)))?;
-    println!("\r");
-    io::stdout().flush()?;
+    // Everything into the scrollback, unfinished cells as they stand; the composer and the
+    // status line go, and the shell's prompt comes where they were.
+    app.commit(&mut term, true)?;
+    let top = term.get_frame().area().y;
+    term.set_cursor_position((0, top))?;
+    execute!(io::stdout(), terminal::Clear(terminal::ClearType::FromCursorDown))?;
     Ok(app.composer.history().to_vec())
 }
 
@@ -295,6 +300,8 @@ struct App {
     pager: Option<(Pager, Terminal<CrosstermBackend<io::Stdout>>)>,
     /// The terminal was resized while the pager was open.
     resized: bool,
+    /// When the transcript is written again after a resize.
+    reflow_at: Option<Instant>,
     /// A request failed and is retried: why, and when.
     retry: Option<(String, Instant)>,
     no_color: bool,
@@ -340,6 +347,7 @@ impl App {
             check_model,
             pager: None,
             resized: false,
+            reflow_at: None,
             retry: None,
             no_color: no_color(),
         }
@@ -347,7 +355,7 @@ impl App {
 
     /// Brings the screen up to date: the pager while it is open, else finished cells into the
     /// scrollback and the viewport.
-    fn show(&mut self, term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> io::Result<()> {
+    fn show(&mut self, term: &mut Term) -> io::Result<()> {
         let no_color = self.no_color;
         // A question is not left waiting behind the pager.
         if !self.asks.is_empty() {
@@ -363,14 +371,20 @@ impl App {
             })?;
             return Ok(());
         }
-        self.commit(term)?;
+        // One update for the terminal: a viewport made again at a new height is cleared and
+        // drawn whole, which must not show half done.
+        execute!(io::stdout(), terminal::BeginSynchronizedUpdate)?;
+        self.commit(term, false)?;
+        let size = term.size()?;
+        let layout = self.layout(usize::from(size.width), screen::max_height(size.height));
+        screen::fit(term, layout.height())?;
         term.draw(|f| {
-            self.draw(f);
+            App::paint(f, layout);
             if no_color {
                 strip_colors(f.buffer_mut());
             }
         })?;
-        Ok(())
+        execute!(io::stdout(), terminal::EndSynchronizedUpdate)
     }
 
     /// Opens the transcript on the alternate screen, scrolled up a page.
@@ -387,21 +401,58 @@ impl App {
 
     /// Back from the pager to the viewport, drawn again (re-wrapped if the terminal was
     /// resized meanwhile).
-    fn close_pager(&mut self, term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> io::Result<()> {
+    fn close_pager(&mut self, term: &mut Term) -> io::Result<()> {
         if self.pager.take().is_none() {
             return Ok(());
         }
         execute!(io::stdout(), event::DisableMouseCapture, terminal::LeaveAlternateScreen)?;
         if std::mem::take(&mut self.resized) {
-            term.autoresize()?;
+            return self.reflow(term);
         }
         term.clear()
+    }
+
+    /// Writes the transcript again at the terminal's size, in place of what the terminal kept:
+    /// rows wrapped at the old width, and rows of the viewport a shrinking screen pushed into
+    /// the scrollback. The terminal's scrollback is cleared for it, so what was there before
+    /// the application started goes too; at most [`REFLOW_ROWS`] rows are written, the pager
+    /// (PageUp) has the rest.
+    fn reflow(&mut self, term: &mut Term) -> io::Result<()> {
+        self.reflow_at = None;
+        execute!(
+            io::stdout(),
+            terminal::BeginSynchronizedUpdate,
+            ratatui::crossterm::cursor::MoveTo(0, 0),
+            terminal::Clear(terminal::ClearType::All),
+            terminal::Clear(terminal::ClearType::Purge)
+        )?;
+        *term = screen::at_row(0, 1)?;
+        let width = usize::from(term.size()?.width);
+        let cells = self.transcript.cells();
+        let mut blocks = Vec::new();
+        let mut rows = 0;
+        let mut from = self.committed;
+        while from > 0 && rows < REFLOW_ROWS {
+            from -= 1;
+            let lines = render::spaced(from.checked_sub(1).map(|p| &cells[p]), &cells[from], width, 0);
+            rows += lines.len();
+            blocks.push(lines);
+        }
+        let mut lines: Vec<Line<'static>> = blocks.into_iter().rev().flatten().collect();
+        let cut = lines.len().saturating_sub(REFLOW_ROWS);
+        if from > 0 || cut > 0 {
+            lines.drain(..cut);
+            let dim = ratatui::style::Style::new().add_modifier(ratatui::style::Modifier::DIM);
+            lines.insert(0, Line::styled("… earlier output: PageUp shows the whole transcript", dim));
+        }
+        write_above(term, lines, self.no_color)?;
+        self.show(term)
     }
 
     /// Takes in what arrived together. Several keys at once are typed by a paste, not a person
     /// (terminals without bracketed paste send a paste as keys): an Enter among them is a new
     /// line, not a send.
-    fn inputs(&mut self, batch: Vec<Input>, term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> io::Result<Flow> {
+    fn inputs(&mut self, batch: Vec<Input>, term: &mut Term) -> io::Result<Flow> {
         let typed = batch
             .iter()
             .filter(
@@ -432,7 +483,7 @@ impl App {
     }
 
     /// Writes the finished cells at the front of the transcript into the scrollback.
-    fn commit(&mut self, term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> io::Result<()> {
+    fn commit(&mut self, term: &mut Term, all: bool) -> io::Result<()> {
         let width = usize::from(term.get_frame().area().width);
         while let Some(cell) = self.transcript.cells().get(self.committed) {
             let last = self.committed + 1 == self.transcript.cells().len();
@@ -443,31 +494,22 @@ impl App {
                 Cell::Reasoning(_) => !last || self.busy.is_none(),
                 _ => true,
             };
-            if !finished {
+            if !finished && !all {
                 break;
             }
             let previous = self.committed.checked_sub(1).and_then(|p| self.transcript.cells().get(p));
-            let lines = render::spaced(previous, cell, width, 0);
-            for chunk in lines.chunks(200) {
-                let chunk = chunk.to_vec();
-                let height = u16::try_from(chunk.len()).unwrap_or(u16::MAX);
-                let no_color = self.no_color;
-                term.insert_before(height, |buf| {
-                    Paragraph::new(chunk).render(buf.area, buf);
-                    if no_color {
-                        strip_colors(buf);
-                    }
-                })?;
-            }
+            write_above(term, render::spaced(previous, cell, width, 0), self.no_color)?;
             self.committed += 1;
         }
         Ok(())
     }
 
-    fn draw(&mut self, f: &mut Frame<'_>) {
-        let area = f.area();
-        let width = usize::from(area.width);
-        let mut bottom = area.bottom();
+    /// What the viewport shows at `width`, at most `max` rows, bottom first: the status line,
+    /// the composer, the picker, popups and the first question, and the tail of the live cells
+    /// that fits above them.
+    fn layout(&mut self, width: usize, max: u16) -> Layout {
+        let mut room = max;
+        let mut pieces = Vec::new();
         // The status line.
         self.status.busy = self.busy.map(|since| {
             let what = match &self.retry {
@@ -480,8 +522,8 @@ impl App {
             };
             (what, since.elapsed().as_secs())
         });
-        bottom = bottom.saturating_sub(1);
-        f.render_widget(Paragraph::new(views::status_line(&self.status, self.frame, width)), row(area, bottom, 1));
+        room = room.saturating_sub(1);
+        pieces.push(Piece::Rows(vec![views::status_line(&self.status, self.frame, width)]));
         // The composer, or the message a rejection is sent with.
         let (rows, cursor) = match (&self.rejecting, &self.searching) {
             (Some(text), _) => {
@@ -497,14 +539,17 @@ impl App {
             }
             (None, None) => self.composer.render(width),
         };
-        let shown = rows.len().min(6);
+        let shown = rows.len().min(6).min(usize::from(room.max(1)));
         let first = (usize::from(cursor.1) + 1).saturating_sub(shown);
         let composer_rows: Vec<Line<'static>> = rows.into_iter().skip(first).take(shown).collect();
-        let height = u16::try_from(composer_rows.len()).unwrap_or(1);
-        bottom = bottom.saturating_sub(height);
-        let top = bottom;
-        f.render_widget(Paragraph::new(composer_rows), row(area, top, height));
-        f.set_cursor_position((area.x + cursor.0.min(area.width.saturating_sub(1)), top + cursor.1 - first as u16));
+        room = room.saturating_sub(u16::try_from(composer_rows.len()).unwrap_or(u16::MAX));
+        let cursor = (cursor.0, cursor.1.saturating_sub(u16::try_from(first).unwrap_or(0)));
+        pieces.push(Piece::Rows(composer_rows));
+        let fitted = |lines: Vec<Line<'static>>, room: &mut u16| {
+            let h = u16::try_from(lines.len()).unwrap_or(u16::MAX).min(*room);
+            *room -= h;
+            lines.into_iter().take(usize::from(h)).collect::<Vec<_>>()
+        };
         // The session picker.
         if let Some((sessions, selected)) = &self.picker {
             let mut lines = vec![Line::from("  pick a session (Enter resumes it, Esc closes):")];
@@ -517,9 +562,7 @@ impl App {
                 let text = format!("{}  {:>4} msgs  {}", info.id, info.messages, info.title);
                 lines.push(Line::from(ratatui::text::Span::styled(text, style)));
             }
-            let h = u16::try_from(lines.len()).unwrap_or(0).min(bottom.saturating_sub(area.y));
-            bottom = bottom.saturating_sub(h);
-            f.render_widget(Paragraph::new(lines), row(area, bottom, h));
+            pieces.push(Piece::Rows(fitted(lines, &mut room)));
         }
         // The @ popup.
         if self.asks.is_empty()
@@ -528,17 +571,13 @@ impl App {
         {
             let refs: Vec<&str> = found.iter().map(String::as_str).collect();
             let lines = views::file_popup(&refs, self.popup.min(refs.len() - 1), width);
-            let h = u16::try_from(lines.len()).unwrap_or(0).min(bottom.saturating_sub(area.y));
-            bottom = bottom.saturating_sub(h);
-            f.render_widget(Paragraph::new(lines), row(area, bottom, h));
+            pieces.push(Piece::Rows(fitted(lines, &mut room)));
         }
         // The slash popup.
         let typed = self.composer.text();
         if self.asks.is_empty() && typed.starts_with('/') && !typed.contains(char::is_whitespace) {
             let lines = views::slash_popup(&typed, self.popup, width);
-            let h = u16::try_from(lines.len()).unwrap_or(0).min(bottom.saturating_sub(area.y));
-            bottom = bottom.saturating_sub(h);
-            f.render_widget(Paragraph::new(lines), row(area, bottom, h));
+            pieces.push(Piece::Rows(fitted(lines, &mut room)));
         }
         // The first pending question.
         if let Some((request, _)) = self.asks.front() {
@@ -547,7 +586,7 @@ impl App {
                 if more > 0 { format!(" permission ({more} more waiting) ") } else { " permission ".to_string() };
             let rule = rule_that_asked(&self.runtime, request);
             // All the rows above the composer, less the border's two.
-            let fit = usize::from(bottom.saturating_sub(area.y)).saturating_sub(2);
+            let fit = usize::from(room).saturating_sub(2);
             // What an MCP or custom tool will do is in its arguments, not its patterns.
             let call = self.transcript.call(&request.call_id).and_then(|c| {
                 let args = serde_json::from_str(&c.input).unwrap_or(serde_json::Value::Null);
@@ -560,26 +599,47 @@ impl App {
             } else if self.guard.always {
                 lines.push(Line::from("  press a again to allow this for the rest of the session, o for once only"));
             }
-            let room = bottom.saturating_sub(area.y);
             let h = (u16::try_from(lines.len()).unwrap_or(u16::MAX).saturating_add(2)).min(room);
             // What does not fit is the dialog's top; the answers stay visible.
             let skip = (lines.len() + 2).saturating_sub(usize::from(h));
-            bottom = bottom.saturating_sub(h);
-            let block = Block::default().borders(Borders::ALL).title(title);
-            f.render_widget(
-                Paragraph::new(lines.into_iter().skip(skip).collect::<Vec<_>>()).block(block),
-                row(area, bottom, h),
-            );
+            room -= h;
+            pieces.push(Piece::Boxed(title, lines.into_iter().skip(skip).collect()));
+        }
+        // A blank row between what is above and the rows below it.
+        let cells = self.transcript.cells();
+        if !cells.is_empty() && room > 0 {
+            room -= 1;
+            pieces.push(Piece::Rows(vec![Line::default()]));
         }
         // The live cells: the tail that fits.
-        let room = usize::from(bottom.saturating_sub(area.y));
-        let cells = self.transcript.cells();
         let live: Vec<Line<'static>> = (self.committed..cells.len())
             .flat_map(|i| render::spaced(i.checked_sub(1).map(|p| &cells[p]), &cells[i], width, self.frame))
             .collect();
-        let tail: Vec<Line<'static>> = live.iter().skip(live.len().saturating_sub(room)).cloned().collect();
-        let h = u16::try_from(tail.len()).unwrap_or(0);
-        f.render_widget(Paragraph::new(tail), row(area, bottom.saturating_sub(h), h));
+        let tail: Vec<Line<'static>> = live.iter().skip(live.len().saturating_sub(usize::from(room))).cloned().collect();
+        pieces.push(Piece::Rows(tail));
+        Layout { pieces, cursor }
+    }
+
+    /// Draws `layout` from the viewport's bottom up.
+    fn paint(f: &mut Frame<'_>, layout: Layout) {
+        let area = f.area();
+        let mut bottom = area.bottom();
+        for (i, piece) in layout.pieces.into_iter().enumerate() {
+            let h = piece.height().min(bottom.saturating_sub(area.y));
+            bottom -= h;
+            let at = row(area, bottom, h);
+            match piece {
+                Piece::Rows(lines) => f.render_widget(Paragraph::new(lines), at),
+                Piece::Boxed(title, lines) => {
+                    f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)), at);
+                }
+            }
+            // The second piece is the composer.
+            if i == 1 {
+                let (x, y) = layout.cursor;
+                f.set_cursor_position((area.x + x.min(area.width.saturating_sub(1)), bottom + y.min(h.saturating_sub(1))));
+            }
+        }
     }
 
     fn message(&mut self, message: Message) {
@@ -619,8 +679,7 @@ impl App {
         self.rejecting = None;
         match outcome {
             Ok(_) => {}
-            Err(AgentError::Interrupted) => self.transcript.push_notice("interrupted; the session is intact", false),
-            Err(e) => self.transcript.push_notice(&e.to_string(), true),
+            Err(e) => self.transcript.push_error(&e.to_string()),
         }
     }
 
@@ -634,7 +693,7 @@ impl App {
         }
     }
 
-    fn input(&mut self, input: Input, term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> io::Result<Flow> {
+    fn input(&mut self, input: Input, term: &mut Term) -> io::Result<Flow> {
         match input {
             Input::Paste(text) => match &mut self.rejecting {
                 Some(message) => message.push_str(&text),
@@ -642,10 +701,10 @@ impl App {
             },
             Input::Resize(..) if self.pager.is_some() => self.resized = true,
             Input::Resize(..) => {
-                // The viewport moves: what it showed is cleared first, so no stale rows (an
-                // old prompt, blank space) are left behind in the scrollback.
-                term.clear()?;
+                // Drawn at the new size at once; the transcript is written again once the
+                // size has held for a moment (a drag sends many sizes).
                 term.autoresize()?;
+                self.reflow_at = Some(Instant::now() + REFLOW_AFTER);
             }
             Input::Mouse(mouse) => {
                 if let Some((pager, _)) = &mut self.pager {
@@ -679,7 +738,7 @@ impl App {
         Ok(Flow::Go)
     }
 
-    fn key(&mut self, key: KeyEvent, term: &mut Terminal<CrosstermBackend<io::Stdout>>) -> Flow {
+    fn key(&mut self, key: KeyEvent, term: &mut Term) -> Flow {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
             return self.interrupt_or_quit();
@@ -1023,12 +1082,15 @@ impl App {
 
     fn slash(&mut self, line: &str) -> Flow {
         let (command, arg) = line.split_once(char::is_whitespace).map_or((line, ""), |(c, a)| (c, a.trim()));
-        let switch = |app: &mut App, to: &str| match app.runtime.switch_agent(&app.session, to) {
-            Ok(()) => {
-                app.status.agent = app.session.agent();
-                app.transcript.push_notice(&format!("now {}", app.session.agent()), false);
+        // A switch shows as the loop's event says it ("agent: build → plan"); no event comes
+        // when nothing changes.
+        let switch = |app: &mut App, to: &str| {
+            let was = app.session.agent();
+            match app.runtime.switch_agent(&app.session, to) {
+                Ok(()) if was == to => app.transcript.push_notice(&format!("already {to}"), false),
+                Ok(()) => app.status.agent = app.session.agent(),
+                Err(e) => app.transcript.push_notice(&e.to_string(), true),
             }
-            Err(e) => app.transcript.push_notice(&e.to_string(), true),
         };
         match command {
             "/exit" | "/quit" => return Flow::Quit,
@@ -1089,7 +1151,8 @@ impl App {
         for (_, answer) in self.asks.drain(..) {
             let _ = answer.send(Reply::Reject(None));
         }
-        self.transcript.push_notice(&format!("session {}", self.session.id), false);
+        let id = &self.session.id;
+        self.transcript.push_notice(&format!("session {id}; `toolshed chat -s {id}` goes on with it"), false);
     }
 }
 
@@ -1174,6 +1237,64 @@ async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
 }
 
 const HELP: &str = "Enter sends · Shift-Enter, Ctrl-J or Alt-Enter: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Ctrl-Z suspends · Up/Down: history · Ctrl-R searches it · PageUp or Ctrl-T: the whole transcript (PageUp/PageDown, arrows, mouse wheel scroll; e expands tool output; q or Esc returns) · @path mentions a file (Tab completes; it goes with the prompt) · !cmd runs a shell command · /plan /build /agent NAME /model ID /new /sessions /compact /diff /undo /help /exit · questions: o once, a twice always, r or Esc reject, m reject with a message (keys typed in a run, or as a question opens, go to the composer)";
+
+/// Writes `lines` into the scrollback, above the viewport.
+fn write_above(term: &mut Term, lines: Vec<Line<'static>>, no_color: bool) -> io::Result<()> {
+    for chunk in lines.chunks(200) {
+        let chunk = chunk.to_vec();
+        let height = u16::try_from(chunk.len()).unwrap_or(u16::MAX);
+        term.insert_before(height, |buf| {
+            Paragraph::new(chunk).render(buf.area, buf);
+            if no_color {
+                strip_colors(buf);
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// How long the terminal's size holds before the transcript is written again.
+const REFLOW_AFTER: Duration = Duration::from_millis(150);
+
+/// The most rows written again after a resize.
+const REFLOW_ROWS: usize = 5000;
+
+/// What the viewport shows, bottom first (see [`App::layout`]).
+struct Layout {
+    pieces: Vec<Piece>,
+    /// The cursor in the composer (the second piece): column, and row from its top.
+    cursor: (u16, u16),
+}
+
+impl Layout {
+    /// The rows it takes.
+    fn height(&self) -> u16 {
+        self.pieces.iter().map(Piece::height).fold(0, u16::saturating_add)
+    }
+}
+
+enum Piece {
+    Rows(Vec<Line<'static>>),
+    /// Rows in a box with a title.
+    Boxed(String, Vec<Line<'static>>),
+}
+
+impl Piece {
+    fn height(&self) -> u16 {
+        match self {
+            Piece::Rows(lines) => u16::try_from(lines.len()).unwrap_or(u16::MAX),
+            Piece::Boxed(_, lines) => u16::try_from(lines.len()).unwrap_or(u16::MAX).saturating_add(2),
+        }
+    }
+}
+
+/// Sleeps until `at` (a `None` never comes).
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
 
 fn row(area: Rect, y: u16, height: u16) -> Rect {
     Rect { x: area.x, y, width: area.width, height: height.min(area.bottom().saturating_sub(y)) }

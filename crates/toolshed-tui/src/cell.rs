@@ -211,6 +211,19 @@ impl Transcript {
         self.cells.push(Cell::Notice { text: text.to_string(), error });
     }
 
+    /// Shows why a turn ended early, once: the loop sends it as an event and returns it as
+    /// well, in either order.
+    pub fn push_error(&mut self, message: &str) {
+        let (text, error) = if message == toolshed_agent::AgentError::Interrupted.to_string() {
+            ("interrupted; the session is intact", false)
+        } else {
+            (message, true)
+        };
+        if !matches!(self.cells.last(), Some(Cell::Notice { text: last, .. }) if last == text) {
+            self.push_notice(text, error);
+        }
+    }
+
     fn close_answer(&mut self) {
         if let Some(Cell::Answer { done, .. }) = self.cells.last_mut() {
             *done = true;
@@ -275,7 +288,7 @@ impl Transcript {
                 false,
             ),
             Event::Notice { message, .. } => self.push_notice(message, false),
-            Event::Error { message, .. } if main => self.push_notice(message, true),
+            Event::Error { message, .. } if main => self.push_error(message),
             Event::Finish { .. } if main => self.close_answer(),
             Event::AgentSwitch { from, to, .. } => self.push_notice(&format!("agent: {from} → {to}"), false),
             _ => {}
@@ -289,6 +302,37 @@ mod tests {
 
     fn text(s: &str, session: &str) -> Event {
         Event::Text { session_id: session.into(), text: s.into() }
+    }
+
+    #[test]
+    fn a_turn_that_ends_early_says_why_once_whichever_comes_first() {
+        let notices = |t: &Transcript| -> Vec<(String, bool)> {
+            t.cells()
+                .iter()
+                .filter_map(|c| match c {
+                    Cell::Notice { text, error } => Some((text.clone(), *error)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let interrupted = toolshed_agent::AgentError::Interrupted.to_string();
+        let event = |m: &str| Event::Error { session_id: "s".into(), message: m.into() };
+        // The loop's event first, then what the turn returned.
+        let mut t = Transcript::default();
+        t.push_user("go");
+        t.apply(&event(&interrupted));
+        t.push_error(&interrupted);
+        assert_eq!(notices(&t), [("interrupted; the session is intact".to_string(), false)]);
+        // The other order, with an error.
+        let mut t = Transcript::default();
+        t.push_user("go");
+        t.push_error("the model answered 500");
+        t.apply(&event("the model answered 500"));
+        assert_eq!(notices(&t), [("the model answered 500".to_string(), true)]);
+        // The next turn's same error shows again.
+        t.push_user("again");
+        t.push_error("the model answered 500");
+        assert_eq!(notices(&t).len(), 2);
     }
 
     #[test]

@@ -13,5 +13,6 @@ pub mod markdown;
 pub mod mentions;
 pub mod pager;
 pub mod render;
+pub mod screen;
 pub mod views;
 pub mod wrap;

@@ -58,7 +58,7 @@ pub fn lines(cell: &Cell, width: usize, frame: usize) -> Vec<Line<'static>> {
             wrap(&[Span::styled(text.clone(), style)], width, &[Span::styled("· ", style)], &[Span::raw("  ")])
         }
         Cell::Tool(tool) => tool_lines(tool, width, frame),
-        Cell::Diff(diff) => diff_lines(diff)
+        Cell::Diff(diff) => patch_lines(diff)
             .into_iter()
             .flat_map(|(text, style)| wrap(&[Span::styled(text, style)], width, &[], &[]))
             .collect(),
@@ -260,6 +260,29 @@ pub fn diff_lines(diff: &str) -> Vec<(String, Style)> {
         .collect()
 }
 
+/// A whole patch (`/diff`), every line kept as `git diff` prints it, so it names its files and
+/// copies out as a patch that applies; each file's header is bold.
+fn patch_lines(diff: &str) -> Vec<(String, Style)> {
+    let mut in_header = false;
+    diff.lines()
+        .map(|l| {
+            if l.starts_with("diff --git ") {
+                in_header = true;
+            } else if l.starts_with("@@") {
+                in_header = false;
+            }
+            let style = match l.chars().next() {
+                _ if in_header => Style::new().add_modifier(Modifier::BOLD),
+                Some('+') => Style::new().fg(Color::Green),
+                Some('-') => Style::new().fg(Color::Red),
+                Some('@') => Style::new().fg(Color::Cyan),
+                _ => Style::new(),
+            };
+            (l.to_string(), style)
+        })
+        .collect()
+}
+
 fn is_diff(body: &[(String, Style)]) -> bool {
     body.iter().any(|(l, _)| l.starts_with("@@"))
 }
@@ -384,6 +407,20 @@ mod tests {
         assert_eq!(colour_of("+    println"), Some(Color::Green));
         assert_eq!(colour_of("-    println"), Some(Color::Red));
         assert_eq!(colour_of("@@"), Some(Color::Cyan));
+    }
+
+    #[test]
+    fn a_session_diff_keeps_every_line_and_names_its_files() {
+        let diff = "diff --git a/a.txt b/a.txt\nindex 1..2 100644\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-x\n+y\ndiff --git a/b.txt b/b.txt\nnew file mode 100644\n--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+z\n";
+        let lines = lines(&Cell::Diff(diff.into()), 80, 0);
+        let text: Vec<String> =
+            lines.iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>()).collect();
+        assert_eq!(text, diff.lines().collect::<Vec<_>>());
+        let bold = |i: usize| lines[i].spans.iter().all(|s| s.style.add_modifier.contains(Modifier::BOLD));
+        let fg = |i: usize| lines[i].spans.iter().find_map(|s| s.style.fg);
+        assert!(bold(0) && bold(2) && bold(3) && bold(9) && bold(10), "{text:?}");
+        assert_eq!((fg(5), fg(6), fg(4)), (Some(Color::Red), Some(Color::Green), Some(Color::Cyan)));
+        assert!(!bold(6));
     }
 
     #[test]

@@ -7,13 +7,31 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 
 /// A program running in a pseudo-terminal and the screen it draws.
 pub struct Terminal {
     screen: Arc<Mutex<vt100::Parser>>,
     writer: Arc<Mutex<Box<dyn Write + Send>>>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
+    /// Kept for resizing; it must outlive the child's use of the terminal.
+    master: Box<dyn MasterPty + Send>,
+}
+
+/// Feeds output to the emulator. vt100 ignores "erase the scrollback" (`ESC [ 3 J`); a
+/// terminal does it, so here the emulator is made again with the screen and modes it had.
+fn process(parser: &mut vt100::Parser, bytes: &[u8]) {
+    const PURGE: &[u8] = b"\x1b[3J";
+    let mut rest = bytes;
+    while let Some(at) = rest.windows(PURGE.len()).position(|w| w == PURGE) {
+        parser.process(&rest[..at]);
+        let (rows, cols) = parser.screen().size();
+        let state = parser.screen().state_formatted();
+        *parser = vt100::Parser::new(rows, cols, 1000);
+        parser.process(&state);
+        rest = &rest[at + PURGE.len()..];
+    }
+    parser.process(rest);
 }
 
 impl Terminal {
@@ -79,7 +97,7 @@ impl Terminal {
                     break;
                 }
                 let mut parser = feed.lock().unwrap();
-                parser.process(&buf[..n]);
+                process(&mut parser, &buf[..n]);
                 // A terminal answers "where is the cursor?" (DSR 6); the emulator does not, so
                 // the harness does, as a terminal would.
                 tail.extend_from_slice(&buf[..n]);
@@ -92,9 +110,37 @@ impl Terminal {
                 }
             }
         });
-        // The master must outlive the child's use of the terminal.
-        std::mem::forget(pty.master);
-        Terminal { screen, writer, child }
+        Terminal { screen, writer, child, master: pty.master }
+    }
+
+    /// Resizes the terminal as a person dragging its window does: the program gets SIGWINCH.
+    pub fn resize(&mut self, rows: u16, cols: u16) {
+        self.screen.lock().unwrap().screen_mut().set_size(rows, cols);
+        self.master.resize(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 }).unwrap();
+    }
+
+    /// Every row the terminal holds, its scrollback first, then the screen.
+    pub fn history(&self) -> Vec<String> {
+        let mut parser = self.screen.lock().unwrap();
+        let (rows, cols) = parser.screen().size();
+        parser.screen_mut().set_scrollback(usize::MAX);
+        let kept = parser.screen().scrollback();
+        let mut all = Vec::new();
+        // The view at offset `off` shows history rows `kept - off` onwards.
+        let mut next = 0;
+        while next < kept + usize::from(rows) {
+            let off = kept.saturating_sub(next);
+            parser.screen_mut().set_scrollback(off);
+            let first = kept - off;
+            for (i, row) in parser.screen().rows(0, cols).enumerate() {
+                if first + i >= next {
+                    all.push(row);
+                }
+            }
+            next = first + usize::from(rows);
+        }
+        parser.screen_mut().set_scrollback(0);
+        all
     }
 
     /// Looks at the emulator's screen (colours, modes).

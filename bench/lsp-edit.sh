@@ -32,7 +32,8 @@ for wt in with without; do
 done
 printf '[lsp.pyright]\ncommand = "%s"\n' "$pyright" > "$scratch/with/toolshed.toml"
 printf '[lsp.pyright]\nenabled = false\n' > "$scratch/without/toolshed.toml"
-export TOOLSHED_DATA_DIR="$scratch/data"
+# The scratch worktrees' toolshed.toml are the benchmark's own: applied without `toolshed trust`.
+export TOOLSHED_DATA_DIR="$scratch/data" TOOLSHED_TRUST_PROJECT=1
 
 read_args='{"file_path": "lib.py"}'
 write_args='{"file_path": "main.py", "content": "from lib import twice\n\nlabel: str = twice(3)\n"}'

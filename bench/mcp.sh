@@ -7,7 +7,7 @@ cargo build ${PROFILE_FLAG:---release} -q -p toolshed-cli -p toolshed-mcp --bins
 BIN=$PWD/target/${PROFILE_DIR:-release}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-export XDG_CONFIG_HOME=$WORK/xdg TOOLSHED_DATA_DIR=$WORK/data
+export XDG_CONFIG_HOME=$WORK/xdg TOOLSHED_DATA_DIR=$WORK/data TOOLSHED_TRUST_PROJECT=1
 mkdir -p "$WORK/none" "$WORK/mcp"
 cat > "$WORK/mcp/toolshed.toml" <<TOML
 [mcp.svc]

@@ -354,7 +354,9 @@ fn import_converts_each_clients_timeout_to_milliseconds_or_warns() {
 }
 
 /// A client that sends a standard method with params that do not parse is told "invalid
-/// params" (-32602) and why, not "method not found"; an unknown method is -32601.
+/// params" (-32602) and why, not "method not found"; an unknown method is -32601; a line that
+/// is not JSON (a request cut short, bytes that are not UTF-8) is answered with a parse error
+/// (-32700, id null) instead of silence, and a blank line with nothing.
 #[test]
 fn malformed_params_get_invalid_params_and_unknown_methods_method_not_found() {
     use std::io::{BufRead, Write};
@@ -373,16 +375,25 @@ fn malformed_params_get_invalid_params_and_unknown_methods_method_not_found() {
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/call"}"#,
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read","arguments":[1]}}"#,
         r#"{"jsonrpc":"2.0","id":4,"method":"bogus/x","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/list""#,
+        "",
+        "not json \u{fffd}",
         r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read","arguments":{"file_path":"notes.txt"}}}"#,
     ] {
         writeln!(stdin, "{line}").unwrap();
     }
+    stdin.write_all(b"\xff\xfe\n").unwrap();
     let mut replies = std::collections::HashMap::new();
+    let mut parse_errors = Vec::new();
     for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
         let reply: Value = serde_json::from_str(&line.unwrap()).unwrap();
-        let id = reply["id"].as_i64().unwrap();
-        replies.insert(id, reply);
-        if replies.len() == 5 {
+        match reply["id"].as_i64() {
+            Some(id) => {
+                replies.insert(id, reply);
+            }
+            None => parse_errors.push(reply),
+        }
+        if replies.len() == 5 && parse_errors.len() == 3 {
             break;
         }
     }
@@ -395,6 +406,16 @@ fn malformed_params_get_invalid_params_and_unknown_methods_method_not_found() {
     assert!(replies[&3]["error"]["message"].as_str().unwrap().contains("expected a map"), "{}", replies[&3]);
     assert_eq!(replies[&4]["error"]["code"], -32601, "{}", replies[&4]);
     assert_eq!(replies[&5]["result"]["isError"], false, "{}", replies[&5]);
+    assert!(!replies.contains_key(&6));
+    for (error, line) in parse_errors.iter().zip([
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/list""#,
+        "not json \u{fffd}",
+        "\u{fffd}\u{fffd}",
+    ]) {
+        assert_eq!(error["id"], Value::Null, "{error}");
+        assert_eq!(error["error"]["code"], -32700, "{error}");
+        assert_eq!(error["error"]["data"]["line"], line, "{error}");
+    }
 }
 
 /// Over MCP the client runs the loop: re-running the same call (the same test, a file that

@@ -26,6 +26,7 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio_util::sync::CancellationToken;
 use toolshed_core::config::McpAsk;
 use toolshed_core::exec::{Executor, Session, ToolCall};
@@ -167,10 +168,14 @@ impl Exported {
         McpSession { shared: self.clone(), session: Session::new(id, self.agent.clone()) }
     }
 
-    /// Serves one client over standard input and output until it disconnects.
+    /// Serves one client over standard input and output until it disconnects. A line that is
+    /// not JSON is answered with JSON-RPC's parse error (rmcp would drop it, and a client
+    /// whose request was cut short would wait for its answer forever).
     pub async fn serve_stdio(self: &Arc<Self>) -> Result<(), String> {
-        let running = self.session().serve(rmcp::transport::stdio()).await.map_err(|e| e.to_string())?;
+        let (input, output, written) = checked_lines(tokio::io::stdin(), tokio::io::stdout());
+        let running = self.session().serve((input, output)).await.map_err(|e| e.to_string())?;
         running.waiting().await.map_err(|e| e.to_string())?;
+        let _ = written.await;
         Ok(())
     }
 
@@ -350,4 +355,83 @@ impl ServerHandler for McpSession {
             None => ErrorData::new(ErrorCode::METHOD_NOT_FOUND, format!("unknown method `{method}`"), None),
         })
     }
+}
+
+/// Puts a line filter between a client's byte streams and rmcp: lines that are JSON go on to
+/// rmcp (the returned reader); any other line is answered with a parse error, written
+/// between rmcp's messages (the returned writer goes to `client_out` a whole line at a time).
+/// The handle ends once everything rmcp wrote has reached `client_out`.
+fn checked_lines<R, W>(client_in: R, mut client_out: W) -> (DuplexStream, DuplexStream, tokio::task::JoinHandle<()>)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    const BUFFER: usize = 64 * 1024;
+    let (rmcp_in, mut to_rmcp) = tokio::io::duplex(BUFFER);
+    let (rmcp_out, from_rmcp) = tokio::io::duplex(BUFFER);
+    let (errors, mut parse_errors) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(client_in);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match lines.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<serde::de::IgnoredAny>(&line) {
+                Ok(_) => {
+                    if !line.ends_with(b"\n") {
+                        line.push(b'\n');
+                    }
+                    if to_rmcp.write_all(&line).await.is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    let text = String::from_utf8_lossy(&line);
+                    let shown: String = text.trim_end().chars().take(200).collect();
+                    let answer = serde_json::json!({
+                        "jsonrpc": "2.0",
+                        "id": null,
+                        "error": {"code": -32700, "message": "Parse error", "data": {"line": shown, "reason": e.to_string()}},
+                    });
+                    let _ = errors.send(format!("{answer}\n").into_bytes());
+                }
+            }
+        }
+        // Dropping the stream is rmcp's end of input.
+    });
+    let written = tokio::spawn(async move {
+        let mut from_rmcp = BufReader::new(from_rmcp);
+        let mut message = Vec::new();
+        loop {
+            tokio::select! {
+                // read_until keeps what it read in `message` when the other branch wins.
+                read = from_rmcp.read_until(b'\n', &mut message) => {
+                    if !matches!(read, Ok(n) if n > 0) || !message.ends_with(b"\n") {
+                        let _ = client_out.write_all(&message).await;
+                        break;
+                    }
+                    if client_out.write_all(&message).await.is_err() || client_out.flush().await.is_err() {
+                        return;
+                    }
+                    message.clear();
+                }
+                Some(answer) = parse_errors.recv() => {
+                    if client_out.write_all(&answer).await.is_err() || client_out.flush().await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        while let Ok(answer) = parse_errors.try_recv() {
+            let _ = client_out.write_all(&answer).await;
+        }
+        let _ = client_out.flush().await;
+    });
+    (rmcp_in, rmcp_out, written)
 }

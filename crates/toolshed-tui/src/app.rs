@@ -234,7 +234,7 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
                 }
                 app.settle_answer(Instant::now());
             }
-            _ = sleep_until(app.reflow_at), if app.reflow_at.is_some() => {
+            () = sleep_until(app.reflow_at), if app.reflow_at.is_some() => {
                 if app.pager.is_some() {
                     app.reflow_at = None;
                     app.resized = true;
@@ -615,7 +615,8 @@ impl App {
         let live: Vec<Line<'static>> = (self.committed..cells.len())
             .flat_map(|i| render::spaced(i.checked_sub(1).map(|p| &cells[p]), &cells[i], width, self.frame))
             .collect();
-        let tail: Vec<Line<'static>> = live.iter().skip(live.len().saturating_sub(usize::from(room))).cloned().collect();
+        let tail: Vec<Line<'static>> =
+            live.iter().skip(live.len().saturating_sub(usize::from(room))).cloned().collect();
         pieces.push(Piece::Rows(tail));
         Layout { pieces, cursor }
     }
@@ -631,13 +632,19 @@ impl App {
             match piece {
                 Piece::Rows(lines) => f.render_widget(Paragraph::new(lines), at),
                 Piece::Boxed(title, lines) => {
-                    f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)), at);
+                    f.render_widget(
+                        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)),
+                        at,
+                    );
                 }
             }
             // The second piece is the composer.
             if i == 1 {
                 let (x, y) = layout.cursor;
-                f.set_cursor_position((area.x + x.min(area.width.saturating_sub(1)), bottom + y.min(h.saturating_sub(1))));
+                f.set_cursor_position((
+                    area.x + x.min(area.width.saturating_sub(1)),
+                    bottom + y.min(h.saturating_sub(1)),
+                ));
             }
         }
     }

@@ -257,6 +257,9 @@ impl TypedTool for Bash {
             }
         }
         notes.extend(self.settle_created(&ctx, &absent, &args, &result).await);
+        if sandboxed && !escalated {
+            notes.extend(self.unseen_sessions_note(&args, &result));
+        }
         Ok(self.finish(result, &args, &notes, label, escalated, &read_only))
     }
 }
@@ -496,6 +499,36 @@ impl Bash {
             return session.settle_protected(ctx.root());
         }
         super::created::settle(ctx, absent, &args.command).await
+    }
+
+    /// A command that looked for processes or signalled one while shell sessions run is told
+    /// that it cannot reach theirs (each command has a process space of its own), and how to
+    /// stop one: otherwise "No such process" reads as if the server had already gone.
+    fn unseen_sessions_note(&self, args: &BashArgs, result: &Attempt) -> Option<String> {
+        const LOOKS_FOR_PROCESSES: &[&str] = &["kill", "pkill", "killall", "pgrep", "pidof", "fuser", "ps"];
+        if !matches!(result.ending, Ending::Exited(_)) || !sandbox::own_process_spaces() {
+            return None;
+        }
+        let words = args.command.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'));
+        let looked = words.into_iter().any(|w| LOOKS_FOR_PROCESSES.contains(&w))
+            || result.output.text.contains("No such process");
+        if !looked {
+            return None;
+        }
+        let running = self.shell.state.sessions.list_running();
+        if running.is_empty() {
+            return None;
+        }
+        let listed: Vec<String> = running.iter().map(|(id, command)| format!("{id} (`{command}`)")).collect();
+        let (one, first) = (running.len() == 1, running[0].0);
+        Some(format!(
+            "(Shell session{} {} run{} in a process space of {} own: other commands can neither see nor signal {} processes. To stop one, call bash_output with its session_id and stop: true (e.g. session_id {first}).)",
+            if one { "" } else { "s" },
+            listed.join(", "),
+            if one { "s" } else { "" },
+            if one { "its" } else { "their" },
+            if one { "its" } else { "their" },
+        ))
     }
 
     /// The model's text and metadata of the run that counts.

@@ -365,6 +365,11 @@ impl ProcessSessions {
         }
     }
 
+    /// The sessions still running: id and shortened command.
+    pub(crate) fn list_running(&self) -> Vec<(u32, String)> {
+        self.table().entries.values().filter(|s| !s.run.is_done()).map(|s| (s.id, short(&s.command))).collect()
+    }
+
     /// How many sessions are still running.
     pub(crate) fn running(&self) -> usize {
         self.table().entries.values().filter(|s| !s.run.is_done()).count()

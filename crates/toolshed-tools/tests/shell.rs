@@ -683,3 +683,31 @@ async fn git_cannot_be_made_to_run_a_denied_command() {
         assert!(canary.exists(), "{command:?} then `git status` deleted the canary: {}", r.output);
     }
 }
+
+/// A command that signals a session's server by its pid file gets "No such process" (each
+/// command has a process space of its own); it is told so and how to stop the session, not
+/// left to think the server is gone. A command that looks for no process is told nothing.
+#[tokio::test]
+async fn a_command_that_cannot_reach_a_sessions_processes_is_told_how_to_stop_it() {
+    if !landlock_or_skip("a_command_that_cannot_reach_a_sessions_processes_is_told_how_to_stop_it") {
+        return;
+    }
+    let policy = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, ..FULL };
+    let h = Harness::new(policy);
+    let r = h.call("bash", json!({ "command": "sleep 300 & echo $! > srv.pid; wait", "yield_ms": 300 })).await;
+    assert!(r.output.contains("session"), "{}", r.output);
+    let r = h.bash("kill $(cat srv.pid)").await;
+    let own_space = r.output.contains("No such process");
+    let note = "other commands can neither see nor signal its processes. To stop one, call bash_output with its session_id and stop: true";
+    // Where the kernel gives no process space of its own, the kill reaches it and nothing is said.
+    assert_eq!(r.output.contains(note), own_space, "{}", r.output);
+    if own_space {
+        assert!(r.output.contains("Shell session 1 (`sleep 300 & echo $! > srv.pid; wait`)"), "{}", r.output);
+    }
+    let r = h.bash("echo unrelated").await;
+    assert!(!r.output.contains("process space"), "{}", r.output);
+    let r = h.call("bash_output", json!({ "session_id": 1, "stop": true })).await;
+    assert!(!r.is_error, "{}", r.output);
+    let r = h.bash("pgrep -x sleep; true").await;
+    assert!(!r.output.contains("process space"), "no session runs any more: {}", r.output);
+}

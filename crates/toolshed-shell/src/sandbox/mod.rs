@@ -201,6 +201,19 @@ pub fn report(policy: &SandboxPolicy) -> String {
     }
 }
 
+/// Whether a `workspace-write` command runs in a process space (PID namespace) of its own, so
+/// that other commands neither see nor signal its processes.
+pub(crate) fn own_process_spaces() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        namespace::pid_namespaces()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
 /// A PID namespace of its own for a child that gets a mount namespace (see `init.rs`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OwnPids {

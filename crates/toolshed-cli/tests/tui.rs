@@ -447,14 +447,21 @@ fn flat(rows: &[String]) -> String {
 
 #[test]
 fn the_composer_follows_the_transcript_and_a_resize_writes_it_again() {
-    let first = format!("First answer: {}end-of-first.", "alpha beta gamma delta ".repeat(12));
+    let first = format!("First answer: {}end-of-first.", "alpha beta gamma delta\n\n".repeat(7));
     let second = format!("Second answer: {}end-of-second.", "one two three four five ".repeat(10));
     let server = FakeServer::start(vec![
         Reply::sse(chat::text(&first)),
         Reply::sse(chat::text(&second)).delay(Duration::from_millis(40)),
+        Reply::sse(chat::tool_calls(&[(
+            "e1",
+            "edit",
+            r#"{"file_path":"notes.txt","old_string":"old","new_string":"new"}"#,
+        )])),
+        Reply::sse(chat::text("After the question.")),
     ])
     .unwrap();
-    let dir = worktree(&server, "");
+    let dir = worktree(&server, "[permission]\nedit = \"ask\"\n");
+    std::fs::write(dir.path().join("notes.txt"), "old\n").unwrap();
     let mut term = Terminal::start_sized(dir.path(), &["chat"], 24, 80);
     let screen = term.wait_for("build ·", Duration::from_secs(30));
     // Nothing is above it yet: the composer is the first row, the status line right below it.
@@ -469,6 +476,8 @@ fn the_composer_follows_the_transcript_and_a_resize_writes_it_again() {
         Duration::from_secs(30),
     );
     let rows: Vec<&str> = screen.lines().collect();
+    // Finished, the answer stays where it streamed: nothing scrolled away with room left.
+    assert_eq!(rows[0], "› hello", "{screen}");
     let last = rows.iter().position(|l| l.contains("end-of-first.")).expect(&screen);
     assert_eq!(rows[last + 1].trim(), "", "{screen}");
     assert_eq!(rows[last + 2].trim_end(), "›", "{screen}");
@@ -482,7 +491,7 @@ fn the_composer_follows_the_transcript_and_a_resize_writes_it_again() {
         loop {
             let history = term.history();
             let text = flat(&history);
-            let once = |what: &str| text.matches(what).count() == 1;
+            let once = |what: &str| text.matches(&flat(&[what.to_string()])).count() == 1;
             if answers.iter().all(|a| once(a)) && once(prompt) && once("build ·") {
                 return history;
             }
@@ -508,6 +517,26 @@ fn the_composer_follows_the_transcript_and_a_resize_writes_it_again() {
         Duration::from_secs(30),
     );
     written_again(&term, "› again", &[&first, &second]);
+
+    // Ctrl-C while a question is open ends the turn: the question is answered no.
+    term.send_line("change the notes");
+    term.wait_for("asks for `edit`", Duration::from_secs(30));
+    term.type_text("\x03");
+    let screen = term.wait_for("interrupted", Duration::from_secs(5));
+    assert!(!screen.contains("asks for `edit`"), "{screen}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "old\n");
     term.send_line("/exit");
     assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
+
+    // The display is never erased from a corner (`ESC [ J`, `ESC [ 2 J`) but together with
+    // the scrollback: tmux and others keep what such an erase removes by scrolling it into
+    // the scrollback, old viewport frames included.
+    let raw = term.raw();
+    let find = |what: &[u8]| -> Vec<usize> {
+        raw.windows(what.len()).enumerate().filter(|(_, w)| *w == what).map(|(i, _)| i).collect()
+    };
+    assert!(find(b"\x1b[J").is_empty() && find(b"\x1b[0J").is_empty(), "an erase below the cursor");
+    for at in find(b"\x1b[2J") {
+        assert!(raw[at + 4..].starts_with(b"\x1b[3J"), "a screen erase that keeps the scrollback");
+    }
 }

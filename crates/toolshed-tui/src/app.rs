@@ -251,9 +251,7 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
     // Everything into the scrollback, unfinished cells as they stand; the composer and the
     // status line go, and the shell's prompt comes where they were.
     app.commit(&mut term, true)?;
-    let top = term.get_frame().area().y;
-    term.set_cursor_position((0, top))?;
-    execute!(io::stdout(), terminal::Clear(terminal::ClearType::FromCursorDown))?;
+    screen::erase_below(term.get_frame().area().y)?;
     Ok(app.composer.history().to_vec())
 }
 
@@ -302,6 +300,8 @@ struct App {
     resized: bool,
     /// When the transcript is written again after a resize.
     reflow_at: Option<Instant>,
+    /// The width the scrollback's transcript was written at.
+    written_width: u16,
     /// A request failed and is retried: why, and when.
     retry: Option<(String, Instant)>,
     no_color: bool,
@@ -348,6 +348,7 @@ impl App {
             pager: None,
             resized: false,
             reflow_at: None,
+            written_width: terminal::size().map_or(0, |(w, _)| w),
             retry: None,
             no_color: no_color(),
         }
@@ -376,7 +377,9 @@ impl App {
         execute!(io::stdout(), terminal::BeginSynchronizedUpdate)?;
         self.commit(term, false)?;
         let size = term.size()?;
-        let layout = self.layout(usize::from(size.width), screen::max_height(size.height));
+        // A question may take the whole screen: what it asks and its diff come first.
+        let max = if self.asks.is_empty() { screen::max_height(size.height) } else { size.height };
+        let layout = self.layout(usize::from(size.width), max);
         screen::fit(term, layout.height())?;
         term.draw(|f| {
             App::paint(f, layout);
@@ -427,7 +430,8 @@ impl App {
             terminal::Clear(terminal::ClearType::Purge)
         )?;
         *term = screen::at_row(0, 1)?;
-        let width = usize::from(term.size()?.width);
+        self.written_width = term.size()?.width;
+        let width = usize::from(self.written_width);
         let cells = self.transcript.cells();
         let mut blocks = Vec::new();
         let mut rows = 0;
@@ -485,6 +489,7 @@ impl App {
     /// Writes the finished cells at the front of the transcript into the scrollback.
     fn commit(&mut self, term: &mut Term, all: bool) -> io::Result<()> {
         let width = usize::from(term.get_frame().area().width);
+        let mut lines = Vec::new();
         while let Some(cell) = self.transcript.cells().get(self.committed) {
             let last = self.committed + 1 == self.transcript.cells().len();
             let finished = match cell {
@@ -498,10 +503,17 @@ impl App {
                 break;
             }
             let previous = self.committed.checked_sub(1).and_then(|p| self.transcript.cells().get(p));
-            write_above(term, render::spaced(previous, cell, width, 0), self.no_color)?;
+            lines.extend(render::spaced(previous, cell, width, 0));
             self.committed += 1;
         }
-        Ok(())
+        if lines.is_empty() {
+            return Ok(());
+        }
+        // The cells were shown at the viewport's top: shrunk first, the viewport moves down
+        // under them as they are written, so they stay where they were (a viewport that kept
+        // its height would push them up, and leave empty rows once it shrinks).
+        screen::fit(term, 1)?;
+        write_above(term, lines, self.no_color)
     }
 
     /// What the viewport shows at `width`, at most `max` rows, bottom first: the status line,
@@ -706,12 +718,15 @@ impl App {
                 Some(message) => message.push_str(&text),
                 None => self.composer.insert_str(&text),
             },
-            Input::Resize(..) if self.pager.is_some() => self.resized = true,
-            Input::Resize(..) => {
-                // Drawn at the new size at once; the transcript is written again once the
-                // size has held for a moment (a drag sends many sizes).
+            Input::Resize(width, _) if self.pager.is_some() => self.resized |= width != self.written_width,
+            Input::Resize(width, _) => {
+                // Drawn at the new size at once. A new width wraps the transcript differently:
+                // it is written again once the size has held for a moment (a drag sends many
+                // sizes). A new height alone changes nothing written.
                 term.autoresize()?;
-                self.reflow_at = Some(Instant::now() + REFLOW_AFTER);
+                if width != self.written_width {
+                    self.reflow_at = Some(Instant::now() + REFLOW_AFTER);
+                }
             }
             Input::Mouse(mouse) => {
                 if let Some((pager, _)) = &mut self.pager {
@@ -1033,6 +1048,11 @@ impl App {
     fn interrupt_or_quit(&mut self) -> Flow {
         if let Some(turn) = &self.turn {
             turn.cancel();
+            // A turn waiting for an answer ends only once it has one.
+            for (_, answer) in self.asks.drain(..) {
+                let _ = answer.send(Reply::Reject(None));
+            }
+            self.rejecting = None;
             return Flow::Go;
         }
         if !self.composer.is_empty() {

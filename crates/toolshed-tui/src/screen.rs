@@ -20,12 +20,38 @@ pub type Term = Terminal<Placed>;
 pub struct Placed {
     inner: CrosstermBackend<Stdout>,
     at: Option<Position>,
+    /// Where the cursor was last put, until something else moves it.
+    put: Option<Position>,
 }
 
 impl Placed {
     fn new(at: Option<Position>) -> Placed {
-        Placed { inner: CrosstermBackend::new(io::stdout()), at }
+        Placed { inner: CrosstermBackend::new(io::stdout()), at, put: None }
     }
+
+    fn moved(&mut self) {
+        self.at = None;
+        self.put = None;
+    }
+}
+
+/// Erases the screen from row `top` down, a line at a time. Some terminals (tmux; VTE for a
+/// whole-screen erase) keep what an erase from the top-left corner removes by scrolling it into
+/// the scrollback, which would fill it with old frames of the viewport; erasing lines never
+/// does.
+fn erase_from(out: &mut impl io::Write, top: u16, rows: u16) -> io::Result<()> {
+    use ratatui::crossterm::{cursor::MoveTo, queue, terminal::Clear, terminal::ClearType as Erase};
+    for row in top..rows.max(top + 1) {
+        queue!(out, MoveTo(0, row), Clear(Erase::CurrentLine))?;
+    }
+    queue!(out, MoveTo(0, top))?;
+    out.flush()
+}
+
+/// Erases the screen from row `top` down (see [`erase_from`]), the cursor left at its start.
+pub fn erase_below(top: u16) -> io::Result<()> {
+    let rows = ratatui::crossterm::terminal::size()?.1;
+    erase_from(&mut io::stdout(), top, rows)
 }
 
 impl Backend for Placed {
@@ -35,12 +61,12 @@ impl Backend for Placed {
     where
         I: Iterator<Item = (u16, u16, &'a Cell)>,
     {
-        self.at = None;
+        self.moved();
         self.inner.draw(content)
     }
 
     fn append_lines(&mut self, n: u16) -> io::Result<()> {
-        self.at = None;
+        self.moved();
         self.inner.append_lines(n)
     }
 
@@ -60,17 +86,33 @@ impl Backend for Placed {
     }
 
     fn set_cursor_position<P: Into<Position>>(&mut self, position: P) -> io::Result<()> {
+        let position = position.into();
         self.at = None;
+        self.put = Some(position);
         self.inner.set_cursor_position(position)
     }
 
     fn clear(&mut self) -> io::Result<()> {
-        self.at = None;
+        self.moved();
         self.inner.clear()
     }
 
     fn clear_region(&mut self, clear_type: ClearType) -> io::Result<()> {
-        self.at = None;
+        // ratatui clears a viewport from its top-left corner down; at the screen's top row
+        // that would push the old frame into the scrollback (see `erase_from`).
+        let from = match (clear_type, self.put) {
+            (ClearType::All, _) => Some(0),
+            (ClearType::AfterCursor, Some(Position { x: 0, y })) => Some(y),
+            _ => None,
+        };
+        if let Some(from) = from {
+            let rows = self.inner.size()?.height;
+            self.moved();
+            erase_from(&mut self.inner, from, rows)?;
+            self.put = Some(Position::new(0, from));
+            return Ok(());
+        }
+        self.moved();
         self.inner.clear_region(clear_type)
     }
 
@@ -87,12 +129,12 @@ impl Backend for Placed {
     }
 
     fn scroll_region_up(&mut self, region: std::ops::Range<u16>, line_count: u16) -> io::Result<()> {
-        self.at = None;
+        self.moved();
         self.inner.scroll_region_up(region, line_count)
     }
 
     fn scroll_region_down(&mut self, region: std::ops::Range<u16>, line_count: u16) -> io::Result<()> {
-        self.at = None;
+        self.moved();
         self.inner.scroll_region_down(region, line_count)
     }
 }
@@ -107,8 +149,8 @@ pub fn at_cursor(height: u16) -> io::Result<Term> {
 /// scrollback, as a shell's output does.
 pub fn at_row(top: u16, height: u16) -> io::Result<Term> {
     let mut backend = Placed::new(None);
-    backend.set_cursor_position(Position::new(0, top))?;
-    backend.clear_region(ClearType::AfterCursor)?;
+    let rows = backend.size()?.height;
+    erase_from(&mut backend.inner, top, rows)?;
     backend.at = Some(Position::new(0, top));
     Terminal::with_options(backend, TerminalOptions { viewport: Viewport::Inline(height.max(1)) })
 }

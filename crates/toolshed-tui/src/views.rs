@@ -92,6 +92,34 @@ pub fn approval_within(
             }
         }
     }
+    // Too tall: what is asked and the answers stay; the blank line, then the rule, reasons
+    // and further patterns, then the answers' long forms go.
+    if out.len() + answers.len() > rows {
+        answers.remove(0);
+    }
+    while out.len() + answers.len() > rows && out.len() > 2 {
+        out.pop();
+    }
+    if out.len() + answers.len() > rows {
+        answers = wrap(
+            &[
+                Span::styled("[o]", KEY),
+                Span::raw("nce "),
+                Span::styled("[a]", KEY),
+                Span::raw("lways "),
+                Span::styled("[r]", KEY),
+                Span::raw("eject "),
+                Span::styled("[m]", KEY),
+                Span::raw("essage"),
+            ],
+            width,
+            &[],
+            &[],
+        );
+    }
+    while out.len() + answers.len() > rows && out.len() > 1 {
+        out.pop();
+    }
     out.extend(answers);
     out
 }
@@ -285,6 +313,28 @@ mod tests {
         assert!(text[0].contains("asks for `edit`"));
         assert!(text.iter().any(|l| l.contains("… +")), "{text:#?}");
         assert!(text.last().unwrap().contains("[m] reject with a message"));
+    }
+
+    #[test]
+    fn in_a_small_terminal_the_dialog_keeps_what_is_asked_and_the_answer_keys() {
+        let req = request("edit", &["big.rs"], json!({"diff": "@@ -1 +1 @@\n-a\n+b\n", "reason": "it edits"}));
+        let text = |rows: usize, width: usize| -> Vec<String> {
+            approval_within(&req, Some("edit = \"ask\" (toolshed.toml)"), None, width, rows)
+                .iter()
+                .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+                .collect()
+        };
+        // Room for the long answers: the rule and the reason go first.
+        let lines = text(7, 38);
+        assert!(lines.len() <= 7, "{lines:#?}");
+        assert!(lines[0].contains("asks for `edit`") && lines[1].contains("big.rs"), "{lines:#?}");
+        assert!(lines.iter().any(|l| l.contains("[m] reject with a message")), "{lines:#?}");
+        assert!(!lines.iter().any(|l| l.contains("rule:")), "{lines:#?}");
+        // Less: the answers in one line, what is asked still there.
+        let lines = text(3, 38);
+        assert!(lines.len() <= 3, "{lines:#?}");
+        assert!(lines[0].contains("asks for `edit`") && lines[1].contains("big.rs"), "{lines:#?}");
+        assert_eq!(lines[2], "[o]nce [a]lways [r]eject [m]essage", "{lines:#?}");
     }
 
     #[test]

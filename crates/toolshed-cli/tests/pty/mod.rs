@@ -16,6 +16,8 @@ pub struct Terminal {
     child: Box<dyn portable_pty::Child + Send + Sync>,
     /// Kept for resizing; it must outlive the child's use of the terminal.
     master: Box<dyn MasterPty + Send>,
+    /// Every byte the program wrote.
+    raw: Arc<Mutex<Vec<u8>>>,
 }
 
 /// Feeds output to the emulator. vt100 ignores "erase the scrollback" (`ESC [ 3 J`); a
@@ -88,7 +90,8 @@ impl Terminal {
         let screen = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, 1000)));
         let writer: Arc<Mutex<Box<dyn Write + Send>>> = Arc::new(Mutex::new(pty.master.take_writer().unwrap()));
         let mut reader = pty.master.try_clone_reader().unwrap();
-        let (feed, answer) = (screen.clone(), writer.clone());
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let (feed, answer, record) = (screen.clone(), writer.clone(), raw.clone());
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             let mut tail: Vec<u8> = Vec::new();
@@ -96,6 +99,7 @@ impl Terminal {
                 if n == 0 {
                     break;
                 }
+                record.lock().unwrap().extend_from_slice(&buf[..n]);
                 let mut parser = feed.lock().unwrap();
                 process(&mut parser, &buf[..n]);
                 // A terminal answers "where is the cursor?" (DSR 6); the emulator does not, so
@@ -110,13 +114,18 @@ impl Terminal {
                 }
             }
         });
-        Terminal { screen, writer, child, master: pty.master }
+        Terminal { screen, writer, child, master: pty.master, raw }
     }
 
     /// Resizes the terminal as a person dragging its window does: the program gets SIGWINCH.
     pub fn resize(&mut self, rows: u16, cols: u16) {
         self.screen.lock().unwrap().screen_mut().set_size(rows, cols);
         self.master.resize(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 }).unwrap();
+    }
+
+    /// Every byte the program wrote so far.
+    pub fn raw(&self) -> Vec<u8> {
+        self.raw.lock().unwrap().clone()
     }
 
     /// Every row the terminal holds, its scrollback first, then the screen.

@@ -565,7 +565,10 @@ impl App {
         // The session picker.
         if let Some((sessions, selected)) = &self.picker {
             let mut lines = vec![Line::from("  pick a session (Enter resumes it, Esc closes):")];
-            for (i, info) in sessions.iter().enumerate() {
+            // The rows that fit, scrolled to keep the selected one in view.
+            let fits = usize::from(room).saturating_sub(1).max(1);
+            let first = (selected + 1).saturating_sub(fits);
+            for (i, info) in sessions.iter().enumerate().skip(first).take(fits) {
                 let style = if i == *selected {
                     ratatui::style::Style::new().add_modifier(ratatui::style::Modifier::REVERSED)
                 } else {
@@ -767,6 +770,7 @@ impl App {
         }
         if self.quit_armed {
             self.quit_armed = false;
+            self.status.hint = None;
             self.status.busy = None;
         }
         if ctrl && key.code == KeyCode::Char('l') {
@@ -1063,7 +1067,7 @@ impl App {
             return Flow::Quit;
         }
         self.quit_armed = true;
-        self.transcript.push_notice("press Ctrl-C again to quit (Ctrl-D on an empty line also quits)", false);
+        self.status.hint = Some("Ctrl-C again quits".to_string());
         Flow::Go
     }
 

@@ -142,6 +142,8 @@ pub struct Status {
     /// What is being waited for (`thinking`, `rate limited, retrying in 5 s`) and for how
     /// many seconds.
     pub busy: Option<(String, u64)>,
+    /// A hint for the next key (`press Ctrl-C again to quit`), shown first until a key.
+    pub hint: Option<String>,
 }
 
 /// The status line: the spinner and what is waited for first (while busy), then agent, model,
@@ -149,6 +151,9 @@ pub struct Status {
 /// least needed end (sandbox, then worktree, session...), never cut mid-way.
 pub fn status_line(status: &Status, frame: usize, width: usize) -> Line<'static> {
     let mut parts: Vec<(String, Style)> = Vec::new();
+    if let Some(hint) = &status.hint {
+        parts.push((hint.clone(), KEY));
+    }
     if let Some((what, secs)) = &status.busy {
         parts.push((format!("{} {what} ({secs}s)", SPINNER[frame % SPINNER.len()]), KEY));
     }
@@ -360,6 +365,7 @@ mod tests {
             worktree: "~/src/app".into(),
             sandbox: "workspace-write".into(),
             busy: Some(("rate limited, retrying in 5 s".into(), 3)),
+            hint: None,
         };
         insta::assert_snapshot!(draw(vec![status_line(&status, 0, 120)], 120, false));
         let narrow = status_line(&status, 0, 30);

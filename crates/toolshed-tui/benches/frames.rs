@@ -110,6 +110,7 @@ fn main() {
         worktree: "~/src/app".into(),
         sandbox: "workspace-write".into(),
         busy: Some(("working".into(), 3)),
+        hint: None,
     };
     let composer = Composer::default();
     let mut streaming = String::new();

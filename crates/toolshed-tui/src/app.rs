@@ -1182,6 +1182,7 @@ impl App {
         for (_, answer) in self.asks.drain(..) {
             let _ = answer.send(Reply::Reject(None));
         }
+        self.transcript.end_running("(not finished: the chat ended first)");
         let id = &self.session.id;
         self.transcript.push_notice(&format!("session {id}; `toolshed chat -s {id}` goes on with it"), false);
     }

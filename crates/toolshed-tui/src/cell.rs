@@ -211,6 +211,27 @@ impl Transcript {
         self.cells.push(Cell::Notice { text: text.to_string(), error });
     }
 
+    /// Marks every call still running as ended without a result (`why`), and the answer as
+    /// finished: the application is closing, and a spinner left in the scrollback would
+    /// claim it still runs.
+    pub fn end_running(&mut self, why: &str) {
+        fn end(cell: &mut ToolCell, why: &str) {
+            if cell.state == ToolState::Running {
+                cell.state = ToolState::Failed;
+                why.clone_into(&mut cell.output);
+            }
+            for child in &mut cell.children {
+                end(child, why);
+            }
+        }
+        for cell in &mut self.cells {
+            if let Cell::Tool(tool) = cell {
+                end(tool, why);
+            }
+        }
+        self.close_answer();
+    }
+
     /// Shows why a turn ended early, once: the loop sends it as an event and returns it as
     /// well, in either order.
     pub fn push_error(&mut self, message: &str) {

@@ -699,7 +699,20 @@ pub(crate) fn stop_leftovers(marker: &str, namespace: Option<&Namespace>, pgid: 
             libc::kill(pid, libc::SIGKILL);
         }
     }
+    // A killed process dies when the kernel next runs it: wait (a little) until they are
+    // gone, so that nothing of the command is left when its result is returned.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    while stopped.iter().any(|&pid| alive(pid)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
     stopped.len()
+}
+
+/// Whether process `pid` exists and is not a zombie.
+fn alive(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next()).unwrap_or("Z");
+    !(state.starts_with('Z') || state.starts_with('X'))
 }
 
 /// The live processes (other than toolshed) in `namespace`, in the group `pgid`, or carrying

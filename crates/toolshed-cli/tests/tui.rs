@@ -525,8 +525,19 @@ fn the_composer_follows_the_transcript_and_a_resize_writes_it_again() {
     let screen = term.wait_for("interrupted", Duration::from_secs(5));
     assert!(!screen.contains("asks for `edit`"), "{screen}");
     assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "old\n");
+
+    // In a session opened with /new, the answers show (they were taken for a sub-agent's).
+    term.send_line("/new");
+    term.wait_for("new session ses_", Duration::from_secs(10));
+    term.send_line("in the new session");
+    term.wait_for("After the question.", Duration::from_secs(30));
     term.send_line("/exit");
     assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
+    // The shell's prompt would come on the row after the last line written.
+    let (row, col) = term.with_screen(vt100::Screen::cursor_position);
+    let screen = term.contents();
+    let last = screen.lines().collect::<Vec<_>>().iter().rposition(|l| !l.trim().is_empty()).unwrap();
+    assert_eq!((usize::from(row), col), (last + 1, 0), "{screen}");
 
     // The display is never erased from a corner (`ESC [ J`, `ESC [ 2 J`) but together with
     // the scrollback: tmux and others keep what such an erase removes by scrolling it into

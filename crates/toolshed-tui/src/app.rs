@@ -125,16 +125,18 @@ fn modes_on() -> io::Result<()> {
 }
 
 fn restore() {
-    let _ = execute!(
-        io::stdout(),
-        PopKeyboardEnhancementFlags,
-        DisableBracketedPaste,
-        event::DisableMouseCapture,
-        terminal::LeaveAlternateScreen,
-        ratatui::crossterm::cursor::Show
-    );
+    let _ =
+        execute!(io::stdout(), PopKeyboardEnhancementFlags, DisableBracketedPaste, ratatui::crossterm::cursor::Show);
+    // Only from the pager's screen: leaving an alternate screen that was not entered still
+    // restores the cursor saved last (tmux, xterm), which would put the shell's prompt there.
+    if ALTERNATE_SCREEN.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        let _ = execute!(io::stdout(), event::DisableMouseCapture, terminal::LeaveAlternateScreen);
+    }
     let _ = terminal::disable_raw_mode();
 }
+
+/// Whether the pager's alternate screen is open (for [`restore`], a panic's included).
+static ALTERNATE_SCREEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Whether colours are off (`NO_COLOR` set and not empty, as no-color.org says).
 fn no_color() -> bool {
@@ -216,6 +218,7 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
     let (cells_tx, mut cells) = mpsc::unbounded_channel();
     let mut app = App::new(runtime, session, status, history, done_tx, cells_tx, open, check_model);
     app.transcript = transcript;
+    app.transcript.set_main(&app.session.id);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {
         app.show(&mut term)?;
@@ -302,6 +305,8 @@ struct App {
     reflow_at: Option<Instant>,
     /// The width the scrollback's transcript was written at.
     written_width: u16,
+    /// The screen's height at the last resize.
+    screen_rows: u16,
     /// A request failed and is retried: why, and when.
     retry: Option<(String, Instant)>,
     no_color: bool,
@@ -349,6 +354,7 @@ impl App {
             resized: false,
             reflow_at: None,
             written_width: terminal::size().map_or(0, |(w, _)| w),
+            screen_rows: terminal::size().map_or(0, |(_, h)| h),
             retry: None,
             no_color: no_color(),
         }
@@ -395,6 +401,7 @@ impl App {
         if self.pager.is_some() {
             return Ok(());
         }
+        ALTERNATE_SCREEN.store(true, std::sync::atomic::Ordering::SeqCst);
         execute!(io::stdout(), terminal::EnterAlternateScreen, event::EnableMouseCapture)?;
         let screen = Terminal::new(CrosstermBackend::new(io::stdout()))?;
         let page = usize::from(screen.size()?.height.saturating_sub(2));
@@ -408,6 +415,7 @@ impl App {
         if self.pager.take().is_none() {
             return Ok(());
         }
+        ALTERNATE_SCREEN.store(false, std::sync::atomic::Ordering::SeqCst);
         execute!(io::stdout(), event::DisableMouseCapture, terminal::LeaveAlternateScreen)?;
         if std::mem::take(&mut self.resized) {
             return self.reflow(term);
@@ -585,14 +593,16 @@ impl App {
             && let Some(found) = self.mention_matches()
         {
             let refs: Vec<&str> = found.iter().map(String::as_str).collect();
-            let lines = views::file_popup(&refs, self.popup.min(refs.len() - 1), width);
-            pieces.push(Piece::Rows(fitted(lines, &mut room)));
+            let selected = self.popup.min(refs.len() - 1);
+            let lines = views::file_popup(&refs, selected, width);
+            pieces.push(Piece::Rows(fitted(in_view(lines, selected, room), &mut room)));
         }
         // The slash popup.
         let typed = self.composer.text();
         if self.asks.is_empty() && typed.starts_with('/') && !typed.contains(char::is_whitespace) {
             let lines = views::slash_popup(&typed, self.popup, width);
-            pieces.push(Piece::Rows(fitted(lines, &mut room)));
+            let selected = self.popup.min(lines.len().saturating_sub(1));
+            pieces.push(Piece::Rows(fitted(in_view(lines, selected, room), &mut room)));
         }
         // The first pending question.
         if let Some((request, _)) = self.asks.front() {
@@ -721,13 +731,20 @@ impl App {
                 Some(message) => message.push_str(&text),
                 None => self.composer.insert_str(&text),
             },
-            Input::Resize(width, _) if self.pager.is_some() => self.resized |= width != self.written_width,
-            Input::Resize(width, _) => {
+            Input::Resize(width, height) if self.pager.is_some() => {
+                self.resized |= width != self.written_width || height < self.screen_rows;
+                self.screen_rows = height;
+            }
+            Input::Resize(width, height) => {
                 // Drawn at the new size at once. A new width wraps the transcript differently:
                 // it is written again once the size has held for a moment (a drag sends many
-                // sizes). A new height alone changes nothing written.
+                // sizes). A shorter screen pushes its top rows into the scrollback: the
+                // transcript's, which is right, or the viewport's, which is written again too.
+                let before = term.get_frame().area();
+                let shorter_by = self.screen_rows.saturating_sub(height);
+                self.screen_rows = height;
                 term.autoresize()?;
-                if width != self.written_width {
+                if width != self.written_width || before.y < shorter_by {
                     self.reflow_at = Some(Instant::now() + REFLOW_AFTER);
                 }
             }
@@ -776,6 +793,10 @@ impl App {
         if ctrl && key.code == KeyCode::Char('l') {
             let _ = term.clear();
             return Flow::Go;
+        }
+        // Quitting works whatever is open or running (the turn is stopped, questions answered no).
+        if ctrl && key.code == KeyCode::Char('d') && self.composer.is_empty() {
+            return Flow::Quit;
         }
         if !self.asks.is_empty() {
             self.question_key(key);
@@ -900,6 +921,7 @@ impl App {
                 self.status.agent = session.agent();
                 self.status.model = session.model();
                 self.status.context = None;
+                self.transcript.set_main(&session.id);
                 self.session = session;
             }
             Err(e) => self.transcript.push_notice(&e, true),
@@ -1072,6 +1094,9 @@ impl App {
     }
 
     fn submit(&mut self) -> Flow {
+        if matches!(self.composer.text().trim(), "/exit" | "/quit") {
+            return Flow::Quit;
+        }
         if self.turn.is_some() {
             // One turn at a time: the text waits in the composer (said once per turn).
             if !self.composer.is_empty() && !self.told_to_wait {
@@ -1269,6 +1294,13 @@ async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
 }
 
 const HELP: &str = "Enter sends · Shift-Enter, Ctrl-J or Alt-Enter: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Ctrl-Z suspends · Up/Down: history · Ctrl-R searches it · PageUp or Ctrl-T: the whole transcript (PageUp/PageDown, arrows, mouse wheel scroll; e expands tool output; q or Esc returns) · @path mentions a file (Tab completes; it goes with the prompt) · !cmd runs a shell command · /plan /build /agent NAME /model ID /new /sessions /compact /diff /undo /help /exit · questions: o once, a twice always, r or Esc reject, m reject with a message (keys typed in a run, or as a question opens, go to the composer)";
+
+/// The rows of a popup (one per item) that fit in `room`, scrolled to keep row `selected` in view.
+fn in_view(lines: Vec<Line<'static>>, selected: usize, room: u16) -> Vec<Line<'static>> {
+    let fits = usize::from(room).max(1);
+    let first = (selected + 1).saturating_sub(fits);
+    lines.into_iter().skip(first).take(fits).collect()
+}
 
 /// Writes `lines` into the scrollback, above the viewport.
 fn write_above(term: &mut Term, lines: Vec<Line<'static>>, no_color: bool) -> io::Result<()> {

@@ -123,6 +123,12 @@ pub struct Transcript {
 }
 
 impl Transcript {
+    /// From now on `session`'s events are the answer (a session opened with `/new` or
+    /// `/sessions`); any other session's are a sub-agent's.
+    pub fn set_main(&mut self, session: &str) {
+        self.main = Some(session.to_string());
+    }
+
     /// The cells.
     pub fn cells(&self) -> &[Cell] {
         &self.cells
@@ -323,6 +329,27 @@ mod tests {
 
     fn text(s: &str, session: &str) -> Event {
         Event::Text { session_id: session.into(), text: s.into() }
+    }
+
+    #[test]
+    fn after_another_session_is_opened_its_answers_are_the_answer() {
+        let mut t = Transcript::default();
+        t.apply(&text("first", "s1"));
+        t.apply(&Event::Finish { session_id: "s1".into(), text: "first".into() });
+        t.set_main("s2");
+        t.push_user("again");
+        t.apply(&text("second", "s2"));
+        t.apply(&Event::Error { session_id: "s2".into(), message: "it broke".into() });
+        let answers: Vec<&str> = t
+            .cells()
+            .iter()
+            .filter_map(|c| match c {
+                Cell::Answer { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(answers, ["first", "second"]);
+        assert!(matches!(t.cells().last(), Some(Cell::Notice { text, error: true }) if text == "it broke"));
     }
 
     #[test]

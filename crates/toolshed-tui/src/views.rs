@@ -75,19 +75,37 @@ pub fn approval_within(
         ));
     }
     if let Some(diff) = r.metadata.get("diff").and_then(Value::as_str) {
-        let diff: Vec<Line<'static>> = diff_lines(diff)
+        // Each row with the diff line it belongs to (a long line wraps).
+        let diff: Vec<(usize, Line<'static>)> = diff_lines(diff)
             .into_iter()
-            .flat_map(|(text, style)| wrap(&[Span::styled(text, style)], width, &indent, &indent))
+            .enumerate()
+            .flat_map(|(i, (text, style))| {
+                wrap(&[Span::styled(text, style)], width, &indent, &indent).into_iter().map(move |l| (i, l))
+            })
             .collect();
+        let source_lines = diff.last().map_or(0, |(i, _)| i + 1);
+        // The diff before the answers' long forms (what the call would do is the question),
+        // when the short form leaves room for some of it.
+        if out.len() + answers.len() + 1 + diff.len() > rows {
+            let compact = compact_answers(width);
+            if rows.saturating_sub(out.len() + compact.len() + 1) >= 3 {
+                answers = compact;
+            }
+        }
         let room = rows.saturating_sub(out.len() + answers.len() + 1);
-        if room > 0 {
+        // Some of it, with the count of the rest, or nothing.
+        if diff.len() <= room || room >= 2 {
             out.push(Line::default());
             if diff.len() <= room {
-                out.extend(diff);
+                out.extend(diff.into_iter().map(|(_, l)| l));
             } else {
-                let shown = room.saturating_sub(1);
-                let hidden = diff.len() - shown;
-                out.extend(diff.into_iter().take(shown));
+                // Cut between lines, never inside a wrapped one.
+                let mut shown = room.saturating_sub(1);
+                while shown > 1 && diff[shown].0 == diff[shown - 1].0 {
+                    shown -= 1;
+                }
+                let hidden = source_lines - diff[shown].0;
+                out.extend(diff.into_iter().take(shown).map(|(_, l)| l));
                 out.push(Line::from(vec![Span::raw("  "), Span::styled(format!("… +{hidden} lines"), DIM)]));
             }
         }
@@ -101,27 +119,32 @@ pub fn approval_within(
         out.pop();
     }
     if out.len() + answers.len() > rows {
-        answers = wrap(
-            &[
-                Span::styled("[o]", KEY),
-                Span::raw("nce "),
-                Span::styled("[a]", KEY),
-                Span::raw("lways "),
-                Span::styled("[r]", KEY),
-                Span::raw("eject "),
-                Span::styled("[m]", KEY),
-                Span::raw("essage"),
-            ],
-            width,
-            &[],
-            &[],
-        );
+        answers = compact_answers(width);
     }
     while out.len() + answers.len() > rows && out.len() > 1 {
         out.pop();
     }
     out.extend(answers);
     out
+}
+
+/// The answer keys in one line, for a dialog short of room.
+fn compact_answers(width: usize) -> Vec<Line<'static>> {
+    wrap(
+        &[
+            Span::styled("[o]", KEY),
+            Span::raw("nce "),
+            Span::styled("[a]", KEY),
+            Span::raw("lways "),
+            Span::styled("[r]", KEY),
+            Span::raw("eject "),
+            Span::styled("[m]", KEY),
+            Span::raw("essage"),
+        ],
+        width,
+        &[],
+        &[],
+    )
 }
 
 /// What the status line shows.
@@ -317,7 +340,18 @@ mod tests {
         assert_eq!(lines.len(), 14, "{text:#?}");
         assert!(text[0].contains("asks for `edit`"));
         assert!(text.iter().any(|l| l.contains("… +")), "{text:#?}");
-        assert!(text.last().unwrap().contains("[m] reject with a message"));
+        // The answers make room for the diff in their short form.
+        assert_eq!(text.last().unwrap(), "[o]nce [a]lways [r]eject [m]essage", "{text:#?}");
+        // What is left out is counted in the diff's lines, not in the rows they wrap to.
+        let long: String = (0..40).map(|i| format!("+{}{i}\n", "x".repeat(100))).collect();
+        let req = request("write", &["big.rs"], json!({"diff": format!("@@ -0,0 +1,40 @@\n{long}")}));
+        let text: Vec<String> = approval_within(&req, None, None, 60, 14)
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        let shown = text.iter().filter(|l| l.trim_start().starts_with("+x")).count();
+        let hidden = text.iter().find_map(|l| l.trim().strip_prefix("… +")).expect("a count");
+        assert_eq!(hidden, format!("{} lines", 41 - 1 - shown), "{text:#?}");
     }
 
     #[test]

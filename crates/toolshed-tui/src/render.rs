@@ -248,16 +248,18 @@ pub fn diff_lines(diff: &str) -> Vec<(String, Style)> {
         .filter(|l| {
             !l.starts_with("+++") && !l.starts_with("---") && !l.starts_with("Index:") && !l.starts_with("====")
         })
-        .map(|l| {
-            let style = match l.chars().next() {
-                Some('+') => Style::new().fg(Color::Green),
-                Some('-') => Style::new().fg(Color::Red),
-                Some('@') => Style::new().fg(Color::Cyan),
-                _ => Style::new(),
-            };
-            (l.to_string(), style)
-        })
+        .map(|l| (l.to_string(), diff_style(l)))
         .collect()
+}
+
+/// A diff line's colour: additions green, removals red, hunk headers cyan.
+fn diff_style(line: &str) -> Style {
+    match line.chars().next() {
+        Some('+') => Style::new().fg(Color::Green),
+        Some('-') => Style::new().fg(Color::Red),
+        Some('@') => Style::new().fg(Color::Cyan),
+        _ => Style::new(),
+    }
 }
 
 /// A whole patch (`/diff`), every line kept as `git diff` prints it, so it names its files and
@@ -271,13 +273,7 @@ fn patch_lines(diff: &str) -> Vec<(String, Style)> {
             } else if l.starts_with("@@") {
                 in_header = false;
             }
-            let style = match l.chars().next() {
-                _ if in_header => Style::new().add_modifier(Modifier::BOLD),
-                Some('+') => Style::new().fg(Color::Green),
-                Some('-') => Style::new().fg(Color::Red),
-                Some('@') => Style::new().fg(Color::Cyan),
-                _ => Style::new(),
-            };
+            let style = if in_header { Style::new().add_modifier(Modifier::BOLD) } else { diff_style(l) };
             (l.to_string(), style)
         })
         .collect()

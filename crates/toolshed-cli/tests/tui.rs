@@ -551,3 +551,41 @@ fn the_composer_follows_the_transcript_and_a_resize_writes_it_again() {
         assert!(raw[at + 4..].starts_with(b"\x1b[3J"), "a screen erase that keeps the scrollback");
     }
 }
+
+#[test]
+fn a_long_answer_goes_up_into_the_scrollback_as_it_streams() {
+    let rows: String = (1..=30).map(|n| format!("Row {n} of the answer.\n\n")).collect();
+    let answer = format!("{rows}{}end-of-long.", "still coming ".repeat(60));
+    let server = FakeServer::start(vec![Reply::sse(chat::text(&answer)).delay(Duration::from_millis(25))]).unwrap();
+    let dir = worktree(&server, "");
+    let mut term = Terminal::start_sized(dir.path(), &["chat"], 40, 80);
+    term.wait_for("build ·", Duration::from_secs(30));
+    term.send_line("long");
+    // Taller than the viewport while it streams: its start is on the screen above the
+    // viewport, once, and nothing between it and the last row shown is missing.
+    let screen = term.wait_for("Row 15 of", Duration::from_secs(30));
+    assert!(screen.contains("working"), "finished too soon to tell:\n{screen}");
+    assert!(screen.lines().next().unwrap().starts_with("› long"), "{screen}");
+    for n in 1..=15 {
+        assert_eq!(screen.matches(&format!("Row {n} of")).count(), 1, "Row {n}:\n{screen}");
+    }
+    let screen = term.wait_until(
+        "the answer, settled",
+        |s| s.contains("end-of-long.") && !s.contains("working"),
+        Duration::from_secs(60),
+    );
+    // Finished, every row is in the terminal once, in order.
+    let history = term.history();
+    let text = history.join("\n");
+    let mut at = 0;
+    for n in 1..=30 {
+        let row = format!("Row {n} of the answer.");
+        assert_eq!(text.matches(&row).count(), 1, "{row}:\n{text}");
+        let found = text.find(&row).unwrap();
+        assert!(found > at, "{row} out of order:\n{text}");
+        at = found;
+    }
+    assert!(screen.contains("end-of-long."), "{screen}");
+    term.send_line("/exit");
+    assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
+}

@@ -272,6 +272,10 @@ struct App {
     transcript: Transcript,
     /// Cells already written to the scrollback.
     committed: usize,
+    /// Rows of the first cell not yet committed that are in the scrollback already: a streamed
+    /// answer taller than the viewport goes up row by row as a shell's output does, so its
+    /// start can be read while the rest arrives.
+    streamed: usize,
     composer: Composer,
     asks: VecDeque<(ApprovalRequest, oneshot::Sender<Reply>)>,
     /// The message being typed to reject the first question with.
@@ -332,6 +336,7 @@ impl App {
             session,
             transcript: Transcript::default(),
             committed: 0,
+            streamed: 0,
             composer: Composer::new(history),
             asks: VecDeque::new(),
             rejecting: None,
@@ -385,7 +390,13 @@ impl App {
         let size = term.size()?;
         // A question may take the whole screen: what it asks and its diff come first.
         let max = if self.asks.is_empty() { screen::max_height(size.height) } else { size.height };
-        let layout = self.layout(usize::from(size.width), max);
+        let mut layout = self.layout(usize::from(size.width), max);
+        let scrolled = std::mem::take(&mut layout.scrolled);
+        if !scrolled.is_empty() {
+            // Where the finished cells go, the way they go (see `commit`).
+            screen::fit(term, 1)?;
+            write_above(term, scrolled, self.no_color)?;
+        }
         screen::fit(term, layout.height())?;
         term.draw(|f| {
             App::paint(f, layout);
@@ -438,6 +449,8 @@ impl App {
             terminal::Clear(terminal::ClearType::Purge)
         )?;
         *term = screen::at_row(0, 1)?;
+        // The streamed rows of a live cell are gone with the scrollback: they are shown again.
+        self.streamed = 0;
         self.written_width = term.size()?.width;
         let width = usize::from(self.written_width);
         let cells = self.transcript.cells();
@@ -511,7 +524,7 @@ impl App {
                 break;
             }
             let previous = self.committed.checked_sub(1).and_then(|p| self.transcript.cells().get(p));
-            lines.extend(render::spaced(previous, cell, width, 0));
+            lines.extend(render::spaced(previous, cell, width, 0).into_iter().skip(std::mem::take(&mut self.streamed)));
             self.committed += 1;
         }
         if lines.is_empty() {
@@ -637,13 +650,23 @@ impl App {
             pieces.push(Piece::Rows(vec![Line::default()]));
         }
         // The live cells: the tail that fits.
-        let live: Vec<Line<'static>> = (self.committed..cells.len())
-            .flat_map(|i| render::spaced(i.checked_sub(1).map(|p| &cells[p]), &cells[i], width, self.frame))
-            .collect();
-        let tail: Vec<Line<'static>> =
-            live.iter().skip(live.len().saturating_sub(usize::from(room))).cloned().collect();
+        let mut live: Vec<Line<'static>> = Vec::new();
+        for i in self.committed..cells.len() {
+            let rows = render::spaced(i.checked_sub(1).map(|p| &cells[p]), &cells[i], width, self.frame);
+            live.extend(rows.into_iter().skip(if i == self.committed { self.streamed } else { 0 }));
+        }
+        // The settled rows of a streamed text that do not fit go up into the scrollback.
+        let mut over = live.len().saturating_sub(usize::from(room));
+        if over > 0 {
+            let first = self.committed.checked_sub(1).map(|p| &cells[p]);
+            let settled = cells.get(self.committed).map_or(0, |c| render::settled(first, c, width));
+            over = over.min(settled.saturating_sub(self.streamed));
+        }
+        let scrolled: Vec<Line<'static>> = live.drain(..over).collect();
+        self.streamed += over;
+        let tail: Vec<Line<'static>> = live.split_off(live.len().saturating_sub(usize::from(room)));
         pieces.push(Piece::Rows(tail));
-        Layout { pieces, cursor }
+        Layout { pieces, cursor, scrolled }
     }
 
     /// Draws `layout` from the viewport's bottom up.
@@ -1328,6 +1351,8 @@ struct Layout {
     pieces: Vec<Piece>,
     /// The cursor in the composer (the second piece): column, and row from its top.
     cursor: (u16, u16),
+    /// Rows of a live cell to write into the scrollback before the viewport is drawn.
+    scrolled: Vec<Line<'static>>,
 }
 
 impl Layout {

@@ -36,6 +36,37 @@ pub fn spaced(previous: Option<&Cell>, cell: &Cell, width: usize, frame: usize) 
     out
 }
 
+/// How many of [`spaced`]'s rows for a text still streaming are settled: more text will not
+/// change them. For an answer, the rows its Markdown gives up to the last blank line that a
+/// paragraph, heading or fence follows, as far as the whole text gives the same: a table or
+/// list still growing may change how its earlier rows look (wider columns, a list turned
+/// loose), so it is held back until something else follows it. For reasoning, all rows but the
+/// last. Nothing of any other cell.
+pub fn settled(previous: Option<&Cell>, cell: &Cell, width: usize) -> usize {
+    let gap = usize::from(gap(previous, cell));
+    let rows = match cell {
+        Cell::Answer { text, .. } => {
+            // Blocks before a blank line and a line that starts a paragraph, heading or fence
+            // are closed: no later text turns them into a loose list or a longer table.
+            let starts_block = |at: usize| {
+                text[at..]
+                    .trim_start_matches('\n')
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphabetic() || c == '#' || c == '`')
+            };
+            let Some((cut, _)) = text.rmatch_indices("\n\n").find(|(i, _)| starts_block(i + 2)) else { return 0 };
+            let before = markdown::render(&text[..cut], width);
+            let all = markdown::render(text, width);
+            // The last row of the part before the blank line may still join what follows.
+            before.iter().zip(&all).take_while(|(a, b)| a == b).count().min(before.len().saturating_sub(1))
+        }
+        Cell::Reasoning(_) => lines(cell, width, 0).len().saturating_sub(1),
+        _ => return 0,
+    };
+    gap + rows
+}
+
 /// `cell` at `width` columns; `frame` picks the spinner frame of running calls.
 pub fn lines(cell: &Cell, width: usize, frame: usize) -> Vec<Line<'static>> {
     match cell {
@@ -318,6 +349,31 @@ mod tests {
 
     use super::*;
     use crate::cell::Transcript;
+
+    #[test]
+    fn a_streamed_text_settles_up_to_its_last_blank_line_and_not_inside_a_growing_table() {
+        let answer = |text: &str| Cell::Answer { text: text.to_string(), done: false };
+        let user = Cell::User("q".into());
+        // No blank line yet: nothing is settled.
+        assert_eq!(settled(None, &answer("one line still"), 80), 0);
+        // Two paragraphs and the start of a third: the first paragraph and its blank row (the
+        // gap row after a prompt counts too).
+        let text = "First paragraph.\n\nSecond paragraph.\n\nThird, still";
+        assert_eq!(settled(None, &answer(text), 80), 2);
+        assert_eq!(settled(Some(&user), &answer(text), 80), 3);
+        // A list may still turn loose (rows between its items): it is held back until a
+        // paragraph follows it.
+        assert_eq!(settled(None, &answer("Intro.\n\n- a\n- b\n- c\n\n"), 80), 0);
+        assert_eq!(settled(None, &answer("Intro.\n\n- a\n- b\n- c\n\nAfter"), 80), 4);
+        // A table still growing changes its column widths: none of it is settled.
+        let table = "Intro.\n\n| a | b |\n|---|---|\n| 1 | x |\n\nAfter the table";
+        let growing = "Intro.\n\n| a | b |\n|---|---|\n| 1 | x |\n| 22 | a much longer cell |";
+        assert_eq!(settled(None, &answer(growing), 80), 0);
+        assert_eq!(settled(None, &answer(table), 80), 4);
+        // Reasoning: all rows but the last.
+        assert_eq!(settled(None, &Cell::Reasoning("a\nb\nc".into()), 80), 2);
+        assert_eq!(settled(None, &Cell::Notice { text: "n".into(), error: false }, 80), 0);
+    }
 
     /// The cells drawn on a test terminal of `width` columns, as text.
     fn screen(cells: &[Cell], width: u16) -> String {

@@ -163,16 +163,21 @@ fn tui(
             open,
             check_model,
         };
-        let history = toolshed_tui::app::run(setup).await.map_err(|e| {
+        let ended = toolshed_tui::app::run(setup).await.map_err(|e| {
             CliError::failure(format!("the terminal UI failed: {e}; `toolshed chat --plain` works without it"))
         })?;
+        let history = &ended.history;
         let kept = &history[history.len().saturating_sub(HISTORY_KEPT)..];
         if let Some(dir) = history_file.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
         let _ = std::fs::write(&history_file, serde_json::to_string(kept).unwrap_or_default());
-        // The application's last line named the session it ended in.
-        Ok(ExitCode::SUCCESS)
+        // The application's last line named the session it ended in. Ended by a signal, it
+        // says so as a shell would: 128 and the signal's number.
+        Ok(match ended.signal {
+            Some(signal) => ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)),
+            None => ExitCode::SUCCESS,
+        })
     });
     tokio_rt.block_on(toolshed_runtime::shutdown_language_servers(&ws.config));
     outcome

@@ -313,9 +313,9 @@ fn retries_show_in_the_status_line_and_the_model_pager_bursts_task_progress_susp
     term.send_line("/model");
     term.wait_for("model: fake/other-model;", Duration::from_secs(10));
 
-    // SIGTERM ends it as /exit does, the terminal restored.
+    // SIGTERM ends it as /exit does, the terminal restored; its status says a signal ended it.
     signal(pid, "TERM");
-    assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
+    assert_eq!(term.wait_exit(Duration::from_secs(10)), 143, "{}", term.contents());
     assert!(term.contents().contains("session ses_"), "{}", term.contents());
     assert!(term.with_screen(|s| !s.bracketed_paste() && !s.alternate_screen()));
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolshed"))
@@ -438,6 +438,38 @@ fn enter_during_a_turn_keeps_the_text_and_says_why() {
     assert!(screen.contains("second"), "the text stays in the composer:\n{screen}");
     assert_eq!(server.received().len(), 1, "{screen}");
     term.wait_for("Done.", Duration::from_secs(30));
+}
+
+#[test]
+fn esc_closes_a_popup_before_it_stops_the_turn() {
+    let server =
+        FakeServer::start(vec![Reply::sse(chat::text("Finally done.")).delay(Duration::from_secs(3))]).unwrap();
+    let dir = worktree(&server, "");
+    let mut term = Terminal::start(dir.path(), &["chat"]);
+    term.wait_for("build ·", Duration::from_secs(30));
+    let popup_closed = |term: &mut Terminal| {
+        term.type_text("\x1b");
+        term.wait_until("the popup closed", |s| !s.contains("keys and commands"), Duration::from_secs(5))
+    };
+    term.type_text("/");
+    term.wait_for("keys and commands", Duration::from_secs(10));
+    let screen = popup_closed(&mut term);
+    assert!(screen.lines().any(|l| l.trim_end() == "› /"), "the text stays:\n{screen}");
+    // It opens again once the text changes.
+    term.type_text("h");
+    term.wait_for("keys and commands", Duration::from_secs(5));
+    term.type_text("\x7f");
+    term.type_text("\x7f");
+    // During a turn, the first Esc closes the popup and the turn goes on; the next stops it.
+    term.send_line("go");
+    term.wait_for("working", Duration::from_secs(10));
+    term.type_text("/");
+    term.wait_for("keys and commands", Duration::from_secs(5));
+    let screen = popup_closed(&mut term);
+    assert!(screen.contains("working") && !screen.contains("interrupted"), "{screen}");
+    term.type_text("\x1b");
+    let screen = term.wait_for("interrupted", Duration::from_secs(10));
+    assert!(!screen.contains("Finally done."), "{screen}");
 }
 
 /// The history rows joined, with runs of whitespace made one space.

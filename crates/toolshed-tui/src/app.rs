@@ -175,8 +175,17 @@ impl Drop for TerminalMode {
     }
 }
 
-/// Runs the application until the user quits; returns the prompts of the history (to keep).
-pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
+/// How the application ended.
+pub struct Ended {
+    /// The prompts of the composer's history, to keep.
+    pub history: Vec<String>,
+    /// The signal that ended it from outside (SIGTERM, SIGHUP), if one did: the process then
+    /// exits with 128 and its number, as a shell reports a command a signal ended.
+    pub signal: Option<i32>,
+}
+
+/// Runs the application until the user quits, or a signal ends it.
+pub async fn run(setup: Setup) -> io::Result<Ended> {
     let Setup { runtime, session, mut messages, status, history, transcript, open, check_model } = setup;
     // Signals that end a session from outside (kill, a closed SSH connection) end it as /exit
     // does, with the terminal restored.
@@ -220,6 +229,7 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
     app.transcript = transcript;
     app.transcript.set_main(&app.session.id);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut signal = None;
     loop {
         app.show(&mut term)?;
         tokio::select! {
@@ -245,8 +255,14 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
                     app.reflow(&mut term)?;
                 }
             }
-            _ = terminate.recv() => break,
-            _ = hangup.recv() => break,
+            _ = terminate.recv() => {
+                signal = Some(libc::SIGTERM);
+                break;
+            }
+            _ = hangup.recv() => {
+                signal = Some(libc::SIGHUP);
+                break;
+            }
         }
     }
     app.close_pager(&mut term)?;
@@ -255,7 +271,7 @@ pub async fn run(setup: Setup) -> io::Result<Vec<String>> {
     // status line go, and the shell's prompt comes where they were.
     app.commit(&mut term, true)?;
     screen::erase_below(term.get_frame().area().y)?;
-    Ok(app.composer.history().to_vec())
+    Ok(Ended { history: app.composer.history().to_vec(), signal })
 }
 
 #[derive(PartialEq, Eq)]
@@ -296,6 +312,9 @@ struct App {
     /// `/sessions`: the worktree's sessions to pick from, and the one selected.
     picker: Option<(Vec<toolshed_agent::store::SessionInfo>, usize)>,
     quit_armed: bool,
+    /// The composer's text when Esc closed its popup: the popup stays closed until the text
+    /// changes.
+    dismissed: Option<String>,
     /// Whether the person was told, in this turn, that Enter waits for the turn to end.
     told_to_wait: bool,
     frame: usize,
@@ -351,6 +370,7 @@ impl App {
             files: None,
             picker: None,
             quit_armed: false,
+            dismissed: None,
             told_to_wait: false,
             frame: 0,
             open,
@@ -611,9 +631,8 @@ impl App {
             pieces.push(Piece::Rows(fitted(in_view(lines, selected, room), &mut room)));
         }
         // The slash popup.
-        let typed = self.composer.text();
-        if self.asks.is_empty() && typed.starts_with('/') && !typed.contains(char::is_whitespace) {
-            let lines = views::slash_popup(&typed, self.popup, width);
+        if self.asks.is_empty() && self.popup_open() {
+            let lines = views::slash_popup(&self.composer.text(), self.popup, width);
             let selected = self.popup.min(lines.len().saturating_sub(1));
             pieces.push(Piece::Rows(fitted(in_view(lines, selected, room), &mut room)));
         }
@@ -805,6 +824,10 @@ impl App {
 
     fn key(&mut self, key: KeyEvent, term: &mut Term) -> Flow {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        // A popup Esc closed opens again for the next text that wants one.
+        if !self.popup_dismissed() {
+            self.dismissed = None;
+        }
         if ctrl && key.code == KeyCode::Char('c') {
             return self.interrupt_or_quit();
         }
@@ -862,8 +885,11 @@ impl App {
             return Flow::Go;
         }
         match key.code {
+            // Esc closes a popup first, and only then stops the turn.
             KeyCode::Esc => {
-                if let Some(turn) = &self.turn {
+                if self.popup_open() || self.mention_matches().is_some() {
+                    self.dismissed = Some(self.composer.text());
+                } else if let Some(turn) = &self.turn {
                     turn.cancel();
                 }
             }
@@ -1011,6 +1037,9 @@ impl App {
 
     /// The files matching the `@` word at the cursor, if the cursor is on one.
     fn mention_matches(&mut self) -> Option<Vec<String>> {
+        if self.popup_dismissed() {
+            return None;
+        }
         let word = self.composer.word_before_cursor();
         let query = word.strip_prefix('@')?;
         let root = self.runtime.settings().root.clone();
@@ -1019,9 +1048,15 @@ impl App {
         (!found.is_empty()).then_some(found)
     }
 
+    /// Whether the slash popup is open.
     fn popup_open(&self) -> bool {
         let typed = self.composer.text();
-        typed.starts_with('/') && !typed.contains(char::is_whitespace)
+        typed.starts_with('/') && !typed.contains(char::is_whitespace) && !self.popup_dismissed()
+    }
+
+    /// Whether Esc closed the popups over the composer's text as it stands.
+    fn popup_dismissed(&self) -> bool {
+        self.dismissed.as_ref().is_some_and(|text| *text == self.composer.text())
     }
 
     fn question_key(&mut self, key: KeyEvent) {

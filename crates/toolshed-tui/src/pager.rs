@@ -149,12 +149,21 @@ impl Pager {
         }
         let expand = if self.expand { "collapse" } else { "expand" };
         let place = if self.up == 0 { " (the end)" } else { "" };
-        let text = format!(
-            " transcript · cell {} of {}{place} · PgUp PgDn ↑↓ wheel: scroll · e: {expand} output · q: back ",
-            (top_cell + 1).min(cells.len()),
-            cells.len()
-        );
-        let text: String = text.chars().take(width).collect();
+        let cell = format!("cell {} of {}{place}", (top_cell + 1).min(cells.len()), cells.len());
+        let position = format!("transcript · {cell}");
+        let (scroll, expand) = ("PgUp PgDn ↑↓ wheel: scroll", format!("e: {expand} output"));
+        // What does not fit goes, the way back last.
+        let text = [
+            vec![position.as_str(), scroll, &expand, "q: back"],
+            vec![&position, &expand, "q: back"],
+            vec![&position, "q: back"],
+            vec![&cell, "q: back"],
+            vec!["q: back"],
+        ]
+        .into_iter()
+        .map(|parts| format!(" {} ", parts.join(" · ")))
+        .find(|text| text.chars().count() <= width)
+        .unwrap_or_default();
         let status = Line::from(Span::styled(text, Style::new().add_modifier(Modifier::REVERSED)));
         (shown, status)
     }
@@ -253,5 +262,14 @@ mod tests {
         assert!(collapsed.len() < 10 && expanded.len() >= 42, "{} {}", collapsed.len(), expanded.len());
         assert!(text(&expanded).iter().any(|l| l.contains("line 0")));
         assert!(text(&[status])[0].contains("collapse"));
+        // The way back is said at any width.
+        for width in [30, 60, 80, 120] {
+            let (_, status) = Pager::new(10).view(&cells, 1, 0, width, 20);
+            let status = text(&[status]).remove(0);
+            assert!(
+                status.ends_with(" q: back ") && status.chars().count() <= usize::from(width),
+                "{width}: {status:?}"
+            );
+        }
     }
 }

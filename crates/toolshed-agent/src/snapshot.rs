@@ -73,6 +73,17 @@ pub enum SnapshotError {
     /// A snapshot is gone (pruned after `[session] snapshot_retention_days`).
     #[error("snapshot {0} is no longer kept (snapshots are pruned after [session] snapshot_retention_days)")]
     Gone(String),
+    /// A file's bytes are missing from the snapshot repository (damaged, or pruned by hand).
+    #[error(
+        "the snapshot's copy of {} (object {oid}) is missing from the snapshot repository, which looks damaged; nothing was changed",
+        .path.display()
+    )]
+    Missing {
+        /// The file.
+        path: PathBuf,
+        /// The blob that is missing.
+        oid: String,
+    },
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -325,33 +336,7 @@ impl Shadow {
 
     /// Runs git, feeding `input`; its standard output.
     fn git(&self, args: &[&str], input: Option<&[u8]>) -> Result<Vec<u8>, SnapshotError> {
-        let mut cmd = self.command(args);
-        if input.is_some() {
-            cmd.stdin(Stdio::piped());
-        }
-        let failed = |stderr: String| SnapshotError::Git {
-            args: args.join(" "),
-            git_dir: self.git_dir.clone(),
-            stderr: stderr.trim().to_string(),
-        };
-        let mut child = cmd.spawn().map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound { SnapshotError::GitMissing } else { failed(e.to_string()) }
-        })?;
-        let writer = match (input, child.stdin.take()) {
-            (Some(bytes), Some(mut stdin)) => {
-                let bytes = bytes.to_vec();
-                Some(std::thread::spawn(move || stdin.write_all(&bytes)))
-            }
-            _ => None,
-        };
-        let out = child.wait_with_output().map_err(|e| failed(e.to_string()))?;
-        if let Some(w) = writer {
-            let _ = w.join();
-        }
-        if !out.status.success() {
-            return Err(failed(String::from_utf8_lossy(&out.stderr).into_owned()));
-        }
-        Ok(out.stdout)
+        run_git(self.command(args), args, input, &self.git_dir)
     }
 
     /// Takes a snapshot of the worktree; returns its id (a tree in the shadow repository).
@@ -528,25 +513,24 @@ impl Shadow {
                 return Err(SnapshotError::Gone(id.to_string()));
             }
         }
-        let (a, b) = (format!("{from}:files"), format!("{to}:files"));
-        let mut args: Vec<String> =
-            vec!["diff".into(), "--no-color".into(), "--no-ext-diff".into(), "--no-renames".into()];
-        if stat {
-            args.push("--stat".into());
-        }
-        args.extend([a, b, "--".into()]);
-        let literal: Vec<String> = match paths {
-            Some(paths) => paths.iter().map(|p| format!(":(literal){}", p.display())).collect(),
-            None => Vec::new(),
-        };
         if paths.is_some_and(<[PathBuf]>::is_empty) {
             return Ok(String::new());
         }
-        args.extend(literal);
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut text = String::from_utf8_lossy(&self.git(&refs, None)?).into_owned();
+        let set: Option<BTreeSet<&Path>> = paths.map(|ps| ps.iter().map(PathBuf::as_path).collect());
+        // Limited to `paths` by trees of only those (not by pathspecs: any number of names, in
+        // any bytes, passes that way).
+        let (a, b) = match &set {
+            Some(set) => (self.tree_of(from, set)?, self.tree_of(to, set)?),
+            None => (format!("{from}:files"), format!("{to}:files")),
+        };
+        let mut args = vec!["diff", "--no-color", "--no-ext-diff", "--no-renames"];
+        if stat {
+            args.push("--stat");
+        }
+        args.extend([a.as_str(), b.as_str()]);
+        let mut text = String::from_utf8_lossy(&self.git(&args, None)?).into_owned();
         let (old, new) = (self.entries(from)?, self.entries(to)?);
-        let wanted = |p: &Path| paths.is_none_or(|ps| ps.iter().any(|q| q == p));
+        let wanted = |p: &Path| set.as_ref().is_none_or(|set| set.contains(p));
         for (path, entry) in &new {
             if !wanted(path) {
                 continue;
@@ -570,11 +554,11 @@ impl Shadow {
     /// Puts `paths` back as they are in snapshot `target`: files in it are written with its
     /// bytes and mode (symlinks as symlinks, parents created), files not in it are removed (and
     /// the directories that leaves empty, up to the worktree, unless `target` has files under
-    /// them).
-    pub fn restore(&self, target: &str, paths: &[PathBuf]) -> Result<Restored, SnapshotError> {
+    /// them). What was done is in `restored`, also when it fails part-way; before anything is
+    /// written, every byte needed is read.
+    pub fn restore_into(&self, target: &str, paths: &[PathBuf], restored: &mut Restored) -> Result<(), SnapshotError> {
         let entries = self.entries(target)?;
         let _lock = self.lock()?;
-        let mut restored = Restored::default();
         let wanted: Vec<(&PathBuf, &str)> = paths
             .iter()
             .filter_map(|p| match entries.get(p) {
@@ -583,6 +567,10 @@ impl Shadow {
             })
             .collect();
         let blobs = self.blobs(wanted.iter().map(|(_, oid)| *oid).collect())?;
+        if let Some((path, oid)) = wanted.iter().find(|(_, oid)| !blobs.contains_key(*oid)) {
+            return Err(SnapshotError::Missing { path: (*path).clone(), oid: (*oid).to_string() });
+        }
+        let mut removed: BTreeSet<PathBuf> = restored.removed.iter().cloned().collect();
         for path in paths {
             let abs = self.worktree.join(path);
             // A directory on the way that is now a symlink (or a file) is not followed out of
@@ -595,31 +583,131 @@ impl Shadow {
             match entries.get(path) {
                 Some(Entry::File { oid, mode }) => {
                     let bytes = blobs.get(oid.as_str()).map_or(&[][..], Vec::as_slice);
+                    self.clear_way(&abs, restored, &mut removed)?;
                     write_file(&abs, bytes, *mode)?;
-                    push_written(&mut restored, path, existed);
+                    push_written(restored, path, existed);
                 }
                 Some(Entry::Symlink { oid }) => {
                     let target = blobs.get(oid.as_str()).map_or(&[][..], Vec::as_slice);
+                    self.clear_way(&abs, restored, &mut removed)?;
                     write_symlink(&abs, OsStr::from_bytes(target))?;
-                    push_written(&mut restored, path, existed);
+                    push_written(restored, path, existed);
                 }
                 Some(Entry::Gitlink { .. } | Entry::TooLarge { .. }) => restored.not_kept.push(path.clone()),
                 None => {
                     if existed {
+                        self.clear_way(&abs, restored, &mut removed)?;
                         remove_entry(&abs)?;
-                        restored.removed.push(path.clone());
+                        if removed.insert(path.clone()) {
+                            restored.removed.push(path.clone());
+                        }
                         self.remove_empty_parents(path, &entries);
                     }
                 }
             }
         }
+        Ok(())
+    }
+
+    /// [`Shadow::restore_into`] into a fresh record.
+    pub fn restore(&self, target: &str, paths: &[PathBuf]) -> Result<Restored, SnapshotError> {
+        let mut restored = Restored::default();
+        self.restore_into(target, paths, &mut restored)?;
         Ok(restored)
+    }
+
+    /// Removes a directory standing at `abs` (where a file goes back, or where none was),
+    /// counting each file under it as removed. The plan of a revert refused it unforced when
+    /// the directory held anything the session did not make ([`Shadow::directory_files`]).
+    fn clear_way(
+        &self,
+        abs: &Path,
+        restored: &mut Restored,
+        removed: &mut BTreeSet<PathBuf>,
+    ) -> Result<(), SnapshotError> {
+        if !std::fs::symlink_metadata(abs).is_ok_and(|m| m.is_dir()) {
+            return Ok(());
+        }
+        for file in directory_files(abs) {
+            let rel = abs.join(&file).strip_prefix(&self.worktree).map(Path::to_path_buf).unwrap_or(file);
+            if removed.insert(rel.clone()) {
+                restored.removed.push(rel);
+            }
+        }
+        std::fs::remove_dir_all(abs).map_err(io(abs))
+    }
+
+    /// Which of `paths` (relative to the worktree) the `.gitignore` files of snapshot `id`
+    /// ignore. A path such a snapshot left out may have existed then: its absence says nothing.
+    pub fn ignored_in(&self, id: &str, paths: &[PathBuf]) -> Result<BTreeSet<PathBuf>, SnapshotError> {
+        if paths.is_empty() {
+            return Ok(BTreeSet::new());
+        }
+        // The snapshot's ignore files, written into an empty directory with the paths'
+        // directories (so a pattern for directories, `target/`, meets them as such), where git
+        // is asked about the paths.
+        let listing = self.git(&["ls-tree", "-r", "-z", "--full-tree", &format!("{id}:files")], None)?;
+        let mut ignore_files = Vec::new();
+        for record in listing.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+            let Some(tab) = record.iter().position(|b| *b == b'\t') else { continue };
+            let path = Path::new(OsStr::from_bytes(&record[tab + 1..]));
+            let oid = record[..tab].split(|b| *b == b' ').nth(2).unwrap_or_default();
+            if path.file_name() == Some(OsStr::new(".gitignore")) && record.starts_with(b"100") {
+                ignore_files.push((path.to_path_buf(), String::from_utf8_lossy(oid).into_owned()));
+            }
+        }
+        let scratch = self.git_dir.join(format!("toolshed-ignore-{}-{}", std::process::id(), scratch_number()));
+        let result = (|| {
+            std::fs::create_dir_all(&scratch).map_err(io(&scratch))?;
+            let blobs = self.blobs(ignore_files.iter().map(|(_, oid)| oid.as_str()).collect())?;
+            for (path, oid) in &ignore_files {
+                let at = scratch.join(path);
+                if let Some(dir) = at.parent() {
+                    std::fs::create_dir_all(dir).map_err(io(dir))?;
+                }
+                std::fs::write(&at, blobs.get(oid).map_or(&[][..], Vec::as_slice)).map_err(io(&at))?;
+            }
+            let mut input = Vec::new();
+            for path in paths {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    // A name that cannot be a directory here (a file of the ignore files' tree)
+                    // is simply not one.
+                    let _ = std::fs::create_dir_all(scratch.join(dir));
+                }
+                input.extend_from_slice(path.as_os_str().as_bytes());
+                input.push(0);
+            }
+            let mut cmd = self.command(&["check-ignore", "--no-index", "-z", "--stdin"]);
+            cmd.env("GIT_WORK_TREE", &scratch).current_dir(&scratch).stdin(Stdio::piped());
+            let mut child = cmd.spawn().map_err(io(&scratch))?;
+            let mut stdin = child.stdin.take();
+            let writer = std::thread::spawn(move || stdin.as_mut().map(|s| s.write_all(&input)));
+            let out = child.wait_with_output().map_err(io(&scratch))?;
+            let _ = writer.join();
+            // 0: some are ignored, 1: none is; anything else failed.
+            if !matches!(out.status.code(), Some(0 | 1)) {
+                return Err(SnapshotError::Git {
+                    args: "check-ignore --no-index -z --stdin".into(),
+                    git_dir: self.git_dir.clone(),
+                    stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                });
+            }
+            Ok(out
+                .stdout
+                .split(|b| *b == 0)
+                .filter(|p| !p.is_empty())
+                .map(|p| PathBuf::from(OsStr::from_bytes(p)))
+                .collect())
+        })();
+        let _ = std::fs::remove_dir_all(&scratch);
+        result
     }
 
     fn remove_empty_parents(&self, path: &Path, entries: &Entries) {
         let mut dir = path.parent();
         while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
-            if entries.keys().any(|p| p.starts_with(d)) {
+            // Paths order by component, so what is under `d` follows it.
+            if entries.range(d.to_path_buf()..).next().is_some_and(|(p, _)| p.starts_with(d)) {
                 break;
             }
             if std::fs::remove_dir(self.worktree.join(d)).is_err() {
@@ -650,6 +738,31 @@ impl Shadow {
             rest = rest.get(size + 1..).unwrap_or_default();
         }
         Ok(blobs)
+    }
+
+    /// A tree of snapshot `id`'s files at `paths` only (written through an index of its own).
+    fn tree_of(&self, id: &str, paths: &BTreeSet<&Path>) -> Result<String, SnapshotError> {
+        let listing = self.git(&["ls-tree", "-r", "-z", "--full-tree", &format!("{id}:files")], None)?;
+        let mut info = Vec::new();
+        for record in listing.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+            let Some(tab) = record.iter().position(|b| *b == b'\t') else { continue };
+            if paths.contains(Path::new(OsStr::from_bytes(&record[tab + 1..]))) {
+                // `MODE TYPE OID\tPATH` is what `update-index --index-info` takes.
+                info.extend_from_slice(record);
+                info.push(0);
+            }
+        }
+        let index = self.git_dir.join(format!("toolshed-diff-index-{}-{}", std::process::id(), scratch_number()));
+        let run = |args: &[&str], input: Option<&[u8]>| -> Result<Vec<u8>, SnapshotError> {
+            let mut cmd = self.command(args);
+            cmd.env("GIT_INDEX_FILE", &index);
+            run_git(cmd, args, input, &self.git_dir)
+        };
+        let tree = run(&["read-tree", "--empty"], None)
+            .and_then(|_| run(&["update-index", "-z", "--index-info"], Some(&info)))
+            .and_then(|_| run(&["write-tree"], None));
+        let _ = std::fs::remove_file(&index);
+        Ok(trim(&tree?))
     }
 
     /// The paths whose content, kind or mode differs between snapshots `from` and `to`.
@@ -783,16 +896,44 @@ fn push_written(restored: &mut Restored, path: &Path, existed: bool) {
     }
 }
 
-/// Makes room for a file or symlink at `abs`: its parents are created, and what stands in the
-/// way (a directory where a file was) is removed.
+/// Makes room for a file or symlink at `abs`: its parents are created (a directory in its
+/// place was removed by [`Shadow::clear_way`]).
 fn prepare(abs: &Path) -> Result<(), SnapshotError> {
     if let Some(parent) = abs.parent() {
         std::fs::create_dir_all(parent).map_err(io(parent))?;
     }
-    if std::fs::symlink_metadata(abs).is_ok_and(|m| m.is_dir()) {
-        std::fs::remove_dir_all(abs).map_err(io(abs))?;
-    }
     Ok(())
+}
+
+/// Everything under the directory `dir` that is not a directory (files, symlinks, never
+/// followed) and every empty directory, relative to `dir`.
+pub fn directory_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let Ok(read) = std::fs::read_dir(dir.join(&rel)) else { continue };
+        let mut empty = true;
+        for entry in read.flatten() {
+            empty = false;
+            let path = rel.join(entry.file_name());
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+        if empty && !rel.as_os_str().is_empty() {
+            out.push(rel);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A number for scratch names, new on every call in this process.
+fn scratch_number() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Whether every directory between the worktree and `rel` is a real directory (or absent).
@@ -827,9 +968,10 @@ fn walk_parents(worktree: &Path, rel: &Path, fix: bool) -> Result<bool, Snapshot
     Ok(true)
 }
 
+/// A short name beside `abs` for a file renamed over it (a name built from `abs`'s own could
+/// pass the file system's 255 bytes).
 fn temp_beside(abs: &Path) -> PathBuf {
-    let name = abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    abs.with_file_name(format!(".{name}.toolshed-undo-{}.tmp", std::process::id()))
+    abs.with_file_name(format!(".toolshed-undo-{}-{}.tmp", std::process::id(), scratch_number()))
 }
 
 /// Writes `bytes` with `mode` at `abs` through a temporary file renamed over it, so a symlink
@@ -879,4 +1021,34 @@ fn git_on_path(program: &str, worktree: &Path) -> Option<PathBuf> {
         .filter(|dir| dir.is_absolute() && !untrusted.iter().any(|u| dir.starts_with(u)))
         .map(|dir| dir.join(program))
         .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
+/// Runs `cmd` (git with `args`), feeding `input`; its standard output.
+fn run_git(mut cmd: Command, args: &[&str], input: Option<&[u8]>, git_dir: &Path) -> Result<Vec<u8>, SnapshotError> {
+    if input.is_some() {
+        cmd.stdin(Stdio::piped());
+    }
+    let failed = |stderr: String| SnapshotError::Git {
+        args: args.join(" "),
+        git_dir: git_dir.to_path_buf(),
+        stderr: stderr.trim().to_string(),
+    };
+    let mut child = cmd.spawn().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound { SnapshotError::GitMissing } else { failed(e.to_string()) }
+    })?;
+    let writer = match (input, child.stdin.take()) {
+        (Some(bytes), Some(mut stdin)) => {
+            let bytes = bytes.to_vec();
+            Some(std::thread::spawn(move || stdin.write_all(&bytes)))
+        }
+        _ => None,
+    };
+    let out = child.wait_with_output().map_err(|e| failed(e.to_string()))?;
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    if !out.status.success() {
+        return Err(failed(String::from_utf8_lossy(&out.stderr).into_owned()));
+    }
+    Ok(out.stdout)
 }

@@ -128,9 +128,26 @@ pub enum UndoError {
         /// The steps it has.
         known: String,
     },
-    /// Files changed since the session's last snapshot, by hand or by something else.
-    #[error("these files were changed since the session last touched them, and a revert would overwrite that: {}. Use --force to overwrite them", list(.0))]
+    /// Files changed since the session's last snapshot, by hand or by something else, or added
+    /// since in a directory the revert would remove.
+    #[error("these files were changed or added since the session last touched them, and a revert would overwrite or remove them: {}. Use --force to overwrite them", list(.0))]
     HandEdited(Vec<PathBuf>),
+    /// The revert failed after it had changed files.
+    #[error(
+        "the revert stopped part-way: {source}. {done} files had been put back already{}",
+        match .step {
+            Some(step) => format!("; that is recorded as step {step}, so reverting again puts them back as they were"),
+            None => String::new(),
+        }
+    )]
+    Partial {
+        /// How many files it had written or removed.
+        done: usize,
+        /// The step the part done was recorded as.
+        step: Option<u32>,
+        /// What stopped it.
+        source: SnapshotError,
+    },
     /// The snapshot repository failed.
     #[error("{0}")]
     Snapshot(#[from] SnapshotError),
@@ -138,6 +155,18 @@ pub enum UndoError {
     #[error("{0}")]
     Store(#[from] StoreError),
 }
+
+/// At most [`LISTED`] of `paths`, and how many more there are.
+pub fn list_some(paths: &[PathBuf]) -> String {
+    let shown = list(&paths[..paths.len().min(LISTED)]);
+    match paths.len().saturating_sub(LISTED) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
+}
+
+/// How many paths a message names before it counts the rest.
+pub const LISTED: usize = 40;
 
 fn list(paths: &[PathBuf]) -> String {
     paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
@@ -215,13 +244,18 @@ pub struct RevertPlan {
     /// The files that would be written or removed.
     pub files: Vec<PathBuf>,
     /// Of those, the ones changed since the session's last snapshot (by hand, or by something
-    /// else): overwritten only when forced.
+    /// else), and files added since in a directory it would remove: overwritten only when
+    /// forced.
     pub hand_edited: Vec<PathBuf>,
+    /// Files it would delete but keeps: the snapshot before the target step left them out
+    /// because `.gitignore` ignored them then, so whether they existed is not known (a
+    /// `.gitignore` the model changed must not make a user's ignored `.env` look new).
+    pub kept: Vec<PathBuf>,
     target: String,
     current: String,
 }
 
-/// What a revert did.
+/// What a revert did. Paths serialise as text, bytes that are not UTF-8 replaced (`U+FFFD`).
 #[derive(Debug, Serialize)]
 pub struct RevertOutcome {
     /// The session.
@@ -231,14 +265,28 @@ pub struct RevertOutcome {
     /// Files are as they were before this step.
     pub reverted_to_before_step: u32,
     /// Files written back (including re-created ones).
+    #[serde(serialize_with = "lossy_paths")]
     pub restored: Vec<PathBuf>,
     /// Of those, the ones that did not exist.
+    #[serde(serialize_with = "lossy_paths")]
     pub created: Vec<PathBuf>,
-    /// Files removed (they did not exist before the step).
+    /// Files removed (they did not exist before the step, or were under a directory that
+    /// stood where a file goes back).
+    #[serde(serialize_with = "lossy_paths")]
     pub deleted: Vec<PathBuf>,
     /// Files that could not be restored: their bytes were never kept (too large, or a nested
     /// repository).
+    #[serde(serialize_with = "lossy_paths")]
     pub not_restored: Vec<PathBuf>,
+    /// Files kept that did not exist in the snapshot because `.gitignore` then ignored them
+    /// (see [`RevertPlan::kept`]).
+    #[serde(serialize_with = "lossy_paths")]
+    pub kept: Vec<PathBuf>,
+}
+
+/// Paths as text (JSON strings cannot hold bytes that are not UTF-8).
+pub fn lossy_paths<S: serde::Serializer>(paths: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(paths.iter().map(|p| p.to_string_lossy()))
 }
 
 /// Works out a revert of `session_id` to before `step` (default: its last step that changed
@@ -275,17 +323,44 @@ pub async fn plan_revert(
     let shadow = undo.shadow().map_err(UndoError::Unavailable)?;
     let current = undo.snapshot().await.map_err(UndoError::Unavailable)?;
     let (target_entries, current_entries) = (shadow.entries(target)?, shadow.entries(&current)?);
-    let files: Vec<PathBuf> = touched.into_iter().filter(|p| target_entries.get(p) != current_entries.get(p)).collect();
+    let mut files: Vec<PathBuf> =
+        touched.into_iter().filter(|p| target_entries.get(p) != current_entries.get(p)).collect();
+    // What the target lacks is deleted, unless the target lacks it only because `.gitignore`
+    // left it out then.
+    let absent: Vec<PathBuf> = files
+        .iter()
+        .filter(|p| !target_entries.contains_key(*p) && current_entries.contains_key(*p))
+        .cloned()
+        .collect();
+    let ignored = shadow.ignored_in(target, &absent)?;
+    files.retain(|p| !ignored.contains(p));
+    let kept: Vec<PathBuf> = ignored.into_iter().collect();
+    // The session's last step that changed each file.
+    let mut last_step: std::collections::HashMap<&Path, (&StoredStep, &str)> = std::collections::HashMap::new();
+    for (s, _, after) in snapshotted(&steps) {
+        for p in &s.changed {
+            let later =
+                last_step.get(p.as_path()).is_none_or(|(l, _)| (s.finished_at, s.step) >= (l.finished_at, l.step));
+            if later {
+                last_step.insert(p, (s, after));
+            }
+        }
+    }
     // A file was changed by someone else when it differs from how the session's last step
     // that changed it left it (not merely from the session's last snapshot: a hand edit made
     // between two prompts, to a file the later prompt did not touch, is in that snapshot).
     let mut after_entries: std::collections::HashMap<&str, crate::snapshot::Entries> = std::collections::HashMap::new();
     let mut hand_edited = Vec::new();
+    let reverted: BTreeSet<&Path> = files.iter().map(PathBuf::as_path).collect();
     for p in &files {
-        let Some((_, _, after)) = snapshotted(&steps)
-            .filter(|(s, _, _)| s.changed.contains(p))
-            .max_by_key(|(s, _, _)| (s.finished_at, s.step))
-        else {
+        // A directory standing where a file goes back, or where none was, is removed whole:
+        // anything in it the revert does not cover was added by someone else.
+        let abs = shadow.worktree().join(p);
+        if std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir()) {
+            let foreign = crate::snapshot::directory_files(&abs).into_iter().map(|f| p.join(f));
+            hand_edited.extend(foreign.filter(|f| !reverted.contains(f.as_path())));
+        }
+        let Some(&(_, after)) = last_step.get(p.as_path()) else {
             continue;
         };
         if !after_entries.contains_key(after) {
@@ -304,6 +379,7 @@ pub async fn plan_revert(
         target_step,
         files,
         hand_edited,
+        kept,
         target: target.to_string(),
         current,
     }))
@@ -327,12 +403,35 @@ pub async fn apply_revert(
         return Err(UndoError::HandEdited(plan.hand_edited));
     }
     let shadow = undo.shadow().map_err(UndoError::Unavailable)?;
-    let restored: Restored = {
+    let (restored, failed): (Restored, Option<SnapshotError>) = {
         let (shadow, target, files) = (shadow.clone(), plan.target.clone(), plan.files.clone());
-        tokio::task::spawn_blocking(move || shadow.restore(&target, &files))
-            .await
-            .map_err(|e| UndoError::Unavailable(e.to_string()))??
+        tokio::task::spawn_blocking(move || {
+            let mut restored = Restored::default();
+            let failed = shadow.restore_into(&target, &files, &mut restored).err();
+            (restored, failed)
+        })
+        .await
+        .map_err(|e| UndoError::Unavailable(e.to_string()))?
     };
+    if let Some(source) = failed {
+        let done = restored.written.len() + restored.removed.len();
+        if done == 0 {
+            return Err(source.into());
+        }
+        // What was done is recorded like a whole revert, so reverting again undoes it.
+        let step = match store.begin_step(&plan.session_id, StepKind::Revert) {
+            Ok(step) => undo.record(store, &plan.session_id, step, &plan.current).await.ok().map(|()| step),
+            Err(_) => None,
+        };
+        let note = format!(
+            "[The user's revert to before step {} stopped part-way; some files are as they were before it, some not. Read files again before relying on them.]",
+            plan.target_step
+        );
+        if let Ok(message) = store.add_message(&plan.session_id, Role::User, None, None) {
+            let _ = store.add_text(&plan.session_id, &message, &note);
+        }
+        return Err(UndoError::Partial { done, step, source });
+    }
     let step = store.begin_step(&plan.session_id, StepKind::Revert)?;
     undo.record(store, &plan.session_id, step, &plan.current).await.map_err(UndoError::Unavailable)?;
     let outcome = RevertOutcome {
@@ -343,17 +442,21 @@ pub async fn apply_revert(
         created: restored.recreated,
         deleted: restored.removed,
         not_restored: restored.not_kept,
+        kept: plan.kept,
     };
     let mut note = format!(
         "[The user reverted files to how they were before step {} (recorded as step {step}); earlier edits to them are gone, so read them again before relying on them. Restored: {}",
         plan.target_step,
-        if outcome.restored.is_empty() { "none".to_string() } else { list(&outcome.restored) }
+        if outcome.restored.is_empty() { "none".to_string() } else { list_some(&outcome.restored) }
     );
     if !outcome.deleted.is_empty() {
-        note.push_str(&format!("; deleted: {}", list(&outcome.deleted)));
+        note.push_str(&format!("; deleted: {}", list_some(&outcome.deleted)));
     }
     if !outcome.not_restored.is_empty() {
-        note.push_str(&format!("; not restored (never kept): {}", list(&outcome.not_restored)));
+        note.push_str(&format!("; not restored (never kept): {}", list_some(&outcome.not_restored)));
+    }
+    if !outcome.kept.is_empty() {
+        note.push_str(&format!("; kept (.gitignore ignored them before): {}", list_some(&outcome.kept)));
     }
     note.push_str(".]");
     let message = store.add_message(&plan.session_id, Role::User, None, None)?;

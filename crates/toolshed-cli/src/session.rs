@@ -253,7 +253,7 @@ pub fn run(ws: &Workspace, cmd: SessionCommand) -> Result<ExitCode, CliError> {
             let Some(plan) = plan else {
                 if json {
                     crate::out_exact(
-                        serde_json::json!({"session_id": id, "step": null, "restored": [], "created": [], "deleted": [], "not_restored": []}),
+                        serde_json::json!({"session_id": id, "step": null, "restored": [], "created": [], "deleted": [], "not_restored": [], "kept": []}),
                     );
                 } else {
                     crate::out(format_args!("session {id}: nothing to revert (no file it changed differs)"));
@@ -459,13 +459,13 @@ pub fn confirm_overwrite(
             crate::out_exact(serde_json::json!({
                 "session_id": plan.session_id,
                 "refused": true,
-                "hand_edited": plan.hand_edited,
+                "hand_edited": plan.hand_edited.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
             }));
         }
         return Err(undo_error(UndoError::HandEdited(plan.hand_edited.clone())));
     }
     crate::err(format_args!(
-        "These files were changed since the session last touched them, and reverting would overwrite that: {names}"
+        "These files were changed or added since the session last touched them, and reverting would overwrite or remove them: {names}"
     ));
     eprint!("Overwrite them? [y/N] ");
     match read_line().map(|l| l.trim().to_ascii_lowercase()) {
@@ -485,22 +485,34 @@ fn read_tty_line() -> Option<String> {
 /// one object.
 pub fn print_revert(outcome: &RevertOutcome, json: bool) {
     if json {
-        crate::out_exact(serde_json::to_string(outcome).unwrap_or_default());
+        match serde_json::to_string(outcome) {
+            Ok(line) => crate::out_exact(line),
+            Err(e) => crate::err(format_args!(
+                "toolshed: the revert was done, but its report could not be written as JSON: {e}"
+            )),
+        }
         return;
     }
     crate::out(format_args!(
         "reverted session {} to before step {} (recorded as step {}; revert again to undo this):",
         outcome.session_id, outcome.reverted_to_before_step, outcome.step
     ));
+    let created: std::collections::BTreeSet<&std::path::PathBuf> = outcome.created.iter().collect();
     for path in &outcome.restored {
-        let how = if outcome.created.contains(path) { "re-created" } else { "restored" };
-        crate::out(format_args!("  {how}  {}", path.display()));
+        let how = if created.contains(path) { "re-created" } else { "restored" };
+        crate::out(format_args!("  {how:<11} {}", path.display()));
     }
     for path in &outcome.deleted {
-        crate::out(format_args!("  deleted     {}", path.display()));
+        crate::out(format_args!("  {:<11} {}", "deleted", path.display()));
     }
     for path in &outcome.not_restored {
         crate::out(format_args!("  NOT restored (too large or a nested repository, never kept): {}", path.display()));
+    }
+    for path in &outcome.kept {
+        crate::out(format_args!(
+            "  kept        {} (.gitignore ignored it before that step, so whether it existed then is unknown)",
+            path.display()
+        ));
     }
 }
 

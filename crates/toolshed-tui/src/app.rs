@@ -1323,7 +1323,7 @@ async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
         let names: Vec<String> = plan.hand_edited.iter().map(|p| p.display().to_string()).collect();
         return notice(
             format!(
-                "not undone: {} changed since the session last touched them; to overwrite them, run `toolshed session revert {id} --force`",
+                "not undone: {} changed or added since the session last touched them; to overwrite or remove them, run `toolshed session revert {id} --force`",
                 names.join(", ")
             ),
             true,
@@ -1331,9 +1331,7 @@ async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
     }
     match undo::apply_revert(store, u, plan, false).await {
         Ok(outcome) => {
-            let list = |files: &[std::path::PathBuf]| {
-                files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-            };
+            let list = undo::list_some;
             let mut text =
                 format!("undone (step {}): files as before step {}", outcome.step, outcome.reverted_to_before_step);
             if !outcome.restored.is_empty() {
@@ -1344,6 +1342,12 @@ async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
             }
             if !outcome.not_restored.is_empty() {
                 text.push_str(&format!("; not restored (never kept) {}", list(&outcome.not_restored)));
+            }
+            if !outcome.kept.is_empty() {
+                text.push_str(&format!(
+                    "; kept {} (.gitignore ignored them before, so they may not be new)",
+                    list(&outcome.kept)
+                ));
             }
             notice(text + ". /undo again redoes it.", false)
         }

@@ -37,7 +37,7 @@ use agent_client_protocol::v1::schema::{
     SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallUpdate, ToolCallUpdateFields,
     UsageUpdate, WriteTextFileRequest,
 };
-use agent_client_protocol::{Agent, Client, Error, ErrorCode, Stdio};
+use agent_client_protocol::{Agent, Client, Error, ErrorCode};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use toolshed_agent::{AgentError, Event, EventSink, LiveSession, Runtime, Store, Trigger};
@@ -147,9 +147,46 @@ async fn connect(server: Arc<Server>) -> Result<(), String> {
             },
             agent_client_protocol::on_receive_notification!(),
         )
-        .connect_to(Stdio::new())
+        .connect_to(stdio_lines())
         .await
         .map_err(|e| e.to_string())
+}
+
+/// Standard input and output as lines of JSON-RPC. A line that is not UTF-8 reaches the SDK
+/// as a line that is not JSON, so it is answered with a parse error (`-32700`) and the
+/// connection goes on; the SDK's own stdio transport would end the connection, and every
+/// session with it.
+fn stdio_lines() -> agent_client_protocol::Lines<
+    impl futures_util::Sink<String, Error = std::io::Error> + Send + 'static,
+    impl futures_util::Stream<Item = std::io::Result<String>> + Send + 'static,
+> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let incoming = futures_util::stream::unfold(tokio::io::BufReader::new(tokio::io::stdin()), |mut input| async {
+        let mut line = Vec::new();
+        match input.read_until(b'\n', &mut line).await {
+            Ok(0) => None,
+            Ok(_) => {
+                if line.ends_with(b"\n") {
+                    line.pop();
+                    if line.ends_with(b"\r") {
+                        line.pop();
+                    }
+                }
+                let line = String::from_utf8(line).unwrap_or_else(|e| {
+                    format!("(bytes that are not UTF-8) {}", String::from_utf8_lossy(e.as_bytes()))
+                });
+                Some((Ok(line), input))
+            }
+            Err(e) => Some((Err(e), input)),
+        }
+    });
+    let outgoing = futures_util::sink::unfold(tokio::io::stdout(), |mut out, line: String| async move {
+        out.write_all(line.as_bytes()).await?;
+        out.write_all(b"\n").await?;
+        out.flush().await?;
+        Ok::<_, std::io::Error>(out)
+    });
+    agent_client_protocol::Lines::new(Box::pin(outgoing), Box::pin(incoming))
 }
 
 struct Server {
@@ -290,6 +327,14 @@ impl Server {
             let (runtime, mcp, agent, model, config) = server.build(&cwd, mcp, approver, sink, access)?;
             let (live, held) = match &resume {
                 Some(id) => {
+                    // Its conversation and snapshots are its own worktree's.
+                    let info = store.session(id).map_err(|e| failed(e.to_string()))?;
+                    if let toolshed_agent::store::SessionPlace::Elsewhere(root) = info.place(&runtime.settings().root) {
+                        return Err(invalid(format!(
+                            "session {id} worked in {root}, not in {}: load it with a cwd inside {root}",
+                            runtime.settings().root.display()
+                        )));
+                    }
                     let held = store.lock_session(id, "load the session").map_err(failed)?;
                     let live = runtime.resume_session(id, None, None).map_err(|e| invalid(e.to_string()))?;
                     (live, held)

@@ -82,6 +82,31 @@ pub struct SessionInfo {
     pub messages: i64,
 }
 
+/// Where a stored session may go on, seen from the worktree `here`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionPlace {
+    /// It worked here.
+    Here,
+    /// It worked in another worktree that still exists: its conversation is about those
+    /// files, and its snapshots are that worktree's, so it goes on only there.
+    Elsewhere(String),
+    /// It worked in a worktree that is gone (moved, renamed): it may go on here.
+    Gone(String),
+}
+
+impl SessionInfo {
+    /// Whether this session may go on in the worktree `here` (one rule for every entry point).
+    pub fn place(&self, here: &std::path::Path) -> SessionPlace {
+        if std::path::Path::new(&self.root) == here {
+            SessionPlace::Here
+        } else if std::path::Path::new(&self.root).is_dir() {
+            SessionPlace::Elsewhere(self.root.clone())
+        } else {
+            SessionPlace::Gone(self.root.clone())
+        }
+    }
+}
+
 /// A tool call's progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

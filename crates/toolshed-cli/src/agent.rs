@@ -121,21 +121,22 @@ pub fn latest_session(ws: &Workspace) -> Result<String, CliError> {
 /// exists: its conversation is about those files, and its tools would act on these. A session
 /// whose worktree is gone (moved, renamed) goes on here, with a warning.
 pub fn in_this_worktree(ws: &Workspace, info: &toolshed_agent::store::SessionInfo) -> Result<(), CliError> {
-    let here = ws.root.display().to_string();
-    if info.root == here {
-        return Ok(());
+    use toolshed_agent::store::SessionPlace;
+    let here = ws.root.display();
+    match info.place(&ws.root) {
+        SessionPlace::Here => Ok(()),
+        SessionPlace::Elsewhere(root) => Err(CliError::usage(format!(
+            "session {} worked in {root}, not in {here}: run toolshed there (or pass --root {root}) to go on with it",
+            info.id
+        ))),
+        SessionPlace::Gone(root) => {
+            eprintln!(
+                "toolshed: session {} worked in {root}, which no longer exists; going on with it in {here}",
+                info.id
+            );
+            Ok(())
+        }
     }
-    if std::path::Path::new(&info.root).is_dir() {
-        return Err(CliError::usage(format!(
-            "session {} worked in {}, not in {here}: run toolshed there (or pass --root {}) to go on with it",
-            info.id, info.root, info.root
-        )));
-    }
-    eprintln!(
-        "toolshed: session {} worked in {}, which no longer exists; going on with it in {here}",
-        info.id, info.root
-    );
-    Ok(())
 }
 
 /// The store, agent and model a `run` or `chat` uses: a stored session's unless the flags say

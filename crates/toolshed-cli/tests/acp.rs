@@ -370,3 +370,105 @@ fn the_language_servers_a_session_started_are_shut_down_when_the_editor_closes_t
     // The write started the language server for diagnostics; it was asked to shut down.
     assert!(marker.exists(), "the language server was not shut down: {got}");
 }
+
+/// `toolshed acp` in `dir`, spoken to in raw JSON-RPC lines: each of `lines` is sent after
+/// the answer to the one before (notifications skipped); the answers and the exit status.
+fn raw_acp(dir: &Path, lines: &[&[u8]]) -> (Vec<Value>, Option<i32>) {
+    use std::io::{BufRead, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .arg("acp")
+        .current_dir(dir)
+        .env("TOOLSHED_TRUST_PROJECT", "1")
+        .env("TOOLSHED_DATA_DIR", dir.parent().unwrap().join(".acp-data"))
+        .env("XDG_CONFIG_HOME", dir.join(".xdg"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut replies = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut got = Vec::new();
+    for line in lines {
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+        for reply in replies.by_ref() {
+            let reply: Value = serde_json::from_str(&reply.unwrap()).unwrap();
+            if reply.get("id").is_some() {
+                got.push(reply);
+                break;
+            }
+        }
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    (got, status.code())
+}
+
+const INITIALIZE: &[u8] =
+    br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
+
+/// A line that is not UTF-8 gets a parse error and the connection goes on (the SDK's own stdio
+/// transport ended it, and every session with it).
+#[test]
+fn a_line_that_is_not_utf8_gets_a_parse_error_and_the_connection_goes_on() {
+    let server = FakeServer::start(vec![]).unwrap();
+    let dir = worktree(&server);
+    let path = dir.path().canonicalize().unwrap();
+    let (answers, code) = raw_acp(
+        &path,
+        &[
+            INITIALIZE,
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/prompt\",\"params\":{\"sessionId\":\"s\xff\",\"prompt\":[]}}",
+            b"\xff\xfe",
+            br#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}"#,
+        ],
+    );
+    assert_eq!(code, Some(0), "{answers:?}");
+    assert_eq!(answers.len(), 4, "{answers:?}");
+    for parse_error in &answers[1..3] {
+        assert_eq!(parse_error["id"], Value::Null, "{parse_error}");
+        assert_eq!(parse_error["error"]["code"], -32700, "{parse_error}");
+    }
+    assert_eq!(answers[3]["id"], 2, "{:?}", answers[3]);
+    assert!(answers[3]["error"]["message"].as_str().is_some(), "{:?}", answers[3]);
+}
+
+/// A session goes on only in the worktree it worked in (as `run -s` does): loaded with a cwd in
+/// another, its edits would land where its snapshots cannot see them.
+#[test]
+fn a_session_is_loaded_only_in_the_worktree_it_worked_in() {
+    let server = FakeServer::start(vec![]).unwrap();
+    let parent = tempfile::tempdir().unwrap();
+    let (a, b) = (parent.path().join("a"), parent.path().join("b"));
+    for dir in [&a, &b] {
+        std::fs::create_dir(dir).unwrap();
+        std::fs::write(
+            dir.join("toolshed.toml"),
+            format!(
+                "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n",
+                server.base_url()
+            ),
+        )
+        .unwrap();
+    }
+    let (a, b) = (a.canonicalize().unwrap(), b.canonicalize().unwrap());
+    let new = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"session/new","params":{{"cwd":"{}","mcpServers":[]}}}}"#,
+        a.display()
+    );
+    let (answers, _) = raw_acp(&a, &[INITIALIZE, new.as_bytes()]);
+    let id = answers[1]["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{answers:?}")).to_string();
+    let load = |cwd: &Path| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"session/load","params":{{"sessionId":"{id}","cwd":"{}","mcpServers":[]}}}}"#,
+            cwd.display()
+        )
+    };
+    let (answers, _) = raw_acp(&b, &[INITIALIZE, load(&b).as_bytes()]);
+    let error = answers[1]["error"].to_string();
+    assert!(error.contains(&format!("worked in {}", a.display())), "{answers:?}");
+    let (answers, _) = raw_acp(&a, &[INITIALIZE, load(&a).as_bytes()]);
+    assert!(answers[1].get("result").is_some(), "{answers:?}");
+}

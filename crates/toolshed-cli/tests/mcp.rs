@@ -356,7 +356,9 @@ fn import_converts_each_clients_timeout_to_milliseconds_or_warns() {
 /// A client that sends a standard method with params that do not parse is told "invalid
 /// params" (-32602) and why, not "method not found"; an unknown method is -32601; a line that
 /// is not JSON (a request cut short, bytes that are not UTF-8) is answered with a parse error
-/// (-32700, id null) instead of silence, and a blank line with nothing.
+/// (-32700, id null) instead of silence, and so is a byte that is not UTF-8 inside a string; a
+/// JSON value that is no object (`null`, `5`) is an invalid request (-32600, id null); a blank
+/// line gets nothing.
 #[test]
 fn malformed_params_get_invalid_params_and_unknown_methods_method_not_found() {
     use std::io::{BufRead, Write};
@@ -383,6 +385,10 @@ fn malformed_params_get_invalid_params_and_unknown_methods_method_not_found() {
         writeln!(stdin, "{line}").unwrap();
     }
     stdin.write_all(b"\xff\xfe\n").unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\",\"params\":{\"cursor\":\"\xff\"}}\n")
+        .unwrap();
+    stdin.write_all(b"null\n5\n").unwrap();
     let mut replies = std::collections::HashMap::new();
     let mut parse_errors = Vec::new();
     for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
@@ -393,7 +399,7 @@ fn malformed_params_get_invalid_params_and_unknown_methods_method_not_found() {
             }
             None => parse_errors.push(reply),
         }
-        if replies.len() == 5 && parse_errors.len() == 3 {
+        if replies.len() == 5 && parse_errors.len() == 6 {
             break;
         }
     }
@@ -406,14 +412,18 @@ fn malformed_params_get_invalid_params_and_unknown_methods_method_not_found() {
     assert!(replies[&3]["error"]["message"].as_str().unwrap().contains("expected a map"), "{}", replies[&3]);
     assert_eq!(replies[&4]["error"]["code"], -32601, "{}", replies[&4]);
     assert_eq!(replies[&5]["result"]["isError"], false, "{}", replies[&5]);
-    assert!(!replies.contains_key(&6));
-    for (error, line) in parse_errors.iter().zip([
-        r#"{"jsonrpc":"2.0","id":6,"method":"tools/list""#,
-        "not json \u{fffd}",
-        "\u{fffd}\u{fffd}",
+    assert!(!replies.contains_key(&6) && !replies.contains_key(&7));
+    assert_eq!(parse_errors.len(), 6, "{parse_errors:?}");
+    for (error, (line, code)) in parse_errors.iter().zip([
+        (r#"{"jsonrpc":"2.0","id":6,"method":"tools/list""#, -32700),
+        ("not json \u{fffd}", -32700),
+        ("\u{fffd}\u{fffd}", -32700),
+        ("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\",\"params\":{\"cursor\":\"\u{fffd}\"}}", -32700),
+        ("null", -32600),
+        ("5", -32600),
     ]) {
         assert_eq!(error["id"], Value::Null, "{error}");
-        assert_eq!(error["error"]["code"], -32700, "{error}");
+        assert_eq!(error["error"]["code"], code, "{error}");
         assert_eq!(error["error"]["data"]["line"], line, "{error}");
     }
 }

@@ -382,8 +382,21 @@ where
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match serde_json::from_slice::<serde::de::IgnoredAny>(&line) {
-                Ok(_) => {
+            // Bytes that are not UTF-8 inside a string pass a parse that skips strings; a JSON
+            // value that is no object (`null`, `5`, a batch, which MCP no longer has) is no
+            // message, and rmcp's answer to one lacks the `id` JSON-RPC requires.
+            let verdict = match std::str::from_utf8(&line) {
+                Err(e) => Err((-32700, "Parse error", format!("bytes that are not UTF-8: {e}"))),
+                Ok(text) => match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                    Err(e) => Err((-32700, "Parse error", e.to_string())),
+                    Ok(_) if !text.trim_start().starts_with('{') => {
+                        Err((-32600, "Invalid Request", "a JSON-RPC message is one JSON object".to_string()))
+                    }
+                    Ok(_) => Ok(()),
+                },
+            };
+            match verdict {
+                Ok(()) => {
                     if !line.ends_with(b"\n") {
                         line.push(b'\n');
                     }
@@ -391,13 +404,13 @@ where
                         break;
                     }
                 }
-                Err(e) => {
+                Err((code, message, reason)) => {
                     let text = String::from_utf8_lossy(&line);
                     let shown: String = text.trim_end().chars().take(200).collect();
                     let answer = serde_json::json!({
                         "jsonrpc": "2.0",
                         "id": null,
-                        "error": {"code": -32700, "message": "Parse error", "data": {"line": shown, "reason": e.to_string()}},
+                        "error": {"code": code, "message": message, "data": {"line": shown, "reason": reason}},
                     });
                     let _ = errors.send(format!("{answer}\n").into_bytes());
                 }

@@ -42,9 +42,10 @@ pub struct ServeArgs {
     /// Serve this agent's tools, under its permission rules (default: build).
     #[arg(short, long)]
     agent: Option<String>,
-    /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8700; port 0 picks a free one).
-    /// Only requests addressed to localhost, and from no browser origin or a local one, are
-    /// answered, and there is no authentication.
+    /// Serve streamable HTTP on this loopback address (e.g. 127.0.0.1:8700; port 0 picks a free
+    /// one). Only requests addressed to localhost, and from no browser origin or a local one,
+    /// are answered, and there is no authentication: another machine reaches it through an SSH
+    /// tunnel.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
 }
@@ -90,6 +91,14 @@ pub fn registry_for_tool(ws: &Workspace, tool: &str) -> Result<(Registry, Option
 }
 
 fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
+    // The tools run commands and write files, and nothing authenticates a client: a request
+    // from the network that names `localhost` as its host would pass the host check.
+    if let Some(addr) = args.http.filter(|a| !a.ip().is_loopback()) {
+        let port = addr.port();
+        return Err(CliError::usage(format!(
+            "mcp serve --http listens only on a loopback address (127.0.0.1:{port} or [::1]:{port}): its tools run commands in this worktree and nothing authenticates a client. To reach it from another machine, forward the port over SSH: ssh -L {port}:127.0.0.1:{port} THIS-HOST"
+        )));
+    }
     // Any agent, sub-agents included: `explore` serves the read-only tools.
     let agent = ws.agent(args.agent.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -98,103 +107,96 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
         .build()
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
     let served = runtime.block_on(async {
-            // Upstream servers start in the background: the client gets its answer to
-            // `initialize` (and the built-in tools) at once, and each server's tools join with
-            // `notifications/tools/list_changed` when it is up.
-            let connected: std::sync::Mutex<Vec<(usize, Arc<McpServer>)>> = std::sync::Mutex::default();
-            let clients = || {
-                let servers = connected.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                McpClients::new(servers.iter().map(|(_, s)| s.clone()).collect())
-            };
-            // An MCP client's requests do not carry the todo list: it reads it with todo_read.
-            // One list for the whole connection, kept when the registry is rebuilt.
-            let todos: Arc<dyn toolshed_tools::todo::TodoStore> = Arc::new(toolshed_tools::todo::MemoryTodos::default());
-            let build = || {
-                let mut registry = ws.registry();
-                toolshed_tools::register_todo_standalone(&mut registry, todos.clone());
-                clients().register(&mut registry);
-                registry
-            };
-            let peers = Peers::default();
-            let approver = ElicitingApprover::new(peers.clone(), ws.config.mcp_server.ask.unwrap_or(McpAsk::Reject));
-            // The client runs the loop, so the order of its calls is its own: the doom-loop
-            // check is off unless `[mcp_server] doom_loop = true`.
-            let executor = ws
-                .executor(build(), Arc::new(approver))
-                .doom_loop(ws.config.mcp_server.doom_loop.unwrap_or(false))
-                .build();
-            let exported = Exported::new(executor, agent, peers);
-            // A server that came up, or whose tool list changed, rebuilds the registry and tells
-            // our clients.
-            let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
-            let connect = async {
-                let mut tasks = tokio::task::JoinSet::new();
-                for (i, (name, config)) in enabled(ws).enumerate() {
-                    let (name, config, options) = (name.clone(), config.clone(), options(ws));
-                    tasks.spawn(async move { (i, McpServer::connect(&name, &config, &options).await) });
-                }
-                while let Some(done) = tasks.join_next().await {
-                    let Ok((i, server)) = done else { continue };
-                    report_unavailable(&McpClients::new(vec![server.clone()]), &|line| eprintln!("toolshed: {line}"));
-                    let mut changes = server.subscribe();
-                    let tx = changed_tx.clone();
-                    tokio::spawn(async move {
-                        while changes.changed().await.is_ok() {
-                            if tx.send(()).is_err() {
-                                break;
-                            }
+        // Upstream servers start in the background: the client gets its answer to
+        // `initialize` (and the built-in tools) at once, and each server's tools join with
+        // `notifications/tools/list_changed` when it is up.
+        let connected: std::sync::Mutex<Vec<(usize, Arc<McpServer>)>> = std::sync::Mutex::default();
+        let clients = || {
+            let servers = connected.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            McpClients::new(servers.iter().map(|(_, s)| s.clone()).collect())
+        };
+        // An MCP client's requests do not carry the todo list: it reads it with todo_read.
+        // One list for the whole connection, kept when the registry is rebuilt.
+        let todos: Arc<dyn toolshed_tools::todo::TodoStore> = Arc::new(toolshed_tools::todo::MemoryTodos::default());
+        let build = || {
+            let mut registry = ws.registry();
+            toolshed_tools::register_todo_standalone(&mut registry, todos.clone());
+            clients().register(&mut registry);
+            registry
+        };
+        let peers = Peers::default();
+        let approver = ElicitingApprover::new(peers.clone(), ws.config.mcp_server.ask.unwrap_or(McpAsk::Reject));
+        // The client runs the loop, so the order of its calls is its own: the doom-loop
+        // check is off unless `[mcp_server] doom_loop = true`.
+        let executor =
+            ws.executor(build(), Arc::new(approver)).doom_loop(ws.config.mcp_server.doom_loop.unwrap_or(false)).build();
+        let exported = Exported::new(executor, agent, peers);
+        // A server that came up, or whose tool list changed, rebuilds the registry and tells
+        // our clients.
+        let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<()>();
+        let connect = async {
+            let mut tasks = tokio::task::JoinSet::new();
+            for (i, (name, config)) in enabled(ws).enumerate() {
+                let (name, config, options) = (name.clone(), config.clone(), options(ws));
+                tasks.spawn(async move { (i, McpServer::connect(&name, &config, &options).await) });
+            }
+            while let Some(done) = tasks.join_next().await {
+                let Ok((i, server)) = done else { continue };
+                report_unavailable(&McpClients::new(vec![server.clone()]), &|line| eprintln!("toolshed: {line}"));
+                let mut changes = server.subscribe();
+                let tx = changed_tx.clone();
+                tokio::spawn(async move {
+                    while changes.changed().await.is_ok() {
+                        if tx.send(()).is_err() {
+                            break;
                         }
-                    });
-                    let mut servers = connected.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                    servers.push((i, server));
-                    servers.sort_by_key(|(i, _)| *i);
-                    drop(servers);
-                    let _ = changed_tx.send(());
-                }
-            };
-            let follow = async {
-                while changed_rx.recv().await.is_some() {
-                    // Several servers that came up together need one rebuild.
-                    while changed_rx.try_recv().is_ok() {}
-                    exported.replace_registry(build()).await;
-                }
-            };
-            let follow = async {
-                tokio::join!(connect, follow);
-                std::future::pending::<()>().await;
-            };
-            let served = match args.http {
-                // SIGTERM (or Ctrl-C) ends serving like a closed input, so the clean-up below runs.
-                None => tokio::select! {
-                    served = exported.serve_stdio() => served,
-                    () = crate::stop_requested() => Ok(()),
+                    }
+                });
+                let mut servers = connected.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                servers.push((i, server));
+                servers.sort_by_key(|(i, _)| *i);
+                drop(servers);
+                let _ = changed_tx.send(());
+            }
+        };
+        let follow = async {
+            while changed_rx.recv().await.is_some() {
+                // Several servers that came up together need one rebuild.
+                while changed_rx.try_recv().is_ok() {}
+                exported.replace_registry(build()).await;
+            }
+        };
+        let follow = async {
+            tokio::join!(connect, follow);
+            std::future::pending::<()>().await;
+        };
+        let served = match args.http {
+            // SIGTERM (or Ctrl-C) ends serving like a closed input, so the clean-up below runs.
+            None => tokio::select! {
+                served = exported.serve_stdio() => served,
+                () = crate::stop_requested() => Ok(()),
+                () = follow => Ok(()),
+            },
+            Some(addr) => {
+                let listener =
+                    toolshed_mcp::server::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+                let local = listener.local_addr().map_err(|e| e.to_string())?;
+                eprintln!("toolshed: serving MCP (streamable HTTP) on http://{local}/mcp");
+                let cancel = toolshed_core::context::CancellationToken::new();
+                tokio::select! {
+                    () = exported.serve_http(listener, cancel.clone()) => Ok(()),
+                    () = crate::stop_requested() => { cancel.cancel(); Ok(()) },
                     () = follow => Ok(()),
-                },
-                Some(addr) => {
-                    let listener =
-                        toolshed_mcp::server::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-                    let local = listener.local_addr().map_err(|e| e.to_string())?;
-                    eprintln!("toolshed: serving MCP (streamable HTTP) on http://{local}/mcp");
-                    if !local.ip().is_loopback() {
-                        eprintln!(
-                            "toolshed: note: only requests addressed to localhost, 127.0.0.1 or ::1, and from no browser origin or a local one, are answered (others get 403: DNS-rebinding protection), and there is no authentication; reach this server from another machine through an SSH tunnel or an authenticating proxy"
-                        );
-                    }
-                    let cancel = toolshed_core::context::CancellationToken::new();
-                    tokio::select! {
-                        () = exported.serve_http(listener, cancel.clone()) => Ok(()),
-                        () = crate::stop_requested() => { cancel.cancel(); Ok(()) },
-                        () = follow => Ok(()),
-                    }
                 }
-            };
-            clients().shutdown().await;
-            // Upstream servers still starting (or given up on) are not among the clients: their
-            // process groups go too, whatever their start-up was doing.
-            toolshed_mcp::kill_all_servers();
-            toolshed_tools::lsp::shared(&ws.config).shutdown().await;
-            served
-        });
+            }
+        };
+        clients().shutdown().await;
+        // Upstream servers still starting (or given up on) are not among the clients: their
+        // process groups go too, whatever their start-up was doing.
+        toolshed_mcp::kill_all_servers();
+        toolshed_tools::lsp::shared(&ws.config).shutdown().await;
+        served
+    });
     // Not a plain drop: that waits for the blocked read of standard input, which a client that
     // keeps it open after SIGTERM or SIGHUP never ends.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));

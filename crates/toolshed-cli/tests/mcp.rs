@@ -732,3 +732,37 @@ fn serve_exits_on_sigterm_and_sighup_while_its_input_stays_open() {
         drop(input);
     }
 }
+
+/// `--http` listens only on loopback (a request from the network naming `localhost` as its
+/// host would pass the host check, and nothing authenticates a client); a connection that
+/// never finishes its request head is closed, so idle ones cannot hold the server's slots.
+#[test]
+fn http_listens_only_on_loopback_and_closes_a_connection_that_sends_no_request() {
+    use std::io::{Read, Write};
+    let tmp = workspace("");
+    for addr in ["0.0.0.0:0", "[::]:0", "192.0.2.1:8700"] {
+        let out = toolshed(tmp.path()).args(["mcp", "serve", "--http", addr]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{addr}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("ssh -L"), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let mut server = toolshed(tmp.path())
+        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: ").unwrap();
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    let started = std::time::Instant::now();
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    assert!(started.elapsed() < std::time::Duration::from_secs(25), "the connection was held open");
+    server.kill().unwrap();
+    server.wait().unwrap();
+}

@@ -46,7 +46,10 @@ pub struct Peers(Arc<Mutex<HashMap<String, Peer<RoleServer>>>>);
 
 impl Peers {
     fn insert(&self, session: &str, peer: Peer<RoleServer>) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(session.to_string(), peer);
+        let mut peers = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // Those whose session ended (closed, or timed out) go.
+        peers.retain(|_, p| !p.is_transport_closed());
+        peers.insert(session.to_string(), peer);
     }
 
     fn get(&self, session: &str) -> Option<Peer<RoleServer>> {
@@ -208,20 +211,46 @@ impl Exported {
                 Ok::<_, std::convert::Infallible>(response)
             }
         });
+        // At most this many connections at once; the next waits for one to end.
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         loop {
             let accepted = tokio::select! {
-                accepted = listener.accept() => accepted,
+                accepted = async {
+                    let slot = slots.clone().acquire_owned().await;
+                    (listener.accept().await, slot)
+                } => accepted,
                 () = cancel.cancelled() => return,
             };
-            let Ok((stream, _)) = accepted else { continue };
+            let (Ok((stream, _)), Ok(slot)) = accepted else {
+                // Out of descriptors (or another failure that would fail again at once): a
+                // pause, not a loop that spins a core.
+                tokio::time::sleep(ACCEPT_PAUSE).await;
+                continue;
+            };
             let service = service.clone();
             tokio::spawn(async move {
                 let io = hyper_util::rt::TokioIo::new(stream);
-                let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+                // A connection that sends no whole request head in time is closed: idle or slow
+                // ones cannot hold the slots.
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(HEADER_TIMEOUT)
+                    .serve_connection(io, service)
+                    .await;
+                drop(slot);
             });
         }
     }
 }
+
+/// The most connections `mcp serve --http` serves at once.
+const MAX_CONNECTIONS: usize = 256;
+
+/// How long a connection may take to send a request's head (also: to start the next one).
+const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The pause after a failed accept.
+const ACCEPT_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The origins a browser page may call `mcp serve --http` from: loopback ones, any port.
 pub const LOCAL_ORIGINS: [&str; 6] = [

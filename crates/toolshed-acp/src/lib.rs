@@ -445,10 +445,11 @@ impl Server {
             .clone()
             .or_else(|| ws.agents.get(&agent).and_then(|a| a.model.clone()))
             .or_else(|| ws.config.model.clone())
-            .ok_or_else(|| {
-                invalid(
+            .ok_or_else(|| match ws.unapplied_project_hint() {
+                Some(hint) => invalid(format!("no model is configured in the settings that apply: {hint}")),
+                None => invalid(
                     "no model is configured: set `model = \"PROVIDER/MODEL\"` in the worktree's toolshed.toml (or ~/.config/toolshed/config.toml), or start `toolshed acp --model PROVIDER/MODEL`",
-                )
+                ),
             })?;
         let parsed = toolshed_llm::provider::ModelRef::parse(&model).map_err(|e| invalid(e.to_string()))?;
         toolshed_llm::provider::resolve(&ws.config, &parsed, &toolshed_llm::provider::process_env)

@@ -18,6 +18,16 @@ use crate::workspace::Workspace;
 /// What to tell someone who has no model set up.
 pub const NO_MODEL: &str = "no model is configured. Pass --model PROVIDER/MODEL, or set `model = \"PROVIDER/MODEL\"` in toolshed.toml (or ~/.config/toolshed/config.toml). Then make the provider reachable: for openai/... set OPENAI_API_KEY, for anthropic/... set ANTHROPIC_API_KEY, or for a local OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio) add\n\n  [provider.local]\n  kind = \"openai-chat\"\n  base_url = \"http://127.0.0.1:8080/v1\"\n\nto toolshed.toml and use --model local/MODEL";
 
+/// [`NO_MODEL`], or, when the worktree's toolshed.toml is not applied as it is on disk, that.
+pub fn no_model(ws: &Workspace) -> CliError {
+    match ws.unapplied_project_hint() {
+        Some(hint) => CliError::usage(format!(
+            "no model is configured in the settings that apply: {hint}; or pass --model PROVIDER/MODEL"
+        )),
+        None => CliError::usage(NO_MODEL),
+    }
+}
+
 /// The model to run: the flag, else the agent's own, else the config's `model`. Checks that its
 /// provider is configured (key set, base URL known); failures are configuration errors.
 pub fn choose_model(ws: &Workspace, agent: &str, flag: Option<&str>) -> Result<String, CliError> {
@@ -25,7 +35,7 @@ pub fn choose_model(ws: &Workspace, agent: &str, flag: Option<&str>) -> Result<S
         .map(str::to_string)
         .or_else(|| ws.agents.get(agent).and_then(|a| a.model.clone()))
         .or_else(|| ws.config.model.clone())
-        .ok_or_else(|| CliError::usage(NO_MODEL))?;
+        .ok_or_else(|| no_model(ws))?;
     check_model(ws, &model)?;
     Ok(model)
 }
@@ -157,7 +167,7 @@ pub fn session_target(
                 Some(a) => ws.primary_agent(Some(a))?,
                 None => info.agent.clone(),
             };
-            let model = model.map(str::to_string).or(info.model.clone()).ok_or_else(|| CliError::usage(NO_MODEL))?;
+            let model = model.map(str::to_string).or(info.model.clone()).ok_or_else(|| no_model(ws))?;
             check_model(ws, &model)?;
             Ok((store, agent, model))
         }

@@ -139,10 +139,11 @@ fn model(ws: &Workspace) -> Report {
         }
     }
     if models.is_empty() {
-        return Report::new(
-            Status::Off,
-            ["no model configured: set model = \"PROVIDER/MODEL\" in toolshed.toml (`toolshed init` writes an example), or give `run` and `chat` -m".to_string()],
-        );
+        let why = match ws.unapplied_project_hint() {
+            Some(hint) => format!("no model configured in the settings that apply: {hint}"),
+            None => "no model configured: set model = \"PROVIDER/MODEL\" in toolshed.toml (`toolshed init` writes an example), or give `run` and `chat` -m".to_string(),
+        };
+        return Report::new(Status::Off, [why]);
     }
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,

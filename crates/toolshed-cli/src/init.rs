@@ -113,7 +113,7 @@ pub fn run(root: Option<&Path>, args: &InitArgs) -> Result<ExitCode, CliError> {
         crate::err(format_args!("toolshed: {e}; run `toolshed trust` before the file applies"));
     }
     crate::out(format_args!(
-        "Wrote {} (every setting commented out) and {}.\nNext: uncomment what you need, then `toolshed config show` and `toolshed doctor`.",
+        "Wrote {} (every setting commented out) and {}.\nNext: uncomment what you need, run `toolshed trust` to accept your edits (a worktree's toolshed.toml applies only as a person accepted it: a model could have written it), then `toolshed config show` and `toolshed doctor`.",
         config.display(),
         schema.display()
     ));

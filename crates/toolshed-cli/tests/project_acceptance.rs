@@ -208,6 +208,28 @@ fn init_accepts_its_file_and_mcp_import_accepts_nothing() {
     assert!(text(&out.stdout).contains("+[mcp.docs]"), "{}", text(&out.stdout));
 }
 
+/// A newcomer who follows `init`, writes a model and a typo into the file and runs: told that
+/// the file must be accepted (not to set a model the file already sets), and of the typo now.
+#[test]
+fn an_edited_file_not_yet_accepted_is_named_when_no_model_applies_and_its_errors_are_said() {
+    let p = project();
+    let out = p.toolshed(&["init"]);
+    assert!(text(&out.stdout).contains("`toolshed trust`"), "{}", text(&out.stdout));
+    let file = p.root.join("toolshed.toml");
+    let mut edited = std::fs::read_to_string(&file).unwrap();
+    edited.push_str("model = \"local/m\"\n[provider.local]\nkind = \"openai-chat\"\nbase_url = \"http://127.0.0.1:1/v1\"\n[sesion]\nmax_steps = 3\n");
+    std::fs::write(&file, edited).unwrap();
+    let out = p.toolshed(&["run", "hi"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let said = text(&out.stderr);
+    assert!(said.contains("unknown field `sesion`"), "{said}");
+    assert!(
+        said.contains("no model is configured in the settings that apply") && said.contains("run `toolshed trust`"),
+        "{said}"
+    );
+    assert!(!said.contains("set `model = "), "{said}");
+}
+
 #[test]
 fn what_trust_shows_is_whole_and_escaped_and_broken_config_is_refused() {
     let p = project();

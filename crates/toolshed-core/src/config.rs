@@ -816,6 +816,15 @@ impl Config {
             written.push(text);
         }
         config.project_note = note;
+        // What is on disk but not applied: its errors are said now, not only at `toolshed trust`.
+        if let Some(note) = &mut config.project_note
+            && let Ok(disk) = std::fs::read_to_string(root.join(PROJECT_FILE))
+            && let Err(e) = Config::default().merge_str(&root.join(PROJECT_FILE), &disk)
+        {
+            note.push_str(&format!(
+                " The file as it is on disk has an error, which `toolshed trust` will refuse until it is fixed: {e}"
+            ));
+        }
         if overrides.is_empty() {
             return Ok(config);
         }

@@ -88,6 +88,14 @@ impl Workspace {
         Workspace { root, cwd, config, agents, custom, file_access: None }
     }
 
+    /// Why a model (or another setting) the person wrote into the worktree's toolshed.toml may
+    /// not apply: the file is not applied as it is on disk. Front-ends add it to "no model".
+    pub fn unapplied_project_hint(&self) -> Option<&'static str> {
+        self.config.project_note.as_ref().map(|_| {
+            "this worktree's toolshed.toml is not applied as it is on disk (it was never accepted, or changed since): if it sets the model, run `toolshed trust` to accept it"
+        })
+    }
+
     /// What a person should know about the project's own files that are not applied as they
     /// are on disk (not accepted yet, or changed since: see [`toolshed_core::trust`]), one
     /// sentence each, for standard error or a front-end's notice line.

@@ -110,8 +110,8 @@ pub fn open_store() -> Result<Arc<Store>, CliError> {
     Store::open(path).map(Arc::new).map_err(CliError::failure)
 }
 
-/// The most recently updated session (not a sub-agent's) that worked in this worktree, for
-/// `--continue`.
+/// The most recently updated session (not a sub-agent's, not one without a message: a chat
+/// opened and left at once) that worked in this worktree, for `--continue`.
 pub fn latest_session(ws: &Workspace) -> Result<String, CliError> {
     let path = Store::default_path(&toolshed_core::paths::data_dir());
     let sessions = if path.exists() {
@@ -120,7 +120,8 @@ pub fn latest_session(ws: &Workspace) -> Result<String, CliError> {
         Vec::new()
     };
     let root = ws.root.display().to_string();
-    sessions.into_iter().find(|s| s.parent_id.is_none() && s.root == root).map(|s| s.id).ok_or_else(|| {
+    let found = sessions.into_iter().find(|s| s.parent_id.is_none() && s.root == root && s.messages > 0);
+    found.map(|s| s.id).ok_or_else(|| {
         CliError::usage(format!(
             "--continue: no session has worked in {root} yet; start one with toolshed run \"...\" (`toolshed session list --all` shows the sessions of every worktree)"
         ))

@@ -123,6 +123,9 @@ fn continue_resumes_the_most_recent_session_of_this_worktree_only() {
     // A later session in another worktree is not this worktree's most recent.
     let out = toolshed_in(there.path(), data.path(), &["run", "elsewhere"], "");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Nor is a chat opened here and left without a word.
+    let out = toolshed_in(here.path(), data.path(), &["chat", "--plain"], "/exit\n");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 
     let out = toolshed_in(here.path(), data.path(), &["run", "--continue", "what did I say?"], "");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

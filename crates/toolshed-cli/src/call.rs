@@ -197,6 +197,16 @@ pub fn for_person(refused_at: Option<Stage>, tool: &str, output: &str, given: &s
 fn refused(tool: &str, output: &str, outcome: &str) -> String {
     let facts = toolshed_core::exec::permit::refusal_facts(output);
     let facts = facts.replace(toolshed_core::permission::NO_APPROVER, "no one could be asked (no terminal)");
+    // `--yes` never grants these: a rule or a person's answer does.
+    let person_only = asked_permission(output).filter(|p| toolshed_core::permission::PERSON_ONLY.contains(&p.0));
+    if let Some((permission, pattern)) = person_only
+        && (output.contains(toolshed_core::permission::NO_APPROVER)
+            || output.contains("never granted by a blanket approval"))
+    {
+        return format!(
+            "Permission for `{permission}` on `{pattern}` was not granted: --yes never approves `{permission}`. {outcome}\nRun it at a terminal to answer the question yourself, or allow it with a rule in toolshed.toml: [permission] {permission} = {{ \"{pattern}\" = \"allow\" }}"
+        );
+    }
     let next = if output.starts_with("Permission denied") || output.contains("Permission denied:") {
         format!(
             "`toolshed permission explain {tool} ARGS_JSON` shows the rule that decides; change it in toolshed.toml (or run as another agent with -a) to allow this."
@@ -207,6 +217,14 @@ fn refused(tool: &str, output: &str, outcome: &str) -> String {
         String::new()
     };
     format!("{facts} {outcome}\n{next}").trim_end().to_string()
+}
+
+/// The permission and pattern of a refusal ("Permission for `P` on `PATTERN` was not granted").
+fn asked_permission(output: &str) -> Option<(&str, &str)> {
+    let rest = output.strip_prefix("Permission for `")?;
+    let (permission, rest) = rest.split_once("` on `")?;
+    let (pattern, _) = rest.split_once("` was not granted")?;
+    Some((permission, pattern))
 }
 
 /// `text` up to the end of its first sentence.

@@ -449,6 +449,17 @@ fn call_errors_tell_a_person_what_to_do_and_the_model_keeps_its_wording() {
     assert!(said.contains("add --yes") && !said.contains("non-interactive run"), "{said}");
     let out = toolshed(dir.path(), &["call", "read", &args, "-y"], "");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // What --yes never grants: the person is told the rule that does, not to add --yes.
+    for extra in [&[][..], &["--yes"][..]] {
+        let mut call = vec!["call", "write", r#"{"file_path": "toolshed.toml", "content": "x"}"#];
+        call.extend_from_slice(extra);
+        let out = toolshed(dir.path(), &call, "");
+        assert_eq!(out.status.code(), Some(1));
+        let said = text(&out.stderr);
+        assert!(said.contains("--yes never approves `protected`"), "{said}");
+        assert!(said.contains(r#"[permission] protected = { "toolshed.toml" = "allow" }"#), "{said}");
+        assert!(!said.contains("add --yes") && !said.contains("tell the user"), "{said}");
+    }
 
     // A deny: where the rule is and how to see it.
     let out = toolshed(dir.path(), &["-c", "permission.read=deny", "call", "read", r#"{"file_path": "a.txt"}"#], "");

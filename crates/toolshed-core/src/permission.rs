@@ -347,8 +347,7 @@ pub trait Approver: Send + Sync {
 pub struct RejectAll;
 
 /// Why [`RejectAll`] rejects; the model reads this.
-pub const NO_APPROVER: &str =
-    "No one is available to approve it in this non-interactive run (rerun with --yes to approve requests that ask)";
+pub const NO_APPROVER: &str = "No one is available to approve it in this non-interactive run. Do not retry it: do without it, or tell the user in your answer that it needs their approval (they can rerun with --yes)";
 
 impl Approver for RejectAll {
     fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {

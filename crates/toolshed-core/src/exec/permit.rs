@@ -396,7 +396,7 @@ mod tests {
     async fn non_interactive_ask_is_rejected_and_the_model_told_why() {
         let gate = Gate::new(Arc::new(Ruleset::defaults()), Arc::new(RejectAll), Session::new("s", "build"));
         let err = gate.check(&info(), PermissionRequest::new("read", [".env"])).await.unwrap_err();
-        insta::assert_snapshot!(err.to_string(), @"Permission for `read` on `.env` was not granted: No one is available to approve it in this non-interactive run (rerun with --yes to approve requests that ask). The call was not run.");
+        insta::assert_snapshot!(err.to_string(), @"Permission for `read` on `.env` was not granted: No one is available to approve it in this non-interactive run. Do not retry it: do without it, or tell the user in your answer that it needs their approval (they can rerun with --yes). The call was not run.");
     }
 
     #[tokio::test]
@@ -451,7 +451,7 @@ mod tests {
         // A deny asks; a rejection says which pattern and rule, and what to do.
         let gate = Gate::new(Arc::new(rules.clone()), Arc::new(RejectAll), Session::new("s", "build"));
         let err = gate.check(&info(), PermissionRequest::new("bash", ["ls", "rm x"]).secondary()).await.unwrap_err();
-        insta::assert_snapshot!(err.to_string(), @r#"Permission for `bash` on `rm x` was not granted: No one is available to approve it in this non-interactive run (rerun with --yes to approve requests that ask). The call was not run. Why it asked: `rm x` appears in the command where a program could be run, and the rules of agent `build` forbid it (rule: bash "rm *" = deny); it may only be an argument. Write the command so that no forbidden command appears in it, or ask the user to run it."#);
+        insta::assert_snapshot!(err.to_string(), @r#"Permission for `bash` on `rm x` was not granted: No one is available to approve it in this non-interactive run. Do not retry it: do without it, or tell the user in your answer that it needs their approval (they can rerun with --yes). The call was not run. Why it asked: `rm x` appears in the command where a program could be run, and the rules of agent `build` forbid it (rule: bash "rm *" = deny); it may only be an argument. Write the command so that no forbidden command appears in it, or ask the user to run it."#);
         // Approved once or always: it runs, and "always" remembers nothing, so it asks again.
         let approver = Scripted(Mutex::new(vec![Reply::Always, Reply::Once]));
         let session = Session::new("s", "build");
@@ -473,7 +473,7 @@ mod tests {
         rules.push(Rule::new("bash", "rm *", Action::Deny));
         let gate = Gate::new(Arc::new(rules.clone()), Arc::new(RejectAll), Session::new("s", "build"));
         let err = gate.check(&info(), opaque()).await.unwrap_err();
-        insta::assert_snapshot!(err.to_string(), @"Permission for `bash` on `python3 -c 'import os'` was not granted: No one is available to approve it in this non-interactive run (rerun with --yes to approve requests that ask). The call was not run. Why it asked: it runs code the rules cannot read, which could run a command the rules of agent `build` deny (`rm *`). Make the change with the file tools or plain shell commands the rules can check, or ask the user to run it.");
+        insta::assert_snapshot!(err.to_string(), @"Permission for `bash` on `python3 -c 'import os'` was not granted: No one is available to approve it in this non-interactive run. Do not retry it: do without it, or tell the user in your answer that it needs their approval (they can rerun with --yes). The call was not run. Why it asked: it runs code the rules cannot read, which could run a command the rules of agent `build` deny (`rm *`). Make the change with the file tools or plain shell commands the rules can check, or ask the user to run it.");
         // A rule that names the command allows it outright.
         let mut named = rules.clone();
         named.push(Rule::new("bash", "python3 *", Action::Allow));

@@ -37,7 +37,8 @@ pub struct RunArgs {
     /// Print events as JSON Lines on stdout.
     #[arg(long)]
     json: bool,
-    /// When the run finishes, write the last assistant message to FILE.
+    /// When the run finishes, write the last assistant message to FILE (emptied when the run
+    /// starts, so a failed run never leaves an earlier answer there).
     #[arg(short = 'o', long, value_name = "FILE")]
     output_last_message: Option<PathBuf>,
 }
@@ -92,6 +93,9 @@ pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
                 if file.is_dir() { file.display() } else { dir.display() }
             )));
         }
+        // Emptied now: a run that fails leaves no earlier answer for a script to take as its.
+        std::fs::write(file, "")
+            .map_err(|e| CliError::usage(format!("--output-last-message {}: cannot write it: {e}", file.display())))?;
     }
     let prompt = prompt(args.prompt)?;
     let resume = match (args.session, args.continue_) {

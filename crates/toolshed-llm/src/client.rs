@@ -234,6 +234,20 @@ impl Client {
                 });
             };
             let (error, retry_after, retryable) = match sent {
+                Ok(resp) if resp.status().is_success() && answered_without_stream(&resp).is_some() => {
+                    let kind = answered_without_stream(&resp).unwrap_or_default();
+                    let text = tokio::time::timeout(self.idle_timeout, resp.text())
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                        .unwrap_or_default();
+                    let start: String =
+                        text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(160).collect();
+                    let message = format!(
+                        "the server at {url} answered with {kind}, not an event stream (it begins: {start:?}): check that base_url is the API's (for OpenAI-compatible servers it usually ends in /v1) and that the server streams responses"
+                    );
+                    (LlmError::Stream { provider: name.clone(), message }, None, false)
+                }
                 Ok(resp) if resp.status().is_success() => {
                     let mut events = decode_stream(name.clone(), resp, self.decoder(), self.idle_timeout);
                     match events.next().await {
@@ -440,6 +454,16 @@ pub(crate) fn parse(data: &str) -> Result<Value, DecodeError> {
 fn preview(data: &str) -> String {
     let cut: String = data.chars().take(200).collect();
     if cut.len() < data.len() { format!("{cut}…") } else { cut }
+}
+
+/// The content type of a successful answer that is certainly no event stream (a JSON body, a
+/// web page): a wrong `base_url`, or a server that does not stream. Retrying it would get the
+/// same. Other types (none, `text/plain` as some servers send a stream with) are read as a
+/// stream.
+fn answered_without_stream(resp: &reqwest::Response) -> Option<String> {
+    let kind = resp.headers().get(reqwest::header::CONTENT_TYPE)?.to_str().ok()?.to_ascii_lowercase();
+    let essence = kind.split(';').next().unwrap_or_default().trim().to_string();
+    matches!(essence.as_str(), "application/json" | "text/html").then_some(essence)
 }
 
 #[cfg(test)]

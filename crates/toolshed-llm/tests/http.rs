@@ -542,3 +542,30 @@ async fn a_404_that_does_not_name_the_model_is_a_wrong_address_not_an_unknown_mo
     assert!(!text.contains("does not know the model"), "{text}");
     assert_eq!(server.received().len(), 1, "a 404 is not retried");
 }
+
+/// A 200 that is a web page or a JSON body (a `base_url` that names the wrong server, or a
+/// server that does not stream) is said to be that, once: retrying would get the same.
+#[tokio::test]
+async fn a_page_or_a_json_body_instead_of_a_stream_is_named_and_not_retried() {
+    for (kind, body, word) in [
+        ("text/html; charset=utf-8", "<html><body>Welcome to nginx!</body></html>", "Welcome to nginx"),
+        ("application/json", r#"{"choices":[{"message":{"content":"hi"}}]}"#, "choices"),
+    ] {
+        let page = Reply {
+            status: 200,
+            headers: vec![("content-type".into(), kind.into())],
+            chunks: vec![body.as_bytes().to_vec()],
+            delay: Duration::ZERO,
+            break_after: None,
+            reset: false,
+        };
+        let server = FakeServer::start(vec![page]).unwrap();
+        let c = client(ProviderKind::OpenaiChat, &server.base_url(), None);
+        let err = c.stream(&request()).await.err().unwrap();
+        let text = err.to_string();
+        let essence = kind.split(';').next().unwrap();
+        assert!(text.contains(&format!("answered with {essence}, not an event stream")), "{text}");
+        assert!(text.contains(word) && text.contains("base_url"), "{text}");
+        assert_eq!(server.received().len(), 1, "not retried");
+    }
+}

@@ -257,7 +257,7 @@ fn yes_never_writes_a_protected_path_but_a_rule_naming_it_does() {
     let write = r#"{"file_path": "toolshed.toml", "content": "[sandbox]\nmode = \"full-access\"\n"}"#;
     let out = command(&root, &["call", "write", write, "--yes"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("never granted by a blanket approval"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--yes never approves `protected`"));
     assert_eq!(std::fs::read_to_string(&config).unwrap(), "");
     let hook = r##"{"file_path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"}"##;
     Command::new("git").args(["init", "-q"]).arg(&root).status().unwrap();

@@ -207,6 +207,8 @@ struct PrintState {
     text_open: bool,
     spinner_shown: bool,
     running: HashMap<String, (String, Instant)>,
+    /// The main session asked the model, and nothing of its answer has come yet: since then.
+    waiting: Option<Instant>,
     frame: usize,
     /// A question is on screen since then: nothing else is written until it is answered.
     asking: Option<Instant>,
@@ -290,15 +292,39 @@ impl Printer {
         if s.asking.is_some() {
             return;
         }
-        let Some((tool, since)) = s.running.values().min_by_key(|(_, t)| *t).cloned() else { return };
+        // A running call, else the model's first word awaited (on a line of its own).
+        let (what, since) = match s.running.values().min_by_key(|(_, t)| *t).cloned() {
+            Some(running) => running,
+            None => match s.waiting {
+                Some(since) if !s.text_open => ("waiting for the model".to_string(), since),
+                _ => return,
+            },
+        };
         if since.elapsed() < Duration::from_secs(1) {
             return;
         }
         const FRAMES: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
         s.frame = (s.frame + 1) % FRAMES.len();
         let more = if s.running.len() > 1 { format!(" (+{} more)", s.running.len() - 1) } else { String::new() };
-        eprint!("\r\x1b[2K{} {tool} {}s{more}", FRAMES[s.frame], since.elapsed().as_secs());
+        eprint!("\r\x1b[2K{} {what} {}s{more}", FRAMES[s.frame], since.elapsed().as_secs());
         s.spinner_shown = true;
+    }
+
+    /// Ends a line of streamed text that is still open (an answer cut off by an interrupt or
+    /// an error), so what is written next starts on a line of its own.
+    pub fn end_text(&self) {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.waiting = None;
+        s.running.clear();
+        if s.spinner_shown {
+            eprint!("\r\x1b[2K");
+            s.spinner_shown = false;
+        }
+        if s.text_open {
+            println!();
+            let _ = std::io::stdout().flush();
+            s.text_open = false;
+        }
     }
 
     fn is_main(&self, session: &str) -> bool {
@@ -336,6 +362,19 @@ impl Printer {
         let main = self.is_main(event.session_id());
         let indent = if main { "" } else { "    " };
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if main {
+            match event {
+                Event::StepStart { .. } => s.waiting = Some(Instant::now()),
+                Event::Text { .. }
+                | Event::Reasoning { .. }
+                | Event::ToolCall { .. }
+                | Event::StepFinish { .. }
+                | Event::Finish { .. } => {
+                    s.waiting = None;
+                }
+                _ => {}
+            }
+        }
         match event {
             Event::Text { text, .. } if main && s.asking.is_some() => {
                 let text = if crate::stdout_is_terminal() { toolshed_core::terminal::visible(text) } else { text.into() };
@@ -358,10 +397,16 @@ impl Printer {
                 s.running.insert(call_id.clone(), (tool.clone(), Instant::now()));
                 self.line(&mut s, &format!("{indent}→ {tool} {}", one_line(input, 100)));
             }
-            Event::ToolResult { call_id, tool, is_error, output, title, duration_ms, .. } => {
+            Event::ToolResult { call_id, tool, is_error, output, title, duration_ms, metadata, .. } => {
                 s.running.remove(call_id);
+                // A command that failed is no error of the tool's (the model reads its exit
+                // code), but a person reads ✓ as "it worked".
+                let failed = metadata.get("exit_code").and_then(serde_json::Value::as_i64).filter(|c| *c != 0);
                 let line = if *is_error {
                     format!("{indent}  ✗ {tool}: {}", one_line(output, 160))
+                } else if let Some(code) = failed {
+                    let what = title.clone().unwrap_or_else(|| first_line(output));
+                    format!("{indent}  ✗ {tool} {} (exit {code}, {duration_ms} ms)", one_line(&what, 100))
                 } else {
                     let what = title.clone().unwrap_or_else(|| first_line(output));
                     format!("{indent}  ✓ {tool} {} ({duration_ms} ms)", one_line(&what, 100))

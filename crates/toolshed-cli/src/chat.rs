@@ -15,6 +15,7 @@ use toolshed_core::permission::{ApprovalRequest, Approver, Reply};
 use toolshed_core::tool::BoxFuture;
 
 use crate::CliError;
+
 use crate::agent::{Printer, runtime};
 use crate::workspace::Workspace;
 
@@ -53,7 +54,13 @@ impl Approver for LineApprover {
             let _question = crate::approver::Question::open(&self.printer);
             // The commands and paths asked about come from the model: shown, never obeyed.
             eprint!("{}", toolshed_core::terminal::visible(&crate::approver::prompt_text(request)));
-            match lines.recv().await {
+            let answer = lines.recv().await;
+            // Typed at a terminal, the answer ended the line; read from a pipe, it is echoed so
+            // that what follows starts on a line of its own.
+            if !std::io::stdin().is_terminal() {
+                eprintln!("{}", answer.as_deref().map(str::trim_end).unwrap_or("(end of input: rejected)"));
+            }
+            match answer {
                 Some(line) => crate::approver::parse_answer(&line),
                 None => Reply::Reject(None),
             }
@@ -320,6 +327,7 @@ pub fn run(ws: &Workspace, mut args: ChatArgs) -> Result<ExitCode, CliError> {
             let cancel = CancellationToken::new();
             *current.lock().unwrap_or_else(PoisonError::into_inner) = Some(cancel.clone());
             let outcome = rt.prompt(&session, line, &cancel).await;
+            printer.end_text();
             current.lock().unwrap_or_else(PoisonError::into_inner).take();
             match outcome {
                 Ok(_) => {}

@@ -123,6 +123,7 @@ pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
             on_interrupt.cancel();
         });
         let outcome = rt.prompt(&session, &prompt, &cancel).await;
+        printer.end_text();
         if !args.json {
             eprintln!("session {}", session.id);
         }

@@ -233,6 +233,33 @@ fn chat_answers_permission_requests_from_the_next_line() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("plan_exit needs permission `plan_exit`"), "{err}");
     assert!(err.contains("[agent: plan → build]"), "{err}");
+    // Read from a pipe, the answer is echoed: what follows starts on a line of its own.
+    let asked = err.lines().find(|l| l.contains("[o]nce")).unwrap_or_else(|| panic!("{err}"));
+    assert!(asked.trim_end().ends_with(" o"), "{err}");
+}
+
+/// A command that failed is shown to a person as a failure (✗ and its exit code), though the
+/// tool did its job; an answer cut off ends its line.
+#[test]
+fn run_shows_a_failed_command_as_failed() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("b1", "bash", r#"{"command":"echo hi; exit 3"}"#)])),
+        Reply::sse(chat::text("It failed.")),
+    ])
+    .unwrap();
+    let dir = worktree(&server);
+    std::fs::write(
+        dir.path().join("toolshed.toml"),
+        format!(
+            "{}[permission]\nbash = \"allow\"\n",
+            std::fs::read_to_string(dir.path().join("toolshed.toml")).unwrap()
+        ),
+    )
+    .unwrap();
+    let out = toolshed(dir.path(), &["run", "try it"], "");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.lines().any(|l| l.contains("✗ bash") && l.contains("exit 3")), "{err}");
 }
 
 #[test]

@@ -79,26 +79,32 @@ impl Report {
 
 pub fn run(ws: &Workspace) -> Result<ExitCode, CliError> {
     let mut worst_is_problem = false;
-    let mut out = String::new();
+    // Some checks wait on a server (a model answers within a minute at most): each section is
+    // printed as soon as it is known, and a terminal says which check is running meanwhile.
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     for check in CHECKS {
+        if terminal {
+            eprint!("checking {}…", check.name);
+        }
         let report = (check.run)(ws);
+        if terminal {
+            eprint!("\r\x1b[2K");
+        }
         worst_is_problem |= report.status == Status::Problem;
-        out.push_str(&format!("{}: {}\n", check.name, report.status));
+        let mut out = format!("{}: {}", check.name, report.status);
         for line in &report.lines {
             for part in line.lines() {
-                out.push_str(&format!("  {part}\n"));
+                out.push_str(&format!("\n  {part}"));
             }
         }
+        crate::out(out);
     }
-    crate::out(out.trim_end());
     Ok(if worst_is_problem { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// How long a model may take to answer the probe.
 const MODEL_PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The default model and every agent's own model answer one short request, sent the way `run`
-/// sends it (same provider, URL, key and wire format), without retries.
 /// Whether the worktree's own toolshed.toml and tool directories apply as they are on disk.
 fn project(ws: &Workspace) -> Report {
     let notes = ws.trust_notices();
@@ -125,6 +131,8 @@ fn project(ws: &Workspace) -> Report {
     Report::new(Status::Ok, ["toolshed.toml and the tool directories apply as you accepted them".to_string()])
 }
 
+/// The default model and every agent's own model answer one short request, sent the way `run`
+/// sends it (same provider, URL, key and wire format), without retries.
 fn model(ws: &Workspace) -> Report {
     let mut models: Vec<(String, String)> = Vec::new();
     if let Some(id) = &ws.config.model {

@@ -392,3 +392,37 @@ fn doctor_probes_websearch_with_a_query_instead_of_trusting_the_config() {
         "{websearch}"
     );
 }
+
+/// Each section is printed as soon as it is known: a model that takes its time to answer does
+/// not hold back what was already found.
+#[test]
+fn sections_come_out_as_they_are_checked() {
+    use std::io::BufRead;
+    use toolshed_llm::testing::{FakeServer, Reply, chat};
+    let server =
+        FakeServer::start(vec![Reply::sse(chat::text("ok")).delay(std::time::Duration::from_millis(500))]).unwrap();
+    let dir = worktree();
+    let root = dir.path();
+    write(
+        &root.join("toolshed.toml"),
+        &format!("model = \"fake/m\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n", server.base_url()),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
+        .args(["--root", root.to_str().unwrap(), "doctor"])
+        .current_dir(root)
+        .env("XDG_CONFIG_HOME", root.join(".xdg-config"))
+        .env("HOME", root.join(".home"))
+        .env("TOOLSHED_DATA_DIR", root.join(".data"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.starts_with("project: "), "{first}");
+    assert!(child.try_wait().unwrap().is_none(), "the first section came only at the end");
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(rest.iter().any(|l| l.starts_with("model: ok")), "{rest:?}");
+    child.wait().unwrap();
+}

@@ -305,3 +305,40 @@ async fn the_time_a_question_waits_is_not_the_tools() {
     assert!(r.duration >= Duration::from_millis(50), "{:?}", r.duration);
     assert!(r.duration < Duration::from_millis(300), "the 400 ms of the question are not counted: {:?}", r.duration);
 }
+
+/// Someone who never answers.
+struct NoAnswer;
+
+impl toolshed_core::permission::Approver for NoAnswer {
+    fn approve<'a>(
+        &'a self,
+        _: &'a toolshed_core::permission::ApprovalRequest,
+    ) -> toolshed_core::tool::BoxFuture<'a, toolshed_core::permission::Reply> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// An interrupt while a question waits for its answer ends the call at once, interrupted: the
+/// turn does not wait for the answer, and an answer that comes later runs nothing.
+#[tokio::test]
+async fn cancelling_the_turn_while_a_question_waits_interrupts_the_call_without_running_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let timeline = Arc::new(Timeline::default());
+    let ask = Ruleset::new(vec![Rule::new("*", "*", Action::Ask)]);
+    let exec = Executor::builder(registry(timeline.clone()), tmp.path())
+        .data_dir(tmp.path())
+        .permission(Arc::new(ask))
+        .approver(Arc::new(NoAnswer))
+        .build();
+    let call = ToolCall::json("c", "slow_write", json!({"ms": 1}));
+    let cancel = call.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        cancel.cancel();
+    });
+    let r = tokio::time::timeout(Duration::from_secs(10), exec.call(&Session::new("s", "build"), call)).await;
+    let r = r.expect("the call waited for an answer after the interrupt");
+    assert!(r.is_error);
+    assert_eq!(r.metadata["interrupted"], true, "{}", r.output);
+    assert!(timeline.spans.lock().unwrap().is_empty(), "the tool ran");
+}

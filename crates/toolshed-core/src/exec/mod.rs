@@ -440,7 +440,12 @@ impl Executor {
             let invocation = run::guard(entry.spec(), || entry.tool.prepare(args))?;
             let requests = run::guard(entry.spec(), || invocation.permissions(&ctx))?;
             let permitting = Instant::now();
-            let permitted = permit::permit(self, session, &ctx, entry.spec(), requests, fingerprint).await;
+            // An interrupt while a question waits ends the wait: the call is interrupted, and
+            // an answer that comes later runs nothing.
+            let permitted = tokio::select! {
+                permitted = permit::permit(self, session, &ctx, entry.spec(), requests, fingerprint) => permitted,
+                () = ctx.cancellation().cancelled() => Err(convert::Failure::Cancelled { partial: None }),
+            };
             asking = permitting.elapsed();
             permitted.inspect_err(|_| refused_at = Some(Stage::Permit))?;
             let _admission = admit::admit(session, entry.spec()).await;

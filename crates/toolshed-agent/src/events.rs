@@ -191,3 +191,92 @@ pub type EventSink = Arc<dyn Fn(&Event) + Send + Sync>;
 pub fn no_events() -> EventSink {
     Arc::new(|_| {})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One event of each kind. A new kind fails to compile here until it is added, and then
+    /// the test below until docs/agent.md lists it.
+    fn one_of_each() -> Vec<Event> {
+        let s = || "s".to_string();
+        let all = vec![
+            Event::SessionStart { session_id: s(), parent_id: None, agent: s(), model: s() },
+            Event::StepStart { session_id: s(), step: 1 },
+            Event::Text { session_id: s(), text: s() },
+            Event::Reasoning { session_id: s(), text: s() },
+            Event::ToolCall { session_id: s(), call_id: s(), tool: s(), input: s() },
+            Event::ToolResult {
+                session_id: s(),
+                call_id: s(),
+                tool: s(),
+                is_error: false,
+                output: s(),
+                title: None,
+                duration_ms: 1,
+                metadata: serde_json::Map::from_iter([("exit_code".to_string(), 0.into())]),
+            },
+            Event::StepFinish {
+                session_id: s(),
+                step: 1,
+                stop: s(),
+                input_tokens: 1,
+                output_tokens: 1,
+                cached_input_tokens: 1,
+                cache_write_tokens: 1,
+                reasoning_tokens: 1,
+                context_window: 1,
+            },
+            Event::Pruned { session_id: s(), tokens_dropped: 1, tokens_before: 1 },
+            Event::Compaction {
+                session_id: s(),
+                trigger: s(),
+                summarised: 1,
+                tokens_before: 1,
+                tokens_after: 1,
+                input_tokens: 1,
+                output_tokens: 1,
+            },
+            Event::Retry { session_id: s(), attempt: 1, wait_ms: 1, reason: s() },
+            Event::AgentSwitch { session_id: s(), from: s(), to: s() },
+            Event::Notice { session_id: s(), message: s() },
+            Event::Finish { session_id: s(), text: s() },
+            Event::Error { session_id: s(), message: s() },
+        ];
+        for event in &all {
+            match event {
+                Event::SessionStart { .. }
+                | Event::StepStart { .. }
+                | Event::Text { .. }
+                | Event::Reasoning { .. }
+                | Event::ToolCall { .. }
+                | Event::ToolResult { .. }
+                | Event::StepFinish { .. }
+                | Event::Pruned { .. }
+                | Event::Compaction { .. }
+                | Event::Retry { .. }
+                | Event::AgentSwitch { .. }
+                | Event::Notice { .. }
+                | Event::Finish { .. }
+                | Event::Error { .. } => {}
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn every_json_event_and_field_is_in_the_documentation() {
+        let docs = include_str!("../../../docs/agent.md");
+        for event in one_of_each() {
+            let json = serde_json::to_value(&event).unwrap();
+            let kind = json["type"].as_str().unwrap();
+            let row = docs
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{kind}` |")))
+                .unwrap_or_else(|| panic!("docs/agent.md has no row for `{kind}` events"));
+            for field in json.as_object().unwrap().keys().filter(|k| !matches!(k.as_str(), "type" | "session_id")) {
+                assert!(row.contains(&format!("`{field}`")), "the `{kind}` row does not name `{field}`: {row}");
+            }
+        }
+    }
+}

@@ -279,8 +279,14 @@ impl Client {
                     (error, retry_after, retryable)
                 }
                 Err(e) => {
-                    let error =
-                        LlmError::Transport { provider: name.clone(), url: url.clone(), message: error_chain(&e) };
+                    let mut message = error_chain(&e);
+                    // Nothing listens there: say what to check, not only the error chain.
+                    if e.is_connect() && message.contains("Connection refused") {
+                        message = format!(
+                            "nothing accepts connections there ({message}); is the server running, and is the port in base_url right?"
+                        );
+                    }
+                    let error = LlmError::Transport { provider: name.clone(), url: url.clone(), message };
                     (error, None, true)
                 }
             };

@@ -299,6 +299,7 @@ async fn a_refused_connection_is_retried_then_reported_with_the_url() {
     let c = client(ProviderKind::OpenaiChat, &format!("http://127.0.0.1:{port}/v1"), None);
     let err = c.stream(&request()).await.err().unwrap().to_string();
     assert!(err.starts_with(&format!("cannot reach test at http://127.0.0.1:{port}/v1/chat/completions")), "{err}");
+    assert!(err.contains("is the server running"), "{err}");
 }
 
 #[tokio::test]

@@ -738,9 +738,11 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Sets the title if the session has none yet.
+    /// Sets the title if the session has none yet: the prompt's first 80 characters, without
+    /// the piped input `run` appends to it (`<stdin>…</stdin>`), unless that is all there is.
     pub fn set_title_once(&self, id: &str, title: &str) -> Result<(), StoreError> {
-        let title: String = title.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(80).collect();
+        let asked = title.split("\n\n<stdin>\n").next().filter(|t| !t.trim().is_empty()).unwrap_or(title);
+        let title: String = asked.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(80).collect();
         self.conn()
             .execute("UPDATE sessions SET title = ?2 WHERE id = ?1 AND title = ''", params![id, title])
             .map(drop)
@@ -1755,6 +1757,10 @@ mod tests {
         assert_eq!(list[1].id, first);
         assert_eq!(list[1].title, "fix the bug");
         assert_eq!(list[0].parent_id.as_deref(), Some(first.as_str()));
+        // The piped input `run` appends is no part of the title, unless it is the whole prompt.
+        let piped = s.create_session(None, "build", None, Path::new("/w")).unwrap().id;
+        s.set_title_once(&piped, "with ctx\n\n<stdin>\nctx\n</stdin>").unwrap();
+        assert_eq!(s.session(&piped).unwrap().title, "with ctx");
         assert!(matches!(s.session("nope"), Err(StoreError::NoSession(_))));
     }
 

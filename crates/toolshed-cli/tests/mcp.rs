@@ -544,7 +544,7 @@ fn http_request(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) 
 
 /// HTTP `mcp serve` refuses requests from a page of another origin (DNS rebinding: the spec
 /// says servers must validate `Origin`), answers local origins and clients that send none, and
-/// ends a session with 204 on DELETE.
+/// ends a session with 204 on DELETE (404 once it is gone).
 #[test]
 fn http_serve_rejects_foreign_origins_and_answers_delete_with_204() {
     let tmp = workspace("");
@@ -586,6 +586,9 @@ fn http_serve_rejects_foreign_origins_and_answers_delete_with_204() {
     delete.push(("MCP-Protocol-Version", "2025-11-25"));
     let (status, head) = http_request(&addr, "DELETE", &delete, "");
     assert!(status == 204 || status == 200, "{head}");
+    // A session that is not there (ended, or never was) is not found.
+    let (status, head) = http_request(&addr, "DELETE", &delete, "");
+    assert_eq!(status, 404, "{head}");
     server.kill().unwrap();
     server.wait().unwrap();
 }

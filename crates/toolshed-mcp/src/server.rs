@@ -196,14 +196,32 @@ impl Exported {
             .with_allowed_origins(LOCAL_ORIGINS)
             .enforce_origin_validation()
             .with_cancellation_token(cancel.child_token());
-        let service =
-            StreamableHttpService::new(move || Ok(shared.session()), Arc::new(LocalSessionManager::default()), config);
+        let sessions = Arc::new(LocalSessionManager::default());
+        let service = StreamableHttpService::new(move || Ok(shared.session()), sessions.clone(), config);
         // rmcp answers a session-ending `DELETE` with 202 Accepted; the session is closed by
-        // then, not queued, so the answer is 204 No Content.
+        // then, not queued, so the answer is 204 No Content; and 404 for a session that is
+        // not there (never was, or already ended), as for any other request naming it.
         let service = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
-            let service = service.clone();
+            let (service, sessions) = (service.clone(), sessions.clone());
             async move {
                 let delete = request.method() == http::Method::DELETE;
+                let named = request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
+                if delete
+                    && let Some(id) = named
+                    && !rmcp::transport::streamable_http_server::session::SessionManager::has_session(
+                        sessions.as_ref(),
+                        &id.into(),
+                    )
+                    .await
+                    .unwrap_or(true)
+                {
+                    let body = http_body_util::Full::new(hyper::body::Bytes::from("Not Found: no such session"));
+                    let response = http::Response::builder()
+                        .status(http::StatusCode::NOT_FOUND)
+                        .body(http_body_util::BodyExt::boxed(body))
+                        .unwrap_or_default();
+                    return Ok::<_, std::convert::Infallible>(response);
+                }
                 let mut response = service.handle(request).await;
                 if delete && response.status() == http::StatusCode::ACCEPTED {
                     *response.status_mut() = http::StatusCode::NO_CONTENT;

@@ -395,7 +395,15 @@ impl Shadow {
         let files = trim(&self.git(&["write-tree"], None)?);
         let manifest = self.manifest(&too_large)?;
         let modes = trim(&self.git(&["hash-object", "-w", "--stdin"], Some(&manifest))?);
-        let wrapper = format!("040000 tree {files}\tfiles\n100644 blob {modes}\tmodes\n");
+        // What the rules left out now (a directory whole, as `dir/`), by git's own reading of
+        // every rule at this moment: `.gitignore` files (one that ignores itself included),
+        // `info/exclude` and the global excludes. A path absent from this snapshot and absent
+        // from this list did not exist.
+        let ignored =
+            self.git(&["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"], None)?;
+        let ignored = trim(&self.git(&["hash-object", "-w", "--stdin"], Some(&ignored))?);
+        let wrapper =
+            format!("040000 tree {files}\tfiles\n100644 blob {ignored}\tignored\n100644 blob {modes}\tmodes\n");
         let id = trim(&self.git(&["mktree"], Some(wrapper.as_bytes()))?);
         std::fs::write(self.git_dir.join("toolshed-last"), &id).map_err(io(&self.git_dir))?;
         Ok(id)
@@ -578,7 +586,11 @@ impl Shadow {
             let through_link = !real_parents(&self.worktree, path);
             let existed = !through_link && std::fs::symlink_metadata(&abs).is_ok();
             if through_link && entries.contains_key(path) {
-                make_real_parents(&self.worktree, path)?;
+                for made_way in make_real_parents(&self.worktree, path)? {
+                    if removed.insert(made_way.clone()) {
+                        restored.removed.push(made_way);
+                    }
+                }
             }
             match entries.get(path) {
                 Some(Entry::File { oid, mode }) => {
@@ -628,18 +640,53 @@ impl Shadow {
         if !std::fs::symlink_metadata(abs).is_ok_and(|m| m.is_dir()) {
             return Ok(());
         }
-        for file in directory_files(abs) {
-            let rel = abs.join(&file).strip_prefix(&self.worktree).map(Path::to_path_buf).unwrap_or(file);
-            if removed.insert(rel.clone()) {
+        let held = directory_files(abs);
+        let result = std::fs::remove_dir_all(abs).map_err(io(abs));
+        // What is gone, also when the removal stopped part-way.
+        for file in held {
+            let path = abs.join(&file);
+            let rel = path.strip_prefix(&self.worktree).map(Path::to_path_buf).unwrap_or(file);
+            if std::fs::symlink_metadata(&path).is_err() && removed.insert(rel.clone()) {
                 restored.removed.push(rel);
             }
         }
-        std::fs::remove_dir_all(abs).map_err(io(abs))
+        result
+    }
+
+    /// Which of `paths` (relative to the worktree), absent from snapshot `id`, may have
+    /// existed then all the same: the rules left them out (they, or a directory above them,
+    /// are in the list of what was ignored the snapshot keeps), or they lie in a nested
+    /// repository, of which only the commit is kept. Absence says nothing of them.
+    pub fn unknown_before(&self, id: &str, paths: &[PathBuf]) -> Result<BTreeSet<PathBuf>, SnapshotError> {
+        if paths.is_empty() {
+            return Ok(BTreeSet::new());
+        }
+        let entries = self.entries(id)?;
+        let under_repository =
+            |p: &Path| p.ancestors().skip(1).any(|a| matches!(entries.get(a), Some(Entry::Gitlink { .. })));
+        let mut unknown: BTreeSet<PathBuf> = paths.iter().filter(|p| under_repository(p)).cloned().collect();
+        let rest: Vec<PathBuf> = paths.iter().filter(|p| !unknown.contains(*p)).cloned().collect();
+        match self.git(&["cat-file", "blob", &format!("{id}:ignored")], None) {
+            Ok(list) => {
+                let (mut files, mut dirs) = (BTreeSet::new(), BTreeSet::new());
+                for raw in list.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+                    match raw.strip_suffix(b"/") {
+                        Some(dir) => dirs.insert(PathBuf::from(OsStr::from_bytes(dir))),
+                        None => files.insert(PathBuf::from(OsStr::from_bytes(raw))),
+                    };
+                }
+                unknown
+                    .extend(rest.into_iter().filter(|p| files.contains(p) || p.ancestors().any(|a| dirs.contains(a))));
+            }
+            // A snapshot taken before the list was kept: its `.gitignore` files, read again.
+            Err(_) => unknown.extend(self.ignored_in(id, &rest)?),
+        }
+        Ok(unknown)
     }
 
     /// Which of `paths` (relative to the worktree) the `.gitignore` files of snapshot `id`
-    /// ignore. A path such a snapshot left out may have existed then: its absence says nothing.
-    pub fn ignored_in(&self, id: &str, paths: &[PathBuf]) -> Result<BTreeSet<PathBuf>, SnapshotError> {
+    /// ignore, as far as they are in it (for snapshots that keep no list of what was ignored).
+    fn ignored_in(&self, id: &str, paths: &[PathBuf]) -> Result<BTreeSet<PathBuf>, SnapshotError> {
         if paths.is_empty() {
             return Ok(BTreeSet::new());
         }
@@ -678,7 +725,11 @@ impl Shadow {
                 input.push(0);
             }
             let mut cmd = self.command(&["check-ignore", "--no-index", "-z", "--stdin"]);
-            cmd.env("GIT_WORK_TREE", &scratch).current_dir(&scratch).stdin(Stdio::piped());
+            // Names are names (`:(glob)x` is a file), never pathspec magic.
+            cmd.env("GIT_WORK_TREE", &scratch)
+                .env("GIT_LITERAL_PATHSPECS", "1")
+                .current_dir(&scratch)
+                .stdin(Stdio::piped());
             let mut child = cmd.spawn().map_err(io(&scratch))?;
             let mut stdin = child.stdin.take();
             let writer = std::thread::spawn(move || stdin.as_mut().map(|s| s.write_all(&input)));
@@ -938,34 +989,44 @@ fn scratch_number() -> u64 {
 
 /// Whether every directory between the worktree and `rel` is a real directory (or absent).
 fn real_parents(worktree: &Path, rel: &Path) -> bool {
-    walk_parents(worktree, rel, false).unwrap_or(false)
+    in_the_way(worktree, rel).is_none()
 }
 
 /// Replaces what stands where `rel`'s parent directories should be (a symlink, a file) by real
-/// directories, so a write lands inside the worktree.
-fn make_real_parents(worktree: &Path, rel: &Path) -> Result<(), SnapshotError> {
-    walk_parents(worktree, rel, true).map(drop)
-}
-
-/// Walks `rel`'s parent directories from the worktree down: whether each is a real directory
-/// (or absent); with `fix`, what is not becomes one.
-fn walk_parents(worktree: &Path, rel: &Path, fix: bool) -> Result<bool, SnapshotError> {
+/// directories, so a write lands inside the worktree; what it removed, relative to `worktree`.
+fn make_real_parents(worktree: &Path, rel: &Path) -> Result<Vec<PathBuf>, SnapshotError> {
+    let mut removed = Vec::new();
     let mut dir = worktree.to_path_buf();
     let parents: Vec<_> = rel.components().collect();
     for part in parents.iter().take(parents.len().saturating_sub(1)) {
         dir.push(part);
         match std::fs::symlink_metadata(&dir) {
             Ok(m) if m.is_dir() => {}
-            Ok(_) if !fix => return Ok(false),
-            Err(_) if !fix => return Ok(true),
             Ok(_) => {
                 std::fs::remove_file(&dir).map_err(io(&dir))?;
+                removed.push(dir.strip_prefix(worktree).map(Path::to_path_buf).unwrap_or_else(|_| dir.clone()));
                 std::fs::create_dir(&dir).map_err(io(&dir))?;
             }
             Err(_) => std::fs::create_dir(&dir).map_err(io(&dir))?,
         }
     }
-    Ok(true)
+    Ok(removed)
+}
+
+/// What stands on the way to `rel` where a directory should be (a file, a symlink), relative
+/// to `worktree`: a revert that puts `rel` back removes it.
+pub fn in_the_way(worktree: &Path, rel: &Path) -> Option<PathBuf> {
+    let mut dir = worktree.to_path_buf();
+    let parents: Vec<_> = rel.components().collect();
+    for part in parents.iter().take(parents.len().saturating_sub(1)) {
+        dir.push(part);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return dir.strip_prefix(worktree).ok().map(Path::to_path_buf),
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 /// A short name beside `abs` for a file renamed over it (a name built from `abs`'s own could

@@ -248,8 +248,9 @@ pub struct RevertPlan {
     /// forced.
     pub hand_edited: Vec<PathBuf>,
     /// Files it would delete but keeps: the snapshot before the target step left them out
-    /// because `.gitignore` ignored them then, so whether they existed is not known (a
-    /// `.gitignore` the model changed must not make a user's ignored `.env` look new).
+    /// because the ignore rules then left them out, or they lay in a nested repository, so
+    /// whether they existed is not known (a `.gitignore` the model changed must not make a
+    /// user's ignored `.env` look new); and nested repositories, which undo never removes.
     pub kept: Vec<PathBuf>,
     target: String,
     current: String,
@@ -278,8 +279,7 @@ pub struct RevertOutcome {
     /// repository).
     #[serde(serialize_with = "lossy_paths")]
     pub not_restored: Vec<PathBuf>,
-    /// Files kept that did not exist in the snapshot because `.gitignore` then ignored them
-    /// (see [`RevertPlan::kept`]).
+    /// Files kept because undo cannot tell the session made them (see [`RevertPlan::kept`]).
     #[serde(serialize_with = "lossy_paths")]
     pub kept: Vec<PathBuf>,
 }
@@ -325,16 +325,26 @@ pub async fn plan_revert(
     let (target_entries, current_entries) = (shadow.entries(target)?, shadow.entries(&current)?);
     let mut files: Vec<PathBuf> =
         touched.into_iter().filter(|p| target_entries.get(p) != current_entries.get(p)).collect();
-    // What the target lacks is deleted, unless the target lacks it only because `.gitignore`
-    // left it out then.
+    // What the target lacks is deleted, unless its absence says nothing (the rules left it
+    // out then, or it lay in a nested repository) or it is a nested repository now: undo
+    // keeps only a repository's commit, so it never removes one.
     let absent: Vec<PathBuf> = files
         .iter()
         .filter(|p| !target_entries.contains_key(*p) && current_entries.contains_key(*p))
         .cloned()
         .collect();
-    let ignored = shadow.ignored_in(target, &absent)?;
-    files.retain(|p| !ignored.contains(p));
-    let kept: Vec<PathBuf> = ignored.into_iter().collect();
+    let mut unknown = shadow.unknown_before(target, &absent)?;
+    unknown.extend(absent.iter().filter(|p| matches!(current_entries.get(*p), Some(Entry::Gitlink { .. }))).cloned());
+    // A nested repository the session moved or took apart cannot come back (only its commit
+    // was kept): what looks new may be its files, now the only copy, so nothing is deleted.
+    let lost_repository = files.iter().any(|p| {
+        matches!(target_entries.get(p), Some(Entry::Gitlink { .. })) && current_entries.get(p) != target_entries.get(p)
+    });
+    if lost_repository {
+        unknown.extend(absent.iter().cloned());
+    }
+    files.retain(|p| !unknown.contains(p));
+    let kept: Vec<PathBuf> = unknown.into_iter().collect();
     // The session's last step that changed each file.
     let mut last_step: std::collections::HashMap<&Path, (&StoredStep, &str)> = std::collections::HashMap::new();
     for (s, _, after) in snapshotted(&steps) {
@@ -359,6 +369,15 @@ pub async fn plan_revert(
         if std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir()) {
             let foreign = crate::snapshot::directory_files(&abs).into_iter().map(|f| p.join(f));
             hand_edited.extend(foreign.filter(|f| !reverted.contains(f.as_path())));
+        }
+        // A file (or link) standing where a directory on the way back must be, that the revert
+        // does not cover, was put there by someone else.
+        if target_entries.contains_key(p)
+            && let Some(way) = crate::snapshot::in_the_way(shadow.worktree(), p)
+            && !reverted.contains(way.as_path())
+            && !hand_edited.contains(&way)
+        {
+            hand_edited.push(way);
         }
         let Some(&(_, after)) = last_step.get(p.as_path()) else {
             continue;
@@ -456,7 +475,7 @@ pub async fn apply_revert(
         note.push_str(&format!("; not restored (never kept): {}", list_some(&outcome.not_restored)));
     }
     if !outcome.kept.is_empty() {
-        note.push_str(&format!("; kept (.gitignore ignored them before): {}", list_some(&outcome.kept)));
+        note.push_str(&format!("; kept (not known to be the session's): {}", list_some(&outcome.kept)));
     }
     note.push_str(".]");
     let message = store.add_message(&plan.session_id, Role::User, None, None)?;

@@ -510,7 +510,7 @@ pub fn print_revert(outcome: &RevertOutcome, json: bool) {
     }
     for path in &outcome.kept {
         crate::out(format_args!(
-            "  kept        {} (.gitignore ignored it before that step, so whether it existed then is unknown)",
+            "  kept        {} (undo cannot tell the session made it: ignored or in a nested repository before that step, or a nested repository now)",
             path.display()
         ));
     }

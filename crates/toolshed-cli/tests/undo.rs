@@ -403,6 +403,11 @@ fn chat_undo_asks_before_overwriting_a_hand_edit_and_no_keeps_it() {
 /// Runs one prompt whose single step runs `command` in bash (then answers), continuing
 /// `session` when given; returns the session id.
 fn bash_session(root: &Path, data: &Path, session: Option<&str>, command: &str) -> String {
+    bash_session_with(root, data, session, command, "")
+}
+
+/// [`bash_session`] with `extra` appended to the `[permission]` table of its configuration.
+fn bash_session_with(root: &Path, data: &Path, session: Option<&str>, command: &str, extra: &str) -> String {
     let args = serde_json::json!({"command": command, "description": "change files"}).to_string();
     let server = FakeServer::start(vec![
         Reply::sse(chat::tool_calls(&[("b1", "bash", &args)])),
@@ -413,7 +418,7 @@ fn bash_session(root: &Path, data: &Path, session: Option<&str>, command: &str) 
     std::fs::write(
         &config,
         format!(
-            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[permission]\nbash = \"allow\"\n",
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[permission]\nbash = \"allow\"\n{extra}",
             server.base_url()
         ),
     )
@@ -688,4 +693,106 @@ fn names_that_are_not_utf8_and_a_step_of_25000_files() {
     assert_eq!(deleted.len(), 25002);
     assert!(deleted.iter().any(|d| d == "bad\u{fffd}.txt"), "{:?}", &deleted[..3]);
     assert!(std::fs::read_dir(root).unwrap().next().is_none(), "everything the session made is gone");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Review 11 (undo, round 2).
+// ---------------------------------------------------------------------------------------------
+
+/// What the ignore rules left out is decided by the list each snapshot keeps of it, not by
+/// rules read again later: a `.gitignore` that ignores itself (as tools write `*` into their
+/// cache directories) and `.git/info/exclude` count as they were.
+#[test]
+fn files_the_rules_left_out_before_are_kept_however_the_rules_changed() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git(root, &["init", "-q"]);
+    std::fs::create_dir(root.join("data")).unwrap();
+    std::fs::write(root.join("data/.gitignore"), "*\n").unwrap();
+    std::fs::write(root.join("data/important.db"), "the user's data\n").unwrap();
+    std::fs::write(root.join(".git/info/exclude"), ".env\n").unwrap();
+    std::fs::write(root.join(".env"), "SECRET=1\n").unwrap();
+    std::fs::write(root.join("a.txt"), "a v1\n").unwrap();
+    // A model allowed to write `.git` (a rule says so) changes the exclude list too.
+    let id = bash_session_with(
+        root,
+        data.path(),
+        None,
+        "printf '*.tmp\\n' > data/.gitignore && printf 'a v2\\n' > a.txt && : > .git/info/exclude",
+        "protected = \"allow\"\n",
+    );
+    bash_session(root, data.path(), Some(&id), "printf 'new\\n' > made.txt");
+    let out = toolshed(root, data.path(), &["session", "revert", &id, "--step", "1", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    let outcome: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("data/important.db")).unwrap(), "the user's data\n", "{outcome}");
+    assert_eq!(std::fs::read_to_string(root.join(".env")).unwrap(), "SECRET=1\n", "{outcome}");
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "a v1\n");
+    assert!(!root.join("made.txt").exists(), "what the session made still goes: {outcome}");
+    let kept: Vec<&str> = outcome["kept"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+    assert!(kept.contains(&"data/important.db") && kept.contains(&".env"), "{outcome}");
+}
+
+/// A nested repository is never removed, and files that may be one's taken apart are kept; a
+/// file someone put where a directory comes back is refused like a hand edit.
+#[test]
+fn nested_repositories_and_a_file_in_a_directorys_place_are_not_lost() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("lib")).unwrap();
+    git(&root.join("lib"), &["init", "-q"]);
+    std::fs::write(root.join("lib/code.c"), "int main;\n").unwrap();
+    git(&root.join("lib"), &["add", "-A"]);
+    git(&root.join("lib"), &["commit", "-qm", "lib"]);
+    std::fs::write(root.join("lib/wip.c"), "uncommitted\n").unwrap();
+    std::fs::create_dir(root.join("notes")).unwrap();
+    std::fs::write(root.join("notes/a.txt"), "note\n").unwrap();
+    // Moved whole, then taken apart: neither loses a file.
+    let allow = "protected = \"allow\"\n";
+    let id = bash_session_with(root, data.path(), None, "mkdir vendor && mv lib vendor/lib && rm -r notes", allow);
+    std::fs::write(root.join("notes"), "the user's file\n").unwrap();
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stderr).contains("notes"), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("notes")).unwrap(), "the user's file\n", "nothing changed");
+    std::fs::remove_file(root.join("notes")).unwrap();
+    let out = toolshed(root, data.path(), &["session", "revert", &id, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("notes/a.txt")).unwrap(), "note\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join("vendor/lib/wip.c")).unwrap(),
+        "uncommitted\n",
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(root.join("vendor/lib/.git").is_dir());
+
+    let id = bash_session_with(root, data.path(), None, "rm -rf vendor/lib/.git && mv vendor/lib lib2", allow);
+    let out = toolshed(root, data.path(), &["session", "revert", &id, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("lib2/wip.c")).unwrap(), "uncommitted\n", "{}", text(&out.stdout));
+    assert_eq!(std::fs::read_to_string(root.join("lib2/code.c")).unwrap(), "int main;\n");
+}
+
+/// Names that look like pathspec magic are names.
+#[test]
+fn names_like_pathspec_magic_are_reverted_as_names() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("a.txt"), "a v1\n").unwrap();
+    let id = bash_session(
+        root,
+        data.path(),
+        None,
+        "printf x > ':(glob)x' && printf y > ':!y' && printf z > ':.env' && printf 'a v2\\n' > a.txt",
+    );
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    for name in [":(glob)x", ":!y", ":.env"] {
+        assert!(!root.join(name).exists(), "{name}: {}", text(&out.stdout));
+    }
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "a v1\n");
 }

@@ -1344,10 +1344,7 @@ async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
                 text.push_str(&format!("; not restored (never kept) {}", list(&outcome.not_restored)));
             }
             if !outcome.kept.is_empty() {
-                text.push_str(&format!(
-                    "; kept {} (.gitignore ignored them before, so they may not be new)",
-                    list(&outcome.kept)
-                ));
+                text.push_str(&format!("; kept {} (undo cannot tell the session made them)", list(&outcome.kept)));
             }
             notice(text + ". /undo again redoes it.", false)
         }

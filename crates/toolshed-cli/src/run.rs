@@ -37,8 +37,8 @@ pub struct RunArgs {
     /// Print events as JSON Lines on stdout.
     #[arg(long)]
     json: bool,
-    /// When the run finishes, write the last assistant message to FILE (emptied when the run
-    /// starts, so a failed run never leaves an earlier answer there).
+    /// When the run finishes, write the last assistant message to FILE (emptied when the model
+    /// is first asked, so a failed run never leaves an earlier answer there).
     #[arg(short = 'o', long, value_name = "FILE")]
     output_last_message: Option<PathBuf>,
 }
@@ -93,9 +93,6 @@ pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
                 if file.is_dir() { file.display() } else { dir.display() }
             )));
         }
-        // Emptied now: a run that fails leaves no earlier answer for a script to take as its.
-        std::fs::write(file, "")
-            .map_err(|e| CliError::usage(format!("--output-last-message {}: cannot write it: {e}", file.display())))?;
     }
     let prompt = prompt(args.prompt)?;
     let resume = match (args.session, args.continue_) {
@@ -115,6 +112,13 @@ pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
     let outcome = runtime_handle.block_on(async {
         let (session, _lock) = crate::agent::open_session(&rt, resume.as_deref(), &agent, &model)?;
+        // Emptied as the model is first asked (not on a usage error): a run that fails leaves
+        // no earlier answer for a script to take as its.
+        if let Some(file) = &args.output_last_message {
+            std::fs::write(file, "").map_err(|e| {
+                CliError::usage(format!("--output-last-message {}: cannot write it: {e}", file.display()))
+            })?;
+        }
         printer.start_spinner();
         let cancel = CancellationToken::new();
         let on_interrupt = cancel.clone();

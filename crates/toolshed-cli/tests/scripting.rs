@@ -165,6 +165,10 @@ fn output_last_message_writes_the_final_answer_and_a_bad_path_costs_no_request()
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(dir.path().join("last.txt")).unwrap(), "The final answer.");
 
+    // A usage error asks no model and leaves the file alone.
+    let out = toolshed(dir.path(), &["run", "again", "-o", "last.txt", "-a", "no-such-agent"], "");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("last.txt")).unwrap(), "The final answer.");
     // A run that fails leaves no earlier answer behind (the server has no reply left).
     let out = toolshed(dir.path(), &["run", "again", "-o", "last.txt"], "");
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));

@@ -62,7 +62,10 @@ impl Approver for LineApprover {
             }
             match answer {
                 Some(line) => crate::approver::parse_answer(&line),
-                None => Reply::Reject(None),
+                // Nobody said no: the input ended.
+                None => Reply::Reject(Some(
+                    "No one answered: the chat's input ended before the question was answered. Do not retry it; say in your answer what needs approval.".into(),
+                )),
             }
         })
     }

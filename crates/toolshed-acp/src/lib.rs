@@ -808,8 +808,14 @@ impl Approver for EditorApprover {
                 let _ = flushed.await;
             }
             let what = if r.patterns.is_empty() { String::new() } else { format!(": {}", r.patterns.join(", ")) };
-            let mut fields =
-                ToolCallUpdateFields::new().title(format!("{}{what}", request.tool)).kind(updates::kind(&request.tool));
+            // The permission is named when it is not the tool's own (a command reaching outside
+            // the worktree asks for `external_directory`, not for `bash`).
+            let title = if r.permission == request.tool {
+                format!("{}{what}", request.tool)
+            } else {
+                format!("{} needs `{}`{what}", request.tool, r.permission)
+            };
+            let mut fields = ToolCallUpdateFields::new().title(title).kind(updates::kind(&request.tool));
             if !r.metadata.is_empty() {
                 fields = fields.raw_input(serde_json::Value::Object(r.metadata.clone()));
             }

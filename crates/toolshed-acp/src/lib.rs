@@ -415,7 +415,7 @@ impl Server {
         Error,
     > {
         let o = &self.options;
-        let mut ws = Workspace::open_with(Some(cwd), o.config_file.as_deref(), &o.overrides, &Scope::All)
+        let mut ws = Workspace::open_in(cwd, o.config_file.as_deref(), &o.overrides, &Scope::All)
             .map_err(|e| invalid(e.to_string()))?;
         if ws.root.parent().is_none() {
             return Err(invalid(format!(

@@ -472,3 +472,45 @@ fn a_session_is_loaded_only_in_the_worktree_it_worked_in() {
     let (answers, _) = raw_acp(&a, &[INITIALIZE, load(&a).as_bytes()]);
     assert!(answers[1].get("result").is_some(), "{answers:?}");
 }
+
+/// A folder inside a worktree is a place in that worktree, as for the CLI: its toolshed.toml
+/// and rules apply, and a session of the worktree loads there.
+#[test]
+fn a_folder_inside_a_worktree_works_in_that_worktree() {
+    let server = FakeServer::start(vec![]).unwrap();
+    let parent = tempfile::tempdir().unwrap();
+    let root = parent.path().canonicalize().unwrap().join("proj");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    assert!(Command::new("git").args(["init", "-q"]).arg(&root).status().unwrap().success());
+    std::fs::write(
+        root.join("toolshed.toml"),
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let sub = root.join("sub");
+    let new = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"session/new","params":{{"cwd":"{}","mcpServers":[]}}}}"#,
+        sub.display()
+    );
+    let (answers, _) = raw_acp(&sub, &[INITIALIZE, new.as_bytes()]);
+    let id = answers[1]["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{answers:?}")).to_string();
+    let list = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["session", "list", "--json", "--all"])
+        .env("TOOLSHED_DATA_DIR", sub.parent().unwrap().join(".acp-data"))
+        .env("XDG_CONFIG_HOME", sub.join(".xdg"))
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    let sessions: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let stored = sessions.as_array().unwrap().iter().find(|s| s["id"] == id.as_str()).unwrap();
+    assert_eq!(stored["root"], root.display().to_string(), "{stored}");
+    let load = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"session/load","params":{{"sessionId":"{id}","cwd":"{}","mcpServers":[]}}}}"#,
+        sub.display()
+    );
+    let (answers, _) = raw_acp(&sub, &[INITIALIZE, load.as_bytes()]);
+    assert!(answers[1].get("result").is_some(), "{answers:?}");
+}

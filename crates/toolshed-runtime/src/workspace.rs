@@ -53,6 +53,31 @@ impl Workspace {
         scope: &Scope,
     ) -> Result<Workspace, Error> {
         let (root, cwd) = locate(root)?;
+        Workspace::open_located(root, cwd, config_file, overrides, scope)
+    }
+
+    /// [`Workspace::open_with`] for a session whose working directory is `dir` (the folder an
+    /// editor opened): the worktree is found from `dir` as `toolshed` finds it from the current
+    /// directory (the git worktree containing it, or a project accepted above it), and relative
+    /// paths start at `dir`.
+    pub fn open_in(
+        dir: &Path,
+        config_file: Option<&Path>,
+        overrides: &[Override],
+        scope: &Scope,
+    ) -> Result<Workspace, Error> {
+        let dir = dir.canonicalize().map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
+        let root = toolshed_core::trust::find_worktree(&toolshed_core::paths::data_dir(), &dir);
+        Workspace::open_located(root, dir, config_file, overrides, scope)
+    }
+
+    fn open_located(
+        root: PathBuf,
+        cwd: PathBuf,
+        config_file: Option<&Path>,
+        overrides: &[Override],
+        scope: &Scope,
+    ) -> Result<Workspace, Error> {
         let data_dir = toolshed_core::paths::data_dir();
         // Read once: the config takes the project's toolshed.toml as accepted, discovery its tools.
         let acceptance = toolshed_core::trust::Acceptance::load(&data_dir, &root);

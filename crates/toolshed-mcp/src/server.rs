@@ -408,6 +408,61 @@ impl ServerHandler for McpSession {
 /// rmcp (the returned reader); any other line is answered with a parse error, written
 /// between rmcp's messages (the returned writer goes to `client_out` a whole line at a time).
 /// The handle ends once everything rmcp wrote has reached `client_out`.
+/// Why a line is no message rmcp can take: the JSON-RPC error to answer it with, and the id
+/// to answer (the request's when it has a valid one, else null).
+#[derive(Debug, PartialEq)]
+struct Refused {
+    code: i64,
+    message: &'static str,
+    reason: String,
+    id: Value,
+}
+
+/// Checks one line the client sent before rmcp sees it. rmcp drops a line it cannot read (bytes
+/// that are not UTF-8, a lone surrogate escape, nesting past its limit), and answers a message
+/// of the wrong shape without an `id`: either way the client waits forever. So the line must be
+/// one JSON object, fully parsed, with `"jsonrpc": "2.0"`, and a request (a string `method`, an
+/// id that is a string or an integer, if any, and params that are an object, if any) or an
+/// answer to one of the server's requests (an id and a `result` or `error`).
+fn check_message(line: &[u8]) -> Result<(), Refused> {
+    let refused = |code, message, reason: String, id: Value| Refused { code, message, reason, id };
+    let text = std::str::from_utf8(line)
+        .map_err(|e| refused(-32700, "Parse error", format!("bytes that are not UTF-8: {e}"), Value::Null))?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| refused(-32700, "Parse error", e.to_string(), Value::Null))?;
+    let Value::Object(message) = value else {
+        return Err(refused(-32600, "Invalid Request", "a JSON-RPC message is one JSON object".into(), Value::Null));
+    };
+    let id = message.get("id").cloned();
+    let valid_id = match &id {
+        None => true,
+        Some(Value::String(_)) => true,
+        Some(Value::Number(n)) => n.is_i64() || n.is_u64(),
+        Some(_) => false,
+    };
+    let answer_id = if valid_id { id.clone().unwrap_or(Value::Null) } else { Value::Null };
+    if !valid_id {
+        return Err(refused(-32600, "Invalid Request", "`id` must be a string or an integer".into(), Value::Null));
+    }
+    if message.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+        return Err(refused(-32600, "Invalid Request", "`jsonrpc` must be \"2.0\"".into(), answer_id));
+    }
+    match message.get("method") {
+        Some(Value::String(_)) => match message.get("params") {
+            None | Some(Value::Object(_)) => Ok(()),
+            Some(_) => Err(refused(-32602, "Invalid params", "MCP's `params` are an object".into(), answer_id)),
+        },
+        Some(_) => Err(refused(-32600, "Invalid Request", "`method` must be a string".into(), answer_id)),
+        None if id.is_some() && (message.contains_key("result") || message.contains_key("error")) => Ok(()),
+        None => Err(refused(
+            -32600,
+            "Invalid Request",
+            "a message has a `method` (a request or notification), or an `id` with a `result` or `error` (an answer)".into(),
+            answer_id,
+        )),
+    }
+}
+
 fn checked_lines<R, W>(client_in: R, mut client_out: W) -> (DuplexStream, DuplexStream, tokio::task::JoinHandle<()>)
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -432,17 +487,7 @@ where
             // Bytes that are not UTF-8 inside a string pass a parse that skips strings; a JSON
             // value that is no object (`null`, `5`, a batch, which MCP no longer has) is no
             // message, and rmcp's answer to one lacks the `id` JSON-RPC requires.
-            let verdict = match std::str::from_utf8(&line) {
-                Err(e) => Err((-32700, "Parse error", format!("bytes that are not UTF-8: {e}"))),
-                Ok(text) => match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-                    Err(e) => Err((-32700, "Parse error", e.to_string())),
-                    Ok(_) if !text.trim_start().starts_with('{') => {
-                        Err((-32600, "Invalid Request", "a JSON-RPC message is one JSON object".to_string()))
-                    }
-                    Ok(_) => Ok(()),
-                },
-            };
-            match verdict {
+            match check_message(&line) {
                 Ok(()) => {
                     if !line.ends_with(b"\n") {
                         line.push(b'\n');
@@ -451,12 +496,12 @@ where
                         break;
                     }
                 }
-                Err((code, message, reason)) => {
+                Err(Refused { code, message, reason, id }) => {
                     let text = String::from_utf8_lossy(&line);
                     let shown: String = text.trim_end().chars().take(200).collect();
                     let answer = serde_json::json!({
                         "jsonrpc": "2.0",
-                        "id": null,
+                        "id": id,
                         "error": {"code": code, "message": message, "data": {"line": shown, "reason": reason}},
                     });
                     let _ = errors.send(format!("{answer}\n").into_bytes());
@@ -494,4 +539,32 @@ where
         let _ = client_out.flush().await;
     });
     (rmcp_in, rmcp_out, written)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::check_message;
+
+    #[test]
+    fn lines_rmcp_would_drop_or_answer_without_an_id_are_refused_with_the_id_they_have() {
+        let code = |line: &str| check_message(line.as_bytes()).err().map(|r| (r.code, r.id));
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#), None);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), None);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#), None);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":"sur\ud800","method":"x"}"#), Some((-32700, Value::Null)));
+        assert_eq!(code(&format!("{}1{}", "[".repeat(200), "]".repeat(200))), Some((-32700, Value::Null)));
+        assert_eq!(code(r#"{"foo":1}"#), Some((-32600, Value::Null)));
+        assert_eq!(code(r#"{"jsonrpc":"1.0","id":7,"method":"x"}"#), Some((-32600, json!(7))));
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#), Some((-32600, Value::Null)));
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#), Some((-32600, Value::Null)));
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":"pa","method":"tools/list","params":[1]}"#),
+            Some((-32602, json!("pa")))
+        );
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":"m","method":5}"#), Some((-32600, json!("m"))));
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":3}"#), Some((-32600, json!(3))));
+        assert_eq!(code("null"), Some((-32600, Value::Null)));
+    }
 }

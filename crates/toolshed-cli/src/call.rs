@@ -203,8 +203,13 @@ fn refused(tool: &str, output: &str, outcome: &str) -> String {
         && (output.contains(toolshed_core::permission::NO_APPROVER)
             || output.contains("never granted by a blanket approval"))
     {
+        let why = if output.contains(toolshed_core::permission::NO_APPROVER) {
+            format!("no one could be asked (no terminal), and --yes would not approve `{permission}` either")
+        } else {
+            format!("--yes never approves `{permission}`")
+        };
         return format!(
-            "Permission for `{permission}` on `{pattern}` was not granted: --yes never approves `{permission}`. {outcome}\nRun it at a terminal to answer the question yourself, or allow it with a rule in toolshed.toml: [permission] {permission} = {{ \"{pattern}\" = \"allow\" }}"
+            "Permission for `{permission}` on `{pattern}` was not granted: {why}. {outcome}\nRun it at a terminal to answer the question yourself, or allow it with a rule in toolshed.toml: [permission] {permission} = {{ \"{pattern}\" = \"allow\" }}"
         );
     }
     let next = if output.starts_with("Permission denied") || output.contains("Permission denied:") {

@@ -93,7 +93,10 @@ pub fn registry_for_tool(ws: &Workspace, tool: &str) -> Result<(Registry, Option
 fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
     // The tools run commands and write files, and nothing authenticates a client: a request
     // from the network that names `localhost` as its host would pass the host check.
-    if let Some(addr) = args.http.filter(|a| !a.ip().is_loopback()) {
+    // Only the addresses the host check answers for (127.0.0.1 and ::1): another loopback
+    // address would be served, and every request refused.
+    let answered = |a: &SocketAddr| a.ip() == std::net::Ipv4Addr::LOCALHOST || a.ip() == std::net::Ipv6Addr::LOCALHOST;
+    if let Some(addr) = args.http.filter(|a| !answered(a)) {
         let port = addr.port();
         return Err(CliError::usage(format!(
             "mcp serve --http listens only on a loopback address (127.0.0.1:{port} or [::1]:{port}): its tools run commands in this worktree and nothing authenticates a client. To reach it from another machine, forward the port over SSH: ssh -L {port}:127.0.0.1:{port} THIS-HOST"

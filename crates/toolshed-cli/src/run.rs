@@ -86,11 +86,17 @@ pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
     if let Some(file) = &args.output_last_message {
         // Checked before the model is asked: a run is not paid for to lose its answer.
         let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        if !dir.is_dir() || file.is_dir() {
+        if file.is_dir() {
+            return Err(CliError::usage(format!(
+                "--output-last-message {}: that is a directory; name a file (in it, or elsewhere)",
+                file.display()
+            )));
+        }
+        if !dir.is_dir() {
             return Err(CliError::usage(format!(
                 "--output-last-message {}: {} is not a directory to write into; name a file in an existing directory",
                 file.display(),
-                if file.is_dir() { file.display() } else { dir.display() }
+                dir.display()
             )));
         }
     }

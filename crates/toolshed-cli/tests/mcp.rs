@@ -738,12 +738,13 @@ fn serve_exits_on_sigterm_and_sighup_while_its_input_stays_open() {
 
 /// `--http` listens only on loopback (a request from the network naming `localhost` as its
 /// host would pass the host check, and nothing authenticates a client); a connection that
-/// never finishes its request head is closed, so idle ones cannot hold the server's slots.
+/// never finishes its request head is closed, and one whose body never comes is answered 408,
+/// so idle ones cannot hold the server's slots; with every slot taken, the next is told 503.
 #[test]
 fn http_listens_only_on_loopback_and_closes_a_connection_that_sends_no_request() {
     use std::io::{Read, Write};
     let tmp = workspace("");
-    for addr in ["0.0.0.0:0", "[::]:0", "192.0.2.1:8700"] {
+    for addr in ["0.0.0.0:0", "[::]:0", "192.0.2.1:8700", "127.1.2.3:0"] {
         let out = toolshed(tmp.path()).args(["mcp", "serve", "--http", addr]).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{addr}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("ssh -L"), "{}", String::from_utf8_lossy(&out.stderr));
@@ -759,6 +760,12 @@ fn http_listens_only_on_loopback_and_closes_a_connection_that_sends_no_request()
     BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).unwrap();
     let url = line.trim().rsplit(' ').next().unwrap().to_string();
     let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    // A whole head, then a body that never comes: answered 408 once the body's time is up.
+    let mut silent = std::net::TcpStream::connect(&addr).unwrap();
+    silent
+        .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n")
+        .unwrap();
+    silent.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
     let mut slow = std::net::TcpStream::connect(&addr).unwrap();
     slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: ").unwrap();
     slow.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
@@ -766,6 +773,17 @@ fn http_listens_only_on_loopback_and_closes_a_connection_that_sends_no_request()
     let mut rest = Vec::new();
     let _ = slow.read_to_end(&mut rest);
     assert!(started.elapsed() < std::time::Duration::from_secs(25), "the connection was held open");
+    // Every slot taken (idle connections): the next is told so at once, not left waiting.
+    let mut held: Vec<std::net::TcpStream> = (0..520).map(|_| std::net::TcpStream::connect(&addr).unwrap()).collect();
+    let last = held.last_mut().unwrap();
+    last.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    let mut busy = String::new();
+    let _ = last.read_to_string(&mut busy);
+    assert!(busy.starts_with("HTTP/1.1 503"), "{busy:?}");
+    drop(held);
+    let mut answer = String::new();
+    let _ = silent.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
     server.kill().unwrap();
     server.wait().unwrap();
 }

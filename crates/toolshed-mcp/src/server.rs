@@ -215,34 +215,61 @@ impl Exported {
                     .await
                     .unwrap_or(true)
                 {
-                    let body = http_body_util::Full::new(hyper::body::Bytes::from("Not Found: no such session"));
-                    let response = http::Response::builder()
-                        .status(http::StatusCode::NOT_FOUND)
-                        .body(http_body_util::BodyExt::boxed(body))
-                        .unwrap_or_default();
-                    return Ok::<_, std::convert::Infallible>(response);
+                    return Ok::<_, std::convert::Infallible>(plain(
+                        http::StatusCode::NOT_FOUND,
+                        "Not Found: no such session",
+                    ));
                 }
-                let mut response = service.handle(request).await;
+                // A body is read whole within BODY_TIMEOUT: one that trickles, or stops after
+                // its head, cannot hold a connection's slot.
+                let mut response = if request.method() == http::Method::POST {
+                    let (parts, body) = request.into_parts();
+                    let limited = http_body_util::Limited::new(body, MAX_BODY);
+                    match tokio::time::timeout(BODY_TIMEOUT, http_body_util::BodyExt::collect(limited)).await {
+                        Err(_) => {
+                            return Ok(plain(
+                                http::StatusCode::REQUEST_TIMEOUT,
+                                "Request Timeout: the body did not arrive within 30 s",
+                            ));
+                        }
+                        Ok(Err(_)) => {
+                            return Ok(plain(
+                                http::StatusCode::PAYLOAD_TOO_LARGE,
+                                "Payload Too Large: a request body is at most 4 MiB",
+                            ));
+                        }
+                        Ok(Ok(body)) => {
+                            let body = http_body_util::Full::new(body.to_bytes());
+                            service.handle(http::Request::from_parts(parts, body)).await
+                        }
+                    }
+                } else {
+                    service.handle(request).await
+                };
                 if delete && response.status() == http::StatusCode::ACCEPTED {
                     *response.status_mut() = http::StatusCode::NO_CONTENT;
                 }
                 Ok::<_, std::convert::Infallible>(response)
             }
         });
-        // At most this many connections at once; the next waits for one to end.
+        // At most this many connections at once; one more is told so (503) and closed.
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         loop {
             let accepted = tokio::select! {
-                accepted = async {
-                    let slot = slots.clone().acquire_owned().await;
-                    (listener.accept().await, slot)
-                } => accepted,
+                accepted = listener.accept() => accepted,
                 () = cancel.cancelled() => return,
             };
-            let (Ok((stream, _)), Ok(slot)) = accepted else {
+            let Ok((mut stream, _)) = accepted else {
                 // Out of descriptors (or another failure that would fail again at once): a
                 // pause, not a loop that spins a core.
                 tokio::time::sleep(ACCEPT_PAUSE).await;
+                continue;
+            };
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                tokio::spawn(async move {
+                    let busy = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 65\r\n\r\nService Unavailable: toolshed serves 512 connections at most now\n";
+                    let _ = tokio::time::timeout(HEADER_TIMEOUT, stream.write_all(busy.as_bytes())).await;
+                });
                 continue;
             };
             let service = service.clone();
@@ -261,8 +288,28 @@ impl Exported {
     }
 }
 
-/// The most connections `mcp serve --http` serves at once.
-const MAX_CONNECTIONS: usize = 256;
+/// The most connections `mcp serve --http` serves at once (an event stream a client keeps open
+/// holds one).
+const MAX_CONNECTIONS: usize = 512;
+
+/// How long a request's body may take to arrive, whole.
+const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The largest request body taken (rmcp's own limit).
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// A plain-text answer.
+fn plain(
+    status: http::StatusCode,
+    text: &'static str,
+) -> http::Response<http_body_util::combinators::BoxBody<hyper::body::Bytes, std::convert::Infallible>> {
+    let body = http_body_util::Full::new(hyper::body::Bytes::from(text));
+    http::Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, "text/plain")
+        .body(http_body_util::BodyExt::boxed(body))
+        .unwrap_or_default()
+}
 
 /// How long a connection may take to send a request's head (also: to start the next one).
 const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -457,7 +504,8 @@ fn check_message(line: &[u8]) -> Result<(), Refused> {
         None => Err(refused(
             -32600,
             "Invalid Request",
-            "a message has a `method` (a request or notification), or an `id` with a `result` or `error` (an answer)".into(),
+            "a message has a `method` (a request or notification), or an `id` with a `result` or `error` (an answer)"
+                .into(),
             answer_id,
         )),
     }

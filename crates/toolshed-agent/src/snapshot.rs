@@ -996,19 +996,15 @@ fn real_parents(worktree: &Path, rel: &Path) -> bool {
 /// directories, so a write lands inside the worktree; what it removed, relative to `worktree`.
 fn make_real_parents(worktree: &Path, rel: &Path) -> Result<Vec<PathBuf>, SnapshotError> {
     let mut removed = Vec::new();
-    let mut dir = worktree.to_path_buf();
-    let parents: Vec<_> = rel.components().collect();
-    for part in parents.iter().take(parents.len().saturating_sub(1)) {
-        dir.push(part);
-        match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => {
-                std::fs::remove_file(&dir).map_err(io(&dir))?;
-                removed.push(dir.strip_prefix(worktree).map(Path::to_path_buf).unwrap_or_else(|_| dir.clone()));
-                std::fs::create_dir(&dir).map_err(io(&dir))?;
-            }
-            Err(_) => std::fs::create_dir(&dir).map_err(io(&dir))?,
-        }
+    while let Some(way) = in_the_way(worktree, rel) {
+        let abs = worktree.join(&way);
+        std::fs::remove_file(&abs).map_err(io(&abs))?;
+        std::fs::create_dir(&abs).map_err(io(&abs))?;
+        removed.push(way);
+    }
+    // The rest of the way is real directories, or nothing yet.
+    if let Some(parent) = worktree.join(rel).parent() {
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
     }
     Ok(removed)
 }

@@ -251,15 +251,7 @@ impl Printer {
     /// nothing else is written until [`Printer::end_question`].
     pub fn begin_question(&self) {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if s.spinner_shown {
-            eprint!("\r\x1b[2K");
-            s.spinner_shown = false;
-        }
-        if s.text_open {
-            println!();
-            let _ = std::io::stdout().flush();
-            s.text_open = false;
-        }
+        close_lines(&mut s);
         s.asking = Some(Instant::now());
     }
 
@@ -316,15 +308,7 @@ impl Printer {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         s.waiting = None;
         s.running.clear();
-        if s.spinner_shown {
-            eprint!("\r\x1b[2K");
-            s.spinner_shown = false;
-        }
-        if s.text_open {
-            println!();
-            let _ = std::io::stdout().flush();
-            s.text_open = false;
-        }
+        close_lines(&mut s);
     }
 
     fn is_main(&self, session: &str) -> bool {
@@ -448,6 +432,20 @@ impl Printer {
             }
             _ => {}
         }
+    }
+}
+
+/// Clears the spinner's line and ends a line of streamed text, so what comes next starts on a
+/// line of its own.
+fn close_lines(s: &mut PrintState) {
+    if s.spinner_shown {
+        eprint!("\r\x1b[2K");
+        s.spinner_shown = false;
+    }
+    if s.text_open {
+        println!();
+        let _ = std::io::stdout().flush();
+        s.text_open = false;
     }
 }
 

@@ -542,13 +542,9 @@ fn http_request(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) 
     (status, head)
 }
 
-/// HTTP `mcp serve` refuses requests from a page of another origin (DNS rebinding: the spec
-/// says servers must validate `Origin`), answers local origins and clients that send none, and
-/// ends a session with 204 on DELETE (404 once it is gone).
-#[test]
-fn http_serve_rejects_foreign_origins_and_answers_delete_with_204() {
-    let tmp = workspace("");
-    let mut server = toolshed(tmp.path())
+/// `mcp serve --http` on a free loopback port in `root`: the process and its `host:port`.
+fn http_server(root: &std::path::Path) -> (std::process::Child, String) {
+    let mut server = toolshed(root)
         .args(["mcp", "serve", "--http", "127.0.0.1:0"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -558,7 +554,16 @@ fn http_serve_rejects_foreign_origins_and_answers_delete_with_204() {
     let mut line = String::new();
     BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).unwrap();
     let url = line.trim().rsplit(' ').next().unwrap().to_string();
-    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    (server, url.trim_start_matches("http://").trim_end_matches("/mcp").to_string())
+}
+
+/// HTTP `mcp serve` refuses requests from a page of another origin (DNS rebinding: the spec
+/// says servers must validate `Origin`), answers local origins and clients that send none, and
+/// ends a session with 204 on DELETE (404 once it is gone).
+#[test]
+fn http_serve_rejects_foreign_origins_and_answers_delete_with_204() {
+    let tmp = workspace("");
+    let (mut server, addr) = http_server(tmp.path());
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let base = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
     let with = |origin: &'static str| {
@@ -749,17 +754,7 @@ fn http_listens_only_on_loopback_and_closes_a_connection_that_sends_no_request()
         assert_eq!(out.status.code(), Some(2), "{addr}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("ssh -L"), "{}", String::from_utf8_lossy(&out.stderr));
     }
-    let mut server = toolshed(tmp.path())
-        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.trim().rsplit(' ').next().unwrap().to_string();
-    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let (mut server, addr) = http_server(tmp.path());
     // A whole head, then a body that never comes: answered 408 once the body's time is up.
     let mut silent = std::net::TcpStream::connect(&addr).unwrap();
     silent

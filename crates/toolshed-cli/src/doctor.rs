@@ -77,11 +77,20 @@ impl Report {
     }
 }
 
-pub fn run(ws: &Workspace) -> Result<ExitCode, CliError> {
+#[derive(clap::Args)]
+pub struct DoctorArgs {
+    /// Print one JSON object: `sections`, each with `name`, `status` (ok, off, warning,
+    /// problem) and `lines`.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(ws: &Workspace, args: &DoctorArgs) -> Result<ExitCode, CliError> {
     let mut worst_is_problem = false;
     // Some checks wait on a server (a model answers within a minute at most): each section is
     // printed as soon as it is known, and a terminal says which check is running meanwhile.
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut sections = Vec::new();
     for check in CHECKS {
         if terminal {
             eprint!("checking {}…", check.name);
@@ -91,6 +100,11 @@ pub fn run(ws: &Workspace) -> Result<ExitCode, CliError> {
             eprint!("\r\x1b[2K");
         }
         worst_is_problem |= report.status == Status::Problem;
+        if args.json {
+            let lines: Vec<&str> = report.lines.iter().flat_map(|l| l.lines()).collect();
+            sections.push(serde_json::json!({"name": check.name, "status": report.status.to_string(), "lines": lines}));
+            continue;
+        }
         let mut out = format!("{}: {}", check.name, report.status);
         for line in &report.lines {
             for part in line.lines() {
@@ -98,6 +112,9 @@ pub fn run(ws: &Workspace) -> Result<ExitCode, CliError> {
             }
         }
         crate::out(out);
+    }
+    if args.json {
+        crate::out_exact(serde_json::json!({"sections": sections}));
     }
     Ok(if worst_is_problem { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

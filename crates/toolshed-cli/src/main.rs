@@ -148,8 +148,10 @@ enum Command {
     Permission(permission::PermissionCommand),
     /// Check what works in this worktree and why not: the model answers, MCP servers start,
     /// custom tools load, websearch answers; the sandbox, skills, instructions, language servers.
-    #[command(after_help = "Examples:\n  toolshed doctor\n  toolshed doctor --root ../other-checkout")]
-    Doctor,
+    #[command(
+        after_help = "Examples:\n  toolshed doctor\n  toolshed doctor --root ../other-checkout\n  toolshed doctor --json | jq -r '.sections[] | select(.status == \"problem\") | .name'"
+    )]
+    Doctor(doctor::DoctorArgs),
     /// Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim).
     #[command(after_help = acp::EXAMPLES)]
     Acp(acp::AcpArgs),
@@ -347,7 +349,7 @@ fn main() -> ExitCode {
         Command::Session(cmd) => cmd.scope(),
         Command::Mcp(_) => toolshed_tools::custom::Scope::All,
         // Loaded afresh: doctor checks that each custom tool still loads.
-        Command::Doctor => toolshed_tools::custom::Scope::Fresh,
+        Command::Doctor(_) => toolshed_tools::custom::Scope::Fresh,
         Command::Completions(_)
         | Command::Man(_)
         | Command::Config(_)
@@ -370,7 +372,7 @@ fn main() -> ExitCode {
             Command::Session(cmd) => session::run(&ws, cmd),
             Command::Permission(cmd) => permission::run(&ws, cmd),
             Command::Mcp(cmd) => mcp::run(&ws, cmd),
-            Command::Doctor => doctor::run(&ws),
+            Command::Doctor(args) => doctor::run(&ws, &args),
             Command::Completions(args) => manual::completions(&args),
             Command::Man(args) => manual::man(&args),
             Command::Acp(_) => unreachable_acp(),

@@ -64,6 +64,18 @@ fn doctor_reports_the_sandbox_the_shell_will_use() {
         assert_eq!(out.status.code(), Some(1));
     }
     assert!(sandbox.contains("\n  per agent: explore: read-only, plan: read-only"), "{sandbox}");
+    // The same sections as one JSON object, for scripts, with the same exit code.
+    let json = toolshed(tmp.path(), &["doctor", "--json"]);
+    assert_eq!(json.status.code(), out.status.code());
+    let doc: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let names: Vec<&str> = doc["sections"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names.first(), Some(&"project"), "{doc}");
+    let sandbox_json = doc["sections"].as_array().unwrap().iter().find(|s| s["name"] == "sandbox").unwrap();
+    assert_eq!(sandbox_json["status"], if landlock { "ok" } else { "problem" }, "{doc}");
+    assert!(
+        sandbox_json["lines"].as_array().unwrap().iter().any(|l| l == "per agent: explore: read-only, plan: read-only"),
+        "{doc}"
+    );
     if landlock {
         let protection = sandbox.lines().nth(2).unwrap_or_default();
         assert!(

@@ -594,6 +594,10 @@ fn http_serve_rejects_foreign_origins_and_answers_delete_with_204() {
     // A session that is not there (ended, or never was) is not found.
     let (status, head) = http_request(&addr, "DELETE", &delete, "");
     assert_eq!(status, 404, "{head}");
+    // A body that is no JSON-RPC message gets its JSON-RPC error, with 400.
+    let (status, head) = http_request(&addr, "POST", &base, r#"{"jsonrpc":"2.0","id":1,"method":"#);
+    assert_eq!(status, 400, "{head}");
+    assert!(head.to_ascii_lowercase().contains("content-type: application/json"), "{head}");
     server.kill().unwrap();
     server.wait().unwrap();
 }

@@ -239,8 +239,13 @@ impl Exported {
                             ));
                         }
                         Ok(Ok(body)) => {
-                            let body = http_body_util::Full::new(body.to_bytes());
-                            service.handle(http::Request::from_parts(parts, body)).await
+                            let body = body.to_bytes();
+                            // What rmcp would answer 415 (not JSON) or without an id: the
+                            // JSON-RPC error, with 400, as over stdio.
+                            if let Err(refused) = check_message(&body) {
+                                return Ok(refused.as_http(&body));
+                            }
+                            service.handle(http::Request::from_parts(parts, http_body_util::Full::new(body))).await
                         }
                     }
                 } else {
@@ -465,6 +470,32 @@ struct Refused {
     id: Value,
 }
 
+impl Refused {
+    /// The JSON-RPC error answering it.
+    fn answer(&self, shown: &[u8]) -> Value {
+        let text = String::from_utf8_lossy(shown);
+        let shown: String = text.trim_end().chars().take(200).collect();
+        serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": self.id,
+            "error": {"code": self.code, "message": self.message, "data": {"line": shown, "reason": self.reason}},
+        })
+    }
+
+    /// The same as an HTTP answer: 400 with the JSON-RPC error.
+    fn as_http(
+        &self,
+        shown: &[u8],
+    ) -> http::Response<http_body_util::combinators::BoxBody<hyper::body::Bytes, std::convert::Infallible>> {
+        let body = http_body_util::Full::new(hyper::body::Bytes::from(self.answer(shown).to_string()));
+        http::Response::builder()
+            .status(http::StatusCode::BAD_REQUEST)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(http_body_util::BodyExt::boxed(body))
+            .unwrap_or_default()
+    }
+}
+
 /// Checks one line the client sent before rmcp sees it. rmcp drops a line it cannot read (bytes
 /// that are not UTF-8, a lone surrogate escape, nesting past its limit), and answers a message
 /// of the wrong shape without an `id`: either way the client waits forever. So the line must be
@@ -544,14 +575,8 @@ where
                         break;
                     }
                 }
-                Err(Refused { code, message, reason, id }) => {
-                    let text = String::from_utf8_lossy(&line);
-                    let shown: String = text.trim_end().chars().take(200).collect();
-                    let answer = serde_json::json!({
-                        "jsonrpc": "2.0",
-                        "id": id,
-                        "error": {"code": code, "message": message, "data": {"line": shown, "reason": reason}},
-                    });
+                Err(refused) => {
+                    let answer = refused.answer(&line);
                     let _ = errors.send(format!("{answer}\n").into_bytes());
                 }
             }

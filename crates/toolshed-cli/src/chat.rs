@@ -317,8 +317,11 @@ pub fn run(ws: &Workspace, mut args: ChatArgs) -> Result<ExitCode, CliError> {
                 other => other.strip_prefix("/agent ").map(str::trim),
             };
             if let Some(to) = switch_to {
+                // A switch is reported by the printer (`[agent: build → plan]`); staying is said here.
+                let before = session.agent();
                 match rt.switch_agent(&session, to) {
-                    Ok(()) => eprintln!("[now {}]", session.agent()),
+                    Ok(()) if before == session.agent() => eprintln!("[already {before}]"),
+                    Ok(()) => {}
                     Err(e) => eprintln!("toolshed: {e}"),
                 }
                 continue;

@@ -186,11 +186,13 @@ fn chat_takes_prompts_line_by_line_and_switches_to_plan_mode() {
         FakeServer::start(vec![Reply::sse(chat::text("first answer")), Reply::sse(chat::text("planning now"))])
             .unwrap();
     let dir = worktree(&server);
-    let out = toolshed(dir.path(), &["chat"], "hello\n/plan\nmake a plan\n/exit\n");
+    let out = toolshed(dir.path(), &["chat"], "hello\n/plan\n/plan\nmake a plan\n/exit\n");
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert_eq!(text(&out.stdout), "first answer\nplanning now\n");
-    assert!(err.contains("[now plan]"), "{err}");
+    // One line for the switch, one for staying.
+    assert_eq!(err.matches("[agent: build → plan]").count(), 1, "{err}");
+    assert!(err.contains("[already plan]") && !err.contains("[now plan]"), "{err}");
     let second = &server.received()[1].body;
     assert!(second["messages"][0]["content"].as_str().unwrap().contains("# Plan mode"));
     let tools: Vec<&str> =

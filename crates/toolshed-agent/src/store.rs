@@ -45,6 +45,14 @@ pub enum StoreError {
     /// No session has this id.
     #[error("no session `{0}`; `toolshed session list` shows the stored sessions")]
     NoSession(String),
+    /// Several sessions' ids start with what was given.
+    #[error("`{given}` starts the ids of several sessions ({}): give more of the id", .ids.join(", "))]
+    Ambiguous {
+        /// What was given.
+        given: String,
+        /// The ids it starts (a few).
+        ids: Vec<String>,
+    },
     /// The database was written by a newer toolshed, whose schema this one does not know.
     #[error(
         "session database {path} has schema version {found}, newer than the {known} this toolshed knows; it was left unchanged. Upgrade toolshed, or set TOOLSHED_DATA_DIR to use another data directory"
@@ -630,6 +638,35 @@ impl Store {
             )
             .map_err(|e| self.err(e))?;
         self.session(&id)
+    }
+
+    /// The id of the session `given` names: its whole id, or the start of one session's id
+    /// only (with or without `ses_`), as a person copies it from `session list`.
+    pub fn resolve_id(&self, given: &str) -> Result<String, StoreError> {
+        if self.session(given).is_ok() {
+            return Ok(given.to_string());
+        }
+        let start = if given.starts_with("ses_") { given.to_string() } else { format!("ses_{given}") };
+        // At least a few characters past `ses_`: `s` alone names nothing.
+        if given.is_empty() || start.len() < "ses_".len() + 4 {
+            return Err(StoreError::NoSession(given.to_string()));
+        }
+        let escaped: String =
+            start.chars().flat_map(|c| if matches!(c, '%' | '_' | '\\') { vec!['\\', c] } else { vec![c] }).collect();
+        let conn = self.conn();
+        let mut query = conn
+            .prepare("SELECT id FROM sessions WHERE id LIKE ?1 ESCAPE '\\' ORDER BY id LIMIT 6")
+            .map_err(|e| self.err(e))?;
+        let ids: Vec<String> = query
+            .query_map([format!("{escaped}%")], |row| row.get(0))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.err(e))?;
+        match ids.len() {
+            0 => Err(StoreError::NoSession(given.to_string())),
+            1 => Ok(ids.into_iter().next().unwrap_or_default()),
+            _ => Err(StoreError::Ambiguous { given: given.to_string(), ids }),
+        }
     }
 
     /// The session `id`.

@@ -105,6 +105,22 @@ pub fn open_session(
     Ok((session, lock))
 }
 
+/// The whole id of the stored session `given` names (its id, or the start of one, as a person
+/// copies it from `session list`); a usage error when none or several match.
+pub fn resolve_session(given: &str) -> Result<String, CliError> {
+    let path = Store::default_path(&toolshed_core::paths::data_dir());
+    if !path.exists() {
+        return Err(CliError::usage(toolshed_agent::store::StoreError::NoSession(given.to_string())));
+    }
+    let store = Store::open(path).map_err(CliError::failure)?;
+    store.resolve_id(given).map_err(|e| match e {
+        e @ (toolshed_agent::store::StoreError::NoSession(_) | toolshed_agent::store::StoreError::Ambiguous { .. }) => {
+            CliError::usage(e)
+        }
+        other => CliError::failure(other),
+    })
+}
+
 pub fn open_store() -> Result<Arc<Store>, CliError> {
     let path = Store::default_path(&toolshed_core::paths::data_dir());
     Store::open(path).map(Arc::new).map_err(CliError::failure)

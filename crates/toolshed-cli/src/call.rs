@@ -50,9 +50,10 @@ impl CallArgs {
 pub fn run(ws: &Workspace, args: CallArgs) -> Result<ExitCode, CliError> {
     // The database is opened only for --session: a plain call starts nothing it does not need.
     let stored = match &args.session {
-        Some(id) => {
+        Some(given) => {
+            let id = crate::agent::resolve_session(given)?;
             let store = crate::agent::open_store()?;
-            let info = store.session(id).map_err(CliError::usage)?;
+            let info = store.session(&id).map_err(CliError::usage)?;
             crate::agent::in_this_worktree(ws, &info)?;
             Some((store, info))
         }

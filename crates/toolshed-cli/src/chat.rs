@@ -218,6 +218,8 @@ fn home_relative(root: &std::path::Path) -> String {
 pub fn run(ws: &Workspace, mut args: ChatArgs) -> Result<ExitCode, CliError> {
     if args.continue_ {
         args.session = Some(crate::agent::latest_session(ws)?);
+    } else if let Some(given) = &args.session {
+        args.session = Some(crate::agent::resolve_session(given)?);
     }
     let (store, agent, model) =
         crate::agent::session_target(ws, args.session.as_deref(), args.agent.as_deref(), args.model.as_deref())?;

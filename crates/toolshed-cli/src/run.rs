@@ -102,7 +102,7 @@ pub fn run(ws: &Workspace, args: RunArgs) -> Result<ExitCode, CliError> {
     }
     let prompt = prompt(args.prompt)?;
     let resume = match (args.session, args.continue_) {
-        (Some(id), _) => Some(id),
+        (Some(id), _) => Some(crate::agent::resolve_session(&id)?),
         (None, true) => Some(crate::agent::latest_session(ws)?),
         (None, false) => None,
     };

@@ -113,9 +113,19 @@ impl SessionCommand {
     }
 }
 
-pub fn run(ws: &Workspace, cmd: SessionCommand) -> Result<ExitCode, CliError> {
+pub fn run(ws: &Workspace, mut cmd: SessionCommand) -> Result<ExitCode, CliError> {
     let path = Store::default_path(&toolshed_core::paths::data_dir());
     let store = if path.exists() { Some(Store::open(&path).map_err(CliError::failure)?) } else { None };
+    // An id may be given by its start, as a person copies it from `session list`.
+    if let SessionCommand::Delete { id }
+    | SessionCommand::Show { id }
+    | SessionCommand::Compact { id, .. }
+    | SessionCommand::Export { id }
+    | SessionCommand::Diff { id, .. }
+    | SessionCommand::Revert { id, .. } = &mut cmd
+    {
+        *id = crate::agent::resolve_session(id)?;
+    }
     match cmd {
         SessionCommand::List { all, json } => {
             let mut sessions = match &store {

@@ -98,6 +98,10 @@ fn stored_session(id: &str) -> Result<(SessionInfo, HashSet<String>, bool), CliE
         StoreError::NoSession(_) => CliError::usage(format!("--session: {e}")),
         other => CliError::failure(other),
     };
+    let id = &store.resolve_id(id).map_err(|e| match e {
+        e @ (StoreError::NoSession(_) | StoreError::Ambiguous { .. }) => CliError::usage(format!("--session: {e}")),
+        other => CliError::failure(other),
+    })?;
     let info = store.session(id).map_err(usage)?;
     let found = store.found_tools(id).map_err(usage)?.into_iter().collect();
     let has_tasks = !store.tasks(id).map_err(usage)?.is_empty();

@@ -133,6 +133,31 @@ fn continue_resumes_the_most_recent_session_of_this_worktree_only() {
     let sent = server.received()[2].body["messages"].to_string();
     assert!(sent.contains("remember 42") && sent.contains("first answer"), "{sent}");
 
+    // A session is named by the start of its id too (with or without `ses_`), as long as no
+    // other's id starts the same.
+    let out = toolshed_in(here.path(), data.path(), &["session", "list", "--json", "--all"], "");
+    let ids: Vec<String> = serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    let common = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let needed = ids.iter().filter(|o| **o != id).map(|o| common(o, &id)).max().unwrap_or(0) + 1;
+    let short = &id[..needed.max(8)];
+    let out = toolshed_in(here.path(), data.path(), &["session", "show", short], "");
+    assert_eq!(out.status.code(), Some(0), "{short}: {}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&id), "{}", text(&out.stdout));
+    let out = toolshed_in(here.path(), data.path(), &["session", "show", &short["ses_".len()..]], "");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let shared = ids.iter().filter(|o| **o != id).map(|o| common(o, &id)).max().unwrap_or(0);
+    if shared >= 8 {
+        let out = toolshed_in(here.path(), data.path(), &["session", "show", &id[..shared]], "");
+        assert_eq!(out.status.code(), Some(2));
+        assert!(text(&out.stderr).contains("several sessions"), "{}", text(&out.stderr));
+    }
+
     // chat --continue opens the same session.
     let out = toolshed_in(here.path(), data.path(), &["chat", "--plain", "--continue"], "/session\n/exit\n");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

@@ -165,10 +165,16 @@ fn request(permission: &str, url: &Url) -> PermissionRequest {
 pub fn parse_url(text: &str) -> Result<Url, ToolError> {
     let text = text.trim();
     let url = Url::parse(text).map_err(|e| {
-        let hint = if !text.contains("://") && !text.is_empty() {
-            format!(" Did you mean \"https://{text}\"?")
-        } else {
-            String::new()
+        // Only what would be a URL with a scheme before it (`example.com/page`), not any text.
+        let hint = match Url::parse(&format!("https://{text}")) {
+            Ok(guess)
+                if !text.contains("://")
+                    && !text.contains(char::is_whitespace)
+                    && guess.host_str().is_some_and(|h| h.contains('.') || h == "localhost") =>
+            {
+                format!(" Did you mean \"https://{text}\"?")
+            }
+            _ => String::new(),
         };
         ToolError::model(format!(
             "\"{text}\" is not a valid URL ({e}). Send an absolute URL starting with http:// or https://.{hint}"
@@ -697,6 +703,9 @@ mod tests {
         assert!(file.contains("uses file:") && file.contains("read tool"), "{file}");
         let bare = parse_url("example.com/docs").unwrap_err().to_string();
         assert!(bare.contains("Did you mean \"https://example.com/docs\"?"), "{bare}");
+        // Text that would be no URL with a scheme before it gets no such guess.
+        let words = parse_url("not a url").unwrap_err().to_string();
+        assert!(!words.contains("Did you mean"), "{words}");
         assert!(parse_url(" https://example.com/a b ").is_ok());
         assert!(parse_url("http://127.0.0.1:8080/").is_ok());
     }

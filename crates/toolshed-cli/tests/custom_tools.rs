@@ -340,3 +340,31 @@ export default {
     let out = toolshed_with_path(&root, &["call", "touch", "{}", "--yes"], &path);
     assert_eq!(stdout(&out).trim_end(), "wrote", "{}", stderr(&out));
 }
+
+/// A process an OpenCode tool starts with its output inherited writes into the host's stream
+/// too, here without a newline: the call still gets its result (it waited for its 10-minute
+/// time limit).
+#[test]
+fn output_a_tools_child_writes_into_the_host_stream_does_not_hide_the_result() {
+    let (_tmp, root) = project();
+    let path = js_path(&root);
+    write(
+        &root,
+        ".opencode/tools/inherit.ts",
+        r#"import { tool } from "@opencode-ai/plugin"
+import { execSync } from "node:child_process"
+
+export default tool({
+  description: "Reports progress through a child process, then answers.",
+  args: {},
+  async execute() {
+    execSync("printf 'progress: 50%%'", { stdio: "inherit" })
+    return "done"
+  },
+})
+"#,
+    );
+    let out = toolshed_with_path(&root, &["call", "inherit", "{}", "--yes"], &path);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "done\n");
+}

@@ -29,7 +29,10 @@ const DEPS_MODULES = join(DEPS, "node_modules");
 const BRIDGED = { "@opencode-ai/plugin": "@opencode-ai/plugin", "@opencode-ai/plugin/tool": "@opencode-ai/plugin", zod: "zod" };
 
 const protocolWrite = process.stdout.write.bind(process.stdout);
-const send = (message) => protocolWrite(JSON.stringify(message) + "\n");
+// Each message starts with a record separator (JSON escapes that character, so it starts
+// nothing else): a process a tool starts with its output inherited writes into this stream
+// too, maybe without a newline, and what precedes the separator is that output, not ours.
+const send = (message) => protocolWrite("\x1e" + JSON.stringify(message) + "\n");
 for (const level of ["log", "info", "debug", "trace", "dir", "table"]) console[level] = console.error.bind(console);
 process.stdout.write = process.stderr.write.bind(process.stderr);
 

@@ -256,7 +256,16 @@ impl JsHost {
             let reader = BufReader::new(stdout);
             for line in reader.split(b'\n') {
                 let Ok(line) = line else { break };
-                let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+                // The host's messages start with a record separator; anything before it, or a
+                // line without one, is what a process the tool started wrote to the same stream.
+                let Some(start) = line.iter().rposition(|b| *b == 0x1e) else {
+                    out_shared.keep_stderr(&line);
+                    continue;
+                };
+                if start > 0 {
+                    out_shared.keep_stderr(&line[..start]);
+                }
+                let Ok(message) = serde_json::from_slice::<Value>(&line[start + 1..]) else {
                     out_shared.keep_stderr(&line);
                     continue;
                 };

@@ -150,9 +150,27 @@ pub fn discover(root: &Path, cwd: &Path) -> Skills {
 /// Finds the skills in `dirs`, earlier directories winning on a name clash.
 pub fn discover_in(dirs: &[PathBuf]) -> Skills {
     let mut out = Skills { searched: dirs.to_vec(), ..Skills::default() };
+    // The user's own directories may link skills from anywhere (a repository of them); a
+    // project's may not (below).
+    let users = user_dirs();
     for dir in dirs {
+        let base = dir.canonicalize().unwrap_or_else(|_| dir.clone());
         for skill_dir in skill_dirs(dir) {
             let file = skill_dir.join(SKILL_FILE);
+            // A project's skill is what lies in its skills directory: one that a symbolic link
+            // takes elsewhere (out of the worktree, to a `.env` that looks like a skill) would
+            // show that file without the `read` rules that guard it.
+            if !users.contains(dir) && !file.canonicalize().is_ok_and(|real| real.starts_with(&base)) {
+                out.problems.push(SkillProblem {
+                    path: file,
+                    line: None,
+                    message: format!(
+                        "a symbolic link takes it out of {}: not loaded (copy the skill there instead)",
+                        dir.display()
+                    ),
+                });
+                continue;
+            }
             match load(&skill_dir, &file) {
                 Ok((skill, warnings)) => match out.skills.iter().find(|s| s.name == skill.name) {
                     Some(winner) => {
@@ -630,6 +648,23 @@ mod tests {
         let in_sub = discover_in(&search_dirs(&root, &root.join("sub"), &users));
         assert!(in_sub.get("epsilon").is_some());
         assert_eq!(in_sub.skills.len(), 8);
+    }
+
+    #[test]
+    fn a_skill_a_link_takes_out_of_its_skills_directory_is_not_loaded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (skills, outside) = (tmp.path().join("skills"), tmp.path().join("outside"));
+        write(&outside.join("secret.env"), &skill_md("linked", "Looks like a skill."));
+        write(&outside.join("dir/SKILL.md"), &skill_md("dir", "A whole directory elsewhere."));
+        std::fs::create_dir_all(skills.join("linked")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret.env"), skills.join("linked/SKILL.md")).unwrap();
+        std::os::unix::fs::symlink(outside.join("dir"), skills.join("dir")).unwrap();
+        write(&skills.join("good/SKILL.md"), &skill_md("good", "Lies where it is found."));
+        let found = discover_in(std::slice::from_ref(&skills));
+        let names: Vec<&str> = found.skills.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["good"]);
+        assert_eq!(found.problems.len(), 2, "{:?}", found.problems);
+        assert!(found.problems.iter().all(|p| p.message.contains("symbolic link")), "{:?}", found.problems);
     }
 
     #[test]

@@ -77,6 +77,20 @@ fn check_prints_file_line_and_problem_and_exits_1() {
     let out = toolshed(&root, &["tools", "--check"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(stdout(&out).ends_with("1 custom tool ok, 0 problems\n"));
+
+    // A definition every request would carry at 50 KB is not offered.
+    let values: Vec<String> = (0..5000).map(|i| format!("\"value{i}\"")).collect();
+    write(
+        &root,
+        ".toolshed/tools/huge.toml",
+        &format!(
+            "description = \"Huge.\"\ncommand = [\"true\"]\n[args.pick]\ntype = \"string\"\nenum = [{}]\n",
+            values.join(", ")
+        ),
+    );
+    let out = toolshed(&root, &["tools", "--check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("huge: its description and arguments take"), "{}", stdout(&out));
 }
 
 #[test]

@@ -422,3 +422,18 @@ fn block_on_fresh<T: Send>(f: impl std::future::Future<Output = T> + Send) -> Op
         .flatten()
     })
 }
+
+/// The most bytes a custom tool's description and parameters may take: every request that
+/// offers the tool carries them (the built-in tools take 12 KB together).
+pub const MAX_SPEC_BYTES: usize = 32 * 1024;
+
+/// Why the tool `name` is not offered when its definition is over [`MAX_SPEC_BYTES`].
+fn too_large(name: &str, description: &str, parameters: &serde_json::Value) -> Option<String> {
+    let size = description.len() + parameters.to_string().len();
+    (size > MAX_SPEC_BYTES).then(|| {
+        format!(
+            "{name}: its description and arguments take {size} bytes, and every request would carry them; a tool's may take at most {} KiB: shorten them (a long list of values belongs in the description's words, or in a lookup the tool does)",
+            MAX_SPEC_BYTES / 1024
+        )
+    })
+}

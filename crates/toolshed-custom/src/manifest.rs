@@ -277,6 +277,9 @@ impl Site<'_> {
             t => t.map(|t| Duration::from_millis(*t.get_ref())),
         };
         let flags = if raw.read_only == Some(true) { ToolFlags::READ_ONLY } else { ToolFlags::MUTATING };
+        if let Some(problem) = crate::too_large(name, description.get_ref(), &parameters) {
+            return Err((1, problem));
+        }
         let spec = ToolSpec::new(name, description.into_inner(), parameters)
             .with_flags(flags)
             .with_exposure(raw.exposure.unwrap_or_default());

@@ -349,6 +349,10 @@ fn check_specs(file: &Path, reply: &Value) -> (Vec<JsSpec>, Vec<(Option<String>,
                 .push((Some(spec.name.clone()), format!("{}: its arguments' JSON Schema is invalid: {e}", spec.name)));
             continue;
         }
+        if let Some(problem) = crate::too_large(&spec.name, &spec.description, &spec.parameters) {
+            problems.push((Some(spec.name.clone()), problem));
+            continue;
+        }
         specs.push(spec);
     }
     // A file that exports no tool (a helper module the tools import) is not a problem: OpenCode

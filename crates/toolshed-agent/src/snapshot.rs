@@ -445,9 +445,7 @@ impl Shadow {
     fn manifest(&self, too_large: &BTreeMap<PathBuf, (u64, i64)>) -> Result<Vec<u8>, SnapshotError> {
         let staged = self.git(&["ls-files", "-z", "--stage"], None)?;
         let mut out = Vec::new();
-        for record in staged.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-            let Some(tab) = record.iter().position(|b| *b == b'\t') else { continue };
-            let (meta, path) = (&record[..tab], &record[tab + 1..]);
+        for (meta, path, _) in records(&staged) {
             let git_mode = meta.split(|b| *b == b' ').next().unwrap_or_default();
             let default = match git_mode {
                 b"100644" => 0o644,
@@ -483,10 +481,9 @@ impl Shadow {
         let listing = self.git(&["ls-tree", "-r", "-z", "--full-tree", &format!("{id}:files")], None)?;
         let manifest = parse_manifest(&self.git(&["cat-file", "blob", &format!("{id}:modes")], None)?);
         let mut entries = Entries::new();
-        for record in listing.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-            let Some(tab) = record.iter().position(|b| *b == b'\t') else { continue };
-            let meta = String::from_utf8_lossy(&record[..tab]);
-            let path = PathBuf::from(OsStr::from_bytes(&record[tab + 1..]));
+        for (meta, path, _) in records(&listing) {
+            let meta = String::from_utf8_lossy(meta);
+            let path = PathBuf::from(OsStr::from_bytes(path));
             let mut fields = meta.split(' ');
             let (mode, _kind, oid) = (fields.next(), fields.next(), fields.next().unwrap_or_default().to_string());
             let entry = match mode {
@@ -657,11 +654,16 @@ impl Shadow {
     /// existed then all the same: the rules left them out (they, or a directory above them,
     /// are in the list of what was ignored the snapshot keeps), or they lie in a nested
     /// repository, of which only the commit is kept. Absence says nothing of them.
-    pub fn unknown_before(&self, id: &str, paths: &[PathBuf]) -> Result<BTreeSet<PathBuf>, SnapshotError> {
+    /// `entries` are the snapshot's ([`Shadow::entries`]).
+    pub fn unknown_before(
+        &self,
+        id: &str,
+        entries: &Entries,
+        paths: &[PathBuf],
+    ) -> Result<BTreeSet<PathBuf>, SnapshotError> {
         if paths.is_empty() {
             return Ok(BTreeSet::new());
         }
-        let entries = self.entries(id)?;
         let under_repository =
             |p: &Path| p.ancestors().skip(1).any(|a| matches!(entries.get(a), Some(Entry::Gitlink { .. })));
         let mut unknown: BTreeSet<PathBuf> = paths.iter().filter(|p| under_repository(p)).cloned().collect();
@@ -695,11 +697,10 @@ impl Shadow {
         // is asked about the paths.
         let listing = self.git(&["ls-tree", "-r", "-z", "--full-tree", &format!("{id}:files")], None)?;
         let mut ignore_files = Vec::new();
-        for record in listing.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-            let Some(tab) = record.iter().position(|b| *b == b'\t') else { continue };
-            let path = Path::new(OsStr::from_bytes(&record[tab + 1..]));
-            let oid = record[..tab].split(|b| *b == b' ').nth(2).unwrap_or_default();
-            if path.file_name() == Some(OsStr::new(".gitignore")) && record.starts_with(b"100") {
+        for (meta, path, _) in records(&listing) {
+            let path = Path::new(OsStr::from_bytes(path));
+            let oid = meta.split(|b| *b == b' ').nth(2).unwrap_or_default();
+            if path.file_name() == Some(OsStr::new(".gitignore")) && meta.starts_with(b"100") {
                 ignore_files.push((path.to_path_buf(), String::from_utf8_lossy(oid).into_owned()));
             }
         }
@@ -795,9 +796,8 @@ impl Shadow {
     fn tree_of(&self, id: &str, paths: &BTreeSet<&Path>) -> Result<String, SnapshotError> {
         let listing = self.git(&["ls-tree", "-r", "-z", "--full-tree", &format!("{id}:files")], None)?;
         let mut info = Vec::new();
-        for record in listing.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-            let Some(tab) = record.iter().position(|b| *b == b'\t') else { continue };
-            if paths.contains(Path::new(OsStr::from_bytes(&record[tab + 1..]))) {
+        for (_, path, record) in records(&listing) {
+            if paths.contains(Path::new(OsStr::from_bytes(path))) {
                 // `MODE TYPE OID\tPATH` is what `update-index --index-info` takes.
                 info.extend_from_slice(record);
                 info.push(0);
@@ -1078,6 +1078,15 @@ fn git_on_path(program: &str, worktree: &Path) -> Option<PathBuf> {
         .filter(|dir| dir.is_absolute() && !untrusted.iter().any(|u| dir.starts_with(u)))
         .map(|dir| dir.join(program))
         .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
+/// The records of git's `-z` listings (`ls-tree`, `ls-files --stage`): `META\tPATH`, as
+/// (meta, path, the whole record).
+fn records(listing: &[u8]) -> impl Iterator<Item = (&[u8], &[u8], &[u8])> {
+    listing.split(|b| *b == 0).filter_map(|record| {
+        let tab = record.iter().position(|b| *b == b'\t')?;
+        Some((&record[..tab], &record[tab + 1..], record))
+    })
 }
 
 /// Runs `cmd` (git with `args`), feeding `input`; its standard output.

@@ -333,7 +333,7 @@ pub async fn plan_revert(
         .filter(|p| !target_entries.contains_key(*p) && current_entries.contains_key(*p))
         .cloned()
         .collect();
-    let mut unknown = shadow.unknown_before(target, &absent)?;
+    let mut unknown = shadow.unknown_before(target, &target_entries, &absent)?;
     unknown.extend(absent.iter().filter(|p| matches!(current_entries.get(*p), Some(Entry::Gitlink { .. }))).cloned());
     // A nested repository the session moved or took apart cannot come back (only its commit
     // was kept): what looks new may be its files, now the only copy, so nothing is deleted.

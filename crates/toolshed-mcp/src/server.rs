@@ -304,15 +304,19 @@ const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 const MAX_BODY: usize = 4 * 1024 * 1024;
 
 /// A plain-text answer.
-fn plain(
-    status: http::StatusCode,
-    text: &'static str,
-) -> http::Response<http_body_util::combinators::BoxBody<hyper::body::Bytes, std::convert::Infallible>> {
-    let body = http_body_util::Full::new(hyper::body::Bytes::from(text));
+fn plain(status: http::StatusCode, text: &'static str) -> HttpAnswer {
+    answer(status, "text/plain", text.into())
+}
+
+/// An answer toolshed writes itself, rmcp's body type.
+type HttpAnswer = http::Response<http_body_util::combinators::BoxBody<hyper::body::Bytes, std::convert::Infallible>>;
+
+/// An answer of `status` with a body of `kind`.
+fn answer(status: http::StatusCode, kind: &'static str, body: String) -> HttpAnswer {
     http::Response::builder()
         .status(status)
-        .header(http::header::CONTENT_TYPE, "text/plain")
-        .body(http_body_util::BodyExt::boxed(body))
+        .header(http::header::CONTENT_TYPE, kind)
+        .body(http_body_util::BodyExt::boxed(http_body_util::Full::new(hyper::body::Bytes::from(body))))
         .unwrap_or_default()
 }
 
@@ -483,16 +487,8 @@ impl Refused {
     }
 
     /// The same as an HTTP answer: 400 with the JSON-RPC error.
-    fn as_http(
-        &self,
-        shown: &[u8],
-    ) -> http::Response<http_body_util::combinators::BoxBody<hyper::body::Bytes, std::convert::Infallible>> {
-        let body = http_body_util::Full::new(hyper::body::Bytes::from(self.answer(shown).to_string()));
-        http::Response::builder()
-            .status(http::StatusCode::BAD_REQUEST)
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .body(http_body_util::BodyExt::boxed(body))
-            .unwrap_or_default()
+    fn as_http(&self, shown: &[u8]) -> HttpAnswer {
+        answer(http::StatusCode::BAD_REQUEST, "application/json", self.answer(shown).to_string())
     }
 }
 

@@ -460,3 +460,93 @@ fn run_at_a_terminal_shows_what_changed_and_accepts_on_yes() {
     assert!(!screen.contains("[y/N]") && !screen.contains("toolshed trust"), "{screen}");
     term.wait_exit(Duration::from_secs(10));
 }
+
+/// Bun and zod as `.ci/run` leaves them: the `PATH` to run toolshed with, zod linked into `data`.
+fn js_path(data: &Path) -> String {
+    let modules = std::env::var_os("TOOLSHED_TEST_JS_MODULES")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/toolshed-ci/node_modules")))
+        .unwrap();
+    assert!(modules.join(".bin/bun").exists(), "the JS tool tests need Bun in {}: run .ci/run", modules.display());
+    std::fs::create_dir_all(data.join("custom-tools/node_modules")).unwrap();
+    std::os::unix::fs::symlink(modules.join("zod"), data.join("custom-tools/node_modules/zod")).unwrap();
+    format!("{}:{}", modules.join(".bin").display(), std::env::var("PATH").unwrap())
+}
+
+/// A long-lived process (`mcp serve`) checks a custom tool's directory at each call, not only
+/// when it found the tool: a script changed after that is not run until a person accepts it
+/// again, which takes effect in the running process.
+#[test]
+fn a_tool_file_changed_while_a_server_runs_is_not_run_until_accepted_again() {
+    use std::io::{BufRead, BufReader, Write};
+    let p = project();
+    p.write("toolshed.toml", "[permission]\nhello = \"allow\"\nadd = \"allow\"\n");
+    p.write(".toolshed/tools/hello.toml", "description = \"Says hello\"\ncommand = [\"sh\", \"{dir}/hello.sh\"]\n");
+    p.write(".toolshed/tools/hello.sh", "echo hello\n");
+    p.write(
+        ".opencode/tools/add.ts",
+        "import { tool } from \"@opencode-ai/plugin\"\nimport { n } from \"./n\"\n\nexport default tool({\n  description: \"Adds n.\",\n  args: { a: tool.schema.number() },\n  async execute(args) { return String(args.a + n) },\n})\n",
+    );
+    p.write(".opencode/tools/n.ts", "export const n = 1\n");
+    assert!(p.toolshed(&["trust", "--yes"]).status.success());
+    let path = js_path(&p.data);
+
+    let mut server = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .args(["--root", p.root.to_str().unwrap(), "mcp", "serve"])
+        .current_dir(&p.root)
+        .env("PWD", &p.root)
+        .env_remove("TOOLSHED_TRUST_PROJECT")
+        .env("XDG_CONFIG_HOME", p.root.parent().unwrap().join("xdg"))
+        .env("TOOLSHED_DATA_DIR", &p.data)
+        .env("PATH", &path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = server.stdin.take().unwrap();
+    let mut output = BufReader::new(server.stdout.take().unwrap());
+    let mut next_id = 0;
+    let mut send = |method: &str, params: serde_json::Value| -> serde_json::Value {
+        next_id += 1;
+        let line = serde_json::json!({"jsonrpc": "2.0", "id": next_id, "method": method, "params": params});
+        writeln!(input, "{line}").unwrap();
+        if method == "initialize" {
+            writeln!(input, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+        }
+        loop {
+            let mut line = String::new();
+            assert!(output.read_line(&mut line).unwrap() > 0, "the server ended");
+            let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if reply["id"] == next_id {
+                return reply;
+            }
+        }
+    };
+    let init = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+    send("initialize", init);
+    let mut call = |tool: &str, args: serde_json::Value| -> String {
+        let reply = send("tools/call", serde_json::json!({"name": tool, "arguments": args}));
+        reply["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(call("hello", serde_json::json!({})).trim(), "hello");
+    assert_eq!(call("add", serde_json::json!({"a": 41})).trim(), "42");
+
+    // Changed behind the server's back (another process; the model's commands cannot write here).
+    p.write(".toolshed/tools/hello.sh", "echo changed > changed.txt\n");
+    p.write(".opencode/tools/n.ts", "export const n = 100\n");
+    let refused = call("hello", serde_json::json!({}));
+    assert!(refused.contains("was not run: its files changed after a person accepted them"), "{refused}");
+    assert!(!p.root.join("changed.txt").exists(), "the changed script ran");
+    let refused = call("add", serde_json::json!({"a": 41}));
+    assert!(refused.contains("toolshed trust"), "{refused}");
+
+    // A person accepts the new version: the running server runs it.
+    assert!(p.toolshed(&["trust", "--yes"]).status.success());
+    call("hello", serde_json::json!({}));
+    assert!(p.root.join("changed.txt").exists(), "the accepted script did not run");
+    // The JS runtime imported the helper module as it was; the new version is what runs now.
+    assert_eq!(call("add", serde_json::json!({"a": 41})).trim(), "141");
+    drop(input);
+    server.wait().unwrap();
+}

@@ -138,6 +138,12 @@ impl Acceptance {
         Acceptance { root: root.to_path_buf(), record, everything, user }
     }
 
+    /// The record as it is now under `data_dir` (a person may have accepted since this one was
+    /// read); under `TOOLSHED_TRUST_PROJECT=1` or [`Acceptance::everything`], a copy of this one.
+    pub fn reload(&self, data_dir: &Path) -> Acceptance {
+        if self.everything { self.clone() } else { Acceptance::load(data_dir, &self.root) }
+    }
+
     /// Everything applies as it is on disk (embedding and tests that build their own worktree).
     pub fn everything(root: &Path) -> Acceptance {
         Acceptance { root: root.to_path_buf(), record: Record::default(), everything: true, user: Record::default() }

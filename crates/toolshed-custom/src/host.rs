@@ -161,9 +161,18 @@ impl JsHost {
     }
 
     /// Sends a request to `agent`'s host process and returns the channel its replies arrive on
-    /// (closed if the host dies).
-    pub(crate) fn request(&self, mut message: Value, agent: &str) -> Result<Request, String> {
-        let process = self.running(agent)?;
+    /// (closed if the host dies). `files`: the tool directory the request reads and its
+    /// [`crate::dir_stamp`]; a process that imported that directory as it was before is
+    /// replaced by a new one (a runtime keeps every module it imported, helpers included, and
+    /// Bun ignores the query that asks it to import a file again), and lives on only until its
+    /// requests in flight end.
+    pub(crate) fn request(
+        &self,
+        mut message: Value,
+        agent: &str,
+        files: Option<(&Path, u64)>,
+    ) -> Result<Request, String> {
+        let process = self.running(agent, files)?;
         let id = process.next_id.fetch_add(1, Ordering::Relaxed);
         message["id"] = json!(id);
         let (tx, rx) = mpsc::unbounded_channel();
@@ -191,15 +200,19 @@ impl JsHost {
         self.processes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// `agent`'s host process, started if needed.
-    fn running(&self, agent: &str) -> Result<Arc<Process>, String> {
+    /// `agent`'s host process, started if needed, or again if it imported `files` as they were.
+    fn running(&self, agent: &str, files: Option<(&Path, u64)>) -> Result<Arc<Process>, String> {
         let mut slots = self.slots();
         if let Some(p) = slots.get(agent)
             && p.exit_reason().is_none()
+            && files.is_none_or(|(dir, stamp)| p.imports(dir, stamp))
         {
             return Ok(p.clone());
         }
         let process = Arc::new(self.start(agent)?);
+        if let Some((dir, stamp)) = files {
+            process.imports(dir, stamp);
+        }
         slots.insert(agent.to_string(), process.clone());
         Ok(process)
     }
@@ -240,8 +253,13 @@ impl JsHost {
             return Err("the JS tool host started without its pipes".to_string());
         };
         let shared = Arc::new(Shared::default());
-        let process =
-            Process { child: Mutex::new(child), stdin: Mutex::new(stdin), next_id: AtomicU64::new(1), shared };
+        let process = Process {
+            child: Mutex::new(child),
+            stdin: Mutex::new(stdin),
+            next_id: AtomicU64::new(1),
+            shared,
+            stamps: Mutex::new(HashMap::new()),
+        };
         let err_shared = process.shared.clone();
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stderr);
@@ -328,6 +346,8 @@ struct Process {
     stdin: Mutex<ChildStdin>,
     next_id: AtomicU64,
     shared: Arc<Shared>,
+    /// Each tool directory this process was asked to read, as it was then ([`crate::dir_stamp`]).
+    stamps: Mutex<HashMap<PathBuf, u64>>,
 }
 
 /// What the reader threads share with the process handle.
@@ -367,6 +387,12 @@ impl Shared {
 impl Process {
     fn pending(&self) -> MutexGuard<'_, HashMap<u64, mpsc::UnboundedSender<Value>>> {
         self.shared.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether this process may serve a request reading `dir` as `stamp` says it is: the first
+    /// request to read it, or one that finds it as the first did.
+    fn imports(&self, dir: &Path, stamp: u64) -> bool {
+        *self.stamps.lock().unwrap_or_else(PoisonError::into_inner).entry(dir.to_path_buf()).or_insert(stamp) == stamp
     }
 
     fn exit_reason(&self) -> Option<String> {

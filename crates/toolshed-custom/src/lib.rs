@@ -253,6 +253,7 @@ impl Discover {
     pub fn run(&self, scope: &Scope) -> CustomTools {
         let mut found =
             CustomTools { tools: Vec::new(), unavailable: Vec::new(), problems: Vec::new(), not_accepted: Vec::new() };
+        let record = Arc::new((self.acceptance.clone(), self.data_dir.clone()));
         let mut js_files = Vec::new();
         let mut order: Vec<Slot> = Vec::new();
         for (dir, kind) in self.directories() {
@@ -272,6 +273,7 @@ impl Discover {
                         for tool in &mut loaded.tools {
                             tool.env = self.env.clone();
                             tool.confine.clone_from(&self.confine);
+                            tool.gate = Some(Gate::new(&record, &dir));
                         }
                         found.problems.extend(loaded.problems);
                         found.unavailable.extend(loaded.unavailable);
@@ -289,7 +291,7 @@ impl Discover {
         let mut js = if js_files.is_empty() {
             Vec::new()
         } else {
-            let loaded = opencode::load(self, &js_files, scope);
+            let loaded = opencode::load(self, &js_files, scope, &record);
             found.problems.extend(loaded.problems);
             found.unavailable.extend(loaded.unavailable);
             loaded.tools
@@ -306,6 +308,70 @@ impl Discover {
         }
         found
     }
+}
+
+/// Checked when a custom tool is called: its directory is still as a person accepted it (the
+/// record read again, since a person may accept a new version while a session runs). Discovery
+/// checked it once; a long-lived process (`chat`, `mcp serve`) would otherwise go on running a
+/// file changed after that.
+#[derive(Clone)]
+pub(crate) struct Gate {
+    /// The record discovery used, and the data directory to read it again from.
+    record: Arc<(Acceptance, PathBuf)>,
+    /// The tool directory the tool was found in.
+    dir: PathBuf,
+}
+
+impl Gate {
+    /// The gate of a tool found in `dir`.
+    pub(crate) fn new(record: &Arc<(Acceptance, PathBuf)>, dir: &Path) -> Gate {
+        Gate { record: record.clone(), dir: dir.to_path_buf() }
+    }
+
+    /// `Ok` when the tool `name` may run: its directory is as accepted.
+    pub(crate) fn check(&self, name: &str) -> Result<(), ToolError> {
+        let (acceptance, data_dir) = &*self.record;
+        let why = match acceptance.reload(data_dir).dir_state(&self.dir) {
+            State::Accepted => return Ok(()),
+            State::Removed => "its directory is gone".to_string(),
+            State::New | State::Changed => {
+                "its files changed after a person accepted them, and changed tool files run only once a person accepts them again (`toolshed trust`)".to_string()
+            }
+            State::Unreadable(why) => format!("its directory cannot be compared with what a person accepted: {why}"),
+        };
+        Err(ToolError::model(format!(
+            "The custom tool {name} was not run: {why} ({}). Do not call it again in this session; tell the user.",
+            self.dir.display()
+        )))
+    }
+}
+
+/// A stamp of what a tool directory holds: every file's path, size and modification time, as
+/// deep as acceptance reads (a tool file's helper modules are beside it or below). Equal stamps:
+/// the files a JS runtime imported from there are still the files on disk.
+pub(crate) fn dir_stamp(dir: &Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    fn walk(dir: &Path, depth: usize, count: &mut usize, hasher: &mut std::collections::hash_map::DefaultHasher) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+        entries.sort();
+        for path in entries {
+            *count += 1;
+            if *count > 4096 {
+                return;
+            }
+            let Ok(meta) = std::fs::metadata(&path) else { continue };
+            path.hash(hasher);
+            meta.len().hash(hasher);
+            meta.modified().ok().hash(hasher);
+            if meta.is_dir() && depth < 8 && path.file_name().is_none_or(|n| n != "node_modules") {
+                walk(&path, depth + 1, count, hasher);
+            }
+        }
+    }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    walk(dir, 0, &mut 0, &mut hasher);
+    hasher.finish()
 }
 
 enum Slot {

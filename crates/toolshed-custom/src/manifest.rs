@@ -55,6 +55,8 @@ pub(crate) struct ManifestTool {
     pub(crate) env: ChildEnv,
     /// How its process is confined.
     pub(crate) confine: Option<crate::Confine>,
+    /// Checked before each call (`None`: a directory no one needs to accept).
+    pub(crate) gate: Option<crate::Gate>,
 }
 
 impl Tool for ManifestTool {
@@ -82,6 +84,9 @@ impl Invocation for ManifestCall<'_> {
     }
 
     fn run(self: Box<Self>, ctx: ToolContext) -> Run {
+        if let Some(Err(refused)) = self.tool.gate.as_ref().map(|g| g.check(&self.tool.spec.name)) {
+            return Box::pin(async move { Err(refused) });
+        }
         let command = Command {
             tool: self.tool.spec.name.clone(),
             program: self.tool.program.clone(),
@@ -291,6 +296,7 @@ impl Site<'_> {
             timeout,
             env: ChildEnv::default(),
             confine: None,
+            gate: None,
         })
     }
 

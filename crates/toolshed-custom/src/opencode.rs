@@ -15,7 +15,8 @@ use toolshed_core::tool::{Attachment, Invocation, Tool, ToolContext, ToolError, 
 
 use super::cache::{JsSpec, SpecCache, Stamp, fingerprint};
 use super::host::{HOST_SOURCE, JsHost, PLUGIN_SHIM, Request, Runtime};
-use super::{Discover, Problem, Run, Scope, Unavailable, custom_permission, invalid_name, stem};
+use super::{Discover, Gate, Problem, Run, Scope, Unavailable, custom_permission, dir_stamp, invalid_name, stem};
+use toolshed_core::trust::Acceptance;
 
 /// How long importing the tool files may take during discovery.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(60);
@@ -28,6 +29,7 @@ pub(crate) struct JsTool {
     file: PathBuf,
     export: String,
     host: Arc<JsHost>,
+    gate: Gate,
 }
 
 impl Tool for JsTool {
@@ -51,6 +53,9 @@ impl Invocation for JsCall<'_> {
     }
 
     fn run(self: Box<Self>, ctx: ToolContext) -> Run {
+        if let Err(refused) = self.tool.gate.check(&self.tool.spec.name) {
+            return Box::pin(async move { Err(refused) });
+        }
         let message = json!({
             "type": "call",
             "file": self.tool.file,
@@ -68,26 +73,36 @@ impl Invocation for JsCall<'_> {
         });
         let host = self.tool.host.clone();
         let name = self.tool.spec.name.clone();
+        let dir = self.tool.file.parent().unwrap_or(&self.tool.file).to_path_buf();
         Box::pin(async move {
             // Protected paths the call creates are removed after it.
             let absent = toolshed_core::protected::absent(ctx.root(), ctx.cwd());
             let root = ctx.root().to_path_buf();
-            let result = call(host, name, message, ctx).await;
+            let result = call(host, name, message, dir, ctx).await;
             toolshed_core::protected::settle(&root, &absent, result)
         })
     }
 }
 
 /// Runs one call in the host, answering its permission requests and recording its metadata.
-async fn call(host: Arc<JsHost>, name: String, message: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+async fn call(
+    host: Arc<JsHost>,
+    name: String,
+    message: Value,
+    dir: PathBuf,
+    ctx: ToolContext,
+) -> Result<ToolOutput, ToolError> {
     let unavailable = |e: String| ToolError::model(format!("The custom tool {name} could not run: {e}"));
     // Starting the host may install zod and spawns a process: blocking work.
     let starter = host.clone();
     let agent = ctx.agent().to_string();
-    let mut request = tokio::task::spawn_blocking(move || starter.request(message, &agent))
-        .await
-        .map_err(|e| unavailable(e.to_string()))?
-        .map_err(unavailable)?;
+    let mut request = tokio::task::spawn_blocking(move || {
+        let stamp = dir_stamp(&dir);
+        starter.request(message, &agent, Some((&dir, stamp)))
+    })
+    .await
+    .map_err(|e| unavailable(e.to_string()))?
+    .map_err(unavailable)?;
     let mut title = None;
     let cancel = ctx.cancellation().clone();
     loop {
@@ -211,7 +226,12 @@ pub(crate) struct Loaded {
 }
 
 /// Loads `files`: specs from the cache where allowed and unchanged, the rest from the host.
-pub(crate) fn load(discover: &Discover, files: &[PathBuf], scope: &Scope) -> Loaded {
+pub(crate) fn load(
+    discover: &Discover,
+    files: &[PathBuf],
+    scope: &Scope,
+    record: &Arc<(Acceptance, PathBuf)>,
+) -> Loaded {
     let mut loaded = Loaded { tools: vec![Vec::new(); files.len()], unavailable: Vec::new(), problems: Vec::new() };
     let fail = |loaded: &mut Loaded, file: &Path, line: Option<usize>, message: String| {
         loaded.unavailable.push(Unavailable { name: stem(file), file: file.to_path_buf(), reason: message.clone() });
@@ -245,7 +265,7 @@ pub(crate) fn load(discover: &Discover, files: &[PathBuf], scope: &Scope) -> Loa
         if *scope != Scope::Fresh
             && let Some(specs) = cache.get(file, stamp)
         {
-            loaded.tools[i] = specs.iter().map(|s| js_tool(s, file, &host)).collect();
+            loaded.tools[i] = specs.iter().map(|s| js_tool(s, file, &host, record)).collect();
             continue;
         }
         if let Scope::Tool(name) = scope
@@ -288,7 +308,7 @@ pub(crate) fn load(discover: &Discover, files: &[PathBuf], scope: &Scope) -> Loa
                 loaded.unavailable.push(Unavailable { name, file: file.clone(), reason: message });
             }
         }
-        loaded.tools[i] = specs.iter().map(|s| js_tool(s, file, &host)).collect();
+        loaded.tools[i] = specs.iter().map(|s| js_tool(s, file, &host, record)).collect();
         if clean {
             cache.put(file, stamp, specs);
         } else {
@@ -308,7 +328,9 @@ async fn import_all(
     let mut requests = Vec::new();
     for (i, _) in to_import {
         let file = &files[*i];
-        requests.push(host.request(json!({"type": "load", "file": file, "stem": stem(file)}), ""));
+        let dir = file.parent().unwrap_or(file);
+        let message = json!({"type": "load", "file": file, "stem": stem(file)});
+        requests.push(host.request(message, "", Some((dir, dir_stamp(dir)))));
     }
     let deadline = tokio::time::Instant::now() + LOAD_TIMEOUT;
     let mut replies = Vec::new();
@@ -364,11 +386,18 @@ fn tool_name(file: &Path, export: &str) -> String {
     if export == "default" { stem(file) } else { format!("{}_{export}", stem(file)) }
 }
 
-fn js_tool(spec: &JsSpec, file: &Path, host: &Arc<JsHost>) -> Arc<dyn Tool> {
+fn js_tool(spec: &JsSpec, file: &Path, host: &Arc<JsHost>, record: &Arc<(Acceptance, PathBuf)>) -> Arc<dyn Tool> {
     let parameters = toolshed_core::schema::ensure_object_schema(spec.parameters.clone());
     let spec_full =
         ToolSpec::new(spec.name.clone(), spec.description.clone(), parameters).with_flags(ToolFlags::MUTATING);
-    Arc::new(JsTool { spec: spec_full, file: file.to_path_buf(), export: spec.export.clone(), host: host.clone() })
+    let gate = Gate::new(record, file.parent().unwrap_or(file));
+    Arc::new(JsTool {
+        spec: spec_full,
+        file: file.to_path_buf(),
+        export: spec.export.clone(),
+        host: host.clone(),
+        gate,
+    })
 }
 
 /// Whether the tools of `file` may include one called `name` (`<file>` or `<file>_<export>`).

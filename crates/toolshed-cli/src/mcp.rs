@@ -43,11 +43,16 @@ pub struct ServeArgs {
     #[arg(short, long)]
     agent: Option<String>,
     /// Serve streamable HTTP on this loopback address (e.g. 127.0.0.1:8700; port 0 picks a free
-    /// one). Only requests addressed to localhost, and from no browser origin or a local one,
-    /// are answered, and there is no authentication: another machine reaches it through an SSH
-    /// tunnel.
+    /// one). Only requests addressed to localhost, from no browser origin or a local one, and
+    /// carrying `Authorization: Bearer TOKEN` are answered. TOKEN is $TOOLSHED_MCP_TOKEN, else
+    /// the contents of `mcp-http-token` in toolshed's data directory (made on first use,
+    /// readable by you only). Another machine reaches it through an SSH tunnel.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
+    /// With --http: answer requests without the token (any user of this machine can then run
+    /// the tools).
+    #[arg(long, requires = "http")]
+    no_auth: bool,
 }
 
 #[derive(Args)]
@@ -90,6 +95,77 @@ pub fn registry_for_tool(ws: &Workspace, tool: &str) -> Result<(Registry, Option
     Ok(toolshed_runtime::mcp::registry_for_tool(ws, tool, &|line| eprintln!("toolshed: {line}"))?)
 }
 
+/// The token `mcp serve --http` asks clients for, and where it comes from (for people):
+/// `$TOOLSHED_MCP_TOKEN`, else the data directory's `mcp-http-token`, made on first use from 32
+/// random bytes and readable by its owner only.
+fn http_token() -> Result<(Arc<str>, String), CliError> {
+    const NAME: &str = "TOOLSHED_MCP_TOKEN";
+    const SHORTEST: usize = 16;
+    if let Some(token) = std::env::var_os(NAME).filter(|t| !t.is_empty()) {
+        let token = token.to_str().map(str::trim).unwrap_or_default();
+        if token.len() < SHORTEST || !token.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(CliError::usage(format!(
+                "{NAME} must be at least {SHORTEST} printable characters without spaces (a random one: `openssl rand -hex 32`)"
+            )));
+        }
+        return Ok((token.into(), format!("${NAME}")));
+    }
+    let file = toolshed_core::paths::data_dir().join("mcp-http-token");
+    let fail = |what: &str, e: std::io::Error| CliError::failure(format!("cannot {what} {}: {e}", file.display()));
+    let token = match read_token(&file) {
+        Ok(token) => token,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut random = [0u8; 32];
+            std::io::Read::read_exact(
+                &mut std::fs::File::open("/dev/urandom").map_err(|e| fail("read /dev/urandom for", e))?,
+                &mut random,
+            )
+            .map_err(|e| fail("read /dev/urandom for", e))?;
+            let token: String = random.iter().map(|b| format!("{b:02x}")).collect();
+            if let Some(dir) = file.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| fail("create the directory of", e))?;
+            }
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            match options.open(&file) {
+                Ok(mut out) => {
+                    std::io::Write::write_all(&mut out, format!("{token}\n").as_bytes())
+                        .map_err(|e| fail("write", e))?;
+                    token
+                }
+                // Another `mcp serve` made it first.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    read_token(&file).map_err(|e| fail("read", e))?
+                }
+                Err(e) => return Err(fail("create", e)),
+            }
+        }
+        Err(e) => return Err(fail("read", e)),
+    };
+    if token.len() < SHORTEST || !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(CliError::failure(format!(
+            "{} must hold a token of at least {SHORTEST} printable characters without spaces; delete it and toolshed makes a new one",
+            file.display()
+        )));
+    }
+    Ok((token.into(), format!("the contents of {}", file.display())))
+}
+
+/// The token in `file`, which only its owner may read (made so if it was not).
+fn read_token(file: &std::path::Path) -> std::io::Result<String> {
+    let text = std::fs::read_to_string(file)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        if std::fs::metadata(file)?.permissions().mode() & 0o077 != 0 {
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    Ok(text.trim().to_string())
+}
+
 fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
     // The tools run commands and write files, and nothing authenticates a client: a request
     // from the network that names `localhost` as its host would pass the host check.
@@ -99,9 +175,13 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
     if let Some(addr) = args.http.filter(|a| !answered(a)) {
         let port = addr.port();
         return Err(CliError::usage(format!(
-            "mcp serve --http listens only on a loopback address (127.0.0.1:{port} or [::1]:{port}): its tools run commands in this worktree and nothing authenticates a client. To reach it from another machine, forward the port over SSH: ssh -L {port}:127.0.0.1:{port} THIS-HOST"
+            "mcp serve --http listens only on a loopback address (127.0.0.1:{port} or [::1]:{port}): its tools run commands in this worktree. To reach it from another machine, forward the port over SSH: ssh -L {port}:127.0.0.1:{port} THIS-HOST"
         )));
     }
+    let token = match (args.http, args.no_auth) {
+        (Some(_), false) => Some(http_token()?),
+        _ => None,
+    };
     // Any agent, sub-agents included: `explore` serves the read-only tools.
     let agent = ws.agent(args.agent.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -185,9 +265,18 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                     toolshed_mcp::server::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
                 let local = listener.local_addr().map_err(|e| e.to_string())?;
                 eprintln!("toolshed: serving MCP (streamable HTTP) on http://{local}/mcp");
+                match &token {
+                    Some((_, from)) => eprintln!(
+                        "toolshed: clients must send the header `Authorization: Bearer TOKEN`, TOKEN being {from}"
+                    ),
+                    None => eprintln!(
+                        "toolshed: --no-auth: every user of this machine can call these tools through this port"
+                    ),
+                }
                 let cancel = toolshed_core::context::CancellationToken::new();
+                let token = token.map(|(t, _)| t);
                 tokio::select! {
-                    () = exported.serve_http(listener, cancel.clone()) => Ok(()),
+                    () = exported.serve_http(listener, cancel.clone(), token) => Ok(()),
                     () = crate::stop_requested() => { cancel.cancel(); Ok(()) },
                     () = follow => Ok(()),
                 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{RequestContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
@@ -146,8 +147,10 @@ async fn serve_over_http_lists_and_calls_tools_through_the_chain() {
     BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).unwrap();
     let url = line.trim().rsplit(' ').next().unwrap().to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    let token = std::fs::read_to_string(tmp.path().join(".data/mcp-http-token")).unwrap();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = Client { answer: None }.serve(StreamableHttpClientTransport::from_uri(url)).await.unwrap();
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.trim());
+    let client = Client { answer: None }.serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
     exercise(&client).await;
     client.cancel().await.unwrap();
     server.kill().unwrap();
@@ -522,10 +525,27 @@ async fn serve_answers_initialize_at_once_and_upstream_tools_join_later() {
 
 /// One raw HTTP/1.1 request; the status code and the response head.
 fn http_request(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    http_request_as(addr, Some(TOKEN), method, headers, body)
+}
+
+/// The token the test servers of [`http_server`] ask for.
+const TOKEN: &str = "test-token-0123456789abcdef";
+
+/// [`http_request`] with `Authorization: Bearer TOKEN` for this `token` (`None`: no such header).
+fn http_request_as(
+    addr: &str,
+    token: Option<&str>,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut request = format!("{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n", body.len());
+    if let Some(token) = token {
+        request.push_str(&format!("Authorization: Bearer {token}\r\n"));
+    }
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -546,6 +566,7 @@ fn http_request(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) 
 fn http_server(root: &std::path::Path) -> (std::process::Child, String) {
     let mut server = toolshed(root)
         .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .env("TOOLSHED_MCP_TOKEN", TOKEN)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -555,6 +576,75 @@ fn http_server(root: &std::path::Path) -> (std::process::Child, String) {
     BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).unwrap();
     let url = line.trim().rsplit(' ').next().unwrap().to_string();
     (server, url.trim_start_matches("http://").trim_end_matches("/mcp").to_string())
+}
+
+/// Every user of the machine can reach a loopback port: `mcp serve --http` answers only requests
+/// that carry its token, kept in a file only its owner can read (made on first start, the same
+/// on the next), unless `--no-auth` says otherwise.
+#[test]
+fn http_serve_answers_only_requests_with_its_token() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let tmp = workspace("");
+    let start = |extra: &[&str]| {
+        let mut server = toolshed(tmp.path())
+            .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+            .args(extra)
+            .env_remove("TOOLSHED_MCP_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(server.stderr.take().unwrap());
+        let (mut url, mut how) = (String::new(), String::new());
+        stderr.read_line(&mut url).unwrap();
+        stderr.read_line(&mut how).unwrap();
+        let addr = url.trim().rsplit(' ').next().unwrap().trim_start_matches("http://").trim_end_matches("/mcp");
+        (server, addr.to_string(), how)
+    };
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let headers = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+
+    let (mut server, addr, how) = start(&[]);
+    let file = tmp.path().join(".data/mcp-http-token");
+    assert!(how.contains("Authorization: Bearer TOKEN") && how.contains(file.to_str().unwrap()), "{how}");
+    let token = std::fs::read_to_string(&file).unwrap().trim().to_string();
+    assert_eq!(token.len(), 64, "{token}");
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    for refused in [None, Some("wrong"), Some(&token[..63]), Some(&format!("{token}x"))] {
+        let (status, head) = http_request_as(&addr, refused, "POST", &headers, init);
+        assert_eq!(status, 401, "{refused:?}: {head}");
+        assert!(head.to_ascii_lowercase().contains("www-authenticate: bearer"), "{head}");
+    }
+    let (status, head) = http_request_as(&addr, None, "GET", &headers, "");
+    assert_eq!(status, 401, "{head}");
+    let (status, head) = http_request_as(&addr, Some(&token), "POST", &headers, init);
+    assert_eq!(status, 200, "{head}");
+    server.kill().unwrap();
+    server.wait().unwrap();
+
+    // The next start asks for the same token.
+    let (mut server, addr, _) = start(&[]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), token);
+    assert_eq!(http_request_as(&addr, Some(&token), "POST", &headers, init).0, 200);
+    server.kill().unwrap();
+    server.wait().unwrap();
+
+    let (mut server, addr, how) = start(&["--no-auth"]);
+    assert!(how.contains("every user of this machine"), "{how}");
+    assert_eq!(http_request_as(&addr, None, "POST", &headers, init).0, 200);
+    server.kill().unwrap();
+    server.wait().unwrap();
+
+    // A token of its own, if it is not one a guess finds.
+    let out = toolshed(tmp.path())
+        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .env("TOOLSHED_MCP_TOKEN", "short")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TOOLSHED_MCP_TOKEN must be at least 16"));
 }
 
 /// HTTP `mcp serve` refuses requests from a page of another origin (DNS rebinding: the spec
@@ -759,11 +849,11 @@ fn http_listens_only_on_loopback_and_closes_a_connection_that_sends_no_request()
         assert!(String::from_utf8_lossy(&out.stderr).contains("ssh -L"), "{}", String::from_utf8_lossy(&out.stderr));
     }
     let (mut server, addr) = http_server(tmp.path());
-    // A whole head, then a body that never comes: answered 408 once the body's time is up.
+    // A whole head, then a body that never comes: answered 408 once the body's time is up
+    // (without the token, 401 at once: no body is waited for).
     let mut silent = std::net::TcpStream::connect(&addr).unwrap();
-    silent
-        .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n")
-        .unwrap();
+    let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n";
+    silent.write_all(format!("{head}Authorization: Bearer {TOKEN}\r\n\r\n").as_bytes()).unwrap();
     silent.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
     let mut slow = std::net::TcpStream::connect(&addr).unwrap();
     slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: ").unwrap();

@@ -189,7 +189,15 @@ impl Exported {
     /// `Origin` must come from a loopback origin ([`LOCAL_ORIGINS`]); anything else gets 403.
     /// Clients that are not browsers send no `Origin` and are not affected. A `DELETE` that
     /// ends a session is answered 204 No Content.
-    pub async fn serve_http(self: &Arc<Self>, listener: tokio::net::TcpListener, cancel: CancellationToken) {
+    ///
+    /// With a `token`, every request must carry `Authorization: Bearer TOKEN` (else 401): any
+    /// user of the machine can reach a loopback port.
+    pub async fn serve_http(
+        self: &Arc<Self>,
+        listener: tokio::net::TcpListener,
+        cancel: CancellationToken,
+        token: Option<Arc<str>>,
+    ) {
         let shared = self.clone();
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(true)
@@ -202,8 +210,13 @@ impl Exported {
         // then, not queued, so the answer is 204 No Content; and 404 for a session that is
         // not there (never was, or already ended), as for any other request naming it.
         let service = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
-            let (service, sessions) = (service.clone(), sessions.clone());
+            let (service, sessions, token) = (service.clone(), sessions.clone(), token.clone());
             async move {
+                if let Some(token) = token
+                    && !authorized(request.headers(), &token)
+                {
+                    return Ok::<_, std::convert::Infallible>(unauthorized());
+                }
                 let delete = request.method() == http::Method::DELETE;
                 let named = request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
                 if delete
@@ -302,6 +315,29 @@ const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The largest request body taken (rmcp's own limit).
 const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// Whether `headers` carry `Authorization: Bearer TOKEN` (the scheme in any case), compared in
+/// a time that does not depend on how much of the token matches.
+fn authorized(headers: &http::HeaderMap, token: &str) -> bool {
+    let Some(value) = headers.get(http::header::AUTHORIZATION).map(http::HeaderValue::as_bytes) else { return false };
+    let Some((scheme, given)) = value.split_at_checked(7) else { return false };
+    if !scheme.eq_ignore_ascii_case(b"bearer ") || given.len() != token.len() {
+        return false;
+    }
+    given.iter().zip(token.as_bytes()).fold(0u8, |diff, (a, b)| diff | (a ^ b)) == 0
+}
+
+/// The answer to a request without the token.
+fn unauthorized() -> HttpAnswer {
+    let mut refused = plain(
+        http::StatusCode::UNAUTHORIZED,
+        "Unauthorized: send the header `Authorization: Bearer TOKEN`, with the token that `toolshed mcp serve --http` named when it started\n",
+    );
+    refused
+        .headers_mut()
+        .insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer realm=\"toolshed\""));
+    refused
+}
 
 /// A plain-text answer.
 fn plain(status: http::StatusCode, text: &'static str) -> HttpAnswer {

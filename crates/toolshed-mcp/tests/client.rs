@@ -287,7 +287,7 @@ async fn the_proxy_passes_upstream_tool_fields_and_results_through() {
     let cancel = tokio_util::sync::CancellationToken::new();
     let serving = tokio::spawn({
         let (exported, cancel) = (exported.clone(), cancel.clone());
-        async move { exported.serve_http(listener, cancel).await }
+        async move { exported.serve_http(listener, cancel, None).await }
     });
     let _ = rustls::crypto::ring::default_provider().install_default();
     let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
@@ -376,7 +376,7 @@ async fn oversized_images_and_blobs_are_replaced_by_a_note_for_the_model_and_for
     let cancel = tokio_util::sync::CancellationToken::new();
     let serving = tokio::spawn({
         let (exported, cancel) = (exported.clone(), cancel.clone());
-        async move { exported.serve_http(listener, cancel).await }
+        async move { exported.serve_http(listener, cancel, None).await }
     });
     let _ = rustls::crypto::ring::default_provider().install_default();
     let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));

@@ -1023,3 +1023,57 @@ async fn a_repository_made_without_a_git_directory_is_removed() {
     let r = h.bash("rmdir HEAD; echo 'ref: refs/heads/main' > HEAD").await;
     assert!(r.output.contains("so they were removed") && !h.root.join("HEAD").exists(), "{}", r.output);
 }
+
+/// A sandboxed command makes no device node (one of the disk reaches every file on it: review
+/// 14 wrote into a file the sandbox refused through `mknod lp b 7 0`), and as root it keeps only
+/// a container runtime's default capabilities (review 14 added an address to the host's `lo`
+/// with CAP_NET_ADMIN).
+#[tokio::test]
+async fn a_command_makes_no_device_node_and_keeps_only_ordinary_capabilities() {
+    let test = "a_command_makes_no_device_node_and_keeps_only_ordinary_capabilities";
+    if !landlock_or_skip(test) {
+        return;
+    }
+    let mut rules = Ruleset::defaults();
+    rules.push(Rule::new("sandbox_escalation", "*", Action::Deny));
+    let h = Harness::new(WORKSPACE_WRITE, rules, Answers::with(&[]));
+    let in_tmp = std::env::temp_dir().join(format!("toolshed-null2-{}", std::process::id()));
+    let rows = [
+        ("mknod null2 c 1 3".to_string(), h.root.join("null2")),
+        ("mknod disk b 7 0".to_string(), h.root.join("disk")),
+        ("mkdir d && mknod d/null2 c 1 3".to_string(), h.root.join("d/null2")),
+        (format!("mknod {} c 1 3", in_tmp.display()), in_tmp.clone()),
+    ];
+    for (row, node) in rows {
+        let r = h.bash(&row).await;
+        assert!(!r.output.contains("Exit code: 0"), "row `{row}` made a node: {}", r.output);
+        assert!(std::fs::symlink_metadata(&node).is_err(), "row `{row}`: {}", r.output);
+    }
+    let r = h.bash("mkfifo fifo && echo fifo ok").await;
+    assert!(r.output.contains("fifo ok"), "a named pipe is no device: {}", r.output);
+    // CapEff and CapBnd of the sandboxed shell: within the kept set.
+    let r = h.bash("grep -E '^Cap(Eff|Bnd):' /proc/self/status").await;
+    let kept: u64 = [0u32, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 29, 31].iter().fold(0, |bits, cap| bits | (1 << cap));
+    let mut seen = 0;
+    for line in r.output.lines().filter(|l| l.starts_with("Cap")) {
+        let bits = u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap();
+        if line.starts_with("CapEff") || running_as_root() {
+            assert_eq!(bits & !kept, 0, "{line}: capabilities beyond the kept set");
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 2, "{}", r.output);
+    let r = h.bash("ip addr add 127.1.4.15/32 dev lo && echo added").await;
+    assert!(!r.output.contains("added"), "{}", r.output);
+    let _ = std::process::Command::new("ip").args(["addr", "del", "127.1.4.15/32", "dev", "lo"]).output();
+}
+
+/// Whether this test runs as root (the bounding set is only dropped by a process that may).
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .is_some_and(|uid| uid == "0")
+}

@@ -475,11 +475,26 @@ mod imp {
         pub worktree: Option<&'a std::path::Path>,
     }
 
-    /// Builds the ruleset (read and execute everywhere, everything under `writable`, and the
-    /// usual device files), the binds and the seccomp programs.
+    /// The capabilities a root command keeps (bits by number): CHOWN, DAC_OVERRIDE, FOWNER,
+    /// FSETID, KILL, SETGID, SETUID, SETPCAP, NET_BIND_SERVICE, NET_RAW, SYS_CHROOT,
+    /// AUDIT_WRITE, SETFCAP: a container runtime's default set without MKNOD.
+    pub(crate) const KEPT_CAPABILITIES: u64 = {
+        let caps = [0u32, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 29, 31];
+        let (mut bits, mut i) = (0u64, 0);
+        while i < caps.len() {
+            bits |= 1 << caps[i];
+            i += 1;
+        }
+        bits
+    };
+
+    /// Builds the ruleset (read and execute everywhere, everything under `writable` but device
+    /// nodes, and the usual device files), the binds and the seccomp programs.
     pub(super) fn confinement(writable: &[PathBuf], options: &Options<'_>) -> Result<Confinement, String> {
         let all = AccessFs::from_all(TARGET_ABI);
         let read = AccessFs::from_read(TARGET_ABI);
+        // No device node is made anywhere: one of a disk reaches every file on it.
+        let writes = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
         // Signals only within the command (Landlock 6, where the kernel has it): a command may
         // not kill toolshed (`kill -9 $PPID`) to keep what it left running from being stopped.
         // Nor connect to an abstract Unix socket of a process outside it (review 6: a server
@@ -499,7 +514,7 @@ mod imp {
             if !path.exists() {
                 continue;
             }
-            ruleset = ruleset.add_rule(rule(&path, all)?).map_err(|e| e.to_string())?;
+            ruleset = ruleset.add_rule(rule(&path, writes)?).map_err(|e| e.to_string())?;
         }
         let fd: Option<OwnedFd> = ruleset.into();
         let ruleset = fd.ok_or("the kernel refused to create a Landlock ruleset")?;
@@ -569,15 +584,20 @@ mod imp {
             // SAFETY: plain system calls on a valid fd and programs that outlive the call; the
             // kernel copies each program.
             unsafe {
-                // Root keeps its capabilities through `exec`; CAP_SYS_PTRACE, CAP_SYS_ADMIN and
-                // CAP_PERFMON each let it read toolshed's own `/proc/<pid>/environ` (its API
-                // keys) past the non-dumpable flag, and Landlock's ptrace scoping does not cover
-                // that read. CAP_LINUX_IMMUTABLE (9) would let it mark a file it created
-                // immutable (`chattr +i toolshed.toml`), so that toolshed cannot remove it. Drop
-                // them from the bounding set (a process without CAP_SETPCAP fails here and has
-                // none of them anyway).
-                for cap in [9, 19, 21, 38] {
-                    let _ = libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0);
+                // Root keeps its capabilities through `exec`, and many reach past the sandbox:
+                // CAP_SYS_PTRACE, CAP_SYS_ADMIN and CAP_PERFMON read toolshed's own
+                // `/proc/<pid>/environ` (its API keys) past the non-dumpable flag;
+                // CAP_LINUX_IMMUTABLE marks a file toolshed must remove immutable; CAP_MKNOD
+                // makes a node of the disk's block device in the worktree and writes any file
+                // through it (review 14); CAP_NET_ADMIN changes the host's network. So only
+                // the capabilities a container runtime leaves a root process by default are
+                // kept ([`KEPT_CAPABILITIES`], less CAP_MKNOD) and every other one is dropped
+                // from the bounding set, the ones this kernel does not know yet included (a
+                // process without CAP_SETPCAP fails here and has none of them anyway).
+                for cap in 0..64u64 {
+                    if KEPT_CAPABILITIES & (1 << cap) == 0 {
+                        let _ = libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0);
+                    }
                 }
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                     return Err(io::Error::last_os_error());

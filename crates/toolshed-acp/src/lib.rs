@@ -160,12 +160,17 @@ fn stdio_lines() -> agent_client_protocol::Lines<
     impl futures_util::Sink<String, Error = std::io::Error> + Send + 'static,
     impl futures_util::Stream<Item = std::io::Result<String>> + Send + 'static,
 > {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let incoming = futures_util::stream::unfold(tokio::io::BufReader::new(tokio::io::stdin()), |mut input| async {
         let mut line = Vec::new();
-        match input.read_until(b'\n', &mut line).await {
-            Ok(0) => None,
-            Ok(_) => {
+        match toolshed_core::lines::read_line(&mut input, &mut line, toolshed_core::lines::MAX_LINE).await {
+            Ok(toolshed_core::lines::Line::End) => None,
+            // Not held whole (a line that never ends would take the memory): what is given
+            // instead is no JSON, so the client gets the parse error.
+            Ok(toolshed_core::lines::Line::TooLong) => {
+                Some((Ok(format!("(a message over {} MiB, not read)", toolshed_core::lines::MAX_LINE >> 20)), input))
+            }
+            Ok(toolshed_core::lines::Line::Whole) => {
                 if line.ends_with(b"\n") {
                     line.pop();
                     if line.ends_with(b"\r") {

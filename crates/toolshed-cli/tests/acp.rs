@@ -410,29 +410,32 @@ const INITIALIZE: &[u8] =
     br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
 
 /// A line that is not UTF-8 gets a parse error and the connection goes on (the SDK's own stdio
-/// transport ended it, and every session with it).
+/// transport ended it, and every session with it); so does a line over 64 MiB, which is not
+/// held whole.
 #[test]
 fn a_line_that_is_not_utf8_gets_a_parse_error_and_the_connection_goes_on() {
     let server = FakeServer::start(vec![]).unwrap();
     let dir = worktree(&server);
     let path = dir.path().canonicalize().unwrap();
+    let long = vec![b'{'; (64 << 20) + 1];
     let (answers, code) = raw_acp(
         &path,
         &[
             INITIALIZE,
             b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/prompt\",\"params\":{\"sessionId\":\"s\xff\",\"prompt\":[]}}",
             b"\xff\xfe",
+            &long,
             br#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}"#,
         ],
     );
     assert_eq!(code, Some(0), "{answers:?}");
-    assert_eq!(answers.len(), 4, "{answers:?}");
-    for parse_error in &answers[1..3] {
+    assert_eq!(answers.len(), 5, "{answers:?}");
+    for parse_error in &answers[1..4] {
         assert_eq!(parse_error["id"], Value::Null, "{parse_error}");
         assert_eq!(parse_error["error"]["code"], -32700, "{parse_error}");
     }
-    assert_eq!(answers[3]["id"], 2, "{:?}", answers[3]);
-    assert!(answers[3]["error"]["message"].as_str().is_some(), "{:?}", answers[3]);
+    assert_eq!(answers[4]["id"], 2, "{:?}", answers[4]);
+    assert!(answers[4]["error"]["message"].as_str().is_some(), "{:?}", answers[4]);
 }
 
 /// A session goes on only in the worktree it worked in (as `run -s` does): loaded with a cwd in

@@ -392,6 +392,12 @@ fn malformed_params_get_invalid_params_and_unknown_methods_method_not_found() {
         .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\",\"params\":{\"cursor\":\"\xff\"}}\n")
         .unwrap();
     stdin.write_all(b"null\n5\n").unwrap();
+    // A line over 64 MiB is not held whole: refused, and the next one is read.
+    let mut long = vec![b'x'; (64 << 20) + 10];
+    long.push(b'\n');
+    stdin.write_all(&long).unwrap();
+    drop(long);
+    stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/list\"}\n").unwrap();
     let mut replies = std::collections::HashMap::new();
     let mut parse_errors = Vec::new();
     for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
@@ -402,7 +408,7 @@ fn malformed_params_get_invalid_params_and_unknown_methods_method_not_found() {
             }
             None => parse_errors.push(reply),
         }
-        if replies.len() == 5 && parse_errors.len() == 6 {
+        if replies.len() == 6 && parse_errors.len() == 7 {
             break;
         }
     }
@@ -416,7 +422,8 @@ fn malformed_params_get_invalid_params_and_unknown_methods_method_not_found() {
     assert_eq!(replies[&4]["error"]["code"], -32601, "{}", replies[&4]);
     assert_eq!(replies[&5]["result"]["isError"], false, "{}", replies[&5]);
     assert!(!replies.contains_key(&6) && !replies.contains_key(&7));
-    assert_eq!(parse_errors.len(), 6, "{parse_errors:?}");
+    assert!(replies[&8]["result"]["tools"].is_array(), "{}", replies[&8]);
+    assert_eq!(parse_errors.len(), 7, "{parse_errors:?}");
     for (error, (line, code)) in parse_errors.iter().zip([
         (r#"{"jsonrpc":"2.0","id":6,"method":"tools/list""#, -32700),
         ("not json \u{fffd}", -32700),
@@ -424,6 +431,7 @@ fn malformed_params_get_invalid_params_and_unknown_methods_method_not_found() {
         ("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\",\"params\":{\"cursor\":\"\u{fffd}\"}}", -32700),
         ("null", -32600),
         ("5", -32600),
+        (&"x".repeat(200), -32600),
     ]) {
         assert_eq!(error["id"], Value::Null, "{error}");
         assert_eq!(error["error"]["code"], code, "{error}");

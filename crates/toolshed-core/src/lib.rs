@@ -35,6 +35,7 @@ pub mod env;
 pub mod exec;
 pub mod file_access;
 pub mod hooks;
+pub mod lines;
 pub mod locks;
 pub mod output;
 pub mod paths;

@@ -587,10 +587,20 @@ where
         let mut lines = BufReader::new(client_in);
         let mut line = Vec::new();
         loop {
-            line.clear();
-            match lines.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
+            match toolshed_core::lines::read_line(&mut lines, &mut line, toolshed_core::lines::MAX_LINE).await {
+                Ok(toolshed_core::lines::Line::End) | Err(_) => break,
+                Ok(toolshed_core::lines::Line::Whole) => {}
+                // Not held whole: a line that never ends would take the memory.
+                Ok(toolshed_core::lines::Line::TooLong) => {
+                    let refused = Refused {
+                        code: -32600,
+                        message: "Invalid Request",
+                        reason: format!("a message is at most {} MiB", toolshed_core::lines::MAX_LINE >> 20),
+                        id: Value::Null,
+                    };
+                    let _ = errors.send(format!("{}\n", refused.answer(&line[..200.min(line.len())])).into_bytes());
+                    continue;
+                }
             }
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;

@@ -382,3 +382,35 @@ export default tool({
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "done\n");
 }
+
+/// A JS tool's huge result is not carried whole: the host sends its first and last 8 M
+/// characters with a line saying how much it left out, and toolshed keeps that in a spill file
+/// as it does any long output.
+#[test]
+fn a_huge_js_result_is_cut_in_the_host_before_it_crosses_the_pipe() {
+    let (_tmp, root) = project();
+    let path = js_path(&root);
+    write(
+        &root,
+        ".opencode/tools/huge.ts",
+        r#"import { tool } from "@opencode-ai/plugin"
+
+export default tool({
+  description: "Returns a very long text.",
+  args: {},
+  async execute() {
+    return "start\n" + "x".repeat(60_000_000) + "\nEND"
+  },
+})
+"#,
+    );
+    let out = toolshed_with_path(&root, &["call", "huge", "{}", "--yes"], &path);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("start\n"), "{}", &text[..100.min(text.len())]);
+    let saved = text.split("The full output is saved in ").nth(1).and_then(|t| t.split(';').next()).unwrap();
+    let spill = std::fs::read_to_string(saved.trim()).unwrap();
+    assert!(spill.len() < 17 << 20, "{} bytes", spill.len());
+    assert!(spill.contains("characters of this tool's output left out"));
+    assert!(spill.trim_end().ends_with("END"));
+}

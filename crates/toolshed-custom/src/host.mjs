@@ -262,7 +262,8 @@ async function call(message) {
       extra: {},
       messages: [],
       metadata(update) {
-        send({ type: "metadata", id, title: update?.title ?? null, metadata: update?.metadata ?? null });
+        const title = typeof update?.title === "string" ? update.title.slice(0, 1000) : null;
+        send({ type: "metadata", id, title, metadata: boundedMetadata(update?.metadata) });
       },
       ask(request) {
         return new Promise((resolve, reject) => {
@@ -275,24 +276,50 @@ async function call(message) {
     const result = await t.def.execute(input, ctx);
     send({ type: "result", id, ...normalise(result) });
   } catch (error) {
-    send({ type: "result", id, error: describe(error) });
+    send({ type: "result", id, error: bounded(describe(error)) });
   } finally {
     calls.delete(id);
   }
 }
 
+// The most of a result's text sent to toolshed (UTF-16 units): its first and last halves, with
+// a line saying how much was left out between them, as toolshed's own spill files keep output.
+// toolshed shows the model 50 KiB of it and keeps the rest in a file; a result of hundreds of
+// megabytes would otherwise be held whole, several times over, on both sides of the pipe.
+const MAX_OUTPUT = 16 * 1024 * 1024;
+// The most of a result's metadata, as JSON, sent along; more is replaced by a note.
+const MAX_METADATA = 1024 * 1024;
+
+function bounded(text) {
+  if (text.length <= MAX_OUTPUT) return text;
+  const half = MAX_OUTPUT / 2;
+  const left = text.length - 2 * half;
+  return `${text.slice(0, half)}\n[... ${left} characters of this tool's output left out ...]\n${text.slice(text.length - half)}`;
+}
+
+function boundedMetadata(metadata) {
+  if (!metadata || typeof metadata !== "object") return null;
+  let size;
+  try {
+    size = JSON.stringify(metadata).length;
+  } catch {
+    return null;
+  }
+  return size <= MAX_METADATA ? metadata : { omitted: `metadata of ${size} characters left out` };
+}
+
 function normalise(result) {
-  if (typeof result === "string") return { output: result };
+  if (typeof result === "string") return { output: bounded(result) };
   if (result === undefined || result === null) return { output: "" };
   if (typeof result === "object" && typeof result.output === "string") {
     return {
-      output: result.output,
-      title: typeof result.title === "string" ? result.title : null,
-      metadata: result.metadata && typeof result.metadata === "object" ? result.metadata : null,
+      output: bounded(result.output),
+      title: typeof result.title === "string" ? result.title.slice(0, 1000) : null,
+      metadata: boundedMetadata(result.metadata),
       attachments: Array.isArray(result.attachments) ? result.attachments : [],
     };
   }
-  return { output: typeof result === "object" ? JSON.stringify(result) : String(result) };
+  return { output: bounded(typeof result === "object" ? JSON.stringify(result) : String(result)) };
 }
 
 async function handle(message) {

@@ -228,8 +228,26 @@ fn sorted_subdirs(dir: &Path) -> Vec<PathBuf> {
     dirs
 }
 
+/// The most a `SKILL.md` may hold. Every start reads each one, and a skill's instructions go to
+/// the model whole: a larger file is a problem, not a skill.
+const MAX_SKILL_BYTES: u64 = 1 << 20;
+
+/// A `SKILL.md`, read only when it is at most [`MAX_SKILL_BYTES`].
+fn read_skill_file(file: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(file)?.take(MAX_SKILL_BYTES + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_SKILL_BYTES {
+        return Err(std::io::Error::other(format!(
+            "it is over {} KiB, the most a skill's instructions may take; move the rest into files beside it that the instructions name",
+            MAX_SKILL_BYTES >> 10
+        )));
+    }
+    Ok(text)
+}
+
 fn load(dir: &Path, file: &Path) -> Result<(Skill, Vec<SkillProblem>), SkillProblem> {
-    let text = std::fs::read_to_string(file).map_err(|e| SkillProblem {
+    let text = read_skill_file(file).map_err(|e| SkillProblem {
         path: file.to_path_buf(),
         line: None,
         message: format!("cannot read it: {e}"),
@@ -487,7 +505,7 @@ fn describe<'a>(skills: impl Iterator<Item = &'a Skill>) -> String {
 
 /// Reads a skill's current instructions and lists its files.
 fn read_skill(skill: &Skill) -> Result<ToolOutput, ToolError> {
-    let text = std::fs::read_to_string(&skill.file).map_err(|e| {
+    let text = read_skill_file(&skill.file).map_err(|e| {
         ToolError::model(format!(
             "The skill \"{}\" cannot be read any more ({}: {e}). Tell the user; do not retry.",
             skill.name,

@@ -155,6 +155,26 @@ async fn a_skill_broken_after_listing_is_reported_when_loaded() {
     assert!(result.output.contains("SKILL.md:1: SKILL.md must begin with YAML front matter"), "{}", result.output);
 }
 
+/// Every start reads each `SKILL.md`, and a loaded skill goes to the model whole: one over 1 MiB
+/// is a problem at discovery, and one that grew past it after listing is refused when loaded.
+#[tokio::test]
+async fn a_skill_file_over_one_mib_is_not_read_whole() {
+    let tmp = worktree();
+    let huge = tmp.path().join(".claude/skills/huge/SKILL.md");
+    write(&huge, &format!("---\nname: huge\ndescription: Too big.\n---\n{}", "x".repeat(2 << 20)));
+    let (registry, found) = registry_for(tmp.path());
+    assert!(found.get("huge").is_none());
+    let problem = found.problems.iter().map(ToString::to_string).find(|p| p.contains("huge")).unwrap();
+    assert!(problem.contains("over 1024 KiB"), "{problem}");
+    write(
+        &tmp.path().join(".toolshed/skills/release-notes/SKILL.md"),
+        &format!("---\nname: release-notes\ndescription: Notes.\n---\n{}", "y".repeat(2 << 20)),
+    );
+    let result = call(&executor(registry, tmp.path()), "skill", json!({"name": "release-notes"})).await;
+    assert!(result.is_error);
+    assert!(result.output.contains("over 1024 KiB"), "{}", &result.output[..300.min(result.output.len())]);
+}
+
 #[test]
 fn no_skills_means_no_skill_tool() {
     let tmp = tempfile::tempdir().unwrap();

@@ -723,7 +723,11 @@ async fn forward(
             }
             Event::ToolCall { call_id, tool, input, .. } => {
                 let id = lock(&ids).start(event.session_id(), call_id);
-                vec![tracker.call(&id, tool, input, before)]
+                let shown = tracker.call(&id, tool, input, before);
+                if let SessionUpdate::ToolCall(call) = &shown {
+                    lock(&ids).titled(&id, &call.title);
+                }
+                vec![shown]
             }
             // A sub-agent's todo list is its own, not the session's plan.
             Event::ToolResult { call_id, tool, is_error, output, .. } => tracker
@@ -836,8 +840,17 @@ impl Approver for EditorApprover {
                 PermissionOption::new("reject_always", "Always reject", PermissionOptionKind::RejectAlways),
             ];
             let id = lock(&self.ids).of(&request.session_id, &request.call_id);
-            let asked = RequestPermissionRequest::new(session, ToolCallUpdate::new(id, fields), options);
-            match self.cx.send_request(asked).block_task().await {
+            let asked =
+                RequestPermissionRequest::new(session.clone(), ToolCallUpdate::new(id.clone(), fields), options);
+            let answered = self.cx.send_request(asked).block_task().await;
+            // The question's title replaced the call's in the editor: the call's comes back.
+            if let Some(title) = lock(&self.ids).title(&id) {
+                let restored = ToolCallUpdate::new(id, ToolCallUpdateFields::new().title(title));
+                let _ = self
+                    .cx
+                    .send_notification(SessionNotification::new(session, SessionUpdate::ToolCallUpdate(restored)));
+            }
+            match answered {
                 Ok(answer) => match answer.outcome {
                     RequestPermissionOutcome::Selected(chosen) => match chosen.option_id.0.as_ref() {
                         "allow_once" => Reply::Once,

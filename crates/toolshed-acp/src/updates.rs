@@ -161,6 +161,9 @@ pub struct CallIds {
     next: u64,
     /// (agent session, provider call id) → the id shown, for the calls not yet finished.
     open: HashMap<(String, String), String>,
+    /// The id shown → the title the call was shown with, for the calls not yet finished (a
+    /// permission question shows its own, and the call's comes back after the answer).
+    titles: HashMap<String, String>,
 }
 
 impl CallIds {
@@ -191,9 +194,22 @@ impl CallIds {
     /// A call finished: its id, which it no longer holds.
     pub fn finish(&mut self, session: &str, call_id: &str) -> String {
         match self.open.remove(&(session.to_string(), call_id.to_string())) {
-            Some(id) => id,
+            Some(id) => {
+                self.titles.remove(&id);
+                id
+            }
             None => self.fresh(call_id),
         }
+    }
+
+    /// The call shown as `id` was shown with `title`.
+    pub fn titled(&mut self, id: &str, title: &str) {
+        self.titles.insert(id.to_string(), title.to_string());
+    }
+
+    /// The title the unfinished call `id` was shown with.
+    pub fn title(&self, id: &str) -> Option<String> {
+        self.titles.get(id).cloned()
     }
 }
 

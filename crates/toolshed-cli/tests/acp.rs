@@ -108,6 +108,8 @@ fn an_editor_prompts_reads_edits_asks_runs_cancels_and_loads_the_session_again()
     assert!(permissions[0]["tool_call"]["title"].as_str().unwrap().starts_with("edit"), "{}", permissions[0]);
     let done: Vec<&Value> =
         of_kind(updates, "tool_call_update").into_iter().filter(|u| u["toolCallId"] == edit["toolCallId"]).collect();
+    // The question showed its own title; the call's comes back after the answer.
+    assert!(done.iter().any(|u| u["title"] == edit["title"]), "{} {done:?}", edit["title"]);
     let diff =
         done.iter().flat_map(|u| u["content"].as_array().cloned().unwrap_or_default()).find(|c| c["type"] == "diff");
     let diff = diff.expect("a diff for the edit");

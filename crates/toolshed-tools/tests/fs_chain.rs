@@ -337,3 +337,48 @@ async fn grep_never_shows_files_whose_read_would_ask_or_is_denied() {
     let r = call(&exec, "grep", json!({"pattern": "API_KEY", "path": ".env"})).await;
     assert!(r.output.contains("sk-secret-1"), "{}", r.output);
 }
+
+/// A directory search checks the `read` rules against the file it opened: a directory swapped
+/// for a link to a denied one between the walk and the open shows nothing of it (review 14:
+/// 46 of 400 searches printed the denied file's line).
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_swapped_for_a_link_mid_search_shows_no_denied_file() {
+    let w = world();
+    fs::create_dir_all(w.root.join("d")).unwrap();
+    fs::write(w.root.join("d/a.txt"), "public\n").unwrap();
+    fs::create_dir_all(w.root.join("secrets")).unwrap();
+    fs::write(w.root.join("secrets/a.txt"), "sekrit\n").unwrap();
+    std::os::unix::fs::symlink("secrets", w.root.join("x")).unwrap();
+    let mut rules = Ruleset::defaults();
+    rules.push(Rule::new("read", "*", Action::Allow));
+    rules.push(Rule::new("read", "secrets/*", Action::Deny));
+    let exec = executor(&w, rules, Arc::new(RejectAll));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, root) = (stop.clone(), w.root.clone());
+        std::thread::spawn(move || {
+            use std::os::unix::ffi::OsStrExt as _;
+            let d = std::ffi::CString::new(root.join("d").as_os_str().as_bytes()).unwrap();
+            let x = std::ffi::CString::new(root.join("x").as_os_str().as_bytes()).unwrap();
+            let mut swaps = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // SAFETY: two valid C strings; RENAME_EXCHANGE swaps the two names atomically.
+                unsafe {
+                    libc::renameat2(libc::AT_FDCWD, d.as_ptr(), libc::AT_FDCWD, x.as_ptr(), libc::RENAME_EXCHANGE)
+                };
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let mut public = 0;
+    for _ in 0..400 {
+        let r = call(&exec, "grep", json!({"pattern": "sekrit|public", "path": "d"})).await;
+        assert!(!r.output.lines().any(|l| l.trim_end().ends_with(": sekrit")), "{}", r.output);
+        public += usize::from(r.output.lines().any(|l| l.trim_end().ends_with(": public")));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(swapper.join().unwrap() > 100);
+    assert!(public > 0, "the search never found the allowed file");
+}

@@ -284,11 +284,13 @@ impl Query {
         let skipped: Mutex<Skipped> = Mutex::default();
         let stored = AtomicUsize::new(0);
         let explicit_file = base.is_file();
+        let real_base = base.canonicalize().ok();
         walker(base).threads(worker_threads()).build_parallel().run(|| {
             let mut searcher = self.searcher();
             let found = &found;
             let stored = &stored;
             let skipped = &skipped;
+            let real_base = &real_base;
             let cancel = cancel.clone();
             Box::new(move |entry| {
                 if cancel.is_cancelled() {
@@ -301,9 +303,23 @@ impl Query {
                 if !explicit_file && self.include.as_ref().is_some_and(|include| include.skips(base, entry.path())) {
                     return WalkState::Continue;
                 }
+                // The rules are checked against the file that was opened, not only the name the
+                // walk found: a directory renamed or swapped for a link between the two would
+                // otherwise open a file the rules keep out (review 14).
+                let Ok(file) = std::fs::File::open(entry.path()) else { return WalkState::Continue };
                 if !explicit_file && let Some(ctx) = &self.reveal {
                     let pattern = path::pattern_for(ctx.root(), entry.path());
-                    match ctx.decide("read", &pattern) {
+                    let opened = opened_path(&file, entry.path());
+                    let decision = match &opened {
+                        // Outside what was asked to be searched: never approved.
+                        Some(real) if !real_base.as_ref().is_some_and(|b| real.starts_with(b)) => Action::Ask,
+                        Some(real) if real != entry.path() => {
+                            stricter(ctx.decide("read", &pattern), ctx.decide("read", &path::pattern_for(ctx.root(), real)))
+                        }
+                        Some(_) => ctx.decide("read", &pattern),
+                        None => Action::Deny,
+                    };
+                    match decision {
                         Action::Allow => {}
                         Action::Ask => {
                             skipped.lock().unwrap_or_else(PoisonError::into_inner).ask.push(pattern);
@@ -323,7 +339,7 @@ impl Query {
                     gap: false,
                     stop_at_first: self.mode == OutputMode::FilesWithMatches,
                 };
-                if searcher.search_path(&self.matcher, entry.path(), &mut sink).is_ok() && sink.hits.count > 0 {
+                if searcher.search_file(&self.matcher, &file, &mut sink).is_ok() && sink.hits.count > 0 {
                     found.lock().unwrap_or_else(PoisonError::into_inner).push(sink.hits);
                 }
                 WalkState::Continue
@@ -404,6 +420,31 @@ impl Query {
 }
 
 /// What the model is told about files left out by the `read` rules, if any were.
+/// Where the open `file`, opened as `path`, really is (`None`: unknown, and then nothing of it
+/// is shown). Elsewhere than on Linux, where `path` leads now.
+fn opened_path(file: &std::fs::File, path: &Path) -> Option<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd as _;
+        let _ = path;
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        path.canonicalize().ok()
+    }
+}
+
+/// The stricter of two decisions.
+fn stricter(a: Action, b: Action) -> Action {
+    match (a, b) {
+        (Action::Deny, _) | (_, Action::Deny) => Action::Deny,
+        (Action::Ask, _) | (_, Action::Ask) => Action::Ask,
+        _ => Action::Allow,
+    }
+}
+
 fn skipped_note(skipped: &Skipped) -> Option<String> {
     if skipped.ask.is_empty() && skipped.denied == 0 {
         return None;

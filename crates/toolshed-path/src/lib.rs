@@ -433,6 +433,14 @@ impl ResolvedPath {
         out
     }
 
+    /// The `read` request of a tool that shows this file's present text (an edit's diff, the
+    /// lines nearest an `old_string` it did not find): the `read` rules cover every tool that
+    /// shows a file's text, not only `read` (review 14: an edit of a read-denied `.env` with a
+    /// wrong `old_string` printed its secrets). `None` for a file that is not there yet.
+    pub fn read_request(&self) -> Option<PermissionRequest> {
+        (self.exists && !self.is_dir).then(|| PermissionRequest::new("read", self.patterns()))
+    }
+
     /// The patterns the rules see for this path: [`ResolvedPath::pattern`], and its absolute
     /// path too where that is one of the user's directories or what a link there leads to (a
     /// worktree holding `~/.config`, or a dotfiles checkout `~/.config/toolshed` links into):

@@ -152,6 +152,19 @@ fn requests(patch: &Patch<'_>, resolved: &[ResolvedPath], permission: &str) -> V
     if !external.is_empty() {
         out.push(PermissionRequest::new("external_directory", external));
     }
+    // Its result shows the present text of the files it changes (a diff; the lines nearest a
+    // chunk it did not find): the `read` rules cover them too.
+    let mut shown: Vec<String> = Vec::new();
+    for request in resolved.iter().filter_map(ResolvedPath::read_request) {
+        for pattern in request.patterns {
+            if !shown.contains(&pattern) {
+                shown.push(pattern);
+            }
+        }
+    }
+    if !shown.is_empty() {
+        out.push(PermissionRequest::new("read", shown));
+    }
     let mut patterns: Vec<String> = Vec::with_capacity(resolved.len());
     let mut seen = std::collections::HashSet::new();
     for p in resolved.iter().flat_map(ResolvedPath::patterns) {

@@ -382,3 +382,48 @@ async fn a_directory_swapped_for_a_link_mid_search_shows_no_denied_file() {
     assert!(swapper.join().unwrap() > 100);
     assert!(public > 0, "the search never found the allowed file");
 }
+
+/// The `read` rules cover every tool that shows a file's text: `edit`, `write` and
+/// `apply_patch` show a changed file's present text (a diff, the lines nearest a miss), so they
+/// need `read` of it too (review 14: an edit of a read-denied file with a wrong `old_string`
+/// printed its secret line).
+#[tokio::test]
+async fn the_edit_tools_need_read_of_the_files_they_show() {
+    let w = world();
+    fs::create_dir_all(w.root.join("secrets")).unwrap();
+    fs::write(w.root.join("secrets/a.txt"), "sekrit-line\n").unwrap();
+    fs::write(w.root.join(".env"), "API_KEY=topsecret\n").unwrap();
+    let mut rules = Ruleset::defaults();
+    rules.push(Rule::new("edit", "*", Action::Allow));
+    rules.push(Rule::new("read", "secrets/*", Action::Deny));
+    let exec = executor(&w, rules, Arc::new(RejectAll));
+    let calls = [
+        ("edit", json!({"file_path": "secrets/a.txt", "old_string": "wrong", "new_string": "x"})),
+        ("edit", json!({"file_path": "secrets/a.txt", "old_string": "sekrit", "new_string": "x"})),
+        ("write", json!({"file_path": "secrets/a.txt", "content": "new\n"})),
+        (
+            "apply_patch",
+            json!({"input": "*** Begin Patch\n*** Update File: secrets/a.txt\n@@\n-wrong\n+x\n*** End Patch\n"}),
+        ),
+        ("apply_patch", json!({"input": "*** Begin Patch\n*** Delete File: secrets/a.txt\n*** End Patch\n"})),
+        // The defaults ask before `.env` is read: asked here, and refused.
+        ("edit", json!({"file_path": ".env", "old_string": "API_KEY=wrong", "new_string": "x"})),
+        (
+            "apply_patch",
+            json!({"input": "*** Begin Patch\n*** Update File: .env\n@@\n-API_KEY=wrong\n+x\n*** End Patch\n"}),
+        ),
+    ];
+    for (tool, args) in calls {
+        let r = call(&exec, tool, args.clone()).await;
+        assert!(r.is_error, "{tool} {args}: {}", r.output);
+        assert!(!r.output.contains("sekrit-line") && !r.output.contains("topsecret"), "{tool} {args}: {}", r.output);
+        assert!(r.output.contains("read"), "{tool} {args}: {}", r.output);
+    }
+    assert_eq!(fs::read_to_string(w.root.join("secrets/a.txt")).unwrap(), "sekrit-line\n");
+    // A new file shows nothing that was there: no `read` needed.
+    let r = call(&exec, "write", json!({"file_path": "secrets/new.txt", "content": "mine\n"})).await;
+    assert!(!r.is_error, "{}", r.output);
+    // Allowed to read, the same edit runs.
+    let r = call(&exec, "edit", json!({"file_path": "file.md", "old_string": "inside", "new_string": "in"})).await;
+    assert!(!r.is_error, "{}", r.output);
+}

@@ -78,6 +78,10 @@ impl TypedTool for EditTool {
         let resolved = path::resolve_for_write(ctx, &args.file_path)?;
         args.permitted.remember(&resolved);
         let mut requests = resolved.requests(&spec.permission);
+        // Its result shows the file's present text (a diff; the lines nearest a miss).
+        if let Some(read) = resolved.read_request() {
+            requests.insert(requests.len() - 1, read);
+        }
         // Whoever is asked sees the change: the diff the edit would make (small files only).
         let request = Request {
             old: args.old_string.clone(),

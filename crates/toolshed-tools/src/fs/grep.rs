@@ -313,9 +313,10 @@ impl Query {
                     let decision = match &opened {
                         // Outside what was asked to be searched: never approved.
                         Some(real) if !real_base.as_ref().is_some_and(|b| real.starts_with(b)) => Action::Ask,
-                        Some(real) if real != entry.path() => {
-                            stricter(ctx.decide("read", &pattern), ctx.decide("read", &path::pattern_for(ctx.root(), real)))
-                        }
+                        Some(real) if real != entry.path() => stricter(
+                            ctx.decide("read", &pattern),
+                            ctx.decide("read", &path::pattern_for(ctx.root(), real)),
+                        ),
                         Some(_) => ctx.decide("read", &pattern),
                         None => Action::Deny,
                     };

@@ -329,6 +329,16 @@ impl PathGlob {
             }
             text = text.trim_start_matches('/').to_string();
         }
+        // `../x/*` climbs out of the directory searched, which a pattern never does: the
+        // directory goes in `path` (review 14: it was "no files match").
+        if text == ".." || text.starts_with("../") || text.contains("/../") || text.ends_with("/..") {
+            let literal = &text[..text.find(['*', '?', '[', '{']).unwrap_or(text.len())];
+            let literal_dir = literal.rfind('/').map_or(literal, |at| &literal[..at]);
+            return Err(ToolError::model(format!(
+                "The pattern `{pattern}` climbs out of the directory searched (`{}`) with `..`, which a pattern cannot do. Send the directory as `path` (\"path\": \"{literal_dir}\") and the rest as the pattern.",
+                base.display()
+            )));
+        }
         if text.is_empty() {
             return Err(ToolError::model("The glob pattern is empty. Send a pattern such as `**/*.rs` or `src/*.ts`."));
         }
@@ -530,6 +540,10 @@ mod tests {
         assert!(!anchored.is_match(Path::new("src/deep/main.rs")));
         let deep = PathGlob::new("./src/**/*.{rs,toml}", base).unwrap();
         assert!(deep.is_match(Path::new("src/a/b/c.toml")));
+        let climbing = PathGlob::new("../outside/*", base).err().unwrap().to_string();
+        assert!(climbing.contains("(\"path\": \"../outside\")"), "{climbing}");
+        assert!(PathGlob::new("src/../../x/*.rs", base).is_err());
+        assert!(PathGlob::new("a..b/*.rs", base).is_ok());
         let absolute = PathGlob::new("/w/src/*.rs", base).unwrap();
         assert!(absolute.is_match(Path::new("src/x.rs")));
         assert!(PathGlob::new("src/[", base).is_err());

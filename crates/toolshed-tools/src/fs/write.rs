@@ -65,6 +65,10 @@ impl TypedTool for WriteTool {
         let resolved = path::resolve_for_write(ctx, &args.file_path)?;
         args.permitted.remember(&resolved);
         let mut requests = resolved.requests(&spec.permission);
+        // Its result shows the file's present text (a diff; the lines nearest a miss).
+        if let Some(read) = resolved.read_request() {
+            requests.insert(requests.len() - 1, read);
+        }
         // Whoever is asked sees the change: the diff against what is there (small files only).
         // (Not with an editor's buffers: the disk's text may not be what is replaced.)
         if ctx.file_access().is_none()

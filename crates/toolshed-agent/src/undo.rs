@@ -289,14 +289,40 @@ pub fn lossy_paths<S: serde::Serializer>(paths: &[PathBuf], s: S) -> Result<S::O
     s.collect_seq(paths.iter().map(|p| p.to_string_lossy()))
 }
 
+/// What [`plan_revert`] found.
+#[derive(Debug)]
+pub enum Planned {
+    /// No file the revert would change differs.
+    Nothing {
+        /// Files it would have deleted but keeps (see [`RevertPlan::kept`]).
+        kept: Vec<PathBuf>,
+    },
+    /// A revert to do.
+    Revert(RevertPlan),
+}
+
+/// What to tell a person when there is nothing to revert: that, and the files kept, if any,
+/// so that "nothing" does not hide a file the session may have made.
+pub fn nothing_to_revert(kept: &[PathBuf]) -> String {
+    let mut text = "nothing to revert: no file the session changed differs".to_string();
+    if !kept.is_empty() {
+        text.push_str(&format!(
+            "; kept, since undo cannot tell the session made them (the ignore rules left them out of its snapshots, or they are in a nested repository): {}; delete them yourself if they are the session's",
+            list_some(kept)
+        ));
+    }
+    text
+}
+
 /// Works out a revert of `session_id` to before `step` (default: its last step that changed
-/// files). `None` when there is nothing to revert. Takes a snapshot of the worktree as it is now.
+/// files). Takes a snapshot of the worktree as it is now.
 pub async fn plan_revert(
     store: &Store,
     undo: &Undo,
     session_id: &str,
     step: Option<u32>,
-) -> Result<Option<RevertPlan>, UndoError> {
+) -> Result<Planned, UndoError> {
+    let nothing = || Ok(Planned::Nothing { kept: Vec::new() });
     store.session(session_id)?;
     let steps = store.steps(session_id)?;
     let target_step = match step {
@@ -306,15 +332,15 @@ pub async fn plan_revert(
         }
         None => match snapshotted(&steps).filter(|(s, _, _)| !s.changed.is_empty()).last() {
             Some((s, _, _)) => s.step,
-            None => return Ok(None),
+            None => return nothing(),
         },
     };
     // Before step N = before the first step from N on that took a snapshot.
     let Some((_, target, _)) = snapshotted(&steps).find(|(s, _, _)| s.step >= target_step) else {
-        return Ok(None);
+        return nothing();
     };
     if latest(&steps).is_none() {
-        return Ok(None);
+        return nothing();
     }
     let touched: BTreeSet<PathBuf> = snapshotted(&steps)
         .filter(|(s, _, _)| s.step >= target_step)
@@ -391,9 +417,9 @@ pub async fn plan_revert(
         }
     }
     if files.is_empty() {
-        return Ok(None);
+        return Ok(Planned::Nothing { kept });
     }
-    Ok(Some(RevertPlan {
+    Ok(Planned::Revert(RevertPlan {
         session_id: session_id.to_string(),
         target_step,
         files,

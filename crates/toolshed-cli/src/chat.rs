@@ -90,9 +90,9 @@ async fn undo_command(rt: &toolshed_agent::Runtime, id: &str, revert: bool, line
         return;
     }
     let plan = match toolshed_agent::undo::plan_revert(store, undo, id, None).await {
-        Ok(Some(plan)) => plan,
-        Ok(None) => {
-            crate::err(format_args!("nothing to undo: no file this session changed differs"));
+        Ok(toolshed_agent::undo::Planned::Revert(plan)) => plan,
+        Ok(toolshed_agent::undo::Planned::Nothing { kept }) => {
+            crate::err(format_args!("{}", toolshed_agent::undo::nothing_to_revert(&kept)));
             return;
         }
         Err(e) => {

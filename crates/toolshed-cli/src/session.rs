@@ -260,15 +260,19 @@ pub fn run(ws: &Workspace, mut cmd: SessionCommand) -> Result<ExitCode, CliError
                 .build()
                 .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
             let plan = tokio_rt.block_on(undo::plan_revert(&store, &undo, &id, step)).map_err(undo_error)?;
-            let Some(plan) = plan else {
-                if json {
-                    crate::out_exact(
-                        serde_json::json!({"session_id": id, "step": null, "restored": [], "created": [], "deleted": [], "not_restored": [], "kept": []}),
-                    );
-                } else {
-                    crate::out(format_args!("session {id}: nothing to revert (no file it changed differs)"));
+            let plan = match plan {
+                undo::Planned::Revert(plan) => plan,
+                undo::Planned::Nothing { kept } => {
+                    if json {
+                        let kept: Vec<_> = kept.iter().map(|p| p.to_string_lossy()).collect();
+                        crate::out_exact(
+                            serde_json::json!({"session_id": id, "step": null, "restored": [], "created": [], "deleted": [], "not_restored": [], "kept": kept}),
+                        );
+                    } else {
+                        crate::out(format_args!("session {id}: {}", undo::nothing_to_revert(&kept)));
+                    }
+                    return Ok(ExitCode::SUCCESS);
                 }
-                return Ok(ExitCode::SUCCESS);
             };
             let ask = !json && crate::stderr_is_terminal() && std::fs::File::open("/dev/tty").is_ok();
             let force = force || confirm_overwrite(&plan, ask, json, &mut read_tty_line)?;

@@ -602,6 +602,15 @@ fn a_gitignore_the_model_rewrote_does_not_get_an_ignored_file_deleted() {
     assert!(!root.join("new.txt").exists(), "what the session made still goes");
     let said = text(&out.stdout);
     assert!(said.lines().any(|l| l.trim_start().starts_with("kept") && l.contains(".env")), "{said}");
+    // Asked again for the same step, there is nothing to revert, and the file it keeps is
+    // still named.
+    let step = said.split("to before step ").nth(1).and_then(|r| r.split(' ').next()).unwrap().to_string();
+    let out = toolshed(root, data.path(), &["session", "revert", &id, "--step", &step]);
+    let said = text(&out.stdout);
+    assert!(said.contains("nothing to revert") && said.contains("kept") && said.contains(".env"), "{said}");
+    let out = toolshed(root, data.path(), &["session", "revert", &id, "--step", &step, "--json"]);
+    let outcome: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(outcome["kept"], serde_json::json!([".env"]), "{outcome}");
 }
 
 /// A directory the session put where a file was is removed whole when the file comes back:

@@ -1315,8 +1315,8 @@ async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
         };
     }
     let plan = match undo::plan_revert(store, u, id, None).await {
-        Ok(Some(plan)) => plan,
-        Ok(None) => return notice("nothing to undo: no file this session changed differs".into(), false),
+        Ok(undo::Planned::Revert(plan)) => plan,
+        Ok(undo::Planned::Nothing { kept }) => return notice(undo::nothing_to_revert(&kept), false),
         Err(e) => return notice(e.to_string(), true),
     };
     if !plan.hand_edited.is_empty() {

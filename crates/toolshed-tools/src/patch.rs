@@ -138,40 +138,24 @@ fn file_kinds(patch: &Patch<'_>, resolved: &[ResolvedPath]) -> Value {
 }
 
 /// The requests a patch needs: `external_directory` for files outside the worktree (one
-/// request, every directory), then one `edit` request naming every file.
+/// request, every directory), `read` of the files there already (its result shows their text: a
+/// diff, the lines nearest a chunk it did not find), then one `edit` request naming every file.
 fn requests(patch: &Patch<'_>, resolved: &[ResolvedPath], permission: &str) -> Vec<PermissionRequest> {
+    // Each pattern once, in order.
+    let once = |patterns: &mut dyn Iterator<Item = String>| {
+        let mut seen = std::collections::HashSet::new();
+        patterns.filter(|p| seen.insert(p.clone())).collect::<Vec<String>>()
+    };
     let mut out = Vec::new();
-    let mut external: Vec<String> = Vec::new();
-    for request in resolved.iter().filter_map(ResolvedPath::external_request) {
-        for pattern in request.patterns {
-            if !external.contains(&pattern) {
-                external.push(pattern);
-            }
-        }
-    }
+    let external = once(&mut resolved.iter().filter_map(ResolvedPath::external_request).flat_map(|r| r.patterns));
     if !external.is_empty() {
         out.push(PermissionRequest::new("external_directory", external));
     }
-    // Its result shows the present text of the files it changes (a diff; the lines nearest a
-    // chunk it did not find): the `read` rules cover them too.
-    let mut shown: Vec<String> = Vec::new();
-    for request in resolved.iter().filter_map(ResolvedPath::read_request) {
-        for pattern in request.patterns {
-            if !shown.contains(&pattern) {
-                shown.push(pattern);
-            }
-        }
-    }
+    let shown = once(&mut resolved.iter().filter_map(ResolvedPath::read_request).flat_map(|r| r.patterns));
     if !shown.is_empty() {
         out.push(PermissionRequest::new("read", shown));
     }
-    let mut patterns: Vec<String> = Vec::with_capacity(resolved.len());
-    let mut seen = std::collections::HashSet::new();
-    for p in resolved.iter().flat_map(ResolvedPath::patterns) {
-        if seen.insert(p.clone()) {
-            patterns.push(p);
-        }
-    }
+    let patterns = once(&mut resolved.iter().flat_map(ResolvedPath::patterns));
     let filepath = patterns.join(", ");
     out.push(
         PermissionRequest::new(permission, patterns)

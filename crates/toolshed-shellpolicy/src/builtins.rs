@@ -108,9 +108,9 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
             }
         }
         "test" | "["
-            if args
-                .windows(2)
-                .any(|p| p[0].text == "-v" && (p[1].dynamic || environment::subscript_runs(&p[1].text))) =>
+            if args.windows(2).any(|p| {
+                matches!(p[0].text.as_str(), "-v" | "-R") && (p[1].dynamic || environment::lookup_runs(&p[1].text))
+            }) =>
         {
             return unclassified("`test -v` evaluates a subscript that can run commands");
         }

@@ -397,6 +397,39 @@ struct Arithmetic {
 const INTEGER_SPECIALS: &[&str] =
     &["RANDOM", "SRANDOM", "SECONDS", "LINENO", "BASHPID", "PPID", "UID", "EUID", "EPOCHSECONDS", "OPTIND"];
 
+/// Shell variables bash evaluates every assigned value of as arithmetic (they have the integer
+/// attribute, or their assignment function evaluates the value: `RANDOM=$x` with `x='a[$(cmd)]'`
+/// runs `cmd`). Measured with bash 5.2: `RANDOM`, `SRANDOM`, `HISTCMD`, `OPTIND`; the others are
+/// integer (or numeric) variables of other versions or settings, kept here to fail closed.
+const ARITHMETIC_ON_ASSIGNMENT: &[&str] = &[
+    "RANDOM",
+    "SRANDOM",
+    "HISTCMD",
+    "OPTIND",
+    "OPTERR",
+    "BASH_COMPAT",
+    "BASH_XTRACEFD",
+    "SECONDS",
+    "LINENO",
+    "BASHPID",
+    "PPID",
+    "UID",
+    "EUID",
+    "EPOCHSECONDS",
+    "EPOCHREALTIME",
+    "COLUMNS",
+    "LINES",
+    "HISTSIZE",
+    "HISTFILESIZE",
+    "TMOUT",
+    "MAILCHECK",
+    "SHLVL",
+    "COMP_CWORD",
+    "COMP_POINT",
+    "COMP_TYPE",
+    "COMP_KEY",
+];
+
 fn syntax_identifier(text: &str) -> bool {
     text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -472,7 +505,10 @@ impl<'a> Analyzer<'a> {
             dynamic_writes: false,
             run_time_vars: HashSet::new(),
             arithmetic_vars: HashSet::new(),
-            arith: Arithmetic::default(),
+            arith: Arithmetic {
+                integer: ARITHMETIC_ON_ASSIGNMENT.iter().map(|n| (*n).to_string()).collect(),
+                ..Arithmetic::default()
+            },
             input_texts: Vec::new(),
         }
     }
@@ -489,8 +525,17 @@ impl<'a> Analyzer<'a> {
         if self.quiet || name.is_empty() {
             return;
         }
+        self.arith_sets(name);
         self.arith.seq += 1;
         self.arith.uses.push((name.to_string(), self.arith.seq));
+    }
+
+    /// A name in arithmetic, which may assign it (`PATH=7`, `PATH+=1`, `PATH++`, `$[PATH=1]`): a
+    /// variable whose setting asks ([`environment::check_name`]) asks wherever it appears there.
+    fn arith_sets(&mut self, name: &str) {
+        if let Some(why) = environment::check_name(name) {
+            self.unclassified(why);
+        }
     }
 
     /// `name` set to `value` (`integer`: a plain integer literal or the result of arithmetic);

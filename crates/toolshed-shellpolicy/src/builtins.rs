@@ -114,6 +114,54 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
         {
             return unclassified("`test -v` evaluates a subscript that can run commands");
         }
+        // `history -w/-a [FILE]` writes FILE (or `$HISTFILE`), `-r/-n [FILE]` reads it.
+        "history" => {
+            let mut letters = String::new();
+            let mut file = None;
+            let mut i = 0;
+            while let Some(w) = args.get(i) {
+                if w.text == "--" {
+                    file = args.get(i + 1);
+                    break;
+                }
+                match w.text.strip_prefix('-').filter(|l| !l.is_empty()) {
+                    Some(l) if !w.dynamic => {
+                        letters.push_str(l);
+                        // `-d OFFSET` takes a value; `-p`/`-s` take the rest as text.
+                        if l.contains('d') {
+                            i += 1;
+                        }
+                        if l.contains(['p', 's']) {
+                            break;
+                        }
+                    }
+                    _ => {
+                        file = Some(w);
+                        break;
+                    }
+                }
+                i += 1;
+            }
+            let (writes, reads) = (letters.contains(['w', 'a']), letters.contains(['r', 'n']));
+            if letters.contains(['p', 's']) || !(writes || reads) {
+                return out;
+            }
+            match file {
+                Some(file) if writes => out.push(Effect::Writes(file.clone())),
+                Some(file) => out.push(Effect::Reads(file.clone())),
+                None => {
+                    return unclassified(
+                        "`history -w`/`-a`/`-r`/`-n` uses the file `$HISTFILE` names, which may be any",
+                    );
+                }
+            }
+            if writes
+                && reads
+                && let Some(file) = file
+            {
+                out.push(Effect::Reads(file.clone()));
+            }
+        }
         "unset" if args.iter().any(|w| w.dynamic || environment::subscript_runs(&w.text)) => {
             return unclassified("`unset` evaluates a subscript that can run commands");
         }

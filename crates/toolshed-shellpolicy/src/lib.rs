@@ -154,6 +154,27 @@ fn executables_matching(base: &Path, pattern: &str) -> Option<Vec<PathBuf>> {
     )
 }
 
+/// The entries of the directory `dir` whose names match the shell pattern `glob` (hidden ones
+/// only when it starts with `.`); `None` when the directory cannot be listed or has too many
+/// entries to look at.
+fn entries_matching(dir: &Path, glob: &str) -> Option<Vec<PathBuf>> {
+    const MAX_ENTRIES: usize = 10_000;
+    let mut out = Vec::new();
+    for (i, entry) in std::fs::read_dir(dir).ok()?.enumerate() {
+        if i >= MAX_ENTRIES {
+            return None;
+        }
+        let Ok(entry) = entry else { continue };
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if (name.starts_with('.') && !glob.starts_with('.')) || !shell_pattern_matches(glob, name) {
+            continue;
+        }
+        out.push(entry.path());
+    }
+    Some(out)
+}
+
 /// Whether `name` matches the shell pattern `pattern` (`*`, `?`, `[...]` with ranges and `!`/`^`).
 fn shell_pattern_matches(pattern: &str, name: &str) -> bool {
     fn class(p: &[char], c: char) -> Option<(bool, usize)> {
@@ -1050,6 +1071,24 @@ impl<'a> Analyzer<'a> {
             self.cwd = None;
             return;
         }
+        // `cd sec*`: the one directory the pattern matches now, else unknown (fail closed).
+        if target.glob {
+            let glob = glob_rest(&target.text).filter(|g| !g.contains('/'));
+            let base = self.resolve(target);
+            let matched = match (glob, base) {
+                (Some(glob), Some(base)) => entries_matching(&base, &glob).unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            match matched.as_slice() {
+                [one] if one.is_dir() => {
+                    let one = one.clone();
+                    self.check_outside(&one);
+                    self.cwd = Some(one);
+                }
+                _ => self.cwd = None,
+            }
+            return;
+        }
         match self.resolve(target) {
             Some(path) => {
                 self.check_outside(&path);
@@ -1136,7 +1175,12 @@ impl<'a> Analyzer<'a> {
 
     /// Notes a tree whose files the command shows (at most [`MAX_TREE_READS`]; beyond that the
     /// command asks).
-    fn tree_read(&mut self, read: TreeRead) {
+    fn tree_read(&mut self, mut read: TreeRead) {
+        // Symbolic links resolved (`s -> secrets`: `cat s/*` shows `secrets/*`), so the files
+        // found are checked under their real names.
+        if let Ok(real) = read.path.canonicalize() {
+            read.path = real;
+        }
         if self.out.tree_reads.contains(&read) {
             return;
         }
@@ -1212,9 +1256,27 @@ impl<'a> Analyzer<'a> {
                     ));
                     return;
                 }
+                // A pattern in the last component (`ln -s secret? s`): each entry it matches, and
+                // everything under it.
+                let matches = if dir.glob {
+                    glob_rest(&dir.text).and_then(|glob| (!glob.contains('/')).then_some(glob))
+                } else {
+                    None
+                };
                 for path in self.paths(&dir) {
-                    if self.check_outside(&path) {
-                        self.tree_read(TreeRead { path, hidden: filter.hidden, ignored: filter.ignored, glob: None });
+                    let trees = match &matches {
+                        Some(glob) => entries_matching(&path, glob).unwrap_or_else(|| vec![path.clone()]),
+                        None => vec![path],
+                    };
+                    for path in trees {
+                        if self.check_outside(&path) {
+                            self.tree_read(TreeRead {
+                                path,
+                                hidden: filter.hidden,
+                                ignored: filter.ignored,
+                                glob: None,
+                            });
+                        }
                     }
                 }
             }

@@ -334,3 +334,90 @@ fn read_write_redirections_are_writes() {
     // And a read: `<>` of a file the read rules deny is denied.
     assert_eq!(decide(&c, "exec 3<>.env"), Action::Deny);
 }
+
+/// Finding 7: `history -w/-a FILE` writes FILE, `-r/-n FILE` reads it; without a file they use
+/// `$HISTFILE`, which may name any file.
+#[test]
+fn history_files_are_writes_and_reads() {
+    let c = case();
+    for command in [
+        "history -w protected.txt",
+        "history -a protected.txt",
+        "history -aw protected.txt",
+        "history -w -- protected.txt",
+        "builtin history -w protected.txt",
+        "history -c; history -w protected.txt",
+        "history -r .env",
+        "history -n .env",
+        "history -r secrets/k",
+    ] {
+        assert_eq!(decide(&c, command), Action::Deny, "{command}: {:?}", requests(&c, command));
+    }
+    assert_not_allowed(
+        &c,
+        &[
+            "HISTFILE=protected.txt; set -o history; history -s x; history -w",
+            "history -a",
+            "history -r",
+            "history -n",
+            "history -w $f",
+            "history -w /tmp/h",
+        ],
+    );
+    assert_allowed(
+        &c,
+        &["history", "history 10", "history -c", "history -d 3", "history -w h.txt", "history -r a.txt"],
+    );
+}
+
+/// The directories whose files the analysis hands to the tool to check (`TreeRead`).
+fn shown(c: &Case, command: &str) -> Vec<std::path::PathBuf> {
+    toolshed_shellpolicy::analyse(command, &c.root, &c.root, Some(&c.root))
+        .tree_reads
+        .into_iter()
+        .map(|t| t.path)
+        .collect()
+}
+
+/// Finding 9: a link (or copy) makes what it names readable under another name, so its source
+/// and everything under it are read; a `cd` to a pattern moves to what the pattern matches, or
+/// to a directory not known (relative paths then ask); trees are handed on with symbolic links
+/// resolved.
+#[test]
+fn links_copies_and_cd_patterns_read_what_they_name() {
+    let c = case();
+    let secrets = c.root.join("secrets");
+    let env = c.root.join(".env");
+    for (command, path) in [
+        ("ln -s secrets s && cat s/k", &secrets),
+        ("ln -s ./secrets s", &secrets),
+        ("ln -s secret? s; cat s/k", &secrets),
+        ("ln -s .e?v q; cat q", &env),
+        ("ln -sf secrets/ s", &secrets),
+        ("ln -s -- secrets s", &secrets),
+        ("ln -s secrets", &secrets),
+        ("ln -s ../secrets sub/s", &secrets),
+        ("ln .env q", &env),
+        ("cp -s secrets/k q", &secrets.join("k")),
+        ("cp -r secrets x", &secrets),
+        ("cp -al secrets x", &secrets),
+        ("ln -t d -s \"$f\"", &c.root),
+        ("cp $f x", &c.root),
+    ] {
+        let trees = shown(&c, command);
+        assert!(trees.iter().any(|t| t == path), "{command}: {trees:?} {:?}", requests(&c, command));
+    }
+    // A symbolic link that already exists is resolved: `cat s/*` shows `secrets/*`.
+    std::os::unix::fs::symlink("secrets", c.root.join("s")).unwrap();
+    for command in ["cat s/*", "grep -r . s", "head s/*", "rg x s"] {
+        let trees = shown(&c, command);
+        assert!(trees.iter().any(|t| t == &secrets), "{command}: {trees:?}");
+    }
+    std::fs::create_dir(c.root.join("sec2")).unwrap();
+    for command in ["cd sec* && cat k", "cd secr?ts && cat k", "cd [s]ecrets; cat k", "cd ./secre*; head -1 k"] {
+        assert_ne!(decide(&c, command), Action::Allow, "{command}: {:?}", requests(&c, command));
+    }
+    // Two matches (or none): the directory is unknown, relative paths ask.
+    assert_not_allowed(&c, &["cd se* && cat k", "cd nomatch* && cat k", "cd s*/ && cat k"]);
+    assert_allowed(&c, &["ln -s a.txt b.txt", "cp a.txt b.txt", "cd secr*", "mv a.txt b.txt"]);
+}

@@ -35,6 +35,8 @@ pub(super) struct Walk<'t> {
     /// Where the `$(`, `<(`, `>(` and `$((` the walk analysed start (see
     /// `Analyzer::stray_substitutions`).
     substitutions: Vec<usize>,
+    /// Byte ranges of unquoted here-document bodies, where bash expands `$(`, `${` and `$[`.
+    expanded_bodies: Vec<(usize, usize)>,
     /// Whether the statement being walked is `Ctx::top`.
     top: bool,
 }
@@ -86,6 +88,7 @@ impl Analyzer<'_> {
             literal: Vec::new(),
             backquotes: Vec::new(),
             substitutions: Vec::new(),
+            expanded_bodies: Vec::new(),
             top: false,
         };
         while let Some((node, ctx)) = w.stack.pop() {
@@ -376,6 +379,7 @@ impl Analyzer<'_> {
                                 // they are text.
                                 w.literal.push((child.start_byte(), child.end_byte()));
                                 if !quoted {
+                                    w.expanded_bodies.push((child.start_byte(), child.end_byte()));
                                     if heredoc_joins(w.text(child), strip, &is_delimiter) {
                                         self.unclassified(
                                             "a here-document has a backslash-newline that bash removes before reading it"
@@ -899,7 +903,10 @@ impl Analyzer<'_> {
             if !(old_arithmetic || next == b'(' && matches!(c, b'$' | b'<' | b'>')) {
                 continue;
             }
-            if w.substitutions.contains(&i) || covered(&w.literal, i) {
+            // An unquoted here-document's body is literal for backquotes (which ask there
+            // anyway), not for `$(`, `${...$(...)}` or `$[`.
+            let literal = covered(&w.literal, i) && !(c == b'$' && covered(&w.expanded_bodies, i));
+            if w.substitutions.contains(&i) || literal {
                 continue;
             }
             if b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1 {

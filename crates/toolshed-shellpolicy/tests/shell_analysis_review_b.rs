@@ -234,6 +234,10 @@ fn arithmetic_nested_in_expansions_and_tests_is_checked() {
         "[[ $[x] == 1 ]]",
         "echo ${y:-${z:-$[x]}}",
         "case $((x)) in *) ;; esac",
+        "cat <<EOF\n${y:-$[x]}\nEOF",
+        "cat <<EOF\n${y:-$((x))}\nEOF",
+        "cat <<EOF\n$[x]\nEOF",
+        "a=(1); echo ${a[$[x]]}",
     ];
     let reported: Vec<String> = reported.iter().map(|l| format!("{p}{l}")).collect();
     let more: Vec<String> = more.iter().map(|l| format!("{p}{l}")).collect();
@@ -245,6 +249,10 @@ fn arithmetic_nested_in_expansions_and_tests_is_checked() {
     assert_attacks(&more);
     // (With `x` set, `:-` does not expand its word; still not allowed.)
     assert_not_allowed(&c, &["x='a[$(rm canary)]'; echo ${x:-\"$((x))\"}"]);
+    // And a `$(` tree-sitter leaves as text in an unquoted here-document's `${...}` (bash 5.2.15
+    // fails to parse this one, others may run it).
+    assert_not_allowed(&c, &["x=a; cat <<EOF\n${x#$(rm canary)}\nEOF"]);
+    assert_allowed(&c, &["cat <<EOF\n$(date) $HOME ${HOME} $((1+2))\nEOF", "cat <<'EOF'\n$[x] $(rm canary)\nEOF"]);
     assert_allowed(
         &c,
         &["echo ${y:-$((1+2))}", "n=3; echo ${y:-$((n))}", "[ $((1+1)) -eq 2 ]", "echo $[1+2]", "echo ${HOME:-/tmp}"],

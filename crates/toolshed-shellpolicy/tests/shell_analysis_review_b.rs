@@ -102,32 +102,6 @@ fn assert_attacks(commands: &[&str]) {
     }
 }
 
-/// Prints the decision for each line of `$PROBE` (a file); for exploring, not a check.
-#[test]
-#[ignore]
-fn probe() {
-    let c = case();
-    let text = std::fs::read_to_string(std::env::var("PROBE").unwrap()).unwrap();
-    for line in text.lines().filter(|l| !l.is_empty()) {
-        let line = line.replace('⏎', "\n");
-        println!("{:?}\t{line:?}", decide(&c, &line));
-    }
-}
-
-/// Prints tree-sitter's tree for each line of `$PROBE`; for exploring, not a check.
-#[test]
-#[ignore]
-fn dump() {
-    let text = std::fs::read_to_string(std::env::var("PROBE").unwrap()).unwrap();
-    let mut parser = tree_sitter::Parser::new();
-    parser.set_language(&tree_sitter_bash::LANGUAGE.into()).unwrap();
-    for line in text.lines().filter(|l| !l.is_empty()) {
-        let line = line.replace('⏎', "\n");
-        let tree = parser.parse(&line, None).unwrap();
-        println!("{line:?}\n  {}", tree.root_node().to_sexp());
-    }
-}
-
 /// Finding 1: bash evaluates every value assigned to `RANDOM`, `OPTIND`, `SRANDOM`, `HISTCMD`
 /// (and the other integer shell variables) as arithmetic, so `a[$(cmd)]` in it runs `cmd`.
 #[test]

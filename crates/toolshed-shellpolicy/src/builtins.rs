@@ -86,6 +86,23 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
                 if nameref && (w.dynamic || value.is_some_and(|v| v.contains(['$', '`', '[']))) {
                     out.push(Effect::Unclassified(format!("the name reference `{}` is resolved at run time", w.text)));
                 }
+                // `declare -n r=PATH; r=...` sets PATH; `declare -n r` takes its target from the
+                // first value assigned to it.
+                if nameref && !w.text.is_empty() {
+                    match value {
+                        None => out.push(Effect::Unclassified(format!(
+                            "the name reference `{}` gets its target later on the line",
+                            w.text
+                        ))),
+                        Some(target) if environment::check_name(target).is_some() => {
+                            out.push(Effect::Unclassified(format!(
+                                "the name reference `{}` sets a variable whose setting asks",
+                                w.text
+                            )));
+                        }
+                        Some(_) => {}
+                    }
+                }
                 if let Some(name) = w.text.split_once('=').map(|(n, _)| n.trim_end_matches('+'))
                     && (w.dynamic || value.is_some_and(environment::arithmetic_payload))
                 {

@@ -1394,6 +1394,12 @@ impl<'a> Analyzer<'a> {
                 "the command defines a function and evaluates a command's output as arithmetic, which the function may print".into(),
             );
         }
+        // `declare -n r=RANDOM; r=$x` evaluates `$x` as arithmetic.
+        if arith.namerefs && arith.assigned.iter().any(|(_, value)| !is_integer_literal(value)) {
+            self.out.unclassified.push(
+                "the command declares a name reference and assigns values that may reach a variable evaluating them as arithmetic".into(),
+            );
+        }
         if arith.namerefs && !arith.uses.is_empty() {
             self.out.unclassified.push(
                 "the command declares a name reference and evaluates variables as arithmetic, whose values it then cannot follow".into(),

@@ -1110,6 +1110,8 @@ impl Analyzer<'_> {
                             .chars()
                             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                             .collect();
+                        // `unset PATH; : ${PATH:=dir}` sets PATH.
+                        self.arith_sets(&name);
                         self.arith_assign(&name, "?", false, false);
                     }
                     if text.contains("@P") {

@@ -403,3 +403,30 @@ fn links_copies_and_cd_patterns_read_what_they_name() {
     assert_not_allowed(&c, &["cd se* && cat k", "cd nomatch* && cat k", "cd s*/ && cat k"]);
     assert_allowed(&c, &["ln -s a.txt b.txt", "cp a.txt b.txt", "cd secr*", "mv a.txt b.txt"]);
 }
+
+/// Found while fixing findings 1 and 4: a name reference to an integer shell variable or to a
+/// variable whose setting asks sets it through another name, and `${NAME:=value}` sets NAME.
+#[test]
+fn name_references_and_default_assignments_set_what_they_name() {
+    let c = case();
+    let attacks = [
+        "x='a[$(rm canary)]'; declare -n r=RANDOM; r=$x",
+        "x='a[$(rm canary)]'; declare -n r; r=OPTIND; r=$x",
+        "x='a[$(rm canary)]'; typeset -n r=OPTIND; r=$x",
+    ];
+    assert_not_allowed(&c, &attacks);
+    assert_attacks(&attacks[..1]);
+    assert_not_allowed(
+        &c,
+        &[
+            "declare -n r=PATH; r=/tmp/evil; ls",
+            "local -n r=GIT_DIR 2>/dev/null; r=/tmp/x",
+            "declare -n r; r=PATH",
+            "unset PATH; : ${PATH:=/tmp/evil}; ls",
+            "echo ${GIT_DIR:=/tmp/x}",
+            ": ${BASH_ENV=/tmp/x}",
+        ],
+    );
+    // (Cost: any name reference with a value that is not an integer asks.)
+    assert_allowed(&c, &["echo ${x:=1}", "echo ${PATH:-/bin}"]);
+}

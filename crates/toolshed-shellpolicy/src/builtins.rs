@@ -179,7 +179,13 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
                 out.push(Effect::Reads(file.clone()));
             }
         }
-        "unset" if args.iter().any(|w| w.dynamic || environment::subscript_runs(&w.text)) => {
+        "unset"
+            if args.iter().any(|w| {
+                w.dynamic
+                    || environment::subscript_runs(&w.text)
+                    || (w.text.contains('[') && environment::lookup_runs(&w.text))
+            }) =>
+        {
             return unclassified("`unset` evaluates a subscript that can run commands");
         }
         _ => {}
@@ -221,6 +227,13 @@ fn names_set(name: Option<&Word>, dynamic: bool, out: &mut Vec<Effect>) {
     }
     if let Some(why) = environment::check_name(&name.text) {
         out.push(Effect::Unclassified(why));
+    }
+    // `read a[x]`, `printf -v a[x]`: the subscript of an indexed array is arithmetic.
+    if name.text.contains('[') && environment::lookup_runs(&name.text) {
+        out.push(Effect::Unclassified(format!(
+            "the subscript of `{}` is evaluated as arithmetic, which can run commands",
+            name.text
+        )));
     }
     if dynamic {
         out.push(Effect::SetsAtRunTime(name.text.split('[').next().unwrap_or_default().to_string()));

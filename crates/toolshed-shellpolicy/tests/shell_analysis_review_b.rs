@@ -430,3 +430,25 @@ fn name_references_and_default_assignments_set_what_they_name() {
     // (Cost: any name reference with a value that is not an integer asks.)
     assert_allowed(&c, &["echo ${x:=1}", "echo ${PATH:-/bin}"]);
 }
+
+/// Found while fixing finding 2: the builtins that set or unset a name (`read`, `printf -v`,
+/// `unset`, `getopts`, `mapfile`) evaluate its subscript as arithmetic too.
+#[test]
+fn subscripts_of_names_builtins_set_must_be_integer_literals() {
+    let c = case();
+    let attacks = [
+        "x='a[$(rm canary)]'; printf -v a[x] 1",
+        "x='a[$(rm canary)]'; read a[x] <<< 1",
+        "x='a[$(rm canary)]'; a=(1); unset a[x]",
+        "x='a[$(rm canary)]'; a=(1); unset 'a[x]'",
+        "x='a[$(rm canary)]'; printf -va[x] 1",
+        "x='a[$(rm canary)]'; read -r a[x+1] <<< 1",
+    ];
+    assert_not_allowed(&c, &attacks);
+    assert_attacks(&attacks);
+    assert_not_allowed(
+        &c,
+        &["x='a[$(rm canary)]'; getopts o a[x] -o", "x='a[$(rm canary)]'; mapfile a[x] < /dev/null"],
+    );
+    assert_allowed(&c, &["read a[0] <<< 1", "printf -v a[1] %s x", "unset a[2]", "read -r line <<< x", "unset x"]);
+}

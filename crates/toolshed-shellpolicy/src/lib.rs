@@ -1179,7 +1179,12 @@ impl<'a> Analyzer<'a> {
         // Symbolic links resolved (`s -> secrets`: `cat s/*` shows `secrets/*`), so the files
         // found are checked under their real names.
         if let Ok(real) = read.path.canonicalize() {
-            read.path = real;
+            // Kept under the worktree's own spelling, which its patterns are relative to.
+            let root = self.root.canonicalize().unwrap_or_else(|_| self.root.to_path_buf());
+            read.path = match real.strip_prefix(&root) {
+                Ok(rel) => self.root.join(rel),
+                Err(_) => real,
+            };
         }
         if self.out.tree_reads.contains(&read) {
             return;

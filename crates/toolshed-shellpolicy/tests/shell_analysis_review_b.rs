@@ -395,6 +395,12 @@ fn links_copies_and_cd_patterns_read_what_they_name() {
         let trees = shown(&c, command);
         assert!(trees.iter().any(|t| t == &secrets), "{command}: {trees:?}");
     }
+    // Under the worktree's own spelling when it is reached through a link itself.
+    let alias = c.root.parent().unwrap().join(format!("{}-alias", c.root.file_name().unwrap().to_str().unwrap()));
+    std::os::unix::fs::symlink(&c.root, &alias).unwrap();
+    let trees = toolshed_shellpolicy::analyse("cat s/*", &alias, &alias, Some(&alias)).tree_reads;
+    assert!(trees.iter().any(|t| t.path == alias.join("secrets")), "{trees:?}");
+    std::fs::remove_file(&alias).unwrap();
     std::fs::create_dir(c.root.join("sec2")).unwrap();
     for command in ["cd sec* && cat k", "cd secr?ts && cat k", "cd [s]ecrets; cat k", "cd ./secre*; head -1 k"] {
         assert_ne!(decide(&c, command), Action::Allow, "{command}: {:?}", requests(&c, command));

@@ -53,16 +53,29 @@ pub(super) fn requests(ctx: &ToolContext, reads: &[TreeRead]) -> Vec<PermissionR
 /// Walks one tree, adding the patterns of files whose `read` is not allowed to `guarded`;
 /// false when the budget ran out first.
 fn walk(ctx: &ToolContext, read: &TreeRead, started: Instant, seen: &mut usize, guarded: &mut Vec<String>) -> bool {
+    // The shell's file-name patterns go through linked directories (`cat */k` with `s ->
+    // secrets` shows `s/k`), so a pattern's walk follows links, and names are resolved.
+    let follow = read.glob.is_some();
+    let root_real = ctx.root().canonicalize().unwrap_or_else(|_| ctx.root().to_path_buf());
     let mut check = |path: &Path| {
-        // A symbolic link is read through: the rules of what it points to apply, as for `read`.
-        let target = if path.is_symlink() { path.canonicalize().ok() } else { None };
+        // A symbolic link is read through: the rules of what it points to apply, as for `read`
+        // (under the worktree's own spelling, which its patterns are relative to).
+        let target = if follow || path.is_symlink() { path.canonicalize().ok() } else { None };
+        let target = target.map(|t| match t.strip_prefix(&root_real) {
+            Ok(rel) => ctx.root().join(rel),
+            Err(_) => t,
+        });
         let target = target.as_deref().unwrap_or(path);
         if !target.is_file() {
             return;
         }
-        let pattern = pattern_for(ctx.root(), target);
-        if ctx.decide("read", &pattern) != Action::Allow {
-            guarded.push(pattern);
+        // The name it was found under counts too.
+        let names: &[&Path] = if target == path { &[path] } else { &[target, path] };
+        for named in names {
+            let pattern = pattern_for(ctx.root(), named);
+            if ctx.decide("read", &pattern) != Action::Allow {
+                guarded.push(pattern);
+            }
         }
     };
     if !read.path.is_dir() {
@@ -87,7 +100,7 @@ fn walk(ctx: &ToolContext, read: &TreeRead, started: Instant, seen: &mut usize, 
         .git_exclude(!read.ignored)
         .parents(!read.ignored)
         .require_git(false)
-        .follow_links(false)
+        .follow_links(follow)
         .max_depth(depth);
     for entry in walker.build() {
         *seen += 1;

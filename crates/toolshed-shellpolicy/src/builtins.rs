@@ -86,6 +86,23 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
                 if nameref && (w.dynamic || value.is_some_and(|v| v.contains(['$', '`', '[']))) {
                     out.push(Effect::Unclassified(format!("the name reference `{}` is resolved at run time", w.text)));
                 }
+                // `declare -n r=PATH; r=...` sets PATH; `declare -n r` takes its target from the
+                // first value assigned to it.
+                if nameref && !w.text.is_empty() {
+                    match value {
+                        None => out.push(Effect::Unclassified(format!(
+                            "the name reference `{}` gets its target later on the line",
+                            w.text
+                        ))),
+                        Some(target) if environment::check_name(target).is_some() => {
+                            out.push(Effect::Unclassified(format!(
+                                "the name reference `{}` sets a variable whose setting asks",
+                                w.text
+                            )));
+                        }
+                        Some(_) => {}
+                    }
+                }
                 if let Some(name) = w.text.split_once('=').map(|(n, _)| n.trim_end_matches('+'))
                     && (w.dynamic || value.is_some_and(environment::arithmetic_payload))
                 {
@@ -108,13 +125,67 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
             }
         }
         "test" | "["
-            if args
-                .windows(2)
-                .any(|p| p[0].text == "-v" && (p[1].dynamic || environment::subscript_runs(&p[1].text))) =>
+            if args.windows(2).any(|p| {
+                matches!(p[0].text.as_str(), "-v" | "-R") && (p[1].dynamic || environment::lookup_runs(&p[1].text))
+            }) =>
         {
             return unclassified("`test -v` evaluates a subscript that can run commands");
         }
-        "unset" if args.iter().any(|w| w.dynamic || environment::subscript_runs(&w.text)) => {
+        // `history -w/-a [FILE]` writes FILE (or `$HISTFILE`), `-r/-n [FILE]` reads it.
+        "history" => {
+            let mut letters = String::new();
+            let mut file = None;
+            let mut i = 0;
+            while let Some(w) = args.get(i) {
+                if w.text == "--" {
+                    file = args.get(i + 1);
+                    break;
+                }
+                match w.text.strip_prefix('-').filter(|l| !l.is_empty()) {
+                    Some(l) if !w.dynamic => {
+                        letters.push_str(l);
+                        // `-d OFFSET` takes a value; `-p`/`-s` take the rest as text.
+                        if l.contains('d') {
+                            i += 1;
+                        }
+                        if l.contains(['p', 's']) {
+                            break;
+                        }
+                    }
+                    _ => {
+                        file = Some(w);
+                        break;
+                    }
+                }
+                i += 1;
+            }
+            let (writes, reads) = (letters.contains(['w', 'a']), letters.contains(['r', 'n']));
+            if letters.contains(['p', 's']) || !(writes || reads) {
+                return out;
+            }
+            match file {
+                Some(file) if writes => out.push(Effect::Writes(file.clone())),
+                Some(file) => out.push(Effect::Reads(file.clone())),
+                None => {
+                    return unclassified(
+                        "`history -w`/`-a`/`-r`/`-n` uses the file `$HISTFILE` names, which may be any",
+                    );
+                }
+            }
+            if writes
+                && reads
+                && let Some(file) = file
+            {
+                out.push(Effect::Reads(file.clone()));
+            }
+        }
+        "unset"
+            if args.iter().any(|w| {
+                w.dynamic
+                    || environment::subscript_runs(&w.text)
+                    || (w.text.contains('[') && environment::lookup_runs(&w.text))
+            }) =>
+        {
             return unclassified("`unset` evaluates a subscript that can run commands");
         }
         _ => {}
@@ -156,6 +227,13 @@ fn names_set(name: Option<&Word>, dynamic: bool, out: &mut Vec<Effect>) {
     }
     if let Some(why) = environment::check_name(&name.text) {
         out.push(Effect::Unclassified(why));
+    }
+    // `read a[x]`, `printf -v a[x]`: the subscript of an indexed array is arithmetic.
+    if name.text.contains('[') && environment::lookup_runs(&name.text) {
+        out.push(Effect::Unclassified(format!(
+            "the subscript of `{}` is evaluated as arithmetic, which can run commands",
+            name.text
+        )));
     }
     if dynamic {
         out.push(Effect::SetsAtRunTime(name.text.split('[').next().unwrap_or_default().to_string()));

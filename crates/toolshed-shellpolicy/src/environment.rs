@@ -213,6 +213,16 @@ pub(super) fn subscript_runs(text: &str) -> bool {
     text.contains('[') && text.contains(['$', '`'])
 }
 
+/// Whether the name `text` that `test -v`/`-R` or `[[ -v ]]` looks up could run a command: a
+/// subscript there is evaluated as arithmetic (`[[ -v a[x] ]]` with `x='a[$(cmd)]'` runs
+/// `cmd`), so anything but a plain integer literal between the brackets, or a name computed at
+/// run time, counts (fail closed).
+pub(super) fn lookup_runs(text: &str) -> bool {
+    let Some(open) = text.find('[') else { return text.contains(['$', '`', '\\']) };
+    let inner = text[open + 1..].strip_suffix(']');
+    !inner.is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Whether a value assigned to a variable would run a command if the variable were later read
 /// as arithmetic or as a name (`x='a[$(rm y)]'; echo $((x))`).
 pub(super) fn arithmetic_payload(value: &str) -> bool {

@@ -154,6 +154,27 @@ fn executables_matching(base: &Path, pattern: &str) -> Option<Vec<PathBuf>> {
     )
 }
 
+/// The entries of the directory `dir` whose names match the shell pattern `glob` (hidden ones
+/// only when it starts with `.`); `None` when the directory cannot be listed or has too many
+/// entries to look at.
+fn entries_matching(dir: &Path, glob: &str) -> Option<Vec<PathBuf>> {
+    const MAX_ENTRIES: usize = 10_000;
+    let mut out = Vec::new();
+    for (i, entry) in std::fs::read_dir(dir).ok()?.enumerate() {
+        if i >= MAX_ENTRIES {
+            return None;
+        }
+        let Ok(entry) = entry else { continue };
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if (name.starts_with('.') && !glob.starts_with('.')) || !shell_pattern_matches(glob, name) {
+            continue;
+        }
+        out.push(entry.path());
+    }
+    Some(out)
+}
+
 /// Whether `name` matches the shell pattern `pattern` (`*`, `?`, `[...]` with ranges and `!`/`^`).
 fn shell_pattern_matches(pattern: &str, name: &str) -> bool {
     fn class(p: &[char], c: char) -> Option<(bool, usize)> {
@@ -397,6 +418,39 @@ struct Arithmetic {
 const INTEGER_SPECIALS: &[&str] =
     &["RANDOM", "SRANDOM", "SECONDS", "LINENO", "BASHPID", "PPID", "UID", "EUID", "EPOCHSECONDS", "OPTIND"];
 
+/// Shell variables bash evaluates every assigned value of as arithmetic (they have the integer
+/// attribute, or their assignment function evaluates the value: `RANDOM=$x` with `x='a[$(cmd)]'`
+/// runs `cmd`). Measured with bash 5.2: `RANDOM`, `SRANDOM`, `HISTCMD`, `OPTIND`; the others are
+/// integer (or numeric) variables of other versions or settings, kept here to fail closed.
+const ARITHMETIC_ON_ASSIGNMENT: &[&str] = &[
+    "RANDOM",
+    "SRANDOM",
+    "HISTCMD",
+    "OPTIND",
+    "OPTERR",
+    "BASH_COMPAT",
+    "BASH_XTRACEFD",
+    "SECONDS",
+    "LINENO",
+    "BASHPID",
+    "PPID",
+    "UID",
+    "EUID",
+    "EPOCHSECONDS",
+    "EPOCHREALTIME",
+    "COLUMNS",
+    "LINES",
+    "HISTSIZE",
+    "HISTFILESIZE",
+    "TMOUT",
+    "MAILCHECK",
+    "SHLVL",
+    "COMP_CWORD",
+    "COMP_POINT",
+    "COMP_TYPE",
+    "COMP_KEY",
+];
+
 fn syntax_identifier(text: &str) -> bool {
     text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -472,7 +526,10 @@ impl<'a> Analyzer<'a> {
             dynamic_writes: false,
             run_time_vars: HashSet::new(),
             arithmetic_vars: HashSet::new(),
-            arith: Arithmetic::default(),
+            arith: Arithmetic {
+                integer: ARITHMETIC_ON_ASSIGNMENT.iter().map(|n| (*n).to_string()).collect(),
+                ..Arithmetic::default()
+            },
             input_texts: Vec::new(),
         }
     }
@@ -489,8 +546,17 @@ impl<'a> Analyzer<'a> {
         if self.quiet || name.is_empty() {
             return;
         }
+        self.arith_sets(name);
         self.arith.seq += 1;
         self.arith.uses.push((name.to_string(), self.arith.seq));
+    }
+
+    /// A name in arithmetic, which may assign it (`PATH=7`, `PATH+=1`, `PATH++`, `$[PATH=1]`): a
+    /// variable whose setting asks ([`environment::check_name`]) asks wherever it appears there.
+    fn arith_sets(&mut self, name: &str) {
+        if let Some(why) = environment::check_name(name) {
+            self.unclassified(why);
+        }
     }
 
     /// `name` set to `value` (`integer`: a plain integer literal or the result of arithmetic);
@@ -1005,6 +1071,24 @@ impl<'a> Analyzer<'a> {
             self.cwd = None;
             return;
         }
+        // `cd sec*`: the one directory the pattern matches now, else unknown (fail closed).
+        if target.glob {
+            let glob = glob_rest(&target.text).filter(|g| !g.contains('/'));
+            let base = self.resolve(target);
+            let matched = match (glob, base) {
+                (Some(glob), Some(base)) => entries_matching(&base, &glob).unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            match matched.as_slice() {
+                [one] if one.is_dir() => {
+                    let one = one.clone();
+                    self.check_outside(&one);
+                    self.cwd = Some(one);
+                }
+                _ => self.cwd = None,
+            }
+            return;
+        }
         match self.resolve(target) {
             Some(path) => {
                 self.check_outside(&path);
@@ -1091,7 +1175,17 @@ impl<'a> Analyzer<'a> {
 
     /// Notes a tree whose files the command shows (at most [`MAX_TREE_READS`]; beyond that the
     /// command asks).
-    fn tree_read(&mut self, read: TreeRead) {
+    fn tree_read(&mut self, mut read: TreeRead) {
+        // Symbolic links resolved (`s -> secrets`: `cat s/*` shows `secrets/*`), so the files
+        // found are checked under their real names.
+        if let Ok(real) = read.path.canonicalize() {
+            // Kept under the worktree's own spelling, which its patterns are relative to.
+            let root = self.root.canonicalize().unwrap_or_else(|_| self.root.to_path_buf());
+            read.path = match real.strip_prefix(&root) {
+                Ok(rel) => self.root.join(rel),
+                Err(_) => real,
+            };
+        }
         if self.out.tree_reads.contains(&read) {
             return;
         }
@@ -1167,9 +1261,27 @@ impl<'a> Analyzer<'a> {
                     ));
                     return;
                 }
+                // A pattern in the last component (`ln -s secret? s`): each entry it matches, and
+                // everything under it.
+                let matches = if dir.glob {
+                    glob_rest(&dir.text).and_then(|glob| (!glob.contains('/')).then_some(glob))
+                } else {
+                    None
+                };
                 for path in self.paths(&dir) {
-                    if self.check_outside(&path) {
-                        self.tree_read(TreeRead { path, hidden: filter.hidden, ignored: filter.ignored, glob: None });
+                    let trees = match &matches {
+                        Some(glob) => entries_matching(&path, glob).unwrap_or_else(|| vec![path.clone()]),
+                        None => vec![path],
+                    };
+                    for path in trees {
+                        if self.check_outside(&path) {
+                            self.tree_read(TreeRead {
+                                path,
+                                hidden: filter.hidden,
+                                ignored: filter.ignored,
+                                glob: None,
+                            });
+                        }
                     }
                 }
             }
@@ -1285,6 +1397,12 @@ impl<'a> Analyzer<'a> {
         if arith.counted_output && arith.functions {
             self.out.unclassified.push(
                 "the command defines a function and evaluates a command's output as arithmetic, which the function may print".into(),
+            );
+        }
+        // `declare -n r=RANDOM; r=$x` evaluates `$x` as arithmetic.
+        if arith.namerefs && arith.assigned.iter().any(|(_, value)| !is_integer_literal(value)) {
+            self.out.unclassified.push(
+                "the command declares a name reference and assigns values that may reach a variable evaluating them as arithmetic".into(),
             );
         }
         if arith.namerefs && !arith.uses.is_empty() {

@@ -2122,20 +2122,35 @@ fn copy(program: &str, args: &[Word]) -> Vec<Effect> {
         Some(dir) => (Some(dir), operands),
         None if program == "ln" && operands.len() == 1 => {
             let name = operands[0].text.trim_end_matches('/').rsplit('/').next().unwrap_or_default().to_string();
-            (Some(part(&operands[0], &name)), Vec::new())
+            (Some(part(&operands[0], &name)), vec![operands[0].clone()])
         }
         None => {
             let dest = if operands.len() >= 2 { operands.pop() } else { None };
             (dest, operands)
         }
     };
-    if let Some(dest) = dest {
+    if let Some(dest) = dest.clone() {
         let into_dir =
             sources.len() > 1 || recursive || dest.text.ends_with('/') || has(&options, 't', &["target-directory"]);
         if into_dir {
             out.push(Effect::WritesUnder(dest.clone()));
         }
         out.push(Effect::Writes(dest));
+    }
+    // A link (`ln -s secrets s`, `ln .env x`, `cp -s`/`-l`) or a copy makes what it names
+    // readable under another name: each source, and everything under it, is read. A symbolic
+    // link's relative target is relative to the link's directory.
+    let all = TreeFilter { hidden: true, ignored: true };
+    let symbolic = has(&options, 's', &["symbolic", "symbolic-link"]);
+    for source in &sources {
+        // (A source named at run time may be any file: `Reads` makes that the worktree.)
+        out.push(if source.dynamic { Effect::Reads(source.clone()) } else { Effect::ReadsTree(source.clone(), all) });
+        if symbolic
+            && !source.text.starts_with('/')
+            && let Some((dir, _)) = dest.as_ref().and_then(|d| d.text.trim_end_matches('/').rsplit_once('/'))
+        {
+            out.push(Effect::ReadsTree(part(source, &format!("{dir}/{}", source.text)), all));
+        }
     }
     if program == "mv" {
         out.extend(sources.into_iter().map(Effect::Writes));

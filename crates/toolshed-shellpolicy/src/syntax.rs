@@ -35,6 +35,8 @@ pub(super) struct Walk<'t> {
     /// Where the `$(`, `<(`, `>(` and `$((` the walk analysed start (see
     /// `Analyzer::stray_substitutions`).
     substitutions: Vec<usize>,
+    /// Byte ranges of unquoted here-document bodies, where bash expands `$(`, `${` and `$[`.
+    expanded_bodies: Vec<(usize, usize)>,
     /// Whether the statement being walked is `Ctx::top`.
     top: bool,
 }
@@ -86,6 +88,7 @@ impl Analyzer<'_> {
             literal: Vec::new(),
             backquotes: Vec::new(),
             substitutions: Vec::new(),
+            expanded_bodies: Vec::new(),
             top: false,
         };
         while let Some((node, ctx)) = w.stack.pop() {
@@ -99,6 +102,7 @@ impl Analyzer<'_> {
             self.statement(&mut w, node, ctx);
         }
         self.word_boundaries(&mut w);
+        self.named_descriptors(&w);
         self.stray_backquotes(&w);
         self.stray_substitutions(&w);
     }
@@ -309,6 +313,7 @@ impl Analyzer<'_> {
             "file_redirect" => {
                 let mut operator = String::new();
                 let mut destination = None;
+                let mut operator_start = node.start_byte();
                 let mut c = node.walk();
                 if c.goto_first_child() {
                     loop {
@@ -316,7 +321,7 @@ impl Analyzer<'_> {
                         match c.field_name() {
                             Some("destination") if destination.is_none() => destination = Some(child),
                             Some("destination") => extra.push(child),
-                            Some("descriptor") => {}
+                            Some("descriptor") => operator_start = child.end_byte(),
                             _ if !child.is_named() => operator.push_str(w.text(child)),
                             _ if child.kind() == "ERROR" => {}
                             _ => self.cannot(w, child, child.kind()),
@@ -327,6 +332,11 @@ impl Analyzer<'_> {
                     }
                 }
                 let Some(destination) = destination else { return };
+                // The operator as written: tree-sitter leaves `<>` after a descriptor (`3<>f`)
+                // as an error node, which is a read and a write all the same.
+                if let Some(written) = w.src.get(operator_start..destination.start_byte()) {
+                    operator = written.trim().to_string();
+                }
                 if let Some(first) = extra.first() {
                     self.check_gap(w, destination, *first);
                 }
@@ -369,6 +379,13 @@ impl Analyzer<'_> {
                                 // they are text.
                                 w.literal.push((child.start_byte(), child.end_byte()));
                                 if !quoted {
+                                    w.expanded_bodies.push((child.start_byte(), child.end_byte()));
+                                    if heredoc_joins(w.text(child), strip, &is_delimiter) {
+                                        self.unclassified(
+                                            "a here-document has a backslash-newline that bash removes before reading it"
+                                                .into(),
+                                        );
+                                    }
                                     if w.text(child).contains('`') {
                                         self.unclassified("a here-document with backquotes cannot be analysed".into());
                                     }
@@ -430,10 +447,12 @@ impl Analyzer<'_> {
             // `edit` rules apply either way (`read = { "../*" = "deny" }`).
             self.check_outside(&path);
             let pattern = self.relative(&path);
+            // `<>` opens the file for reading and writing.
+            if operator.contains('<') || !writes {
+                self.out.reads.push(pattern.clone());
+            }
             if writes {
                 self.out.edits.push(pattern);
-            } else {
-                self.out.reads.push(pattern);
             }
             if writes {
                 self.written.insert(path);
@@ -480,6 +499,20 @@ impl Analyzer<'_> {
             } else {
                 self.words_of(w, value)
             };
+            // `N=$x` for a variable with the integer attribute evaluates `x`'s value as
+            // arithmetic: understood when the line set `x` to a plain integer before.
+            let lone = (value.kind() == "simple_expansion" || value.kind() == "expansion")
+                && self.arith.integer.contains(&base)
+                && !appends;
+            let lone = lone
+                .then(|| w.text(value).trim_start_matches('$').trim_start_matches('{').trim_end_matches('}'))
+                .filter(|name| is_identifier(name))
+                .map(str::to_string);
+            if let Some(name) = lone {
+                self.arith_use(&name);
+                self.arith_assign(&base, "0", true, false);
+                return;
+            }
             if !arithmetic && values.iter().any(|v| v.dynamic || environment::arithmetic_payload(&v.text)) {
                 self.run_time_vars.insert(base.clone());
             }
@@ -513,7 +546,19 @@ impl Analyzer<'_> {
                         let value: String = values.iter().map(|v| v.text.as_str()).collect();
                         words.push(Word::new(format!("{name}={value}"), dynamic));
                     }
-                    "variable_name" => words.push(Word::literal(w.text(child))),
+                    "variable_name" => {
+                        // `export GIT_DIR` exports a value the line cannot see (inherited, or set
+                        // in a way the analysis missed); `unset` and `-p` change nothing.
+                        let keyword = words.first().map(|k: &Word| k.text.clone()).unwrap_or_default();
+                        let prints = words.iter().any(|w| w.text.starts_with('-') && w.text.contains('p'));
+                        if keyword != "unset"
+                            && !prints
+                            && let Some(why) = environment::check_name(w.text(child))
+                        {
+                            self.unclassified(why);
+                        }
+                        words.push(Word::literal(w.text(child)));
+                    }
                     "comment" => {}
                     _ if child.is_named() => words.extend(self.words_of(w, child)),
                     _ => words.push(Word::literal(w.text(child))),
@@ -751,6 +796,12 @@ impl Analyzer<'_> {
         match node.kind() {
             "command_substitution" if w.text(node).starts_with('`') => self.backquote(w, node),
             "command_substitution" | "process_substitution" => {
+                // Inside `${...}` tree-sitter reads `$((x))` as a command substitution of a
+                // subshell; bash evaluates it as arithmetic.
+                let text = w.text(node);
+                if let Some(inner) = text.strip_prefix("$((").and_then(|t| t.strip_suffix("))")) {
+                    self.arithmetic_text(inner);
+                }
                 let start = w.stack.len();
                 let mut cursor = node.walk();
                 let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
@@ -847,10 +898,15 @@ impl Analyzer<'_> {
         let covered = |ranges: &[(usize, usize)], i: usize| ranges.iter().any(|&(s, e)| s <= i && i < e);
         for i in 0..b.len().saturating_sub(1) {
             let (c, next) = (b[i], b[i + 1]);
-            if next != b'(' || !matches!(c, b'$' | b'<' | b'>') {
+            // `$[...]` is arithmetic (the old spelling of `$((...))`).
+            let old_arithmetic = c == b'$' && next == b'[';
+            if !(old_arithmetic || next == b'(' && matches!(c, b'$' | b'<' | b'>')) {
                 continue;
             }
-            if w.substitutions.contains(&i) || covered(&w.literal, i) {
+            // An unquoted here-document's body is literal for backquotes (which ask there
+            // anyway), not for `$(`, `${...$(...)}` or `$[`.
+            let literal = covered(&w.literal, i) && !(c == b'$' && covered(&w.expanded_bodies, i));
+            if w.substitutions.contains(&i) || literal {
                 continue;
             }
             if b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1 {
@@ -867,6 +923,28 @@ impl Analyzer<'_> {
             let text: String = w.src[i..].chars().take(40).collect();
             self.unclassified(format!("`{text}` is a substitution the parser did not read as bash does"));
             return;
+        }
+    }
+
+    /// `{NAME}>file`, `{NAME}<&-`, ...: bash sets NAME to the file descriptor it opens (or
+    /// reads it to close one), which tree-sitter leaves as a word. Setting a variable that makes
+    /// programs run programs (`exec {PATH}>/dev/null`) asks wherever the text appears, quoted
+    /// or not (fail closed).
+    fn named_descriptors(&mut self, w: &Walk<'_>) {
+        let b = w.src.as_bytes();
+        let mut at = 0;
+        while let Some(open) = memchr::memchr(b'{', &b[at..]).map(|i| at + i) {
+            at = open + 1;
+            let len = b[at..].iter().take_while(|c| c.is_ascii_alphanumeric() || **c == b'_').count();
+            if len == 0 || b.get(at + len) != Some(&b'}') || !matches!(b.get(at + len + 1), Some(b'<' | b'>')) {
+                continue;
+            }
+            let name = &w.src[at..at + len];
+            if let Some(why) = environment::check_name(name) {
+                self.unclassified(why);
+            }
+            // The variable then holds a number the line does not know.
+            self.arith_assign(name, "0", true, false);
         }
     }
 
@@ -907,6 +985,9 @@ impl Analyzer<'_> {
         let mut pending = vec![(node, arithmetic)];
         while let Some((n, arith)) = pending.pop() {
             let kind = n.kind();
+            // Whatever the context (a `${...}` operand, `[ ]`, `[[ ]]`), the inside of `$((...))`
+            // is arithmetic.
+            let arith = arith || kind == "arithmetic_expansion";
             if kind == "arithmetic_expansion" {
                 w.substitutions.push(n.start_byte());
             }
@@ -975,7 +1056,8 @@ impl Analyzer<'_> {
                 }
                 "unary_expression" => {
                     let text = w.text(n);
-                    if (text.starts_with("-v") || text.starts_with("-R")) && environment::subscript_runs(text) {
+                    let operand = text.strip_prefix("-v").or_else(|| text.strip_prefix("-R")).map(str::trim);
+                    if operand.is_some_and(environment::lookup_runs) {
                         self.unclassified(format!("`{text}` evaluates a subscript that can run commands"));
                     }
                 }
@@ -995,6 +1077,7 @@ impl Analyzer<'_> {
                         pending.push((value, true));
                     }
                     if is_identifier(&name) {
+                        self.arith_sets(&name);
                         self.arith_assign(&name, "0", true, literal && w.top);
                     } else {
                         self.unclassified(format!("`{}` cannot be analysed as arithmetic", w.text(n)));
@@ -1014,6 +1097,7 @@ impl Analyzer<'_> {
                     if let Some(right) = right {
                         pending.push((right, true));
                     }
+                    self.arith_sets(&name);
                     self.arith_assign(&name, "0", true, literal && w.top);
                     continue;
                 }
@@ -1026,6 +1110,8 @@ impl Analyzer<'_> {
                             .chars()
                             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                             .collect();
+                        // `unset PATH; : ${PATH:=dir}` sets PATH.
+                        self.arith_sets(&name);
                         self.arith_assign(&name, "?", false, false);
                     }
                     if text.contains("@P") {
@@ -1268,6 +1354,46 @@ fn unescape_backquote(body: &str, double_quoted: bool) -> String {
         out.push(c);
     }
     out
+}
+
+/// Whether an unquoted here-document's `body` reads otherwise once bash removes its
+/// backslash-newlines (which it does before looking for the delimiter and for expansions): a
+/// line that becomes the delimiter (`EO\⏎F`), or a `$(`, `${`, `$[` or backquote that appears
+/// (`$\⏎(cmd)`).
+fn heredoc_joins(body: &str, strip: bool, is_delimiter: &dyn Fn(&str) -> bool) -> bool {
+    if !body.contains("\\\n") {
+        return false;
+    }
+    let join = |text: &str| {
+        let mut out = String::with_capacity(text.len());
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                match chars.next() {
+                    Some('\n') => {}
+                    Some(next) => {
+                        out.push(c);
+                        out.push(next);
+                    }
+                    None => out.push(c),
+                }
+                continue;
+            }
+            out.push(c);
+        }
+        out
+    };
+    let expansions = |text: &str| {
+        let b = text.as_bytes();
+        b.windows(2).filter(|p| p[0] == b'$' && matches!(p[1], b'(' | b'{' | b'[')).count()
+            + b.iter().filter(|&&c| c == b'`').count()
+    };
+    let mut variants = vec![join(body)];
+    if strip {
+        let stripped: Vec<&str> = body.split('\n').map(|l| l.trim_start_matches('\t')).collect();
+        variants.push(join(&stripped.join("\n")));
+    }
+    variants.iter().any(|joined| joined.split('\n').any(is_delimiter) || expansions(joined) != expansions(body))
 }
 
 /// Whether `node` is within double quotes at its own level of command substitution.

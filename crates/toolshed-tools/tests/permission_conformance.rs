@@ -1117,3 +1117,72 @@ fn ordinary_commands_stay_allowed_under_an_rm_deny() {
         failures.join("\n")
     );
 }
+
+/// An asker that applies the agents' rules without asking anyone, so the files a command shows
+/// without naming them (`grep -r`, `cat *`) are checked file by file as in the chain.
+struct RulesAsker(Arc<Agents>);
+
+impl toolshed_core::permission::Asker for RulesAsker {
+    fn ask<'a>(
+        &'a self,
+        _call: &'a CallInfo,
+        _request: toolshed_core::permission::PermissionRequest,
+    ) -> toolshed_core::tool::BoxFuture<'a, Result<(), toolshed_core::tool::ToolError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn decide(&self, call: &CallInfo, permission: &str, pattern: &str) -> Action {
+        self.0.evaluate(&call.agent, permission, pattern).action
+    }
+}
+
+/// [`decide`] with the files of tree reads checked against the rules.
+fn decide_shown(w: &World, config: &str, cmd: &str) -> Action {
+    let (_, agents, registry) = setup(w, config);
+    let entry = registry.get("bash").unwrap();
+    let value = decode(entry, &CallInput::Json(bash(cmd))).unwrap();
+    let invocation = entry.tool.prepare(value).unwrap();
+    let env = Environment::new(&w.root, w.root.join(".data"));
+    let info = CallInfo { agent: "build".into(), tool: "bash".into(), ..CallInfo::default() };
+    let ctx = ToolContext::new(info, Arc::new(env), CancellationToken::new(), Arc::new(RulesAsker(agents.clone())));
+    let mut decision = Allow;
+    for request in &invocation.permissions(&ctx).unwrap() {
+        for pattern in &request.patterns {
+            let action = request.effective(agents.evaluate("build", &request.permission, pattern).action);
+            decision = match (decision, action) {
+                (Deny, _) | (_, Deny) => Deny,
+                (Ask, _) | (_, Ask) => Ask,
+                _ => Allow,
+            };
+        }
+    }
+    decision
+}
+
+/// A later review: a denied file read through a symbolic link the line makes, through one that
+/// already exists (a pattern or a tree walk through it), or after `cd` to a pattern.
+#[test]
+fn reads_through_links_and_cd_patterns_are_checked() {
+    let w = world();
+    let decide = |_: &World, config: &str, _: &str, _: &str, args: &Value| {
+        decide_shown(&w, config, args["command"].as_str().unwrap())
+    };
+    let rules = "[permission]\nread = { \"*\" = \"allow\", \"*.env\" = \"deny\", \"secrets/*\" = \"deny\" }\n";
+    for cmd in [
+        "ln -s secrets s && cat s/key",
+        "ln -s ./secrets s && cat s/key",
+        "ln -s secret? s; cat s/key",
+        "ln -s .e?v q; cat q",
+        "cd secr* && cat key",
+        "cp -r secrets x && cat x/key",
+    ] {
+        assert_eq!(decide(&w, rules, "build", "bash", &bash(cmd)), Deny, "{cmd}");
+    }
+    std::os::unix::fs::symlink("secrets", w.root.join("s")).unwrap();
+    for cmd in ["cat s/*", "grep -r . s", "cat */key", "head -1 s/k*"] {
+        assert_eq!(decide(&w, rules, "build", "bash", &bash(cmd)), Deny, "{cmd}");
+    }
+    for cmd in ["ln -s src/main.rs m", "cat src/*", "grep -r main src", "cd sr? && cat main.rs"] {
+        assert_eq!(decide(&w, rules, "build", "bash", &bash(cmd)), Allow, "{cmd}");
+    }
+}

@@ -342,6 +342,9 @@ struct Collected {
     always: Patterns,
     unclassified: Patterns,
     edits: Patterns,
+    /// Writes whose files the line does not name (known only at run time, or anywhere under a
+    /// directory), and why: an edit rule about one file cannot be matched against them.
+    unknown_edits: Patterns,
     reads: Patterns,
     external: Patterns,
     tree_reads: Vec<TreeRead>,
@@ -374,6 +377,17 @@ impl Collected {
         }
         if !self.edits.is_empty() {
             out.push(PermissionRequest::new("edit", self.edits.list));
+        }
+        // Files no pattern names may be the one an edit rule denies: asked when some edit rule
+        // denies something (review 14: `gzip`, `git checkout --`, `fallocate` changed an
+        // edit-denied file).
+        if !self.unknown_edits.is_empty() {
+            out.push(
+                PermissionRequest::new("edit", ["*"])
+                    .opaque()
+                    .with_metadata("command", command)
+                    .with_metadata("unknown", self.unknown_edits.list.join("; ")),
+            );
         }
         if !self.reads.is_empty() {
             out.push(PermissionRequest::new("read", self.reads.list));
@@ -1227,6 +1241,7 @@ impl<'a> Analyzer<'a> {
                 let paths = self.paths(&file);
                 if paths.is_empty() {
                     self.dynamic_writes = true;
+                    self.out.unknown_edits.push(format!("`{written}` writes {}, known only at run time", file.text));
                 }
                 for path in paths {
                     self.check_outside(&path);
@@ -1242,10 +1257,14 @@ impl<'a> Analyzer<'a> {
                 let paths = self.paths(&dir);
                 if paths.is_empty() {
                     self.dynamic_writes = true;
+                    self.out
+                        .unknown_edits
+                        .push(format!("`{written}` writes under {}, known only at run time", dir.text));
                 }
                 for path in paths {
                     self.check_outside(&path);
                     let pattern = under_pattern(&self.relative(&path));
+                    self.out.unknown_edits.push(format!("`{written}` writes files under `{pattern}`"));
                     self.out.edits.push(pattern);
                     self.written.insert(path);
                 }

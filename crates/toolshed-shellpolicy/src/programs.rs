@@ -364,14 +364,22 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
             let operands: Vec<&Word> = args.iter().filter(|w| !w.text.starts_with('-') || w.text == "-").collect();
             operands.get(1).map(|out| vec![Effect::Writes((*out).clone())]).unwrap_or_default()
         }
+        // They replace each file they are given (`gzip protected.txt` leaves `protected.txt.gz`,
+        // review 14), and make one named at run time.
         "gzip" | "gunzip" | "bzip2" | "bunzip2" | "xz" | "unxz" | "zstd" | "unzstd" | "lz4" | "lzma" | "unlzma"
+        | "compress" | "uncompress" | "lzip" | "brotli" | "pigz" | "unpigz" | "pbzip2" | "pixz"
             if !args.iter().any(|w| {
                 matches!(w.text.as_str(), "--stdout" | "--to-stdout" | "--test" | "--list")
                     || (w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains(['c', 't', 'l']))
             }) =>
         {
-            vec![Effect::Writes(Word::new(format!("the files `{program}` makes"), true))]
+            let mut out = vec![Effect::Writes(Word::new(format!("the files `{program}` makes"), true))];
+            out.extend(args.iter().filter(|w| !w.text.starts_with('-')).map(|w| Effect::Writes(w.clone())));
+            out
         }
+        // In place: every operand is rewritten.
+        "dos2unix" | "unix2dos" | "mac2unix" | "unix2mac" | "fallocate" | "sponge" | "chattr" | "setfattr"
+        | "setfacl" => args.iter().filter(|w| !w.text.starts_with('-')).map(|w| Effect::Writes(w.clone())).collect(),
         "cp" | "mv" | "install" | "ln" => copy(program, args),
         "touch" | "truncate" | "rm" | "rmdir" | "shred" | "unlink" | "mkdir" | "tee" => writes_operands(program, args),
         "chmod" | "chown" | "chgrp" => chmod(program, args),
@@ -701,6 +709,11 @@ fn git(args: &[Word]) -> Vec<Effect> {
         "format-patch" if !stdout => {
             out.push(Effect::WritesUnder(directory.unwrap_or_else(|| chdir.clone().unwrap_or_else(here))));
         }
+        // What writes the worktree's files (review 14: `git checkout -- protected.txt` under an
+        // edit deny). Which files, the repository decides: anywhere under where it runs.
+        sub if GIT_WORKTREE_WRITERS.contains(&sub) || sub_writes_worktree(sub, rest) => {
+            out.push(Effect::WritesUnder(chdir.clone().unwrap_or_else(here)));
+        }
         "bundle" => {
             let operands: Vec<&Word> = rest.iter().filter(|w| !w.text.starts_with('-')).collect();
             if operands.first().is_some_and(|w| w.text == "create")
@@ -712,6 +725,38 @@ fn git(args: &[Word]) -> Vec<Effect> {
         _ => {}
     }
     out
+}
+
+/// git's commands that write files of the worktree.
+const GIT_WORKTREE_WRITERS: &[&str] = &[
+    "am",
+    "apply",
+    "checkout",
+    "checkout-index",
+    "cherry-pick",
+    "clean",
+    "merge",
+    "mv",
+    "pull",
+    "read-tree",
+    "rebase",
+    "reset",
+    "restore",
+    "revert",
+    "rm",
+    "stash",
+    "switch",
+    "worktree",
+    "clone",
+    "init",
+    "submodule",
+    "sparse-checkout",
+];
+
+/// Whether `git SUB REST` writes the worktree where the subcommand alone does not say so.
+fn sub_writes_worktree(sub: &str, rest: &[Word]) -> bool {
+    // `git branch -f` and `git update-ref` move refs only; `git lfs pull/checkout` write files.
+    sub == "lfs" && rest.first().is_some_and(|w| matches!(w.text.as_str(), "pull" | "checkout" | "fetch" | "smudge"))
 }
 
 /// git's own commands (`git help -a`, git 2.47, and `lfs`): any other name is an alias or a `git-NAME`

@@ -442,6 +442,17 @@ impl Analyzer<'_> {
         if writes && paths.is_empty() {
             self.dynamic_writes = true;
         }
+        if paths.is_empty() && !self.quiet {
+            // A file named at run time (`> "$f"`) may be any: the edit rules about one file
+            // are asked about, and what it reads may be any file of the worktree.
+            if writes {
+                self.out.unknown_edits.push(format!("a redirection writes {}, known only at run time", target.text));
+            }
+            if operator.contains('<') || !writes {
+                let root = self.root.to_path_buf();
+                self.tree_read(crate::TreeRead { path: root, hidden: true, ignored: true, glob: None });
+            }
+        }
         for path in paths {
             // Inside the worktree the pattern is relative, outside absolute: the `read` and
             // `edit` rules apply either way (`read = { "../*" = "deny" }`).

@@ -458,3 +458,65 @@ fn subscripts_of_names_builtins_set_must_be_integer_literals() {
     );
     assert_allowed(&c, &["read a[0] <<< 1", "printf -v a[1] %s x", "unset a[2]", "read -r line <<< x", "unset x"]);
 }
+
+/// Programs that change a file in place, or files the line does not name, under an edit deny
+/// (review 14's medium finding: `gzip protected.txt`, `fallocate -p … protected.txt` and
+/// `git checkout -- protected.txt` changed the denied file): the file they name is an edit, and
+/// writes whose files no pattern names ask where some edit rule denies something.
+#[test]
+fn writers_in_place_and_writes_to_unnamed_files_meet_the_edit_rules() {
+    let c = case();
+    assert_not_allowed(
+        &c,
+        &[
+            "gzip protected.txt",
+            "bzip2 -k protected.txt",
+            "xz protected.txt",
+            "zstd --rm protected.txt",
+            "dos2unix protected.txt",
+            "fallocate -p -o 0 -l 2 protected.txt",
+            "git checkout -- protected.txt",
+            "git restore protected.txt",
+            "git stash",
+            "git reset --hard",
+            "git clean -fdx",
+            "git mv a.txt b.txt",
+            "git -C . checkout HEAD -- .",
+            "f=protected.txt; echo x > \"$f\"",
+            "tar xf a.tar",
+            "unzip a.zip",
+        ],
+    );
+    assert_allowed(
+        &c,
+        &["gzip -c a.txt", "gzip -t a.gz", "git status", "git log --oneline", "git diff", "echo x > a.txt"],
+    );
+}
+
+/// Without an edit rule that denies something, the same writes need no question.
+#[test]
+fn writes_to_unnamed_files_ask_nothing_without_an_edit_deny() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let mut cfg = Config::default();
+    cfg.merge_str(&root.join("toolshed.toml"), "[permission]\nbash = \"allow\"\nedit = \"allow\"\n").unwrap();
+    let c = Case { agents: Agents::from_config(&cfg, &root, Some(&root)), root, _tmp: tmp };
+    assert_allowed(&c, &["git checkout -- a.txt", "git stash", "tar xf a.tar", "gzip a.txt", "f=x; echo y > \"$f\""]);
+}
+
+/// A redirection to or from a file named at run time: any file of the worktree. A write asks
+/// where an edit rule denies something; a read hands the whole worktree to the tool's file by
+/// file check of the read rules.
+#[test]
+fn redirections_to_files_named_at_run_time_meet_the_rules() {
+    let c = case();
+    assert_not_allowed(&c, &["f=protected.txt; echo x >> $f", "exec 3> \"$f\"", "f=a; cat a.txt 1<> $f"]);
+    for command in ["f=.env; cat < \"$f\"", "f=secrets/k; wc -l < $f", "exec 3< \"$f\""] {
+        let analysis = toolshed_shellpolicy::analyse(command, &c.root, &c.root, Some(&c.root));
+        assert!(
+            analysis.tree_reads.iter().any(|t| t.path == c.root && t.hidden),
+            "{command}: {:?}",
+            analysis.tree_reads
+        );
+    }
+}

@@ -579,7 +579,9 @@ async fn plan_runs_commands_in_the_read_only_sandbox() {
     assert!(r.output.contains("Permission denied") || r.output.contains("Read-only"), "{}", r.output);
     assert!(!root.path().join("inside.txt").exists(), "{}", r.output);
     // Plan's rules deny escalation outright, so no one is even asked (not even under --yes).
-    assert_eq!(*answer.1.lock().unwrap(), ["bash"]);
+    // (The write to a file named at run time is asked about as an edit: plan's rules deny
+    // edits, and which file it is no rule can tell.)
+    assert_eq!(*answer.1.lock().unwrap(), ["bash", "edit"]);
     assert!(r.output.contains("forbid `sandbox_escalation`"), "{}", r.output);
     let r = bash_as(&executor, "build", WRITE).await;
     assert_eq!(r.metadata["sandbox"], "workspace-write", "{}", r.output);

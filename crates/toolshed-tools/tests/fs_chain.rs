@@ -354,33 +354,85 @@ async fn a_directory_swapped_for_a_link_mid_search_shows_no_denied_file() {
     rules.push(Rule::new("read", "*", Action::Allow));
     rules.push(Rule::new("read", "secrets/*", Action::Deny));
     let exec = executor(&w, rules, Arc::new(RejectAll));
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let swapper = {
-        let (stop, root) = (stop.clone(), w.root.clone());
-        std::thread::spawn(move || {
-            use std::os::unix::ffi::OsStrExt as _;
-            let d = std::ffi::CString::new(root.join("d").as_os_str().as_bytes()).unwrap();
-            let x = std::ffi::CString::new(root.join("x").as_os_str().as_bytes()).unwrap();
-            let mut swaps = 0u64;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                // SAFETY: two valid C strings; RENAME_EXCHANGE swaps the two names atomically.
-                unsafe {
-                    libc::renameat2(libc::AT_FDCWD, d.as_ptr(), libc::AT_FDCWD, x.as_ptr(), libc::RENAME_EXCHANGE)
-                };
-                swaps += 1;
-            }
-            swaps
-        })
-    };
+    let swapper = Swapper::start(w.root.join("d"), w.root.join("x"));
     let mut public = 0;
     for _ in 0..400 {
         let r = call(&exec, "grep", json!({"pattern": "sekrit|public", "path": "d"})).await;
         assert!(!r.output.lines().any(|l| l.trim_end().ends_with(": sekrit")), "{}", r.output);
         public += usize::from(r.output.lines().any(|l| l.trim_end().ends_with(": public")));
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    assert!(swapper.join().unwrap() > 100);
+    assert!(swapper.stop() > 100);
     assert!(public > 0, "the search never found the allowed file");
+}
+
+/// Swaps two names atomically (`renameat2` with `RENAME_EXCHANGE`) until stopped.
+#[cfg(target_os = "linux")]
+struct Swapper {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<u64>,
+}
+
+#[cfg(target_os = "linux")]
+impl Swapper {
+    fn start(a: PathBuf, b: PathBuf) -> Swapper {
+        use std::os::unix::ffi::OsStrExt as _;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let a = std::ffi::CString::new(a.as_os_str().as_bytes()).unwrap();
+            let b = std::ffi::CString::new(b.as_os_str().as_bytes()).unwrap();
+            let mut swaps = 0u64;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                // SAFETY: two valid C strings; RENAME_EXCHANGE swaps the two names atomically.
+                unsafe {
+                    libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_EXCHANGE)
+                };
+                swaps += 1;
+            }
+            swaps
+        });
+        Swapper { stop, thread }
+    }
+
+    /// Stops swapping: how many swaps were made.
+    fn stop(self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
+}
+
+/// `grep` on one file reads only the file the permission stage checked: one swapped for a link
+/// to a denied file since shows nothing of it; and a file swapped for a FIFO does not hold the
+/// search (review 15: `grep` on `pub.txt` printed the denied line 7 times in 300; a FIFO hung it).
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_swapped_for_a_link_or_a_fifo_mid_search_shows_nothing_and_holds_nothing() {
+    let w = world();
+    fs::write(w.root.join("pub.txt"), "public\n").unwrap();
+    fs::create_dir_all(w.root.join("secrets")).unwrap();
+    fs::write(w.root.join("secrets/a.txt"), "sekrit\n").unwrap();
+    std::os::unix::fs::symlink("secrets/a.txt", w.root.join("q.txt")).unwrap();
+    let mut rules = Ruleset::defaults();
+    rules.push(Rule::new("read", "*", Action::Allow));
+    rules.push(Rule::new("read", "secrets/*", Action::Deny));
+    let exec = executor(&w, rules, Arc::new(RejectAll));
+    let swapper = Swapper::start(w.root.join("pub.txt"), w.root.join("q.txt"));
+    for _ in 0..400 {
+        let r = call(&exec, "grep", json!({"pattern": "sekrit|public", "path": "pub.txt"})).await;
+        assert!(!r.output.lines().any(|l| l.trim_end().ends_with(": sekrit")), "{}", r.output);
+    }
+    swapper.stop();
+    let fifo = std::ffi::CString::new(w.root.join("ff").to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    fs::write(w.root.join("pub.txt"), "public\n").unwrap();
+    let swapper = Swapper::start(w.root.join("pub.txt"), w.root.join("ff"));
+    for _ in 0..200 {
+        let search = call(&exec, "grep", json!({"pattern": "public"}));
+        let r = tokio::time::timeout(std::time::Duration::from_secs(20), search).await;
+        assert!(r.is_ok(), "the search waited on the FIFO");
+    }
+    swapper.stop();
 }
 
 /// The `read` rules cover every tool that shows a file's text: `edit`, `write` and

@@ -284,7 +284,10 @@ impl Query {
         let skipped: Mutex<Skipped> = Mutex::default();
         let stored = AtomicUsize::new(0);
         let explicit_file = base.is_file();
-        let real_base = base.canonicalize().ok();
+        // `base` is the path the permission stage resolved (every link followed): what is
+        // opened must be it, or under it. (Resolving it again here would follow a link swapped
+        // in since.)
+        let real_base = Some(base.to_path_buf());
         walker(base).threads(worker_threads()).build_parallel().run(|| {
             let mut searcher = self.searcher();
             let found = &found;
@@ -306,7 +309,14 @@ impl Query {
                 // The rules are checked against the file that was opened, not only the name the
                 // walk found: a directory renamed or swapped for a link between the two would
                 // otherwise open a file the rules keep out (review 14).
-                let Ok(file) = std::fs::File::open(entry.path()) else { return WalkState::Continue };
+                // Without blocking: a file swapped for a FIFO since the walk saw it would
+                // otherwise hold the search until a writer comes (review 15).
+                let Some(file) = open_regular(entry.path()) else { return WalkState::Continue };
+                // One file, checked by the permission stage as `base`: only that file is read.
+                if explicit_file && opened_path(&file, entry.path()).as_deref() != Some(base) {
+                    skipped.lock().unwrap_or_else(PoisonError::into_inner).denied += 1;
+                    return WalkState::Continue;
+                }
                 if !explicit_file && let Some(ctx) = &self.reveal {
                     let pattern = path::pattern_for(ctx.root(), entry.path());
                     let opened = opened_path(&file, entry.path());
@@ -435,6 +445,16 @@ fn opened_path(file: &std::fs::File, path: &Path) -> Option<PathBuf> {
         let _ = file;
         path.canonicalize().ok()
     }
+}
+
+/// `path` opened for reading when it is a regular file, without waiting on a FIFO or device.
+fn open_regular(path: &Path) -> Option<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).ok()?;
+    file.metadata().ok()?.is_file().then_some(file)
 }
 
 /// The stricter of two decisions.

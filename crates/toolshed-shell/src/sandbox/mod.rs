@@ -476,10 +476,13 @@ mod imp {
     }
 
     /// The capabilities a root command keeps (bits by number): CHOWN, DAC_OVERRIDE, FOWNER,
-    /// FSETID, KILL, SETGID, SETUID, SETPCAP, NET_BIND_SERVICE, NET_RAW, SYS_CHROOT,
-    /// AUDIT_WRITE, SETFCAP: a container runtime's default set without MKNOD.
+    /// KILL, SETGID, SETUID, SETPCAP, NET_BIND_SERVICE, SYS_CHROOT, AUDIT_WRITE: a container
+    /// runtime's default set without MKNOD, and without what reaches past a sandbox that shares
+    /// the host's network and files (review 15): NET_RAW (it read loopback traffic, another
+    /// server's bearer token included), SETFCAP (a file given CAP_SYS_ADMIN ran with it outside),
+    /// FSETID.
     pub(crate) const KEPT_CAPABILITIES: u64 = {
-        let caps = [0u32, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 29, 31];
+        let caps = [0u32, 1, 3, 5, 6, 7, 8, 10, 18, 29];
         let (mut bits, mut i) = (0u64, 0);
         while i < caps.len() {
             bits |= 1 << caps[i];
@@ -531,7 +534,7 @@ mod imp {
         // A command that keeps CAP_SYS_ADMIN could otherwise undo the binds (`mount_setattr`)
         // or reach a bound file through another mount (`open_by_handle_at`).
         let mounts = binds.as_ref().is_some_and(|_| root);
-        let filters = Filters { metadata: options.read_only, mounts, network: options.block_network };
+        let filters = Filters { metadata: options.read_only, mounts, network: options.block_network, set_id: true };
         let seccomp = seccomp::compile(filters)?;
         Ok(Confinement { binds, ruleset, seccomp })
     }

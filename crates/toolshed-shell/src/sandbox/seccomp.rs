@@ -11,6 +11,10 @@
 //!   `open_by_handle_at` (opens a file through another mount) fail with `EPERM`.
 //! - `block_network`: `socket()` for every family but `AF_UNIX`, and `io_uring_setup`, fail
 //!   with `EACCES`.
+//! - Always: giving a file the set-user-ID or set-group-ID bit (`chmod` family, or `open` /
+//!   `creat` with such a mode) fails with `EPERM`, and so does `io_uring_setup` (its `openat`
+//!   takes a mode too). A file made so would run as its owner for anyone, outside the sandbox
+//!   and after it (review 15: a root command left a set-user-ID copy of python in `/tmp`).
 //!
 //! A system call of another architecture (i386 on x86_64) kills the process (seccompiler's
 //! architecture check); on x86_64 an extra filter fails every x32 system call with `ENOSYS`,
@@ -32,6 +36,8 @@ pub(super) struct Filters {
     pub mounts: bool,
     /// Sockets other than Unix sockets.
     pub network: bool,
+    /// Set-user-ID and set-group-ID bits.
+    pub set_id: bool,
 }
 
 // Numbers the same on every architecture (the unified table from Linux 5.1 on) that libc does
@@ -105,7 +111,7 @@ fn arg_equals(index: u8, value: u64) -> Result<SeccompRule, String> {
 /// The compiled programs for `filters` (empty when nothing is taken away), in install order.
 pub(super) fn compile(filters: Filters) -> Result<Vec<BpfProgram>, String> {
     let mut programs = Vec::new();
-    if !(filters.metadata || filters.mounts || filters.network) {
+    if !(filters.metadata || filters.mounts || filters.network || filters.set_id) {
         return Ok(programs);
     }
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
@@ -130,6 +136,9 @@ pub(super) fn compile(filters: Filters) -> Result<Vec<BpfProgram>, String> {
     if filters.network {
         programs.push(network()?);
     }
+    if filters.set_id {
+        programs.push(set_id()?);
+    }
     if cfg!(target_arch = "x86_64") {
         programs.insert(0, x32_guard());
     }
@@ -145,6 +154,46 @@ fn network() -> Result<BpfProgram, String> {
         .map_err(|e| e.to_string())?;
     let rules = [(libc::SYS_socket, vec![not_unix]), (libc::SYS_io_uring_setup, vec![])].into_iter().collect();
     let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EACCES as u32), arch)
+        .map_err(|e| e.to_string())?;
+    BpfProgram::try_from(filter).map_err(|e| e.to_string())
+}
+
+/// Fails with `EPERM` every system call that would give a file the set-user-ID or set-group-ID
+/// bit, and `io_uring_setup`.
+fn set_id() -> Result<BpfProgram, String> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+    // The system calls, which argument is the mode, and which the flags that say a file is made
+    // (`open` reads its mode only then: otherwise the argument may hold anything).
+    let mut calls: Vec<(i64, u8, Option<u8>)> = vec![
+        (libc::SYS_fchmod, 1, None),
+        (libc::SYS_fchmodat, 2, None),
+        (SYS_FCHMODAT2, 2, None),
+        (libc::SYS_openat, 3, Some(2)),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([(libc::SYS_chmod, 1, None), (libc::SYS_open, 2, Some(1)), (libc::SYS_creat, 1, None)]);
+    let has =
+        |arg: u8, bits: u64| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(bits), bits);
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for (call, mode, flags) in calls {
+        let mut either = Vec::new();
+        for bit in [libc::S_ISUID as u64, libc::S_ISGID as u64] {
+            let makes: &[Option<u64>] = match flags {
+                None => &[None],
+                Some(_) => &[Some(libc::O_CREAT as u64), Some(libc::O_TMPFILE as u64)],
+            };
+            for make in makes {
+                let mut conditions = vec![has(mode, bit).map_err(|e| e.to_string())?];
+                if let (Some(flags), Some(make)) = (flags, make) {
+                    conditions.push(has(flags, *make).map_err(|e| e.to_string())?);
+                }
+                either.push(SeccompRule::new(conditions).map_err(|e| e.to_string())?);
+            }
+        }
+        rules.insert(call, either);
+    }
+    rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
         .map_err(|e| e.to_string())?;
     BpfProgram::try_from(filter).map_err(|e| e.to_string())
 }
@@ -184,10 +233,13 @@ mod tests {
             Filters { metadata: true, ..Filters::default() },
             Filters { mounts: true, ..Filters::default() },
             Filters { network: true, ..Filters::default() },
-            Filters { metadata: true, mounts: true, network: true },
+            Filters { set_id: true, ..Filters::default() },
+            Filters { metadata: true, mounts: true, network: true, set_id: true },
         ] {
             let programs = compile(filters).unwrap();
-            let expected = usize::from(filters.metadata || filters.mounts) + usize::from(filters.network);
+            let expected = usize::from(filters.metadata || filters.mounts)
+                + usize::from(filters.network)
+                + usize::from(filters.set_id);
             assert_eq!(programs.len(), expected + usize::from(cfg!(target_arch = "x86_64")), "{filters:?}");
         }
     }

@@ -45,8 +45,9 @@ pub struct ServeArgs {
     /// Serve streamable HTTP on this loopback address (e.g. 127.0.0.1:8700; port 0 picks a free
     /// one). Only requests addressed to localhost, from no browser origin or a local one, and
     /// carrying `Authorization: Bearer TOKEN` are answered. TOKEN is $TOOLSHED_MCP_TOKEN, else
-    /// the contents of `mcp-http-token` in toolshed's data directory (made on first use,
-    /// readable by you only). Another machine reaches it through an SSH tunnel.
+    /// one made on the first start and shown then (`mcp-http-token` in toolshed's data
+    /// directory keeps its digest; delete it for a new token). Another machine reaches it
+    /// through an SSH tunnel.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
     /// With --http: answer requests without the token (any user of this machine can then run
@@ -95,12 +96,15 @@ pub fn registry_for_tool(ws: &Workspace, tool: &str) -> Result<(Registry, Option
     Ok(toolshed_runtime::mcp::registry_for_tool(ws, tool, &|line| eprintln!("toolshed: {line}"))?)
 }
 
-/// The token `mcp serve --http` asks clients for, and where it comes from (for people):
-/// `$TOOLSHED_MCP_TOKEN`, else the data directory's `mcp-http-token`, made on first use from 32
-/// random bytes and readable by its owner only.
-fn http_token() -> Result<(Arc<str>, String), CliError> {
+/// The digest of the token `mcp serve --http` asks clients for, and what to tell people about it:
+/// `$TOOLSHED_MCP_TOKEN`, else the data directory's `mcp-http-token`. That file keeps only the
+/// token's SHA-256 (a command the model runs can read the user's files, and must not find a
+/// token it could send): on first use toolshed makes a token from 32 random bytes, keeps its
+/// digest there, readable by its owner only, and shows the token this once.
+fn http_token() -> Result<([u8; 32], String), CliError> {
     const NAME: &str = "TOOLSHED_MCP_TOKEN";
     const SHORTEST: usize = 16;
+    const PREFIX: &str = "sha256:";
     if let Some(token) = std::env::var_os(NAME).filter(|t| !t.is_empty()) {
         let token = token.to_str().map(str::trim).unwrap_or_default();
         if token.len() < SHORTEST || !token.bytes().all(|b| b.is_ascii_graphic()) {
@@ -108,12 +112,12 @@ fn http_token() -> Result<(Arc<str>, String), CliError> {
                 "{NAME} must be at least {SHORTEST} printable characters without spaces (a random one: `openssl rand -hex 32`)"
             )));
         }
-        return Ok((token.into(), format!("${NAME}")));
+        return Ok((toolshed_mcp::server::token_digest(token.as_bytes()), format!("${NAME}")));
     }
     let file = toolshed_core::paths::data_dir().join("mcp-http-token");
     let fail = |what: &str, e: std::io::Error| CliError::failure(format!("cannot {what} {}: {e}", file.display()));
-    let token = match read_token(&file) {
-        Ok(token) => token,
+    let stored = match read_token_file(&file) {
+        Ok(stored) => stored,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let mut random = [0u8; 32];
             std::io::Read::read_exact(
@@ -122,6 +126,8 @@ fn http_token() -> Result<(Arc<str>, String), CliError> {
             )
             .map_err(|e| fail("read /dev/urandom for", e))?;
             let token: String = random.iter().map(|b| format!("{b:02x}")).collect();
+            let digest = toolshed_mcp::server::token_digest(token.as_bytes());
+            let stored: String = digest.iter().map(|b| format!("{b:02x}")).collect();
             if let Some(dir) = file.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| fail("create the directory of", e))?;
             }
@@ -131,38 +137,72 @@ fn http_token() -> Result<(Arc<str>, String), CliError> {
             std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
             match options.open(&file) {
                 Ok(mut out) => {
-                    std::io::Write::write_all(&mut out, format!("{token}\n").as_bytes())
+                    std::io::Write::write_all(&mut out, format!("{PREFIX}{stored}\n").as_bytes())
                         .map_err(|e| fail("write", e))?;
-                    token
+                    return Ok((
+                        digest,
+                        format!(
+                            "this new token, shown only now (keep it in your client's configuration; {} keeps only its digest, delete it for a new token): {token}",
+                            file.display()
+                        ),
+                    ));
                 }
                 // Another `mcp serve` made it first.
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    read_token(&file).map_err(|e| fail("read", e))?
+                    read_token_file(&file).map_err(|e| fail("read", e))?
                 }
                 Err(e) => return Err(fail("create", e)),
             }
         }
         Err(e) => return Err(fail("read", e)),
     };
-    if token.len() < SHORTEST || !token.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(CliError::failure(format!(
-            "{} must hold a token of at least {SHORTEST} printable characters without spaces; delete it and toolshed makes a new one",
-            file.display()
-        )));
-    }
-    Ok((token.into(), format!("the contents of {}", file.display())))
+    let digest = stored
+        .strip_prefix(PREFIX)
+        .filter(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(|hex| {
+            let mut digest = [0u8; 32];
+            for (i, byte) in digest.iter_mut().enumerate() {
+                *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or_default();
+            }
+            digest
+        })
+        .ok_or_else(|| {
+            CliError::failure(format!(
+                "{} does not hold a token's digest (`{PREFIX}` and 64 hex digits); delete it and toolshed makes a new token",
+                file.display()
+            ))
+        })?;
+    Ok((digest, format!("the token made when {} was (it is not kept; delete the file for a new one)", file.display())))
 }
 
-/// The token in `file`, which only its owner may read (made so if it was not).
-fn read_token(file: &std::path::Path) -> std::io::Result<String> {
-    let text = std::fs::read_to_string(file)?;
+/// What `file` holds: it must be a plain file of this user, not a link (made readable by its
+/// owner only if it was not).
+fn read_token_file(file: &std::path::Path) -> std::io::Result<String> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+    let opened = options.open(file).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            std::io::Error::other("it is a symbolic link; it must be a file of its own")
+        } else {
+            e
+        }
+    })?;
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt as _;
-        if std::fs::metadata(file)?.permissions().mode() & 0o077 != 0 {
-            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))?;
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+        let meta = opened.metadata()?;
+        // SAFETY: geteuid cannot fail.
+        if !meta.is_file() || meta.uid() != unsafe { libc::geteuid() } {
+            return Err(std::io::Error::other("it is not a file of this user"));
+        }
+        if meta.mode() & 0o077 != 0 {
+            opened.set_permissions(std::fs::Permissions::from_mode(0o600))?;
         }
     }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(&opened, 4096), &mut text)?;
     Ok(text.trim().to_string())
 }
 
@@ -274,7 +314,7 @@ fn serve(ws: &Workspace, args: ServeArgs) -> Result<ExitCode, CliError> {
                     ),
                 }
                 let cancel = toolshed_core::context::CancellationToken::new();
-                let token = token.map(|(t, _)| t);
+                let token = token.map(|(digest, _)| digest);
                 tokio::select! {
                     () = exported.serve_http(listener, cancel.clone(), token) => Ok(()),
                     () = crate::stop_requested() => { cancel.cancel(); Ok(()) },

@@ -143,11 +143,14 @@ async fn serve_over_http_lists_and_calls_tools_through_the_chain() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let (mut line, mut shown) = (String::new(), String::new());
+    let mut stderr = BufReader::new(server.stderr.take().unwrap());
+    stderr.read_line(&mut line).unwrap();
     let url = line.trim().rsplit(' ').next().unwrap().to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
-    let token = std::fs::read_to_string(tmp.path().join(".data/mcp-http-token")).unwrap();
+    // The first start shows the token it made, once.
+    stderr.read_line(&mut shown).unwrap();
+    let token = shown.trim().rsplit(' ').next().unwrap().to_string();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.trim());
     let client = Client { answer: None }.serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
@@ -616,9 +619,13 @@ fn http_serve_answers_only_requests_with_its_token() {
     let (mut server, addr, how) = start(&[]);
     let file = tmp.path().join(".data/mcp-http-token");
     assert!(how.contains("Authorization: Bearer TOKEN") && how.contains(file.to_str().unwrap()), "{how}");
-    let token = std::fs::read_to_string(&file).unwrap().trim().to_string();
+    // Shown once; the file keeps only its digest, which is no token a reader could send.
+    let token = how.trim().rsplit(' ').next().unwrap().to_string();
     assert_eq!(token.len(), 64, "{token}");
+    let kept = std::fs::read_to_string(&file).unwrap();
+    assert!(kept.starts_with("sha256:") && !kept.contains(&token), "{kept}");
     assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(http_request_as(&addr, Some(kept.trim()), "POST", &headers, init).0, 401);
     for refused in [None, Some("wrong"), Some(&token[..63]), Some(&format!("{token}x"))] {
         let (status, head) = http_request_as(&addr, refused, "POST", &headers, init);
         assert_eq!(status, 401, "{refused:?}: {head}");
@@ -631,9 +638,9 @@ fn http_serve_answers_only_requests_with_its_token() {
     server.kill().unwrap();
     server.wait().unwrap();
 
-    // The next start asks for the same token.
-    let (mut server, addr, _) = start(&[]);
-    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), token);
+    // The next start asks for the same token, and does not show it.
+    let (mut server, addr, how) = start(&[]);
+    assert!(!how.contains(&token) && how.contains("the token made when"), "{how}");
     assert_eq!(http_request_as(&addr, Some(&token), "POST", &headers, init).0, 200);
     server.kill().unwrap();
     server.wait().unwrap();
@@ -644,6 +651,22 @@ fn http_serve_answers_only_requests_with_its_token() {
     server.kill().unwrap();
     server.wait().unwrap();
 
+    // A file that is a link (to a token someone else knows) is refused.
+    std::fs::remove_file(&file).unwrap();
+    std::fs::write(
+        tmp.path().join("known"),
+        "sha256:0000000000000000000000000000000000000000000000000000000000000000\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("known"), &file).unwrap();
+    let out = toolshed(tmp.path())
+        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .env_remove("TOOLSHED_MCP_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("symbolic link"), "{}", String::from_utf8_lossy(&out.stderr));
     // A token of its own, if it is not one a guess finds.
     let out = toolshed(tmp.path())
         .args(["mcp", "serve", "--http", "127.0.0.1:0"])

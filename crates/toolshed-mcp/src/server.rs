@@ -190,13 +190,13 @@ impl Exported {
     /// Clients that are not browsers send no `Origin` and are not affected. A `DELETE` that
     /// ends a session is answered 204 No Content.
     ///
-    /// With a `token`, every request must carry `Authorization: Bearer TOKEN` (else 401): any
-    /// user of the machine can reach a loopback port.
+    /// With a `token` ([`token_digest`] of it), every request must carry `Authorization: Bearer
+    /// TOKEN` (else 401): any user of the machine can reach a loopback port.
     pub async fn serve_http(
         self: &Arc<Self>,
         listener: tokio::net::TcpListener,
         cancel: CancellationToken,
-        token: Option<Arc<str>>,
+        token: Option<[u8; 32]>,
     ) {
         let shared = self.clone();
         let config = StreamableHttpServerConfig::default()
@@ -210,10 +210,10 @@ impl Exported {
         // then, not queued, so the answer is 204 No Content; and 404 for a session that is
         // not there (never was, or already ended), as for any other request naming it.
         let service = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
-            let (service, sessions, token) = (service.clone(), sessions.clone(), token.clone());
+            let (service, sessions) = (service.clone(), sessions.clone());
             async move {
-                if let Some(token) = token
-                    && !authorized(request.headers(), &token)
+                if let Some(digest) = &token
+                    && !authorized(request.headers(), digest)
                 {
                     return Ok::<_, std::convert::Infallible>(unauthorized());
                 }
@@ -316,15 +316,23 @@ const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// The largest request body taken (rmcp's own limit).
 const MAX_BODY: usize = 4 * 1024 * 1024;
 
-/// Whether `headers` carry `Authorization: Bearer TOKEN` (the scheme in any case), compared in
-/// a time that does not depend on how much of the token matches.
-fn authorized(headers: &http::HeaderMap, token: &str) -> bool {
+/// The SHA-256 of a bearer token: what `mcp serve --http` keeps and compares, so that the file
+/// it keeps holds nothing a reader could send.
+pub fn token_digest(token: &[u8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out.copy_from_slice(ring::digest::digest(&ring::digest::SHA256, token).as_ref());
+    out
+}
+
+/// Whether `headers` carry `Authorization: Bearer TOKEN` (the scheme in any case) for the token
+/// whose digest is `digest`, compared in a time that does not depend on how much matches.
+fn authorized(headers: &http::HeaderMap, digest: &[u8; 32]) -> bool {
     let Some(value) = headers.get(http::header::AUTHORIZATION).map(http::HeaderValue::as_bytes) else { return false };
     let Some((scheme, given)) = value.split_at_checked(7) else { return false };
-    if !scheme.eq_ignore_ascii_case(b"bearer ") || given.len() != token.len() {
+    if !scheme.eq_ignore_ascii_case(b"bearer ") {
         return false;
     }
-    given.iter().zip(token.as_bytes()).fold(0u8, |diff, (a, b)| diff | (a ^ b)) == 0
+    token_digest(given).iter().zip(digest).fold(0u8, |diff, (a, b)| diff | (a ^ b)) == 0
 }
 
 /// The answer to a request without the token.

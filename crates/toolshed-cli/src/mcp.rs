@@ -181,7 +181,7 @@ fn read_token_file(file: &std::path::Path) -> std::io::Result<String> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW | libc::O_NONBLOCK);
     let opened = options.open(file).map_err(|e| {
         if e.raw_os_error() == Some(libc::ELOOP) {
             std::io::Error::other("it is a symbolic link; it must be a file of its own")
@@ -196,6 +196,10 @@ fn read_token_file(file: &std::path::Path) -> std::io::Result<String> {
         // SAFETY: geteuid cannot fail.
         if !meta.is_file() || meta.uid() != unsafe { libc::geteuid() } {
             return Err(std::io::Error::other("it is not a file of this user"));
+        }
+        // A hard link's other name may lie where someone else writes (review 16).
+        if meta.nlink() != 1 {
+            return Err(std::io::Error::other("it has other names (hard links); it must be a file of its own"));
         }
         if meta.mode() & 0o077 != 0 {
             opened.set_permissions(std::fs::Permissions::from_mode(0o600))?;

@@ -651,6 +651,26 @@ fn http_serve_answers_only_requests_with_its_token() {
     server.kill().unwrap();
     server.wait().unwrap();
 
+    // A file with another name (a hard link), a FIFO, a directory: refused, at once.
+    let planted = tmp.path().join("planted");
+    std::fs::rename(&file, &planted).unwrap();
+    std::fs::hard_link(&planted, &file).unwrap();
+    let refused = |why: &str| {
+        let out = toolshed(tmp.path())
+            .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+            .env_remove("TOOLSHED_MCP_TOKEN")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(why), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    refused("hard links");
+    std::fs::remove_file(&file).unwrap();
+    let fifo = std::ffi::CString::new(file.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    refused("not a file of this user");
     // A file that is a link (to a token someone else knows) is refused.
     std::fs::remove_file(&file).unwrap();
     std::fs::write(

@@ -1075,6 +1075,13 @@ for name, mode in [('a', 0o4755), ('b', 0o2755)]:
     except OSError as e: print('chmod refused', e.errno)
 try: os.close(os.open('c', os.O_CREAT | os.O_WRONLY, 0o4755))
 except OSError as e: print('open refused', e.errno)
+try: os.mknod('d', 0o100000 | 0o2745)
+except OSError as e: print('mknod refused', e.errno)
+import ctypes, struct
+libc = ctypes.CDLL(None, use_errno=True)
+how = struct.pack('QQQ', os.O_CREAT | os.O_RDWR | os.O_EXCL, 0o4755, 0)
+fd = libc.syscall(437, -100, b'e', how, 24)
+print('openat2', fd, ctypes.get_errno())
 try: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0x0300)
 except OSError as e: print('raw refused', e.errno)
 open('plain', 'w').close(); os.chmod('plain', 0o755); print('plain ok')
@@ -1083,7 +1090,7 @@ open('plain', 'w').close(); os.chmod('plain', 0o755); print('plain ok')
     if have("python3") {
         let r = h.bash("python3 setid.py").await;
         assert!(r.output.contains("plain ok"), "{}", r.output);
-        for name in ["a", "b", "c"] {
+        for name in ["a", "b", "c", "d", "e"] {
             let mode = std::fs::metadata(h.root.join(name)).map(|m| m.mode()).unwrap_or(0);
             assert_eq!(mode & 0o6000, 0, "{name}: {mode:o} {}", r.output);
         }

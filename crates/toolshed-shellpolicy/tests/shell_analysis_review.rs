@@ -7,93 +7,18 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+#[path = "review_support/mod.rs"]
+mod review_support;
 
-use toolshed_core::agents::Agents;
-use toolshed_core::config::Config;
-use toolshed_core::permission::{Action, Permission, PermissionRequest};
-use toolshed_shellpolicy::permission_requests;
+use review_support::*;
+use std::path::Path;
+
+use toolshed_core::permission::Action;
 
 const RULES: &str = "[permission]\nbash = { \"*\" = \"allow\", \"rm *\" = \"deny\", \"git push *\" = \"deny\" }\n";
 
-struct Case {
-    _tmp: tempfile::TempDir,
-    root: std::path::PathBuf,
-    agents: Agents,
-}
-
 fn case() -> Case {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    std::fs::write(root.join("canary"), "alive\n").unwrap();
-    std::fs::write(root.join("Makefile"), "all:\n\ttrue\n").unwrap();
-    let mut cfg = Config::default();
-    cfg.merge_str(&root.join("toolshed.toml"), RULES).unwrap();
-    let agents = Agents::from_config(&cfg, &root, Some(&root));
-    Case { _tmp: tmp, root, agents }
-}
-
-fn requests(c: &Case, command: &str) -> Vec<PermissionRequest> {
-    permission_requests(command, &c.root, &c.root, Some(&c.root))
-}
-
-/// The decision of the real rule engine: the strictest over every pattern of every request.
-fn decide(c: &Case, command: &str) -> Action {
-    let mut decision = Action::Allow;
-    for request in requests(c, command) {
-        for pattern in &request.patterns {
-            let action = request.action(&c.agents.evaluate("build", &request.permission, pattern), &c.agents, "build");
-            decision = match (decision, action) {
-                (Action::Deny, _) | (_, Action::Deny) => Action::Deny,
-                (Action::Ask, _) | (_, Action::Ask) => Action::Ask,
-                _ => Action::Allow,
-            };
-        }
-    }
-    decision
-}
-
-fn assert_not_allowed(c: &Case, commands: &[&str]) {
-    for command in commands {
-        let decision = decide(c, command);
-        assert_ne!(decision, Action::Allow, "{command}: {:?}", requests(c, command));
-    }
-}
-
-fn assert_allowed(c: &Case, commands: &[&str]) {
-    for command in commands {
-        assert_eq!(decide(c, command), Action::Allow, "{command}: {:?}", requests(c, command));
-    }
-}
-
-/// Whether `/bin/bash -c command` deletes a file `canary` in a fresh directory (no input).
-fn deletes(command: &str) -> bool {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    std::fs::write(dir.join("canary"), "alive\n").unwrap();
-    let _ = Command::new("/bin/bash")
-        .arg("-c")
-        .arg(command)
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    !dir.join("canary").exists()
-}
-
-/// The attacks are real: bash deletes the canary with each.
-fn assert_attacks(commands: &[&str]) {
-    if !Path::new("/bin/bash").exists() {
-        return;
-    }
-    for command in commands {
-        assert!(deletes(command), "{command} should delete the canary under bash");
-    }
+    case_with(RULES, &[("canary", "alive\n"), ("Makefile", "all:\n\ttrue\n")])
 }
 
 /// Commands agents run all the time keep their decision.

@@ -125,9 +125,9 @@ fn http_token() -> Result<([u8; 32], String), CliError> {
                 &mut random,
             )
             .map_err(|e| fail("read /dev/urandom for", e))?;
-            let token: String = random.iter().map(|b| format!("{b:02x}")).collect();
+            let token = hex(&random);
             let digest = toolshed_mcp::server::token_digest(token.as_bytes());
-            let stored: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            let stored = hex(&digest);
             if let Some(dir) = file.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| fail("create the directory of", e))?;
             }
@@ -173,6 +173,11 @@ fn http_token() -> Result<([u8; 32], String), CliError> {
             ))
         })?;
     Ok((digest, format!("the token made when {} was (it is not kept; delete the file for a new one)", file.display())))
+}
+
+/// `bytes` as lowercase hex digits.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What `file` holds: it must be a plain file of this user, not a link (made readable by its

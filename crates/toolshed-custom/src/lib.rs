@@ -328,10 +328,16 @@ impl Gate {
         Gate { record: record.clone(), dir: dir.to_path_buf() }
     }
 
-    /// `Ok` when the tool `name` may run: its directory is as accepted.
+    /// `Ok` when the tool `name` may run: its directory is as accepted. The record is read
+    /// again only when the directory differs from the one discovery used (a person may have
+    /// accepted it since).
     pub(crate) fn check(&self, name: &str) -> Result<(), ToolError> {
         let (acceptance, data_dir) = &*self.record;
-        let why = match acceptance.reload(data_dir).dir_state(&self.dir) {
+        let state = match acceptance.dir_state(&self.dir) {
+            State::Accepted => State::Accepted,
+            _ => acceptance.reload(data_dir).dir_state(&self.dir),
+        };
+        let why = match state {
             State::Accepted => return Ok(()),
             State::Removed => "its directory is gone".to_string(),
             State::New | State::Changed => {

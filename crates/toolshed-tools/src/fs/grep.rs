@@ -283,17 +283,15 @@ impl Query {
         let found: Mutex<Vec<FileHits>> = Mutex::default();
         let skipped: Mutex<Skipped> = Mutex::default();
         let stored = AtomicUsize::new(0);
-        let explicit_file = base.is_file();
         // `base` is the path the permission stage resolved (every link followed): what is
         // opened must be it, or under it. (Resolving it again here would follow a link swapped
         // in since.)
-        let real_base = Some(base.to_path_buf());
+        let explicit_file = base.is_file();
         walker(base).threads(worker_threads()).build_parallel().run(|| {
             let mut searcher = self.searcher();
             let found = &found;
             let stored = &stored;
             let skipped = &skipped;
-            let real_base = &real_base;
             let cancel = cancel.clone();
             Box::new(move |entry| {
                 if cancel.is_cancelled() {
@@ -322,7 +320,7 @@ impl Query {
                     let opened = opened_path(&file, entry.path());
                     let decision = match &opened {
                         // Outside what was asked to be searched: never approved.
-                        Some(real) if !real_base.as_ref().is_some_and(|b| real.starts_with(b)) => Action::Ask,
+                        Some(real) if !real.starts_with(base) => Action::Ask,
                         Some(real) if real != entry.path() => stricter(
                             ctx.decide("read", &pattern),
                             ctx.decide("read", &path::pattern_for(ctx.root(), real)),

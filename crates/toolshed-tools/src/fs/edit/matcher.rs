@@ -837,10 +837,13 @@ impl<'a> Plan<'a> {
         let mut span = self.text.span(c.first, c.last);
         span.start += c.prefix;
         if out.is_empty() && c.prefix == 0 {
-            // The lines go away entirely, newline included.
+            // The lines go away entirely, newline included: the one ending the last of them, or,
+            // for the file's last line, the one before it. A block that reaches the empty line
+            // after the file's final newline holds its own newline already; the line before it
+            // keeps its own.
             if span.end < self.text.src.len() {
                 span.end += 1;
-            } else if span.start > 0 {
+            } else if span.start > 0 && !self.text.src.ends_with('\n') {
                 span.start -= 1;
             }
         }
@@ -1186,5 +1189,18 @@ mod tests {
         let out = run("a\n  b\n  c\nd\n", "b\nc\n", "").unwrap();
         assert_eq!(out.content, "a\nd\n");
         assert_eq!(out.strategy, Strategy::Indentation);
+    }
+
+    /// Found by `edit_props` in CI: a loose match of the file's last line and the empty line
+    /// after its final newline took the newline of the line before too.
+    #[test]
+    fn deleting_the_last_line_with_a_blank_after_it_keeps_the_line_before() {
+        let out = run("a\n  \nb\n\tif x {\n", "\tif x {\n    ", "").unwrap();
+        assert_eq!(out.strategy, Strategy::TrailingWhitespace);
+        assert_eq!(out.content, "a\n  \nb\n");
+        let out = run("a\nb  \n", "b\n  ", "").unwrap();
+        assert_eq!(out.content, "a\n");
+        let out = run("a\n  b", "b\n", "").unwrap();
+        assert_eq!((out.content.as_str(), out.strategy), ("a", Strategy::Indentation));
     }
 }

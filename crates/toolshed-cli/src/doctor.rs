@@ -408,8 +408,10 @@ fn sandbox(ws: &Workspace) -> Report {
         .map(|(name, mode)| format!("{name}: {}", sandbox::mode_name(mode)))
         .collect();
     let (protection, unprotected) = sandbox::protection_report(&policy);
-    let status = if unprotected && status == Status::Ok { Status::Warning } else { status };
+    let (data, readable) = sandbox::data_dir_report(&policy).map_or((None, false), |(l, w)| (Some(l), w));
+    let status = if (unprotected || readable) && status == Status::Ok { Status::Warning } else { status };
     let mut lines = vec![line, protection];
+    lines.extend(data);
     if !per_agent.is_empty() {
         lines.push(format!("per agent: {}", per_agent.join(", ")));
     }

@@ -83,6 +83,9 @@ fn doctor_reports_the_sandbox_the_shell_will_use() {
             "{sandbox}"
         );
         assert!(protection.contains("bound read-only") || protection.contains("stay WRITABLE"), "{sandbox}");
+        let data = sandbox.lines().nth(3).unwrap_or_default();
+        assert!(data.starts_with("  toolshed's data directory ("), "{sandbox}");
+        assert!(data.contains("is hidden from sandboxed commands") || data.contains("stays READABLE"), "{sandbox}");
     }
     write(&tmp.path().join("toolshed.toml"), "[sandbox]\nmode = \"full-access\"\n");
     let out = toolshed(tmp.path(), &["doctor"]);

@@ -454,3 +454,74 @@ fn nested_syntax_never_crashes_an_entry_point() {
     }
     assert_eq!(std::fs::read_to_string(w.root.join("x")).unwrap(), "canary\n");
 }
+
+/// The ninth note's "sessions are readable": a sandboxed command read every session's
+/// transcript in `sessions.db`. toolshed's data directory is now hidden from commands (in both
+/// sandbox modes, whatever `external_directory` approves) and from the file tools, but for the
+/// saved outputs the model is told to read.
+#[test]
+fn the_data_directory_shows_commands_and_file_tools_only_saved_outputs() {
+    if !sandbox_available() {
+        eprintln!("SKIP the_data_directory_shows_commands_and_file_tools_only_saved_outputs: no sandbox here");
+        return;
+    }
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("c1", "bash", r#"{"command":"echo transcript-$((7000+731))"}"#)])),
+        Reply::sse(chat::text("done")),
+    ])
+    .unwrap();
+    let model =
+        format!("model = \"fake/m\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n", server.base_url());
+    let w = World::new(Box::leak(model.clone().into_boxed_str()));
+    let out = w.toolshed(&["run", "say it", "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let data = w.base.join("home/.data");
+    let stored = std::fs::read_dir(&data)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("sessions.db"))
+        .any(|e| String::from_utf8_lossy(&std::fs::read(e.path()).unwrap()).contains("transcript-7731"));
+    assert!(stored, "the session was not stored where this test looks");
+    std::fs::write(data.join("notes.txt"), "private-canary\n").unwrap();
+    let out = w.toolshed(&["call", "bash", r#"{"command":"seq 1 300000"}"#]);
+    let said = text(&out);
+    let spill = said.split("saved in ").nth(1).and_then(|s| s.split(';').next()).expect(&said).to_string();
+    assert!(spill.starts_with(data.join("tool-output").to_str().unwrap()), "{spill}");
+
+    for mode in ["workspace-write", "read-only"] {
+        std::fs::write(w.root.join("toolshed.toml"), format!("{model}[sandbox]\nmode = \"{mode}\"\n")).unwrap();
+        let d = data.display();
+        let command = format!(
+            "ls -A {d}; grep -rl \"transcript-$((7000+731))\\|private-$((0))canary\" {d} 2>&1; cat {d}/notes.txt; x={d}; wc -c < $x/sessions.db; head -1 {spill}"
+        );
+        let out = w.toolshed(&["call", "bash", &serde_json::json!({ "command": command }).to_string(), "--yes"]);
+        let said = text(&out);
+        assert!(said.contains("tool-output\n"), "{mode}: {said}");
+        for hidden in ["sessions.db\n", "notes.txt\n", "trust\n", "private-canary", "transcript-7731"] {
+            assert!(!said.contains(hidden), "{mode}: a command saw {hidden:?}: {said}");
+        }
+        assert!(said.contains("\n1\n"), "{mode}: the saved output was not readable: {said}");
+        assert!(said.contains("No such file"), "{mode}: {said}");
+    }
+
+    // The file tools: nothing of it is read, approved or not, but the saved output.
+    let notes = data.join("notes.txt");
+    let out = w.toolshed(&["call", "read", &serde_json::json!({ "file_path": notes }).to_string(), "--yes"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        text(&out).contains("toolshed's own data directory") && !text(&out).contains("private-canary"),
+        "{}",
+        text(&out)
+    );
+    let home = w.base.join("home");
+    let out = w.toolshed(&[
+        "call",
+        "grep",
+        &serde_json::json!({ "pattern": "private-canary", "path": home }).to_string(),
+        "--yes",
+    ]);
+    assert!(!text(&out).contains("notes.txt"), "grep searched the data directory: {}", text(&out));
+    let out = w.toolshed(&["call", "read", &serde_json::json!({ "file_path": spill, "limit": 2 }).to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("2: 2"), "{}", text(&out));
+}

@@ -146,6 +146,16 @@ pub enum PathError {
         /// The worktree root.
         root: String,
     },
+    /// A path in toolshed's own data directory.
+    #[error(
+        "`{input}` is in toolshed's own data directory `{dir}` (session transcripts, snapshots, trust records), which no tool reads or changes. Only a saved output whose path a cut result gave can be read there."
+    )]
+    Private {
+        /// The path as sent.
+        input: String,
+        /// The data directory.
+        dir: String,
+    },
     /// A write target written with a trailing `/`.
     #[error(
         "`{input}` ends with `/`, which names a directory, but this call writes a file. Send the file path without the trailing slash."
@@ -198,20 +208,40 @@ pub struct Confinement {
     root: PathBuf,
     cwd: PathBuf,
     read_allowed: Vec<PathBuf>,
+    /// toolshed's data directory, which no path may lead into ([`private_dir`]).
+    private: Option<PathBuf>,
+}
+
+/// toolshed's own data directory, canonical: the transcripts of every session
+/// (`sessions.db`), the worktrees' snapshots and the records of what a person accepted. A
+/// model's tool reads nothing there but the saved outputs it is told about, whatever is
+/// approved (the shell's sandbox hides it the same way). `None` when the worktree `root` lies
+/// inside it (then it is the worktree's to use).
+pub fn private_dir(root: &Path) -> Option<PathBuf> {
+    let dir = canonical_or_self(&toolshed_core::paths::data_dir());
+    (!root.starts_with(&dir) && dir.parent().is_some()).then_some(dir)
 }
 
 impl Confinement {
     /// Confinement to `root`, with relative paths starting at `cwd`. Both are canonicalised
     /// (symlinks resolved); a directory that cannot be is used as given.
     pub fn new(root: &Path, cwd: &Path) -> Self {
-        Confinement { root: canonical_or_self(root), cwd: canonical_or_self(cwd), read_allowed: Vec::new() }
+        Confinement {
+            root: canonical_or_self(root),
+            cwd: canonical_or_self(cwd),
+            read_allowed: Vec::new(),
+            private: None,
+        }
     }
 
     /// Confinement to the call's worktree and working directory. Reading the chain's spill
     /// directory (where cut outputs are saved, and which the model is told about) needs no
     /// `external_directory` permission.
+    /// Nothing else of toolshed's data directory can be resolved ([`private_dir`]).
     pub fn from_context(ctx: &ToolContext) -> Self {
-        Confinement::new(ctx.root(), ctx.cwd()).with_read_allowed(&ctx.environment().spill_dir())
+        let mut confinement = Confinement::new(ctx.root(), ctx.cwd()).with_read_allowed(&ctx.environment().spill_dir());
+        confinement.private = private_dir(&confinement.root);
+        confinement
     }
 
     /// Also lets reads of anything under `dir` skip the `external_directory` permission.
@@ -267,7 +297,14 @@ impl Confinement {
             });
         }
         let metadata = std::fs::metadata(&walk.path).ok();
-        let exempt = access == Access::Read && !inside && self.read_allowed.iter().any(|d| walk.path.starts_with(d));
+        let allowed = access == Access::Read && self.read_allowed.iter().any(|d| walk.path.starts_with(d));
+        if let Some(dir) = &self.private
+            && walk.path.starts_with(dir)
+            && !allowed
+        {
+            return Err(PathError::Private { input: input.to_string(), dir: dir.display().to_string() });
+        }
+        let exempt = allowed && !inside;
         Ok(ResolvedPath {
             input: input.to_string(),
             relative: walk.path.strip_prefix(&self.root).ok().map(Path::to_path_buf),

@@ -180,6 +180,32 @@ pub fn protection_report(policy: &SandboxPolicy) -> (String, bool) {
     }
 }
 
+/// One line for `toolshed doctor` about toolshed's data directory as sandboxed processes see
+/// it under `policy` (`None` when they run unsandboxed), and whether it is a warning (`true`:
+/// they can read it).
+pub fn data_dir_report(policy: &SandboxPolicy) -> Option<(String, bool)> {
+    if policy.mode == SandboxMode::FullAccess || !support().available() {
+        return None;
+    }
+    let dir = toolshed_core::paths::data_dir();
+    Some(match namespaces() {
+        NamespaceSupport::Missing { reason } => (
+            format!(
+                "toolshed's data directory ({}: every session's transcript) stays READABLE to sandboxed commands: {reason}",
+                dir.display()
+            ),
+            true,
+        ),
+        _ => (
+            format!(
+                "toolshed's data directory ({}) is hidden from sandboxed commands, custom tools and servers, but for saved outputs (tool-output/)",
+                dir.display()
+            ),
+            false,
+        ),
+    })
+}
+
 /// One line for `toolshed doctor`: the policy, and whether this kernel can enforce it.
 pub fn report(policy: &SandboxPolicy) -> String {
     let support = support();
@@ -256,7 +282,7 @@ pub(crate) fn plan(
     extra_writable: &[PathBuf],
     protect: &[PathBuf],
 ) -> Result<Plan, ToolError> {
-    plan_with(support(), policy, || writable_roots(root, extra_writable), protect, Some(root))
+    plan_with(support(), policy, || writable_roots(root, extra_writable), protect, root, true)
 }
 
 /// [`plan`] for a helper that reads the worktree but has no business writing it (a language
@@ -268,19 +294,21 @@ pub(crate) fn plan_reader(policy: &SandboxPolicy, root: &Path, protect: &[PathBu
         let git_dirs = git_dirs::pin(root);
         writable_roots(root, &[]).into_iter().filter(|d| *d != root && !git_dirs.contains(d)).collect()
     };
-    plan_with(support(), policy, outside, protect, None)
+    plan_with(support(), policy, outside, protect, root, false)
 }
 
 /// How a command runs under `policy` with `support`: `writable` gives what a `workspace-write`
-/// one may write; `worktree`, where the command may write it, is never pinned, nor what holds
-/// it (see [`imp::pins`]).
+/// one may write; the worktree `root`, where the command may write it (`writes_root`), is never
+/// pinned, nor what holds it (see [`imp::pins`]).
 fn plan_with(
     support: &SandboxSupport,
     policy: &SandboxPolicy,
     writable: impl FnOnce() -> Vec<PathBuf>,
     protect: &[PathBuf],
-    worktree: Option<&Path>,
+    root: &Path,
+    writes_root: bool,
 ) -> Result<Plan, ToolError> {
+    let worktree = writes_root.then_some(root);
     if policy.mode == SandboxMode::FullAccess {
         return Ok(Plan::Unsandboxed { note: None });
     }
@@ -289,7 +317,7 @@ fn plan_with(
             let read_only = policy.mode == SandboxMode::ReadOnly;
             let writable = if read_only { Vec::new() } else { writable() };
             let protect = if read_only { &[][..] } else { protect };
-            let options = imp::Options { block_network: policy.block_network, read_only, protect, worktree };
+            let options = imp::Options { block_network: policy.block_network, read_only, protect, worktree, root };
             imp::confinement(&writable, &options)
                 .map(Plan::Sandboxed)
                 .map_err(|e| ToolError::fatal(format!("could not build the {} sandbox: {e}", mode_name(policy.mode))))
@@ -413,7 +441,7 @@ mod imp {
     use seccompiler::BpfProgram;
 
     use super::SandboxSupport;
-    use super::namespace::Binds;
+    use super::namespace::{Binds, Hidden};
     use super::seccomp::{self, Filters};
 
     /// The Landlock ABI whose access rights we handle. Newer kernels keep enforcing these;
@@ -458,7 +486,7 @@ mod imp {
     /// A sandbox ready to apply in a child process: the read-only binds (if any), the Landlock
     /// ruleset's file descriptor and the compiled seccomp programs.
     pub(crate) struct Confinement {
-        binds: Option<Binds>,
+        binds: Option<Box<Binds>>,
         ruleset: OwnedFd,
         seccomp: Vec<BpfProgram>,
     }
@@ -473,6 +501,8 @@ mod imp {
         pub protect: &'a [PathBuf],
         /// The worktree, when the command may write it: never pinned, nor what holds it.
         pub worktree: Option<&'a std::path::Path>,
+        /// The worktree the process works in (shown even where it lies in the data directory).
+        pub root: &'a std::path::Path,
     }
 
     /// The capabilities a root command keeps (bits by number): CHOWN, DAC_OVERRIDE, FOWNER,
@@ -524,11 +554,20 @@ mod imp {
         // A command that may write gets a mount namespace of its own even with nothing to bind:
         // every process it starts stays in it, which is how what it leaves running is found and
         // stopped when it ends (`process.rs`).
+        // The data directory is hidden in both modes: a read-only command gets a mount
+        // namespace for that alone.
+        let hidden = hidden_data_dir(options.root)?;
         let binds = if options.read_only {
-            None
+            Binds::new(&[], &[], super::namespaces(), hidden)?
         } else {
-            Binds::new(options.protect, &pins(writable, options.protect, options.worktree), super::namespaces())?
-        };
+            Binds::new(
+                options.protect,
+                &pins(writable, options.protect, options.worktree),
+                super::namespaces(),
+                hidden,
+            )?
+        }
+        .map(Box::new);
         // SAFETY: geteuid cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
         // A command that keeps CAP_SYS_ADMIN could otherwise undo the binds (`mount_setattr`)
@@ -537,6 +576,20 @@ mod imp {
         let filters = Filters { metadata: options.read_only, mounts, network: options.block_network, set_id: true };
         let seccomp = seccomp::compile(filters)?;
         Ok(Confinement { binds, ruleset, seccomp })
+    }
+
+    /// toolshed's data directory as a confined process sees it: hidden (its `sessions.db` holds
+    /// every session's transcript, `snapshots/` every worktree's files as they were), but for
+    /// the files of cut output that the model is told to read (`tool-output/`) and the JS host's
+    /// own files (`custom-tools/`), both read-only, and the worktree `root` and its git
+    /// directories where they lie inside it, as they are. A directory approved through
+    /// `external_directory` does not show any of it: no one approves reading the transcripts
+    /// by approving a command (`--yes` approves every such question).
+    fn hidden_data_dir(root: &std::path::Path) -> Result<Option<Hidden>, String> {
+        let data = toolshed_core::paths::data_dir();
+        let mut show = vec![(data.join("tool-output"), true), (data.join("custom-tools"), true)];
+        show.extend(std::iter::once(root.to_path_buf()).chain(super::git_dirs::pin(root)).map(|p| (p, false)));
+        Hidden::new(&data, &show, toolshed_core::paths::home_dir().as_deref())
     }
 
     /// The directories strictly between a writable root and a protected path under it: each
@@ -649,6 +702,7 @@ mod imp {
         pub read_only: bool,
         pub protect: &'a [PathBuf],
         pub worktree: Option<&'a std::path::Path>,
+        pub root: &'a std::path::Path,
     }
 
     pub(super) fn confinement(_writable: &[PathBuf], _options: &Options<'_>) -> Result<Confinement, String> {
@@ -726,21 +780,22 @@ mod tests {
     fn without_landlock_commands_are_refused_unless_unsandboxed_is_allowed() {
         let missing = SandboxSupport::Missing { reason: "the kernel is built without Landlock".into() };
         let root = Path::new("/");
-        let Err(refusal) = plan_with(&missing, &SandboxPolicy::default(), || writable_roots(root, &[]), &[], None)
+        let Err(refusal) =
+            plan_with(&missing, &SandboxPolicy::default(), || writable_roots(root, &[]), &[], root, true)
         else {
             panic!("not refused")
         };
         insta::assert_snapshot!(refusal.to_string(), @r#"Shell commands cannot run here: the sandbox mode is workspace-write, but this kernel cannot sandbox commands (Landlock unavailable: the kernel is built without Landlock), and running unsandboxed is not allowed. Do not retry; tell the user. They can set `[sandbox] allow_unsandboxed = true` or `mode = "full-access"` in toolshed.toml to run commands without a sandbox."#);
         let allowed = SandboxPolicy { allow_unsandboxed: true, ..SandboxPolicy::default() };
         let Ok(Plan::Unsandboxed { note: Some(note) }) =
-            plan_with(&missing, &allowed, || writable_roots(root, &[]), &[], None)
+            plan_with(&missing, &allowed, || writable_roots(root, &[]), &[], root, true)
         else {
             panic!()
         };
         assert!(note.starts_with("This command ran WITHOUT a sandbox"), "{note}");
         let full = SandboxPolicy { mode: SandboxMode::FullAccess, ..SandboxPolicy::default() };
         assert!(matches!(
-            plan_with(&missing, &full, || writable_roots(root, &[]), &[], None),
+            plan_with(&missing, &full, || writable_roots(root, &[]), &[], root, true),
             Ok(Plan::Unsandboxed { note: None })
         ));
     }

@@ -71,8 +71,162 @@ pub(crate) struct Binds {
     root: CString,
     /// A PID namespace may come with the mount namespace ([`pid_namespaces`]).
     pids: bool,
+    /// toolshed's data directory, hidden but for what the process needs of it.
+    hidden: Option<Hidden>,
     /// The paths, for the model and the permission request.
     pub(crate) shown: Vec<PathBuf>,
+}
+
+/// At most this many directories show through a hidden directory ([`Hidden`]): the child keeps
+/// their file descriptors in a fixed array.
+const MAX_SHOWN: usize = 32;
+
+/// A directory (toolshed's data directory: the transcripts in `sessions.db`, the worktrees'
+/// snapshots, the trust records) hidden from a confined process behind an empty read-only
+/// `tmpfs`, with a few directories under it shown through: each is opened before the `tmpfs`
+/// covers it and bound, by its descriptor (`/proc/self/fd/N`), onto a directory made for it in
+/// the `tmpfs`. A directory that does not exist yet is hidden all the same (it is made first).
+pub(crate) struct Hidden {
+    dir: CString,
+    /// The directories to make in the `tmpfs`, shallowest first.
+    made: Vec<CString>,
+    /// The directories shown through, and whether read-only (otherwise as they are).
+    shown: Vec<(CString, bool)>,
+}
+
+impl Hidden {
+    /// `dir` hidden, with `show` (each a directory and whether it is shown read-only) shown
+    /// through where they lie under it and exist. `None` when there is nothing sensible to
+    /// hide: `dir` is `/`, holds the home directory, or is itself one of `show`.
+    pub(crate) fn new(dir: &Path, show: &[(PathBuf, bool)], home: Option<&Path>) -> Result<Option<Hidden>, String> {
+        if dir.parent().is_none() || !dir.is_absolute() || home.is_some_and(|h| h.starts_with(dir)) {
+            return Ok(None);
+        }
+        if show.iter().any(|(p, _)| p == dir) {
+            return Ok(None);
+        }
+        if !dir.is_dir() {
+            use std::os::unix::fs::DirBuilderExt as _;
+            // Where it does not exist, a command that may write where it would be could make it
+            // (and records in it); toolshed makes it first, as its own.
+            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
+            if !dir.is_dir() {
+                return Ok(None);
+            }
+        }
+        let mut under: Vec<(PathBuf, bool)> = Vec::new();
+        for (path, read_only) in show {
+            if path.starts_with(dir) && path.is_dir() && !under.iter().any(|(p, _)| p == path) {
+                under.push((path.clone(), *read_only));
+            }
+        }
+        // What lies inside another shown directory comes with it.
+        let all = under.clone();
+        under.retain(|(p, _)| !all.iter().any(|(q, _)| p != q && p.starts_with(q)));
+        if under.len() > MAX_SHOWN {
+            return Err(format!("more than {MAX_SHOWN} directories to show under {}", dir.display()));
+        }
+        under.sort_by_key(|(p, _)| p.components().count());
+        let mut made: Vec<PathBuf> = Vec::new();
+        for (path, _) in &under {
+            let mut ancestors: Vec<&Path> = path.ancestors().take_while(|a| *a != dir).collect();
+            ancestors.reverse();
+            for a in ancestors {
+                if !made.iter().any(|m| m == a) {
+                    made.push(a.to_path_buf());
+                }
+            }
+        }
+        made.sort_by_key(|p| p.components().count());
+        Ok(Some(Hidden {
+            dir: cstring(dir)?,
+            made: made.iter().map(|p| cstring(p)).collect::<Result<_, _>>()?,
+            shown: under.iter().map(|(p, ro)| Ok((cstring(p)?, *ro))).collect::<Result<_, String>>()?,
+        }))
+    }
+
+    /// Covers the directory and shows the chosen ones through. Runs in the child, in its own
+    /// mount namespace, between `fork` and `exec`: raw system calls on prepared data and stack
+    /// buffers only.
+    fn apply_in_child(&self) -> io::Result<()> {
+        let mut fds = [-1 as libc::c_int; MAX_SHOWN];
+        let result = self.cover(&mut fds);
+        for fd in fds.into_iter().filter(|fd| *fd >= 0) {
+            // SAFETY: a descriptor this function opened.
+            unsafe { libc::close(fd) };
+        }
+        result
+    }
+
+    fn cover(&self, fds: &mut [libc::c_int; MAX_SHOWN]) -> io::Result<()> {
+        // SAFETY: raw system calls on NUL-terminated strings prepared before the fork and on
+        // stack buffers.
+        unsafe {
+            for (i, (path, _)) in self.shown.iter().enumerate() {
+                // Opened before the `tmpfs` covers it; one that vanished since is not shown.
+                fds[i] = libc::open(path.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC);
+            }
+            let hidden_flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            check(libc::mount(
+                c"tmpfs".as_ptr(),
+                self.dir.as_ptr(),
+                c"tmpfs".as_ptr(),
+                hidden_flags,
+                c"mode=0755,size=16k,nr_inodes=256".as_ptr().cast(),
+            ))?;
+            for dir in &self.made {
+                if libc::mkdir(dir.as_ptr(), 0o755) != 0
+                    && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
+                {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            for (i, (path, read_only)) in self.shown.iter().enumerate() {
+                if fds[i] < 0 {
+                    continue;
+                }
+                let mut source = [0u8; 32];
+                fd_path(fds[i], &mut source);
+                check(libc::mount(
+                    source.as_ptr().cast(),
+                    path.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ))?;
+                if *read_only {
+                    remount_read_only(path)?;
+                }
+            }
+            check(libc::mount(
+                std::ptr::null(),
+                self.dir.as_ptr(),
+                std::ptr::null(),
+                libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | hidden_flags,
+                std::ptr::null(),
+            ))
+        }
+    }
+}
+
+/// Writes `/proc/self/fd/<fd>` and a NUL into `buf` (no allocation).
+fn fd_path(fd: libc::c_int, buf: &mut [u8; 32]) {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let (mut n, mut len) = (fd.max(0) as u32, 0);
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        buf[PREFIX.len() + i] = digits[len - 1 - i];
+    }
+    buf[PREFIX.len() + len] = 0;
 }
 
 impl Binds {
@@ -83,6 +237,7 @@ impl Binds {
         paths: &[PathBuf],
         pins: &[PathBuf],
         support: &NamespaceSupport,
+        hidden: Option<Hidden>,
     ) -> Result<Option<Binds>, String> {
         let user = match support {
             NamespaceSupport::Mount => None,
@@ -99,6 +254,7 @@ impl Binds {
             user,
             root: cstring(Path::new("/"))?,
             pids: pid_namespaces(),
+            hidden,
             shown: paths.to_vec(),
         }))
     }
@@ -114,6 +270,9 @@ impl Binds {
         }
         for path in &self.paths {
             bind_read_only(path)?;
+        }
+        if let Some(hidden) = &self.hidden {
+            hidden.apply_in_child()?;
         }
         {
             // The working directory was entered before the binds (`Command::current_dir` runs
@@ -231,6 +390,11 @@ fn bind(path: &CString) -> io::Result<()> {
 /// came from (a user namespace may not drop `nosuid`, `nodev`, `noexec` or change the atime mode).
 fn bind_read_only(path: &CString) -> io::Result<()> {
     bind(path)?;
+    remount_read_only(path)
+}
+
+/// Remounts the bind at `path` read-only with the flags of the mount it came from.
+fn remount_read_only(path: &CString) -> io::Result<()> {
     // SAFETY: raw system calls on a NUL-terminated path and a stack buffer.
     unsafe {
         // glibc's and musl's statvfs are one statfs system call on kernels that report mount
@@ -372,12 +536,37 @@ mod tests {
     }
 
     #[test]
+    fn a_hidden_directory_shows_only_what_lies_under_it_and_never_hides_home_or_the_worktree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        let (out, wt) = (data.join("tool-output"), data.join("projects/wt"));
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::create_dir_all(wt.join("src")).unwrap();
+        let show = [(out.clone(), true), (wt.clone(), false), (wt.join("src"), true), (tmp.path().join("w"), false)];
+        let hidden = Hidden::new(&data, &show, Some(Path::new("/home/u"))).unwrap().unwrap();
+        let c = |p: &Path| cstring(p).unwrap();
+        assert_eq!(hidden.shown, vec![(c(&out), true), (c(&wt), false)], "nested and outside ones dropped");
+        assert_eq!(hidden.made, vec![c(&out), c(&data.join("projects")), c(&wt)]);
+        // What to hide is made first where it is missing.
+        let later = tmp.path().join("later/data");
+        assert!(Hidden::new(&later, &[], None).unwrap().is_some() && later.is_dir());
+        assert!(Hidden::new(Path::new("/"), &[], None).unwrap().is_none());
+        assert!(Hidden::new(&data, &[], Some(&data.join("home"))).unwrap().is_none(), "it holds the home directory");
+        assert!(Hidden::new(&data, &[(data.clone(), false)], None).unwrap().is_none(), "it is the worktree");
+        let mut buf = [0u8; 32];
+        fd_path(1234, &mut buf);
+        assert_eq!(std::ffi::CStr::from_bytes_until_nul(&buf).unwrap(), c"/proc/self/fd/1234");
+        fd_path(0, &mut buf);
+        assert_eq!(std::ffi::CStr::from_bytes_until_nul(&buf).unwrap(), c"/proc/self/fd/0");
+    }
+
+    #[test]
     fn nothing_to_bind_is_a_namespace_alone_and_no_namespaces_means_no_binds() {
-        let alone = Binds::new(&[], &[], &NamespaceSupport::Mount).unwrap().unwrap();
+        let alone = Binds::new(&[], &[], &NamespaceSupport::Mount, None).unwrap().unwrap();
         assert!(alone.paths.is_empty() && alone.shown.is_empty() && alone.user.is_none());
         let missing = NamespaceSupport::Missing { reason: "x".into() };
-        assert!(Binds::new(&[PathBuf::from("/tmp")], &[], &missing).unwrap().is_none());
-        let binds = Binds::new(&[PathBuf::from("/tmp")], &[], &NamespaceSupport::UserAndMount).unwrap().unwrap();
+        assert!(Binds::new(&[PathBuf::from("/tmp")], &[], &missing, None).unwrap().is_none());
+        let binds = Binds::new(&[PathBuf::from("/tmp")], &[], &NamespaceSupport::UserAndMount, None).unwrap().unwrap();
         assert!(binds.user.is_some());
     }
 }

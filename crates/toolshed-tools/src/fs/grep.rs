@@ -287,6 +287,13 @@ impl Query {
         // opened must be it, or under it. (Resolving it again here would follow a link swapped
         // in since.)
         let explicit_file = base.is_file();
+        // toolshed's data directory, where a search of a directory above it must not look
+        // (the spill directory aside, which the permission stage let through).
+        let private = self.reveal.as_ref().and_then(|ctx| {
+            let spill = ctx.environment().spill_dir();
+            path::private_dir(ctx.root()).map(|dir| (dir, spill.canonicalize().unwrap_or(spill)))
+        });
+        let private = &private;
         walker(base).threads(worker_threads()).build_parallel().run(|| {
             let mut searcher = self.searcher();
             let found = &found;
@@ -321,6 +328,13 @@ impl Query {
                     let decision = match &opened {
                         // Outside what was asked to be searched: never approved.
                         Some(real) if !real.starts_with(base) => Action::Ask,
+                        Some(real)
+                            if private
+                                .as_ref()
+                                .is_some_and(|(dir, spill)| real.starts_with(dir) && !real.starts_with(spill)) =>
+                        {
+                            Action::Deny
+                        }
                         Some(real) if real != entry.path() => stricter(
                             ctx.decide("read", &pattern),
                             ctx.decide("read", &path::pattern_for(ctx.root(), real)),

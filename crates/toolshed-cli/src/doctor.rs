@@ -409,9 +409,12 @@ fn sandbox(ws: &Workspace) -> Report {
         .collect();
     let (protection, unprotected) = sandbox::protection_report(&policy);
     let (data, readable) = sandbox::data_dir_report(&policy).map_or((None, false), |(l, w)| (Some(l), w));
-    let status = if (unprotected || readable) && status == Status::Ok { Status::Warning } else { status };
+    let (sockets, reachable) = sandbox::sockets_report(&policy, &ws.root).map_or((None, false), |(l, w)| (Some(l), w));
+    let warn = unprotected || readable || reachable;
+    let status = if warn && status == Status::Ok { Status::Warning } else { status };
     let mut lines = vec![line, protection];
     lines.extend(data);
+    lines.extend(sockets);
     if !per_agent.is_empty() {
         lines.push(format!("per agent: {}", per_agent.join(", ")));
     }

@@ -86,6 +86,8 @@ fn doctor_reports_the_sandbox_the_shell_will_use() {
         let data = sandbox.lines().nth(3).unwrap_or_default();
         assert!(data.starts_with("  toolshed's data directory ("), "{sandbox}");
         assert!(data.contains("is hidden from sandboxed commands") || data.contains("stays READABLE"), "{sandbox}");
+        let sockets = sandbox.lines().nth(4).unwrap_or_default();
+        assert!(sockets.contains("socket(s) of servers outside the sandbox are hidden"), "{sandbox}");
     }
     write(&tmp.path().join("toolshed.toml"), "[sandbox]\nmode = \"full-access\"\n");
     let out = toolshed(tmp.path(), &["doctor"]);

@@ -125,6 +125,10 @@ pub struct SandboxConfig {
     pub allow_unsandboxed: bool,
     /// Whether sandboxed commands lose network access.
     pub block_network: bool,
+    /// Unix sockets of servers outside the sandbox that sandboxed processes may still reach
+    /// (absolute paths; one ending in `/` is every socket under that directory). Every other
+    /// one is hidden from them.
+    pub allow_sockets: Vec<PathBuf>,
 }
 
 /// What a sandboxed command may touch.
@@ -582,6 +586,11 @@ struct SandboxSection {
     allow_unsandboxed: Option<bool>,
     /// Whether sandboxed commands lose network access.
     block_network: Option<bool>,
+    /// Unix sockets of servers outside the sandbox that sandboxed commands may still reach
+    /// (`/run/docker.sock`; a path ending in `/` allows every socket under it). Every other
+    /// socket outside the worktree is hidden from them: a server outside runs what it is asked
+    /// outside the sandbox.
+    allow_sockets: Option<Vec<String>>,
 }
 
 /// The JSON Schema (draft 7) of a config file, derived from the types the loader reads, so the
@@ -935,6 +944,17 @@ impl Config {
             set(&mut self.sandbox.mode, sandbox.mode);
             self.sandbox.allow_unsandboxed = sandbox.allow_unsandboxed.unwrap_or(self.sandbox.allow_unsandboxed);
             self.sandbox.block_network = sandbox.block_network.unwrap_or(self.sandbox.block_network);
+            for socket in sandbox.allow_sockets.unwrap_or_default() {
+                if !socket.starts_with('/') {
+                    return Err(invalid(format!(
+                        "[sandbox] allow_sockets: `{socket}` is not an absolute path; write the socket's full path, such as /run/docker.sock"
+                    )));
+                }
+                let path = PathBuf::from(&socket);
+                if !self.sandbox.allow_sockets.contains(&path) {
+                    self.sandbox.allow_sockets.push(path);
+                }
+            }
         }
         let providers = file.provider.unwrap_or_default();
         for (name, provider) in &providers {
@@ -1167,6 +1187,20 @@ pass = ["GITHUB_TOKEN"]
         insta::assert_snapshot!(err.to_string(), @"/w/toolshed.toml:4:1: unknown field `max_line`, expected one of `max_lines`, `max_bytes`, `spill_max_bytes`, `spill_dir_max_bytes`, `max_blob_bytes`");
         let err = parse("[agent.x]\ncolour = \"red\"\n").unwrap_err();
         assert_eq!(err.location.map(|l| l.0), Some(2), "{err}");
+    }
+
+    #[test]
+    fn allowed_sockets_are_absolute_paths_kept_once() {
+        let c = parse(
+            "[sandbox]\nallow_sockets = [\"/run/docker.sock\", \"/run/user/1000/podman/\", \"/run/docker.sock\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.sandbox.allow_sockets,
+            [PathBuf::from("/run/docker.sock"), PathBuf::from("/run/user/1000/podman/")]
+        );
+        let err = parse("[sandbox]\nallow_sockets = [\"docker.sock\"]\n").unwrap_err();
+        assert!(err.message.contains("`docker.sock` is not an absolute path"), "{err}");
     }
 
     #[test]

@@ -196,6 +196,7 @@ impl TypedTool for Bash {
         };
         let sandboxed = confinement.is_some();
         let bound: Vec<PathBuf> = confinement.as_ref().map(|c| c.read_only_paths().to_vec()).unwrap_or_default();
+        let covered: Vec<PathBuf> = confinement.as_ref().map(|c| c.covered_sockets().to_vec()).unwrap_or_default();
         let mut result = self.attempt(&args, &cwd, confinement, &ctx).await?;
         let mut escalated = false;
         let mut read_only = bound.clone();
@@ -259,6 +260,7 @@ impl TypedTool for Bash {
         notes.extend(self.settle_created(&ctx, &absent, &args, &result).await);
         if sandboxed && !escalated {
             notes.extend(self.unseen_sessions_note(&args, &result));
+            notes.extend(sandbox::sockets::note(&format!("{}\n{}", args.command, result.output.text), &covered));
         }
         Ok(self.finish(result, &args, &notes, label, escalated, &read_only))
     }

@@ -23,8 +23,12 @@ use toolshed_core::tool::BoxFuture;
 use toolshed_tools::shell::sandbox::{self, NamespaceSupport, SandboxMode, SandboxSupport};
 use toolshed_tools::shell::{SandboxPolicy, Shell};
 
-const WORKSPACE_WRITE: SandboxPolicy =
-    SandboxPolicy { mode: SandboxMode::WorkspaceWrite, allow_unsandboxed: false, block_network: false };
+const WORKSPACE_WRITE: SandboxPolicy = SandboxPolicy {
+    mode: SandboxMode::WorkspaceWrite,
+    allow_unsandboxed: false,
+    block_network: false,
+    allow_sockets: &[],
+};
 const READ_ONLY: SandboxPolicy = SandboxPolicy { mode: SandboxMode::ReadOnly, ..WORKSPACE_WRITE };
 
 /// An approver answering per permission key (default: once), remembering what it was asked.
@@ -1108,4 +1112,58 @@ fn running_as_root() -> bool {
         .find_map(|l| l.strip_prefix("Uid:"))
         .and_then(|l| l.split_whitespace().nth(1))
         .is_some_and(|uid| uid == "0")
+}
+
+/// A server on a Unix socket outside the sandbox, answering `hello` to every connection.
+fn socket_server(path: &Path) -> std::os::unix::net::UnixListener {
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    let serving = listener.try_clone().unwrap();
+    std::thread::spawn(move || {
+        for mut stream in serving.incoming().flatten() {
+            let _ = stream.write_all(b"hello from outside\n");
+        }
+    });
+    listener
+}
+
+/// The ninth note's "servers outside the sandbox can be reached through sockets": a command
+/// had a `tmux` server outside run `touch` for it. The sockets of servers outside are hidden
+/// from commands in both modes (found in the kernel's list, whatever their name), but for those
+/// in the worktree and those `[sandbox] allow_sockets` names; the model is told why.
+#[tokio::test]
+async fn a_command_cannot_reach_a_server_outside_through_its_socket() {
+    if !binds_or_skip("a_command_cannot_reach_a_server_outside_through_its_socket") || python().is_none() {
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let socket = outside.path().canonicalize().unwrap().join("srv.sock");
+    let _outside = socket_server(&socket);
+    let connect = |path: &Path| {
+        format!(
+            "python3 -c 'import socket,sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.recv(64).decode().strip())' {} 2>&1 | tail -1",
+            path.display()
+        )
+    };
+    for policy in [WORKSPACE_WRITE, READ_ONLY] {
+        let h = Harness::new(policy, Ruleset::defaults(), Answers::with(&[("sandbox_escalation", reject())]));
+        let _inside = socket_server(&h.root.join("own.sock"));
+        let r = h.bash(&connect(&socket)).await;
+        assert!(!r.output.contains("hello from outside"), "{:?}: {}", policy.mode, r.output);
+        assert!(r.output.contains("allow_sockets") && r.output.contains("srv.sock"), "{}", r.output);
+        // Through a link made now, and by a relative name from its directory.
+        let r = h.bash(&format!("ln -s {} l.sock; {}", socket.display(), connect(Path::new("l.sock")))).await;
+        assert!(!r.output.contains("hello from outside"), "{:?}: {}", policy.mode, r.output);
+        let r = h.bash(&format!("cd {}; {}", outside.path().display(), connect(Path::new("srv.sock")))).await;
+        assert!(!r.output.contains("hello from outside"), "{:?}: {}", policy.mode, r.output);
+        let r = h.bash(&connect(&h.root.join("own.sock"))).await;
+        assert!(r.output.contains("hello from outside"), "the worktree's own server: {}", r.output);
+    }
+    let allowed: &'static [PathBuf] = Box::leak(vec![socket.clone()].into_boxed_slice());
+    let h = Harness::new(
+        SandboxPolicy { allow_sockets: allowed, ..WORKSPACE_WRITE },
+        Ruleset::defaults(),
+        Answers::with(&[]),
+    );
+    let r = h.bash(&connect(&socket)).await;
+    assert!(r.output.contains("hello from outside"), "allowed: {}", r.output);
 }

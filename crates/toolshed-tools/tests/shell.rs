@@ -20,7 +20,7 @@ use toolshed_tools::shell::sandbox::{self, SandboxMode};
 use toolshed_tools::shell::{MAX_SESSIONS, SandboxPolicy, Shell};
 
 const FULL: SandboxPolicy =
-    SandboxPolicy { mode: SandboxMode::FullAccess, allow_unsandboxed: false, block_network: false };
+    SandboxPolicy { mode: SandboxMode::FullAccess, allow_unsandboxed: false, block_network: false, allow_sockets: &[] };
 
 struct Harness {
     executor: Executor,
@@ -465,7 +465,12 @@ async fn block_network_denies_internet_sockets_but_not_unix_sockets() {
     if !landlock_or_skip("block_network_denies_internet_sockets_but_not_unix_sockets") {
         return;
     }
-    let policy = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, allow_unsandboxed: false, block_network: true };
+    let policy = SandboxPolicy {
+        mode: SandboxMode::WorkspaceWrite,
+        allow_unsandboxed: false,
+        block_network: true,
+        allow_sockets: &[],
+    };
     let mut rules = Ruleset::defaults();
     rules.push(Rule::new("sandbox_escalation", "*", Action::Deny));
     let h = Harness::with(policy, Arc::new(rules), Arc::new(Answer(Reply::Once, Mutex::default(), None)));

@@ -140,7 +140,7 @@ impl Config {
         } = self;
         let crate::output::OutputLimits { max_lines, max_bytes, spill_max_bytes, spill_dir_max_bytes, max_blob_bytes } =
             *output;
-        let super::SandboxConfig { mode, allow_unsandboxed, block_network } = sandbox;
+        let super::SandboxConfig { mode, allow_unsandboxed, block_network, allow_sockets } = sandbox;
         let mut doc = Map::new();
         let mut put = |key: &str, value: Value| {
             doc.insert(key.to_string(), value);
@@ -165,6 +165,7 @@ impl Config {
                 ("mode", value(mode)),
                 ("allow_unsandboxed", value(allow_unsandboxed)),
                 ("block_network", value(block_network)),
+                ("allow_sockets", value(allow_sockets)),
             ]),
         );
         put("provider", value(providers));

@@ -18,6 +18,7 @@ mod init;
 mod namespace;
 #[cfg(target_os = "linux")]
 mod seccomp;
+pub mod sockets;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -39,11 +40,19 @@ pub struct SandboxPolicy {
     pub allow_unsandboxed: bool,
     /// Take network access (every socket but Unix sockets) away from sandboxed commands.
     pub block_network: bool,
+    /// The Unix sockets of servers outside that sandboxed processes may still reach
+    /// (`[sandbox] allow_sockets`; see [`sockets`]).
+    pub allow_sockets: &'static [PathBuf],
 }
 
 impl Default for SandboxPolicy {
     fn default() -> Self {
-        SandboxPolicy { mode: SandboxMode::WorkspaceWrite, allow_unsandboxed: false, block_network: false }
+        SandboxPolicy {
+            mode: SandboxMode::WorkspaceWrite,
+            allow_unsandboxed: false,
+            block_network: false,
+            allow_sockets: &[],
+        }
     }
 }
 
@@ -53,6 +62,7 @@ impl From<&SandboxConfig> for SandboxPolicy {
             mode: config.mode.unwrap_or(SandboxMode::WorkspaceWrite),
             allow_unsandboxed: config.allow_unsandboxed,
             block_network: config.block_network,
+            allow_sockets: sockets::intern(&config.allow_sockets),
         }
     }
 }
@@ -206,6 +216,39 @@ pub fn data_dir_report(policy: &SandboxPolicy) -> Option<(String, bool)> {
     })
 }
 
+/// One line for `toolshed doctor` about the Unix sockets of servers outside the sandbox as
+/// sandboxed processes in the worktree `root` see them under `policy` (`None` when they run
+/// unsandboxed), and whether it is a warning (`true`: they can reach them).
+pub fn sockets_report(policy: &SandboxPolicy, root: &Path) -> Option<(String, bool)> {
+    if policy.mode == SandboxMode::FullAccess || !support().available() {
+        return None;
+    }
+    if let NamespaceSupport::Missing { reason } = namespaces() {
+        return Some((
+            format!(
+                "the Unix sockets of servers outside (tmux, docker, the session bus, ...) stay REACHABLE from sandboxed commands: {reason}"
+            ),
+            true,
+        ));
+    }
+    let allowed = if policy.allow_sockets.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = policy.allow_sockets.iter().map(|p| p.display().to_string()).collect();
+        format!("; allowed by allow_sockets: {}", list.join(", "))
+    };
+    Some(match sockets::to_cover(root, policy.allow_sockets) {
+        Ok(covered) => (
+            format!(
+                "{} Unix socket(s) of servers outside the sandbox are hidden from sandboxed commands now (those in the worktree and of logging and name lookups stay){allowed}",
+                covered.len()
+            ),
+            false,
+        ),
+        Err(e) => (format!("sandboxed commands are refused: {e}"), true),
+    })
+}
+
 /// One line for `toolshed doctor`: the policy, and whether this kernel can enforce it.
 pub fn report(policy: &SandboxPolicy) -> String {
     let support = support();
@@ -317,7 +360,14 @@ fn plan_with(
             let read_only = policy.mode == SandboxMode::ReadOnly;
             let writable = if read_only { Vec::new() } else { writable() };
             let protect = if read_only { &[][..] } else { protect };
-            let options = imp::Options { block_network: policy.block_network, read_only, protect, worktree, root };
+            let options = imp::Options {
+                block_network: policy.block_network,
+                read_only,
+                protect,
+                worktree,
+                root,
+                allow_sockets: policy.allow_sockets,
+            };
             imp::confinement(&writable, &options)
                 .map(Plan::Sandboxed)
                 .map_err(|e| ToolError::fatal(format!("could not build the {} sandbox: {e}", mode_name(policy.mode))))
@@ -503,6 +553,8 @@ mod imp {
         pub worktree: Option<&'a std::path::Path>,
         /// The worktree the process works in (shown even where it lies in the data directory).
         pub root: &'a std::path::Path,
+        /// The sockets of servers outside it may still reach.
+        pub allow_sockets: &'a [PathBuf],
     }
 
     /// The capabilities a root command keeps (bits by number): CHOWN, DAC_OVERRIDE, FOWNER,
@@ -556,15 +608,18 @@ mod imp {
         // stopped when it ends (`process.rs`).
         // The data directory is hidden in both modes: a read-only command gets a mount
         // namespace for that alone.
+        // So are the sockets of servers outside.
         let hidden = hidden_data_dir(options.root)?;
+        let sockets = super::sockets::to_cover(options.root, options.allow_sockets)?;
         let binds = if options.read_only {
-            Binds::new(&[], &[], super::namespaces(), hidden)?
+            Binds::new(&[], &[], super::namespaces(), hidden, &sockets)?
         } else {
             Binds::new(
                 options.protect,
                 &pins(writable, options.protect, options.worktree),
                 super::namespaces(),
                 hidden,
+                &sockets,
             )?
         }
         .map(Box::new);
@@ -626,6 +681,11 @@ mod imp {
         /// The protected paths this confinement binds read-only.
         pub(crate) fn read_only_paths(&self) -> &[PathBuf] {
             self.binds.as_ref().map_or(&[], |b| &b.shown)
+        }
+
+        /// The sockets of servers outside that this confinement hides.
+        pub(crate) fn covered_sockets(&self) -> &[PathBuf] {
+            self.binds.as_ref().map_or(&[], |b| &b.covered)
         }
 
         /// Confines the calling process. Runs in the child between `fork` and `exec`: raw
@@ -703,6 +763,7 @@ mod imp {
         pub protect: &'a [PathBuf],
         pub worktree: Option<&'a std::path::Path>,
         pub root: &'a std::path::Path,
+        pub allow_sockets: &'a [PathBuf],
     }
 
     pub(super) fn confinement(_writable: &[PathBuf], _options: &Options<'_>) -> Result<Confinement, String> {
@@ -711,6 +772,10 @@ mod imp {
 
     impl Confinement {
         pub(crate) fn read_only_paths(&self) -> &[PathBuf] {
+            &[]
+        }
+
+        pub(crate) fn covered_sockets(&self) -> &[PathBuf] {
             &[]
         }
 

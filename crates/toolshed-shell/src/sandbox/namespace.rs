@@ -73,6 +73,10 @@ pub(crate) struct Binds {
     pids: bool,
     /// toolshed's data directory, hidden but for what the process needs of it.
     hidden: Option<Hidden>,
+    /// The sockets of servers outside, each covered by `/dev/null` ([`super::sockets`]).
+    sockets: Vec<CString>,
+    /// Those sockets, for the model.
+    pub(crate) covered: Vec<PathBuf>,
     /// The paths, for the model and the permission request.
     pub(crate) shown: Vec<PathBuf>,
 }
@@ -209,6 +213,18 @@ impl Hidden {
     }
 }
 
+/// Binds `/dev/null` onto the socket at `path`: `connect` is refused there. A socket gone since
+/// the list was read, or one this process cannot reach anyway, needs nothing.
+fn cover_socket(path: &CString) -> io::Result<()> {
+    // SAFETY: a raw system call on NUL-terminated strings.
+    let rc =
+        unsafe { libc::mount(c"/dev/null".as_ptr(), path.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) };
+    match check(rc) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR | libc::EACCES | libc::ELOOP)) => Ok(()),
+        other => other,
+    }
+}
+
 /// Writes `/proc/self/fd/<fd>` and a NUL into `buf` (no allocation).
 fn fd_path(fd: libc::c_int, buf: &mut [u8; 32]) {
     const PREFIX: &[u8] = b"/proc/self/fd/";
@@ -238,6 +254,7 @@ impl Binds {
         pins: &[PathBuf],
         support: &NamespaceSupport,
         hidden: Option<Hidden>,
+        sockets: &[PathBuf],
     ) -> Result<Option<Binds>, String> {
         let user = match support {
             NamespaceSupport::Mount => None,
@@ -255,6 +272,8 @@ impl Binds {
             root: cstring(Path::new("/"))?,
             pids: pid_namespaces(),
             hidden,
+            sockets: sockets.iter().map(|p| cstring(p)).collect::<Result<_, _>>()?,
+            covered: sockets.to_vec(),
             shown: paths.to_vec(),
         }))
     }
@@ -270,6 +289,9 @@ impl Binds {
         }
         for path in &self.paths {
             bind_read_only(path)?;
+        }
+        for socket in &self.sockets {
+            cover_socket(socket)?;
         }
         if let Some(hidden) = &self.hidden {
             hidden.apply_in_child()?;
@@ -562,11 +584,12 @@ mod tests {
 
     #[test]
     fn nothing_to_bind_is_a_namespace_alone_and_no_namespaces_means_no_binds() {
-        let alone = Binds::new(&[], &[], &NamespaceSupport::Mount, None).unwrap().unwrap();
+        let alone = Binds::new(&[], &[], &NamespaceSupport::Mount, None, &[]).unwrap().unwrap();
         assert!(alone.paths.is_empty() && alone.shown.is_empty() && alone.user.is_none());
         let missing = NamespaceSupport::Missing { reason: "x".into() };
-        assert!(Binds::new(&[PathBuf::from("/tmp")], &[], &missing, None).unwrap().is_none());
-        let binds = Binds::new(&[PathBuf::from("/tmp")], &[], &NamespaceSupport::UserAndMount, None).unwrap().unwrap();
+        assert!(Binds::new(&[PathBuf::from("/tmp")], &[], &missing, None, &[]).unwrap().is_none());
+        let binds =
+            Binds::new(&[PathBuf::from("/tmp")], &[], &NamespaceSupport::UserAndMount, None, &[]).unwrap().unwrap();
         assert!(binds.user.is_some());
     }
 }

@@ -408,7 +408,7 @@ fn sandbox(ws: &Workspace) -> Report {
         .map(|(name, mode)| format!("{name}: {}", sandbox::mode_name(mode)))
         .collect();
     let (protection, unprotected) = sandbox::protection_report(&policy);
-    let (data, readable) = sandbox::data_dir_report(&policy).map_or((None, false), |(l, w)| (Some(l), w));
+    let (data, readable) = sandbox::data_dir_report(&policy, &ws.root).map_or((None, false), |(l, w)| (Some(l), w));
     let (sockets, reachable) = sandbox::sockets_report(&policy, &ws.root).map_or((None, false), |(l, w)| (Some(l), w));
     let warn = unprotected || readable || reachable;
     let status = if warn && status == Status::Ok { Status::Warning } else { status };

@@ -525,3 +525,39 @@ fn the_data_directory_shows_commands_and_file_tools_only_saved_outputs() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(text(&out).contains("2: 2"), "{}", text(&out));
 }
+
+/// Review 17: a home directory kept in git is a worktree that holds the data directory. Its
+/// files are neither read nor listed by the file tools, and glob, list and grep do not walk
+/// into it.
+#[test]
+fn a_worktree_holding_the_data_directory_shows_nothing_of_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().canonicalize().unwrap().join("home");
+    let data = home.join(".local/share/toolshed");
+    std::fs::create_dir_all(data.join("snapshots/x")).unwrap();
+    std::fs::write(data.join("snapshots/x/secretname.txt"), "private-canary\n").unwrap();
+    std::fs::write(home.join("notes-secretname.txt"), "public canary\n").unwrap();
+    assert!(Command::new("git").args(["init", "-q"]).arg(&home).status().unwrap().success());
+    let call = |tool: &str, args: serde_json::Value| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .args(["call", tool, &args.to_string(), "--yes"])
+            .current_dir(&home)
+            .env("HOME", &home)
+            .env_remove("TOOLSHED_DATA_DIR")
+            .env_remove("XDG_DATA_HOME")
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out))
+    };
+    let (_, glob) = call("glob", serde_json::json!({ "pattern": "**/*secretname*" }));
+    assert!(glob.contains("notes-secretname.txt") && !glob.contains("snapshots"), "{glob}");
+    let (_, list) = call("list", serde_json::json!({}));
+    assert!(list.contains("notes-secretname.txt") && !list.contains("snapshots"), "{list}");
+    let (_, grep) = call("grep", serde_json::json!({ "pattern": "canary" }));
+    assert!(grep.contains("public canary") && !grep.contains("private-canary"), "{grep}");
+    let (code, read) =
+        call("read", serde_json::json!({ "file_path": ".local/share/toolshed/snapshots/x/secretname.txt" }));
+    assert!(code != Some(0) && read.contains("toolshed's own data directory"), "{read}");
+}

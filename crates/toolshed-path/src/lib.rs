@@ -215,11 +215,17 @@ pub struct Confinement {
 /// toolshed's own data directory, canonical: the transcripts of every session
 /// (`sessions.db`), the worktrees' snapshots and the records of what a person accepted. A
 /// model's tool reads nothing there but the saved outputs it is told about, whatever is
-/// approved (the shell's sandbox hides it the same way). `None` when the worktree `root` lies
-/// inside it (then it is the worktree's to use).
+/// approved (the shell's sandbox hides it the same way). `None` when it is the worktree `root`
+/// itself (or `/`); a worktree inside it stays the worktree's ([`is_private`]).
 pub fn private_dir(root: &Path) -> Option<PathBuf> {
     let dir = canonical_or_self(&toolshed_core::paths::data_dir());
-    (!root.starts_with(&dir) && dir.parent().is_some()).then_some(dir)
+    (root != dir && dir.parent().is_some()).then_some(dir)
+}
+
+/// Whether `path` lies in the data directory `private` ([`private_dir`]) and not in the
+/// worktree `root` that lies inside it.
+pub fn is_private(path: &Path, private: &Path, root: &Path) -> bool {
+    path.starts_with(private) && !(root.starts_with(private) && path.starts_with(root))
 }
 
 impl Confinement {
@@ -299,7 +305,7 @@ impl Confinement {
         let metadata = std::fs::metadata(&walk.path).ok();
         let allowed = access == Access::Read && self.read_allowed.iter().any(|d| walk.path.starts_with(d));
         if let Some(dir) = &self.private
-            && walk.path.starts_with(dir)
+            && is_private(&walk.path, dir, &self.root)
             && !allowed
         {
             return Err(PathError::Private { input: input.to_string(), dir: dir.display().to_string() });

@@ -1157,6 +1157,17 @@ async fn a_command_cannot_reach_a_server_outside_through_its_socket() {
         assert!(!r.output.contains("hello from outside"), "{:?}: {}", policy.mode, r.output);
         let r = h.bash(&connect(&h.root.join("own.sock"))).await;
         assert!(r.output.contains("hello from outside"), "the worktree's own server: {}", r.output);
+        // Review 17: its directory moved away (it lies in /tmp, where commands write), the
+        // next command would not have known the socket by its new name. It cannot be moved.
+        let moved = outside.path().with_extension("moved");
+        let r = h
+            .bash(&format!(
+                "python3 -c 'import os,sys; os.rename(sys.argv[1], sys.argv[2])' {} {} 2>&1 | tail -1",
+                outside.path().display(),
+                moved.display()
+            ))
+            .await;
+        assert!(outside.path().exists() && !moved.exists(), "{:?}: {}", policy.mode, r.output);
     }
     let allowed: &'static [PathBuf] = Box::leak(vec![socket.clone()].into_boxed_slice());
     let h = Harness::new(

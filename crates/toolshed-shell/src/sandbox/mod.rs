@@ -193,11 +193,27 @@ pub fn protection_report(policy: &SandboxPolicy) -> (String, bool) {
 /// One line for `toolshed doctor` about toolshed's data directory as sandboxed processes see
 /// it under `policy` (`None` when they run unsandboxed), and whether it is a warning (`true`:
 /// they can read it).
-pub fn data_dir_report(policy: &SandboxPolicy) -> Option<(String, bool)> {
+pub fn data_dir_report(policy: &SandboxPolicy, root: &Path) -> Option<(String, bool)> {
     if policy.mode == SandboxMode::FullAccess || !support().available() {
         return None;
     }
     let dir = toolshed_core::paths::data_dir();
+    let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+    // Where a command may move it away and make another in its place, toolshed would use the
+    // one the command made (review 17): a link to it in a place commands write, or a worktree
+    // inside it (what holds a worktree is never pinned).
+    let writable = writable_roots(root, &[]);
+    let replaceable = root.starts_with(&real)
+        || (real != dir && dir.ancestors().any(|a| writable.iter().any(|w| a.starts_with(w) && a != w)));
+    if replaceable {
+        return Some((
+            format!(
+                "toolshed's data directory ({}) can be REPLACED by sandboxed commands (it holds the worktree, or is reached through a link where they write): set TOOLSHED_DATA_DIR to a directory outside the worktree, the temp dirs and tool caches",
+                dir.display()
+            ),
+            true,
+        ));
+    }
     Some(match namespaces() {
         NamespaceSupport::Missing { reason } => (
             format!(
@@ -582,15 +598,21 @@ mod imp {
         let writes = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
         // Signals only within the command (Landlock 6, where the kernel has it): a command may
         // not kill toolshed (`kill -9 $PPID`) to keep what it left running from being stopped.
-        // Nor connect to an abstract Unix socket of a process outside it (review 6: a server
-        // listening there could run what the command asks, outside the sandbox and after it).
-        // Not for a helper that reads the worktree (a language server): it watches that its
-        // client lives (`kill(pid, 0)`, the LSP `processId`) and would take a refusal for death.
-        let scoped = options.worktree.is_some();
+        // Signals not for a helper that reads the worktree (a language server): it watches that
+        // its client lives (`kill(pid, 0)`, the LSP `processId`) and would take a refusal for
+        // death. Nor may any confined process connect to an abstract Unix socket of a process
+        // outside it (review 6: a server listening there could run what the command asks,
+        // outside the sandbox and after it; review 17: a language server runs the worktree's
+        // code too).
+        let scopes = if options.worktree.is_some() {
+            Scope::Signal | Scope::AbstractUnixSocket
+        } else {
+            Scope::AbstractUnixSocket.into()
+        };
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(all)
-            .and_then(|r| if scoped { r.scope(Scope::Signal | Scope::AbstractUnixSocket) } else { Ok(r) })
+            .and_then(|r| r.scope(scopes))
             .and_then(landlock::Ruleset::create)
             .map_err(|e| e.to_string())?;
         ruleset = ruleset.add_rule(rule("/", read)?).map_err(|e| e.to_string())?;
@@ -614,13 +636,16 @@ mod imp {
         let binds = if options.read_only {
             Binds::new(&[], &[], super::namespaces(), hidden, &sockets)?
         } else {
-            Binds::new(
-                options.protect,
-                &pins(writable, options.protect, options.worktree),
-                super::namespaces(),
-                hidden,
-                &sockets,
-            )?
+            // The directories that lead from a writable root to a covered socket are pinned too:
+            // renamed (`mv /tmp/tmux-0 /tmp/t`), the socket would be under a name the next
+            // command does not cover (review 17).
+            let mut pinned = pins(writable, options.protect, options.worktree);
+            for pin in pins(writable, &sockets, options.worktree) {
+                if !pinned.contains(&pin) {
+                    pinned.push(pin);
+                }
+            }
+            Binds::new(options.protect, &pinned, super::namespaces(), hidden, &sockets)?
         }
         .map(Box::new);
         // SAFETY: geteuid cannot fail.

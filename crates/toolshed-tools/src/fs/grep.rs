@@ -291,7 +291,8 @@ impl Query {
         // (the spill directory aside, which the permission stage let through).
         let private = self.reveal.as_ref().and_then(|ctx| {
             let spill = ctx.environment().spill_dir();
-            path::private_dir(ctx.root()).map(|dir| (dir, spill.canonicalize().unwrap_or(spill)))
+            let root = ctx.root().to_path_buf();
+            path::private_dir(&root).map(|dir| (dir, spill.canonicalize().unwrap_or(spill), root))
         });
         let private = &private;
         walker(base).threads(worker_threads()).build_parallel().run(|| {
@@ -329,9 +330,9 @@ impl Query {
                         // Outside what was asked to be searched: never approved.
                         Some(real) if !real.starts_with(base) => Action::Ask,
                         Some(real)
-                            if private
-                                .as_ref()
-                                .is_some_and(|(dir, spill)| real.starts_with(dir) && !real.starts_with(spill)) =>
+                            if private.as_ref().is_some_and(|(dir, spill, root)| {
+                                path::is_private(real, dir, root) && !real.starts_with(spill)
+                            }) =>
                         {
                             Action::Deny
                         }

@@ -135,9 +135,13 @@ fn list(resolved: &ResolvedPath, ignore: &[PathGlob], cap: usize, cancelled: &dy
         let noise = noise.clone();
         let ignore = ignore.to_vec();
         let base = root.clone();
+        let private = super::private_below(&root);
         builder.filter_entry(move |e| {
             if e.depth() == 0 {
                 return true;
+            }
+            if private.as_deref() == Some(e.path()) {
+                return false;
             }
             let name = e.file_name().to_string_lossy();
             let is_dir = e.file_type().is_some_and(|t| t.is_dir());

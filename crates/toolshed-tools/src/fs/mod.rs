@@ -211,17 +211,27 @@ fn name_similarity(a: &str, b: &str) -> f64 {
     whole.max(stems * 0.9)
 }
 
+/// toolshed's data directory where a walk of `dir` would come upon it: never walked into from
+/// above (a worktree that holds it: a home directory kept in git); a walk that starts inside
+/// it (the saved outputs) walks it.
+pub(crate) fn private_below(dir: &Path) -> Option<PathBuf> {
+    toolshed_path::private_dir(dir).filter(|d| !dir.starts_with(d))
+}
+
 /// A walker over `dir` the way the file tools see a tree: `.gitignore`, `.ignore` and git's
 /// excludes honoured (even outside a git repository), hidden files included, `.git` and other
-/// version-control directories skipped, links not followed, and toolshed's own temporary files
-/// (`.NAME.toolshed-PID-N.tmp`, see `toolshed_patch::temp`) never shown.
+/// version-control directories skipped, links not followed, toolshed's own temporary files
+/// (`.NAME.toolshed-PID-N.tmp`, see `toolshed_patch::temp`) never shown, and toolshed's data
+/// directory not entered ([`private_below`]).
 pub fn walker(dir: &Path) -> WalkBuilder {
     let mut builder = WalkBuilder::new(dir);
-    builder.hidden(false).require_git(false).follow_links(false).filter_entry(|e| {
+    let private = private_below(dir);
+    builder.hidden(false).require_git(false).follow_links(false).filter_entry(move |e| {
         !(e.depth() > 0
             && (toolshed_patch::temp::is_temp(e.file_name())
                 || e.file_type().is_some_and(|t| t.is_dir())
-                    && matches!(e.file_name().to_str(), Some(".git" | ".hg" | ".svn"))))
+                    && (matches!(e.file_name().to_str(), Some(".git" | ".hg" | ".svn"))
+                        || private.as_deref() == Some(e.path()))))
     });
     builder
 }

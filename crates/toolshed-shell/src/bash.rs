@@ -205,7 +205,17 @@ impl TypedTool for Bash {
         let data_dir = toolshed_core::paths::data_dir();
         let (kept, liftable): (Vec<PathBuf>, Vec<PathBuf>) =
             bound.iter().cloned().partition(|p| p.starts_with(&data_dir));
-        if !liftable.is_empty() && result.bind_refused() {
+        // A directory that holds the socket of a server outside is pinned too (`sockets.rs`);
+        // moving it is no reason to ask about protected paths the output does not name.
+        let socket_dirs: Vec<&Path> = covered.iter().filter_map(|p| p.parent()).collect();
+        let about_sockets = result.bind_refused()
+            && socket_dirs.iter().any(|d| result.output.text.contains(&*d.to_string_lossy()))
+            && !liftable
+                .iter()
+                .any(|p| p.file_name().is_some_and(|n| result.output.text.contains(&*n.to_string_lossy())));
+        if about_sockets {
+            notes.push("(The directories that hold the sockets of servers outside the sandbox cannot be moved or removed in it (\"Device or resource busy\"). Do not work around this; tell the user what you wanted to change.)".to_string());
+        } else if !liftable.is_empty() && result.bind_refused() {
             let patterns: Vec<String> = liftable.iter().map(|p| protected_pattern(p, ctx.root())).collect();
             let request = PermissionRequest::new(protected::PERMISSION, patterns)
                 .with_metadata("command", args.command.clone())

@@ -1162,12 +1162,15 @@ async fn a_command_cannot_reach_a_server_outside_through_its_socket() {
         let moved = outside.path().with_extension("moved");
         let r = h
             .bash(&format!(
-                "python3 -c 'import os,sys; os.rename(sys.argv[1], sys.argv[2])' {} {} 2>&1 | tail -1",
+                "python3 -c 'import os,sys; os.rename(sys.argv[1], sys.argv[2])' {} {}",
                 outside.path().display(),
                 moved.display()
             ))
             .await;
         assert!(outside.path().exists() && !moved.exists(), "{:?}: {}", policy.mode, r.output);
+        if policy.mode == SandboxMode::WorkspaceWrite {
+            assert!(r.output.contains("hold the sockets of servers outside"), "{}", r.output);
+        }
     }
     let allowed: &'static [PathBuf] = Box::leak(vec![socket.clone()].into_boxed_slice());
     let h = Harness::new(

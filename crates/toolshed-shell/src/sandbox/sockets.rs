@@ -58,6 +58,7 @@ fn listed<'a>(path: &Path, entries: impl IntoIterator<Item = &'a Path>) -> bool 
 /// server bound in its working directory.
 pub fn bound(table: &str) -> Vec<(PathBuf, u64)> {
     let mut out: Vec<(PathBuf, u64)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for line in table.lines().skip(1) {
         // `Num: RefCount Protocol Flags Type St Inode Path`: seven fields, one space, the name.
         let mut rest = line;
@@ -71,9 +72,8 @@ pub fn bound(table: &str) -> Vec<(PathBuf, u64)> {
             rest = &rest[end..];
         }
         let Some(name) = rest.strip_prefix(' ').filter(|n| !n.is_empty() && !n.starts_with('@')) else { continue };
-        let path = PathBuf::from(name);
-        if !out.iter().any(|(p, _)| *p == path) {
-            out.push((path, inode));
+        if seen.insert(name) {
+            out.push((PathBuf::from(name), inode));
         }
     }
     out

@@ -160,13 +160,7 @@ pub struct Shadow {
 /// The shadow repository's directory for `worktree`: `DATA_DIR/snapshots/<16 hex digits>`, a
 /// stable hash (FNV-1a) of the canonical path.
 pub fn shadow_dir(data_dir: &Path, worktree: &Path) -> PathBuf {
-    let canonical = worktree.canonicalize().unwrap_or_else(|_| worktree.to_path_buf());
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in canonical.as_os_str().as_bytes() {
-        hash ^= u64::from(*byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    data_dir.join("snapshots").join(format!("{hash:016x}"))
+    data_dir.join("snapshots").join(toolshed_core::paths::worktree_key(worktree))
 }
 
 /// Drops the refs that keep the snapshots of `sessions` (their steps' before and after) in the

@@ -44,7 +44,7 @@ impl World {
 
     /// The spill files and their sizes.
     fn spills(&self) -> Vec<(PathBuf, u64)> {
-        let dir = self.data().join("tool-output");
+        let dir = toolshed_core::paths::spill_dir(&self.data(), &self.root);
         let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
         entries.flatten().map(|e| (e.path(), e.metadata().unwrap().len())).collect()
     }

@@ -483,6 +483,9 @@ fn the_data_directory_shows_commands_and_file_tools_only_saved_outputs() {
         .any(|e| String::from_utf8_lossy(&std::fs::read(e.path()).unwrap()).contains("transcript-7731"));
     assert!(stored, "the session was not stored where this test looks");
     std::fs::write(data.join("notes.txt"), "private-canary\n").unwrap();
+    // Another worktree's saved output.
+    std::fs::create_dir_all(data.join("tool-output/0123456789abcdef")).unwrap();
+    std::fs::write(data.join("tool-output/0123456789abcdef/1-bash.txt"), "private-canary\n").unwrap();
     let out = w.toolshed(&["call", "bash", r#"{"command":"seq 1 300000"}"#]);
     let said = text(&out);
     let spill = said.split("saved in ").nth(1).and_then(|s| s.split(';').next()).expect(&said).to_string();
@@ -492,7 +495,7 @@ fn the_data_directory_shows_commands_and_file_tools_only_saved_outputs() {
         std::fs::write(w.root.join("toolshed.toml"), format!("{model}[sandbox]\nmode = \"{mode}\"\n")).unwrap();
         let d = data.display();
         let command = format!(
-            "ls -A {d}; grep -rl \"transcript-$((7000+731))\\|private-$((0))canary\" {d} 2>&1; cat {d}/notes.txt; x={d}; wc -c < $x/sessions.db; head -1 {spill}"
+            "ls -A {d}; grep -rl \"transcript-$((7000+731))\\|private-$((0))canary\" {d} 2>&1; cat {d}/notes.txt; x={d}; wc -c < $x/sessions.db; head -1 {spill}; cat {d}/tool-output/0123456789abcdef/1-bash.txt"
         );
         let out = w.toolshed(&["call", "bash", &serde_json::json!({ "command": command }).to_string(), "--yes"]);
         let said = text(&out);
@@ -513,6 +516,9 @@ fn the_data_directory_shows_commands_and_file_tools_only_saved_outputs() {
         "{}",
         text(&out)
     );
+    let other = data.join("tool-output/0123456789abcdef/1-bash.txt");
+    let out = w.toolshed(&["call", "read", &serde_json::json!({ "file_path": other }).to_string(), "--yes"]);
+    assert!(text(&out).contains("toolshed's own data directory"), "another worktree's output: {}", text(&out));
     let home = w.base.join("home");
     let out = w.toolshed(&[
         "call",

@@ -74,9 +74,9 @@ impl Environment {
         }
     }
 
-    /// The directory spill files are written to.
+    /// The directory spill files are written to: this worktree's own ([`crate::paths::spill_dir`]).
     pub fn spill_dir(&self) -> PathBuf {
-        self.data_dir.join("tool-output")
+        crate::paths::spill_dir(&self.data_dir, &self.root)
     }
 }
 

@@ -107,22 +107,45 @@ fn create_spill(dir: &Path, tool: &str, limits: OutputLimits) -> io::Result<(Pat
     Ok((path, file))
 }
 
+/// The directories whose spill files share one cap with those of `dir`: `dir`, and where it is
+/// one worktree's directory under the data directory's `tool-output/`, every other worktree's
+/// and `tool-output/` itself (what older versions saved there).
+fn spill_scope(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![dir.to_path_buf()];
+    let Some(top) = dir.parent().filter(|p| p.file_name().is_some_and(|n| n == crate::paths::SPILLS)) else {
+        return dirs;
+    };
+    dirs.push(top.to_path_buf());
+    for entry in fs::read_dir(top).into_iter().flatten().flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) && entry.path() != dir {
+            dirs.push(entry.path());
+        }
+    }
+    dirs
+}
+
 fn clean_old_spills(dir: &Path) {
     static CLEANED: AtomicBool = AtomicBool::new(false);
     if CLEANED.swap(true, Ordering::Relaxed) {
         return;
     }
-    let Ok(entries) = fs::read_dir(dir) else { return };
     let now = SystemTime::now();
-    for entry in entries.flatten() {
-        let old = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > SPILL_MAX_AGE));
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if old && (name.ends_with(".txt") || name.ends_with(".ring")) {
-            let _ = fs::remove_file(entry.path());
+    let old = |meta: io::Result<fs::Metadata>| {
+        meta.and_then(|m| m.modified()).is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > SPILL_MAX_AGE))
+    };
+    for (i, dir) in spill_scope(dir).into_iter().enumerate() {
+        let Ok(entries) = fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if (name.ends_with(".txt") || name.ends_with(".ring")) && old(entry.metadata()) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+        // Another worktree's directory, long unused and left empty, goes too (never this
+        // worktree's, nor `tool-output/` itself: the first two).
+        if i >= 2 && old(fs::metadata(&dir)) {
+            let _ = fs::remove_dir(&dir);
         }
     }
 }
@@ -133,10 +156,10 @@ fn clean_old_spills(dir: &Path) {
 /// while the call runs; the total may pass the cap while several outputs stream at once.
 fn enforce_dir_cap(dir: &Path, cap: u64, keep: &Path) {
     const BUSY: Duration = Duration::from_secs(60);
-    let Ok(entries) = fs::read_dir(dir) else { return };
     let now = SystemTime::now();
-    let mut files: Vec<(SystemTime, u64, PathBuf)> = entries
-        .flatten()
+    let mut files: Vec<(SystemTime, u64, PathBuf)> = spill_scope(dir)
+        .iter()
+        .flat_map(|d| fs::read_dir(d).into_iter().flatten().flatten())
         .filter(|e| {
             let name = e.file_name();
             let name = name.to_string_lossy();
@@ -513,5 +536,37 @@ mod tests {
         let total: u64 = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.metadata().unwrap().len()).sum();
         assert!(total <= 200 * 1024, "{total}");
         assert!(paths.last().unwrap().exists() && !paths[0].exists());
+    }
+
+    /// Each worktree saves its outputs in a directory of its own (the sandbox shows a command
+    /// only its worktree's), and all of them keep one cap together.
+    #[test]
+    fn the_worktrees_directories_share_one_cap() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("wa"), tmp.path().join("wb"));
+        let dir_a = crate::paths::spill_dir(tmp.path(), &a);
+        let dir_b = crate::paths::spill_dir(tmp.path(), &b);
+        assert!(
+            dir_a != dir_b && dir_a.parent() == dir_b.parent() && dir_a.starts_with(tmp.path().join("tool-output"))
+        );
+        assert_eq!(dir_a, crate::paths::spill_dir(tmp.path(), &a), "stable");
+        let limits =
+            OutputLimits { spill_max_bytes: 64 * 1024, spill_dir_max_bytes: 150 * 1024, ..OutputLimits::default() };
+        let (old, _) = write_spill(&dir_a, "t", &[b'x'; 64 * 1024], limits).unwrap();
+        File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(7200))
+            .unwrap();
+        let (mid, _) = write_spill(&dir_b, "t", &[b'x'; 64 * 1024], limits).unwrap();
+        File::options()
+            .write(true)
+            .open(&mid)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(3600))
+            .unwrap();
+        let (new, _) = write_spill(&dir_b, "t", &[b'x'; 64 * 1024], limits).unwrap();
+        assert!(!old.exists() && mid.exists() && new.exists(), "the oldest of both went first");
     }
 }

@@ -62,6 +62,29 @@ pub fn find_worktree(dir: &Path) -> PathBuf {
     dir.ancestors().find(|d| d.join(".git").exists() && !is_temp_dir(d)).unwrap_or(dir).to_path_buf()
 }
 
+/// A stable name for the worktree `root` among toolshed's data: 16 hex digits of a hash
+/// (FNV-1a) of its canonical path. Names its snapshots' shadow repository and its saved outputs.
+pub fn worktree_key(root: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    let canonical = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in canonical.as_os_str().as_bytes() {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+/// Where the outputs cut for the model in the worktree `root` are saved:
+/// `DATA_DIR/tool-output/<worktree_key>`. One directory per worktree, so that the sandbox shows
+/// a command the outputs of its own worktree only.
+pub fn spill_dir(data_dir: &Path, root: &Path) -> PathBuf {
+    data_dir.join(SPILLS).join(worktree_key(root))
+}
+
+/// The directory under the data directory that holds the saved outputs of every worktree.
+pub const SPILLS: &str = "tool-output";
+
 /// The tool caches every `workspace-write` command may write (`~/.cache`, `~/.cargo`, `~/.npm`,
 /// `XDG_CACHE_HOME`, `GOPATH`, ...): the sandbox's list, and the places where nothing the user
 /// relies on may come from unaccepted.

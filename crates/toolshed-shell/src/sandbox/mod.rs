@@ -224,7 +224,7 @@ pub fn data_dir_report(policy: &SandboxPolicy, root: &Path) -> Option<(String, b
         ),
         _ => (
             format!(
-                "toolshed's data directory ({}) is hidden from sandboxed commands, custom tools and servers, but for saved outputs (tool-output/)",
+                "toolshed's data directory ({}) is hidden from sandboxed commands, custom tools and servers, but for this worktree's saved outputs",
                 dir.display()
             ),
             false,
@@ -660,14 +660,17 @@ mod imp {
 
     /// toolshed's data directory as a confined process sees it: hidden (its `sessions.db` holds
     /// every session's transcript, `snapshots/` every worktree's files as they were), but for
-    /// the files of cut output that the model is told to read (`tool-output/`) and the JS host's
-    /// own files (`custom-tools/`), both read-only, and the worktree `root` and its git
+    /// the files of cut output that the model is told to read (this worktree's: made now, so
+    /// that what is saved while the process runs shows too) and the JS host's own files
+    /// (`custom-tools/`), both read-only, and the worktree `root` and its git
     /// directories where they lie inside it, as they are. A directory approved through
     /// `external_directory` does not show any of it: no one approves reading the transcripts
     /// by approving a command (`--yes` approves every such question).
     fn hidden_data_dir(root: &std::path::Path) -> Result<Option<Hidden>, String> {
         let data = toolshed_core::paths::data_dir();
-        let mut show = vec![(data.join("tool-output"), true), (data.join("custom-tools"), true)];
+        let spills = toolshed_core::paths::spill_dir(&data, root);
+        let _ = std::fs::create_dir_all(&spills);
+        let mut show = vec![(spills, true), (data.join("custom-tools"), true)];
         show.extend(std::iter::once(root.to_path_buf()).chain(super::git_dirs::pin(root)).map(|p| (p, false)));
         Hidden::new(&data, &show, toolshed_core::paths::home_dir().as_deref())
     }

@@ -567,3 +567,43 @@ fn a_worktree_holding_the_data_directory_shows_nothing_of_it() {
         call("read", serde_json::json!({ "file_path": ".local/share/toolshed/snapshots/x/secretname.txt" }));
     assert!(code != Some(0) && read.contains("toolshed's own data directory"), "{read}");
 }
+
+/// Review 18: with the worktree and the home directory side by side under a temp dir, a command
+/// moved the directory that holds both away, moved the worktree back into a new one beside a
+/// data directory of its own with forged trust records, and the next call ran unsandboxed.
+/// What holds the worktree and a protected path outside it is pinned now.
+#[test]
+fn the_directory_holding_the_worktree_and_the_data_directory_cannot_be_moved() {
+    if !sandbox_available() {
+        eprintln!("SKIP the_directory_holding_the_worktree_and_the_data_directory_cannot_be_moved: no sandbox here");
+        return;
+    }
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let base = tmp.path().canonicalize().unwrap().join("b");
+    let (root, home) = (base.join("w"), base.join("home"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    assert!(Command::new("git").args(["init", "-q"]).arg(&root).status().unwrap().success());
+    let call = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .args(args)
+            .current_dir(&root)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("TOOLSHED_DATA_DIR", home.join(".data"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        text(&out)
+    };
+    call(&["call", "bash", r#"{"command":"seq 1 300000"}"#]);
+    std::fs::write(home.join(".data/notes.txt"), "private-canary\n").unwrap();
+    let b = base.display().to_string();
+    let (head, tail) = b.split_at(b.len() / 2);
+    let swap = format!(
+        "python3 -c 'import os,sys; b=sys.argv[1]+sys.argv[2]; os.rename(b, b+\"x\"); os.mkdir(b); os.rename(b+\"x/w\", b+\"/w\"); print(\"swapped\")' {head} {tail}"
+    );
+    let said = call(&["call", "bash", &serde_json::json!({ "command": swap }).to_string(), "--yes"]);
+    assert!(!said.contains("swapped") && said.contains("Device or resource busy"), "{said}");
+    assert!(home.join(".data/notes.txt").exists() && !tmp.path().join("bx").exists(), "{said}");
+}

@@ -1172,6 +1172,20 @@ async fn a_command_cannot_reach_a_server_outside_through_its_socket() {
             assert!(r.output.contains("hold the sockets of servers outside"), "{}", r.output);
         }
     }
+    // Review 18: a server bound through a link in a directory commands write; the link
+    // re-pointed by one command, the next still may not reach the socket where it really is.
+    let real = outside.path().canonicalize().unwrap().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = outside.path().canonicalize().unwrap().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let _linked = socket_server(&link.join("l.sock"));
+    let h = Harness::new(WORKSPACE_WRITE, Ruleset::defaults(), Answers::with(&[("sandbox_escalation", reject())]));
+    let r = h.bash(&format!("rm {0}; ln -s /var/tmp {0}; {1}", link.display(), connect(&real.join("l.sock")))).await;
+    assert!(!r.output.contains("hello from outside"), "{}", r.output);
+    assert_eq!(std::fs::read_link(&link).unwrap(), Path::new("/var/tmp"), "{}", r.output);
+    let r = h.bash(&connect(&real.join("l.sock"))).await;
+    assert!(!r.output.contains("hello from outside"), "after the link was re-pointed: {}", r.output);
+
     let allowed: &'static [PathBuf] = Box::leak(vec![socket.clone()].into_boxed_slice());
     let h = Harness::new(
         SandboxPolicy { allow_sockets: allowed, ..WORKSPACE_WRITE },

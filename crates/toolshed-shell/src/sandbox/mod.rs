@@ -683,10 +683,15 @@ mod imp {
         for path in protect {
             for root in writable.iter().filter(|w| path.starts_with(w) && path != *w) {
                 for dir in path.ancestors().skip(1).take_while(|d| d != root && d.starts_with(root)) {
-                    // Never the worktree (under `/tmp`) or what holds it: a rename into it from
-                    // the rest of that root would cross mounts (`EXDEV`), which breaks the
-                    // write-then-rename of many programs.
-                    if worktree.is_some_and(|w| w.starts_with(dir)) {
+                    // Never the worktree (under `/tmp`) or what holds it for a path inside the
+                    // worktree: a rename into it from the rest of that root would cross mounts
+                    // (`EXDEV`), which breaks the write-then-rename of many programs. A
+                    // directory that holds the worktree *and* a path outside it (a home under
+                    // `/var/tmp` with the project in it, the data directory beside the worktree)
+                    // is pinned all the same: moved away, with the worktree moved back into a
+                    // new one, toolshed would next take the command's data directory, trust
+                    // records and config for its own (review 18 turned the sandbox off that way).
+                    if worktree.is_some_and(|w| w.starts_with(dir) && path.starts_with(w)) {
                         continue;
                     }
                     if !pins.iter().any(|p| p == dir) {
@@ -833,6 +838,22 @@ mod tests {
         let mut pins = imp::pins(&[p("/tmp")], &[p("/tmp/w/.git")], None);
         pins.sort();
         assert_eq!(pins, [p("/tmp/w")]);
+        // Review 18: what holds the worktree and a protected path outside it (a home under a
+        // temp dir with the project in it) is pinned, but not the worktree itself.
+        let writable = [p("/var/tmp"), p("/var/tmp/x/u/proj")];
+        let protect = [p("/var/tmp/x/u/.local/share/toolshed/trust"), p("/var/tmp/x/u/proj/.git")];
+        let mut pins = imp::pins(&writable, &protect, Some(Path::new("/var/tmp/x/u/proj")));
+        pins.sort();
+        assert_eq!(
+            pins,
+            [
+                p("/var/tmp/x"),
+                p("/var/tmp/x/u"),
+                p("/var/tmp/x/u/.local"),
+                p("/var/tmp/x/u/.local/share"),
+                p("/var/tmp/x/u/.local/share/toolshed")
+            ]
+        );
     }
 
     #[test]

@@ -79,10 +79,30 @@ pub fn bound(table: &str) -> Vec<(PathBuf, u64)> {
     out
 }
 
+/// A socket bound by a relative name (the name and its inode) and where it was found.
+type Located = ((PathBuf, u64), Vec<PathBuf>);
+
 /// Where the sockets bound by relative names (`inodes`) are: each in the working directory of
 /// a process holding it (found by its `socket:[INODE]` descriptor; a process this one may not
 /// look into is not found).
 fn relative_names(names: &[(PathBuf, u64)]) -> Vec<PathBuf> {
+    // Each socket is looked for once per process (review 18: with one such socket bound, every
+    // command read every descriptor of every process, some 150 ms on a busy machine).
+    static FOUND: Mutex<Vec<Located>> = Mutex::new(Vec::new());
+    let mut found = FOUND.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    found.retain(|(key, _)| names.contains(key));
+    let new: Vec<(PathBuf, u64)> = names.iter().filter(|n| !found.iter().any(|(key, _)| key == *n)).cloned().collect();
+    let located = scan_for(&new);
+    for name in new {
+        let paths = located.iter().filter(|(key, _)| *key == name).map(|(_, p)| p.clone()).collect();
+        found.push((name, paths));
+    }
+    found.iter().flat_map(|(_, paths)| paths.iter().cloned()).collect()
+}
+
+/// Where the sockets bound by the relative names `names` are, by a look at every process's
+/// descriptors: each name with a path it may be at.
+fn scan_for(names: &[(PathBuf, u64)]) -> Vec<((PathBuf, u64), PathBuf)> {
     let mut out = Vec::new();
     if names.is_empty() {
         return out;
@@ -95,11 +115,11 @@ fn relative_names(names: &[(PathBuf, u64)]) -> Vec<PathBuf> {
             let link = link.to_string_lossy();
             let Some(inode) = link.strip_prefix("socket:[").and_then(|l| l.strip_suffix(']')) else { continue };
             let Ok(inode) = inode.parse::<u64>() else { continue };
-            for (name, _) in names.iter().filter(|(_, i)| *i == inode) {
+            for key in names.iter().filter(|(_, i)| *i == inode) {
                 if let Ok(cwd) = std::fs::read_link(process.path().join("cwd")) {
-                    let path = toolshed_core::paths::lexical_normalise(&cwd.join(name));
-                    if !out.contains(&path) {
-                        out.push(path);
+                    let path = toolshed_core::paths::lexical_normalise(&cwd.join(&key.0));
+                    if !out.iter().any(|(k, p)| k == key && *p == path) {
+                        out.push((key.clone(), path));
                     }
                 }
             }
@@ -116,25 +136,40 @@ pub(crate) fn to_cover(root: &Path, allow: &[PathBuf]) -> Result<Vec<PathBuf>, S
     let allowed =
         |path: &Path| listed(path, KEPT.iter().map(Path::new)) || listed(path, allow.iter().map(PathBuf::as_path));
     let (absolute, relative): (Vec<_>, Vec<_>) = bound(&table).into_iter().partition(|(p, _)| p.is_absolute());
-    let mut out = Vec::new();
-    for path in absolute.into_iter().map(|(p, _)| p).chain(relative_names(&relative)) {
-        if path.starts_with(root) || allowed(&path) {
+    // Where each name led when this process last looked: a link on the way re-pointed since
+    // (review 18) leaves the name leading elsewhere, but the socket where it was.
+    static SEEN: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let names: Vec<PathBuf> = absolute.into_iter().map(|(p, _)| p).chain(relative_names(&relative)).collect();
+    seen.retain(|(n, _)| names.contains(n));
+    let mut out: Vec<PathBuf> = Vec::new();
+    for name in names {
+        // The kernel's list holds the name each socket was bound with; covered is where it
+        // really is (the mount would follow a link on the way anyway; `/var/run` is `/run`).
+        let real = match name.canonicalize() {
+            Ok(real) => {
+                if let Some(known) = seen.iter_mut().find(|(n, _)| *n == name) {
+                    known.1.clone_from(&real);
+                } else {
+                    seen.push((name.clone(), real.clone()));
+                }
+                real
+            }
+            Err(_) => match seen.iter().find(|(n, _)| *n == name) {
+                Some((_, known)) => known.clone(),
+                None => continue,
+            },
+        };
+        let inside = |p: &Path| p.starts_with(root) || allowed(p);
+        if inside(&name) || inside(&real) || out.contains(&real) {
             continue;
         }
-        // The kernel's list holds the name each socket was bound with; a name that no longer
-        // leads to a socket (removed, or a file a command put in its place) is not covered.
-        let Ok(meta) = std::fs::metadata(&path) else { continue };
-        if !meta.file_type().is_socket() {
+        // A name that no longer leads to a socket (removed, or a file a command put in its
+        // place) is not covered.
+        if !std::fs::metadata(&real).is_ok_and(|m| m.file_type().is_socket()) {
             continue;
         }
-        // Reached through a link (`/var/run` is `/run`): where it really is decides too.
-        if let Ok(real) = path.canonicalize()
-            && real != path
-            && (real.starts_with(root) || allowed(&real))
-        {
-            continue;
-        }
-        out.push(path);
+        out.push(real);
     }
     if out.len() > MAX {
         return Err(format!("more than {MAX} Unix sockets of servers outside the sandbox to hide"));

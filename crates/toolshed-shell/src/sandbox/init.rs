@@ -310,7 +310,7 @@ unsafe fn is_live_process(pid: libc::pid_t) -> bool {
 }
 
 /// Writes `value` in decimal at the start of `out`; how many bytes.
-fn decimal(value: libc::pid_t, out: &mut [u8]) -> usize {
+pub(super) fn decimal(value: libc::pid_t, out: &mut [u8]) -> usize {
     let mut digits = [0u8; 12];
     let mut n = 0;
     let mut v = value.max(0) as u32;

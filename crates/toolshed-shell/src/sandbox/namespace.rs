@@ -229,19 +229,7 @@ fn cover_socket(path: &CString) -> io::Result<()> {
 fn fd_path(fd: libc::c_int, buf: &mut [u8; 32]) {
     const PREFIX: &[u8] = b"/proc/self/fd/";
     buf[..PREFIX.len()].copy_from_slice(PREFIX);
-    let mut digits = [0u8; 10];
-    let (mut n, mut len) = (fd.max(0) as u32, 0);
-    loop {
-        digits[len] = b'0' + (n % 10) as u8;
-        len += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for i in 0..len {
-        buf[PREFIX.len() + i] = digits[len - 1 - i];
-    }
+    let len = super::init::decimal(fd, &mut buf[PREFIX.len()..]);
     buf[PREFIX.len() + len] = 0;
 }
 

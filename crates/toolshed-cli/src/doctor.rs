@@ -410,11 +410,13 @@ fn sandbox(ws: &Workspace) -> Report {
     let (protection, unprotected) = sandbox::protection_report(&policy);
     let (data, readable) = sandbox::data_dir_report(&policy, &ws.root).map_or((None, false), |(l, w)| (Some(l), w));
     let (sockets, reachable) = sandbox::sockets_report(&policy, &ws.root).map_or((None, false), |(l, w)| (Some(l), w));
-    let warn = unprotected || readable || reachable;
+    let home = sandbox::home_report(&policy, &ws.root);
+    let warn = unprotected || readable || reachable || home.is_some();
     let status = if warn && status == Status::Ok { Status::Warning } else { status };
     let mut lines = vec![line, protection];
     lines.extend(data);
     lines.extend(sockets);
+    lines.extend(home);
     if !per_agent.is_empty() {
         lines.push(format!("per agent: {}", per_agent.join(", ")));
     }

@@ -607,3 +607,22 @@ fn the_directory_holding_the_worktree_and_the_data_directory_cannot_be_moved() {
     assert!(!said.contains("swapped") && said.contains("Device or resource busy"), "{said}");
     assert!(home.join(".data/notes.txt").exists() && !tmp.path().join("bx").exists(), "{said}");
 }
+
+/// Review 19: a `PATH` directory missing from a tool cache (`~/.cargo/bin` while `~/.cargo`
+/// holds only the registry) was made by a command with a `git` in it, which the person's shell
+/// and toolshed's own snapshots then ran. It is made empty and bound read-only first now.
+#[test]
+fn a_missing_path_directory_in_a_tool_cache_cannot_be_planted() {
+    if !sandbox_available() {
+        eprintln!("SKIP a_missing_path_directory_in_a_tool_cache_cannot_be_planted: no sandbox here");
+        return;
+    }
+    let w = World::new("");
+    let cargo = w.base.join("home/.cargo");
+    std::fs::create_dir_all(cargo.join("registry")).unwrap();
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", cargo.join("bin").display());
+    let plant = r#"{"command":"d=$(printf %s ~/.car)go/bin; mkdir -p $d; printf '#!/bin/sh\necho planted\n' > $d/git; chmod +x $d/git; echo done"}"#;
+    let out = w.toolshed_env(&["call", "bash", plant, "--yes"], &[("PATH", &path)]);
+    assert!(!cargo.join("bin/git").exists(), "{}", text(&out));
+    assert!(text(&out).contains("Read-only file system"), "{}", text(&out));
+}

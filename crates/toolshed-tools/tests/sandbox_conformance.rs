@@ -1195,3 +1195,29 @@ async fn a_command_cannot_reach_a_server_outside_through_its_socket() {
     let r = h.bash(&connect(&socket)).await;
     assert!(r.output.contains("hello from outside"), "allowed: {}", r.output);
 }
+
+/// Review 19: a command moved the worktree (under /tmp, where commands write) away and made a
+/// repository with a `core.fsmonitor` at its path, which the person's `git status` then ran.
+/// The worktree, and what holds it under a writable root, cannot be moved; a file moved into
+/// it from elsewhere in that root is copied.
+#[tokio::test]
+async fn the_worktree_cannot_be_moved_away_and_replaced() {
+    if !binds_or_skip("the_worktree_cannot_be_moved_away_and_replaced") || python().is_none() {
+        return;
+    }
+    let answers = Answers::with(&[("protected", reject()), ("sandbox_escalation", reject())]);
+    let h = Harness::new(WORKSPACE_WRITE, Ruleset::defaults(), answers);
+    std::fs::write(h.root.join("x"), "canary\n").unwrap();
+    let elsewhere = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(elsewhere.path(), "moved in\n").unwrap();
+    let r = h
+        .bash(&format!(
+            "python3 -c 'import os; w=os.getcwd(); os.rename(w, w+\"-old\"); os.mkdir(w); print(\"swapped\")'; mv {} ./in.txt && cat in.txt",
+            elsewhere.path().display()
+        ))
+        .await;
+    assert!(!r.output.contains("swapped") && r.output.contains("Device or resource busy"), "{}", r.output);
+    assert_eq!(std::fs::read_to_string(h.root.join("x")).unwrap(), "canary\n");
+    assert!(!h.root.with_file_name(format!("{}-old", h.root.file_name().unwrap().to_string_lossy())).exists());
+    assert!(r.output.contains("moved in"), "{}", r.output);
+}

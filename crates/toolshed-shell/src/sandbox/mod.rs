@@ -232,6 +232,24 @@ pub fn data_dir_report(policy: &SandboxPolicy, root: &Path) -> Option<(String, b
     })
 }
 
+/// A warning line for `toolshed doctor` when the home directory lies where `workspace-write`
+/// commands in the worktree `root` may write (a home under `/var/tmp` in CI or a container, or
+/// a home kept as the worktree): its `~/.gitconfig` and shell start-up files are then theirs to
+/// change, and the person's next `git` or shell runs what they put there (review 19).
+pub fn home_report(policy: &SandboxPolicy, root: &Path) -> Option<String> {
+    if policy.mode != SandboxMode::WorkspaceWrite || !support().available() {
+        return None;
+    }
+    let home = toolshed_core::paths::home_dir()?;
+    let home = home.canonicalize().unwrap_or(home);
+    let holder = writable_roots(root, &[]).into_iter().find(|w| home.starts_with(w))?;
+    Some(format!(
+        "your home directory ({}) lies where sandboxed commands may write ({}): they can change ~/.gitconfig, ~/.bashrc and the like, which your own git and shell then run; keep the worktree and HOME out of each other and out of the temp dirs",
+        home.display(),
+        holder.display()
+    ))
+}
+
 /// One line for `toolshed doctor` about the Unix sockets of servers outside the sandbox as
 /// sandboxed processes in the worktree `root` see them under `policy` (`None` when they run
 /// unsandboxed), and whether it is a warning (`true`: they can reach them).
@@ -449,9 +467,17 @@ pub fn tool_dir_entries() -> Vec<PathBuf> {
     }
     if let Some(path) = env("PATH") {
         for dir in std::env::split_paths(&path) {
-            if dir.is_absolute() && roots.iter().any(|r| dir.starts_with(r) && dir != *r) {
-                out.push(dir);
+            let Some(root) = roots.iter().find(|r| dir.is_absolute() && dir.starts_with(r) && dir != **r) else {
+                continue;
+            };
+            // One missing in a tool cache that exists (`~/.cargo/bin` on `PATH`, `~/.cargo`
+            // holding only the registry) is made now, empty, to be bound read-only like the
+            // rest: a command could otherwise make it and put a `git` there that the person's
+            // shell, and toolshed's own snapshots, would run (review 19).
+            if root.is_dir() && std::fs::symlink_metadata(&dir).is_err() {
+                let _ = std::fs::create_dir_all(&dir);
             }
+            out.push(dir);
         }
     }
     let mut seen = Vec::new();
@@ -640,7 +666,9 @@ mod imp {
             // renamed (`mv /tmp/tmux-0 /tmp/t`), the socket would be under a name the next
             // command does not cover (review 17).
             let mut pinned = pins(writable, options.protect, options.worktree);
-            for pin in pins(writable, &sockets, options.worktree) {
+            for pin in
+                pins(writable, &sockets, options.worktree).into_iter().chain(worktree_pins(writable, options.root))
+            {
                 if !pinned.contains(&pin) {
                     pinned.push(pin);
                 }
@@ -673,6 +701,24 @@ mod imp {
         let mut show = vec![(spills, true), (data.join("custom-tools"), true)];
         show.extend(std::iter::once(root.to_path_buf()).chain(super::git_dirs::pin(root)).map(|p| (p, false)));
         Hidden::new(&data, &show, toolshed_core::paths::home_dir().as_deref())
+    }
+
+    /// The worktree `root` and the directories between it and a writable root that holds it (a
+    /// temp dir, a tool cache): moved away, with another repository made at its path, the next
+    /// command and the person's own `git` there would take what the command wrote for the
+    /// project (review 19: a `.git/config` with `core.fsmonitor`, run by the person's `git
+    /// status`). Pinned, a rename into the worktree from the rest of that root crosses mounts
+    /// (`EXDEV`; most programs copy then, as they do from a `/tmp` of its own).
+    pub(super) fn worktree_pins(writable: &[PathBuf], root: &std::path::Path) -> Vec<PathBuf> {
+        let mut pins: Vec<PathBuf> = Vec::new();
+        for holder in writable.iter().filter(|w| root.starts_with(w) && root != w.as_path()) {
+            for dir in root.ancestors().take_while(|d| *d != holder.as_path()) {
+                if !pins.iter().any(|p| p == dir) {
+                    pins.push(dir.to_path_buf());
+                }
+            }
+        }
+        pins
     }
 
     /// The directories strictly between a writable root and a protected path under it: each

@@ -1221,3 +1221,35 @@ async fn the_worktree_cannot_be_moved_away_and_replaced() {
     assert!(!h.root.with_file_name(format!("{}-old", h.root.file_name().unwrap().to_string_lossy())).exists());
     assert!(r.output.contains("moved in"), "{}", r.output);
 }
+
+/// Review 20: a root command read toolshed's hidden data directory off the disk's block device
+/// (Landlock lets commands read anywhere; root passes the file permissions), and with `/dev`
+/// approved through `external_directory` (which `--yes` gives) wrote it. Every block device
+/// is covered by `/dev/null` in both modes, and no approval makes `/dev` writable.
+#[tokio::test]
+async fn a_command_reads_and_writes_no_block_device() {
+    use std::os::unix::fs::FileTypeExt as _;
+    if !binds_or_skip("a_command_reads_and_writes_no_block_device") {
+        return;
+    }
+    let Some(device) = std::fs::read_dir("/dev")
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_type().is_ok_and(|t| t.is_block_device()))
+        .map(|e| e.path())
+    else {
+        return skip("a_command_reads_and_writes_no_block_device", "no block device in /dev");
+    };
+    for policy in [WORKSPACE_WRITE, READ_ONLY] {
+        let h = Harness::new(policy, Ruleset::defaults(), Answers::with(&[("sandbox_escalation", reject())]));
+        let r = h
+            .bash(&format!("d={}; test -b $d && echo block || echo covered; head -c 4096 $d | wc -c", device.display()))
+            .await;
+        assert!(r.output.starts_with("covered\n0\n"), "{:?}: {}", policy.mode, r.output);
+    }
+    let root = Path::new("/nonexistent-root");
+    let extra = [PathBuf::from("/dev"), PathBuf::from("/dev/disk"), PathBuf::from("/proc/self"), PathBuf::from("/sys")];
+    let writable = sandbox::writable_roots(root, &extra);
+    assert!(writable.iter().all(|d| !d.starts_with("/dev") || d.starts_with("/dev/shm")), "{writable:?}");
+    assert!(writable.iter().all(|d| !d.starts_with("/proc") && !d.starts_with("/sys")), "{writable:?}");
+}

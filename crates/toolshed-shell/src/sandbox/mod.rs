@@ -427,7 +427,12 @@ pub fn writable_roots(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
     let mut dirs = vec![root.to_path_buf()];
     dirs.extend(git_dirs::pin(root));
     dirs.extend(toolshed_core::paths::command_writable_dirs());
-    dirs.extend(extra.iter().cloned());
+    // An `external_directory` approval (which `--yes` gives) never makes devices or the
+    // kernel's files writable: `/dev` approved let a command write a disk (review 20).
+    let kernel = |d: &PathBuf| {
+        d.starts_with("/proc") || d.starts_with("/sys") || (d.starts_with("/dev") && !d.starts_with("/dev/shm"))
+    };
+    dirs.extend(extra.iter().filter(|d| !kernel(d)).cloned());
     let mut seen = Vec::new();
     for dir in dirs {
         if dir.is_dir() && !seen.contains(&dir) {
@@ -659,8 +664,10 @@ mod imp {
         // So are the sockets of servers outside.
         let hidden = hidden_data_dir(options.root)?;
         let sockets = super::sockets::to_cover(options.root, options.allow_sockets)?;
+        // And the block devices, in both modes.
+        let devices = super::sockets::block_devices();
         let binds = if options.read_only {
-            Binds::new(&[], &[], super::namespaces(), hidden, &sockets)?
+            Binds::new(&[], &[], super::namespaces(), hidden, &sockets, &devices)?
         } else {
             // The directories that lead from a writable root to a covered socket are pinned too:
             // renamed (`mv /tmp/tmux-0 /tmp/t`), the socket would be under a name the next
@@ -673,7 +680,7 @@ mod imp {
                     pinned.push(pin);
                 }
             }
-            Binds::new(options.protect, &pinned, super::namespaces(), hidden, &sockets)?
+            Binds::new(options.protect, &pinned, super::namespaces(), hidden, &sockets, &devices)?
         }
         .map(Box::new);
         // SAFETY: geteuid cannot fail.

@@ -73,7 +73,8 @@ pub(crate) struct Binds {
     pids: bool,
     /// toolshed's data directory, hidden but for what the process needs of it.
     hidden: Option<Hidden>,
-    /// The sockets of servers outside, each covered by `/dev/null` ([`super::sockets`]).
+    /// The sockets of servers outside and the block devices, each covered by `/dev/null`
+    /// ([`super::sockets`]).
     sockets: Vec<CString>,
     /// Those sockets, for the model.
     pub(crate) covered: Vec<PathBuf>,
@@ -213,9 +214,10 @@ impl Hidden {
     }
 }
 
-/// Binds `/dev/null` onto the socket at `path`: `connect` is refused there. A socket gone since
-/// the list was read, or one this process cannot reach anyway, needs nothing.
-fn cover_socket(path: &CString) -> io::Result<()> {
+/// Binds `/dev/null` onto the socket or device at `path`: `connect` is refused there, and a
+/// read gives nothing. One gone since the list was read, or one this process cannot reach
+/// anyway, needs nothing.
+fn cover_with_null(path: &CString) -> io::Result<()> {
     // SAFETY: a raw system call on NUL-terminated strings.
     let rc =
         unsafe { libc::mount(c"/dev/null".as_ptr(), path.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) };
@@ -243,6 +245,7 @@ impl Binds {
         support: &NamespaceSupport,
         hidden: Option<Hidden>,
         sockets: &[PathBuf],
+        devices: &[PathBuf],
     ) -> Result<Option<Binds>, String> {
         let user = match support {
             NamespaceSupport::Mount => None,
@@ -260,7 +263,7 @@ impl Binds {
             root: cstring(Path::new("/"))?,
             pids: pid_namespaces(),
             hidden,
-            sockets: sockets.iter().map(|p| cstring(p)).collect::<Result<_, _>>()?,
+            sockets: sockets.iter().chain(devices).map(|p| cstring(p)).collect::<Result<_, _>>()?,
             covered: sockets.to_vec(),
             shown: paths.to_vec(),
         }))
@@ -279,7 +282,7 @@ impl Binds {
             bind_read_only(path)?;
         }
         for socket in &self.sockets {
-            cover_socket(socket)?;
+            cover_with_null(socket)?;
         }
         if let Some(hidden) = &self.hidden {
             hidden.apply_in_child()?;
@@ -572,12 +575,13 @@ mod tests {
 
     #[test]
     fn nothing_to_bind_is_a_namespace_alone_and_no_namespaces_means_no_binds() {
-        let alone = Binds::new(&[], &[], &NamespaceSupport::Mount, None, &[]).unwrap().unwrap();
+        let alone = Binds::new(&[], &[], &NamespaceSupport::Mount, None, &[], &[]).unwrap().unwrap();
         assert!(alone.paths.is_empty() && alone.shown.is_empty() && alone.user.is_none());
         let missing = NamespaceSupport::Missing { reason: "x".into() };
-        assert!(Binds::new(&[PathBuf::from("/tmp")], &[], &missing, None, &[]).unwrap().is_none());
-        let binds =
-            Binds::new(&[PathBuf::from("/tmp")], &[], &NamespaceSupport::UserAndMount, None, &[]).unwrap().unwrap();
+        assert!(Binds::new(&[PathBuf::from("/tmp")], &[], &missing, None, &[], &[]).unwrap().is_none());
+        let binds = Binds::new(&[PathBuf::from("/tmp")], &[], &NamespaceSupport::UserAndMount, None, &[], &[])
+            .unwrap()
+            .unwrap();
         assert!(binds.user.is_some());
     }
 }

@@ -177,6 +177,27 @@ pub(crate) fn to_cover(root: &Path, allow: &[PathBuf]) -> Result<Vec<PathBuf>, S
     Ok(out)
 }
 
+/// The block devices under `/dev` (a disk, a partition, a loop device, `zram` swap): read
+/// whole, each gives every file on it, toolshed's hidden data directory included, to a root
+/// command, which Landlock lets read anywhere and file permissions do not stop (review 20). Each
+/// is covered like a socket. Links (`/dev/disk/by-uuid/...`) lead to these.
+pub(crate) fn block_devices() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![(PathBuf::from("/dev"), 0)];
+    while let Some((dir, depth)) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let Ok(kind) = entry.file_type() else { continue };
+            if kind.is_block_device() {
+                out.push(entry.path());
+            } else if kind.is_dir() && depth < 4 && entry.file_name() != "shm" && entry.file_name() != "pts" {
+                dirs.push((entry.path(), depth + 1));
+            }
+        }
+    }
+    out.truncate(MAX);
+    out
+}
+
 /// The note for the model when a command or its output (`text`) names a socket the sandbox hid
 /// from it: what happened and what the person can do.
 pub(crate) fn note(text: &str, covered: &[PathBuf]) -> Option<String> {

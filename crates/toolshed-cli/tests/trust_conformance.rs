@@ -626,3 +626,22 @@ fn a_missing_path_directory_in_a_tool_cache_cannot_be_planted() {
     assert!(!cargo.join("bin/git").exists(), "{}", text(&out));
     assert!(text(&out).contains("Read-only file system"), "{}", text(&out));
 }
+
+/// Review 20: what in a tool cache makes later programs run other code but does not exist yet
+/// (`~/.cargo/config.toml` with a `rustc-wrapper`) could be made by a command. Made, it needs
+/// `protected`, which `--yes` never grants, and goes.
+#[test]
+fn a_missing_tool_configuration_made_by_a_command_goes() {
+    if !sandbox_available() {
+        eprintln!("SKIP a_missing_tool_configuration_made_by_a_command_goes: no sandbox here");
+        return;
+    }
+    let w = World::new("");
+    let cargo = w.base.join("home/.cargo");
+    std::fs::create_dir_all(cargo.join("registry")).unwrap();
+    let plant = r#"{"command":"f=$(printf %s ~/.car)go/config.toml; printf '[build]\nrustc-wrapper = \"/tmp/evil\"\n' > $f; echo wrote"}"#;
+    let out = w.toolshed(&["call", "bash", plant, "--yes"]);
+    assert!(text(&out).contains("wrote"), "{}", text(&out));
+    assert!(!cargo.join("config.toml").exists(), "{}", text(&out));
+    assert!(text(&out).contains(".cargo/config.toml") && text(&out).contains("were removed"), "{}", text(&out));
+}

@@ -49,6 +49,17 @@ pub(super) fn absent(ctx: &ToolContext, cwd: &Path) -> Vec<PathBuf> {
             out.push(path);
         }
     }
+    // What in a tool cache makes later programs run other code and does not exist yet
+    // (`~/.cargo/config.toml` with a `rustc-wrapper`, a gradle init script): the sandbox
+    // cannot bind what is missing (review 20).
+    for path in crate::sandbox::tool_dir_candidates() {
+        if !out.contains(&path)
+            && std::fs::symlink_metadata(&path).is_err()
+            && writable.iter().any(|w| path.starts_with(w))
+        {
+            out.push(path);
+        }
+    }
     protected::where_they_are(out)
 }
 
@@ -100,10 +111,12 @@ pub(super) async fn settle(ctx: &ToolContext, absent: &[PathBuf], command: &str)
 /// The `protected` pattern of a location: the file itself, `<dir>/*` for the directories.
 fn pattern(path: &Path, root: &Path) -> String {
     let rel = path.strip_prefix(root).unwrap_or(path).display().to_string();
-    // Files: toolshed's project file, `.gitmodules`, a repository's `HEAD` and `config`.
+    // Files: toolshed's project file, `.gitmodules`, a repository's `HEAD` and `config`, and
+    // whatever is there now as a file (a tool's configuration: `~/.cargo/config.toml`).
     let file = path
         .file_name()
         .and_then(|n| n.to_str())
-        .is_some_and(|n| protected::FILES.contains(&n) || matches!(n, "HEAD" | "config"));
+        .is_some_and(|n| protected::FILES.contains(&n) || matches!(n, "HEAD" | "config"))
+        || std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_dir());
     if file { rel } else { format!("{rel}/*") }
 }

@@ -449,6 +449,13 @@ pub fn writable_roots(root: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
 /// `build.rustc-wrapper`, gradle init scripts, ...). Only existing paths are returned; a
 /// `workspace-write` command gets them read-only, like protected paths.
 pub fn tool_dir_entries() -> Vec<PathBuf> {
+    tool_dir_candidates().into_iter().filter(|p| std::fs::symlink_metadata(p).is_ok()).collect()
+}
+
+/// [`tool_dir_entries`], those that do not exist yet included (`~/.cargo/config.toml` is
+/// usually missing): a command that makes one is asked `protected`, and without it the file
+/// goes (`created.rs`; review 20).
+pub(crate) fn tool_dir_candidates() -> Vec<PathBuf> {
     let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     let home = env("HOME");
     let roots: Vec<PathBuf> = toolshed_core::paths::tool_cache_dirs();
@@ -487,7 +494,7 @@ pub fn tool_dir_entries() -> Vec<PathBuf> {
     }
     let mut seen = Vec::new();
     for path in out {
-        if std::fs::symlink_metadata(&path).is_ok() && !seen.contains(&path) {
+        if !seen.contains(&path) {
             seen.push(path);
         }
     }

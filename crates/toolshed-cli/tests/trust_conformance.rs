@@ -608,18 +608,28 @@ fn the_directory_holding_the_worktree_and_the_data_directory_cannot_be_moved() {
     assert!(home.join(".data/notes.txt").exists() && !tmp.path().join("bx").exists(), "{said}");
 }
 
+/// A world whose home has a cargo cache holding only its registry (no `bin`, no config), and
+/// the cache's path; `None`, after a SKIP line for `test`, where nothing is sandboxed.
+fn world_with_a_cargo_cache(test: &str) -> Option<(World, PathBuf)> {
+    if !sandbox_available() {
+        eprintln!("SKIP {test}: no sandbox here");
+        return None;
+    }
+    let w = World::new("");
+    let cargo = w.base.join("home/.cargo");
+    std::fs::create_dir_all(cargo.join("registry")).unwrap();
+    Some((w, cargo))
+}
+
 /// Review 19: a `PATH` directory missing from a tool cache (`~/.cargo/bin` while `~/.cargo`
 /// holds only the registry) was made by a command with a `git` in it, which the person's shell
 /// and toolshed's own snapshots then ran. It is made empty and bound read-only first now.
 #[test]
 fn a_missing_path_directory_in_a_tool_cache_cannot_be_planted() {
-    if !sandbox_available() {
-        eprintln!("SKIP a_missing_path_directory_in_a_tool_cache_cannot_be_planted: no sandbox here");
+    let Some((w, cargo)) = world_with_a_cargo_cache("a_missing_path_directory_in_a_tool_cache_cannot_be_planted")
+    else {
         return;
-    }
-    let w = World::new("");
-    let cargo = w.base.join("home/.cargo");
-    std::fs::create_dir_all(cargo.join("registry")).unwrap();
+    };
     let path = format!("{}:/usr/local/bin:/usr/bin:/bin", cargo.join("bin").display());
     let plant = r#"{"command":"d=$(printf %s ~/.car)go/bin; mkdir -p $d; printf '#!/bin/sh\necho planted\n' > $d/git; chmod +x $d/git; echo done"}"#;
     let out = w.toolshed_env(&["call", "bash", plant, "--yes"], &[("PATH", &path)]);
@@ -632,13 +642,9 @@ fn a_missing_path_directory_in_a_tool_cache_cannot_be_planted() {
 /// `protected`, which `--yes` never grants, and goes.
 #[test]
 fn a_missing_tool_configuration_made_by_a_command_goes() {
-    if !sandbox_available() {
-        eprintln!("SKIP a_missing_tool_configuration_made_by_a_command_goes: no sandbox here");
+    let Some((w, cargo)) = world_with_a_cargo_cache("a_missing_tool_configuration_made_by_a_command_goes") else {
         return;
-    }
-    let w = World::new("");
-    let cargo = w.base.join("home/.cargo");
-    std::fs::create_dir_all(cargo.join("registry")).unwrap();
+    };
     let plant = r#"{"command":"f=$(printf %s ~/.car)go/config.toml; printf '[build]\nrustc-wrapper = \"/tmp/evil\"\n' > $f; echo wrote"}"#;
     let out = w.toolshed(&["call", "bash", plant, "--yes"]);
     assert!(text(&out).contains("wrote"), "{}", text(&out));

@@ -200,8 +200,9 @@ pub fn data_dir_report(policy: &SandboxPolicy, root: &Path) -> Option<(String, b
     let dir = toolshed_core::paths::data_dir();
     let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
     // Where a command may move it away and make another in its place, toolshed would use the
-    // one the command made (review 17): a link to it in a place commands write, or a worktree
-    // inside it (what holds a worktree is never pinned).
+    // one the command made (review 17): a link to it in a place commands write (the link is
+    // not pinned, only where it leads), or a worktree inside it (an odd layout, warned of even
+    // though `worktree_pins` holds it now).
     let writable = writable_roots(root, &[]);
     let replaceable = root.starts_with(&real)
         || (real != dir && dir.ancestors().any(|a| writable.iter().any(|w| a.starts_with(w) && a != w)));
@@ -375,8 +376,8 @@ pub(crate) fn plan_reader(policy: &SandboxPolicy, root: &Path, protect: &[PathBu
 }
 
 /// How a command runs under `policy` with `support`: `writable` gives what a `workspace-write`
-/// one may write; the worktree `root`, where the command may write it (`writes_root`), is never
-/// pinned, nor what holds it (see [`imp::pins`]).
+/// one may write; `writes_root` says whether that includes the worktree `root` (not for a
+/// language server).
 fn plan_with(
     support: &SandboxSupport,
     policy: &SandboxPolicy,
@@ -603,7 +604,8 @@ mod imp {
         pub read_only: bool,
         /// Protected paths to bind read-only (where namespaces work).
         pub protect: &'a [PathBuf],
-        /// The worktree, when the command may write it: never pinned, nor what holds it.
+        /// The worktree, when the command may write it (signals are scoped then; see
+        /// [`pins`] and [`worktree_pins`] for how it is pinned).
         pub worktree: Option<&'a std::path::Path>,
         /// The worktree the process works in (shown even where it lies in the data directory).
         pub root: &'a std::path::Path,
@@ -743,14 +745,14 @@ mod imp {
         for path in protect {
             for root in writable.iter().filter(|w| path.starts_with(w) && path != *w) {
                 for dir in path.ancestors().skip(1).take_while(|d| d != root && d.starts_with(root)) {
-                    // Never the worktree (under `/tmp`) or what holds it for a path inside the
-                    // worktree: a rename into it from the rest of that root would cross mounts
-                    // (`EXDEV`), which breaks the write-then-rename of many programs. A
+                    // The worktree and what holds it, for a path inside the worktree, are left
+                    // to [`worktree_pins`] (a command that writes the worktree pins them all). A
                     // directory that holds the worktree *and* a path outside it (a home under
                     // `/var/tmp` with the project in it, the data directory beside the worktree)
-                    // is pinned all the same: moved away, with the worktree moved back into a
-                    // new one, toolshed would next take the command's data directory, trust
-                    // records and config for its own (review 18 turned the sandbox off that way).
+                    // is pinned here whatever the caller: moved away, with the worktree moved
+                    // back into a new one, toolshed would next take the command's data
+                    // directory, trust records and config for its own (review 18 turned the
+                    // sandbox off that way).
                     if worktree.is_some_and(|w| w.starts_with(dir) && path.starts_with(w)) {
                         continue;
                     }

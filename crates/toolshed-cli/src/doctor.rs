@@ -410,8 +410,8 @@ fn sandbox(ws: &Workspace) -> Report {
     let (protection, unprotected) = sandbox::protection_report(&policy);
     let (data, readable) = sandbox::data_dir_report(&policy, &ws.root).map_or((None, false), |(l, w)| (Some(l), w));
     let (sockets, reachable) = sandbox::sockets_report(&policy, &ws.root).map_or((None, false), |(l, w)| (Some(l), w));
-    let home = sandbox::home_report(&policy, &ws.root);
-    let warn = unprotected || readable || reachable || home.is_some();
+    let (home, home_writable) = sandbox::home_report(&policy, &ws.root).map_or((None, false), |(l, w)| (Some(l), w));
+    let warn = unprotected || readable || reachable || home_writable;
     let status = if warn && status == Status::Ok { Status::Warning } else { status };
     let mut lines = vec![line, protection];
     lines.extend(data);

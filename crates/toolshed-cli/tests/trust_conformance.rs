@@ -651,3 +651,47 @@ fn a_missing_tool_configuration_made_by_a_command_goes() {
     assert!(!cargo.join("config.toml").exists(), "{}", text(&out));
     assert!(text(&out).contains(".cargo/config.toml") && text(&out).contains("were removed"), "{}", text(&out));
 }
+
+/// Review 19: a home directory in a temp dir (CI, containers) left `~/.bashrc`, `~/.gitconfig`
+/// and the like writable to commands, and the person's own shell and git then ran what a
+/// command put there. It is read-only to them now but for its tool caches and a worktree in it,
+/// as it is where the home lies outside the temp dirs; the rest of the temp dir stays writable.
+#[test]
+fn a_home_directory_in_a_temp_dir_is_read_only_but_for_its_caches_and_the_worktree() {
+    if !sandbox_available() {
+        eprintln!(
+            "SKIP a_home_directory_in_a_temp_dir_is_read_only_but_for_its_caches_and_the_worktree: no sandbox here"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let home = base.join("home");
+    std::fs::create_dir_all(home.join(".cargo/registry")).unwrap();
+    std::fs::write(home.join(".bashrc"), "# the person's\n").unwrap();
+    // The home found at run time: a path the command names is asked about (`external_directory`),
+    // and approved, written as the person allowed.
+    let command = r#"h=$(python3 -c 'import os; print(os.path.expanduser(chr(126)))'); echo evil >> "$h/.bashrc"; printf '[core]\n\tfsmonitor = /tmp/evil\n' > "$h/.gitconfig"; mkdir -p "$h/.local/bin"; echo ok > "$h/.cargo/registry/fetched"; echo ok > made-here; echo ok > "$(dirname "$h")/beside-home"; echo done"#;
+    // The worktree beside the home, then inside it.
+    for root in [base.join("w"), home.join("src/project")] {
+        std::fs::create_dir_all(&root).unwrap();
+        assert!(Command::new("git").args(["init", "-q"]).arg(&root).status().unwrap().success());
+        let out = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+            .args(["call", "bash", &serde_json::json!({ "command": command }).to_string(), "--yes"])
+            .current_dir(&root)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("TOOLSHED_DATA_DIR", home.join(".data"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let said = text(&out);
+        assert!(said.contains("done") && said.contains("Read-only file system"), "{said}");
+        assert_eq!(std::fs::read_to_string(home.join(".bashrc")).unwrap(), "# the person's\n", "{said}");
+        assert!(!home.join(".gitconfig").exists() && !home.join(".local").exists(), "{said}");
+        for made in [home.join(".cargo/registry/fetched"), root.join("made-here"), base.join("beside-home")] {
+            assert!(made.exists(), "{} was not written: {said}", made.display());
+            std::fs::remove_file(made).unwrap();
+        }
+    }
+}

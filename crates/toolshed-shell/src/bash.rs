@@ -197,6 +197,7 @@ impl TypedTool for Bash {
         let sandboxed = confinement.is_some();
         let bound: Vec<PathBuf> = confinement.as_ref().map(|c| c.read_only_paths().to_vec()).unwrap_or_default();
         let covered: Vec<PathBuf> = confinement.as_ref().map(|c| c.covered_sockets().to_vec()).unwrap_or_default();
+        let home: Option<PathBuf> = confinement.as_ref().and_then(|c| c.read_only_home().map(Path::to_path_buf));
         let mut result = self.attempt(&args, &cwd, confinement, &ctx).await?;
         let mut escalated = false;
         let mut read_only = bound.clone();
@@ -208,12 +209,22 @@ impl TypedTool for Bash {
         // A directory that holds the socket of a server outside is pinned too (`sockets.rs`);
         // moving it is no reason to ask about protected paths the output does not name.
         let socket_dirs: Vec<&Path> = covered.iter().filter_map(|p| p.parent()).collect();
+        let names_liftable =
+            liftable.iter().any(|p| p.file_name().is_some_and(|n| result.output.text.contains(&*n.to_string_lossy())));
         let about_sockets = result.bind_refused()
             && socket_dirs.iter().any(|d| result.output.text.contains(&*d.to_string_lossy()))
-            && !liftable
-                .iter()
-                .any(|p| p.file_name().is_some_and(|n| result.output.text.contains(&*n.to_string_lossy())));
-        if about_sockets {
+            && !names_liftable;
+        // Nor is a home directory bound read-only (`sandbox::read_only_home`): like any directory
+        // outside the sandbox's writable ones, it takes running without the sandbox.
+        let about_home = result.bind_refused()
+            && home.as_ref().is_some_and(|h| result.output.text.contains(&*h.to_string_lossy()))
+            && !names_liftable;
+        if about_home {
+            notes.push(format!(
+                "(The home directory {} is read-only to sandboxed commands, but for the tool caches and the worktree in it: what lies there (shell start-up files, git's configuration, ~/.local/bin) runs outside the sandbox later.)",
+                home.as_ref().map(|h| h.display().to_string()).unwrap_or_default()
+            ));
+        } else if about_sockets {
             notes.push("(The directories that hold the sockets of servers outside the sandbox cannot be moved or removed in it (\"Device or resource busy\"). Do not work around this; tell the user what you wanted to change.)".to_string());
         } else if !liftable.is_empty() && result.bind_refused() {
             let patterns: Vec<String> = liftable.iter().map(|p| protected_pattern(p, ctx.root())).collect();

@@ -233,22 +233,64 @@ pub fn data_dir_report(policy: &SandboxPolicy, root: &Path) -> Option<(String, b
     })
 }
 
-/// A warning line for `toolshed doctor` when the home directory lies where `workspace-write`
-/// commands in the worktree `root` may write (a home under `/var/tmp` in CI or a container, or
-/// a home kept as the worktree): its `~/.gitconfig` and shell start-up files are then theirs to
-/// change, and the person's next `git` or shell runs what they put there (review 19).
-pub fn home_report(policy: &SandboxPolicy, root: &Path) -> Option<String> {
+/// One line for `toolshed doctor` about the home directory, when it lies where sandboxed
+/// commands in the worktree `root` may write (a temp dir: CI, containers; the worktree), and
+/// whether it is a warning (`true`: its start-up files and configuration, which the person's
+/// own shell and git run, are writable to commands).
+pub fn home_report(policy: &SandboxPolicy, root: &Path) -> Option<(String, bool)> {
     if policy.mode != SandboxMode::WorkspaceWrite || !support().available() {
         return None;
     }
     let home = toolshed_core::paths::home_dir()?;
     let home = home.canonicalize().unwrap_or(home);
-    let holder = writable_roots(root, &[]).into_iter().find(|w| home.starts_with(w))?;
-    Some(format!(
-        "your home directory ({}) lies where sandboxed commands may write ({}): they can change ~/.gitconfig, ~/.bashrc and the like, which your own git and shell then run; keep the worktree and HOME out of each other and out of the temp dirs",
-        home.display(),
-        holder.display()
-    ))
+    let writable = writable_roots(root, &[]);
+    let holder = writable.iter().find(|w| home.starts_with(w))?;
+    let shielded = !matches!(namespaces(), NamespaceSupport::Missing { .. });
+    Some(match read_only_home(&home, &writable, root) {
+        Some(_) if shielded => (
+            format!(
+                "your home directory ({}) lies in {}, where sandboxed commands may write: they see it read-only, but for the tool caches and the worktree in it",
+                home.display(),
+                holder.display()
+            ),
+            false,
+        ),
+        _ => (
+            format!(
+                "your home directory ({}) lies where sandboxed commands may write ({}): they can change ~/.gitconfig, ~/.bashrc and the like, which your own git and shell then run; keep the worktree and HOME out of each other and out of the temp dirs",
+                home.display(),
+                holder.display()
+            ),
+            true,
+        ),
+    })
+}
+
+/// Where the home directory `home` (canonical) lies strictly inside a directory a command may
+/// write (`writable`: a temp dir, `HOME=/var/tmp/...` as in CI and containers) and outside the
+/// worktree `root`, the writable directories inside it (its tool caches, the worktree, approved
+/// directories): the rest of it is bound read-only, as it is to Landlock where the home lies
+/// elsewhere. Its start-up files and configuration (`~/.bashrc`, `~/.gitconfig`,
+/// `~/.config/git`, `~/.local/bin`, ...) run outside the sandbox later, in the person's own
+/// shell and git (review 19), and no list of them would be complete. `None` where the home is
+/// not in a writable directory, is one, or lies in the worktree (the model's to write).
+pub(crate) fn read_only_home(home: &Path, writable: &[PathBuf], root: &Path) -> Option<Vec<PathBuf>> {
+    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let root = canonical(root);
+    if home.parent().is_none() || home.starts_with(&root) {
+        return None;
+    }
+    let writable: Vec<PathBuf> = writable.iter().map(|w| canonical(w)).collect();
+    if writable.iter().any(|w| w == home) || !writable.iter().any(|w| home.starts_with(w)) {
+        return None;
+    }
+    let mut inside: Vec<PathBuf> = Vec::new();
+    for dir in writable.into_iter().filter(|w| w.starts_with(home)) {
+        if !inside.contains(&dir) {
+            inside.push(dir);
+        }
+    }
+    Some(inside)
 }
 
 /// One line for `toolshed doctor` about the Unix sockets of servers outside the sandbox as
@@ -682,14 +724,24 @@ mod imp {
             // renamed (`mv /tmp/tmux-0 /tmp/t`), the socket would be under a name the next
             // command does not cover (review 17).
             let mut pinned = pins(writable, options.protect, options.worktree);
-            for pin in
-                pins(writable, &sockets, options.worktree).into_iter().chain(worktree_pins(writable, options.root))
+            // A home directory in a temp dir is read-only but for the writable directories in
+            // it, which are bound as they are first so that they stay writable under it.
+            let home = toolshed_core::paths::home_dir()
+                .and_then(|h| h.canonicalize().ok())
+                .and_then(|h| super::read_only_home(&h, writable, options.root).map(|inside| (h, inside)));
+            let inside = home.as_ref().map(|(_, inside)| inside.clone()).unwrap_or_default();
+            for pin in pins(writable, &sockets, options.worktree)
+                .into_iter()
+                .chain(worktree_pins(writable, options.root))
+                .chain(inside)
             {
                 if !pinned.contains(&pin) {
                     pinned.push(pin);
                 }
             }
             Binds::new(options.protect, &pinned, super::namespaces(), hidden, &sockets, &devices)?
+                .map(|binds| binds.with_read_only_home(home.as_ref().map(|(h, _)| h.as_path())))
+                .transpose()?
         }
         .map(Box::new);
         // SAFETY: geteuid cannot fail.
@@ -783,6 +835,11 @@ mod imp {
             self.binds.as_ref().map_or(&[], |b| &b.covered)
         }
 
+        /// The home directory, where this confinement binds it read-only ([`super::read_only_home`]).
+        pub(crate) fn read_only_home(&self) -> Option<&std::path::Path> {
+            self.binds.as_ref().and_then(|b| b.home_path.as_deref())
+        }
+
         /// Confines the calling process. Runs in the child between `fork` and `exec`: raw
         /// system calls only, no allocation, no locks. The binds come first: Landlock forbids
         /// mount changes once applied. With `pids`, a command that gets
@@ -872,6 +929,10 @@ mod imp {
 
         pub(crate) fn covered_sockets(&self) -> &[PathBuf] {
             &[]
+        }
+
+        pub(crate) fn read_only_home(&self) -> Option<&std::path::Path> {
+            None
         }
 
         pub(crate) fn apply_in_child(&self, _pids: Option<super::OwnPids>) -> io::Result<()> {

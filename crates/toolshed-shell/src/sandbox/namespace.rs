@@ -80,6 +80,11 @@ pub(crate) struct Binds {
     pub(crate) covered: Vec<PathBuf>,
     /// The paths, for the model and the permission request.
     pub(crate) shown: Vec<PathBuf>,
+    /// The home directory, bound read-only after everything else with what is mounted in it
+    /// (the writable directories in it among the pins): see [`super::read_only_home`].
+    home: Option<CString>,
+    /// The same, for the model.
+    pub(crate) home_path: Option<PathBuf>,
 }
 
 /// At most this many directories show through a hidden directory ([`Hidden`]): the child keeps
@@ -266,7 +271,17 @@ impl Binds {
             sockets: sockets.iter().chain(devices).map(|p| cstring(p)).collect::<Result<_, _>>()?,
             covered: sockets.to_vec(),
             shown: paths.to_vec(),
+            home: None,
+            home_path: None,
         }))
+    }
+
+    /// These binds with the home directory `home` bound read-only last, if given: bound with
+    /// what is mounted in it (`MS_REC`), its writable directories, pinned before, stay writable.
+    pub(crate) fn with_read_only_home(mut self, home: Option<&Path>) -> Result<Binds, String> {
+        self.home = home.map(cstring).transpose()?;
+        self.home_path = home.map(Path::to_path_buf);
+        Ok(self)
     }
 
     /// Enters the namespace and makes the binds. With `pids`, the
@@ -286,6 +301,9 @@ impl Binds {
         }
         if let Some(hidden) = &self.hidden {
             hidden.apply_in_child()?;
+        }
+        if let Some(home) = &self.home {
+            bind_read_only(home)?;
         }
         {
             // The working directory was entered before the binds (`Command::current_dir` runs

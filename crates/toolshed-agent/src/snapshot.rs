@@ -385,7 +385,29 @@ impl Shadow {
                 Some(&literal),
             )?;
         }
-        self.git(&["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"], Some(&pathspecs))?;
+        // A repository nested in the worktree with no commit yet (`git init`, `cargo new`) makes
+        // `git add` fail whole ("does not have a commit checked out"): each is left out, like an
+        // ignored directory, so the rest of the worktree is still kept (review 22: one turned
+        // undo off for every later step).
+        let mut unborn: Vec<Vec<u8>> = Vec::new();
+        loop {
+            let added = self.git(&["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"], Some(&pathspecs));
+            let Err(SnapshotError::Git { stderr, .. }) = &added else {
+                added?;
+                break;
+            };
+            let found: Vec<Vec<u8>> = unborn_repositories(stderr).filter(|p| !unborn.contains(p)).collect();
+            if found.is_empty() || unborn.len() >= MAX_UNBORN {
+                added?;
+                break;
+            }
+            for path in found {
+                pathspecs.extend_from_slice(b":(exclude,literal)");
+                pathspecs.extend_from_slice(&path);
+                pathspecs.push(0);
+                unborn.push(path);
+            }
+        }
         let files = trim(&self.git(&["write-tree"], None)?);
         let manifest = self.manifest(&too_large)?;
         let modes = trim(&self.git(&["hash-object", "-w", "--stdin"], Some(&manifest))?);
@@ -393,8 +415,12 @@ impl Shadow {
         // every rule at this moment: `.gitignore` files (one that ignores itself included),
         // `info/exclude` and the global excludes. A path absent from this snapshot and absent
         // from this list did not exist.
-        let ignored =
+        let mut ignored =
             self.git(&["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"], None)?;
+        for path in &unborn {
+            ignored.extend_from_slice(path);
+            ignored.push(0);
+        }
         let ignored = trim(&self.git(&["hash-object", "-w", "--stdin"], Some(&ignored))?);
         let wrapper =
             format!("040000 tree {files}\tfiles\n100644 blob {ignored}\tignored\n100644 blob {modes}\tmodes\n");
@@ -928,6 +954,19 @@ fn parse_manifest(bytes: &[u8]) -> BTreeMap<PathBuf, Manifested> {
         }
     }
     out
+}
+
+/// At most this many repositories with no commit are left out of one snapshot (each costs a
+/// `git add` of the whole worktree).
+const MAX_UNBORN: usize = 64;
+
+/// The repositories `git add` refused for having no commit, as it names them (`dir/`).
+fn unborn_repositories(stderr: &str) -> impl Iterator<Item = Vec<u8>> + '_ {
+    stderr.lines().filter_map(|line| {
+        let rest = line.strip_prefix("error: '")?;
+        let path = rest.strip_suffix("' does not have a commit checked out")?;
+        Some(path.as_bytes().to_vec())
+    })
 }
 
 fn trim(bytes: &[u8]) -> String {

@@ -401,3 +401,35 @@ fn a_worktree_too_large_for_a_first_snapshot_is_refused_with_what_to_do() {
     }
     assert_ne!(shadow.snapshot().unwrap(), first);
 }
+
+/// Review 22: a repository nested in the worktree with no commit (`git init`, `cargo new`)
+/// made `git add` fail whole, so no later step could be undone. It is left out now, like an
+/// ignored directory, and the rest is kept.
+#[test]
+fn a_nested_repository_with_no_commit_is_left_out_and_the_rest_kept() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git(root, &["init", "-q"]);
+    std::fs::write(root.join("main.txt"), "v1\n").unwrap();
+    let shadow = Shadow::open(data.path(), root).unwrap();
+    let first = shadow.snapshot().unwrap();
+
+    std::fs::write(root.join("main.txt"), "the session's\n").unwrap();
+    for nested in ["newproj", "deeper/other proj"] {
+        std::fs::create_dir_all(root.join(nested)).unwrap();
+        git(&root.join(nested), &["init", "-q"]);
+        std::fs::write(root.join(nested).join("lib.rs"), "fn f() {}\n").unwrap();
+    }
+    let second = shadow.snapshot().unwrap();
+    let changed = shadow.changed(&first, &second).unwrap();
+    assert_eq!(changed, vec![PathBuf::from("main.txt")]);
+
+    let restored = shadow.restore(&first, &changed).unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("main.txt")).unwrap(), "v1\n", "{restored:?}");
+    for nested in ["newproj", "deeper/other proj"] {
+        assert!(root.join(nested).join("lib.rs").exists() && root.join(nested).join(".git").is_dir());
+    }
+    // A third snapshot, with the repositories still there, works too.
+    assert!(shadow.snapshot().is_ok());
+}

@@ -132,6 +132,10 @@ pub enum UndoError {
     /// since in a directory the revert would remove.
     #[error("these files were changed or added since the session last touched them, and a revert would overwrite or remove them: {}. Use --force to overwrite them", list(.0))]
     HandEdited(Vec<PathBuf>),
+    /// Files the revert would write or remove changed after it was worked out (while a person
+    /// was being asked): nothing was changed.
+    #[error("these files changed after the revert was worked out, so nothing was changed: {}. Run the revert again to see what it would do now", list_some(.0))]
+    ChangedMeanwhile(Vec<PathBuf>),
     /// The revert failed after it had changed files.
     #[error(
         "the revert stopped part-way: {source}. {done} files had been put back already{}",
@@ -414,6 +418,28 @@ pub async fn plan_revert(
         let left = after_entries[after].get(p);
         if left != current_entries.get(p) && !too_large_same(left, current_entries.get(p)) {
             hand_edited.push(p.clone());
+            continue;
+        }
+        // Nor may it have changed between two of the steps that changed it: each must have
+        // found it as the one before left it (the first, as the target has it). A hand edit
+        // made between two prompts to a file the later prompt changed too would otherwise go
+        // with the revert (review 22), and so would another session's change.
+        let mut was = target_entries.get(p).cloned();
+        for (s, before, after) in snapshotted(&steps).filter(|(s, _, _)| s.step >= target_step) {
+            if !s.changed.contains(p) {
+                continue;
+            }
+            for id in [before, after] {
+                if !after_entries.contains_key(id) {
+                    after_entries.insert(id, shadow.entries(id)?);
+                }
+            }
+            let found = after_entries[before].get(p);
+            if found != was.as_ref() && !too_large_same(found, was.as_ref()) {
+                hand_edited.push(p.clone());
+                break;
+            }
+            was = after_entries[after].get(p).cloned();
         }
     }
     if files.is_empty() {
@@ -448,6 +474,21 @@ pub async fn apply_revert(
         return Err(UndoError::HandEdited(plan.hand_edited));
     }
     let shadow = undo.shadow().map_err(UndoError::Unavailable)?;
+    // The plan was shown, and a question asked, before this: what changed meanwhile among the
+    // files it would write or remove was never shown, so nothing is done (review 22: an edit
+    // made while the question waited was lost, and so was its record).
+    let mut plan = plan;
+    let now = undo.snapshot().await.map_err(UndoError::Unavailable)?;
+    if now != plan.current {
+        let (was, is) = (shadow.entries(&plan.current)?, shadow.entries(&now)?);
+        let covered = |p: &Path| plan.files.iter().any(|f| p.starts_with(f));
+        let meanwhile: BTreeSet<PathBuf> =
+            was.keys().chain(is.keys()).filter(|p| covered(p) && was.get(*p) != is.get(*p)).cloned().collect();
+        if !meanwhile.is_empty() {
+            return Err(UndoError::ChangedMeanwhile(meanwhile.into_iter().collect()));
+        }
+        plan.current = now;
+    }
     let (restored, failed): (Restored, Option<SnapshotError>) = {
         let (shadow, target, files) = (shadow.clone(), plan.target.clone(), plan.files.clone());
         tokio::task::spawn_blocking(move || {

@@ -536,6 +536,28 @@ fn a_hand_edit_between_prompts_is_not_silently_reverted() {
     assert_eq!(std::fs::read_to_string(root.join("bar.txt")).unwrap(), "bar by the session\n", "nothing changed");
 }
 
+/// Review 22: the same, when the later prompt changed that file too: the revert compared the
+/// file only with how the last step left it, and the hand edit went without a question.
+#[test]
+fn a_hand_edit_between_prompts_to_a_file_the_later_prompt_changed_too_is_not_silently_reverted() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("a.txt"), "a v1\n").unwrap();
+    let id = bash_session(root, data.path(), None, "printf 'a by the session\\n' > a.txt");
+    std::fs::write(root.join("a.txt"), "a by the session\nMY PRECIOUS EDIT\n").unwrap();
+    bash_session(root, data.path(), Some(&id), "printf 'step 2\\n' >> a.txt");
+    let out = toolshed(root, data.path(), &["session", "revert", &id, "--step", "1"]);
+    let after = std::fs::read_to_string(root.join("a.txt")).unwrap();
+    assert!(after.contains("MY PRECIOUS EDIT"), "the hand edit was overwritten: {}", text(&out.stdout));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("a.txt") && text(&out.stderr).contains("--force"), "{}", text(&out.stderr));
+    // Reverting only the later step is no loss: it goes back to the hand edit.
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "a by the session\nMY PRECIOUS EDIT\n");
+}
+
 /// Two sessions in one worktree: the later one's change to a file is, for the earlier one, a
 /// change made since; reverting the later first, then the earlier, works.
 #[test]

@@ -603,6 +603,11 @@ impl Runtime {
                 return Ok(answer);
             }
             let before = self.snapshot_for(session).await;
+            if let (Some(before), Some(undo)) = (&before, &self.undo)
+                && let Err(e) = undo.begin(&self.store, &session.id, step, before)
+            {
+                self.emit(Event::Notice { session_id: session.id.clone(), message: format!("undo: {e}") });
+            }
             let results = self.run_calls(session, &message, &calls, &offered, cancel).await;
             if calls.iter().any(|c| c.name == toolshed_core::search::TOOL_SEARCH) {
                 let found: Vec<String> = session.core().found().into_iter().collect();

@@ -1025,6 +1025,19 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// Records the snapshot taken before step `step`'s tool calls run, before they do: a
+    /// process killed while they run leaves it, and undo completes the step later
+    /// ([`crate::undo::complete_cut_steps`]).
+    pub fn set_step_before(&self, session_id: &str, step: u32, before: &str) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE steps SET before_snapshot = ?3 WHERE session_id = ?1 AND step = ?2",
+                params![session_id, step, before],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
     /// Records the snapshots around step `step`'s tool calls and the paths they changed.
     pub fn set_step_snapshots(
         &self,

@@ -91,6 +91,16 @@ impl Undo {
         taken
     }
 
+    /// Records `before` as the snapshot step `step` of `session_id` starts from, before its
+    /// tool calls run (kept from pruning): if the process dies while they run, the step is
+    /// completed later ([`complete_cut_steps`]) rather than lost (review 22: a `kill -9` during a
+    /// command left a step that could not be reverted, and revert said nothing had changed).
+    pub fn begin(&self, store: &Store, session_id: &str, step: u32, before: &str) -> Result<(), String> {
+        let shadow = self.shadow()?;
+        shadow.keep(&[(format!("{session_id}/{step}-before"), before.to_string())]).map_err(|e| e.to_string())?;
+        store.set_step_before(session_id, step, before).map_err(|e| e.to_string())
+    }
+
     /// Records step `step` of `session_id` as the change from `before` to a snapshot taken now.
     pub async fn record(&self, store: &Store, session_id: &str, step: u32, before: &str) -> Result<(), String> {
         let after = self.snapshot().await?;
@@ -176,6 +186,31 @@ fn list(paths: &[PathBuf]) -> String {
     paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
+/// Completes the steps of `session_id` that took a snapshot before their tool calls but none
+/// after (the process was killed while they ran): each is taken to have changed what differs
+/// between its snapshot and the next step's, or, for the last, the worktree as it is now.
+/// Returns the steps completed. Run with the session locked (or not running), as a revert is.
+pub fn complete_cut_steps(store: &Store, undo: &Undo, session_id: &str) -> Result<Vec<u32>, UndoError> {
+    let steps = store.steps(session_id)?;
+    let mut completed = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        let (Some(before), None) = (step.before.as_deref(), step.after.as_deref()) else { continue };
+        let shadow = undo.shadow().map_err(UndoError::Unavailable)?;
+        let after = match steps[i + 1..].iter().find_map(|s| s.before.clone()) {
+            Some(next) => next,
+            None => shadow.snapshot()?,
+        };
+        let changed = shadow.changed(before, &after)?;
+        shadow.keep(&[
+            (format!("{session_id}/{}-before", step.step), before.to_string()),
+            (format!("{session_id}/{}-after", step.step), after.clone()),
+        ])?;
+        store.set_step_snapshots(session_id, step.step, before, &after, &changed)?;
+        completed.push(step.step);
+    }
+    Ok(completed)
+}
+
 /// Steps that took snapshots, in order.
 fn snapshotted(steps: &[StoredStep]) -> impl Iterator<Item = (&StoredStep, &str, &str)> {
     steps.iter().filter_map(|s| Some((s, s.before.as_deref()?, s.after.as_deref()?)))
@@ -216,6 +251,9 @@ pub fn session_diff(
     stat: bool,
 ) -> Result<SessionDiff, UndoError> {
     store.session(session_id)?;
+    if undo.shadow().is_ok() {
+        complete_cut_steps(store, undo, session_id)?;
+    }
     let steps = store.steps(session_id)?;
     let (from, to, paths) = match step {
         Some(n) => {
@@ -328,6 +366,9 @@ pub async fn plan_revert(
 ) -> Result<Planned, UndoError> {
     let nothing = || Ok(Planned::Nothing { kept: Vec::new() });
     store.session(session_id)?;
+    if undo.shadow().is_ok() {
+        complete_cut_steps(store, undo, session_id)?;
+    }
     let steps = store.steps(session_id)?;
     let target_step = match step {
         Some(n) => {

@@ -827,3 +827,60 @@ fn names_like_pathspec_magic_are_reverted_as_names() {
     }
     assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "a v1\n");
 }
+
+/// Review 22: `toolshed run` killed (`kill -9`, the OOM killer, a crash) while a step's tool
+/// ran left a step whose snapshot before was never recorded: revert said nothing had changed
+/// and the file the command overwrote was lost. The snapshot is recorded before the tools run
+/// now, and the step is completed by the next diff or revert.
+#[test]
+fn a_step_cut_short_by_kill_9_can_still_be_reverted() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("notes.txt"), "precious\n").unwrap();
+    let args = serde_json::json!({"command": "echo clobbered > notes.txt; sleep 60", "description": "x"}).to_string();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("b1", "bash", &args)])),
+        Reply::sse(chat::text("Done.")),
+    ])
+    .unwrap();
+    let config = data.path().join("toolshed.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[permission]\nbash = \"allow\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolshed"))
+        .env("TOOLSHED_TRUST_PROJECT", "1")
+        .args(["--root", root.to_str().unwrap(), "--config", config.to_str().unwrap(), "run", "go", "--yes", "--json"])
+        .current_dir(root)
+        .env("XDG_CONFIG_HOME", data.path().join("xdg-config"))
+        .env("TOOLSHED_DATA_DIR", data.path().join("data"))
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(root.join("notes.txt")).unwrap() != "clobbered\n" {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the command never ran");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let first = text(&out.stdout).lines().next().map(|l| serde_json::from_str::<Value>(l).unwrap()).unwrap();
+    let id = first["session_id"].as_str().unwrap().to_string();
+    let diff = toolshed(root, data.path(), &["session", "diff", &id]);
+    assert!(
+        text(&diff.stdout).contains("-precious") && text(&diff.stdout).contains("+clobbered"),
+        "{}",
+        text(&diff.stdout)
+    );
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("notes.txt")).unwrap(), "precious\n");
+}

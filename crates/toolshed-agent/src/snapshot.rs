@@ -582,6 +582,20 @@ impl Shadow {
     /// them). What was done is in `restored`, also when it fails part-way; before anything is
     /// written, every byte needed is read.
     pub fn restore_into(&self, target: &str, paths: &[PathBuf], restored: &mut Restored) -> Result<(), SnapshotError> {
+        self.restore_made_since(target, paths, restored, None)
+    }
+
+    /// [`Shadow::restore_into`], but a directory left empty is removed only where it was made
+    /// at `made_since` or later (its birth time, where the file system keeps one): snapshots do
+    /// not hold directories, and an empty one the person had before (`logs/`, with its mode)
+    /// is not the session's to remove (review 22).
+    pub fn restore_made_since(
+        &self,
+        target: &str,
+        paths: &[PathBuf],
+        restored: &mut Restored,
+        made_since: Option<std::time::SystemTime>,
+    ) -> Result<(), SnapshotError> {
         let entries = self.entries(target)?;
         let _lock = self.lock()?;
         let wanted: Vec<(&PathBuf, &str)> = paths
@@ -630,7 +644,7 @@ impl Shadow {
                         if removed.insert(path.clone()) {
                             restored.removed.push(path.clone());
                         }
-                        self.remove_empty_parents(path, &entries);
+                        self.remove_empty_parents(path, &entries, made_since);
                     }
                 }
             }
@@ -775,14 +789,21 @@ impl Shadow {
         result
     }
 
-    fn remove_empty_parents(&self, path: &Path, entries: &Entries) {
+    fn remove_empty_parents(&self, path: &Path, entries: &Entries, made_since: Option<std::time::SystemTime>) {
         let mut dir = path.parent();
         while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
             // Paths order by component, so what is under `d` follows it.
             if entries.range(d.to_path_buf()..).next().is_some_and(|(p, _)| p.starts_with(d)) {
                 break;
             }
-            if std::fs::remove_dir(self.worktree.join(d)).is_err() {
+            let abs = self.worktree.join(d);
+            if let Some(since) = made_since {
+                let made = std::fs::symlink_metadata(&abs).and_then(|m| m.created());
+                if !made.is_ok_and(|made| made >= since) {
+                    break;
+                }
+            }
+            if std::fs::remove_dir(&abs).is_err() {
                 break;
             }
             dir = d.parent();

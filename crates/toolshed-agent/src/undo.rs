@@ -296,6 +296,9 @@ pub struct RevertPlan {
     pub kept: Vec<PathBuf>,
     target: String,
     current: String,
+    /// When the target step began: a directory the revert leaves empty is removed only if it
+    /// was made since.
+    began_at: i64,
 }
 
 /// What a revert did. Paths serialise as text, bytes that are not UTF-8 replaced (`U+FFFD`).
@@ -381,9 +384,10 @@ pub async fn plan_revert(
         },
     };
     // Before step N = before the first step from N on that took a snapshot.
-    let Some((_, target, _)) = snapshotted(&steps).find(|(s, _, _)| s.step >= target_step) else {
+    let Some((target_record, target, _)) = snapshotted(&steps).find(|(s, _, _)| s.step >= target_step) else {
         return nothing();
     };
+    let began_at = target_record.created_at;
     if latest(&steps).is_none() {
         return nothing();
     }
@@ -494,6 +498,7 @@ pub async fn plan_revert(
         kept,
         target: target.to_string(),
         current,
+        began_at,
     }))
 }
 
@@ -532,9 +537,10 @@ pub async fn apply_revert(
     }
     let (restored, failed): (Restored, Option<SnapshotError>) = {
         let (shadow, target, files) = (shadow.clone(), plan.target.clone(), plan.files.clone());
+        let since = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(plan.began_at).unwrap_or(0));
         tokio::task::spawn_blocking(move || {
             let mut restored = Restored::default();
-            let failed = shadow.restore_into(&target, &files, &mut restored).err();
+            let failed = shadow.restore_made_since(&target, &files, &mut restored, Some(since)).err();
             (restored, failed)
         })
         .await

@@ -884,3 +884,34 @@ fn a_step_cut_short_by_kill_9_can_still_be_reverted() {
     assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
     assert_eq!(std::fs::read_to_string(root.join("notes.txt")).unwrap(), "precious\n");
 }
+
+/// Review 22: a revert removed the empty directories the person had before the session (their
+/// mode with them) once it had removed the files the session put in them. Only directories
+/// made since the step began go now.
+#[test]
+fn a_revert_keeps_the_empty_directories_the_person_had() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("uploads/2024")).unwrap();
+    std::fs::create_dir(root.join("logs")).unwrap();
+    std::fs::set_permissions(root.join("logs"), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    if std::fs::metadata(root.join("logs")).and_then(|m| m.created()).is_err() {
+        eprintln!("SKIP a_revert_keeps_the_empty_directories_the_person_had: no birth times here");
+        return;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let id = bash_session(
+        root,
+        data.path(),
+        None,
+        "echo r > logs/run.txt && echo u > uploads/2024/u.txt && mkdir -p made/by/it && echo m > made/by/it/m.txt",
+    );
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!root.join("logs/run.txt").exists() && !root.join("uploads/2024/u.txt").exists());
+    assert!(root.join("uploads/2024").is_dir(), "{}", text(&out.stdout));
+    let mode = std::fs::metadata(root.join("logs")).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o1777, "{}", text(&out.stdout));
+    assert!(!root.join("made").exists(), "what the session made goes: {}", text(&out.stdout));
+}

@@ -142,6 +142,10 @@ pub enum UndoError {
     /// since in a directory the revert would remove.
     #[error("these files were changed or added since the session last touched them, and a revert would overwrite or remove them: {}. Use --force to overwrite them", list(.0))]
     HandEdited(Vec<PathBuf>),
+    /// Files in a directory the revert would remove that undo never kept (the ignore rules
+    /// leave them out): removed, nothing could bring them back, so not even `--force` does.
+    #[error("a revert would remove these files, which undo never kept (the ignore rules leave them out), so nothing could bring them back: {}. Nothing was changed; move or delete them yourself, then revert again", list_some(.0))]
+    WouldLose(Vec<PathBuf>),
     /// Files the revert would write or remove changed after it was worked out (while a person
     /// was being asked): nothing was changed.
     #[error("these files changed after the revert was worked out, so nothing was changed: {}. Run the revert again to see what it would do now", list_some(.0))]
@@ -436,6 +440,7 @@ pub async fn plan_revert(
     // between two prompts, to a file the later prompt did not touch, is in that snapshot).
     let mut after_entries: std::collections::HashMap<&str, crate::snapshot::Entries> = std::collections::HashMap::new();
     let mut hand_edited = Vec::new();
+    let mut unkept = Vec::new();
     let reverted: BTreeSet<&Path> = files.iter().map(PathBuf::as_path).collect();
     for p in &files {
         // A directory standing where a file goes back, or where none was, is removed whole:
@@ -443,7 +448,15 @@ pub async fn plan_revert(
         let abs = shadow.worktree().join(p);
         if std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir()) {
             let foreign = crate::snapshot::directory_files(&abs).into_iter().map(|f| p.join(f));
-            hand_edited.extend(foreign.filter(|f| !reverted.contains(f.as_path())));
+            for f in foreign.filter(|f| !reverted.contains(f.as_path())) {
+                // One the snapshot just taken does not hold (the ignore rules leave it out) could
+                // not be brought back by reverting again: not even `--force` removes it.
+                if current_entries.contains_key(&f) {
+                    hand_edited.push(f);
+                } else {
+                    unkept.push(f);
+                }
+            }
         }
         // A file (or link) standing where a directory on the way back must be, that the revert
         // does not cover, was put there by someone else.
@@ -489,6 +502,9 @@ pub async fn plan_revert(
     }
     if files.is_empty() {
         return Ok(Planned::Nothing { kept });
+    }
+    if !unkept.is_empty() {
+        return Err(UndoError::WouldLose(unkept));
     }
     Ok(Planned::Revert(RevertPlan {
         session_id: session_id.to_string(),

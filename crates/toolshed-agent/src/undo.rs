@@ -187,7 +187,11 @@ pub fn list_some(paths: &[PathBuf]) -> String {
 pub const LISTED: usize = 40;
 
 fn list(paths: &[PathBuf]) -> String {
-    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    paths
+        .iter()
+        .map(|p| toolshed_core::terminal::visible_name(&p.to_string_lossy()).into_owned())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Completes the steps of `session_id` that took a snapshot before their tool calls but none

@@ -930,3 +930,18 @@ fn a_revert_keeps_the_empty_directories_the_person_had() {
     assert_eq!(mode, 0o1777, "{}", text(&out.stdout));
     assert!(!root.join("made").exists(), "what the session made goes: {}", text(&out.stdout));
 }
+
+/// Review 22: a revert printed names as they are, so a name with a newline faked a line of
+/// the listing of its own. Each name stays on its line now.
+#[test]
+fn a_name_with_a_newline_stays_on_its_line_in_the_revert_listing() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let id = bash_session(root, data.path(), None, "printf x > \"$(printf 'new\\nrestored    fake.txt')\"");
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    let listing = text(&out.stdout);
+    assert!(listing.contains("deleted     new\\nrestored    fake.txt\n"), "{listing}");
+    assert!(!listing.lines().any(|l| l.starts_with("restored")), "{listing}");
+}

@@ -41,6 +41,15 @@ pub fn visible(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A file name as one line of a listing: [`visible`], and newlines and tabs written as `\n`
+/// and `\t` too, so that a name cannot fake lines of its own (`deleted a\ndeleted b`).
+pub fn visible_name(name: &str) -> Cow<'_, str> {
+    if !name.contains(['\n', '\t']) {
+        return visible(name);
+    }
+    Cow::Owned(visible(name).replace('\n', "\\n").replace('\t', "\\t"))
+}
+
 fn needs_escape(c: char) -> bool {
     match c {
         '\n' | '\t' => false,
@@ -72,6 +81,12 @@ pub fn shell_word(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_name_stays_on_its_line() {
+        assert!(matches!(visible_name("plain name.txt"), Cow::Borrowed(_)));
+        assert_eq!(visible_name("new\nline\tand\x1b[2J"), "new\\nline\\tand\\e[2J");
+    }
 
     #[test]
     fn control_sequences_become_visible_and_text_stays() {

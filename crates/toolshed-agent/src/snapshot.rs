@@ -542,11 +542,27 @@ impl Shadow {
             return Ok(String::new());
         }
         let set: Option<BTreeSet<&Path>> = paths.map(|ps| ps.iter().map(PathBuf::as_path).collect());
+        let (old, new) = (self.entries(from)?, self.entries(to)?);
+        let wanted = |p: &Path| set.as_ref().is_none_or(|set| set.contains(p));
+        // A file too large to keep on either side is left out of git's diff, which would show
+        // it as deleted or new (only one side has bytes), and said in a line of its own.
+        let large: BTreeSet<&Path> = old
+            .iter()
+            .chain(new.iter())
+            .filter(|(p, e)| matches!(e, Entry::TooLarge { .. }) && wanted(p))
+            .map(|(p, _)| p.as_path())
+            .collect();
         // Limited to `paths` by trees of only those (not by pathspecs: any number of names, in
         // any bytes, passes that way).
         let (a, b) = match &set {
-            Some(set) => (self.tree_of(from, set)?, self.tree_of(to, set)?),
-            None => (format!("{from}:files"), format!("{to}:files")),
+            None if large.is_empty() => (format!("{from}:files"), format!("{to}:files")),
+            _ => {
+                let keep: BTreeSet<&Path> = match &set {
+                    Some(set) => set.iter().copied().filter(|p| !large.contains(p)).collect(),
+                    None => old.keys().chain(new.keys()).map(PathBuf::as_path).filter(|p| !large.contains(p)).collect(),
+                };
+                (self.tree_of(from, &keep)?, self.tree_of(to, &keep)?)
+            }
         };
         let mut args = vec!["diff", "--no-color", "--no-ext-diff", "--no-renames"];
         if stat {
@@ -554,24 +570,34 @@ impl Shadow {
         }
         args.extend([a.as_str(), b.as_str()]);
         let mut text = String::from_utf8_lossy(&self.git(&args, None)?).into_owned();
-        let (old, new) = (self.entries(from)?, self.entries(to)?);
-        let wanted = |p: &Path| set.as_ref().is_none_or(|set| set.contains(p));
         for (path, entry) in &new {
             if !wanted(path) {
                 continue;
             }
-            match (old.get(path), entry) {
-                (Some(Entry::File { oid: o1, mode: m1 }), Entry::File { oid: o2, mode: m2 })
-                    if m1 != m2 && (m1 & 0o111 != 0) == (m2 & 0o111 != 0) =>
-                {
-                    let same = if o1 == o2 { "" } else { " (and content)" };
-                    text.push_str(&format!("mode {m1:o} → {m2:o}{same}: {}\n", path.display()));
-                }
-                (old, Entry::TooLarge { size, .. }) if old != Some(entry) => {
-                    text.push_str(&format!("too large to keep ({size} bytes), not in this diff: {}\n", path.display()));
-                }
-                _ => {}
+            if let (Some(Entry::File { oid: o1, mode: m1 }), Entry::File { oid: o2, mode: m2 }) = (old.get(path), entry)
+                && m1 != m2
+                // git shows only 644 and 755, so also when the execute bit changed but a mode is
+                // another (755 → 600 reads as "new mode 100644" there).
+                && ((m1 & 0o111 != 0) == (m2 & 0o111 != 0) || ![0o644, 0o755].contains(m1) || ![0o644, 0o755].contains(m2))
+            {
+                let same = if o1 == o2 { "" } else { " (and content)" };
+                text.push_str(&format!("mode {m1:o} → {m2:o}{same}: {}\n", path.display()));
             }
+        }
+        for path in large {
+            let size = |e: Option<&Entry>| match e {
+                Some(Entry::TooLarge { size, .. }) => format!("too large to keep, {size} bytes"),
+                Some(_) => "kept".to_string(),
+                None => "absent".to_string(),
+            };
+            let (was, is) = (old.get(path), new.get(path));
+            let change = match (was, is) {
+                (a, b) if a == b => continue,
+                (Some(_), None) => format!("deleted ({})", size(was)),
+                (None, Some(_)) => format!("new ({})", size(is)),
+                _ => format!("changed ({} before, {} now)", size(was), size(is)),
+            };
+            text.push_str(&format!("{change}, not in this diff: {}\n", path.display()));
         }
         Ok(text)
     }

@@ -433,3 +433,37 @@ fn a_nested_repository_with_no_commit_is_left_out_and_the_rest_kept() {
     // A third snapshot, with the repositories still there, works too.
     assert!(shadow.snapshot().is_ok());
 }
+
+/// Review 22: files at the size limit were misreported by the diff: one grown past it showed
+/// as deleted, one shrunk under it as new, and a deleted one not at all; a 755 → 600 change
+/// read as 644.
+#[test]
+fn the_diff_says_how_files_at_the_size_limit_and_exact_modes_changed() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("exact"), vec![b'a'; 100]).unwrap();
+    std::fs::write(root.join("over"), vec![b'b'; 101]).unwrap();
+    std::fs::write(root.join("big"), vec![b'c'; 200]).unwrap();
+    std::fs::write(root.join("tool"), "#!/bin/sh\n").unwrap();
+    set_mode(&root.join("tool"), 0o755);
+    let shadow = Shadow::open(data.path(), root).unwrap().with_max_file_bytes(100);
+    let first = shadow.snapshot().unwrap();
+    std::fs::write(root.join("exact"), vec![b'a'; 101]).unwrap();
+    std::fs::write(root.join("over"), "short\n").unwrap();
+    std::fs::remove_file(root.join("big")).unwrap();
+    set_mode(&root.join("tool"), 0o600);
+    let second = shadow.snapshot().unwrap();
+    let diff = shadow.diff(&first, &second, None, false).unwrap();
+    assert!(
+        diff.contains("changed (kept before, too large to keep, 101 bytes now), not in this diff: exact"),
+        "{diff}"
+    );
+    assert!(diff.contains("changed (too large to keep, 101 bytes before, kept now), not in this diff: over"), "{diff}");
+    assert!(diff.contains("deleted (too large to keep, 200 bytes), not in this diff: big"), "{diff}");
+    assert!(!diff.contains("deleted file") && !diff.contains("new file"), "{diff}");
+    assert!(diff.contains("mode 755 → 600: tool"), "{diff}");
+    let stat = shadow.diff(&first, &second, Some(&[PathBuf::from("big"), PathBuf::from("tool")]), true).unwrap();
+    assert!(stat.contains("deleted (too large to keep, 200 bytes), not in this diff: big"), "{stat}");
+    assert!(!stat.contains("exact"), "{stat}");
+}

@@ -210,6 +210,13 @@ pub fn plan_edit(resolved: &ResolvedPath, request: &Request, current: Option<Str
     let (style, body) = TextStyle::split(&text);
     let old = normalise_input(&request.old);
     let new = normalise_input(&request.new);
+    // In a CRLF file a `\r` ending a line of new_string is either a line ending sent twice
+    // (edit writes the file's own) or a character meant to stay; which one is a guess.
+    if style.crlf && !old.contains('\r') && (new.ends_with('\r') || new.contains("\r\n")) {
+        return Err(ToolError::model(format!(
+            "Refusing the edit: new_string ends a line with a carriage return (`\\r`) that old_string does not have. `{display}` has CRLF line endings, which edit writes by itself, so a `\\r` in new_string would be an extra character in the file. Nothing was changed. Send new_string without the `\\r`."
+        )));
+    }
     let applied = matcher::apply(&Edit { content: &body, old: &old, new: &new, replace_all: request.replace_all })
         .map_err(|refusal| ToolError::model(explain(&display, refusal)))?;
     if applied.content == body {

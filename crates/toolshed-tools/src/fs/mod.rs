@@ -409,14 +409,17 @@ impl TextStyle {
         (TextStyle { bom, crlf }, body)
     }
 
-    /// `body` (with `\n` endings) in this style.
+    /// `body` (with `\n` endings, as [`TextStyle::split`] gives it) in this style. Every `\n`
+    /// gets its `\r` back and nothing else changes, so `apply` undoes `split` byte for byte: a
+    /// `\r` of the file's own before a line ending (`x\r\r\n`, which `split` makes `x\r\n`)
+    /// is text and stays.
     pub fn apply(&self, body: &str) -> String {
         let mut out = String::with_capacity(body.len() + body.len() / 30 + 3);
         if self.bom {
             out.push_str(BOM);
         }
         if self.crlf {
-            out.push_str(&to_crlf(body));
+            out.push_str(&body.replace('\n', "\r\n"));
         } else {
             out.push_str(body);
         }
@@ -424,15 +427,16 @@ impl TextStyle {
     }
 }
 
+/// `text` whose lines end in `\r\n` or `\n` (a mixture a model may send) with `\n` endings
+/// only, ready for [`TextStyle::apply`]: one `\r` before each `\n` is the line ending's.
+pub fn lf_endings(text: &str) -> Cow<'_, str> {
+    if text.contains("\r\n") { Cow::Owned(text.replace("\r\n", "\n")) } else { Cow::Borrowed(text) }
+}
+
 /// Whether every newline in `text` is part of `\r\n` (and there is at least one).
 pub fn is_crlf(text: &str) -> bool {
     let newlines = text.bytes().filter(|&b| b == b'\n').count();
     newlines > 0 && text.matches("\r\n").count() == newlines
-}
-
-fn to_crlf(body: &str) -> String {
-    let normal = body.replace("\r\n", "\n");
-    normal.replace('\n', "\r\n")
 }
 
 /// A unified diff of `old` to `new` labelled with `name`, whole: every line of both, none cut
@@ -529,6 +533,16 @@ mod tests {
         let (mixed, body) = TextStyle::split("a\r\nb\n");
         assert!(!mixed.crlf);
         assert_eq!(body, "a\r\nb\n");
+    }
+
+    /// Review: `x\r\r\n` in a CRLF file lost its own `\r` on the way back.
+    #[test]
+    fn text_style_gives_back_a_crlf_file_byte_for_byte() {
+        for text in ["x\r\r\na\r\nb\r\n", "\u{feff}\r\r\n\r\n", "a\r\n\r\r\r\nb\r\n", "a\r\nb"] {
+            let (style, body) = TextStyle::split(text);
+            assert!(style.crlf, "{text:?}");
+            assert_eq!(style.apply(&body), text, "{text:?}");
+        }
     }
 
     #[test]

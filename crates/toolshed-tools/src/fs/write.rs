@@ -137,6 +137,9 @@ fn plan_write(
         }
         None => sent_style,
     };
+    // A CRLF file written from a mixture of endings: every line ending becomes `\r\n` (a body
+    // `split` gave has `\n` endings already, and its `\r`s are text).
+    let body = if style.crlf && !sent_style.crlf { super::lf_endings(&body).into_owned() } else { body };
     let final_text = style.apply(&body);
     if existing.as_deref() == Some(final_text.as_bytes()) {
         let output = ToolOutput::text(format!("No changes: `{display}` already has exactly this content."))
@@ -164,7 +167,8 @@ fn plan_write(
             t
         }
     };
-    if style.crlf && !sent_style.crlf {
+    // Only when it happened: content without a line break has no endings to convert.
+    if style.crlf && !sent_style.crlf && body.contains('\n') {
         text.push_str("\n(Line endings written as CRLF, like the existing file.)");
     }
     let output = ToolOutput::text(text)
@@ -236,6 +240,33 @@ mod tests {
         +echo three
         (Line endings written as CRLF, like the existing file.)
         ");
+    }
+
+    /// Review H1: a `\r` of the content's own before a CRLF ending (`x\r\r\n`) was dropped.
+    #[tokio::test]
+    async fn write_over_a_crlf_file_keeps_every_carriage_return_sent() {
+        let (_tmp, root) = root();
+        let file = root.join("w.txt");
+        fs::write(&file, "a\r\nb\r\n").unwrap();
+        call(&root, "w.txt", "x\r\r\ny\r\n").await.unwrap();
+        assert_eq!(fs::read(&file).unwrap(), b"x\r\r\ny\r\n");
+        // A mixture of endings still becomes CRLF throughout.
+        let out = call(&root, "w.txt", "x\r\nz\n").await.unwrap();
+        assert_eq!(fs::read(&file).unwrap(), b"x\r\nz\r\n");
+        assert!(out.text.ends_with("(Line endings written as CRLF, like the existing file.)"), "{}", out.text);
+    }
+
+    /// Review L4: the CRLF note came with content that has no line ending at all.
+    #[tokio::test]
+    async fn write_mentions_crlf_only_when_it_converted_a_line_ending() {
+        let (_tmp, root) = root();
+        let file = root.join("w.txt");
+        for content in ["one line, no newline", ""] {
+            fs::write(&file, "a\r\nb\r\n").unwrap();
+            let out = call(&root, "w.txt", content).await.unwrap();
+            assert_eq!(fs::read(&file).unwrap(), content.as_bytes());
+            assert!(!out.text.contains("CRLF"), "{}", out.text);
+        }
     }
 
     #[tokio::test]

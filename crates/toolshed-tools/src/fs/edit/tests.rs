@@ -127,3 +127,28 @@ async fn edit_refuses_to_write_through_a_link_out_of_the_worktree() {
     assert!(err.to_string().contains("never write through a link that leaves the worktree"), "{err}");
     assert_eq!(fs::read_to_string(&outside).unwrap(), "secret = 1\n");
 }
+
+/// Review H1: a `\r` of the file's own before a CRLF ending (`x\r\r\n`) was lost by an edit
+/// elsewhere in the file.
+#[tokio::test]
+async fn edit_of_a_crlf_file_gives_back_untouched_bytes_exactly() {
+    let (_tmp, root) = root();
+    fs::write(root.join("c.txt"), b"x\r\r\na\r\nb\r\n").unwrap();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    EditTool.run(args("c.txt", "b", "B"), ctx).await.unwrap();
+    assert_eq!(fs::read(root.join("c.txt")).unwrap(), b"x\r\r\na\r\nB\r\n");
+}
+
+/// Review L2: `a` → `a\r` in a CRLF file said "replaced 1 occurrence" and left the bytes as they
+/// were.
+#[tokio::test]
+async fn edit_refuses_a_carriage_return_ending_new_string_in_a_crlf_file() {
+    let (_tmp, root) = root();
+    fs::write(root.join("c.txt"), b"a\r\nb\r\n").unwrap();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    let err = EditTool.run(args("c.txt", "a", "a\r"), ctx.clone()).await.unwrap_err();
+    insta::assert_snapshot!(err.to_string(), @"Refusing the edit: new_string ends a line with a carriage return (`\\r`) that old_string does not have. `c.txt` has CRLF line endings, which edit writes by itself, so a `\\r` in new_string would be an extra character in the file. Nothing was changed. Send new_string without the `\\r`.");
+    let err = EditTool.run(args("c.txt", "a", "a\r\r\nc"), ctx).await.unwrap_err();
+    assert!(err.to_string().contains("carriage return"), "{err}");
+    assert_eq!(fs::read(root.join("c.txt")).unwrap(), b"a\r\nb\r\n");
+}

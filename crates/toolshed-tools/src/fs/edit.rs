@@ -313,7 +313,7 @@ pub fn explain(display: &str, refusal: Refusal) -> String {
             let shown: Vec<String> = distinct.iter().take(20).map(usize::to_string).collect();
             let more = if distinct.len() > 20 { format!(" and {} more", distinct.len() - 20) } else { String::new() };
             let at = if distinct.len() == 1 { "line" } else { "lines" };
-            let shared = if distinct.len() < lines.len() { " (some overlap on one line)" } else { "" };
+            let shared = if distinct.len() < lines.len() { " (more than one on a line)" } else { "" };
             format!(
                 "old_string matches {} places in `{display}`{how}, starting at {at} {}{more}{shared}. Include more surrounding lines in old_string so it matches exactly one place, or set replace_all to true to change all of them.",
                 lines.len(),

@@ -592,7 +592,9 @@ impl<'a> Plan<'a> {
     }
 
     /// For a one-line `old_string`: places inside a line where its words appear in order,
-    /// separated by any whitespace (or none).
+    /// separated by any whitespace (or none). Every place counts, several on one line included:
+    /// the second on a line is as much a candidate as one on another line (ambiguous, or also
+    /// replaced with `replace_all`).
     fn inline_whitespace(&self) -> Vec<Candidate> {
         let words: Vec<&str> = self.old.split_whitespace().collect();
         if words.is_empty() || words.concat().chars().count() < 3 {
@@ -612,7 +614,8 @@ impl<'a> Plan<'a> {
                         inline: Some(base + start..base + end),
                         pairs: Vec::new(),
                     });
-                    break;
+                    from = end;
+                    continue;
                 }
                 from = start + words[0].len();
             }
@@ -674,12 +677,17 @@ impl<'a> Plan<'a> {
         too_large_span(self.raw_old_lines, self.old.trim().len(), c.last - c.first + 1, span_len)
     }
 
-    /// Replaces every chosen candidate (greedily skipping overlaps), last first.
+    /// Replaces every chosen candidate (greedily skipping overlaps), last first. In-line
+    /// candidates overlap only when their bytes do: two on one line are both replaced.
     fn splice(&self, strategy: Strategy, mut candidates: Vec<Candidate>) -> Result<Applied, Refusal> {
-        candidates.sort_by_key(|c| c.first);
+        candidates.sort_by_key(|c| (c.first, c.inline.as_ref().map_or(0, |span| span.start)));
         let mut chosen: Vec<Candidate> = Vec::new();
         for c in candidates {
-            if chosen.last().is_none_or(|prev| c.first > prev.last) {
+            let apart = |prev: &Candidate| match (&prev.inline, &c.inline) {
+                (Some(before), Some(this)) => this.start >= before.end,
+                _ => c.first > prev.last,
+            };
+            if chosen.last().is_none_or(apart) {
                 chosen.push(c);
             }
         }

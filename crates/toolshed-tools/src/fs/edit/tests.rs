@@ -152,3 +152,27 @@ async fn edit_refuses_a_carriage_return_ending_new_string_in_a_crlf_file() {
     assert!(err.to_string().contains("carriage return"), "{err}");
     assert_eq!(fs::read(root.join("c.txt")).unwrap(), b"a\r\nb\r\n");
 }
+
+fn args_all(file: &str, old: &str, new: &str) -> EditArgs {
+    serde_json::from_value(
+        serde_json::json!({"file_path": file, "old_string": old, "new_string": new, "replace_all": true}),
+    )
+    .unwrap()
+}
+
+/// Review H5: the whitespace matcher took the first of two matches on one line (and
+/// `replace_all` counted 2 while replacing fewer).
+#[tokio::test]
+async fn whitespace_matches_on_one_line_are_all_seen() {
+    let (_tmp, root) = root();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    fs::write(root.join("w.py"), "x = a  +  b; y = a +  b;\n").unwrap();
+    let err = EditTool.run(args("w.py", "a + b", "c"), ctx.clone()).await.unwrap_err();
+    insta::assert_snapshot!(err.to_string(), @"old_string matches 2 places in `w.py` (ignoring differences in whitespace), starting at line 1 (more than one on a line). Include more surrounding lines in old_string so it matches exactly one place, or set replace_all to true to change all of them.");
+    assert_eq!(fs::read_to_string(root.join("w.py")).unwrap(), "x = a  +  b; y = a +  b;\n");
+    fs::write(root.join("w.py"), "x = a  +  b; y = a +  b;\nz = a  + b;\n").unwrap();
+    let out = EditTool.run(args_all("w.py", "a + b", "c"), ctx).await.unwrap();
+    assert_eq!(fs::read_to_string(root.join("w.py")).unwrap(), "x = c; y = c;\nz = c;\n");
+    assert_eq!(out.metadata["replacements"], 3);
+    assert!(out.text.starts_with("Edited `w.py`: replaced 3 occurrences"), "{}", out.text);
+}

@@ -276,9 +276,10 @@ fn success(resolved: &ResolvedPath, before: &str, applied: &Applied) -> ToolOutp
         }
     }
     if applied.stripped_line_numbers {
-        text.push_str(
-            " Line-number prefixes copied from read output were removed from old_string; do not include them.",
-        );
+        let from = if applied.stripped_from_new { "old_string and new_string" } else { "old_string" };
+        text.push_str(&format!(
+            " Line-number prefixes copied from read output were removed from {from}; do not include them."
+        ));
     }
     let diff = unified_diff(before, &applied.content, &resolved.pattern(), 3, RESULT_DIFF_LINES);
     text.push_str("\n\n");
@@ -326,6 +327,7 @@ pub fn explain(display: &str, refusal: Refusal) -> String {
             last - first + 1,
             plural(old_lines, "line")
         ),
+        Refusal::NewString { detail } => format!("Nothing was changed in `{display}`: {detail}"),
         Refusal::Conflict { strategy, first, last, detail } => format!(
             "Refusing the edit: old_string only roughly matches lines {first}-{last} of `{display}` ({}), and {detail}. Nothing was changed. Read lines {first}-{last} and send old_string exactly as the file has it.",
             strategy.describe()

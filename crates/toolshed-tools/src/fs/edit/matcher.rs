@@ -112,8 +112,10 @@ pub struct Applied {
     pub lines: Vec<(usize, usize)>,
     /// How `new_string` was re-indented, if it was.
     pub reindent: Option<String>,
-    /// Line-number prefixes were removed from `old_string` (and `new_string`).
+    /// Line-number prefixes were removed from `old_string`.
     pub stripped_line_numbers: bool,
+    /// They were removed from `new_string` too (every one of its lines had one).
+    pub stripped_from_new: bool,
 }
 
 /// Why an edit was refused.
@@ -141,6 +143,13 @@ pub enum Refusal {
         last: usize,
         /// Lines in `old_string`.
         old_lines: usize,
+    },
+    /// `new_string` cannot be written as sent, nor read for certain another way (line-number
+    /// prefixes on some of its lines, escapes that may or may not be meant); `detail` says why
+    /// and what to send instead.
+    NewString {
+        /// What is wrong and what to send, for the model.
+        detail: String,
     },
     /// A loose match would change or delete lines that differ from what the model sent.
     Conflict {
@@ -176,17 +185,54 @@ impl fmt::Display for Strategy {
 
 /// Finds `edit.old` in `edit.content` and replaces it, or says why not.
 pub fn apply(edit: &Edit<'_>) -> Result<Applied, Refusal> {
+    let applied = find_and_replace(edit)?;
+    // read's numbers on every line of new_string, the very lines it replaces: copied from read's
+    // output, never the file's text (which old_string, without them, shows).
+    if !applied.stripped_line_numbers
+        && let Some(&(first, _)) = applied.lines.first()
+        && numbered_from(edit.new) == Some(first as u64)
+    {
+        return Err(Refusal::NewString {
+            detail: format!(
+                "every line of new_string starts with a line number (`{first}: ` on the first), counting up from line {first}, the first line it replaces, as read shows the lines; old_string has no such numbers. They are read's, not part of the file. Send new_string without the `N: ` prefixes."
+            ),
+        });
+    }
+    Ok(applied)
+}
+
+/// The number on new_string's first line when every line carries a `read`-style prefix,
+/// numbered consecutively.
+fn numbered_from(new: &str) -> Option<u64> {
+    strip_line_numbers(new, true)?;
+    line_number_prefix(new.lines().next()?).map(|(number, _)| number)
+}
+
+fn find_and_replace(edit: &Edit<'_>) -> Result<Applied, Refusal> {
     let text = Text::new(edit.content);
     let mut too_large: Option<Refusal> = None;
     if let Some(done) = exact(&text, edit.old, edit.new, edit.replace_all, Strategy::Exact, None, &mut too_large)? {
         return Ok(done);
     }
-    let (old, new, stripped) = match strip_line_numbers(edit.old, true) {
-        Some(old) => (old, strip_line_numbers(edit.new, false).unwrap_or_else(|| edit.new.to_string()), true),
-        None => (edit.old.to_string(), edit.new.to_string(), false),
+    let (old, new, stripped, stripped_from_new) = match strip_line_numbers(edit.old, true) {
+        Some(old) => match strip_line_numbers(edit.new, false) {
+            Some(new) => (old, new, true, true),
+            None if edit.new.lines().all(|l| line_number_prefix(l).is_none()) => {
+                (old, edit.new.to_string(), true, false)
+            }
+            // Some lines numbered, some not: written as sent the numbers land in the file, and
+            // which lines are numbered text is a guess.
+            None => {
+                return Err(Refusal::NewString {
+                    detail: "old_string carries the `N: ` line-number prefixes of read's output, and only some lines of new_string do, so which of them are numbers to remove and which are text is unclear. Send old_string and new_string without the `N: ` prefixes, exactly as the lines are in the file.".into(),
+                });
+            }
+        },
+        None => (edit.old.to_string(), edit.new.to_string(), false, false),
     };
     let mark = |mut a: Applied| {
         a.stripped_line_numbers = stripped;
+        a.stripped_from_new = stripped_from_new;
         a
     };
     if stripped && let Some(done) = exact(&text, &old, &new, edit.replace_all, Strategy::Exact, None, &mut too_large)? {
@@ -202,16 +248,28 @@ pub fn apply(edit: &Edit<'_>) -> Result<Applied, Refusal> {
                 return outcome.map(mark);
             }
         }
-        let (old_u, new_u) = (unescape(&old), unescape(&new));
+        let old_u = unescape(&old);
         if old_u != old {
+            // new_string is read the same way only when it is escaped the way old_string was;
+            // otherwise it is tried as sent, and a match is refused rather than guessed at.
+            let new_u = unescape_like(&old, &new);
+            let new_try = new_u.as_deref().unwrap_or(&new);
             let raw = (old_lines_count, old.trim().len());
-            if let Some(done) =
-                exact(&text, &old_u, &new_u, edit.replace_all, Strategy::Escapes, Some(raw), &mut too_large)?
-            {
-                return Ok(mark(done));
-            }
-            let plan = Plan::new(&text, &old_u, &new_u, edit.replace_all, old_lines_count);
-            if let Some(outcome) = plan.run(Strategy::Escapes, &mut too_large) {
+            let found =
+                match exact(&text, &old_u, new_try, edit.replace_all, Strategy::Escapes, Some(raw), &mut too_large) {
+                    Ok(Some(done)) => Some(Ok(done)),
+                    Ok(None) => Plan::new(&text, &old_u, new_try, edit.replace_all, old_lines_count)
+                        .run(Strategy::Escapes, &mut too_large),
+                    Err(refusal) => Some(Err(refusal)),
+                };
+            if let Some(outcome) = found {
+                if let Err(why) = new_u {
+                    return Err(Refusal::NewString {
+                        detail: format!(
+                            "old_string was found only after reading its backslash escapes as characters (such as `\\\"` as `\"`), and new_string cannot be read the same way for certain: {why}. Written either way it could put a character where you meant an escape, or the reverse. Send old_string and new_string unescaped, exactly as the text is in the file (a line break as a line break, a backslash only where the file has one)."
+                        ),
+                    });
+                }
                 return outcome.map(mark);
             }
         }
@@ -325,7 +383,7 @@ fn exact(
         lines.push((text.line_of(*s) + 1, text.line_of(last.saturating_sub(1).max(*s)) + 1));
     }
     content.push_str(&text.src[last..]);
-    Ok(Some(Applied { content, strategy, lines, reindent: None, stripped_line_numbers: false }))
+    Ok(Some(Applied { content, strategy, lines, reindent: None, stripped_line_numbers: false, stripped_from_new: false }))
 }
 
 /// Removes `read`-style (`12: `) or `cat -n`-style (`    12<TAB>`) line-number prefixes when
@@ -395,6 +453,103 @@ fn unescape(text: &str) -> String {
         chars.next();
     }
     out
+}
+
+/// The characters that may follow a backslash in an escape [`unescape`] reads.
+fn is_escape(c: char) -> bool {
+    matches!(c, 'n' | 't' | 'r' | '\'' | '"' | '`' | '\\' | '$' | '\n')
+}
+
+/// What the escape `\c` stands for.
+fn escaped(c: char) -> char {
+    match c {
+        'n' => '\n',
+        't' => '\t',
+        'r' => '\r',
+        other => other,
+    }
+}
+
+/// The escape `\c` as the model is shown it.
+fn shown_escape(c: char) -> String {
+    match c {
+        '\n' => "a backslash ending a line".into(),
+        c => format!("`\\{c}`"),
+    }
+}
+
+/// The escapes `text` uses (the character after each backslash that starts one).
+fn escapes_in(text: &str) -> HashSet<char> {
+    let mut used = HashSet::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(next) = chars.next()
+            && is_escape(next)
+        {
+            used.insert(next);
+        }
+    }
+    used
+}
+
+/// Whether `text` has `target` outside an escape.
+fn has_bare(text: &str, target: char) -> bool {
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            chars.next();
+        } else if c == target {
+            return true;
+        }
+    }
+    false
+}
+
+/// `new` with its escapes read as characters, when that is certainly how it was meant:
+/// old_string's escapes matched the file as characters, so new_string, escaped the same way,
+/// holds only escapes old_string uses too (a `\n` of its own may be text, as in
+/// `print("hi\n")`), every backslash starts one (escaped text has `\\` for a backslash, so
+/// `\d` is not escaped text), and no escaped character also appears bare (`\"` beside `"`). Else
+/// why not, for the model.
+fn unescape_like(old: &str, new: &str) -> Result<String, String> {
+    if !new.contains('\\') {
+        return Ok(new.to_string());
+    }
+    let confirmed = escapes_in(old);
+    let mut used = HashSet::new();
+    let mut chars = new.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            continue;
+        }
+        match chars.next() {
+            Some(k) if is_escape(k) && confirmed.contains(&k) => {
+                used.insert(k);
+            }
+            Some(k) if is_escape(k) => {
+                return Err(format!("it has {}, an escape old_string does not use", shown_escape(k)));
+            }
+            Some(k) => return Err(format!("it has a backslash that starts no escape (`\\{k}`)")),
+            None => return Err("it ends with a backslash".into()),
+        }
+    }
+    for k in confirmed.union(&used) {
+        if matches!(k, '\\' | '\n') {
+            continue;
+        }
+        let bare = escaped(*k);
+        if has_bare(new, bare) {
+            let what = match bare {
+                '\n' => "a line break".to_string(),
+                '\t' => "a tab".to_string(),
+                '\r' => "a carriage return".to_string(),
+                c => format!("`{c}`"),
+            };
+            return Err(format!("it has {what} as it is, where old_string has {}", shown_escape(*k)));
+        }
+    }
+    Ok(unescape(new))
 }
 
 /// `line` with typographic dashes, quotes and spaces in their ASCII forms.
@@ -711,6 +866,7 @@ impl<'a> Plan<'a> {
             lines: chosen.iter().map(|c| (c.first + 1, c.last + 1)).collect(),
             reindent,
             stripped_line_numbers: false,
+            stripped_from_new: false,
         })
     }
 

@@ -176,3 +176,74 @@ async fn whitespace_matches_on_one_line_are_all_seen() {
     assert_eq!(out.metadata["replacements"], 3);
     assert!(out.text.starts_with("Edited `w.py`: replaced 3 occurrences"), "{}", out.text);
 }
+
+/// Review H3: with old_string numbered and new_string only partly, the numbers were written
+/// into the file and the result said they had been removed.
+#[tokio::test]
+async fn partly_numbered_new_string_is_refused() {
+    let (_tmp, root) = root();
+    fs::write(root.join("n.txt"), "a\nb\nc\n").unwrap();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    let err = EditTool.run(args("n.txt", "2: b\n3: c", "2: b\nX\n3: c"), ctx.clone()).await.unwrap_err();
+    insta::assert_snapshot!(err.to_string(), @r#"Nothing was changed in `n.txt`: old_string carries the `N: ` line-number prefixes of read's output, and only some lines of new_string do, so which of them are numbers to remove and which are text is unclear. Send old_string and new_string without the `N: ` prefixes, exactly as the lines are in the file."#);
+    assert_eq!(fs::read_to_string(root.join("n.txt")).unwrap(), "a\nb\nc\n");
+    // Numbered throughout, or not at all: both work, and the result says where numbers went.
+    let out = EditTool.run(args("n.txt", "2: b\n3: c", "2: b\n3: X\n4: c"), ctx.clone()).await.unwrap();
+    assert_eq!(fs::read_to_string(root.join("n.txt")).unwrap(), "a\nb\nX\nc\n");
+    assert!(out.text.contains("were removed from old_string and new_string;"), "{}", out.text);
+    let out = EditTool.run(args("n.txt", "3: X\n4: c", "Y\nc"), ctx).await.unwrap();
+    assert_eq!(fs::read_to_string(root.join("n.txt")).unwrap(), "a\nb\nY\nc\n");
+    assert!(out.text.contains("were removed from old_string;"), "{}", out.text);
+}
+
+/// Review M6: read's numbers on every line of new_string (and none in old_string) were written
+/// into the file.
+#[tokio::test]
+async fn new_string_numbered_like_read_output_is_refused() {
+    let (_tmp, root) = root();
+    fs::write(root.join("n.txt"), "a\nb\nc\n").unwrap();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    let err = EditTool.run(args("n.txt", "b\nc", "2: B\n3: C"), ctx.clone()).await.unwrap_err();
+    insta::assert_snapshot!(err.to_string(), @r#"Nothing was changed in `n.txt`: every line of new_string starts with a line number (`2: ` on the first), counting up from line 2, the first line it replaces, as read shows the lines; old_string has no such numbers. They are read's, not part of the file. Send new_string without the `N: ` prefixes."#);
+    let err = EditTool.run(args("n.txt", "b\nc", "     2\tB\n     3\tC"), ctx.clone()).await.unwrap_err();
+    assert!(err.to_string().contains("Send new_string without the `N: ` prefixes"), "{err}");
+    assert_eq!(fs::read_to_string(root.join("n.txt")).unwrap(), "a\nb\nc\n");
+    // Numbers that are not the lines replaced are text (a YAML map, say).
+    EditTool.run(args("n.txt", "b\nc", "7: B\n8: C"), ctx).await.unwrap();
+    assert_eq!(fs::read_to_string(root.join("n.txt")).unwrap(), "a\n7: B\n8: C\n");
+}
+
+/// Review H2: old_string found after reading its escapes, and new_string's own escapes (meant
+/// as text) read as characters too: a real line break inside a string, a real tab in a regex.
+#[tokio::test]
+async fn escapes_in_new_string_are_read_only_when_certain() {
+    let (_tmp, root) = root();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    fs::write(root.join("p.py"), "print(\"hi\")\n").unwrap();
+    let err = EditTool.run(args("p.py", r#"print(\"hi\")"#, r#"print("hi\n")"#), ctx.clone()).await.unwrap_err();
+    insta::assert_snapshot!(err.to_string(), @r#"Nothing was changed in `p.py`: old_string was found only after reading its backslash escapes as characters (such as `\"` as `"`), and new_string cannot be read the same way for certain: it has `\n`, an escape old_string does not use. Written either way it could put a character where you meant an escape, or the reverse. Send old_string and new_string unescaped, exactly as the text is in the file (a line break as a line break, a backslash only where the file has one)."#);
+    let err = EditTool
+        .run(args("p.py", r#"print(\"hi\")"#, r#"print(\"hi\")\nx = re.compile(r"\ta+\$")"#), ctx.clone())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("an escape old_string does not use"), "{err}");
+    let err = EditTool.run(args("p.py", r#"print(\"hi\")"#, r#"x = re.compile(r\"\d+\")"#), ctx.clone()).await.unwrap_err();
+    assert!(err.to_string().contains("a backslash that starts no escape (`\\d`)"), "{err}");
+    let err = EditTool.run(args("p.py", r#"print(\"hi\")"#, r#"print(\"hi\", "x")"#), ctx.clone()).await.unwrap_err();
+    assert!(err.to_string().contains("it has `\"` as it is, where old_string has `\\\"`"), "{err}");
+    assert_eq!(fs::read_to_string(root.join("p.py")).unwrap(), "print(\"hi\")\n");
+    // An escape old_string does not use is not certain, even a backslash's own (`"a\\n"` is
+    // Python text as well as the escaped form of `"a\n"`).
+    let err = EditTool.run(args("p.py", r#"print(\"hi\")"#, r#"print(\"a\\n\")"#), ctx.clone()).await.unwrap_err();
+    assert!(err.to_string().contains("it has `\\\\`, an escape old_string does not use"), "{err}");
+    // Escaped the way old_string was: read the same way.
+    let out = EditTool.run(args("p.py", r#"print(\"hi\")"#, r#"print(\"bye\")"#), ctx.clone()).await.unwrap();
+    assert_eq!(out.metadata["strategy"], "escapes");
+    assert_eq!(fs::read_to_string(root.join("p.py")).unwrap(), "print(\"bye\")\n");
+    fs::write(root.join("two.txt"), "a\nb\n").unwrap();
+    EditTool.run(args("two.txt", r"a\nb", r"a\nc"), ctx.clone()).await.unwrap();
+    assert_eq!(fs::read_to_string(root.join("two.txt")).unwrap(), "a\nc\n");
+    // Without escapes, new_string is text as sent.
+    EditTool.run(args("p.py", r#"print(\"bye\")"#, r#"print("b")"#), ctx).await.unwrap();
+    assert_eq!(fs::read_to_string(root.join("p.py")).unwrap(), "print(\"b\")\n");
+}

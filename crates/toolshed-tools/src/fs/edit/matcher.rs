@@ -23,7 +23,11 @@
 //! (under the matcher's normalisation), and lines the file has but `old_string` lacks are kept
 //! where they sit between unchanged lines; anything else is a conflict and the edit is refused.
 //! New lines follow the matched block's indentation when it is a uniform shift of
-//! `old_string`'s. More than one candidate is refused with every candidate's line number; a
+//! `old_string`'s; otherwise each goes by its own depth: the file's indentation for the lines of
+//! `old_string` at that depth, or the level mapping all of them fit (2 spaces a level to 4), and
+//! a new line neither places is refused. `new_string` is read the way `old_string` was (its
+//! line-number prefixes removed, its escapes read) only when it is certainly written the same
+//! way; when unsure the edit is refused. More than one candidate is refused with every candidate's line number; a
 //! candidate far larger than `old_string` is refused (OpenCode's rule as the floor).
 
 use std::borrow::Cow;
@@ -882,16 +886,10 @@ impl<'a> Plan<'a> {
         let block = &self.text.lines[c.first..=c.last];
         let conflict = |detail: String| Refusal::Conflict { strategy, first: c.first + 1, last: c.last + 1, detail };
         let global = Shift::measure(self, c);
-        let local: Vec<Shift> = match &global {
-            Some(_) => Vec::new(),
-            None => (0..=self.old_lines.len()).map(|o| self.local_shift(c, o)).collect(),
-        };
-        let shift_for = |o: usize| -> &Shift {
-            match &global {
-                Some(s) => s,
-                None => &local[o],
-            }
-        };
+        // No uniform shift: each new line goes by its own depth (never a neighbour's shift,
+        // which puts a line at another depth wrong).
+        let levels = if global.is_none() { Some(Levels::measure(self, c)) } else { None };
+        let mut by_levels = false;
         let old = &self.old_lines;
         let new = &self.new_lines;
         let mut kept = vec![false; old.len()];
@@ -923,18 +921,30 @@ impl<'a> Plan<'a> {
         };
         let prefix_is_indent = block[0][..c.prefix].trim().is_empty();
         let mut out: Vec<String> = Vec::new();
-        let emit_new = |out: &mut Vec<String>, o: usize| {
+        let mut emit_new = |out: &mut Vec<String>, o: usize| -> Result<(), Refusal> {
             for &j in &before[o] {
                 let mut line = if out.is_empty() && c.prefix > 0 {
                     new[j].trim_start().to_string()
+                } else if let Some(shift) = &global {
+                    shift.apply(new[j])
                 } else {
-                    shift_for(o).apply(new[j])
+                    let levels = levels.as_ref().expect("measured without a uniform shift");
+                    let line = levels.apply(new[j]).ok_or_else(|| {
+                        conflict(format!(
+                            "its indentation is no uniform shift or level-for-level mapping of old_string's, so where the new line `{}` (indented {}) belongs is a guess",
+                            new[j].trim(),
+                            describe_ws(leading_ws(new[j]))
+                        ))
+                    })?;
+                    by_levels |= line != new[j];
+                    line
                 };
                 if crlf_block && !line.ends_with('\r') {
                     line.push('\r');
                 }
                 out.push(translate(line));
             }
+            Ok(())
         };
         let emit_file = |out: &mut Vec<String>, f: usize| -> Result<(), Refusal> {
             if f > 0 || c.prefix == 0 {
@@ -957,7 +967,7 @@ impl<'a> Plan<'a> {
         for (i, pair) in c.pairs.iter().enumerate() {
             match *pair {
                 Pair::Both { o, f, eq } => {
-                    emit_new(&mut out, o);
+                    emit_new(&mut out, o)?;
                     if kept[o] {
                         emit_file(&mut out, f)?;
                     } else if !eq {
@@ -970,7 +980,7 @@ impl<'a> Plan<'a> {
                     }
                 }
                 Pair::OldOnly { o } => {
-                    emit_new(&mut out, o);
+                    emit_new(&mut out, o)?;
                     if !kept[o] {
                         return Err(conflict(format!(
                             "your edit removes or changes `{}`, which is not in the file at that place",
@@ -997,7 +1007,7 @@ impl<'a> Plan<'a> {
                 }
             }
         }
-        emit_new(&mut out, old.len());
+        emit_new(&mut out, old.len())?;
         let mut span = self.text.span(c.first, c.last);
         span.start += c.prefix;
         if out.is_empty() && c.prefix == 0 {
@@ -1013,9 +1023,7 @@ impl<'a> Plan<'a> {
         }
         let how = match global {
             Some(shift) => shift.describe(),
-            None if local.iter().any(|s| *s != Shift::Same) => {
-                Some("re-indented line by line to match the lines around it".into())
-            }
+            None if by_levels => levels.as_ref().map(Levels::describe),
             None => None,
         };
         Ok((span, out.join("\n"), how))
@@ -1028,26 +1036,6 @@ impl<'a> Plan<'a> {
 fn too_large_span(old_lines: usize, old_len: usize, lines: usize, span_len: usize) -> bool {
     let r = old_lines.max(1);
     lines >= (r + 3).max(2 * r) || (r > 1 && span_len > (old_len + 500).max(4 * old_len))
-}
-
-impl Plan<'_> {
-    /// The indentation shift of the equal pair nearest to old line `o` (preferring `o` itself,
-    /// then earlier lines); used when the block as a whole has no uniform shift.
-    fn local_shift(&self, c: &Candidate, o: usize) -> Shift {
-        let block = &self.text.lines[c.first..=c.last];
-        let nearest = c
-            .pairs
-            .iter()
-            .filter_map(|p| match *p {
-                Pair::Both { o: po, f, eq: true } if !(f == 0 && c.prefix > 0) => Some((po, f)),
-                _ => None,
-            })
-            .filter(|&(po, f)| !is_blank(self.old_lines[po]) && !is_blank(block[f]))
-            .min_by_key(|&(po, _)| if po <= o { 2 * (o - po) } else { 2 * (po - o) + 1 });
-        nearest
-            .and_then(|(po, f)| Shift::between(&[(leading_ws(self.old_lines[po]), leading_ws(block[f]))]))
-            .unwrap_or(Shift::Same)
-    }
 }
 
 fn old_index(p: &Pair) -> Option<usize> {
@@ -1137,6 +1125,122 @@ enum Shift {
     Remove(String),
     /// Spaces for tabs or tabs for spaces (`width` spaces a tab), shifted by `delta` levels.
     Convert { old_tabs: bool, width: usize, delta: isize },
+}
+
+/// How old_string's indentation maps to the file's when no uniform [`Shift`] does: depth by
+/// depth, from the lines both have.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Levels {
+    /// Each indentation of old_string's matched lines and the file's for it (`None`: the file
+    /// has several).
+    seen: Vec<(String, Option<String>)>,
+    /// Indentation levels mapped linearly: old_string's unit, the file's unit, and how many
+    /// levels deeper the file is (`2 spaces → 4 spaces, +0` for a block copied with 2-space
+    /// indentation from a 4-space file), when every matched line fits one such mapping.
+    linear: Option<(Unit, Unit, isize)>,
+}
+
+/// One level of indentation: `width` spaces or tabs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Unit {
+    tabs: bool,
+    width: usize,
+}
+
+impl Levels {
+    fn measure(plan: &Plan<'_>, c: &Candidate) -> Levels {
+        let block = &plan.text.lines[c.first..=c.last];
+        let pairs: Vec<(&str, &str)> = c
+            .pairs
+            .iter()
+            .filter_map(|p| match *p {
+                Pair::Both { o, f, eq: true } if !(f == 0 && c.prefix > 0) => Some((plan.old_lines[o], block[f])),
+                _ => None,
+            })
+            .filter(|(o, f)| !is_blank(o) && !is_blank(f))
+            .map(|(o, f)| (leading_ws(o), leading_ws(f)))
+            .collect();
+        let mut seen: Vec<(String, Option<String>)> = Vec::new();
+        for &(o, f) in &pairs {
+            match seen.iter_mut().find(|(known, _)| known == o) {
+                Some((_, mapped)) if mapped.as_deref() != Some(f) => *mapped = None,
+                Some(_) => {}
+                None => seen.push((o.to_string(), Some(f.to_string()))),
+            }
+        }
+        Levels { seen, linear: Levels::linear(&pairs) }
+    }
+
+    /// The one linear mapping of levels the pairs fit, if any: each side indents with one
+    /// character, its unit the largest that divides all its indentations.
+    fn linear(pairs: &[(&str, &str)]) -> Option<(Unit, Unit, isize)> {
+        let unit = |side: &mut dyn Iterator<Item = &str>| -> Option<Unit> {
+            let (mut tabs, mut spaces, mut width) = (false, false, 0usize);
+            for ws in side {
+                tabs |= ws.contains('\t');
+                spaces |= ws.contains(' ');
+                width = gcd(width, ws.len());
+            }
+            (!(tabs && spaces) && width > 0).then_some(Unit { tabs, width })
+        };
+        let old = unit(&mut pairs.iter().map(|p| p.0))?;
+        let file = unit(&mut pairs.iter().map(|p| p.1))?;
+        let delta = |(o, f): &(&str, &str)| (f.len() / file.width) as isize - (o.len() / old.width) as isize;
+        let first = delta(pairs.first()?);
+        pairs.iter().all(|p| delta(p) == first).then_some((old, file, first))
+    }
+
+    /// `line` (from new_string) at the file's indentation for its depth; `None` when that is
+    /// unclear (a depth no matched line has, and no linear mapping of levels).
+    fn apply(&self, line: &str) -> Option<String> {
+        if is_blank(line) {
+            return Some(line.to_string());
+        }
+        let ws = leading_ws(line);
+        let rest = &line[ws.len()..];
+        if let Some((_, mapped)) = self.seen.iter().find(|(o, _)| o == ws) {
+            // A depth old_string's lines show but the file indents two ways has no answer.
+            return mapped.as_ref().map(|f| format!("{f}{rest}"));
+        }
+        let (old, file, delta) = self.linear?;
+        let ch = if old.tabs { '\t' } else { ' ' };
+        if !ws.chars().all(|c| c == ch) || ws.len() % old.width != 0 {
+            return None;
+        }
+        let level = usize::try_from((ws.len() / old.width) as isize + delta).ok()?;
+        let indent = (if file.tabs { "\t" } else { " " }).repeat(level * file.width);
+        Some(format!("{indent}{rest}"))
+    }
+
+    /// How new_string was re-indented, for the model.
+    fn describe(&self) -> String {
+        match self.linear {
+            Some((old, file, _)) if old != file => {
+                let unit = |u: Unit| crate::fs::plural(u.width, if u.tabs { "tab" } else { "space" });
+                format!(
+                    "re-indented level by level ({} a level in old_string, {} in the file)",
+                    unit(old),
+                    unit(file)
+                )
+            }
+            _ => "re-indented line by line like the lines of old_string at the same depth".into(),
+        }
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// An indentation as the model is told it.
+fn describe_ws(ws: &str) -> String {
+    let tabs = ws.chars().filter(|&c| c == '\t').count();
+    match (ws.len() - tabs, tabs) {
+        (0, 0) => "not at all".into(),
+        (s, 0) => crate::fs::plural(s, "space"),
+        (0, t) => crate::fs::plural(t, "tab"),
+        (s, t) => format!("{} and {}", crate::fs::plural(s, "space"), crate::fs::plural(t, "tab")),
+    }
 }
 
 impl Shift {

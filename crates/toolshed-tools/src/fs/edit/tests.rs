@@ -247,3 +247,55 @@ async fn escapes_in_new_string_are_read_only_when_certain() {
     EditTool.run(args("p.py", r#"print(\"bye\")"#, r#"print("b")"#), ctx).await.unwrap();
     assert_eq!(fs::read_to_string(root.join("p.py")).unwrap(), "print(\"b\")\n");
 }
+
+/// Review H4: a line added at another depth than its neighbour took the neighbour's shift
+/// (`b()` at 6 spaces after `a()`, an IndentationError; 10 instead of 8 in a method).
+#[tokio::test]
+async fn new_lines_are_reindented_by_their_own_depth() {
+    let (_tmp, root) = root();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    fs::write(root.join("f.py"), "def f():\n    if x:\n        a()\n    return 1\n").unwrap();
+    let old = "def f():\n  if x:\n    a()\n";
+    let out = EditTool.run(args("f.py", old, "def f():\n  if x:\n    a()\n  b()\n"), ctx.clone()).await.unwrap();
+    assert_eq!(
+        fs::read_to_string(root.join("f.py")).unwrap(),
+        "def f():\n    if x:\n        a()\n    b()\n    return 1\n"
+    );
+    assert!(
+        out.text.contains(
+            "new_string was re-indented level by level (2 spaces a level in old_string, 4 spaces in the file)."
+        ),
+        "{}",
+        out.text
+    );
+    // A depth no line of old_string has goes by the levels too.
+    let old = "def f():\n  if x:\n    a()\n  b()\n";
+    let new = "def f():\n  if x:\n    a()\n    if y:\n      c()\n  b()\n";
+    EditTool.run(args("f.py", old, new), ctx.clone()).await.unwrap();
+    assert_eq!(
+        fs::read_to_string(root.join("f.py")).unwrap(),
+        "def f():\n    if x:\n        a()\n        if y:\n            c()\n    b()\n    return 1\n"
+    );
+    let file = "class A:\n    def f(self):\n        if x:\n            a()\n        return 1\n";
+    fs::write(root.join("a.py"), file).unwrap();
+    let old = "class A:\n  def f(self):\n    if x:\n      a()\n";
+    EditTool.run(args("a.py", old, &format!("{old}    b()\n")), ctx.clone()).await.unwrap();
+    assert_eq!(
+        fs::read_to_string(root.join("a.py")).unwrap(),
+        "class A:\n    def f(self):\n        if x:\n            a()\n        b()\n        return 1\n"
+    );
+}
+
+/// When the file's indentation is no mapping of old_string's, a new line at a depth old_string
+/// does not show is refused, not placed by a guess.
+#[tokio::test]
+async fn a_new_line_whose_depth_cannot_be_mapped_is_refused() {
+    let (_tmp, root) = root();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    let file = "def f():\n    if x:\n          a()\n    return 1\n";
+    fs::write(root.join("f.py"), file).unwrap();
+    let old = "def f():\n  if x:\n    a()\n";
+    let err = EditTool.run(args("f.py", old, "def f():\n  if x:\n    a()\n      b()\n"), ctx).await.unwrap_err();
+    insta::assert_snapshot!(err.to_string(), @"Refusing the edit: old_string only roughly matches lines 1-3 of `f.py` (ignoring leading and trailing whitespace on each line), and its indentation is no uniform shift or level-for-level mapping of old_string's, so where the new line `b()` (indented 6 spaces) belongs is a guess. Nothing was changed. Read lines 1-3 and send old_string exactly as the file has it.");
+    assert_eq!(fs::read_to_string(root.join("f.py")).unwrap(), file);
+}

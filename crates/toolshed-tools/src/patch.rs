@@ -109,15 +109,25 @@ fn parse(text: &str) -> Result<Patch<'_>, ToolError> {
 /// Resolves every path the patch names for writing, in patch order.
 fn resolve_all(paths: &Confinement, patch: &Patch<'_>) -> Result<Vec<ResolvedPath>, ToolError> {
     // A path resolves to where its links lead: deleting a link would delete what it points to
-    // and leave the link dangling, so a link is not deleted at all.
+    // and leave the link dangling, so a link is not deleted at all; nor moved, which deletes its
+    // source the same way.
+    let is_link = |path: &str| {
+        let named = toolshed_core::paths::lexical_normalise(&paths.cwd().join(path));
+        std::fs::symlink_metadata(&named).is_ok_and(|m| m.file_type().is_symlink())
+    };
     for hunk in &patch.hunks {
-        if let Hunk::Delete { path } = hunk {
-            let named = toolshed_core::paths::lexical_normalise(&paths.cwd().join(path));
-            if std::fs::symlink_metadata(&named).is_ok_and(|m| m.file_type().is_symlink()) {
+        match hunk {
+            Hunk::Delete { path } if is_link(path) => {
                 return Err(ToolError::model(format!(
                     "`{path}` is a symbolic link: apply_patch does not delete links (it would delete the file the link points to). Nothing was changed. Remove the link with bash (`rm {path}`), and send the patch without that Delete File section."
                 )));
             }
+            Hunk::Update { path, move_to: Some(to), .. } if to != path && is_link(path) => {
+                return Err(ToolError::model(format!(
+                    "`{path}` is a symbolic link: apply_patch does not move links (it would move the file the link points to and leave the link dangling). Nothing was changed. To change the text, send that section without `*** Move to`; to rename the link itself, use bash (`mv {path} {to}`)."
+                )));
+            }
+            _ => {}
         }
     }
     patch.paths().into_iter().map(|p| paths.resolve_for_write(p).map_err(ToolError::from)).collect()

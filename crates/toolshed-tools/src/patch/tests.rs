@@ -324,3 +324,25 @@ async fn a_delete_of_a_symbolic_link_is_refused_and_its_target_kept() {
     assert!(fs::symlink_metadata(f.root.join("link.txt")).is_ok());
     assert!(recorder.seen.lock().unwrap().is_empty(), "nothing is asked about a patch that cannot apply");
 }
+
+/// Review H6: moving a link moved the file it points to and left the link dangling.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_move_of_a_symbolic_link_is_refused_and_its_target_kept() {
+    let f = fixture();
+    fs::write(f.root.join("real.txt"), "a\n").unwrap();
+    std::os::unix::fs::symlink("real.txt", f.root.join("link.txt")).unwrap();
+    let exec = executor(&f.root, Ruleset::defaults(), allow_all(), Hooks::default());
+    let patch = "*** Begin Patch\n*** Update File: link.txt\n*** Move to: new.txt\n@@\n-a\n+A\n*** End Patch";
+    let result = call_raw(&exec, patch).await;
+    assert!(result.is_error, "{}", result.output);
+    insta::assert_snapshot!(result.output, @"`link.txt` is a symbolic link: apply_patch does not move links (it would move the file the link points to and leave the link dangling). Nothing was changed. To change the text, send that section without `*** Move to`; to rename the link itself, use bash (`mv link.txt new.txt`).");
+    assert_eq!(fs::read_to_string(f.root.join("real.txt")).unwrap(), "a\n");
+    assert_eq!(fs::read_to_string(f.root.join("link.txt")).unwrap(), "a\n");
+    assert!(!f.root.join("new.txt").exists());
+    // Updated in place, the link leads to the changed file.
+    let result = call_raw(&exec, "*** Begin Patch\n*** Update File: link.txt\n@@\n-a\n+A\n*** End Patch").await;
+    assert!(!result.is_error, "{}", result.output);
+    assert_eq!(fs::read_to_string(f.root.join("real.txt")).unwrap(), "A\n");
+    assert!(fs::symlink_metadata(f.root.join("link.txt")).unwrap().file_type().is_symlink());
+}

@@ -53,8 +53,9 @@ enum Step<'a> {
     CreatedDir(PathBuf),
     /// A staged (or reserved) temporary file that is not in place yet.
     Temp(PathBuf),
-    /// `path` now holds the new content; `original` is what it held before, if anything.
-    Installed { path: &'a Path, original: Option<&'a [u8]> },
+    /// `path` now holds the new content; `original` is what it held before, if anything, and
+    /// `restore` a copy of it with its permissions (when the new content's came from elsewhere).
+    Installed { path: &'a Path, original: Option<&'a [u8]>, restore: Option<PathBuf> },
     /// `path` was renamed aside to `backup`.
     Deleted { path: &'a Path, backup: PathBuf },
 }
@@ -92,9 +93,10 @@ impl<'a, F: FileSystem + ?Sized> Txn<'a, F> {
         let mut staged = staged.into_iter();
         for op in ops {
             match op {
-                FileOp::Write { path, display, original, .. } => {
+                FileOp::Write { path, display, original, mode_from, .. } => {
                     let Some(tmp) = staged.next() else { break };
-                    self.install(path, tmp, original.as_deref()).map_err(|e| fail("write", display, &e))?;
+                    let keep_mode = mode_from.is_some();
+                    self.install(path, tmp, original.as_deref(), keep_mode).map_err(|e| fail("write", display, &e))?;
                 }
                 FileOp::Delete { path, display } => self.delete(path).map_err(|e| fail("delete file", display, &e))?,
             }
@@ -146,12 +148,16 @@ impl<'a, F: FileSystem + ?Sized> Txn<'a, F> {
     /// Creates a temporary file beside each written target holding its new content, in one
     /// batch, synced when durable. Returns each temporary path with the index of its step.
     fn stage(&mut self, ops: &[FileOp]) -> Result<Vec<(PathBuf, usize)>, CommitError> {
-        let writes: Vec<(&Path, &str, &[u8], bool)> = ops
+        // (target, display, data, the file whose permissions it gets)
+        let writes: Vec<(&Path, &str, &[u8], Option<&Path>)> = ops
             .iter()
             .filter_map(|op| match op {
-                FileOp::Write { path, display, contents, original } => {
-                    Some((path.as_path(), display.as_str(), contents.as_slice(), original.is_some()))
-                }
+                FileOp::Write { path, display, contents, original, mode_from } => Some((
+                    path.as_path(),
+                    display.as_str(),
+                    contents.as_slice(),
+                    mode_from.as_deref().or(original.is_some().then_some(path.as_path())),
+                )),
                 FileOp::Delete { .. } => None,
             })
             .collect();
@@ -167,8 +173,8 @@ impl<'a, F: FileSystem + ?Sized> Txn<'a, F> {
                 .iter()
                 .zip(&names)
                 .map(|(&i, tmp)| {
-                    let (path, _, data, replaces) = writes[i];
-                    NewFile { path: tmp, data, like: replaces.then_some(path) }
+                    let (_, _, data, like) = writes[i];
+                    NewFile { path: tmp, data, like }
                 })
                 .collect();
             let results = self.fs.create_many(&files, durable);
@@ -238,15 +244,23 @@ impl<'a, F: FileSystem + ?Sized> Txn<'a, F> {
         }
     }
 
+    /// Renames the staged `tmp` over `path`. With `keep_mode` (the new file's permissions are
+    /// not those of the file it replaces), the file there is first copied beside it with its own
+    /// permissions, so that an undo puts back its mode as well as its bytes.
     fn install(
         &mut self,
         path: &'a Path,
         (tmp, tmp_step): (PathBuf, usize),
         original: Option<&'a [u8]>,
+        keep_mode: bool,
     ) -> io::Result<()> {
+        let restore = match original {
+            Some(bytes) if keep_mode => Some(self.new_temp(path, bytes, Some(path))?.0),
+            _ => None,
+        };
         self.fs.rename(&tmp, path)?;
         self.claim(tmp_step);
-        self.steps.push(Step::Installed { path, original });
+        self.steps.push(Step::Installed { path, original, restore });
         Ok(())
     }
 
@@ -276,8 +290,10 @@ impl<'a, F: FileSystem + ?Sized> Txn<'a, F> {
                 Step::Claimed => continue,
                 Step::CreatedDir(dir) => (self.fs.remove_dir(&dir), None),
                 Step::Temp(tmp) => (self.fs.remove_file(&tmp), None),
-                Step::Installed { path, original: Some(original) } => (self.restore(path, original), Some(path)),
-                Step::Installed { path, original: None } => (self.fs.remove_file(path), Some(path)),
+                // (The copy's own `Temp` step, undone after this one, then finds nothing to remove.)
+                Step::Installed { path, restore: Some(copy), .. } => (self.fs.rename(&copy, path), Some(path)),
+                Step::Installed { path, original: Some(original), .. } => (self.restore(path, original), Some(path)),
+                Step::Installed { path, original: None, .. } => (self.fs.remove_file(path), Some(path)),
                 Step::Deleted { path, backup } => (self.fs.rename(&backup, path), Some(path)),
             };
             if let (Err(e), Some(path)) = (result, path) {
@@ -320,6 +336,7 @@ mod tests {
             display: path.into(),
             contents: data.into(),
             original: original.map(Into::into),
+            mode_from: None,
         }
     }
 

@@ -26,6 +26,9 @@ pub enum FileOp {
         /// The bytes of the file at `path` now, if there is one (to put back if a later write
         /// fails).
         original: Option<Vec<u8>>,
+        /// The file whose permissions the new file gets, when not the one it replaces: the
+        /// source of a move (a moved file keeps its own mode, executable or private).
+        mode_from: Option<PathBuf>,
     },
     /// Remove the file at `path`.
     Delete {
@@ -155,6 +158,8 @@ struct Slot {
     by_add: bool,
     moved_from: Option<String>,
     moved_away: bool,
+    /// The file on disk whose mode the content here carries (the source of a move).
+    mode_from: Option<PathBuf>,
     /// The file's bytes on disk, once read.
     disk: Option<Vec<u8>>,
 }
@@ -201,6 +206,7 @@ where
                 slot.added += lines.len();
                 slot.by_add = true;
                 slot.moved_away = false;
+                slot.mode_from = None;
             }
             Hunk::Delete { path } => {
                 let fs = planner.fs;
@@ -278,6 +284,7 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
                     by_add: false,
                     moved_from: None,
                     moved_away: false,
+                    mode_from: None,
                     disk: None,
                 });
                 self.index.insert(path, self.slots.len() - 1);
@@ -335,6 +342,8 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
         slot.state = State::Absent;
         slot.moved_away = true;
         let origin = slot.moved_from.take().unwrap_or_else(|| slot.display.clone());
+        // The mode of the file on disk the content came from, through any earlier moves.
+        let mode_from = slot.mode_from.take().or_else(|| (slot.original == FileKind::File).then(|| slot.path.clone()));
         let (carried_added, carried_removed) = (slot.added + added, slot.removed + removed);
         slot.added = 0;
         slot.removed = 0;
@@ -345,6 +354,7 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
         target.state = State::New(contents);
         target.display = dest_display.to_string();
         target.moved_from = Some(origin);
+        target.mode_from = mode_from;
         target.moved_away = false;
         target.added += carried_added;
         target.removed += carried_removed;
@@ -386,7 +396,13 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
                         if action == Action::Added {
                             added = count_lines(&contents);
                         }
-                        ops.push(FileOp::Write { path: slot.path, display: slot.display.clone(), contents, original });
+                        ops.push(FileOp::Write {
+                            path: slot.path,
+                            display: slot.display.clone(),
+                            contents,
+                            original,
+                            mode_from: slot.mode_from,
+                        });
                     }
                     Some(action)
                 }

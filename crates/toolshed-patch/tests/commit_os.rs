@@ -130,3 +130,60 @@ fn a_failed_rename_at_any_step_restores_the_real_tree() {
     }
     assert_eq!(failures, 6, "one failure per rename: five sections, the move being two");
 }
+
+const MOVES: &str = "*** Begin Patch
+*** Update File: run.sh
+*** Move to: bin/run.sh
+@@
+-echo a
++echo A
+*** Update File: secret.txt
+*** Move to: public.sh
+@@
+-s
++S
+*** Update File: d.txt
+@@
+-d
++D
+*** End Patch";
+
+fn mode(path: &Path) -> u32 {
+    fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// Review M3: a moved file came out with the default mode (a new path) or the replaced file's
+/// (an existing one); it keeps its own, and a failure at any step puts back the replaced file's.
+#[test]
+fn a_moved_file_keeps_its_mode_and_a_failure_restores_the_one_it_replaced() {
+    let mut failures = 0;
+    for fail_at in 1..=12 {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        fs::write(root.join("run.sh"), "echo a\n").unwrap();
+        fs::set_permissions(root.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::write(root.join("secret.txt"), "s\n").unwrap();
+        fs::set_permissions(root.join("secret.txt"), fs::Permissions::from_mode(0o600)).unwrap();
+        fs::write(root.join("public.sh"), "p\n").unwrap();
+        fs::set_permissions(root.join("public.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::write(root.join("d.txt"), "d\n").unwrap();
+        let before = snapshot(root);
+        let fs_ = Flaky { inner: OsFs::new(), fail_at, seen: Cell::new(0) };
+        match apply(MOVES, &fs_, |p| Ok(root.join(p)), &CommitOptions::default()) {
+            Err(e) => {
+                failures += 1;
+                assert!(!e.left_changes(), "{e}");
+                assert_eq!(snapshot(root), before, "fail_at={fail_at}");
+            }
+            Ok(_) => {
+                assert_eq!(fs::read_to_string(root.join("bin/run.sh")).unwrap(), "echo A\n");
+                assert_eq!(mode(&root.join("bin/run.sh")), 0o755);
+                assert_eq!(fs::read_to_string(root.join("public.sh")).unwrap(), "S\n");
+                assert_eq!(mode(&root.join("public.sh")), 0o600);
+                let names: Vec<_> = fs::read_dir(root).unwrap().map(|e| e.unwrap().file_name()).collect();
+                assert!(names.iter().all(|n| !n.to_string_lossy().ends_with(".tmp")), "{names:?}");
+            }
+        }
+    }
+    assert_eq!(failures, 5, "one failure per rename: three sections, each move being two");
+}

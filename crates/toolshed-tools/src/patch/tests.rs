@@ -346,3 +346,27 @@ async fn a_move_of_a_symbolic_link_is_refused_and_its_target_kept() {
     assert_eq!(fs::read_to_string(f.root.join("real.txt")).unwrap(), "A\n");
     assert!(fs::symlink_metadata(f.root.join("link.txt")).unwrap().file_type().is_symlink());
 }
+
+/// Review M3: a moved file keeps its own mode, on a new path and over an existing file.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_moved_file_keeps_its_own_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let f = fixture();
+    let mode = |p: &str| fs::metadata(f.root.join(p)).unwrap().permissions().mode() & 0o777;
+    fs::write(f.root.join("tool.sh"), "echo a\n").unwrap();
+    fs::set_permissions(f.root.join("tool.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::write(f.root.join("key.txt"), "k\n").unwrap();
+    fs::set_permissions(f.root.join("key.txt"), fs::Permissions::from_mode(0o600)).unwrap();
+    fs::write(f.root.join("open.sh"), "o\n").unwrap();
+    fs::set_permissions(f.root.join("open.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+    let exec = executor(&f.root, Ruleset::defaults(), allow_all(), Hooks::default());
+    let patch = "*** Begin Patch\n*** Update File: tool.sh\n*** Move to: bin/tool.sh\n@@\n-echo a\n+echo b\n\
+                 *** Update File: key.txt\n*** Move to: open.sh\n*** End Patch";
+    let result = call_raw(&exec, patch).await;
+    assert!(!result.is_error, "{}", result.output);
+    assert_eq!(fs::read_to_string(f.root.join("bin/tool.sh")).unwrap(), "echo b\n");
+    assert_eq!(mode("bin/tool.sh"), 0o755);
+    assert_eq!(fs::read_to_string(f.root.join("open.sh")).unwrap(), "k\n");
+    assert_eq!(mode("open.sh"), 0o600);
+}

@@ -387,7 +387,14 @@ fn exact(
         lines.push((text.line_of(*s) + 1, text.line_of(last.saturating_sub(1).max(*s)) + 1));
     }
     content.push_str(&text.src[last..]);
-    Ok(Some(Applied { content, strategy, lines, reindent: None, stripped_line_numbers: false, stripped_from_new: false }))
+    Ok(Some(Applied {
+        content,
+        strategy,
+        lines,
+        reindent: None,
+        stripped_line_numbers: false,
+        stripped_from_new: false,
+    }))
 }
 
 /// Removes `read`-style (`12: `) or `cat -n`-style (`    12<TAB>`) line-number prefixes when
@@ -888,7 +895,10 @@ impl<'a> Plan<'a> {
         let global = Shift::measure(self, c);
         // No uniform shift: each new line goes by its own depth (never a neighbour's shift,
         // which puts a line at another depth wrong).
-        let levels = if global.is_none() { Some(Levels::measure(self, c)) } else { None };
+        let levels = match global {
+            Some(_) => None,
+            None => Some(Levels::measure(self, c)),
+        };
         let mut by_levels = false;
         let old = &self.old_lines;
         let new = &self.new_lines;
@@ -928,8 +938,7 @@ impl<'a> Plan<'a> {
                 } else if let Some(shift) = &global {
                     shift.apply(new[j])
                 } else {
-                    let levels = levels.as_ref().expect("measured without a uniform shift");
-                    let line = levels.apply(new[j]).ok_or_else(|| {
+                    let line = levels.as_ref().and_then(|l| l.apply(new[j])).ok_or_else(|| {
                         conflict(format!(
                             "its indentation is no uniform shift or level-for-level mapping of old_string's, so where the new line `{}` (indented {}) belongs is a guess",
                             new[j].trim(),
@@ -1204,7 +1213,7 @@ impl Levels {
         }
         let (old, file, delta) = self.linear?;
         let ch = if old.tabs { '\t' } else { ' ' };
-        if !ws.chars().all(|c| c == ch) || ws.len() % old.width != 0 {
+        if !ws.chars().all(|c| c == ch) || !ws.len().is_multiple_of(old.width) {
             return None;
         }
         let level = usize::try_from((ws.len() / old.width) as isize + delta).ok()?;
@@ -1217,11 +1226,7 @@ impl Levels {
         match self.linear {
             Some((old, file, _)) if old != file => {
                 let unit = |u: Unit| crate::fs::plural(u.width, if u.tabs { "tab" } else { "space" });
-                format!(
-                    "re-indented level by level ({} a level in old_string, {} in the file)",
-                    unit(old),
-                    unit(file)
-                )
+                format!("re-indented level by level ({} a level in old_string, {} in the file)", unit(old), unit(file))
             }
             _ => "re-indented line by line like the lines of old_string at the same depth".into(),
         }

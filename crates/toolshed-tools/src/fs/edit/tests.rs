@@ -227,7 +227,8 @@ async fn escapes_in_new_string_are_read_only_when_certain() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("an escape old_string does not use"), "{err}");
-    let err = EditTool.run(args("p.py", r#"print(\"hi\")"#, r#"x = re.compile(r\"\d+\")"#), ctx.clone()).await.unwrap_err();
+    let err =
+        EditTool.run(args("p.py", r#"print(\"hi\")"#, r#"x = re.compile(r\"\d+\")"#), ctx.clone()).await.unwrap_err();
     assert!(err.to_string().contains("a backslash that starts no escape (`\\d`)"), "{err}");
     let err = EditTool.run(args("p.py", r#"print(\"hi\")"#, r#"print(\"hi\", "x")"#), ctx.clone()).await.unwrap_err();
     assert!(err.to_string().contains("it has `\"` as it is, where old_string has `\\\"`"), "{err}");

@@ -39,6 +39,10 @@ pub(super) struct Walk<'t> {
     expanded_bodies: Vec<(usize, usize)>,
     /// Whether the statement being walked is `Ctx::top`.
     top: bool,
+    /// Redirected statements whose redirections wait for the walk to reach the statement they
+    /// apply to (by node id): tree-sitter attaches `a && b > f` and `a | b > f` to the whole list
+    /// or pipeline, where bash gives them to `b` alone.
+    pending: Vec<(usize, Node<'t>)>,
 }
 
 impl<'t> Walk<'t> {
@@ -90,6 +94,7 @@ impl Analyzer<'_> {
             substitutions: Vec::new(),
             expanded_bodies: Vec::new(),
             top: false,
+            pending: Vec::new(),
         };
         while let Some((node, ctx)) = w.stack.pop() {
             if self.gave_up {
@@ -109,6 +114,20 @@ impl Analyzer<'_> {
 
     fn statement<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, ctx: Ctx) {
         w.top = ctx.top;
+        // The redirections tree-sitter attached to a list or pipeline ending here are opened
+        // now, in the directory this command runs in (`cd src && echo x > f` writes `src/f`).
+        while let Some(at) = w.pending.iter().position(|(id, _)| *id == node.id()) {
+            let (_, redirected) = w.pending.remove(at);
+            let mut extra = Vec::new();
+            let mut c = redirected.walk();
+            let redirects: Vec<Node<'t>> = redirected.children_by_field_name("redirect", &mut c).collect();
+            for redirect in redirects {
+                self.redirect(w, redirect, &mut extra);
+            }
+            if !extra.is_empty() {
+                self.unclassified(format!("`{}` has words after a redirection", w.text(redirected)));
+            }
+        }
         match node.kind() {
             // `(( ... ))`: an arithmetic expression where a statement would be.
             "compound_statement" if node.child(0).is_some_and(|c| w.text(c) == "((") => self.scan(w, node, true),
@@ -200,6 +219,38 @@ impl Analyzer<'_> {
     /// `BODY REDIRECT...`: the body's pattern includes the redirections; words tree-sitter
     /// attaches to a redirection as extra destinations (`echo a >f b`) are arguments.
     fn redirected<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>) {
+        // `a && b > f`, `a | b > f`: tree-sitter makes the list or pipeline the body, but bash
+        // gives the redirections to its last command, which runs after `a` (maybe a `cd`). They
+        // wait for the walk to reach that command.
+        if let Some(body) = node.child_by_field_name("body")
+            && matches!(body.kind(), "list" | "pipeline")
+        {
+            let mut last = body;
+            while matches!(last.kind(), "list" | "pipeline") {
+                let mut c = last.walk();
+                let Some(child) = last.named_children(&mut c).filter(|n| n.kind() != "comment").last() else {
+                    break;
+                };
+                last = child;
+            }
+            if last.id() != body.id() {
+                let mut c = node.walk();
+                if c.goto_first_child() {
+                    loop {
+                        let child = c.node();
+                        if child.is_named() && !matches!(c.field_name(), Some("body" | "redirect")) {
+                            self.cannot(w, child, child.kind());
+                        }
+                        if !c.goto_next_sibling() {
+                            break;
+                        }
+                    }
+                }
+                w.pending.push((last.id(), node));
+                w.stack.push((body, Ctx { written: Some((node.start_byte(), node.end_byte())), top: false }));
+                return;
+            }
+        }
         let mut extra = Vec::new();
         let mut body = None;
         let mut c = node.walk();

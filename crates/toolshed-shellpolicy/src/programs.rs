@@ -1039,9 +1039,79 @@ fn git_runs(sub: &str, rest: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect
     }
 }
 
+/// The long options of `git config` (git 2.47, the old form and the subcommands' together):
+/// the name, whether it takes a value, and what it does.
+const GIT_CONFIG_LONG: &[(&str, bool, GitConfigOption)] = {
+    use GitConfigOption::{Edit, File, Flag, Global, Read, Sections, System, Worktree, Write};
+    &[
+        ("global", false, Global),
+        ("system", false, System),
+        ("local", false, Flag),
+        ("worktree", false, Worktree),
+        ("file", true, File),
+        ("blob", true, Flag),
+        ("get", false, Read),
+        ("get-all", false, Read),
+        ("get-regexp", false, Read),
+        ("get-urlmatch", false, Read),
+        ("get-color", false, Read),
+        ("get-colorbool", false, Read),
+        ("list", false, Read),
+        ("replace-all", false, Write),
+        ("add", false, Write),
+        ("unset", false, Write),
+        ("unset-all", false, Write),
+        ("rename-section", false, Sections),
+        ("remove-section", false, Sections),
+        ("edit", false, Edit),
+        ("type", true, Flag),
+        ("no-type", false, Flag),
+        ("bool", false, Flag),
+        ("int", false, Flag),
+        ("bool-or-int", false, Flag),
+        ("path", false, Flag),
+        ("expiry-date", false, Flag),
+        ("null", false, Flag),
+        ("name-only", false, Flag),
+        ("includes", false, Flag),
+        ("no-includes", false, Flag),
+        ("show-origin", false, Flag),
+        ("show-scope", false, Flag),
+        ("show-names", false, Flag),
+        ("no-show-names", false, Flag),
+        ("default", true, Flag),
+        ("comment", true, Flag),
+        ("fixed-value", false, Flag),
+        ("value", true, Flag),
+        ("no-value", false, Flag),
+        ("url", true, Flag),
+        ("all", false, Flag),
+        ("regexp", false, Flag),
+        ("append", false, Flag),
+    ]
+};
+
+/// What an option of `git config` does.
+#[derive(Clone, Copy, PartialEq)]
+enum GitConfigOption {
+    Flag,
+    Global,
+    System,
+    Worktree,
+    File,
+    Read,
+    Write,
+    Sections,
+    Edit,
+}
+
 /// `git config`: reading is harmless; setting, adding, renaming or removing a key asks unless the
-/// key is known not to make git run a program; `--edit` opens an editor.
+/// key is known not to make git run a program, and writes the configuration file (`.git/config`,
+/// a protected path); `--edit` opens an editor. Options are read as git's parse-options reads
+/// them — unique prefixes of long options, clustered short ones, values attached or in the next
+/// word — and one not known here asks (its value could be read as the key).
 fn git_config(args: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect>) {
+    use GitConfigOption as O;
     #[derive(PartialEq)]
     enum Mode {
         Read,
@@ -1050,13 +1120,29 @@ fn git_config(args: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect>) {
         Edit,
     }
     let mut mode = None;
-    let mut file = None;
-    let mut operands = Vec::new();
+    let mut file: Option<Word> = None;
+    let mut operands: Vec<Word> = Vec::new();
+    let mut subcommand = false;
     let mut i = 0;
     while let Some(w) = args.get(i) {
         i += 1;
         let t = w.text.as_str();
-        if !operands.is_empty() || !t.starts_with('-') {
+        // The old form stops at the first operand; a subcommand's options may come anywhere.
+        if (!operands.is_empty() && !subcommand) || !t.starts_with('-') || t == "-" {
+            if !subcommand && operands.is_empty() && mode.is_none() {
+                let sub = match t {
+                    "list" | "get" => Some(Mode::Read),
+                    "set" | "unset" => Some(Mode::Write),
+                    "rename-section" | "remove-section" => Some(Mode::Sections),
+                    "edit" => Some(Mode::Edit),
+                    _ => None,
+                };
+                if sub.is_some() {
+                    subcommand = true;
+                    mode = sub;
+                    continue;
+                }
+            }
             operands.push(w.clone());
             continue;
         }
@@ -1064,49 +1150,82 @@ fn git_config(args: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect>) {
             out.push(Effect::Unclassified("the options of `git config` are computed at run time".into()));
             return;
         }
-        match t {
-            "--" => {
-                operands.extend(args[i..].iter().cloned());
-                break;
-            }
-            "--file" | "-f" => {
-                file = args.get(i).cloned();
-                i += 1;
-            }
-            "--blob" | "--type" | "--default" | "--comment" | "--value" | "--url" => i += 1,
-            "--get" | "--get-all" | "--get-regexp" | "--get-urlmatch" | "--get-color" | "--get-colorbool" | "-l"
-            | "--list" => mode = Some(Mode::Read),
-            "--add" | "--replace-all" | "--unset" | "--unset-all" => mode = Some(Mode::Write),
-            "--rename-section" | "--remove-section" => mode = Some(Mode::Sections),
-            "-e" | "--edit" => mode = Some(Mode::Edit),
-            "--global" | "--system" | "--local" | "--worktree" | "--bool" | "--int" | "--bool-or-int" | "--path"
-            | "--expiry-date" | "-z" | "--null" | "--name-only" | "--show-origin" | "--show-scope" | "--includes"
-            | "--no-includes" | "--fixed-value" | "--all" | "--no-type" | "--regexp" | "--no-value" => {}
-            _ if t.starts_with("--file=") => file = Some(part(w, &t[7..])),
-            _ if ["--blob=", "--type=", "--default=", "--comment=", "--value=", "--url="]
-                .iter()
-                .any(|p| t.starts_with(p)) => {}
-            _ => {
+        if t == "--" {
+            operands.extend(args[i..].iter().cloned());
+            break;
+        }
+        let mut found: Vec<(O, Option<Word>)> = Vec::new();
+        if let Some(long) = t.strip_prefix("--") {
+            let (given, attached) = match long.split_once('=') {
+                Some((g, v)) => (g, Some(part(w, v))),
+                None => (long, None),
+            };
+            let exact = GIT_CONFIG_LONG.iter().find(|(name, ..)| *name == given);
+            let candidates: Vec<&(&str, bool, O)> = match exact {
+                Some(one) => vec![one],
+                None => GIT_CONFIG_LONG.iter().filter(|(name, ..)| !given.is_empty() && name.starts_with(given)).collect(),
+            };
+            let Some(&&(_, takes, what)) = candidates.first() else {
                 out.push(Effect::Unclassified(format!("`git config {t}` is not an option known here")));
                 return;
+            };
+            if candidates.iter().any(|(_, t2, w2)| *t2 != takes || *w2 != what) {
+                out.push(Effect::Unclassified(format!("`git config {t}` is an ambiguous option")));
+                return;
+            }
+            let value = if takes && attached.is_none() {
+                i += 1;
+                args.get(i - 1).cloned()
+            } else {
+                attached
+            };
+            found.push((what, value));
+        } else {
+            let cluster = &t[1..];
+            for (at, c) in cluster.char_indices() {
+                let rest = &cluster[at + c.len_utf8()..];
+                let value = || {
+                    if rest.is_empty() {
+                        (args.get(i).cloned(), 1)
+                    } else {
+                        (Some(part(w, rest)), 0)
+                    }
+                };
+                match c {
+                    'f' | 't' => {
+                        let (v, used) = value();
+                        i += used;
+                        found.push((if c == 'f' { O::File } else { O::Flag }, v));
+                        break;
+                    }
+                    'l' => found.push((O::Read, None)),
+                    'e' => found.push((O::Edit, None)),
+                    'z' => found.push((O::Flag, None)),
+                    _ => {
+                        out.push(Effect::Unclassified(format!("`git config {t}` is not an option known here")));
+                        return;
+                    }
+                }
             }
         }
-    }
-    if mode.is_none()
-        && let Some(first) = operands.first()
-    {
-        let sub = match first.text.as_str() {
-            "list" | "get" => Some(Mode::Read),
-            "set" | "unset" => Some(Mode::Write),
-            "rename-section" | "remove-section" => Some(Mode::Sections),
-            "edit" => Some(Mode::Edit),
-            _ => None,
-        };
-        if sub.is_some() {
-            operands.remove(0);
-            // The subcommands take their own options (`git config set --append`).
-            operands.retain(|w| !w.text.starts_with("--"));
-            mode = sub;
+        for (what, value) in found {
+            match what {
+                O::Flag => {}
+                O::Global => file = Some(Word::literal("~/.gitconfig")),
+                O::System => file = Some(Word::literal("/etc/gitconfig")),
+                O::Worktree => file = Some(under(chdir, &Word::literal(".git/config.worktree"))),
+                O::File => {
+                    file = Some(match value {
+                        Some(v) => under(chdir, &v),
+                        None => Word::new("the file of `git config --file`", true),
+                    });
+                }
+                O::Read if mode.is_none() => mode = Some(Mode::Read),
+                O::Write => mode = Some(Mode::Write),
+                O::Sections => mode = Some(Mode::Sections),
+                O::Edit => mode = Some(Mode::Edit),
+                O::Read => {}
+            }
         }
     }
     let mode = mode.unwrap_or(if operands.len() >= 2 { Mode::Write } else { Mode::Read });
@@ -1132,9 +1251,9 @@ fn git_config(args: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect>) {
             )));
         }
     }
-    if let Some(file) = file {
-        out.push(Effect::Writes(under(chdir, &file)));
-    }
+    // The file written: the repository's own configuration unless an option says otherwise
+    // (`.git/config` where git runs; a repository found further up is protected all the same).
+    out.push(Effect::Writes(file.unwrap_or_else(|| under(chdir, &Word::literal(".git/config")))));
 }
 
 fn sort(args: &[Word]) -> Vec<Effect> {

@@ -180,6 +180,8 @@ const GIT_RUNNING_SUBCOMMANDS: &[&str] = &[
     "archive",
     "remote",
     "submodule--helper",
+    "fetch-pack",
+    "send-pack",
     "init",
     "grep",
     "help",
@@ -942,15 +944,33 @@ fn git_runs(sub: &str, rest: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect
             .map(|l| l.split('=').next().unwrap_or_default())
             .is_some_and(|g| !g.is_empty() && name.trim_start_matches('-').starts_with(g))
     };
+    // `ext::CMD` runs CMD, `fd::` talks to a descriptor, and any `NAME::ADDRESS` runs the program
+    // `git-remote-NAME`: a remote named so asks wherever one is given.
+    if matches!(
+        sub,
+        "clone"
+            | "fetch"
+            | "pull"
+            | "ls-remote"
+            | "push"
+            | "archive"
+            | "remote"
+            | "submodule"
+            | "submodule--helper"
+            | "fetch-pack"
+            | "send-pack"
+    ) && let Some(w) = rest.iter().find(|w| runs_transport(&w.text))
+    {
+        out.push(Effect::Unclassified(format!(
+            "`{}` is a remote whose transport runs a program (`ext::`, `fd::`, `NAME::` run helpers)",
+            w.text
+        )));
+    }
     match sub {
         "config" => git_config(rest, chdir, out),
         "rebase" => {
+            out.extend(short_option_values(rest, 'x', "xsXC", "S").into_iter().map(Effect::Line));
             for (i, w) in rest.iter().enumerate() {
-                if w.text == "-x" {
-                    out.extend(rest.get(i + 1).cloned().map(Effect::Line));
-                } else if let Some(line) = w.text.strip_prefix("-x").filter(|l| !l.is_empty()) {
-                    out.push(Effect::Line(part(w, line)));
-                }
                 out.extend(value_of(i, w, "--exec").map(Effect::Line));
             }
         }
@@ -985,21 +1005,54 @@ fn git_runs(sub: &str, rest: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect
             }
         }
         "difftool" | "mergetool" => {
+            out.extend(short_option_values(rest, 'x', "tx", "O").into_iter().map(Effect::Line));
             for (i, w) in rest.iter().enumerate() {
                 out.extend(value_of(i, w, "--extcmd").map(Effect::Line));
-                if w.text == "-x" {
-                    out.extend(rest.get(i + 1).cloned().map(Effect::Line));
-                }
             }
         }
-        "send-email" if rest.iter().any(|w| w.text.contains("-cmd") || w.text.starts_with("--smtp-server")) => {
-            out.push(Effect::Unclassified("`git send-email` runs the commands it is given".into()));
+        // Perl's Getopt::Long takes any unique prefix, with one dash or two (`--sendmail-cm=`,
+        // `-smtp-serv`), and its configuration names programs too (`sendemail.smtpServer`,
+        // `--compose` opens an editor): it asks whatever its options.
+        "send-email" => {
+            out.push(Effect::Unclassified(
+                "`git send-email` runs the programs its options and configuration name (`--sendmail-cmd`, `--smtp-server`, `--to-cmd`, an editor) and sends mail".into(),
+            ));
         }
-        "clone" | "fetch" | "pull" | "ls-remote" | "push" | "archive" | "remote" | "submodule--helper" => {
+        "daemon" | "http-backend" | "upload-pack" | "receive-pack" | "upload-archive" | "shell" => {
+            out.push(Effect::Unclassified(format!(
+                "`git {sub}` serves a repository to another git, running hooks and the programs its options name (`--access-hook`)"
+            )));
+        }
+        "help" => {
+            const QUIET: &[&str] = &[
+                "-a",
+                "--all",
+                "-g",
+                "--guides",
+                "-c",
+                "--config",
+                "--user-interfaces",
+                "--developer-interfaces",
+                "--verbose",
+                "--no-verbose",
+                "--external-commands",
+                "--no-external-commands",
+                "--aliases",
+                "--no-aliases",
+            ];
+            if let Some(w) = rest.iter().find(|w| w.text.starts_with('-') && !QUIET.contains(&w.text.as_str())) {
+                out.push(Effect::Unclassified(format!(
+                    "`git help {}` may run a viewer program (`--web`, `--info`, `--man`, or an abbreviation)",
+                    w.text
+                )));
+            }
+        }
+        "clone" | "fetch" | "pull" | "ls-remote" | "push" | "archive" | "remote" | "submodule--helper" | "fetch-pack"
+        | "send-pack" => {
             for (i, w) in rest.iter().enumerate() {
                 let t = w.text.as_str();
                 if ["--upload-pack", "--receive-pack", "--exec", "--template"].iter().any(|o| abbreviates(t, o))
-                    || (matches!(sub, "clone" | "ls-remote") && t == "-u")
+                    || (matches!(sub, "clone" | "ls-remote") && t.starts_with("-u"))
                 {
                     out.push(Effect::Unclassified(format!(
                         "`git {sub} {t}` runs or installs the programs it is given"
@@ -1019,9 +1072,6 @@ fn git_runs(sub: &str, rest: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect
         }
         "instaweb" | "web--browse" => {
             out.push(Effect::Unclassified(format!("`git {sub}` runs a browser or web server")));
-        }
-        "help" if rest.iter().any(|w| matches!(w.text.as_str(), "-w" | "--web" | "-i" | "--info" | "-m" | "--man")) => {
-            out.push(Effect::Unclassified("`git help` runs a viewer program".into()));
         }
         "apply" => {
             if rest.iter().any(|w| w.text == "--unsafe-paths") {
@@ -1103,6 +1153,50 @@ enum GitConfigOption {
     Write,
     Sections,
     Edit,
+}
+
+/// The values of the short option `-LETTER` in `args`, clustered or not (`-yx CMD`, `-ixCMD`),
+/// as git's parse-options reads clusters: `with_values` are the short options that take a value
+/// (attached, or the next word), `optional` those whose value is attached only.
+fn short_option_values(args: &[Word], letter: char, with_values: &str, optional: &str) -> Vec<Word> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        i += 1;
+        let t = w.text.as_str();
+        if t == "--" {
+            break;
+        }
+        let Some(cluster) = t.strip_prefix('-').filter(|c| !c.is_empty() && !c.starts_with('-')) else { continue };
+        for (at, c) in cluster.char_indices() {
+            let rest = &cluster[at + c.len_utf8()..];
+            if with_values.contains(c) {
+                let value = if rest.is_empty() {
+                    i += 1;
+                    args.get(i - 1).cloned()
+                } else {
+                    Some(part(w, rest))
+                };
+                if c == letter {
+                    out.push(value.unwrap_or_else(|| Word::new(format!("the value of `{t}`"), true)));
+                }
+                break;
+            }
+            if optional.contains(c) {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Whether a git remote named `text` goes through a transport that runs a program: `ext::CMD`,
+/// `fd::N`, or any `NAME::ADDRESS` (git runs `git-remote-NAME`), also as an option's value.
+fn runs_transport(text: &str) -> bool {
+    let value = if text.starts_with('-') { text.split_once('=').map_or("", |(_, v)| v) } else { text };
+    value.split_once("::").is_some_and(|(name, _)| {
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.' | '_'))
+    })
 }
 
 /// `git config`: reading is harmless; setting, adding, renaming or removing a key asks unless the

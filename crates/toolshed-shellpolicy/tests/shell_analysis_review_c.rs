@@ -118,7 +118,8 @@ fn git_clustered_short_options_that_take_commands_are_commands() {
     ] {
         assert_eq!(decide(&c, command), Action::Deny, "{command}: {:?}", requests(&c, command));
     }
-    assert_not_allowed(&bare(), &["git difftool -yt x HEAD", "git difftool -yg HEAD"]);
+    // A tool's name is not a command (`-t NAME` picks a configured tool).
+    assert_allowed(&bare(), &["git difftool -yt meld HEAD", "git rebase -i -s ort HEAD~1"]);
 }
 
 /// H4: gdb takes options with one dash or two and any unique prefix (`getopt_long_only`): only

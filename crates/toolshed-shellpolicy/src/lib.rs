@@ -1827,11 +1827,15 @@ mod tests {
     #[test]
     fn shell_strings_and_eval_are_parsed_recursively() {
         let c = case();
-        for cmd in [r#"bash -c "git status && rm x""#, "sh -c 'rm x'", "eval 'rm x'", r#"sudo bash -lc "rm x""#] {
+        for cmd in [r#"bash -c "git status && rm x""#, "sh -c 'rm x'", "eval 'rm x'", r#"sudo bash -c "rm x""#] {
             let r = bash(&c, cmd);
             assert!(r.patterns.contains(&"rm x".to_string()), "{cmd}: {:?}", r.patterns);
             assert_eq!(r.minimum, Action::Allow, "{cmd}");
         }
+        // A login shell runs its startup files first: the string is still analysed, and it asks.
+        let r = bash(&c, r#"sudo bash -lc "rm x""#);
+        assert!(r.patterns.contains(&"rm x".to_string()), "{:?}", r.patterns);
+        assert_eq!(r.minimum, Action::Ask);
     }
 
     #[test]

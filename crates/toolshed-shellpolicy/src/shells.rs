@@ -207,11 +207,30 @@ const ZSH_SET_O: &[&str] = &[
 ];
 
 /// What `shell` run with `args` runs.
+#[cfg(test)]
 pub(super) fn invocation(shell: &str, args: &[Word]) -> Invocation {
+    let (invocation, startup) = invocation_and_startup(shell, args);
+    match startup {
+        Some(why) => Invocation::Unclassified(why),
+        None => invocation,
+    }
+}
+
+/// What `shell` run with `args` runs, and the reason to ask when it first runs startup files.
+pub(super) fn invocation_and_startup(shell: &str, args: &[Word]) -> (Invocation, Option<String>) {
+    let mut startup = None;
+    let invocation = invocation_inner(shell, args, &mut startup);
+    (invocation, startup)
+}
+
+fn invocation_inner(shell: &str, args: &[Word], startup: &mut Option<String>) -> Invocation {
     let Some(dialect) = dialect(shell) else {
         return Invocation::Unclassified(format!("`{shell}` scripts are not in a language analysed here"));
     };
     let mut i = 0;
+    // Startup files a login (`-l`, `--login`) or interactive (`-i`) shell runs before the command:
+    // `~/.bash_profile`, `~/.bashrc`, `$ENV`, `--rcfile F`. What they hold is not on the line.
+    let (mut login, mut interactive, mut norc, mut noprofile, mut rcfile) = (false, false, false, false, false);
     if dialect == Dialect::Bash {
         // Long options come first; bash also accepts them with one dash (`-login`).
         while let Some(w) = args.get(i) {
@@ -225,8 +244,12 @@ pub(super) fn invocation(shell: &str, args: &[Word]) -> Invocation {
             let long = t.starts_with("--");
             let name = if long { &t[2..] } else { &t[1..] };
             if BASH_LONG_FLAGS.contains(&name) {
+                login |= name == "login";
+                norc |= name == "norc";
+                noprofile |= name == "noprofile";
                 i += 1;
             } else if BASH_LONG_VALUES.contains(&name) {
+                rcfile = true;
                 i += 2;
             } else if long {
                 return Invocation::Unclassified(format!("`{shell} {t}` is not an option known here"));
@@ -279,10 +302,18 @@ pub(super) fn invocation(shell: &str, args: &[Word]) -> Invocation {
                         ));
                     }
                 }
+                'l' if t.starts_with('-') => login = true,
+                'i' if t.starts_with('-') => interactive = true,
                 c if flag(dialect, c) => {}
                 c => return Invocation::Unclassified(format!("`{shell} -{c}` is not an option known here")),
             }
         }
+    }
+    let posix = dialect != Dialect::Bash;
+    if (login && (posix || !noprofile)) || (interactive && (posix || !norc || rcfile)) {
+        *startup = Some(format!(
+            "`{shell}` as a login or interactive shell first runs its startup files, which the command does not show"
+        ));
     }
     let operand = args.get(i);
     if command {
@@ -331,7 +362,11 @@ mod tests {
         assert_eq!(run("bash +c X"), line("X"), "bash takes +c as -c");
         assert_eq!(run("bash --norc --noprofile -c X"), line("X"));
         assert_eq!(run("bash -norc -c X"), line("X"), "a long option with one dash");
-        assert_eq!(run("bash --rcfile f -lc X"), line("X"));
+        assert_eq!(run("bash --noprofile -lc X"), line("X"));
+        assert_eq!(run("bash --norc -ic X"), line("X"));
+        for startup in ["bash -lc X", "bash -ic X", "bash --login -c X", "bash --rcfile f --norc -ic X", "sh -lc X"] {
+            assert!(matches!(run(startup), Invocation::Unclassified(_)), "{startup}");
+        }
         assert_eq!(run("bash -c"), Invocation::Nothing);
         assert_eq!(run("bash -e script.sh X"), Invocation::File(Word::literal("script.sh")));
         assert_eq!(run("bash -- -c"), Invocation::File(Word::literal("-c")));

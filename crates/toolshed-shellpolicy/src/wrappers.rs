@@ -797,13 +797,16 @@ pub(super) fn peel(program: &str, args: &[Word]) -> Peeled {
         "parallel" => return parallel(args),
         "nix-shell" => return nix_shell(args),
         p if shells::is_shell(p) => {
-            return Peeled::next(match shells::invocation(p, args) {
+            let (invocation, startup) = shells::invocation_and_startup(p, args);
+            let effects = startup.map(Effect::Unclassified).into_iter().collect();
+            return Peeled { effects, ..Peeled::next(match invocation {
                 Invocation::Line(w) => Next::Line(w),
                 Invocation::File(w) => Next::File(w),
                 Invocation::Stdin => Next::Stdin,
                 Invocation::Nothing => Next::Nothing,
                 Invocation::Unclassified(why) => Next::Unclassified(why),
-            });
+            })
+            };
         }
         _ => {}
     }
@@ -863,6 +866,8 @@ fn finish(program: &str, parsed: Parsed) -> Peeled {
                 command_or_nothing(parsed.rest)
             }
         }
+        // `doas -s` runs the user's shell, which reads standard input.
+        "doas" if parsed.rest.is_empty() && parsed.has('s', "") => Next::Stdin,
         "taskset" | "chrt" if parsed.has('p', "pid") => Next::Nothing,
         "chrt" => {
             // The priority is optional for some policies: skip it when it is a number.
@@ -1292,13 +1297,18 @@ fn su(program: &str, parsed: Parsed) -> Peeled {
     }
     // The user, then the shell's own arguments.
     let shell_args = &rest[1..];
-    Peeled::next(match shells::invocation("sh", shell_args) {
-        Invocation::Line(w) => Next::Line(w),
-        Invocation::File(w) => Next::File(w),
-        Invocation::Stdin => Next::Stdin,
-        Invocation::Nothing => Next::Nothing,
-        Invocation::Unclassified(why) => Next::Unclassified(why),
-    })
+    let (invocation, startup) = shells::invocation_and_startup("sh", shell_args);
+    let effects = startup.map(Effect::Unclassified).into_iter().collect();
+    Peeled {
+        effects,
+        ..Peeled::next(match invocation {
+            Invocation::Line(w) => Next::Line(w),
+            Invocation::File(w) => Next::File(w),
+            Invocation::Stdin => Next::Stdin,
+            Invocation::Nothing => Next::Nothing,
+            Invocation::Unclassified(why) => Next::Unclassified(why),
+        })
+    }
 }
 
 /// `firejail [OPTIONS] [PROGRAM [ARGS]]`: every option is one word (`--name` or `--name=value`).
@@ -1328,34 +1338,79 @@ fn firejail(args: &[Word]) -> Peeled {
     if rest.is_empty() { Peeled::next(Next::Stdin) } else { Peeled::next(Next::Command(rest)) }
 }
 
-/// `gdb`: its commands (`-ex`, `-x`, ...) can run programs (`shell`, `run`, `python`), so a
-/// command line with any of them cannot be analysed; without them gdb runs nothing.
+/// `gdb`: its commands (`-ex`, `-x`, `-eval-command`, ...) can run programs (`shell`, `run`,
+/// `python`), and without `-batch` it reads commands from its input. gdb reads its options with
+/// `getopt_long_only` — one dash or two, `=VALUE` or the next word, any unique prefix (`-eval`,
+/// `--eval-comm=`, `-comm=`) — so only options known not to run anything, written in full, are
+/// understood; any other asks. A command string that runs a shell command (`shell CMD`, `!CMD`)
+/// is analysed as well, so a rule's deny holds.
 fn gdb(args: &[Word]) -> Peeled {
-    const COMMANDS: &[&str] = &[
-        "ex",
-        "eval-command",
-        "x",
-        "command",
-        "iex",
-        "init-eval-command",
-        "ix",
-        "init-command",
-        "eix",
-        "eiex",
-        "p",
-        "pid",
-    ];
-    for w in args {
-        if w.text == "--args" {
+    const QUIET: &[&str] = &["batch", "batch-silent", "q", "quiet", "silent", "nx", "n", "nh", "readnow", "readnever"];
+    const DONE: &[&str] = &["version", "help", "configuration"];
+    let mut effects = Vec::new();
+    let mut batch = false;
+    let mut why = None;
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        i += 1;
+        let t = w.text.as_str();
+        if t == "--args" || t == "-args" {
             break;
         }
-        let name = w.text.trim_start_matches('-');
-        let name = name.split('=').next().unwrap_or_default();
-        if w.text.starts_with('-') && (COMMANDS.contains(&name) || !w.is_plain()) {
-            return Peeled::unclassified("gdb runs the commands it is given, which may run programs");
+        if !w.is_plain() {
+            why = Some("an option of `gdb` is computed at run time".to_string());
+            continue;
         }
+        let Some(option) = t.strip_prefix("--").or_else(|| t.strip_prefix('-')).filter(|o| !o.is_empty()) else {
+            continue;
+        };
+        let (name, attached) = match option.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (option, None),
+        };
+        if attached.is_none() && DONE.contains(&name) {
+            return Peeled { effects, ..Peeled::next(Next::Nothing) };
+        }
+        if attached.is_none() && QUIET.contains(&name) {
+            batch |= name.starts_with("batch");
+            continue;
+        }
+        // `-ex`, `-iex` and the prefixes of `-eval-command`, `-init-eval-command` take a command.
+        let command = matches!(name, "ex" | "iex" | "eiex")
+            || (name.len() >= 3 && "eval-command".starts_with(name))
+            || (name.len() >= 6 && "init-eval-command".starts_with(name));
+        if command {
+            let value = match attached {
+                Some(v) => Some(Word::like(w, v)),
+                None => {
+                    i += 1;
+                    args.get(i - 1).cloned()
+                }
+            };
+            if let Some(line) = value.as_ref().and_then(|v| shell_escape(&v.text).map(|l| Word::like(v, l))) {
+                effects.push(Effect::Line(line));
+            }
+        }
+        why.get_or_insert_with(|| format!("gdb runs the commands `{t}` gives it, or its option is not known here"));
+    }
+    if let Some(why) = why {
+        return Peeled { effects, ..Peeled::unclassified(why) };
+    }
+    if !batch {
+        return Peeled::next(Next::Stdin);
     }
     Peeled::next(Next::Nothing)
+}
+
+/// The shell command an editor's or debugger's command runs (`!CMD`, `:!CMD`, `shell CMD`),
+/// if it is one.
+pub(super) fn shell_escape(command: &str) -> Option<&str> {
+    let command = command.trim_start().trim_start_matches(':').trim_start();
+    if let Some(rest) = command.strip_prefix('!') {
+        return Some(rest.trim_start());
+    }
+    let (first, rest) = command.split_once([' ', '\t'])?;
+    matches!(first, "shell" | "sh" | ".shell" | ".system" | "system" | "!").then(|| rest.trim_start())
 }
 
 /// `valgrind [OPTIONS] PROGRAM [ARGS]`: every option is one word.

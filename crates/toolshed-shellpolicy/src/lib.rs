@@ -709,8 +709,20 @@ impl<'a> Analyzer<'a> {
         };
         // Later words that read as command lines (`'rm x'`, `--run=rm x`, `--pre=rm`): a program
         // not in the tables may run them (`npx -c 'rm x'`, `man -P 'rm x'`).
-        let lines: Vec<String> =
-            if self.secondary { Vec::new() } else { words[1..].iter().filter_map(embedded_line).collect() };
+        // A line that is an editor's or debugger's shell escape (`!rm x`, `:!rm x`, `shell rm x`)
+        // is also read without its prefix, where the program it runs is a rule's first word.
+        let lines: Vec<String> = if self.secondary {
+            Vec::new()
+        } else {
+            words[1..]
+                .iter()
+                .filter_map(embedded_line)
+                .flat_map(|line| {
+                    let escaped = wrappers::shell_escape(&line).map(str::to_string);
+                    std::iter::once(line).chain(escaped)
+                })
+                .collect()
+        };
         // Only a program known to take its arguments as data (`echo`, `git commit -m`) has them
         // heard for a deny alone; any other may run them (`setarch x86_64 sh -c 'x=rm; $x f'`,
         // `npx -c 'cat .env'`), so their paths and reasons to ask count (review 5).

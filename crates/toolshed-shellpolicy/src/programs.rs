@@ -68,6 +68,20 @@ pub(super) const RUN_BY_OPTIONS: &[&str] = &[
     "gvim", "vimdiff", "ed", "ex", "gdb", "file",
 ];
 
+/// Whether `program` is a vi (`vim`, `vim.basic`, `rvim`, `nvim`, `gview`, ...): all of them
+/// run editor commands given by options or on their input.
+pub(super) fn is_vi(program: &str) -> bool {
+    let base = program.split('.').next().unwrap_or_default();
+    let known = |b: &str| {
+        matches!(b, "vi" | "vim" | "nvim" | "view" | "vimdiff" | "vimx" | "nvi" | "elvis" | "vile" | "mvim" | "ex")
+    };
+    known(base)
+        || base.strip_prefix(['r', 'g', 'e']).is_some_and(known)
+        || base.strip_prefix("rg").is_some_and(known)
+        || program.starts_with("vim")
+        || program.starts_with("nvim")
+}
+
 /// The porcelain command a git plumbing command does the work of, if any: a rule about the
 /// porcelain one holds for it too.
 pub(super) fn git_porcelain(subcommand: &str) -> Option<&'static str> {
@@ -250,15 +264,31 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
         "ed" | "red" | "ex" => {
             vec![Effect::Unclassified(format!("`{program}` runs editor commands, which may run programs"))]
         }
-        "vi" | "vim" | "nvim" | "view" | "gvim" | "vimdiff"
-            if args.iter().any(|w| {
-                w.text.starts_with('+')
-                    || matches!(w.text.as_str(), "-c" | "--cmd" | "-S" | "-s" | "-u" | "-e" | "-E" | "-es")
-            }) =>
-        {
-            vec![Effect::Unclassified(format!(
-                "`{program}` runs the editor commands it is given, which may run programs"
-            ))]
+        // Every vi: its options run editor commands (`-c`, `+CMD`, `--cmd`, `-S`, `-u`, clustered
+        // `-nEs`), and it reads editor commands from its input when that is not a terminal
+        // (`vim -Es <<< '!CMD'`, `echo ':!CMD' | vim`): it asks, but for `--version` and `--help`.
+        // A command that runs a shell command (`-c '!CMD'`) is analysed too, so a deny holds.
+        _ if is_vi(program) => {
+            if matches!(args, [w] if matches!(w.text.as_str(), "--version" | "--help" | "-h")) {
+                return Vec::new();
+            }
+            let mut out = Vec::new();
+            for (i, w) in args.iter().enumerate() {
+                let command = match w.text.as_str() {
+                    "-c" | "--cmd" => args.get(i + 1),
+                    t if t.starts_with('+') => Some(w),
+                    _ => None,
+                };
+                if let Some(line) = command.and_then(|c| {
+                    super::wrappers::shell_escape(c.text.trim_start_matches('+')).map(|l| Word::like(c, l))
+                }) {
+                    out.push(Effect::Line(line));
+                }
+            }
+            out.push(Effect::Unclassified(format!(
+                "`{program}` runs the editor commands its options and its input give it, which may run programs"
+            )));
+            out
         }
         "socat"
             if args.iter().any(|w| {
@@ -1047,8 +1077,8 @@ fn git_runs(sub: &str, rest: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect
                 )));
             }
         }
-        "clone" | "fetch" | "pull" | "ls-remote" | "push" | "archive" | "remote" | "submodule--helper" | "fetch-pack"
-        | "send-pack" => {
+        "clone" | "fetch" | "pull" | "ls-remote" | "push" | "archive" | "remote" | "submodule--helper"
+        | "fetch-pack" | "send-pack" => {
             for (i, w) in rest.iter().enumerate() {
                 let t = w.text.as_str();
                 if ["--upload-pack", "--receive-pack", "--exec", "--template"].iter().any(|o| abbreviates(t, o))
@@ -1257,7 +1287,9 @@ fn git_config(args: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect>) {
             let exact = GIT_CONFIG_LONG.iter().find(|(name, ..)| *name == given);
             let candidates: Vec<&(&str, bool, O)> = match exact {
                 Some(one) => vec![one],
-                None => GIT_CONFIG_LONG.iter().filter(|(name, ..)| !given.is_empty() && name.starts_with(given)).collect(),
+                None => {
+                    GIT_CONFIG_LONG.iter().filter(|(name, ..)| !given.is_empty() && name.starts_with(given)).collect()
+                }
             };
             let Some(&&(_, takes, what)) = candidates.first() else {
                 out.push(Effect::Unclassified(format!("`git config {t}` is not an option known here")));
@@ -1279,11 +1311,7 @@ fn git_config(args: &[Word], chdir: Option<&Word>, out: &mut Vec<Effect>) {
             for (at, c) in cluster.char_indices() {
                 let rest = &cluster[at + c.len_utf8()..];
                 let value = || {
-                    if rest.is_empty() {
-                        (args.get(i).cloned(), 1)
-                    } else {
-                        (Some(part(w, rest)), 0)
-                    }
+                    if rest.is_empty() { (args.get(i).cloned(), 1) } else { (Some(part(w, rest)), 0) }
                 };
                 match c {
                     'f' | 't' => {

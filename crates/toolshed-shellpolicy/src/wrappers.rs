@@ -799,13 +799,15 @@ pub(super) fn peel(program: &str, args: &[Word]) -> Peeled {
         p if shells::is_shell(p) => {
             let (invocation, startup) = shells::invocation_and_startup(p, args);
             let effects = startup.map(Effect::Unclassified).into_iter().collect();
-            return Peeled { effects, ..Peeled::next(match invocation {
-                Invocation::Line(w) => Next::Line(w),
-                Invocation::File(w) => Next::File(w),
-                Invocation::Stdin => Next::Stdin,
-                Invocation::Nothing => Next::Nothing,
-                Invocation::Unclassified(why) => Next::Unclassified(why),
-            })
+            return Peeled {
+                effects,
+                ..Peeled::next(match invocation {
+                    Invocation::Line(w) => Next::Line(w),
+                    Invocation::File(w) => Next::File(w),
+                    Invocation::Stdin => Next::Stdin,
+                    Invocation::Nothing => Next::Nothing,
+                    Invocation::Unclassified(why) => Next::Unclassified(why),
+                })
             };
         }
         _ => {}

@@ -221,9 +221,12 @@ fn shells_that_read_startup_files_or_input_ask() {
 fn git_config_writes_are_protected_writes() {
     let c = bare();
     std::fs::create_dir_all(c.root.join(".git")).unwrap();
-    for command in
-        ["git config user.name x", "git config set user.email a@b", "git config --unset user.name", "git -C src config user.name x"]
-    {
+    for command in [
+        "git config user.name x",
+        "git config set user.email a@b",
+        "git config --unset user.name",
+        "git -C src config user.name x",
+    ] {
         assert!(protected(&c, command), "{command}: {:?}", requests(&c, command));
     }
     for command in ["git config user.name", "git config --get user.name", "git config get user.name", "git config -l"] {

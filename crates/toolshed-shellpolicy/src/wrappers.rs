@@ -797,18 +797,7 @@ pub(super) fn peel(program: &str, args: &[Word]) -> Peeled {
         "parallel" => return parallel(args),
         "nix-shell" => return nix_shell(args),
         p if shells::is_shell(p) => {
-            let (invocation, startup) = shells::invocation_and_startup(p, args);
-            let effects = startup.map(Effect::Unclassified).into_iter().collect();
-            return Peeled {
-                effects,
-                ..Peeled::next(match invocation {
-                    Invocation::Line(w) => Next::Line(w),
-                    Invocation::File(w) => Next::File(w),
-                    Invocation::Stdin => Next::Stdin,
-                    Invocation::Nothing => Next::Nothing,
-                    Invocation::Unclassified(why) => Next::Unclassified(why),
-                })
-            };
+            return shell(p, args);
         }
         _ => {}
     }
@@ -1299,7 +1288,13 @@ fn su(program: &str, parsed: Parsed) -> Peeled {
     }
     // The user, then the shell's own arguments.
     let shell_args = &rest[1..];
-    let (invocation, startup) = shells::invocation_and_startup("sh", shell_args);
+    shell("sh", shell_args)
+}
+
+/// A shell run with `args`: what it reads (a command line, a script, its input), and its
+/// start-up files when it reads them (a login or interactive shell).
+fn shell(program: &str, args: &[Word]) -> Peeled {
+    let (invocation, startup) = shells::invocation_and_startup(program, args);
     let effects = startup.map(Effect::Unclassified).into_iter().collect();
     Peeled {
         effects,

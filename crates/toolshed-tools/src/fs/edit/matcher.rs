@@ -1158,17 +1158,7 @@ struct Unit {
 
 impl Levels {
     fn measure(plan: &Plan<'_>, c: &Candidate) -> Levels {
-        let block = &plan.text.lines[c.first..=c.last];
-        let pairs: Vec<(&str, &str)> = c
-            .pairs
-            .iter()
-            .filter_map(|p| match *p {
-                Pair::Both { o, f, eq: true } if !(f == 0 && c.prefix > 0) => Some((plan.old_lines[o], block[f])),
-                _ => None,
-            })
-            .filter(|(o, f)| !is_blank(o) && !is_blank(f))
-            .map(|(o, f)| (leading_ws(o), leading_ws(f)))
-            .collect();
+        let pairs = indent_pairs(plan, c);
         let mut seen: Vec<(String, Option<String>)> = Vec::new();
         for &(o, f) in &pairs {
             match seen.iter_mut().find(|(known, _)| known == o) {
@@ -1248,20 +1238,24 @@ fn describe_ws(ws: &str) -> String {
     }
 }
 
+/// The indentation of each non-blank old line and of the (equal) file line it matched.
+fn indent_pairs<'a>(plan: &Plan<'a>, c: &Candidate) -> Vec<(&'a str, &'a str)> {
+    let block = &plan.text.lines[c.first..=c.last];
+    c.pairs
+        .iter()
+        .filter_map(|p| match *p {
+            Pair::Both { o, f, eq: true } if !(f == 0 && c.prefix > 0) => Some((plan.old_lines[o], block[f])),
+            _ => None,
+        })
+        .filter(|(o, f)| !is_blank(o) && !is_blank(f))
+        .map(|(o, f)| (leading_ws(o), leading_ws(f)))
+        .collect()
+}
+
 impl Shift {
     /// The uniform shift between old lines and their (equal) file lines, if there is one.
     fn measure(plan: &Plan<'_>, c: &Candidate) -> Option<Shift> {
-        let block = &plan.text.lines[c.first..=c.last];
-        let pairs: Vec<(&str, &str)> = c
-            .pairs
-            .iter()
-            .filter_map(|p| match *p {
-                Pair::Both { o, f, eq: true } if !(f == 0 && c.prefix > 0) => Some((plan.old_lines[o], block[f])),
-                _ => None,
-            })
-            .filter(|(o, f)| !is_blank(o) && !is_blank(f))
-            .map(|(o, f)| (leading_ws(o), leading_ws(f)))
-            .collect();
+        let pairs = indent_pairs(plan, c);
         Shift::between(&pairs)
     }
 

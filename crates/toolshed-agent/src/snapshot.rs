@@ -342,6 +342,17 @@ impl Shadow {
         let mut too_large: BTreeMap<PathBuf, (u64, i64)> = BTreeMap::new();
         let first = !self.git_dir.join("toolshed-last").exists();
         let (mut files, mut bytes) = (0u64, 0u64);
+        // A repository nested in the worktree with no commit yet (`git init`, `cargo new`) makes
+        // `git add` fail whole ("does not have a commit checked out"): each is left out, like an
+        // ignored directory, so the rest of the worktree is still kept (review 22: one turned
+        // undo off for every later step). git lists a nested repository as `dir/`; whether it
+        // has a commit is read from its files, whatever bytes its name holds (review 27).
+        let mut unborn: Vec<Vec<u8>> = Vec::new();
+        for raw in candidates.split(|b| *b == 0).filter(|p| p.ends_with(b"/")) {
+            if !has_commit(&self.worktree.join(OsStr::from_bytes(raw))) {
+                unborn.push(raw.to_vec());
+            }
+        }
         for raw in candidates.split(|b| *b == 0).filter(|p| !p.is_empty()) {
             let rel = PathBuf::from(OsStr::from_bytes(raw));
             let Ok(meta) = std::fs::symlink_metadata(self.worktree.join(&rel)) else { continue };
@@ -385,11 +396,13 @@ impl Shadow {
                 Some(&literal),
             )?;
         }
-        // A repository nested in the worktree with no commit yet (`git init`, `cargo new`) makes
-        // `git add` fail whole ("does not have a commit checked out"): each is left out, like an
-        // ignored directory, so the rest of the worktree is still kept (review 22: one turned
-        // undo off for every later step).
-        let mut unborn: Vec<Vec<u8>> = Vec::new();
+        for path in &unborn {
+            pathspecs.extend_from_slice(b":(exclude,literal)");
+            pathspecs.extend_from_slice(path);
+            pathspecs.push(0);
+        }
+        // One git still refuses (read otherwise than above) is left out by the name it gives.
+        let mut retries = 0;
         loop {
             let added = self.git(&["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"], Some(&pathspecs));
             let Err(SnapshotError::Git { stderr, .. }) = &added else {
@@ -397,7 +410,8 @@ impl Shadow {
                 break;
             };
             let found: Vec<Vec<u8>> = unborn_repositories(stderr).filter(|p| !unborn.contains(p)).collect();
-            if found.is_empty() || unborn.len() >= MAX_UNBORN {
+            retries += 1;
+            if found.is_empty() || retries > MAX_RETRIES {
                 added?;
                 break;
             }
@@ -574,6 +588,13 @@ impl Shadow {
             if !wanted(path) {
                 continue;
             }
+            let name = toolshed_core::terminal::visible_name(&path.to_string_lossy()).into_owned();
+            // A new file with a mode git cannot show (600) reads as 644 there.
+            if let (None, Entry::File { mode, .. }) = (old.get(path), entry)
+                && ![0o644, 0o755].contains(mode)
+            {
+                text.push_str(&format!("new file with mode {mode:o}: {name}\n"));
+            }
             if let (Some(Entry::File { oid: o1, mode: m1 }), Entry::File { oid: o2, mode: m2 }) = (old.get(path), entry)
                 && m1 != m2
                 // git shows only 644 and 755, so also when the execute bit changed but a mode is
@@ -581,7 +602,7 @@ impl Shadow {
                 && ((m1 & 0o111 != 0) == (m2 & 0o111 != 0) || ![0o644, 0o755].contains(m1) || ![0o644, 0o755].contains(m2))
             {
                 let same = if o1 == o2 { "" } else { " (and content)" };
-                text.push_str(&format!("mode {m1:o} → {m2:o}{same}: {}\n", path.display()));
+                text.push_str(&format!("mode {m1:o} → {m2:o}{same}: {name}\n"));
             }
         }
         for path in large {
@@ -597,7 +618,8 @@ impl Shadow {
                 (None, Some(_)) => format!("new ({})", size(is)),
                 _ => format!("changed ({} before, {} now)", size(was), size(is)),
             };
-            text.push_str(&format!("{change}, not in this diff: {}\n", path.display()));
+            let name = toolshed_core::terminal::visible_name(&path.to_string_lossy()).into_owned();
+            text.push_str(&format!("{change}, not in this diff: {name}\n"));
         }
         Ok(text)
     }
@@ -1003,9 +1025,36 @@ fn parse_manifest(bytes: &[u8]) -> BTreeMap<PathBuf, Manifested> {
     out
 }
 
-/// At most this many repositories with no commit are left out of one snapshot (each costs a
-/// `git add` of the whole worktree).
-const MAX_UNBORN: usize = 64;
+/// At most this many times `git add` is run again after it named a repository with no commit
+/// that [`has_commit`] took for one with (each costs a `git add` of the whole worktree).
+const MAX_RETRIES: usize = 16;
+
+/// Whether the repository at `dir` has a commit checked out, read from its files as git reads
+/// them: `HEAD` naming a ref that exists (loose or packed, in the repository or the one it
+/// shares refs with) or holding a commit id. What cannot be read counts as none.
+fn has_commit(dir: &Path) -> bool {
+    let dotgit = dir.join(".git");
+    let gitdir = match std::fs::symlink_metadata(&dotgit) {
+        Ok(m) if m.is_dir() => dotgit,
+        Ok(m) if m.is_file() => {
+            let Ok(text) = std::fs::read_to_string(&dotgit) else { return false };
+            let Some(target) = text.trim_end().strip_prefix("gitdir: ") else { return false };
+            dir.join(target)
+        }
+        _ => return false,
+    };
+    let Ok(head) = std::fs::read_to_string(gitdir.join("HEAD")) else { return false };
+    let head = head.trim_end();
+    let Some(name) = head.strip_prefix("ref: ") else {
+        return head.len() >= 40 && head.bytes().all(|b| b.is_ascii_hexdigit());
+    };
+    let common = std::fs::read_to_string(gitdir.join("commondir")).map(|c| gitdir.join(c.trim_end()));
+    let packed = |g: &Path| {
+        std::fs::read_to_string(g.join("packed-refs"))
+            .is_ok_and(|refs| refs.lines().any(|l| l.split_once(' ').is_some_and(|(_, r)| r == name)))
+    };
+    std::iter::once(gitdir.clone()).chain(common).any(|g| g.join(name).is_file() || packed(&g))
+}
 
 /// The repositories `git add` refused for having no commit, as it names them (`dir/`).
 fn unborn_repositories(stderr: &str) -> impl Iterator<Item = Vec<u8>> + '_ {

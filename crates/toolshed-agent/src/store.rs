@@ -1047,6 +1047,20 @@ impl Store {
         after: &str,
         changed: &[PathBuf],
     ) -> Result<(), StoreError> {
+        self.set_step_snapshots_at(session_id, step, before, after, changed, now_ms())
+    }
+
+    /// [`Store::set_step_snapshots`] for a step that finished at `finished_at` (ms), not now: a
+    /// step cut short, completed later, keeps its place among the session's steps.
+    pub fn set_step_snapshots_at(
+        &self,
+        session_id: &str,
+        step: u32,
+        before: &str,
+        after: &str,
+        changed: &[PathBuf],
+        finished_at: i64,
+    ) -> Result<(), StoreError> {
         use std::os::unix::ffi::OsStrExt;
         let mut joined = Vec::new();
         for path in changed {
@@ -1057,7 +1071,7 @@ impl Store {
             .execute(
                 "UPDATE steps SET before_snapshot = ?3, after_snapshot = ?4, changed = ?5, finished_at = ?6
                  WHERE session_id = ?1 AND step = ?2",
-                params![session_id, step, before, after, joined, now_ms()],
+                params![session_id, step, before, after, joined, finished_at],
             )
             .map(drop)
             .map_err(|e| self.err(e))

@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde::Serialize;
 use toolshed_llm::Role;
 
-use crate::snapshot::{Entry, Restored, Shadow, SnapshotError};
+use crate::snapshot::{Entries, Entry, Restored, Shadow, SnapshotError};
 use crate::store::{StepKind, Store, StoreError, StoredStep};
 
 /// Snapshots for one worktree, opened on first use.
@@ -204,16 +204,18 @@ pub fn complete_cut_steps(store: &Store, undo: &Undo, session_id: &str) -> Resul
     for (i, step) in steps.iter().enumerate() {
         let (Some(before), None) = (step.before.as_deref(), step.after.as_deref()) else { continue };
         let shadow = undo.shadow().map_err(UndoError::Unavailable)?;
-        let after = match steps[i + 1..].iter().find_map(|s| s.before.clone()) {
-            Some(next) => next,
-            None => shadow.snapshot()?,
+        let next = steps[i + 1..].iter().find(|s| s.before.is_some());
+        let (after, finished_at) = match next {
+            Some(next) => (next.before.clone().unwrap_or_default(), next.created_at),
+            None => (shadow.snapshot()?, crate::store::now_ms()),
         };
         let changed = shadow.changed(before, &after)?;
         shadow.keep(&[
             (format!("{session_id}/{}-before", step.step), before.to_string()),
             (format!("{session_id}/{}-after", step.step), after.clone()),
         ])?;
-        store.set_step_snapshots(session_id, step.step, before, &after, &changed)?;
+        // It ended before the next step began: ordered by when steps finished, it keeps its place.
+        store.set_step_snapshots_at(session_id, step.step, before, &after, &changed, finished_at)?;
         completed.push(step.step);
     }
     Ok(completed)
@@ -444,7 +446,7 @@ pub async fn plan_revert(
     // between two prompts, to a file the later prompt did not touch, is in that snapshot).
     let mut after_entries: std::collections::HashMap<&str, crate::snapshot::Entries> = std::collections::HashMap::new();
     let mut hand_edited = Vec::new();
-    let mut unkept = Vec::new();
+    let unkept = never_kept(shadow.worktree(), &files, &target_entries, &current_entries);
     let reverted: BTreeSet<&Path> = files.iter().map(PathBuf::as_path).collect();
     for p in &files {
         // A directory standing where a file goes back, or where none was, is removed whole:
@@ -452,15 +454,7 @@ pub async fn plan_revert(
         let abs = shadow.worktree().join(p);
         if std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir()) {
             let foreign = crate::snapshot::directory_files(&abs).into_iter().map(|f| p.join(f));
-            for f in foreign.filter(|f| !reverted.contains(f.as_path())) {
-                // One the snapshot just taken does not hold (the ignore rules leave it out) could
-                // not be brought back by reverting again: not even `--force` removes it.
-                if current_entries.contains_key(&f) {
-                    hand_edited.push(f);
-                } else {
-                    unkept.push(f);
-                }
-            }
+            hand_edited.extend(foreign.filter(|f| !reverted.contains(f.as_path()) && current_entries.contains_key(f)));
         }
         // A file (or link) standing where a directory on the way back must be, that the revert
         // does not cover, was put there by someone else.
@@ -468,6 +462,7 @@ pub async fn plan_revert(
             && let Some(way) = crate::snapshot::in_the_way(shadow.worktree(), p)
             && !reverted.contains(way.as_path())
             && !hand_edited.contains(&way)
+            && current_entries.contains_key(&way)
         {
             hand_edited.push(way);
         }
@@ -522,6 +517,37 @@ pub async fn plan_revert(
     }))
 }
 
+/// What a revert of `files` to `target` would overwrite or remove that undo never kept (on disk,
+/// but not in `current`, the snapshot just taken: the ignore rules leave it out, or it lies in
+/// a repository with no commit), so that reverting again could not bring it back: a file where
+/// one goes back, one in a directory the revert removes, one standing where a directory comes
+/// back. Not even `--force` writes over these (review 27).
+fn never_kept(worktree: &Path, files: &[PathBuf], target: &Entries, current: &Entries) -> Vec<PathBuf> {
+    let reverted: BTreeSet<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let mut out: BTreeSet<PathBuf> = BTreeSet::new();
+    for p in files {
+        let abs = worktree.join(p);
+        match std::fs::symlink_metadata(&abs) {
+            Ok(m) if m.is_dir() => {
+                let inside = crate::snapshot::directory_files(&abs).into_iter().map(|f| p.join(f));
+                out.extend(inside.filter(|f| !reverted.contains(f.as_path()) && !current.contains_key(f)));
+            }
+            Ok(_) if !current.contains_key(p) => {
+                out.insert(p.clone());
+            }
+            _ => {}
+        }
+        if target.contains_key(p)
+            && let Some(way) = crate::snapshot::in_the_way(worktree, p)
+            && !reverted.contains(way.as_path())
+            && !current.contains_key(&way)
+        {
+            out.insert(way);
+        }
+    }
+    out.into_iter().collect()
+}
+
 /// Two records of one too-large file with the same size and time are the same file.
 fn too_large_same(a: Option<&Entry>, b: Option<&Entry>) -> bool {
     matches!((a, b), (Some(Entry::TooLarge { size: s1, mtime: m1 }), Some(Entry::TooLarge { size: s2, mtime: m2 })) if s1 == s2 && m1 == m2)
@@ -555,6 +581,16 @@ pub async fn apply_revert(
         }
         plan.current = now;
     }
+    // Nor what snapshots never hold and so cannot show as changed: an ignored file put in a
+    // directory the revert removes while the person was asked (review 27).
+    let unkept =
+        never_kept(shadow.worktree(), &plan.files, &shadow.entries(&plan.target)?, &shadow.entries(&plan.current)?);
+    if !unkept.is_empty() {
+        return Err(UndoError::WouldLose(unkept));
+    }
+    // The revert's step begins before a file is written: a directory the restore makes is then
+    // newer than the step, and reverting the revert removes it again (review 27).
+    let step = store.begin_step(&plan.session_id, StepKind::Revert)?;
     let (restored, failed): (Restored, Option<SnapshotError>) = {
         let (shadow, target, files) = (shadow.clone(), plan.target.clone(), plan.files.clone());
         let since = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(plan.began_at).unwrap_or(0));
@@ -572,10 +608,7 @@ pub async fn apply_revert(
             return Err(source.into());
         }
         // What was done is recorded like a whole revert, so reverting again undoes it.
-        let step = match store.begin_step(&plan.session_id, StepKind::Revert) {
-            Ok(step) => undo.record(store, &plan.session_id, step, &plan.current).await.ok().map(|()| step),
-            Err(_) => None,
-        };
+        let step = undo.record(store, &plan.session_id, step, &plan.current).await.ok().map(|()| step);
         let note = format!(
             "[The user's revert to before step {} stopped part-way; some files are as they were before it, some not. Read files again before relying on them.]",
             plan.target_step
@@ -585,7 +618,6 @@ pub async fn apply_revert(
         }
         return Err(UndoError::Partial { done, step, source });
     }
-    let step = store.begin_step(&plan.session_id, StepKind::Revert)?;
     undo.record(store, &plan.session_id, step, &plan.current).await.map_err(UndoError::Unavailable)?;
     let outcome = RevertOutcome {
         session_id: plan.session_id.clone(),

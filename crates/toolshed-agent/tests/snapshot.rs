@@ -453,6 +453,8 @@ fn the_diff_says_how_files_at_the_size_limit_and_exact_modes_changed() {
     std::fs::write(root.join("over"), "short\n").unwrap();
     std::fs::remove_file(root.join("big")).unwrap();
     set_mode(&root.join("tool"), 0o600);
+    std::fs::write(root.join("new\x1b[2Jkey"), "k\n").unwrap();
+    set_mode(&root.join("new\x1b[2Jkey"), 0o600);
     let second = shadow.snapshot().unwrap();
     let diff = shadow.diff(&first, &second, None, false).unwrap();
     assert!(
@@ -461,9 +463,47 @@ fn the_diff_says_how_files_at_the_size_limit_and_exact_modes_changed() {
     );
     assert!(diff.contains("changed (too large to keep, 101 bytes before, kept now), not in this diff: over"), "{diff}");
     assert!(diff.contains("deleted (too large to keep, 200 bytes), not in this diff: big"), "{diff}");
-    assert!(!diff.contains("deleted file") && !diff.contains("new file"), "{diff}");
+    for large in ["exact", "over", "big"] {
+        assert!(!diff.contains(&format!("diff --git a/{large}")), "{diff}");
+    }
     assert!(diff.contains("mode 755 → 600: tool"), "{diff}");
+    assert!(diff.contains("new file with mode 600: new\\e[2Jkey\n"), "{diff}");
     let stat = shadow.diff(&first, &second, Some(&[PathBuf::from("big"), PathBuf::from("tool")]), true).unwrap();
     assert!(stat.contains("deleted (too large to keep, 200 bytes), not in this diff: big"), "{stat}");
     assert!(!stat.contains("exact"), "{stat}");
+}
+
+/// Review 27: a repository with no commit whose name holds a newline or bytes that are not
+/// UTF-8 could not be named back to git from its message, and undo stopped again.
+#[test]
+fn a_nested_repository_with_no_commit_and_an_odd_name_is_left_out_too() {
+    use std::os::unix::ffi::OsStrExt;
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("main.txt"), "v1\n").unwrap();
+    let shadow = Shadow::open(data.path(), root).unwrap();
+    let first = shadow.snapshot().unwrap();
+    std::fs::write(root.join("main.txt"), "v2\n").unwrap();
+    for name in [&b"n\nl"[..], &b"x\xffy"[..]] {
+        let nested = root.join(std::ffi::OsStr::from_bytes(name));
+        std::fs::create_dir(&nested).unwrap();
+        git(&nested, &["init", "-q"]);
+    }
+    for n in 0..70 {
+        git(&root.join(format!("r{n}")).tap_mkdir(), &["init", "-q"]);
+    }
+    let second = shadow.snapshot().unwrap();
+    assert_eq!(shadow.changed(&first, &second).unwrap(), vec![PathBuf::from("main.txt")]);
+}
+
+trait TapMkdir {
+    fn tap_mkdir(self) -> Self;
+}
+
+impl TapMkdir for PathBuf {
+    fn tap_mkdir(self) -> Self {
+        std::fs::create_dir_all(&self).unwrap();
+        self
+    }
 }

@@ -69,3 +69,28 @@ async fn a_change_meanwhile_elsewhere_does_not_stop_the_revert() {
     assert_eq!(std::fs::read_to_string(root.join("b.txt")).unwrap(), "b by the session\n");
     assert_eq!(std::fs::read_to_string(root.join("other.txt")).unwrap(), "made meanwhile\n");
 }
+
+/// Review 27: an ignored file put, while the person was asked, in a directory the revert
+/// removes was deleted (snapshots never hold it, so it did not show as a change meanwhile).
+#[tokio::test]
+async fn an_ignored_file_made_while_the_revert_waits_is_never_removed() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+    std::fs::write(root.join("p"), "a file\n").unwrap();
+    let store = Store::open(data.path().join("sessions.db")).unwrap();
+    let undo = Undo::new(data.path(), root, 7);
+    let session = store.create_session(None, "build", None, root).unwrap();
+    let step = store.begin_step(&session.id, StepKind::Model).unwrap();
+    let before = undo.snapshot().await.unwrap();
+    std::fs::remove_file(root.join("p")).unwrap();
+    std::fs::create_dir(root.join("p")).unwrap();
+    std::fs::write(root.join("p/m"), "the session's\n").unwrap();
+    undo.record(&store, &session.id, step, &before).await.unwrap();
+    let Planned::Revert(plan) = plan_revert(&store, &undo, &session.id, None).await.unwrap() else { panic!() };
+    std::fs::write(root.join("p/secret.log"), "SECRET\n").unwrap();
+    let err = apply_revert(&store, &undo, plan, true).await.unwrap_err();
+    assert!(matches!(&err, UndoError::WouldLose(files) if files == &[PathBuf::from("p/secret.log")]), "{err}");
+    assert_eq!(std::fs::read_to_string(root.join("p/secret.log")).unwrap(), "SECRET\n");
+}

@@ -467,7 +467,7 @@ pub fn confirm_overwrite(
     if plan.hand_edited.is_empty() {
         return Ok(false);
     }
-    let names = plan.hand_edited.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    let names = toolshed_agent::undo::list_some(&plan.hand_edited);
     if !ask {
         if json {
             crate::out_exact(serde_json::json!({

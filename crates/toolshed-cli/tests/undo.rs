@@ -895,7 +895,29 @@ fn a_step_cut_short_by_kill_9_can_still_be_reverted() {
         "{}",
         text(&diff.stdout)
     );
-    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    // The session goes on; the cut step keeps its place before the next one (review 27).
+    let config_text = std::fs::read_to_string(&config).unwrap();
+    let args = serde_json::json!({"command": "echo again > notes.txt", "description": "x"}).to_string();
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("b2", "bash", &args)])),
+        Reply::sse(chat::text("Done.")),
+    ])
+    .unwrap();
+    let base = config_text.lines().find(|l| l.starts_with("base_url")).unwrap();
+    std::fs::write(&config, config_text.replace(base, &format!("base_url = \"{}\"", server.base_url()))).unwrap();
+    let out = toolshed(
+        root,
+        data.path(),
+        &["--config", config.to_str().unwrap(), "run", "more", "--session", &id, "--yes", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let diff = toolshed(root, data.path(), &["session", "diff", &id]);
+    assert!(
+        text(&diff.stdout).contains("-precious") && text(&diff.stdout).contains("+again"),
+        "{}",
+        text(&diff.stdout)
+    );
+    let out = toolshed(root, data.path(), &["session", "revert", &id, "--step", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
     assert_eq!(std::fs::read_to_string(root.join("notes.txt")).unwrap(), "precious\n");
 }
@@ -944,4 +966,48 @@ fn a_name_with_a_newline_stays_on_its_line_in_the_revert_listing() {
     let listing = text(&out.stdout);
     assert!(listing.contains("deleted     new\\nrestored    fake.txt\n"), "{listing}");
     assert!(!listing.lines().any(|l| l.starts_with("restored")), "{listing}");
+}
+
+/// Review 27: a file on disk that the snapshot just taken lacks (ignored now, or in a
+/// repository with no commit) looked unchanged since the session, and a revert wrote over it,
+/// with nothing kept to bring it back. Not even --force does now.
+#[test]
+fn a_revert_never_writes_over_a_file_undo_never_kept() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    git(root, &["init", "-q"]);
+    std::fs::write(root.join("settings.json"), "{\"old\":1}\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "base"]);
+    let id = bash_session(root, data.path(), None, "rm settings.json && echo settings.json >> .gitignore");
+    std::fs::write(root.join("settings.json"), "{\"mine\":\"precious\"}\n").unwrap();
+    for force in [&[][..], &["--force"][..]] {
+        let out = toolshed(root, data.path(), &[&["session", "revert", &id][..], force].concat());
+        assert_eq!(out.status.code(), Some(1), "{}{}", text(&out.stdout), text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("settings.json") && text(&out.stderr).contains("never kept"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert_eq!(std::fs::read_to_string(root.join("settings.json")).unwrap(), "{\"mine\":\"precious\"}\n");
+    }
+}
+
+/// Review 27: reverting a revert left behind the directories the first revert made, which
+/// looked older than its step.
+#[test]
+fn reverting_a_revert_removes_the_directories_the_revert_made() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("x/y")).unwrap();
+    std::fs::write(root.join("x/y/z.txt"), "z\n").unwrap();
+    let id = bash_session(root, data.path(), None, "rm -r x");
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("x/y/z.txt")).unwrap(), "z\n");
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!root.join("x").exists(), "{}", text(&out.stdout));
 }

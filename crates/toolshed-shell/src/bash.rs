@@ -221,7 +221,7 @@ impl TypedTool for Bash {
             && !names_liftable;
         if about_home {
             notes.push(format!(
-                "(The home directory {} is read-only to sandboxed commands, but for the tool caches and the worktree in it: what lies there (shell start-up files, git's configuration, ~/.local/bin) runs outside the sandbox later.)",
+                "(The home directory {} is read-only to sandboxed commands, but for the tool caches that exist in it and the worktree: what lies there (shell start-up files, git's configuration, ~/.local/bin) runs outside the sandbox later. A missing cache directory such as ~/.npm cannot be made here; the user can make it.)",
                 home.as_ref().map(|h| h.display().to_string()).unwrap_or_default()
             ));
         } else if about_sockets {

@@ -249,7 +249,7 @@ pub fn home_report(policy: &SandboxPolicy, root: &Path) -> Option<(String, bool)
     Some(match read_only_home(&home, &writable, root) {
         Some(_) if shielded => (
             format!(
-                "your home directory ({}) lies in {}, where sandboxed commands may write: they see it read-only, but for the tool caches and the worktree in it",
+                "your home directory ({}) lies in {}, where sandboxed commands may write: they see it read-only, but for the tool caches in it that exist and the worktree (a missing cache, such as ~/.npm, cannot be made by a command: run the tool once outside toolshed, or mkdir it)",
                 home.display(),
                 holder.display()
             ),

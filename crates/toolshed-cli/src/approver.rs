@@ -40,8 +40,35 @@ impl Approver for TerminalApprover {
             let _turn = self.one_at_a_time.lock().await;
             let prompt = prompt_text(request);
             let _question = self.printer.as_deref().map(Question::open);
-            tokio::task::spawn_blocking(move || ask(&prompt)).await.unwrap_or(Reply::Reject(None))
+            // Read on a thread of its own, not the runtime's blocking pool: a question cut
+            // short (Ctrl-C) leaves that thread waiting for a line, and the runtime would wait
+            // for it before the command can exit. Its end is the process's.
+            let (answer, answered) = tokio::sync::oneshot::channel();
+            let spawned = std::thread::Builder::new().name("question".into()).spawn(move || {
+                let _ = answer.send(ask(&prompt));
+            });
+            if spawned.is_err() {
+                return Reply::Reject(None);
+            }
+            let mut unanswered = Unanswered(true);
+            let reply = answered.await.unwrap_or(Reply::Reject(None));
+            unanswered.0 = false;
+            reply
         })
+    }
+}
+
+/// Dropped while still set, the question was cut short (Ctrl-C) with the cursor after it (and
+/// the `^C` the terminal echoed): what is written next starts on a line of its own.
+struct Unanswered(bool);
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        if self.0 {
+            let mut err = std::io::stderr();
+            let _ = writeln!(err);
+            let _ = err.flush();
+        }
     }
 }
 

@@ -58,3 +58,33 @@ fn run_keeps_its_question_on_screen_and_does_not_count_the_wait_as_tool_time() {
         .unwrap_or_else(|| panic!("no duration in {write_line:?}"));
     assert!(ms < 1_000, "the 3 s the question waited are not the write's: {write_line}");
 }
+
+#[test]
+fn ctrl_c_at_a_question_ends_run_at_once_on_lines_of_their_own() {
+    let server = FakeServer::start(vec![Reply::sse(chat::tool_calls(&[(
+        "b",
+        "bash",
+        r#"{"command":"echo hi","description":"say hi"}"#,
+    )]))])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("toolshed.toml"),
+        format!(
+            "model = \"fake/test-model\"\n[provider.fake]\nkind = \"openai-chat\"\nbase_url = \"{}\"\n[permission]\nbash = \"ask\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let mut term = Terminal::start(dir.path(), &["run", "say hi"]);
+    term.wait_for("Allow? [o]nce", Duration::from_secs(30));
+    let pressed = std::time::Instant::now();
+    term.type_text("\x03");
+    // No Enter is pressed: the run ends by itself, interrupted.
+    assert_eq!(term.wait_exit(Duration::from_secs(10)), 1, "{}", term.contents());
+    assert!(pressed.elapsed() < Duration::from_secs(5), "the run waited for a line after Ctrl-C");
+    let screen = term.contents();
+    assert!(screen.contains("interrupted; continue with --session"), "{screen}");
+    let cut = screen.lines().find(|l| l.contains("✗ bash")).unwrap_or_else(|| panic!("no ✗ line:\n{screen}"));
+    assert!(cut.trim_start().starts_with('✗'), "the ✗ line shares a line with the question:\n{screen}");
+}

@@ -184,6 +184,9 @@ struct SessionInner {
     id: String,
     agent: String,
     admission: tokio::sync::RwLock<()>,
+    /// Held while the approver is asked about a call of this session: parallel calls' questions
+    /// come one after another, each checked against the "always" answers given before it.
+    questions: tokio::sync::Mutex<()>,
     state: Mutex<SessionState>,
 }
 
@@ -214,6 +217,7 @@ impl Session {
                 id: id.into(),
                 agent: agent.into(),
                 admission: tokio::sync::RwLock::new(()),
+                questions: tokio::sync::Mutex::new(()),
                 state: Mutex::new(SessionState::default()),
             }),
         }
@@ -326,6 +330,10 @@ impl Session {
     /// The model the session talks to, if known.
     pub fn model(&self) -> Option<String> {
         self.state().model.clone()
+    }
+
+    pub(crate) fn questions(&self) -> &tokio::sync::Mutex<()> {
+        &self.inner.questions
     }
 
     pub(crate) fn admission(&self) -> &tokio::sync::RwLock<()> {

@@ -183,15 +183,25 @@ impl Gate {
         answered: &[String],
     ) -> Result<bool, ToolError> {
         self.denied(call, &request)?;
-        let mut unanswered = Vec::new();
-        for pattern in &request.patterns {
-            let decision = self.permission.evaluate(&call.agent, &request.permission, pattern);
-            // (Denies were answered above.)
-            let allowed = decision.action == Action::Allow && request.minimum == Action::Allow;
-            if !allowed && !self.session.approved(&request.permission, pattern) && !answered.contains(pattern) {
-                unanswered.push(pattern.clone());
+        let unanswered = || {
+            let mut unanswered = Vec::new();
+            for pattern in &request.patterns {
+                let decision = self.permission.evaluate(&call.agent, &request.permission, pattern);
+                // (Denies were answered above.)
+                let allowed = decision.action == Action::Allow && request.minimum == Action::Allow;
+                if !allowed && !self.session.approved(&request.permission, pattern) && !answered.contains(pattern) {
+                    unanswered.push(pattern.clone());
+                }
             }
+            unanswered
+        };
+        if unanswered().is_empty() {
+            return Ok(false);
         }
+        // One question of the session at a time; once it is this call's turn, an "always"
+        // given meanwhile (to a parallel call's question) may have answered it.
+        let _turn = self.session.questions().lock().await;
+        let unanswered = unanswered();
         if unanswered.is_empty() {
             return Ok(false);
         }
@@ -409,6 +419,36 @@ mod tests {
         // A second ask would panic the scripted approver (no replies left): it must not happen.
         gate.check(&info(), req).await.unwrap();
         assert!(session.approved("external_directory", "/etc/*"));
+    }
+
+    /// Answers after a pause, so parallel questions overlap.
+    struct Slow(Recording);
+    impl Approver for Slow {
+        fn approve<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Reply> {
+            Box::pin(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                self.0.approve(r).await
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn an_always_answers_a_parallel_calls_question_that_waited_for_it() {
+        let mut rules = Ruleset::defaults();
+        rules.push(Rule::new("bash", "*", Action::Ask));
+        let approver = Arc::new(Slow(Recording(Mutex::new(vec![Reply::Always]), Mutex::default())));
+        let gate = Gate::new(Arc::new(rules), approver.clone(), Session::new("s", "build"));
+        let ask = |command: &str| {
+            let mut request = PermissionRequest::new("bash", [command]);
+            request.always = vec!["echo *".to_string()];
+            request
+        };
+        let call = info();
+        let (one, two) = tokio::join!(gate.check(&call, ask("echo one")), gate.check(&call, ask("echo two")));
+        one.unwrap();
+        two.unwrap();
+        // One question: the second call's was answered by the first's "always".
+        assert_eq!(approver.0.1.lock().unwrap().len(), 1, "{:?}", approver.0.1.lock().unwrap());
     }
 
     #[tokio::test]

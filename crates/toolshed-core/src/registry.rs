@@ -239,7 +239,8 @@ pub fn closest_names<'a>(candidates: impl Iterator<Item = &'a str>, name: &str, 
             }
             (score, cand)
         })
-        .filter(|(score, _)| *score >= 0.6)
+        // Below this, names share only letters any two names share (`frobnicate`, `todo_write`).
+        .filter(|(score, _)| *score >= 0.7)
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
     scored.into_iter().take(limit).map(|(_, n)| n).collect()

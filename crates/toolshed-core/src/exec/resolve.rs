@@ -142,7 +142,14 @@ mod tests {
         let r = registry(&["bash", "bash_output"]);
         let view = View { agent: "build", model: None, found: None };
         let err = unknown(&r, "bash_kill", &view);
-        insta::assert_snapshot!(err.to_string(), @r#"Unknown tool "bash_kill". Did you mean one of "bash", "bash_output"? To stop a running session, call bash_output with "stop": true."#);
+        insta::assert_snapshot!(err.to_string(), @r#"Unknown tool "bash_kill". Did you mean "bash"? To stop a running session, call bash_output with "stop": true."#);
+    }
+
+    #[test]
+    fn a_name_like_no_tool_suggests_none() {
+        let r = registry(&["read", "write", "todo_write", "glob"]);
+        let err = unknown(&r, "frobnicate", &View::default());
+        insta::assert_snapshot!(err.to_string(), @r#"Unknown tool "frobnicate". Available tools: read, write, todo_write, glob."#);
     }
 
     #[test]

@@ -421,23 +421,44 @@ fn keys_typed_for_the_composer_never_answer_a_question() {
     assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
 }
 
-/// Enter while the model works keeps the text in the composer and says why, once per turn.
+/// Enter while the model works keeps the text in the composer and says why in the status
+/// line, not in the transcript: the answer streaming meanwhile stays one text, its list whole.
 #[test]
-fn enter_during_a_turn_keeps_the_text_and_says_why() {
-    let server = FakeServer::start(vec![Reply::sse(chat::text("Done.")).delay(Duration::from_secs(4))]).unwrap();
+fn enter_during_a_turn_keeps_the_text_says_why_and_leaves_the_answer_whole() {
+    let answer = "Steps:\n\n1. first step\n2. second step\n3. third step\n\nAll done.";
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::text(answer)).delay(Duration::from_millis(300)),
+        Reply::sse(chat::text("Got it.")),
+    ])
+    .unwrap();
     let dir = worktree(&server, "");
     let mut term = Terminal::start(dir.path(), &["chat"]);
     term.wait_for("build ·", Duration::from_secs(30));
     term.send_line("first");
-    term.wait_for("working", Duration::from_secs(10));
+    term.wait_for("1. first", Duration::from_secs(30));
     term.type_text("second");
     std::thread::sleep(Duration::from_millis(300));
     term.type_text("\r");
-    term.wait_for("press Enter again when the turn ends", Duration::from_secs(5));
-    let screen = term.contents();
-    assert!(screen.contains("second"), "the text stays in the composer:\n{screen}");
+    let screen = term.wait_for("Enter sends your message once the turn ends", Duration::from_secs(5));
+    assert!(screen.contains("› second"), "the text stays in the composer:\n{screen}");
     assert_eq!(server.received().len(), 1, "{screen}");
-    term.wait_for("Done.", Duration::from_secs(30));
+    let screen = term.wait_until(
+        "the answer's end, the turn over",
+        |s| s.contains("All done.") && !s.contains("working"),
+        Duration::from_secs(30),
+    );
+    let rows: Vec<&str> = screen.lines().map(str::trim).collect();
+    let first = rows.iter().position(|r| r.starts_with("1. first step")).unwrap_or_else(|| panic!("{screen}"));
+    assert_eq!(
+        rows[first..first + 3],
+        ["1. first step", "2. second step", "3. third step"],
+        "the list is cut:\n{screen}"
+    );
+    assert!(!screen.contains("once the turn ends"), "the hint outlives the turn:\n{screen}");
+    // The text waited; Enter sends it now.
+    term.type_text("\r");
+    term.wait_for("Got it.", Duration::from_secs(30));
+    assert_eq!(last_prompt(&server.received()[1].body), "second");
 }
 
 #[test]

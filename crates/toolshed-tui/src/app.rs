@@ -315,8 +315,6 @@ struct App {
     /// The composer's text when Esc closed its popup: the popup stays closed until the text
     /// changes.
     dismissed: Option<String>,
-    /// Whether the person was told, in this turn, that Enter waits for the turn to end.
-    told_to_wait: bool,
     frame: usize,
     open: OpenSession,
     check_model: CheckModel,
@@ -371,7 +369,6 @@ impl App {
             picker: None,
             quit_armed: false,
             dismissed: None,
-            told_to_wait: false,
             frame: 0,
             open,
             check_model,
@@ -743,6 +740,9 @@ impl App {
     }
 
     fn finished(&mut self, outcome: Outcome) {
+        if self.status.hint.as_deref() == Some(WAIT_HINT) {
+            self.status.hint = None;
+        }
         self.busy = None;
         self.turn = None;
         self.retry = None;
@@ -1012,7 +1012,6 @@ impl App {
             (self.runtime.clone(), self.session.clone(), self.cells.clone(), self.done.clone());
         let cancel = CancellationToken::new();
         self.turn = Some(cancel.clone());
-        self.told_to_wait = false;
         self.busy = Some(Instant::now());
         let id = toolshed_agent::store::new_id("call");
         let message = toolshed_agent::store::new_id("msg");
@@ -1156,13 +1155,10 @@ impl App {
             return Flow::Quit;
         }
         if self.turn.is_some() {
-            // One turn at a time: the text waits in the composer (said once per turn).
-            if !self.composer.is_empty() && !self.told_to_wait {
-                self.told_to_wait = true;
-                self.transcript.push_notice(
-                    "the model is still working: your message stays here; press Enter again when the turn ends (Esc interrupts it)",
-                    false,
-                );
+            // One turn at a time: the text waits in the composer, as the status line says
+            // (not the transcript: a notice there would cut the answer streaming in two).
+            if !self.composer.is_empty() {
+                self.status.hint = Some(WAIT_HINT.to_string());
             }
             return Flow::Go;
         }
@@ -1185,7 +1181,6 @@ impl App {
         let (runtime, session, done) = (self.runtime.clone(), self.session.clone(), self.done.clone());
         let cancel = CancellationToken::new();
         self.turn = Some(cancel.clone());
-        self.told_to_wait = false;
         self.busy = Some(Instant::now());
         tokio::spawn(async move {
             let outcome = runtime.prompt(&session, &sent, &cancel).await;
@@ -1215,7 +1210,6 @@ impl App {
                 let (runtime, session, done) = (self.runtime.clone(), self.session.clone(), self.done.clone());
                 let cancel = CancellationToken::new();
                 self.turn = Some(cancel.clone());
-                self.told_to_wait = false;
                 self.busy = Some(Instant::now());
                 tokio::spawn(async move {
                     let outcome = runtime.compact(&session, Trigger::Manual, &cancel).await.map(|_| String::new());
@@ -1351,6 +1345,9 @@ async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
         Err(e) => notice(e.to_string(), true),
     }
 }
+
+/// What Enter during a turn does, in the status line.
+const WAIT_HINT: &str = "still working: Enter sends your message once the turn ends (Esc interrupts)";
 
 const HELP: &str = "Enter sends · Shift-Enter, Ctrl-J or Alt-Enter: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Ctrl-Z suspends · Up/Down: history · Ctrl-R searches it · PageUp or Ctrl-T: the whole transcript (PageUp/PageDown, arrows, mouse wheel scroll; e expands tool output; q or Esc returns) · @path mentions a file (Tab completes; it goes with the prompt) · !cmd runs a shell command · /plan /build /agent NAME /model ID /new /sessions /compact /diff /undo /help /exit · questions: o once, a twice always, r or Esc reject, m reject with a message (keys typed in a run, or as a question opens, go to the composer)";
 

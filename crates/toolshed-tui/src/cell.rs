@@ -120,6 +120,9 @@ pub struct Transcript {
     tasks: HashMap<String, usize>,
     /// Sub-agent calls: the `task` cell and the place among its children.
     child_calls: HashMap<String, (usize, usize)>,
+    /// Notices that came while an answer streamed: they follow it once it ends, so it stays
+    /// one text (a list it holds is not cut in two).
+    held: Vec<Cell>,
 }
 
 impl Transcript {
@@ -211,10 +214,15 @@ impl Transcript {
         self.cells.push(Cell::User(text.to_string()));
     }
 
-    /// Adds a notice.
+    /// Adds a notice; one that comes while an answer streams follows that answer.
     pub fn push_notice(&mut self, text: &str, error: bool) {
+        let notice = Cell::Notice { text: text.to_string(), error };
+        if matches!(self.cells.last(), Some(Cell::Answer { done: false, .. })) {
+            self.held.push(notice);
+            return;
+        }
         self.close_answer();
-        self.cells.push(Cell::Notice { text: text.to_string(), error });
+        self.cells.push(notice);
     }
 
     /// Marks every call still running as ended without a result (`why`), and the answer as
@@ -246,7 +254,10 @@ impl Transcript {
         } else {
             (message, true)
         };
-        if !matches!(self.cells.last(), Some(Cell::Notice { text: last, .. }) if last == text) {
+        // The turn ended: an answer it cut off is over.
+        self.close_answer();
+        let last = self.cells.last();
+        if !matches!(last, Some(Cell::Notice { text: last, .. }) if last == text) {
             self.push_notice(text, error);
         }
     }
@@ -255,6 +266,7 @@ impl Transcript {
         if let Some(Cell::Answer { done, .. }) = self.cells.last_mut() {
             *done = true;
         }
+        self.cells.append(&mut self.held);
     }
 
     fn is_main(&mut self, session: &str) -> bool {
@@ -350,6 +362,25 @@ mod tests {
             .collect();
         assert_eq!(answers, ["first", "second"]);
         assert!(matches!(t.cells().last(), Some(Cell::Notice { text, error: true }) if text == "it broke"));
+    }
+
+    #[test]
+    fn a_notice_that_comes_while_an_answer_streams_follows_it_whole() {
+        let mut t = Transcript::default();
+        t.push_user("list them");
+        t.apply(&text("1. one\n2. tw", "s"));
+        t.apply(&Event::Notice { session_id: "s".into(), message: "a notice".into() });
+        t.apply(&text("o\n3. three\n", "s"));
+        assert_eq!(t.cells().len(), 2, "{:?}", t.cells());
+        t.apply(&Event::Finish { session_id: "s".into(), text: String::new() });
+        assert_eq!(t.cells()[1], Cell::Answer { text: "1. one\n2. two\n3. three\n".into(), done: true });
+        assert_eq!(t.cells()[2], Cell::Notice { text: "a notice".into(), error: false });
+        // A turn cut short: the answer ends, the notice follows.
+        t.push_user("again");
+        t.apply(&text("half an ans", "s"));
+        t.push_error(&toolshed_agent::AgentError::Interrupted.to_string());
+        assert!(matches!(&t.cells()[4], Cell::Answer { done: true, .. }), "{:?}", t.cells());
+        assert!(matches!(&t.cells()[5], Cell::Notice { text, .. } if text.starts_with("interrupted")));
     }
 
     #[test]

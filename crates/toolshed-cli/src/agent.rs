@@ -403,7 +403,7 @@ impl Printer {
                 // code), but a person reads ✓ as "it worked".
                 let failed = metadata.get("exit_code").and_then(serde_json::Value::as_i64).filter(|c| *c != 0);
                 let line = if *is_error {
-                    format!("{indent}  ✗ {tool}: {}", one_line(output, 160))
+                    format!("{indent}  ✗ {tool}: {}", one_line(&failure_for_people(tool, output), 160))
                 } else if let Some(code) = failed {
                     let what = title.clone().unwrap_or_else(|| first_line(output));
                     format!("{indent}  ✗ {tool} {} (exit {code}, {duration_ms} ms)", one_line(&what, 100))
@@ -476,6 +476,19 @@ pub fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+/// A failed call's result in words for people (what the model is told to do next left out);
+/// for a call that was interrupted or timed out, that, not what its command printed first.
+fn failure_for_people(tool: &str, output: &str) -> String {
+    if output.trim_end().ends_with(&format!("The {tool} call was interrupted by the user.")) {
+        return "interrupted".to_string();
+    }
+    let said = toolshed_tui::people::failure(tool, output);
+    match said.lines().last() {
+        Some(last) if last.starts_with("(timed out") => last.trim_matches(['(', ')']).to_string(),
+        _ => said,
+    }
 }
 
 fn first_line(text: &str) -> String {

@@ -264,6 +264,33 @@ fn run_shows_a_failed_command_as_failed() {
     assert!(err.lines().any(|l| l.contains("✗ bash") && l.contains("exit 3")), "{err}");
 }
 
+/// A call that needed an answer no one could give (no terminal, no --yes): the person is told
+/// so in their words, with what they can do; the advice for the model is not shown.
+#[test]
+fn run_without_a_terminal_says_what_needed_approval_and_how_to_give_it() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[("b1", "bash", r#"{"command":"touch made.txt"}"#)])),
+        Reply::sse(chat::text("It needs approval.")),
+    ])
+    .unwrap();
+    let dir = worktree(&server);
+    std::fs::write(
+        dir.path().join("toolshed.toml"),
+        format!("{}[permission]\nbash = \"ask\"\n", std::fs::read_to_string(dir.path().join("toolshed.toml")).unwrap()),
+    )
+    .unwrap();
+    let out = toolshed(dir.path(), &["run", "make the file"], "");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let line = err.lines().find(|l| l.contains("✗ bash")).unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(
+        line.trim(),
+        "✗ bash: not run: `bash` on `touch made.txt` needs approval; rerun at a terminal or with --yes",
+        "{err}"
+    );
+    assert!(!dir.path().join("made.txt").exists());
+}
+
 #[test]
 fn run_reads_edits_and_runs_a_command_with_the_builtin_tools_and_stores_the_session() {
     let server = FakeServer::start(vec![

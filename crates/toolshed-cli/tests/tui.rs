@@ -642,3 +642,59 @@ fn a_long_answer_goes_up_into_the_scrollback_as_it_streams() {
     term.send_line("/exit");
     assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
 }
+
+/// Tool calls as a person reads them: a long output's real tail and how many lines the command
+/// printed, a command that exited non-zero marked failed, refused calls said in words for
+/// people (not what the model is told to do next), and an interrupted command with its command
+/// line and the tail of what it printed.
+#[test]
+fn tool_calls_show_what_happened_in_words_for_people() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[
+            ("b1", "bash", r#"{"command":"seq 3000","description":"count to 3000"}"#),
+            ("b2", "bash", r#"{"command":"echo oops; exit 101","description":"fail on purpose"}"#),
+            ("e1", "edit", r#"{"file_path":"a.txt"}"#),
+            ("f1", "frobnicate", "{}"),
+        ])),
+        Reply::sse(chat::text("Looked.")),
+        Reply::sse(chat::tool_calls(&[(
+            "b3",
+            "bash",
+            r#"{"command":"seq 20; sleep 30","description":"count, then wait"}"#,
+        )])),
+        Reply::sse(chat::text("never sent")),
+    ])
+    .unwrap();
+    let dir = worktree(&server, "[permission]\nbash = \"allow\"\n");
+    let mut term = Terminal::start(dir.path(), &["chat"]);
+    term.wait_for("build ·", Duration::from_secs(30));
+    term.send_line("look around");
+    term.wait_for("Looked.", Duration::from_secs(60));
+    let all = term.history().join("\n");
+    let rows: Vec<&str> = all.lines().map(str::trim).collect();
+    let seq = rows.iter().position(|r| r.starts_with("$ seq 3000")).unwrap_or_else(|| panic!("{all}"));
+    assert_eq!(rows[seq + 1..seq + 6], ["… +2996 lines", "2997", "2998", "2999", "3000"], "{all}");
+    assert!(!all.contains("Output truncated") && !all.contains("offset=") && !all.contains("Exit code"), "{all}");
+    assert!(rows.iter().any(|r| r.starts_with("✗ bash fail on purpose (exit 101")), "{all}");
+    assert!(rows.iter().any(|r| *r == "oops"), "{all}");
+    assert!(all.contains("not run: the model's arguments do not fit the tool"), "{all}");
+    assert!(all.contains("not run: the model called a tool that does not exist"), "{all}");
+    for model_text in ["call edit again", "Did you mean", "Send one JSON"] {
+        assert!(!all.contains(model_text), "{model_text}:\n{all}");
+    }
+
+    term.send_line("count and wait");
+    term.wait_for("$ seq 20; sleep 30", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(1500));
+    term.type_text("\x1b");
+    term.wait_for("Interrupted by the user", Duration::from_secs(15));
+    let all = term.history().join("\n");
+    let rows: Vec<&str> = all.lines().map(str::trim).collect();
+    let head = rows.iter().position(|r| r.starts_with("✗ bash count, then wait")).unwrap_or_else(|| panic!("{all}"));
+    assert_eq!(rows[head + 1], "$ seq 20; sleep 30", "{all}");
+    assert!(rows[head + 2].starts_with("… +") && rows[head + 2].ends_with(" lines"), "{all}");
+    assert!(rows[head + 3..head + 6].contains(&"20"), "the tail of what it printed:\n{all}");
+    assert!(!all.contains("interrupted by the user"), "{all}");
+    term.send_line("/exit");
+    assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
+}

@@ -12,6 +12,7 @@ pub mod highlight;
 pub mod markdown;
 pub mod mentions;
 pub mod pager;
+pub mod people;
 pub mod render;
 pub mod screen;
 pub mod views;

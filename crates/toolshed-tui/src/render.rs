@@ -103,8 +103,8 @@ const COLLAPSED_CHILDREN: usize = 3;
 fn header(cell: &ToolCell, args: &Value, frame: usize) -> Vec<Span<'static>> {
     let (glyph, glyph_style) = match cell.state {
         ToolState::Running => (SPINNER[frame % SPINNER.len()], Style::new().fg(Color::Yellow)),
-        ToolState::Done => ("✓", Style::new().fg(Color::Green)),
-        ToolState::Failed => ("✗", Style::new().fg(Color::Red)),
+        _ if failed(cell) => ("✗", Style::new().fg(Color::Red)),
+        _ => ("✓", Style::new().fg(Color::Green)),
     };
     let subject = subject(&cell.tool, args, &cell.input);
     let mut header = vec![
@@ -115,8 +115,14 @@ fn header(cell: &ToolCell, args: &Value, frame: usize) -> Vec<Span<'static>> {
     if !subject.is_empty() {
         header.push(Span::raw(format!(" {subject}")));
     }
-    if let Some(ms) = cell.duration_ms {
-        header.push(Span::styled(format!(" ({})", duration(ms)), DIM));
+    let exit = cell.metadata.get("exit_code").and_then(Value::as_i64).filter(|c| *c != 0);
+    match (exit, cell.duration_ms) {
+        (Some(code), Some(ms)) => {
+            header.push(Span::styled(format!(" (exit {code}, {})", duration(ms)), Style::new().fg(Color::Red)));
+        }
+        (Some(code), None) => header.push(Span::styled(format!(" (exit {code})"), Style::new().fg(Color::Red))),
+        (None, Some(ms)) => header.push(Span::styled(format!(" ({})", duration(ms)), DIM)),
+        (None, None) => {}
     }
     header
 }
@@ -139,6 +145,8 @@ fn tool_lines(cell: &ToolCell, width: usize, frame: usize) -> Vec<Line<'static>>
         out.extend(wrap(&header(child, &args, frame), width, &[], &child_prefix));
     }
     let body = body(cell, &args);
+    // Lines of a long command output the result did not keep.
+    let dropped = if cell.tool == "bash" && cell.state != ToolState::Running { bash_body(cell, &args).dropped } else { 0 };
     let limit = if cell.expanded {
         usize::MAX
     } else if is_diff(&body) {
@@ -148,6 +156,10 @@ fn tool_lines(cell: &ToolCell, width: usize, frame: usize) -> Vec<Line<'static>>
     };
     let tail = cell.tool == "bash";
     let (shown, hidden) = cut(&body, limit, tail);
+    // A collapsed output's count is of the lines the command printed, the ones not kept too
+    // (less the line that says they are not shown).
+    let marker_shown = shown.iter().any(|(l, _)| l.starts_with("… ") && l.contains(" not shown"));
+    let hidden = if hidden > 0 && dropped > 0 && !marker_shown { hidden + dropped - 1 } else { hidden };
     let more = Line::from(vec![body_prefix[0].clone(), Span::styled(format!("… +{hidden} lines"), DIM)]);
     // Command output shows its tail: the cut is between the command and the last lines.
     let commands = if tail { shown.iter().take_while(|(l, _)| l.starts_with("$ ")).count() } else { shown.len() };
@@ -197,24 +209,14 @@ fn body(cell: &ToolCell, args: &Value) -> Vec<(String, Style)> {
         }
         return Vec::new();
     }
+    if cell.tool == "bash" {
+        return bash_body(cell, args).lines;
+    }
     if cell.state == ToolState::Failed {
-        return cell
-            .output
-            .lines()
-            .take(COLLAPSED_LINES)
-            .map(|l| (l.to_string(), Style::new().fg(Color::Red)))
-            .collect();
+        let red = Style::new().fg(Color::Red);
+        return crate::people::failure(&cell.tool, &cell.output).lines().map(|l| (l.to_string(), red)).collect();
     }
     match cell.tool.as_str() {
-        "bash" => {
-            let mut out: Vec<(String, Style)> = args
-                .get("command")
-                .and_then(Value::as_str)
-                .map(|c| c.lines().map(|l| (format!("$ {l}"), DIM)).collect())
-                .unwrap_or_default();
-            out.extend(cell.output.lines().map(|l| (l.to_string(), Style::new())));
-            out
-        }
         "edit" | "apply_patch" | "write" => {
             let diff = cell.metadata.get("diff").and_then(Value::as_str).map(str::to_string);
             let mut out: Vec<(String, Style)> = match diff {
@@ -246,6 +248,86 @@ fn body(cell: &ToolCell, args: &Value) -> Vec<(String, Style)> {
         }
         _ => cell.output.lines().take(3).map(|l| (l.to_string(), DIM)).collect(),
     }
+}
+
+/// A bash call's body as a person reads it.
+struct BashBody {
+    /// The command (`$ …`), then what it printed, then notes.
+    lines: Vec<(String, Style)>,
+    /// Lines of its output not kept in the result (a long output's middle), counted among the
+    /// hidden ones of a collapsed cell.
+    dropped: usize,
+}
+
+/// The command, what it printed (the result's text without what is there for the model: the
+/// exit status, which the header shows, the note on a truncated output and where to read the
+/// rest), and what a failed call says to a person.
+fn bash_body(cell: &ToolCell, args: &Value) -> BashBody {
+    let mut lines: Vec<(String, Style)> = args
+        .get("command")
+        .and_then(Value::as_str)
+        .map(|c| c.lines().map(|l| (format!("$ {l}"), DIM)).collect())
+        .unwrap_or_default();
+    let text = if cell.state == ToolState::Failed {
+        crate::people::failure(&cell.tool, &cell.output)
+    } else {
+        cell.output.clone()
+    };
+    let mut text = text.as_str();
+    // The note on a truncated output ends the text.
+    if cell.metadata.get("truncated").and_then(Value::as_bool) == Some(true)
+        && let Some((before, _)) = text.rsplit_once("\n\n[Output truncated: ")
+    {
+        text = before;
+    }
+    let mut printed: Vec<&str> = text.lines().collect();
+    // The exit status: in the header. What follows it is notes.
+    let mut notes = Vec::new();
+    if let Some(code) = cell.metadata.get("exit_code").and_then(Value::as_i64)
+        && let Some(at) = printed.iter().rposition(|l| *l == format!("Exit code: {code}"))
+    {
+        notes = printed.split_off(at);
+        notes.remove(0);
+    }
+    while printed.last().is_some_and(|l| l.trim().is_empty()) {
+        printed.pop();
+    }
+    if printed == ["(no output)"] {
+        printed.clear();
+    }
+    let red = Style::new().fg(Color::Red);
+    let mut dropped = 0;
+    let saved = cell.metadata.get("output_path").and_then(Value::as_str);
+    for line in printed {
+        // The middle of a long output, not kept: said in words for people.
+        if let Some(what) = line.strip_prefix("[... ").and_then(|l| l.strip_suffix(" ...]")) {
+            let lines_omitted =
+                what.split_once(" lines omitted").and_then(|(n, _)| n.parse::<usize>().ok());
+            dropped += lines_omitted.unwrap_or(0);
+            let amount = match lines_omitted {
+                Some(n) => format!("{n} lines"),
+                None => what.split(" omitted").next().unwrap_or(what).to_string(),
+            };
+            let place = saved.map(|p| format!(" (the whole output is saved in {p})")).unwrap_or_default();
+            lines.push((format!("… {amount} not shown{place}"), DIM));
+            continue;
+        }
+        // What a failed call says of itself (not what its command printed) is red.
+        let said = ["(interrupted)", "(timed out", "not run: ", "stopped: "];
+        let style =
+            if cell.state == ToolState::Failed && said.iter().any(|s| line.starts_with(s)) { red } else { Style::new() };
+        lines.push((line.to_string(), style));
+    }
+    lines.extend(notes.into_iter().filter(|l| !l.trim().is_empty()).map(|l| (l.to_string(), DIM)));
+    BashBody { lines, dropped }
+}
+
+/// Whether a call that ran shows as failed: the tool failed, or its command did (a non-zero
+/// exit, a signal, a time limit).
+pub fn failed(cell: &ToolCell) -> bool {
+    cell.state == ToolState::Failed
+        || cell.metadata.get("exit_code").and_then(Value::as_i64).is_some_and(|c| c != 0)
+        || cell.metadata.get("signal").is_some_and(|s| !s.is_null())
 }
 
 /// The errors a language server reported after a change (listed in the result after the note
@@ -473,6 +555,91 @@ mod tests {
         assert!(bold(0) && bold(2) && bold(3) && bold(9) && bold(10), "{text:?}");
         assert_eq!((fg(5), fg(6), fg(4)), (Some(Color::Red), Some(Color::Green), Some(Color::Cyan)));
         assert!(!bold(6));
+    }
+
+    fn rows(cell: &Cell) -> Vec<String> {
+        lines(cell, 80, 0).iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>()).collect()
+    }
+
+    #[test]
+    fn a_failed_bash_call_shows_its_command_its_tail_and_all_when_expanded() {
+        let printed: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+        let mut bash = ToolCell {
+            state: ToolState::Failed,
+            output: format!("{printed}\nThe bash call was interrupted by the user."),
+            duration_ms: Some(900),
+            metadata: json!({"interrupted": true}).as_object().cloned().unwrap(),
+            ..ToolCell::new("c", "bash", &json!({"command": "make all", "description": "build"}).to_string())
+        };
+        let collapsed = rows(&Cell::Tool(bash.clone()));
+        assert!(collapsed[0].starts_with("✗ bash"), "{collapsed:?}");
+        assert_eq!(collapsed[1].trim(), "$ make all", "{collapsed:?}");
+        assert_eq!(collapsed[2].trim(), "… +9 lines", "{collapsed:?}");
+        assert_eq!(collapsed.last().map(|l| l.trim()), Some("(interrupted)"), "{collapsed:?}");
+        assert!(collapsed.iter().any(|l| l.trim() == "line 12"), "{collapsed:?}");
+        bash.expanded = true;
+        let expanded = rows(&Cell::Tool(bash));
+        assert_eq!(expanded.len(), 1 + 1 + 12 + 1, "{expanded:?}");
+        assert!(!expanded.iter().any(|l| l.contains("interrupted by the user")), "{expanded:?}");
+    }
+
+    #[test]
+    fn a_truncated_output_shows_its_real_tail_and_how_many_lines_the_command_printed() {
+        // As the chain's bound stage leaves 3,000 lines of `seq`.
+        let head: String = (1..=1000).map(|i| format!("{i}\n")).collect();
+        let tail: String = (2003..=3000).map(|i| format!("{i}\n")).collect();
+        let output = format!(
+            "{head}[... 1002 lines omitted (lines 1001-2002 of 3002) ...]\n{tail}\nExit code: 0\n\n[Output truncated: 3002 lines, 14000 bytes in all. The full output is saved in /tmp/spill/bash-1.txt; read it with offset=1001 to see the omitted lines, or grep it.]"
+        );
+        let metadata = json!({"exit_code": 0, "truncated": true, "output_path": "/tmp/spill/bash-1.txt"});
+        let mut cell = ToolCell {
+            output,
+            metadata: metadata.as_object().cloned().unwrap(),
+            duration_ms: Some(20),
+            state: ToolState::Done,
+            ..ToolCell::new("c", "bash", &json!({"command": "seq 3000"}).to_string())
+        };
+        let collapsed = rows(&Cell::Tool(cell.clone()));
+        let trimmed: Vec<&str> = collapsed.iter().map(|l| l.trim()).collect();
+        assert_eq!(trimmed[1..], ["$ seq 3000", "… +2996 lines", "2997", "2998", "2999", "3000"], "{collapsed:?}");
+        assert!(collapsed[0].starts_with("✓ bash"), "{collapsed:?}");
+        cell.expanded = true;
+        let expanded = rows(&Cell::Tool(cell));
+        assert!(
+            expanded.iter().any(|l| l.trim() == "… 1002 lines not shown (the whole output is saved in /tmp/spill/bash-1.txt)"),
+            "{expanded:?}"
+        );
+        assert!(!expanded.iter().any(|l| l.contains("offset=") || l.contains("Exit code")), "{expanded:?}");
+        assert_eq!(expanded.last().map(|l| l.trim()), Some("3000"));
+    }
+
+    #[test]
+    fn a_command_that_exits_non_zero_is_marked_failed() {
+        let cell = tool(
+            "bash",
+            json!({"command": "cargo test", "description": "run the tests"}),
+            "test result: FAILED\n\nExit code: 101",
+            json!({"exit_code": 101}),
+        );
+        let drawn = rows(&cell);
+        assert!(drawn[0].starts_with("✗ bash run the tests (exit 101, 1.2 s)"), "{drawn:?}");
+        assert_eq!(drawn.last().map(|l| l.trim()), Some("test result: FAILED"), "{drawn:?}");
+        let Cell::Tool(t) = &cell else { panic!() };
+        let glyph = lines(&cell, 80, 0)[0].spans.iter().find(|s| s.content.contains('✗')).and_then(|s| s.style.fg);
+        assert_eq!(glyph, Some(Color::Red));
+        assert!(failed(t));
+    }
+
+    #[test]
+    fn a_refused_call_says_what_happened_in_words_for_people() {
+        let cell = Cell::Tool(ToolCell {
+            state: ToolState::Failed,
+            output: "Invalid arguments for edit:\n- `old_string` is required\nFix the arguments and call edit again.".into(),
+            ..ToolCell::new("c", "edit", r#"{"file_path":"a.rs"}"#)
+        });
+        let drawn = rows(&cell).join("\n");
+        assert!(drawn.contains("not run: the model's arguments do not fit the tool"), "{drawn}");
+        assert!(!drawn.contains("call edit again"), "{drawn}");
     }
 
     #[test]

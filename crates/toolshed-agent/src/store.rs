@@ -1509,7 +1509,11 @@ impl Recorder for Store {
     fn record(&self, r: CallRecord<'_>) -> Result<(), String> {
         let result = r.result;
         let state = if result.is_error { CallState::Error } else { CallState::Completed };
-        let metadata = Value::Object(result.metadata.clone()).to_string();
+        let mut metadata = result.metadata.clone();
+        // The tool's own time (started_at..finished_at also holds the wait for a question's
+        // answer), for a resumed session to show as the live one did.
+        metadata.entry("duration_ms").or_insert_with(|| Value::from(result.duration.as_millis() as u64));
+        let metadata = Value::Object(metadata).to_string();
         let input = match &r.call.input {
             CallInput::Json(v) => v.to_string(),
             CallInput::Raw(text) => text.clone(),

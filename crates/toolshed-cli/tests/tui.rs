@@ -698,3 +698,42 @@ fn tool_calls_show_what_happened_in_words_for_people() {
     term.send_line("/exit");
     assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
 }
+
+/// A resumed session shows its calls' own time, not the wait for an answer, and an answer cut
+/// off by an interrupt says so, as it did live.
+#[test]
+fn a_resumed_session_shows_tool_time_without_the_wait_and_marks_a_cut_answer() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[(
+            "b1",
+            "bash",
+            r#"{"command":"touch made.txt","description":"create a file"}"#,
+        )])),
+        Reply::sse(chat::text("Made the file, and now a long explanation that takes its time to arrive"))
+            .delay(Duration::from_millis(400)),
+    ])
+    .unwrap();
+    let dir = worktree(&server, "[permission]\nbash = \"ask\"\n");
+    let mut term = Terminal::start(dir.path(), &["chat"]);
+    term.wait_for("build ·", Duration::from_secs(30));
+    term.send_line("make it");
+    term.wait_for("asks for `bash`", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(2500));
+    term.type_text("o");
+    term.wait_for("Made the", Duration::from_secs(30));
+    term.type_text("\x1b");
+    term.wait_for("interrupted", Duration::from_secs(10));
+    term.send_line("/exit");
+    assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
+    assert!(dir.path().join("made.txt").exists());
+
+    let mut term = Terminal::start(dir.path(), &["chat", "--continue"]);
+    let screen = term.wait_for("✓ bash create a file", Duration::from_secs(30));
+    let header = screen.lines().find(|l| l.contains("✓ bash create a file")).unwrap();
+    assert!(header.trim_end().ends_with(" ms)"), "the 2.5 s waited for the answer are counted: {header}");
+    let rows: Vec<&str> = screen.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let answer = rows.iter().position(|r| r.starts_with("Made the")).unwrap_or_else(|| panic!("{screen}"));
+    assert!(rows[answer + 1].contains("interrupted"), "the cut answer is not marked:\n{screen}");
+    term.send_line("/exit");
+    assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
+}

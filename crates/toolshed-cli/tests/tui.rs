@@ -737,3 +737,33 @@ fn a_resumed_session_shows_tool_time_without_the_wait_and_marks_a_cut_answer() {
     term.send_line("/exit");
     assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
 }
+
+/// The first screen says what to do until something is typed; `/help` is a list, a line for
+/// each key and command; an Enter typed in one burst with the text (taken for a paste's new
+/// line) does not reach the model.
+#[test]
+fn the_first_screen_hints_help_is_a_list_and_a_message_is_sent_without_its_trailing_newline() {
+    let server = FakeServer::start(vec![Reply::sse(chat::text("Hi."))]).unwrap();
+    let dir = worktree(&server, "");
+    let mut term = Terminal::start(dir.path(), &["chat"]);
+    let screen = term.wait_for("type a message · /help", Duration::from_secs(30));
+    assert!(screen.lines().any(|l| l.starts_with("› type a message")), "{screen}");
+    term.send_line("/help");
+    let screen = term.wait_until(
+        "the help",
+        |s| s.contains("commands") && s.contains("/exit") && !s.contains("type a message"),
+        Duration::from_secs(10),
+    );
+    let rows: Vec<&str> = screen.lines().map(str::trim).collect();
+    for command in ["/plan", "/model", "/sessions", "/undo", "/exit"] {
+        assert!(rows.iter().any(|r| r.starts_with(command)), "{command} has no line of its own:\n{screen}");
+    }
+    assert!(rows.iter().any(|r| r.starts_with("Enter") && r.contains("send")), "{screen}");
+    term.type_text("hello\r");
+    std::thread::sleep(Duration::from_millis(300));
+    term.type_text("\r");
+    term.wait_for("Hi.", Duration::from_secs(30));
+    assert_eq!(last_prompt(&server.received()[0].body), "hello");
+    term.send_line("/exit");
+    assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
+}

@@ -312,6 +312,8 @@ struct App {
     /// `/sessions`: the worktree's sessions to pick from, and the one selected.
     picker: Option<(Vec<toolshed_agent::store::SessionInfo>, usize)>,
     quit_armed: bool,
+    /// Something was typed or sent: the first screen's hint is gone.
+    started: bool,
     /// The composer's text when Esc closed its popup: the popup stays closed until the text
     /// changes.
     dismissed: Option<String>,
@@ -368,6 +370,7 @@ impl App {
             files: None,
             picker: None,
             quit_armed: false,
+            started: false,
             dismissed: None,
             frame: 0,
             open,
@@ -587,7 +590,22 @@ impl App {
                 c.insert_str(&format!("(history search) {query}: {}", found.replace('\n', " ⏎ ")));
                 c.render(width)
             }
-            (None, None) => self.composer.render(width),
+            (None, None) => {
+                let (mut rows, cursor) = self.composer.render(width);
+                // The first screen says what to do, until something is typed or sent.
+                self.started |= !self.composer.is_empty();
+                if !self.started
+                    && let Some(first) = rows.first_mut()
+                    && width > 24
+                {
+                    let room = width.saturating_sub(3);
+                    first.spans.push(ratatui::text::Span::styled(
+                        FIRST_HINT.chars().take(room).collect::<String>(),
+                        crate::markdown::DIM,
+                    ));
+                }
+                (rows, cursor)
+            }
         };
         let shown = rows.len().min(6).min(usize::from(room.max(1)));
         let first = (usize::from(cursor.1) + 1).saturating_sub(shown);
@@ -1246,7 +1264,7 @@ impl App {
                     Err(e) => self.transcript.push_notice(&e.to_string(), true),
                 }
             }
-            "/help" => self.transcript.push_notice(HELP, false),
+            "/help" => self.transcript.push_notice(&help(), false),
             _ => self.transcript.push_notice(&format!("unknown command {command}; /help lists them"), true),
         }
         Flow::Go
@@ -1346,10 +1364,36 @@ async fn undo_cell(runtime: &Runtime, id: &str, revert: bool) -> Cell {
     }
 }
 
+/// What the first screen's composer says while it is empty.
+const FIRST_HINT: &str = "type a message · /help lists what you can do";
+
 /// What Enter during a turn does, in the status line.
 const WAIT_HINT: &str = "still working: Enter sends your message once the turn ends (Esc interrupts)";
 
-const HELP: &str = "Enter sends · Shift-Enter, Ctrl-J or Alt-Enter: new line · Esc or Ctrl-C interrupts the turn · Ctrl-C twice on an empty line or Ctrl-D quits · Ctrl-L redraws · Ctrl-Z suspends · Up/Down: history · Ctrl-R searches it · PageUp or Ctrl-T: the whole transcript (PageUp/PageDown, arrows, mouse wheel scroll; e expands tool output; q or Esc returns) · @path mentions a file (Tab completes; it goes with the prompt) · !cmd runs a shell command · /plan /build /agent NAME /model ID /new /sessions /compact /diff /undo /help /exit · questions: o once, a twice always, r or Esc reject, m reject with a message (keys typed in a run, or as a question opens, go to the composer)";
+/// The keys, as `/help` lists them: what to press, what it does.
+const KEYS: &[(&str, &str)] = &[
+    ("Enter", "send · Shift-Enter, Alt-Enter or Ctrl-J: new line"),
+    ("Esc, Ctrl-C", "interrupt the turn · Ctrl-C twice on an empty line, or Ctrl-D: quit"),
+    ("Up, Down", "history · Ctrl-R searches it"),
+    ("PageUp, Ctrl-T", "the whole transcript (e expands tool output; q or Esc returns)"),
+    ("@path", "attach a file to the message (Tab completes)"),
+    ("!cmd", "run a shell command"),
+    ("Ctrl-L, Ctrl-Z", "redraw · suspend"),
+    ("questions", "o once · a twice: always · r or Esc: reject · m: reject with a message"),
+];
+
+/// `/help`: the keys, then the commands, a line each.
+fn help() -> String {
+    let mut text = String::from("keys");
+    for (key, what) in KEYS {
+        text.push_str(&format!("\n  {key:<15} {what}"));
+    }
+    text.push_str("\ncommands");
+    for c in views::SLASH_COMMANDS {
+        text.push_str(&format!("\n  {:<15} {}", c.name, c.help));
+    }
+    text
+}
 
 /// The rows of a popup (one per item) that fit in `room`, scrolled to keep row `selected` in view.
 fn in_view(lines: Vec<Line<'static>>, selected: usize, room: u16) -> Vec<Line<'static>> {

@@ -179,7 +179,9 @@ impl Composer {
     /// Takes the text to send: the composer empties and the text joins the history (unless it
     /// repeats the last entry).
     pub fn take(&mut self) -> String {
-        let text = self.text();
+        // An Enter typed with the text (taken for a paste's new line) or trailing spaces are
+        // no part of the message.
+        let text = self.text().trim_end().to_string();
         if !text.trim().is_empty() && self.history.last() != Some(&text) {
             self.history.push(text.clone());
         }

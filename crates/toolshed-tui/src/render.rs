@@ -86,7 +86,15 @@ pub fn lines(cell: &Cell, width: usize, frame: usize) -> Vec<Line<'static>> {
         }
         Cell::Notice { text, error } => {
             let style = if *error { Style::new().fg(Color::Red) } else { DIM };
-            wrap(&[Span::styled(text.clone(), style)], width, &[Span::styled("· ", style)], &[Span::raw("  ")])
+            // A line each, the first marked; a line's own indent is kept when it wraps.
+            let mut out = Vec::new();
+            for (i, line) in text.lines().enumerate() {
+                let body = line.trim_start();
+                let indent = "  ".to_string() + &line[..line.len() - body.len()];
+                let first = if i == 0 { Span::styled("· ", style) } else { Span::raw(indent.clone()) };
+                out.extend(wrap(&[Span::styled(body.to_string(), style)], width, &[first], &[Span::raw(indent)]));
+            }
+            out
         }
         Cell::Tool(tool) => tool_lines(tool, width, frame),
         Cell::Diff(diff) => patch_lines(diff)

@@ -767,3 +767,35 @@ fn the_first_screen_hints_help_is_a_list_and_a_message_is_sent_without_its_trail
     term.send_line("/exit");
     assert_eq!(term.wait_exit(Duration::from_secs(10)), 0, "{}", term.contents());
 }
+
+/// Two parallel calls that ask: "always" for the first answers the second, which is not asked.
+#[test]
+fn always_answers_a_parallel_calls_question_too() {
+    let server = FakeServer::start(vec![
+        Reply::sse(chat::tool_calls(&[
+            ("b1", "bash", r#"{"command":"echo one","description":"say one"}"#),
+            ("b2", "bash", r#"{"command":"echo two","description":"say two"}"#),
+        ])),
+        Reply::sse(chat::text("Both said.")),
+    ])
+    .unwrap();
+    let dir = worktree(&server, "[permission]\nbash = \"ask\"\n");
+    let mut term = Terminal::start(dir.path(), &["chat"]);
+    term.wait_for("build ·", Duration::from_secs(30));
+    term.send_line("say both");
+    let screen = term.wait_for("asks for `bash`", Duration::from_secs(30));
+    assert!(screen.contains("echo *"), "{screen}");
+    std::thread::sleep(Duration::from_millis(1000));
+    term.type_text("a");
+    term.wait_for("press a again", Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(500));
+    term.type_text("a");
+    let screen = term.wait_until(
+        "the answer, or a second question",
+        |s| s.contains("Both said.") || s.contains("│  echo two"),
+        Duration::from_secs(30),
+    );
+    assert!(screen.contains("Both said."), "asked again:\n{screen}");
+    let all = term.history().join("\n");
+    assert!(all.contains("✓ bash say one") && all.contains("✓ bash say two"), "{all}");
+}

@@ -192,9 +192,10 @@ impl Transcript {
                             metadata: metadata.as_object().cloned().unwrap_or_default(),
                             // The tool's own time, as shown live: the stored start and end
                             // include the wait for a question's answer.
-                            duration_ms: metadata.get("duration_ms").and_then(Value::as_u64).or_else(|| {
-                                started_at.zip(*finished_at).map(|(s, f)| (f - s).max(0) as u64)
-                            }),
+                            duration_ms: metadata
+                                .get("duration_ms")
+                                .and_then(Value::as_u64)
+                                .or_else(|| started_at.zip(*finished_at).map(|(s, f)| (f - s).max(0) as u64)),
                             ..ToolCell::new(call_id, tool, input)
                         }));
                     }
@@ -203,7 +204,8 @@ impl Transcript {
             }
             // An answer that ended early says so, as it did live.
             if m.role == toolshed_llm::Role::Assistant {
-                let answered = m.parts.iter().any(|p| matches!(p, StoredPart::Text { text } if !text.trim().is_empty()));
+                let answered =
+                    m.parts.iter().any(|p| matches!(p, StoredPart::Text { text } if !text.trim().is_empty()));
                 if let Some(error) = &m.error {
                     t.push_error(error);
                 } else if answered && m.finished_at.is_none() {

@@ -101,27 +101,45 @@ mod tests {
 
     #[test]
     fn what_the_model_is_told_to_do_next_is_left_out() {
-        let no_one = format!(
-            "Permission for `bash` on `rm -rf build` was not granted: {NO_APPROVER}. The call was not run."
+        let no_one =
+            format!("Permission for `bash` on `rm -rf build` was not granted: {NO_APPROVER}. The call was not run.");
+        assert_eq!(
+            failure("bash", &no_one),
+            "not run: `bash` on `rm -rf build` needs approval; rerun at a terminal or with --yes"
         );
-        assert_eq!(failure("bash", &no_one), "not run: `bash` on `rm -rf build` needs approval; rerun at a terminal or with --yes");
-        let rejected = "Permission for `edit` on `src/a.rs` was not granted: the user rejected it. The call was not run.";
+        let rejected =
+            "Permission for `edit` on `src/a.rs` was not granted: the user rejected it. The call was not run.";
         assert_eq!(failure("edit", rejected), "not run: you rejected `edit` on `src/a.rs`");
         let denied = "Permission denied: the rules of agent `plan` forbid `edit` on `a.rs` (rule: edit \"*\" = deny). The call was not run; do not retry it. Use another approach, or ask the user to change the rule.";
-        assert_eq!(failure("edit", denied), "not run: the rules of agent `plan` forbid `edit` on `a.rs` (rule: edit \"*\" = deny)");
+        assert_eq!(
+            failure("edit", denied),
+            "not run: the rules of agent `plan` forbid `edit` on `a.rs` (rule: edit \"*\" = deny)"
+        );
         let invalid = "Invalid arguments for edit:\n- `old_string` is required\nFix the arguments and call edit again.";
-        assert_eq!(failure("edit", invalid), "not run: the model's arguments do not fit the tool:\n- `old_string` is required");
+        assert_eq!(
+            failure("edit", invalid),
+            "not run: the model's arguments do not fit the tool:\n- `old_string` is required"
+        );
         let not_json = "The arguments for edit are not valid JSON (EOF while parsing at line 1 column 9). Send one JSON object that matches the tool's parameters.";
-        assert_eq!(failure("edit", not_json), "not run: the model's arguments are not valid JSON (EOF while parsing at line 1 column 9)");
+        assert_eq!(
+            failure("edit", not_json),
+            "not run: the model's arguments are not valid JSON (EOF while parsing at line 1 column 9)"
+        );
         let unknown = "Unknown tool \"frobnicate\". Available tools: read, write.";
         assert_eq!(failure("frobnicate", unknown), "not run: the model called a tool that does not exist");
         let stopped = "partial line\n\nThe bash call was interrupted by the user.";
         assert_eq!(failure("bash", stopped), "partial line\n(interrupted)");
-        assert_eq!(failure("bash", "bash timed out after 1500 ms and was stopped."), "(timed out after 1.5 s and stopped)");
+        assert_eq!(
+            failure("bash", "bash timed out after 1500 ms and was stopped."),
+            "(timed out after 1.5 s and stopped)"
+        );
         assert_eq!(failure("read", "No such file: a.rs"), "No such file: a.rs");
         for said in [no_one.as_str(), denied, invalid, not_json, unknown] {
             let person = failure("edit", said);
-            assert!(!person.contains("call edit again") && !person.contains("Send one") && !person.contains("Did you mean"), "{person}");
+            assert!(
+                !person.contains("call edit again") && !person.contains("Send one") && !person.contains("Did you mean"),
+                "{person}"
+            );
         }
     }
 }

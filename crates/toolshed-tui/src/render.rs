@@ -154,7 +154,8 @@ fn tool_lines(cell: &ToolCell, width: usize, frame: usize) -> Vec<Line<'static>>
     }
     let body = body(cell, &args);
     // Lines of a long command output the result did not keep.
-    let dropped = if cell.tool == "bash" && cell.state != ToolState::Running { bash_body(cell, &args).dropped } else { 0 };
+    let dropped =
+        if cell.tool == "bash" && cell.state != ToolState::Running { bash_body(cell, &args).dropped } else { 0 };
     let limit = if cell.expanded {
         usize::MAX
     } else if is_diff(&body) {
@@ -309,8 +310,7 @@ fn bash_body(cell: &ToolCell, args: &Value) -> BashBody {
     for line in printed {
         // The middle of a long output, not kept: said in words for people.
         if let Some(what) = line.strip_prefix("[... ").and_then(|l| l.strip_suffix(" ...]")) {
-            let lines_omitted =
-                what.split_once(" lines omitted").and_then(|(n, _)| n.parse::<usize>().ok());
+            let lines_omitted = what.split_once(" lines omitted").and_then(|(n, _)| n.parse::<usize>().ok());
             dropped += lines_omitted.unwrap_or(0);
             let amount = match lines_omitted {
                 Some(n) => format!("{n} lines"),
@@ -322,8 +322,11 @@ fn bash_body(cell: &ToolCell, args: &Value) -> BashBody {
         }
         // What a failed call says of itself (not what its command printed) is red.
         let said = ["(interrupted)", "(timed out", "not run: ", "stopped: "];
-        let style =
-            if cell.state == ToolState::Failed && said.iter().any(|s| line.starts_with(s)) { red } else { Style::new() };
+        let style = if cell.state == ToolState::Failed && said.iter().any(|s| line.starts_with(s)) {
+            red
+        } else {
+            Style::new()
+        };
         lines.push((line.to_string(), style));
     }
     lines.extend(notes.into_iter().filter(|l| !l.trim().is_empty()).map(|l| (l.to_string(), DIM)));
@@ -614,7 +617,9 @@ mod tests {
         cell.expanded = true;
         let expanded = rows(&Cell::Tool(cell));
         assert!(
-            expanded.iter().any(|l| l.trim() == "… 1002 lines not shown (the whole output is saved in /tmp/spill/bash-1.txt)"),
+            expanded
+                .iter()
+                .any(|l| l.trim() == "… 1002 lines not shown (the whole output is saved in /tmp/spill/bash-1.txt)"),
             "{expanded:?}"
         );
         assert!(!expanded.iter().any(|l| l.contains("offset=") || l.contains("Exit code")), "{expanded:?}");
@@ -642,7 +647,8 @@ mod tests {
     fn a_refused_call_says_what_happened_in_words_for_people() {
         let cell = Cell::Tool(ToolCell {
             state: ToolState::Failed,
-            output: "Invalid arguments for edit:\n- `old_string` is required\nFix the arguments and call edit again.".into(),
+            output: "Invalid arguments for edit:\n- `old_string` is required\nFix the arguments and call edit again."
+                .into(),
             ..ToolCell::new("c", "edit", r#"{"file_path":"a.rs"}"#)
         });
         let drawn = rows(&cell).join("\n");

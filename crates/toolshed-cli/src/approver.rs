@@ -95,7 +95,11 @@ const DIFF_LINES_ASKED: usize = 30;
 
 pub(crate) fn prompt_text(request: &ApprovalRequest) -> String {
     let r = &request.request;
-    let mut text = format!("\n{} needs permission `{}` for:\n", request.tool, r.permission);
+    let mut text = if r.permission == toolshed_core::exec::permit::DOOM_LOOP {
+        format!("\n{} {}:\n", request.tool, toolshed_core::exec::permit::DOOM_LOOP_HEADLINE)
+    } else {
+        format!("\n{} needs permission `{}` for:\n", request.tool, r.permission)
+    };
     for p in &r.patterns {
         text.push_str(&format!("  {p}\n"));
     }

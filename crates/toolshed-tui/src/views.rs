@@ -32,17 +32,20 @@ pub fn approval_within(
 ) -> Vec<Line<'static>> {
     let r = &request.request;
     let bold = Style::new().add_modifier(Modifier::BOLD);
-    let mut out = wrap(
-        &[
+    let headline = if r.permission == toolshed_core::exec::permit::DOOM_LOOP {
+        vec![
+            Span::styled(request.tool.clone(), bold),
+            Span::raw(format!(" {}:", toolshed_core::exec::permit::DOOM_LOOP_HEADLINE)),
+        ]
+    } else {
+        vec![
             Span::styled(request.tool.clone(), bold),
             Span::raw(" asks for "),
             Span::styled(format!("`{}`", r.permission), Style::new().fg(Color::Cyan)),
             Span::raw(":"),
-        ],
-        width,
-        &[],
-        &[],
-    );
+        ]
+    };
+    let mut out = wrap(&headline, width, &[], &[]);
     let indent = [Span::raw("  ")];
     for pattern in &r.patterns {
         out.extend(wrap(&[Span::styled(pattern.clone(), bold)], width, &indent, &indent));
@@ -329,6 +332,16 @@ mod tests {
         let req = request("edit", &["src/main.rs"], json!({"diff": diff}));
         let lines = approval(&req, Some("edit = \"ask\" (toolshed.toml)"), 56);
         insta::assert_snapshot!(draw(lines, 60, true));
+    }
+
+    /// Review 24: the third identical call asked for "`doom_loop`", a word for the code.
+    #[test]
+    fn a_repeated_call_is_asked_about_in_words_for_people() {
+        let req = request("doom_loop", &["edit"], json!({"reason": "third identical edit call in a row"}));
+        let text: Vec<String> =
+            approval(&req, None, 100).iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).collect();
+        assert_eq!(text[0], "edit is being called the same way a third time in a row (the model may be stuck):");
+        assert!(!text.iter().any(|l| l.contains("doom_loop")), "{text:#?}");
     }
 
     #[test]

@@ -2,6 +2,12 @@
 //! call in a row, are evaluated against the rules (last match wins) and the session's
 //! "always" answers. A deny stops the call; an `ask` waits for the approver.
 
+/// The permission asked when a call repeats the previous two exactly.
+pub const DOOM_LOOP: &str = "doom_loop";
+
+/// What a person is told when [`DOOM_LOOP`] is asked, after the tool's name.
+pub const DOOM_LOOP_HEADLINE: &str = "is being called the same way a third time in a row (the model may be stuck)";
+
 use std::sync::Arc;
 
 use super::convert::Failure;
@@ -24,7 +30,7 @@ pub async fn permit(
     {
         requests.insert(
             0,
-            PermissionRequest::new("doom_loop", [spec.name.as_str()])
+            PermissionRequest::new(DOOM_LOOP, [spec.name.as_str()])
                 .with_metadata("reason", format!("third identical {} call in a row", spec.name)),
         );
     }

@@ -191,25 +191,30 @@ impl fmt::Display for Strategy {
 pub fn apply(edit: &Edit<'_>) -> Result<Applied, Refusal> {
     let applied = find_and_replace(edit)?;
     // read's numbers on every line of new_string, the very lines it replaces: copied from read's
-    // output, never the file's text (which old_string, without them, shows).
+    // output, never the file's text (which old_string, without them, shows). When old_string's
+    // lines start with such numbers too, they are the file's text (`2: two` in a numbered list),
+    // and new_string's are as well.
     if !applied.stripped_line_numbers
         && let Some(&(first, _)) = applied.lines.first()
-        && numbered_from(edit.new) == Some(first as u64)
+        && let Some((number, style)) = numbered_from(edit.new)
+        && number == first as u64
+        && !edit.old.split('\n').any(|l| line_number_prefix(l).is_some_and(|(_, s, _)| s == style))
     {
         return Err(Refusal::NewString {
             detail: format!(
-                "every line of new_string starts with a line number (`{first}: ` on the first), counting up from line {first}, the first line it replaces, as read shows the lines; old_string has no such numbers. They are read's, not part of the file. Send new_string without the `N: ` prefixes."
+                "every line of new_string starts with a line number (`{}` on the first), counting up from line {first}, the first line it replaces, as read shows the lines; old_string has no such numbers. They are read's, not part of the file. Send new_string without the `N: ` prefixes.",
+                style.shown(number)
             ),
         });
     }
     Ok(applied)
 }
 
-/// The number on new_string's first line when every line carries a `read`-style prefix,
-/// numbered consecutively.
-fn numbered_from(new: &str) -> Option<u64> {
-    strip_line_numbers(new, true)?;
-    line_number_prefix(new.lines().next()?).map(|(number, _)| number)
+/// The number on new_string's first line and the prefixes' style when every line carries a
+/// line-number prefix of one style, numbered consecutively.
+fn numbered_from(new: &str) -> Option<(u64, Numbering)> {
+    let (_, from, style) = strip_line_numbers(new)?;
+    Some((from, style))
 }
 
 fn find_and_replace(edit: &Edit<'_>) -> Result<Applied, Refusal> {
@@ -218,17 +223,23 @@ fn find_and_replace(edit: &Edit<'_>) -> Result<Applied, Refusal> {
     if let Some(done) = exact(&text, edit.old, edit.new, edit.replace_all, Strategy::Exact, None, &mut too_large)? {
         return Ok(done);
     }
-    let (old, new, stripped, stripped_from_new) = match strip_line_numbers(edit.old, true) {
-        Some(old) => match strip_line_numbers(edit.new, false) {
-            Some(new) => (old, new, true, true),
-            None if edit.new.lines().all(|l| line_number_prefix(l).is_none()) => {
+    let (old, new, stripped, stripped_from_new) = match strip_line_numbers(edit.old) {
+        Some((old, from, style)) => match strip_line_numbers(edit.new) {
+            // Numbered like old_string, from the same line: read's numbers, copied twice.
+            Some((new, new_from, new_style)) if new_style == style && new_from == from => (old, new, true, true),
+            // No line of new_string starts like old_string's numbered lines: text as sent (a
+            // YAML `  200: ok` or a TSV `2<TAB>bob` is not read's numbering).
+            _ if !edit.new.split('\n').any(|l| line_number_prefix(l).is_some_and(|(_, s, _)| s == style)) => {
                 (old, edit.new.to_string(), true, false)
             }
-            // Some lines numbered, some not: written as sent the numbers land in the file, and
-            // which lines are numbered text is a guess.
-            None => {
+            // Some lines numbered, some not, or numbered from another line: written as sent the
+            // numbers may land in the file, and removed they may take text with them.
+            _ => {
                 return Err(Refusal::NewString {
-                    detail: "old_string carries the `N: ` line-number prefixes of read's output, and only some lines of new_string do, so which of them are numbers to remove and which are text is unclear. Send old_string and new_string without the `N: ` prefixes, exactly as the lines are in the file.".into(),
+                    detail: format!(
+                        "old_string carries the line-number prefixes of read's output (`{}` on its first line), and new_string's lines are not all numbered the same way counting up from {from}, so which of its numbers are read's to remove and which are text is unclear. Send old_string and new_string without the `N: ` prefixes, exactly as the lines are in the file.",
+                        style.shown(from)
+                    ),
                 });
             }
         },
@@ -397,48 +408,78 @@ fn exact(
     }))
 }
 
-/// Removes `read`-style (`12: `) or `cat -n`-style (`    12<TAB>`) line-number prefixes when
-/// every line carries one; `consecutive` also requires the numbers to count up by one.
-fn strip_line_numbers(text: &str, consecutive: bool) -> Option<String> {
+/// How a line-number prefix is written: read's `12: ` (`12:` on an empty line), `cat -n`'s
+/// `    12<TAB>`, or an arrow `    12→`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Numbering {
+    Read,
+    Tab,
+    Arrow,
+}
+
+impl Numbering {
+    /// The prefix for line `n`, as the model is shown it.
+    fn shown(self, n: u64) -> String {
+        match self {
+            Numbering::Read => format!("{n}: "),
+            Numbering::Tab => format!("{n}<TAB>"),
+            Numbering::Arrow => format!("{n}→"),
+        }
+    }
+}
+
+/// Removes line-number prefixes when every line carries one, all written one way (see
+/// [`Numbering`]) and counting up by one: the text without them, the first number and the style.
+fn strip_line_numbers(text: &str) -> Option<(String, u64, Numbering)> {
     let (lines, trailing) = split_lines(text);
     if lines.is_empty() || text.is_empty() {
         return None;
     }
     let mut out = Vec::with_capacity(lines.len());
-    let mut expected: Option<u64> = None;
-    for line in lines {
-        let (number, rest) = line_number_prefix(line)?;
-        if consecutive && expected.is_some_and(|e| e != number) {
-            return None;
+    let mut first: Option<(u64, Numbering)> = None;
+    for (i, line) in lines.into_iter().enumerate() {
+        let (number, style, rest) = line_number_prefix(line)?;
+        match first {
+            None => first = Some((number, style)),
+            Some((from, s)) if s != style || number != from + i as u64 => return None,
+            Some(_) => {}
         }
-        expected = Some(number + 1);
         out.push(rest);
     }
     let mut joined = out.join("\n");
     if trailing {
         joined.push('\n');
     }
-    Some(joined)
+    let (from, style) = first?;
+    Some((joined, from, style))
 }
 
-fn line_number_prefix(line: &str) -> Option<(u64, &str)> {
+/// The line-number prefix `line` starts with, as read (`12: `, no leading spaces), `cat -n`
+/// (`    12<TAB>`) or an arrow (`    12→`) print it: the number, the style and the rest.
+fn line_number_prefix(line: &str) -> Option<(u64, Numbering, &str)> {
     let body = line.trim_start_matches(' ');
+    let padded = body.len() != line.len();
     let digits = body.len() - body.trim_start_matches(|c: char| c.is_ascii_digit()).len();
     if digits == 0 || digits > 9 {
         return None;
     }
     let number: u64 = body[..digits].parse().ok()?;
     let after = &body[digits..];
-    let rest = if let Some(r) = after.strip_prefix(": ") {
-        r
+    let (style, rest) = if let Some(r) = after.strip_prefix('\t') {
+        (Numbering::Tab, r)
+    } else if let Some(r) = after.strip_prefix('→') {
+        (Numbering::Arrow, r)
+    } else if padded {
+        // read never pads its numbers: `  200: ok` is text.
+        return None;
+    } else if let Some(r) = after.strip_prefix(": ") {
+        (Numbering::Read, r)
     } else if after == ":" {
-        ""
-    } else if let Some(r) = after.strip_prefix('\t') {
-        r
+        (Numbering::Read, "")
     } else {
-        after.strip_prefix('→')?
+        return None;
     };
-    Some((number, rest))
+    Some((number, style, rest))
 }
 
 /// Backslash escapes read as the characters they stand for (others kept as they are).
@@ -1424,11 +1465,15 @@ mod tests {
 
     #[test]
     fn line_number_prefixes_need_every_line_and_consecutive_numbers() {
-        assert_eq!(strip_line_numbers("12: a\n13: b", true).as_deref(), Some("a\nb"));
-        assert_eq!(strip_line_numbers("    12\ta\n    13\tb\n", true).as_deref(), Some("a\nb\n"));
-        assert_eq!(strip_line_numbers("12: a\n14: b", true), None);
-        assert_eq!(strip_line_numbers("12: a\nb", true), None);
-        assert_eq!(strip_line_numbers("7:\n8: x", true).as_deref(), Some("\nx"));
+        let stripped = |t: &str| strip_line_numbers(t).map(|(text, _, _)| text);
+        assert_eq!(stripped("12: a\n13: b").as_deref(), Some("a\nb"));
+        assert_eq!(stripped("    12\ta\n    13\tb\n").as_deref(), Some("a\nb\n"));
+        assert_eq!(stripped("12: a\n14: b"), None);
+        assert_eq!(stripped("12: a\nb"), None);
+        assert_eq!(stripped("7:\n8: x").as_deref(), Some("\nx"));
+        // read never pads its numbers, and one prefix style throughout.
+        assert_eq!(stripped("  200: ok\n  201: x"), None);
+        assert_eq!(stripped("12: a\n13\tb"), None);
     }
 
     #[test]

@@ -185,7 +185,7 @@ async fn partly_numbered_new_string_is_refused() {
     fs::write(root.join("n.txt"), "a\nb\nc\n").unwrap();
     let ctx = ToolContext::standalone(&root, root.join(".data"));
     let err = EditTool.run(args("n.txt", "2: b\n3: c", "2: b\nX\n3: c"), ctx.clone()).await.unwrap_err();
-    insta::assert_snapshot!(err.to_string(), @r#"Nothing was changed in `n.txt`: old_string carries the `N: ` line-number prefixes of read's output, and only some lines of new_string do, so which of them are numbers to remove and which are text is unclear. Send old_string and new_string without the `N: ` prefixes, exactly as the lines are in the file."#);
+    insta::assert_snapshot!(err.to_string(), @r#"Nothing was changed in `n.txt`: old_string carries the line-number prefixes of read's output (`2: ` on its first line), and new_string's lines are not all numbered the same way counting up from 2, so which of its numbers are read's to remove and which are text is unclear. Send old_string and new_string without the `N: ` prefixes, exactly as the lines are in the file."#);
     assert_eq!(fs::read_to_string(root.join("n.txt")).unwrap(), "a\nb\nc\n");
     // Numbered throughout, or not at all: both work, and the result says where numbers went.
     let out = EditTool.run(args("n.txt", "2: b\n3: c", "2: b\n3: X\n4: c"), ctx.clone()).await.unwrap();
@@ -299,4 +299,44 @@ async fn a_new_line_whose_depth_cannot_be_mapped_is_refused() {
     let err = EditTool.run(args("f.py", old, "def f():\n  if x:\n    a()\n      b()\n"), ctx).await.unwrap_err();
     insta::assert_snapshot!(err.to_string(), @"Refusing the edit: old_string only roughly matches lines 1-3 of `f.py` (ignoring leading and trailing whitespace on each line), and its indentation is no uniform shift or level-for-level mapping of old_string's, so where the new line `b()` (indented 6 spaces) belongs is a guess. Nothing was changed. Read lines 1-3 and send old_string exactly as the file has it.");
     assert_eq!(fs::read_to_string(root.join("f.py")).unwrap(), file);
+}
+
+/// Review 2 H1: old_string copied with read's prefixes, and new_string's own text taken for
+/// numbers and cut (a YAML map's `  200: ok` became `ok`; a TSV row lost its first column).
+#[tokio::test]
+async fn text_in_new_string_that_looks_numbered_is_never_cut() {
+    let (_tmp, root) = root();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    fs::write(root.join("c.yaml"), "codes:\n  200: ok\n  404: missing\n").unwrap();
+    let out = EditTool
+        .run(
+            args("c.yaml", "2:   200: ok\n3:   404: missing", "  200: ok\n  404: not found\n  500: error"),
+            ctx.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(fs::read_to_string(root.join("c.yaml")).unwrap(), "codes:\n  200: ok\n  404: not found\n  500: error\n");
+    assert!(out.text.contains("were removed from old_string;"), "{}", out.text);
+    fs::write(root.join("t.tsv"), "1\talice\n2\tbob\n3\tcarol\n").unwrap();
+    EditTool.run(args("t.tsv", "2: 2\tbob", "2\tbobby"), ctx.clone()).await.unwrap();
+    assert_eq!(fs::read_to_string(root.join("t.tsv")).unwrap(), "1\talice\n2\tbobby\n3\tcarol\n");
+    // Numbered like old_string but from another line: which numbers are read's is unclear.
+    fs::write(root.join("n.txt"), "a\nb\nc\n").unwrap();
+    let err = EditTool.run(args("n.txt", "2: b\n3: c", "7: B\n8: C"), ctx).await.unwrap_err();
+    insta::assert_snapshot!(err.to_string(), @r#"Nothing was changed in `n.txt`: old_string carries the line-number prefixes of read's output (`2: ` on its first line), and new_string's lines are not all numbered the same way counting up from 2, so which of its numbers are read's to remove and which are text is unclear. Send old_string and new_string without the `N: ` prefixes, exactly as the lines are in the file."#);
+    assert_eq!(fs::read_to_string(root.join("n.txt")).unwrap(), "a\nb\nc\n");
+}
+
+/// Review 2 M1: a file whose own lines start with numbers could not be edited (`2: two` to
+/// `2: deux` was refused as "numbered like read").
+#[tokio::test]
+async fn lines_that_start_with_numbers_in_the_file_are_edited_as_sent() {
+    let (_tmp, root) = root();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    fs::write(root.join("l.txt"), "1: one\n2: two\n3: three\n").unwrap();
+    EditTool.run(args("l.txt", "2: two", "2: deux"), ctx.clone()).await.unwrap();
+    assert_eq!(fs::read_to_string(root.join("l.txt")).unwrap(), "1: one\n2: deux\n3: three\n");
+    fs::write(root.join("t.tsv"), "1\talice\n2\tbob\n3\tcarol\n").unwrap();
+    EditTool.run(args("t.tsv", "2\tbob", "2\tbobby"), ctx).await.unwrap();
+    assert_eq!(fs::read_to_string(root.join("t.tsv")).unwrap(), "1\talice\n2\tbobby\n3\tcarol\n");
 }

@@ -208,8 +208,7 @@ pub fn plan_edit(resolved: &ResolvedPath, request: &Request, current: Option<Str
         ))
     })?;
     let (style, body) = TextStyle::split(&text);
-    let old = normalise_input(&request.old);
-    let new = normalise_input(&request.new);
+    let (old, new) = inputs(style, &body, request);
     // In a CRLF file a `\r` ending a line of new_string is either a line ending sent twice
     // (edit writes the file's own) or a character meant to stay; which one is a guess.
     if style.crlf && !old.contains('\r') && (new.ends_with('\r') || new.contains("\r\n")) {
@@ -219,6 +218,13 @@ pub fn plan_edit(resolved: &ResolvedPath, request: &Request, current: Option<Str
     }
     let applied = matcher::apply(&Edit { content: &body, old: &old, new: &new, replace_all: request.replace_all })
         .map_err(|refusal| ToolError::model(explain(&display, refusal)))?;
+    // However new_string put it there (an escaped `\r\n`, say), a `\r` before a line break
+    // that the file did not have would be written as an extra character.
+    if style.crlf && applied.content.matches("\r\n").count() > body.matches("\r\n").count() {
+        return Err(ToolError::model(format!(
+            "Refusing the edit: new_string (as matched, its escapes read as characters) ends a line with a carriage return (`\\r`) that the text it replaces does not have. `{display}` has CRLF line endings, which edit writes by itself, so the `\\r` would be an extra character in the file. Nothing was changed. Send new_string with plain line breaks, without `\\r`."
+        )));
+    }
     if applied.content == body {
         return Err(ToolError::model(format!(
             "No changes to apply: the edit leaves `{display}` as it is (the text was matched {}). Check new_string.",
@@ -241,15 +247,26 @@ pub fn preview(resolved: &ResolvedPath, request: &Request) -> Option<String> {
         Some(m) if m.is_file() && m.len() <= PREVIEW_MAX_BYTES => String::from_utf8(std::fs::read(path).ok()?).ok()?,
         _ => return None,
     };
-    let (_, body) = TextStyle::split(&before);
+    let (style, body) = TextStyle::split(&before);
     let after = if request.old.is_empty() {
         normalise_input(&request.new)
     } else {
-        let old = normalise_input(&request.old);
-        let new = normalise_input(&request.new);
+        let (old, new) = inputs(style, &body, request);
         matcher::apply(&Edit { content: &body, old: &old, new: &new, replace_all: request.replace_all }).ok()?.content
     };
     Some(unified_diff(&body, &after, &resolved.pattern(), 3, RESULT_DIFF_LINES))
+}
+
+/// old_string and new_string as matched against `body`: exactly as sent (a leading byte-order
+/// mark dropped) when the file is not CRLF and old_string, `\r`s included, is in it (a file of
+/// mixed endings gets the bytes sent); else with `\r\n` read as `\n` ([`normalise_input`]).
+fn inputs(style: TextStyle, body: &str, request: &Request) -> (String, String) {
+    let bomless = |t: &str| t.strip_prefix('\u{feff}').unwrap_or(t).to_string();
+    let old = bomless(&request.old);
+    if !style.crlf && old.contains("\r\n") && body.contains(&old) {
+        return (old, bomless(&request.new));
+    }
+    (normalise_input(&request.old), normalise_input(&request.new))
 }
 
 /// `\r\n` in the model's strings read as `\n` (the file's own endings are restored on write),

@@ -263,11 +263,13 @@ fn find_and_replace(edit: &Edit<'_>) -> Result<Applied, Refusal> {
                 return outcome.map(mark);
             }
         }
-        let old_u = unescape(&old);
+        // Escaped line endings read like sent ones: `\r\n` is a line break (the file's own
+        // endings are kept on writing).
+        let old_u = unescape(&old).replace("\r\n", "\n");
         if old_u != old {
             // new_string is read the same way only when it is escaped the way old_string was;
             // otherwise it is tried as sent, and a match is refused rather than guessed at.
-            let new_u = unescape_like(&old, &new);
+            let new_u = unescape_like(&old, &new).map(|n| n.replace("\r\n", "\n"));
             let new_try = new_u.as_deref().unwrap_or(&new);
             let raw = (old_lines_count, old.trim().len());
             let found =
@@ -945,19 +947,42 @@ impl<'a> Plan<'a> {
         let new = &self.new_lines;
         let mut kept = vec![false; old.len()];
         let mut before: Vec<Vec<usize>> = vec![Vec::new(); old.len() + 1];
+        // The old line each new line takes the place of, line for line in a replaced run.
+        let mut replaces: Vec<Option<usize>> = vec![None; new.len()];
         for op in similar::capture_diff_slices(Algorithm::Myers, old, new) {
             match op {
                 DiffOp::Equal { old_index, len, .. } => {
                     kept[old_index..old_index + len].iter_mut().for_each(|k| *k = true);
                 }
                 DiffOp::Delete { .. } => {}
-                DiffOp::Insert { old_index, new_index, new_len }
-                | DiffOp::Replace { old_index, new_index, new_len, .. } => {
+                DiffOp::Insert { old_index, new_index, new_len } => {
                     before[old_index].extend(new_index..new_index + new_len);
+                }
+                DiffOp::Replace { old_index, old_len, new_index, new_len } => {
+                    before[old_index].extend(new_index..new_index + new_len);
+                    for k in 0..old_len.min(new_len) {
+                        replaces[new_index + k] = Some(old_index + k);
+                    }
                 }
             }
         }
-        let crlf_block = block.iter().all(|l| l.ends_with('\r'));
+        // Where the file's lines end in `\r\n` (a file of mixed endings, not made `\n` on
+        // reading): a new line ends like the file line it replaces, else like the line before it.
+        let file_of_old = |o: usize| {
+            c.pairs.iter().find_map(|p| match *p {
+                Pair::Both { o: po, f, .. } if po == o => Some(f),
+                _ => None,
+            })
+        };
+        let cr_of_new = |j: usize, out: &[String], o: usize| -> bool {
+            if let Some(f) = replaces[j].and_then(file_of_old) {
+                return block[f].ends_with('\r');
+            }
+            match out.last() {
+                Some(prev) => prev.ends_with('\r'),
+                None => file_of_old(o).map_or(block[0].ends_with('\r'), |f| block[f].ends_with('\r')),
+            }
+        };
         let block_text = block.concat();
         let translate = |line: String| -> String {
             if strategy != Strategy::Punctuation {
@@ -989,7 +1014,7 @@ impl<'a> Plan<'a> {
                     by_levels |= line != new[j];
                     line
                 };
-                if crlf_block && !line.ends_with('\r') {
+                if cr_of_new(j, out, o) && !line.ends_with('\r') {
                     line.push('\r');
                 }
                 out.push(translate(line));

@@ -340,3 +340,33 @@ async fn lines_that_start_with_numbers_in_the_file_are_edited_as_sent() {
     EditTool.run(args("t.tsv", "2\tbob", "2\tbobby"), ctx).await.unwrap();
     assert_eq!(fs::read_to_string(root.join("t.tsv")).unwrap(), "1\talice\n2\tbobby\n3\tcarol\n");
 }
+
+/// Review 2 H2: an escaped `\r\n` in a CRLF file was read as a real `\r\n` after the check for
+/// carriage returns, and written as `\r\r\n`.
+#[tokio::test]
+async fn escaped_crlf_in_a_crlf_file_is_a_line_break() {
+    let (_tmp, root) = root();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    fs::write(root.join("c.txt"), b"a\r\nb\r\n").unwrap();
+    EditTool.run(args("c.txt", r"a\r\nb", r"c\r\nd"), ctx.clone()).await.unwrap();
+    assert_eq!(fs::read(root.join("c.txt")).unwrap(), b"c\r\nd\r\n");
+    // An escaped `\r` that stays a `\r` before a line break is refused, as a sent one is.
+    fs::write(root.join("c.txt"), b"a\r\nb\r\n").unwrap();
+    let err = EditTool.run(args("c.txt", r"a\r\nb", r"c\r\r\nd"), ctx).await.unwrap_err();
+    insta::assert_snapshot!(err.to_string(), @r#"Refusing the edit: new_string (as matched, its escapes read as characters) ends a line with a carriage return (`\r`) that the text it replaces does not have. `c.txt` has CRLF line endings, which edit writes by itself, so the `\r` would be an extra character in the file. Nothing was changed. Send new_string with plain line breaks, without `\r`."#);
+    assert_eq!(fs::read(root.join("c.txt")).unwrap(), b"a\r\nb\r\n");
+}
+
+/// Review 2 M2: in a file of mixed endings a replaced line lost its CRLF (the block was CRLF
+/// only if all its lines were), and exact bytes sent with `\r\n` were written with `\n`.
+#[tokio::test]
+async fn in_a_file_of_mixed_endings_each_line_keeps_its_own() {
+    let (_tmp, root) = root();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    fs::write(root.join("m.txt"), b"p\r\na\r\nb\nc\r\n").unwrap();
+    EditTool.run(args("m.txt", "p\na\nb", "p\nA\nb"), ctx.clone()).await.unwrap();
+    assert_eq!(fs::read(root.join("m.txt")).unwrap(), b"p\r\nA\r\nb\nc\r\n");
+    fs::write(root.join("m.txt"), b"a\r\nb\nc\r\n").unwrap();
+    EditTool.run(args("m.txt", "a\r\nb", "A\r\nB"), ctx).await.unwrap();
+    assert_eq!(fs::read(root.join("m.txt")).unwrap(), b"A\r\nB\nc\r\n");
+}

@@ -943,6 +943,7 @@ impl<'a> Plan<'a> {
             None => Some(Levels::measure(self, c)),
         };
         let mut by_levels = false;
+        let new_cont = continuations(&self.new_lines);
         let old = &self.old_lines;
         let new = &self.new_lines;
         let mut kept = vec![false; old.len()];
@@ -1004,12 +1005,20 @@ impl<'a> Plan<'a> {
                 } else if let Some(shift) = &global {
                     shift.apply(new[j])
                 } else {
-                    let line = levels.as_ref().and_then(|l| l.apply(new[j])).ok_or_else(|| {
-                        conflict(format!(
-                            "its indentation is no uniform shift or level-for-level mapping of old_string's, so where the new line `{}` (indented {}) belongs is a guess",
-                            new[j].trim(),
-                            describe_ws(leading_ws(new[j]))
-                        ))
+                    let line = levels.as_ref().and_then(|l| l.apply(new[j], new_cont[j])).ok_or_else(|| {
+                        conflict(if new_cont[j] {
+                            format!(
+                                "its indentation is no uniform shift of old_string's; the new line `{}` (indented {}) continues the line before it (inside a bracket) and is aligned unlike any line the file and old_string share, so where it belongs is a guess",
+                                new[j].trim(),
+                                describe_ws(leading_ws(new[j]))
+                            )
+                        } else {
+                            format!(
+                                "its indentation is no uniform shift or level-for-level mapping of old_string's, so where the new line `{}` (indented {}) belongs is a guess",
+                                new[j].trim(),
+                                describe_ws(leading_ws(new[j]))
+                            )
+                        })
                     })?;
                     by_levels |= line != new[j];
                     line
@@ -1213,6 +1222,11 @@ struct Levels {
     /// levels deeper the file is (`2 spaces → 4 spaces, +0` for a block copied with 2-space
     /// indentation from a 4-space file), when every matched line fits one such mapping.
     linear: Option<(Unit, Unit, isize)>,
+    /// The uniform shift of the lines that continue no other (outside brackets), if any.
+    shift: Option<Shift>,
+    /// Like `seen`, for continuation lines (inside a bracket or after a `\`): their indentation
+    /// is alignment, not depth, so they map only to each other, indentation for indentation.
+    continued: Vec<(String, Option<String>)>,
 }
 
 /// One level of indentation: `width` spaces or tabs.
@@ -1224,16 +1238,26 @@ struct Unit {
 
 impl Levels {
     fn measure(plan: &Plan<'_>, c: &Candidate) -> Levels {
-        let pairs = indent_pairs(plan, c);
-        let mut seen: Vec<(String, Option<String>)> = Vec::new();
-        for &(o, f) in &pairs {
-            match seen.iter_mut().find(|(known, _)| known == o) {
-                Some((_, mapped)) if mapped.as_deref() != Some(f) => *mapped = None,
-                Some(_) => {}
-                None => seen.push((o.to_string(), Some(f.to_string()))),
+        let all = indent_pairs(plan, c);
+        let pairs: Vec<(&str, &str)> = all.iter().filter(|p| !p.2).map(|p| (p.0, p.1)).collect();
+        let continued: Vec<(&str, &str)> = all.iter().filter(|p| p.2).map(|p| (p.0, p.1)).collect();
+        let table = |pairs: &[(&str, &str)]| {
+            let mut seen: Vec<(String, Option<String>)> = Vec::new();
+            for &(o, f) in pairs {
+                match seen.iter_mut().find(|(known, _)| known == o) {
+                    Some((_, mapped)) if mapped.as_deref() != Some(f) => *mapped = None,
+                    Some(_) => {}
+                    None => seen.push((o.to_string(), Some(f.to_string()))),
+                }
             }
+            seen
+        };
+        Levels {
+            seen: table(&pairs),
+            linear: Levels::linear(&pairs),
+            shift: if pairs.is_empty() { None } else { Shift::between(&pairs) },
+            continued: table(&continued),
         }
-        Levels { seen, linear: Levels::linear(&pairs) }
     }
 
     /// The one linear mapping of levels the pairs fit, if any: each side indents with one
@@ -1255,14 +1279,22 @@ impl Levels {
         pairs.iter().all(|p| delta(p) == first).then_some((old, file, first))
     }
 
-    /// `line` (from new_string) at the file's indentation for its depth; `None` when that is
-    /// unclear (a depth no matched line has, and no linear mapping of levels).
-    fn apply(&self, line: &str) -> Option<String> {
+    /// `line` (from new_string; `continued` when it continues the line before it) at the
+    /// file's indentation for its depth; `None` when that is unclear (a depth no matched line
+    /// has, and no linear mapping of levels; a continuation line aligned unlike any matched one).
+    fn apply(&self, line: &str, continued: bool) -> Option<String> {
         if is_blank(line) {
             return Some(line.to_string());
         }
         let ws = leading_ws(line);
         let rest = &line[ws.len()..];
+        if continued {
+            let (_, mapped) = self.continued.iter().find(|(o, _)| o == ws)?;
+            return mapped.as_ref().map(|f| format!("{f}{rest}"));
+        }
+        if let Some(shift) = &self.shift {
+            return Some(shift.apply(line));
+        }
         if let Some((_, mapped)) = self.seen.iter().find(|(o, _)| o == ws) {
             // A depth old_string's lines show but the file indents two ways has no answer.
             return mapped.as_ref().map(|f| format!("{f}{rest}"));
@@ -1279,6 +1311,9 @@ impl Levels {
 
     /// How new_string was re-indented, for the model.
     fn describe(&self) -> String {
+        if let Some(how) = self.shift.as_ref().and_then(Shift::describe) {
+            return format!("{how} (the lines that continue another kept as the file has them)");
+        }
         match self.linear {
             Some((old, file, _)) if old != file => {
                 let unit = |u: Unit| crate::fs::plural(u.width, if u.tabs { "tab" } else { "space" });
@@ -1304,24 +1339,73 @@ fn describe_ws(ws: &str) -> String {
     }
 }
 
-/// The indentation of each non-blank old line and of the (equal) file line it matched.
-fn indent_pairs<'a>(plan: &Plan<'a>, c: &Candidate) -> Vec<(&'a str, &'a str)> {
+/// The indentation of each non-blank old line and of the (equal) file line it matched, and
+/// whether either continues the line before it (see [`continuations`]).
+fn indent_pairs<'a>(plan: &Plan<'a>, c: &Candidate) -> Vec<(&'a str, &'a str, bool)> {
     let block = &plan.text.lines[c.first..=c.last];
+    let old_cont = continuations(&plan.old_lines);
+    let file_cont = continuations(block);
     c.pairs
         .iter()
         .filter_map(|p| match *p {
-            Pair::Both { o, f, eq: true } if !(f == 0 && c.prefix > 0) => Some((plan.old_lines[o], block[f])),
+            Pair::Both { o, f, eq: true } if !(f == 0 && c.prefix > 0) => {
+                Some((plan.old_lines[o], block[f], old_cont[o] || file_cont[f]))
+            }
             _ => None,
         })
-        .filter(|(o, f)| !is_blank(o) && !is_blank(f))
-        .map(|(o, f)| (leading_ws(o), leading_ws(f)))
+        .filter(|(o, f, _)| !is_blank(o) && !is_blank(f))
+        .map(|(o, f, cont)| (leading_ws(o), leading_ws(f), cont))
         .collect()
+}
+
+/// For each line, whether it continues the one before it: it starts inside a `(` or `[` opened
+/// above (outside quotes), or the line before ends with `\`. Its indentation is alignment, not
+/// a block's depth.
+fn continuations(lines: &[&str]) -> Vec<bool> {
+    let mut out = Vec::with_capacity(lines.len());
+    let mut depth = 0usize;
+    let mut backslash = false;
+    for line in lines {
+        out.push(depth > 0 || backslash);
+        let mut chars = line.chars().peekable();
+        while let Some(ch) = chars.next() {
+            match ch {
+                // A quoted string, when it closes on this line (a Rust lifetime does not).
+                '"' | '\'' | '`' if closes(chars.clone(), ch) => {
+                    while let Some(q) = chars.next() {
+                        if q == '\\' {
+                            chars.next();
+                        } else if q == ch {
+                            break;
+                        }
+                    }
+                }
+                '(' | '[' => depth += 1,
+                ')' | ']' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        backslash = line.trim_end().ends_with('\\');
+    }
+    out
+}
+
+/// Whether `quote` appears, unescaped, in what is left of the line.
+fn closes(mut rest: impl Iterator<Item = char>, quote: char) -> bool {
+    while let Some(c) = rest.next() {
+        if c == '\\' {
+            rest.next();
+        } else if c == quote {
+            return true;
+        }
+    }
+    false
 }
 
 impl Shift {
     /// The uniform shift between old lines and their (equal) file lines, if there is one.
     fn measure(plan: &Plan<'_>, c: &Candidate) -> Option<Shift> {
-        let pairs = indent_pairs(plan, c);
+        let pairs: Vec<(&str, &str)> = indent_pairs(plan, c).into_iter().map(|(o, f, _)| (o, f)).collect();
         Shift::between(&pairs)
     }
 

@@ -370,3 +370,34 @@ async fn in_a_file_of_mixed_endings_each_line_keeps_its_own() {
     EditTool.run(args("m.txt", "a\r\nb", "A\r\nB"), ctx).await.unwrap();
     assert_eq!(fs::read(root.join("m.txt")).unwrap(), b"A\r\nB\nc\r\n");
 }
+
+/// Review 2 H3: the indentation of a call's continuation lines was taken for a block's depth,
+/// and a new line at that depth was put at the continuation's (`log()` at 8 spaces under
+/// `if x:`, an IndentationError; `w()` at 12 instead of 8).
+#[tokio::test]
+async fn continuation_lines_do_not_set_the_depth_of_new_lines() {
+    let (_tmp, root) = root();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    let file = "result = compute(\n        arg1,\n        arg2)\nif x:\n    y()\n";
+    fs::write(root.join("r.py"), file).unwrap();
+    let old = "result = compute(\n    arg1,\n    arg2)\nif x:";
+    EditTool.run(args("r.py", old, &format!("{old}\n    log()")), ctx.clone()).await.unwrap();
+    assert_eq!(
+        fs::read_to_string(root.join("r.py")).unwrap(),
+        "result = compute(\n        arg1,\n        arg2)\nif x:\n    log()\n    y()\n"
+    );
+    let file = "def f():\n    x = foo(a,\n            b)\n    if y:\n        z()\n";
+    fs::write(root.join("f.py"), file).unwrap();
+    let old = "    x = foo(a,\n        b)\n    if y:";
+    EditTool.run(args("f.py", old, &format!("{old}\n        w()")), ctx.clone()).await.unwrap();
+    assert_eq!(
+        fs::read_to_string(root.join("f.py")).unwrap(),
+        "def f():\n    x = foo(a,\n            b)\n    if y:\n        w()\n        z()\n"
+    );
+    // A new continuation line aligned unlike any the file and old_string share is refused.
+    fs::write(root.join("f.py"), file).unwrap();
+    let new = "    x = foo(a,\n        b,\n          c)\n    if y:";
+    let err = EditTool.run(args("f.py", old, new), ctx).await.unwrap_err();
+    insta::assert_snapshot!(err.to_string(), @r#"Refusing the edit: old_string only roughly matches lines 2-4 of `f.py` (ignoring leading and trailing whitespace on each line), and its indentation is no uniform shift of old_string's; the new line `c)` (indented 10 spaces) continues the line before it (inside a bracket) and is aligned unlike any line the file and old_string share, so where it belongs is a guess. Nothing was changed. Read lines 2-4 and send old_string exactly as the file has it."#);
+    assert_eq!(fs::read_to_string(root.join("f.py")).unwrap(), file);
+}

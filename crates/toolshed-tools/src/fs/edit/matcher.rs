@@ -705,18 +705,33 @@ impl<'a> Plan<'a> {
 
     /// Runs one matcher: `None` when it found nothing usable, else the outcome.
     fn run(&self, strategy: Strategy, too_large: &mut Option<Refusal>) -> Option<Result<Applied, Refusal>> {
+        // A one-line old_string found as whole lines may be inside other lines too: every
+        // candidate of a tier counts before one is chosen.
+        let with_inline = |mut found: Vec<Candidate>, needle: &str| {
+            if !found.is_empty() && self.old_lines.len() == 1 {
+                let covered: HashSet<usize> = found.iter().map(|c| c.first).collect();
+                found.extend(self.inline_exact(needle, &covered));
+            }
+            found
+        };
         let candidates = match strategy {
-            Strategy::TrailingWhitespace => self.windows(|l| Cow::Borrowed(l.trim_end()), false),
-            Strategy::Indentation => self
-                .windows(|l| Cow::Borrowed(l.trim()), false)
-                .into_iter()
-                .filter(|c| Shift::measure(self, c).is_some())
-                .collect(),
-            Strategy::TrimmedLines => self.windows(|l| Cow::Borrowed(l.trim()), true),
+            Strategy::TrailingWhitespace => {
+                with_inline(self.windows(|l| Cow::Borrowed(l.trim_end()), false), self.old.trim_end())
+            }
+            Strategy::Indentation => with_inline(
+                self.windows(|l| Cow::Borrowed(l.trim()), false)
+                    .into_iter()
+                    .filter(|c| Shift::measure(self, c).is_some())
+                    .collect(),
+                self.old.trim(),
+            ),
+            Strategy::TrimmedLines => with_inline(self.windows(|l| Cow::Borrowed(l.trim()), true), self.old.trim()),
             Strategy::Whitespace => {
                 let mut found = self.windows(collapse_whitespace, false);
-                if found.is_empty() && self.old_lines.len() == 1 {
-                    found = self.inline_whitespace();
+                if self.old_lines.len() == 1 {
+                    // In-line places on the lines that do not match whole.
+                    let covered: HashSet<usize> = found.iter().map(|c| c.first).collect();
+                    found.extend(self.inline_whitespace().into_iter().filter(|c| !covered.contains(&c.first)));
                 }
                 found
             }
@@ -823,10 +838,35 @@ impl<'a> Plan<'a> {
                         inline: Some(base + start..base + end),
                         pairs: Vec::new(),
                     });
-                    from = end;
-                    continue;
                 }
-                from = start + words[0].len();
+                // Places may overlap (`0, 0` twice in `0,  0,  0`): each start counts.
+                from = start + words[0].chars().next().map_or(1, char::len_utf8);
+            }
+        }
+        found
+    }
+
+    /// For a one-line `old_string` found as whole lines: the places where `needle` (it, as the
+    /// tier compares it) is part of another line, each start counted.
+    fn inline_exact(&self, needle: &str, covered: &HashSet<usize>) -> Vec<Candidate> {
+        let Some(step) = needle.chars().next().map(char::len_utf8) else { return Vec::new() };
+        let mut found = Vec::new();
+        for (i, line) in self.text.lines.iter().enumerate() {
+            if covered.contains(&i) {
+                continue;
+            }
+            let mut from = 0;
+            while let Some(pos) = line[from..].find(needle) {
+                let start = from + pos;
+                let base = self.text.starts[i];
+                found.push(Candidate {
+                    first: i,
+                    last: i,
+                    prefix: 0,
+                    inline: Some(base + start..base + start + needle.len()),
+                    pairs: Vec::new(),
+                });
+                from = start + step;
             }
         }
         found
@@ -931,7 +971,13 @@ impl<'a> Plan<'a> {
         c: &Candidate,
     ) -> Result<(Range<usize>, String, Option<String>), Refusal> {
         if let Some(span) = &c.inline {
-            return Ok((span.clone(), self.new_lines.join("\n"), None));
+            // The whitespace around old_string was not part of the place matched; nor is
+            // new_string's.
+            let text = self.new_lines.join("\n");
+            let text = text.strip_prefix(leading_ws(self.old)).unwrap_or(&text);
+            let trailing = &self.old[self.old.trim_end().len()..];
+            let text = text.strip_suffix(trailing).unwrap_or(text);
+            return Ok((span.clone(), text.to_string(), None));
         }
         let block = &self.text.lines[c.first..=c.last];
         let conflict = |detail: String| Refusal::Conflict { strategy, first: c.first + 1, last: c.last + 1, detail };

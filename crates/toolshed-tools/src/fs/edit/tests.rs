@@ -401,3 +401,33 @@ async fn continuation_lines_do_not_set_the_depth_of_new_lines() {
     insta::assert_snapshot!(err.to_string(), @r#"Refusing the edit: old_string only roughly matches lines 2-4 of `f.py` (ignoring leading and trailing whitespace on each line), and its indentation is no uniform shift of old_string's; the new line `c)` (indented 10 spaces) continues the line before it (inside a bracket) and is aligned unlike any line the file and old_string share, so where it belongs is a guess. Nothing was changed. Read lines 2-4 and send old_string exactly as the file has it."#);
     assert_eq!(fs::read_to_string(root.join("f.py")).unwrap(), file);
 }
+
+/// Review 2 H5: the whitespace matcher skipped overlapping places on a line and in-line places
+/// when a whole line matched, and the line matchers never looked inside lines, so an ambiguous
+/// old_string was silently resolved (and `replace_all` left one behind).
+#[tokio::test]
+async fn every_candidate_of_a_matcher_counts_before_one_is_chosen() {
+    let (_tmp, root) = root();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    for (file, old, new) in [
+        ("0,  0,  0\n", "0, 0", "1, 1"),
+        ("pad  pad  pad\n", "pad pad", "pad"),
+        ("foo  bar\nx = foo  bar + 1\n", "foo bar", "baz"),
+        ("    i += 1\nfor j in range(3): i += 1\n", "i += 1 ", "i += 2"),
+    ] {
+        fs::write(root.join("w.txt"), file).unwrap();
+        let err = EditTool.run(args("w.txt", old, new), ctx.clone()).await.unwrap_err();
+        assert!(err.to_string().starts_with("old_string matches 2 places in `w.txt`"), "{file:?}: {err}");
+        assert_eq!(fs::read_to_string(root.join("w.txt")).unwrap(), file);
+    }
+    let err = EditTool.run(args("w.txt", "i += 1 ", "i += 2"), ctx.clone()).await.unwrap_err();
+    insta::assert_snapshot!(err.to_string(), @r#"old_string matches 2 places in `w.txt` (ignoring a uniform indentation shift), starting at lines 1, 2. Include more surrounding lines in old_string so it matches exactly one place, or set replace_all to true to change all of them."#);
+    fs::write(root.join("w.txt"), "foo  bar\nx = foo  bar + 1\n").unwrap();
+    let out = EditTool.run(args_all("w.txt", "foo bar", "baz"), ctx.clone()).await.unwrap();
+    assert_eq!(fs::read_to_string(root.join("w.txt")).unwrap(), "baz\nx = baz + 1\n");
+    assert_eq!(out.metadata["replacements"], 2);
+    fs::write(root.join("w.txt"), "    i += 1\nfor j in range(3): i += 1\n").unwrap();
+    let out = EditTool.run(args_all("w.txt", "i += 1 ", "i += 2"), ctx).await.unwrap();
+    assert_eq!(fs::read_to_string(root.join("w.txt")).unwrap(), "    i += 2\nfor j in range(3): i += 2\n");
+    assert_eq!(out.metadata["replacements"], 2);
+}

@@ -126,17 +126,16 @@ fn plan_write(
     };
     let old_text = existing.as_deref().map(String::from_utf8_lossy);
     let (sent_style, body) = TextStyle::split(content);
-    let style = match &old_text {
-        Some(old) => {
-            let (old_style, _) = TextStyle::split(old);
-            let has_newlines = old.contains('\n');
-            TextStyle {
-                bom: old_style.bom || sent_style.bom,
-                crlf: if has_newlines { old_style.crlf } else { sent_style.crlf },
-            }
-        }
+    // A CRLF file stays CRLF; any other file gets the endings sent (CRLF content over an LF
+    // file is written CRLF, and a mixture as it is), and the result says when that changed them.
+    let old_style = old_text.as_deref().map(|old| TextStyle::split(old).0);
+    let style = match old_style {
+        Some(old_style) => TextStyle { bom: old_style.bom || sent_style.bom, crlf: old_style.crlf || sent_style.crlf },
         None => sent_style,
     };
+    let lf_to_crlf = old_text.as_deref().is_some_and(|old| old.contains('\n'))
+        && old_style.is_some_and(|s| !s.crlf)
+        && sent_style.crlf;
     // A CRLF file written from a mixture of endings: every line ending becomes `\r\n` (a body
     // `split` gave has `\n` endings already, and its `\r`s are text).
     let body = if style.crlf && !sent_style.crlf { super::lf_endings(&body).into_owned() } else { body };
@@ -170,6 +169,9 @@ fn plan_write(
     // Only when it happened: content without a line break has no endings to convert.
     if style.crlf && !sent_style.crlf && body.contains('\n') {
         text.push_str("\n(Line endings written as CRLF, like the existing file.)");
+    }
+    if lf_to_crlf {
+        text.push_str("\n(Line endings written as CRLF, as sent; the file had LF line endings. To keep LF, send the content with `\\n` line endings.)");
     }
     let output = ToolOutput::text(text)
         .with_title(display)
@@ -280,5 +282,24 @@ mod tests {
         assert_eq!(out.text, "No changes: `same.txt` already has exactly this content.");
         let err = call(&root, "dir/", "x").await.unwrap_err();
         assert!(err.to_string().contains("ends with `/`"), "{err}");
+    }
+
+    /// Review 2 M3: CRLF content over an LF file was written LF, and the result said the file
+    /// already had exactly this content.
+    #[tokio::test]
+    async fn crlf_content_over_an_lf_file_is_written_as_sent_and_said() {
+        let (_tmp, root) = root();
+        let file = root.join("w.txt");
+        fs::write(&file, "a\nb\n").unwrap();
+        let out = call(&root, "w.txt", "a\r\nb\r\n").await.unwrap();
+        assert_eq!(fs::read(&file).unwrap(), b"a\r\nb\r\n");
+        insta::assert_snapshot!(out.text, @r"
+        Replaced `w.txt` (2 lines, 6 bytes): +0 -0 lines.
+        (Line endings written as CRLF, as sent; the file had LF line endings. To keep LF, send the content with `\n` line endings.)
+        ");
+        // A mixture over an LF file is written as sent too.
+        fs::write(&file, "a\nb\n").unwrap();
+        call(&root, "w.txt", "a\r\nb\n").await.unwrap();
+        assert_eq!(fs::read(&file).unwrap(), b"a\r\nb\n");
     }
 }

@@ -320,6 +320,7 @@ impl Confinement {
             exists: metadata.is_some(),
             is_dir: metadata.as_ref().is_some_and(std::fs::Metadata::is_dir),
             via_symlink: walk.via_symlink,
+            names_link: walk.names_link,
             access,
             external_exempt: exempt,
         })
@@ -375,6 +376,7 @@ pub struct ResolvedPath {
     exists: bool,
     is_dir: bool,
     via_symlink: bool,
+    names_link: bool,
     access: Access,
     external_exempt: bool,
 }
@@ -418,6 +420,14 @@ impl ResolvedPath {
     /// Whether the path was a directory when it was resolved.
     pub fn is_dir(&self) -> bool {
         self.is_dir
+    }
+
+    /// Whether the path's last name is itself a symbolic link (in the directory the names before
+    /// it resolve to, exactly as [`Confinement::resolve_as`] reads the input: `\\` as `/`, a
+    /// `file://` prefix dropped), which [`ResolvedPath::path`] follows: deleting or renaming
+    /// that path acts on the link's target, not on the link.
+    pub fn names_link(&self) -> bool {
+        self.names_link
     }
 
     /// Whether resolving it went through at least one symbolic link.
@@ -644,6 +654,8 @@ fn canonical_or_self(path: &Path) -> PathBuf {
 struct Walk {
     path: PathBuf,
     via_symlink: bool,
+    /// The name the path ends with is a symbolic link (in the directory it resolved to).
+    names_link: bool,
 }
 
 enum Step {
@@ -669,6 +681,7 @@ fn walk(start: &Path, rest: &Path, input: &str) -> Result<Walk, PathError> {
     let mut todo: Vec<Step> = steps(rest).rev().collect();
     let mut links = 0;
     let mut via_symlink = false;
+    let mut names_link = false;
     while let Some(step) = todo.pop() {
         let name = match step {
             Step::Root => {
@@ -694,6 +707,8 @@ fn walk(start: &Path, rest: &Path, input: &str) -> Result<Walk, PathError> {
                 let target = std::fs::read_link(&candidate)
                     .map_err(|e| PathError::Io { path: candidate.display().to_string(), reason: e.to_string() })?;
                 via_symlink = true;
+                // The last name of the path as given (or of a link's target that replaced it).
+                names_link |= !todo.iter().any(|s| matches!(s, Step::Name(_)));
                 todo.extend(steps(&target).rev().collect::<Vec<_>>());
             }
             Ok(meta) => {
@@ -708,7 +723,7 @@ fn walk(start: &Path, rest: &Path, input: &str) -> Result<Walk, PathError> {
             Err(_) => out = candidate,
         }
     }
-    Ok(Walk { path: out, via_symlink })
+    Ok(Walk { path: out, via_symlink, names_link })
 }
 
 #[cfg(unix)]

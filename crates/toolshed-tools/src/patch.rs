@@ -108,13 +108,13 @@ fn parse(text: &str) -> Result<Patch<'_>, ToolError> {
 
 /// Resolves every path the patch names for writing, in patch order.
 fn resolve_all(paths: &Confinement, patch: &Patch<'_>) -> Result<Vec<ResolvedPath>, ToolError> {
+    let resolved: Vec<ResolvedPath> =
+        patch.paths().into_iter().map(|p| paths.resolve_for_write(p).map_err(ToolError::from)).collect::<Result<_, _>>()?;
     // A path resolves to where its links lead: deleting a link would delete what it points to
     // and leave the link dangling, so a link is not deleted at all; nor moved, which deletes its
-    // source the same way.
-    let is_link = |path: &str| {
-        let named = toolshed_core::paths::lexical_normalise(&paths.cwd().join(path));
-        std::fs::symlink_metadata(&named).is_ok_and(|m| m.file_type().is_symlink())
-    };
+    // source the same way; nor moved onto, which writes through it. Whether a path names a link
+    // is read from its resolution, the one the write uses (`sub\l`, `file://…/sub/l` alike).
+    let is_link = |path: &str| resolved.iter().any(|r| r.input() == path && r.names_link());
     for hunk in &patch.hunks {
         match hunk {
             Hunk::Delete { path } if is_link(path) => {
@@ -127,10 +127,15 @@ fn resolve_all(paths: &Confinement, patch: &Patch<'_>) -> Result<Vec<ResolvedPat
                     "`{path}` is a symbolic link: apply_patch does not move links (it would move the file the link points to and leave the link dangling). Nothing was changed. To change the text, send that section without `*** Move to`; to rename the link itself, use bash (`mv {path} {to}`)."
                 )));
             }
+            Hunk::Update { path, move_to: Some(to), .. } if to != path && is_link(to) => {
+                return Err(ToolError::model(format!(
+                    "`{to}` is a symbolic link: apply_patch does not move a file onto a link (it would write the file the link points to, and give it `{path}`'s mode). Nothing was changed. Remove the link with bash (`rm {to}`) first, or move to another path."
+                )));
+            }
             _ => {}
         }
     }
-    patch.paths().into_iter().map(|p| paths.resolve_for_write(p).map_err(ToolError::from)).collect()
+    Ok(resolved)
 }
 
 /// `add`, `delete`, `update` or `move` for each file section, as the approver sees it.

@@ -370,3 +370,45 @@ async fn a_moved_file_keeps_its_own_mode() {
     assert_eq!(fs::read_to_string(f.root.join("open.sh")).unwrap(), "k\n");
     assert_eq!(mode("open.sh"), 0o600);
 }
+
+/// Review 2 H4: the link check read the path unlike the write did: `sub\l` and
+/// `file://<root>/sub/l` deleted or moved the link's target and left the link dangling.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_link_is_refused_however_its_path_is_spelled() {
+    let f = fixture();
+    fs::create_dir(f.root.join("sub")).unwrap();
+    fs::write(f.root.join("sub/target.txt"), "a\n").unwrap();
+    std::os::unix::fs::symlink("target.txt", f.root.join("sub/l")).unwrap();
+    let exec = executor(&f.root, Ruleset::defaults(), allow_all(), Hooks::default());
+    let url = format!("file://{}/sub/l", f.root.display());
+    for spelled in ["sub\\l", url.as_str(), "./sub/../sub/l"] {
+        for patch in [
+            format!("*** Begin Patch\n*** Delete File: {spelled}\n*** End Patch"),
+            format!("*** Begin Patch\n*** Update File: {spelled}\n*** Move to: moved.txt\n@@\n-a\n+A\n*** End Patch"),
+        ] {
+            let result = call_raw(&exec, &patch).await;
+            assert!(result.is_error && result.output.contains("is a symbolic link"), "{patch}: {}", result.output);
+            assert_eq!(fs::read_to_string(f.root.join("sub/target.txt")).unwrap(), "a\n");
+            assert!(fs::symlink_metadata(f.root.join("sub/l")).unwrap().file_type().is_symlink());
+            assert!(!f.root.join("moved.txt").exists());
+        }
+    }
+}
+
+/// Review 2 L: a move onto a link wrote through it, to the link's target, with the source's mode.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_move_onto_a_symbolic_link_is_refused() {
+    let f = fixture();
+    fs::write(f.root.join("real.txt"), "r\n").unwrap();
+    fs::write(f.root.join("a.txt"), "a\n").unwrap();
+    std::os::unix::fs::symlink("real.txt", f.root.join("link.txt")).unwrap();
+    let exec = executor(&f.root, Ruleset::defaults(), allow_all(), Hooks::default());
+    let patch = "*** Begin Patch\n*** Update File: a.txt\n*** Move to: link.txt\n*** End Patch";
+    let result = call_raw(&exec, patch).await;
+    assert!(result.is_error, "{}", result.output);
+    insta::assert_snapshot!(result.output, @r#"`link.txt` is a symbolic link: apply_patch does not move a file onto a link (it would write the file the link points to, and give it `a.txt`'s mode). Nothing was changed. Remove the link with bash (`rm link.txt`) first, or move to another path."#);
+    assert_eq!(fs::read_to_string(f.root.join("real.txt")).unwrap(), "r\n");
+    assert_eq!(fs::read_to_string(f.root.join("a.txt")).unwrap(), "a\n");
+}

@@ -148,8 +148,24 @@ enum State {
     New(Vec<u8>),
 }
 
+/// What the last section of the patch that named a path did to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Touch {
+    Added,
+    Updated,
+    Deleted,
+    MovedAway,
+    MovedIn,
+}
+
+/// A later section touching a path an earlier one touched, in a way whose outcome the summary
+/// cannot show (content lost without a line saying so): why, for the model.
+const TWICE: &str = "Send one section per file: move each file straight to its final path, and to swap files or rename in a chain use bash.";
+
 struct Slot {
     path: PathBuf,
+    /// What the last section naming this path did to it.
+    last: Option<Touch>,
     display: String,
     original: FileKind,
     state: State,
@@ -193,6 +209,17 @@ where
                         reason: "this patch adds it twice; put all its lines in one `*** Add File` section".into(),
                     });
                 }
+                // After a Delete File the path is free; after anything else an Add File would
+                // throw away what the earlier section did.
+                if slot.last.is_some_and(|t| t != Touch::Deleted) {
+                    return Err(ApplyError::Write {
+                        path: path.to_string(),
+                        reason: format!(
+                            "an earlier section of this patch already changes or moves it, and this `*** Add File` would replace that. {TWICE}"
+                        ),
+                    });
+                }
+                slot.last = Some(Touch::Added);
                 if matches!(slot.original, FileKind::Dir | FileKind::Other) && !matches!(slot.state, State::New(_)) {
                     return Err(ApplyError::Write { path: path.to_string(), reason: reason_for_kind(slot.original) });
                 }
@@ -232,6 +259,17 @@ where
                     }
                     State::New(data) => count_lines(data),
                 };
+                // Content this patch put there (an Add File, a move onto it) deleted again: the
+                // summary would show neither.
+                if matches!(slot.last, Some(Touch::Added | Touch::MovedIn)) {
+                    return Err(ApplyError::Delete {
+                        path: path.to_string(),
+                        reason: format!(
+                            "an earlier section of this patch adds it or moves a file onto it, and deleting it here would lose that content. {TWICE}"
+                        ),
+                    });
+                }
+                slot.last = Some(Touch::Deleted);
                 slot.state = State::Absent;
                 slot.removed += lines;
                 slot.display = path.to_string();
@@ -276,6 +314,7 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
                 let state = if original == FileKind::Missing { State::Absent } else { State::Disk };
                 self.slots.push(Slot {
                     path: path.clone(),
+                    last: None,
                     display: display.to_string(),
                     original,
                     state,
@@ -322,6 +361,9 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
             None => None,
         };
         let Some((dest, dest_display)) = dest else {
+            if slot.last.is_none() {
+                slot.last = Some(Touch::Updated);
+            }
             if let Some(new) = new {
                 slot.state = State::New(new);
             }
@@ -332,6 +374,28 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
             slot.removed += removed;
             return Ok(());
         };
+        // A file this patch added or moved here, moved on: a chain (a→b, b→c) or a swap whose
+        // summary would hide the file it replaced.
+        if matches!(slot.last, Some(Touch::Added | Touch::MovedIn)) {
+            return Err(ApplyError::Write {
+                path: dest_display.to_string(),
+                reason: format!(
+                    "`{path}`, moved here, got its content from an earlier section of this patch (an Add File or a move onto it), so what happens to each file would not be clear. {TWICE}"
+                ),
+            });
+        }
+        if let Some(&i) = self.index.get(&dest)
+            && self.slots[i].last.is_some()
+        {
+            return Err(ApplyError::Write {
+                path: dest_display.to_string(),
+                reason: format!(
+                    "an earlier section of this patch already changes, moves or deletes it, and moving `{path}` onto it would replace that. {TWICE}"
+                ),
+            });
+        }
+        let slot = self.slot(source.clone(), path)?;
+        slot.last = Some(Touch::MovedAway);
         let contents = match new {
             Some(new) => new,
             None => current.clone(),
@@ -352,6 +416,7 @@ impl<F: FileSystem + ?Sized> Planner<'_, F> {
             return Err(ApplyError::Write { path: dest_display.to_string(), reason: reason_for_kind(target.original) });
         }
         target.state = State::New(contents);
+        target.last = Some(Touch::MovedIn);
         target.display = dest_display.to_string();
         target.moved_from = Some(origin);
         target.mode_from = mode_from;

@@ -412,3 +412,44 @@ async fn a_move_onto_a_symbolic_link_is_refused() {
     assert_eq!(fs::read_to_string(f.root.join("real.txt")).unwrap(), "r\n");
     assert_eq!(fs::read_to_string(f.root.join("a.txt")).unwrap(), "a\n");
 }
+
+/// Review 2 M4 and L2: sections naming one path twice lost files while the summary hid it
+/// (a move then a delete of the destination reported nothing; a swap or a chain of moves lost
+/// a file; an Add File then a Delete File said "replaced the existing file").
+#[tokio::test]
+async fn sections_that_would_hide_what_happens_to_a_file_are_refused() {
+    let f = fixture();
+    let exec = executor(&f.root, Ruleset::defaults(), allow_all(), Hooks::default());
+    for (body, said) in [
+        ("*** Update File: a\n*** Move to: b\n*** Delete File: b", "Failed to delete file b: an earlier section"),
+        ("*** Update File: a\n*** Move to: b\n*** Update File: b\n*** Move to: a", "Failed to write file a: `b`, moved here"),
+        ("*** Update File: a\n*** Move to: b\n*** Update File: b\n*** Move to: c", "Failed to write file c: `b`, moved here"),
+        ("*** Update File: b\n@@\n-b\n+B\n*** Update File: a\n*** Move to: b", "Failed to write file b: an earlier section"),
+        ("*** Add File: a\n+x\n*** Delete File: a", "Failed to delete file a: an earlier section"),
+        ("*** Update File: a\n@@\n-a\n+A\n*** Add File: a\n+x", "Failed to write file a: an earlier section"),
+    ] {
+        fs::write(f.root.join("a"), "a\n").unwrap();
+        fs::write(f.root.join("b"), "b\n").unwrap();
+        let result = call_raw(&exec, &format!("*** Begin Patch\n{body}\n*** End Patch")).await;
+        assert!(result.is_error && result.output.contains(said), "{body}: {}", result.output);
+        assert_eq!(fs::read_to_string(f.root.join("a")).unwrap(), "a\n", "{body}");
+        assert_eq!(fs::read_to_string(f.root.join("b")).unwrap(), "b\n", "{body}");
+        assert!(!f.root.join("c").exists());
+    }
+    let result =
+        call_raw(&exec, "*** Begin Patch\n*** Update File: a\n*** Move to: b\n*** Delete File: b\n*** End Patch").await;
+    insta::assert_snapshot!(result.output, @r"
+    apply_patch verification failed: Failed to delete file b: an earlier section of this patch adds it or moves a file onto it, and deleting it here would lose that content. Send one section per file: move each file straight to its final path, and to swap files or rename in a chain use bash.
+
+    Nothing was changed. Check the path and send the whole patch again.
+    ");
+    // A move then an update of its destination, an update then a delete: each file's fate shows.
+    let result = call_raw(
+        &exec,
+        "*** Begin Patch\n*** Update File: a\n*** Move to: c\n*** Update File: c\n@@\n-a\n+A\n*** Update File: b\n@@\n-b\n+B\n*** Delete File: b\n*** End Patch",
+    )
+    .await;
+    assert!(!result.is_error, "{}", result.output);
+    assert_eq!(fs::read_to_string(f.root.join("c")).unwrap(), "A\n");
+    assert!(!f.root.join("a").exists() && !f.root.join("b").exists());
+}

@@ -108,8 +108,11 @@ fn parse(text: &str) -> Result<Patch<'_>, ToolError> {
 
 /// Resolves every path the patch names for writing, in patch order.
 fn resolve_all(paths: &Confinement, patch: &Patch<'_>) -> Result<Vec<ResolvedPath>, ToolError> {
-    let resolved: Vec<ResolvedPath> =
-        patch.paths().into_iter().map(|p| paths.resolve_for_write(p).map_err(ToolError::from)).collect::<Result<_, _>>()?;
+    let resolved: Vec<ResolvedPath> = patch
+        .paths()
+        .into_iter()
+        .map(|p| paths.resolve_for_write(p).map_err(ToolError::from))
+        .collect::<Result<_, _>>()?;
     // A path resolves to where its links lead: deleting a link would delete what it points to
     // and leave the link dangling, so a link is not deleted at all; nor moved, which deletes its
     // source the same way; nor moved onto, which writes through it. Whether a path names a link

@@ -422,9 +422,18 @@ async fn sections_that_would_hide_what_happens_to_a_file_are_refused() {
     let exec = executor(&f.root, Ruleset::defaults(), allow_all(), Hooks::default());
     for (body, said) in [
         ("*** Update File: a\n*** Move to: b\n*** Delete File: b", "Failed to delete file b: an earlier section"),
-        ("*** Update File: a\n*** Move to: b\n*** Update File: b\n*** Move to: a", "Failed to write file a: `b`, moved here"),
-        ("*** Update File: a\n*** Move to: b\n*** Update File: b\n*** Move to: c", "Failed to write file c: `b`, moved here"),
-        ("*** Update File: b\n@@\n-b\n+B\n*** Update File: a\n*** Move to: b", "Failed to write file b: an earlier section"),
+        (
+            "*** Update File: a\n*** Move to: b\n*** Update File: b\n*** Move to: a",
+            "Failed to write file a: `b`, moved here",
+        ),
+        (
+            "*** Update File: a\n*** Move to: b\n*** Update File: b\n*** Move to: c",
+            "Failed to write file c: `b`, moved here",
+        ),
+        (
+            "*** Update File: b\n@@\n-b\n+B\n*** Update File: a\n*** Move to: b",
+            "Failed to write file b: an earlier section",
+        ),
         ("*** Add File: a\n+x\n*** Delete File: a", "Failed to delete file a: an earlier section"),
         ("*** Update File: a\n@@\n-a\n+A\n*** Add File: a\n+x", "Failed to write file a: an earlier section"),
     ] {

@@ -160,7 +160,8 @@ enum Touch {
 
 /// A later section touching a path an earlier one touched, in a way whose outcome the summary
 /// cannot show (content lost without a line saying so): why, for the model.
-const TWICE: &str = "Send one section per file: move each file straight to its final path, and to swap files or rename in a chain use bash.";
+/// How a patch that names one file in several sections is told to send it instead.
+pub const TWICE: &str = "Send one section per file: move each file straight to its final path, and to swap files or rename in a chain use bash.";
 
 struct Slot {
     path: PathBuf,

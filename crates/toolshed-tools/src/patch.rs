@@ -88,6 +88,10 @@ fn verification_failed(e: &ApplyError) -> ToolError {
             "Nothing was changed. Read the file again and send the whole patch with context and '-' lines \
              copied exactly from it."
         }
+        // A file named by several sections: its message says what to send instead.
+        ApplyError::Delete { .. } | ApplyError::Write { .. } if e.to_string().contains(toolshed_patch::plan::TWICE) => {
+            "Nothing was changed."
+        }
         ApplyError::Path { .. } | ApplyError::Read { .. } | ApplyError::Delete { .. } | ApplyError::Write { .. } => {
             "Nothing was changed. Check the path and send the whole patch again."
         }

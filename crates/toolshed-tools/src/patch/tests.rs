@@ -450,7 +450,7 @@ async fn sections_that_would_hide_what_happens_to_a_file_are_refused() {
     insta::assert_snapshot!(result.output, @r"
     apply_patch verification failed: Failed to delete file b: an earlier section of this patch adds it or moves a file onto it, and deleting it here would lose that content. Send one section per file: move each file straight to its final path, and to swap files or rename in a chain use bash.
 
-    Nothing was changed. Check the path and send the whole patch again.
+    Nothing was changed.
     ");
     // A move then an update of its destination, an update then a delete: each file's fate shows.
     let result = call_raw(

@@ -739,8 +739,8 @@ fn a_resumed_session_shows_tool_time_without_the_wait_and_marks_a_cut_answer() {
 }
 
 /// The first screen says what to do until something is typed; `/help` is a list, a line for
-/// each key and command; an Enter typed in one burst with the text (taken for a paste's new
-/// line) does not reach the model.
+/// each key and command; an Enter that ends a burst of typing sends the text, without a new
+/// line (a busy machine reads a person's keys together).
 #[test]
 fn the_first_screen_hints_help_is_a_list_and_a_message_is_sent_without_its_trailing_newline() {
     let server = FakeServer::start(vec![Reply::sse(chat::text("Hi."))]).unwrap();

@@ -507,10 +507,17 @@ impl App {
         let burst = typed >= 2 && self.asks.is_empty() && self.pager.is_none();
         // Several keys at once are typing (or a paste), never an answer to a question.
         self.guard.burst = typed >= 2;
-        for input in batch {
+        // An Enter that ends the burst, with nothing typed after it, is a person's send: keys
+        // typed before it and read together when toolshed was slow to read (a busy machine)
+        // must not turn it into a new line.
+        let last_typed = batch.iter().rposition(|i| {
+            matches!(i, Input::Key(k) if k.kind != KeyEventKind::Release && matches!(k.code, KeyCode::Char(_) | KeyCode::Enter))
+        });
+        for (at, input) in batch.into_iter().enumerate() {
             match input {
                 Input::Key(key)
                     if burst
+                        && Some(at) != last_typed
                         && key.code == KeyCode::Enter
                         && key.kind != KeyEventKind::Release
                         && self.searching.is_none() =>

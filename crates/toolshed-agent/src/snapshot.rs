@@ -337,6 +337,33 @@ impl Shadow {
     pub fn snapshot(&self) -> Result<String, SnapshotError> {
         let _lock = self.lock()?;
         self.copy_exclude()?;
+        // A nested repository recorded before whose `.git` is gone (a vendored clone made plain)
+        // stays a gitlink in the index, and its files would never be added: it leaves the
+        // index, so they are (review 29).
+        let gitlinks = std::fs::read(self.git_dir.join("toolshed-gitlinks")).unwrap_or_default();
+        let mut plain = Vec::new();
+        for raw in gitlinks.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+            if std::fs::symlink_metadata(self.worktree.join(OsStr::from_bytes(raw)).join(".git")).is_err() {
+                plain.extend_from_slice(b":(literal)");
+                plain.extend_from_slice(raw);
+                plain.push(0);
+            }
+        }
+        if !plain.is_empty() {
+            self.git(
+                &[
+                    "rm",
+                    "-q",
+                    "-r",
+                    "-f",
+                    "--cached",
+                    "--ignore-unmatch",
+                    "--pathspec-from-file=-",
+                    "--pathspec-file-nul",
+                ],
+                Some(&plain),
+            )?;
+        }
         // Files new or changed since the last snapshot that are too large are left out.
         let candidates = self.git(&["ls-files", "-z", "--others", "--modified", "--exclude-standard"], None)?;
         let mut too_large: BTreeMap<PathBuf, (u64, i64)> = BTreeMap::new();
@@ -479,8 +506,13 @@ impl Shadow {
     fn manifest(&self, too_large: &BTreeMap<PathBuf, (u64, i64)>) -> Result<Vec<u8>, SnapshotError> {
         let staged = self.git(&["ls-files", "-z", "--stage"], None)?;
         let mut out = Vec::new();
+        let mut gitlinks = Vec::new();
         for (meta, path, _) in records(&staged) {
             let git_mode = meta.split(|b| *b == b' ').next().unwrap_or_default();
+            if git_mode == b"160000" {
+                gitlinks.extend_from_slice(path);
+                gitlinks.push(0);
+            }
             let default = match git_mode {
                 b"100644" => 0o644,
                 b"100755" => 0o755,
@@ -493,6 +525,10 @@ impl Shadow {
                 out.extend_from_slice(path);
                 out.push(0);
             }
+        }
+        let listed = self.git_dir.join("toolshed-gitlinks");
+        if std::fs::read(&listed).unwrap_or_default() != gitlinks {
+            std::fs::write(&listed, &gitlinks).map_err(io(&listed))?;
         }
         for (path, (size, mtime)) in too_large {
             out.extend_from_slice(format!("s {size} {mtime} ").as_bytes());

@@ -144,7 +144,7 @@ pub enum UndoError {
     HandEdited(Vec<PathBuf>),
     /// Files in a directory the revert would remove that undo never kept (the ignore rules
     /// leave them out): removed, nothing could bring them back, so not even `--force` does.
-    #[error("a revert would remove these files, which undo never kept (the ignore rules leave them out), so nothing could bring them back: {}. Nothing was changed; move or delete them yourself, then revert again", list_some(.0))]
+    #[error("a revert would overwrite or remove these files, whose bytes undo never kept (ignored, too large, or added while the revert waited), so nothing could bring them back: {}. Nothing was changed; move them elsewhere, then revert again", list_some(.0))]
     WouldLose(Vec<PathBuf>),
     /// Files the revert would write or remove changed after it was worked out (while a person
     /// was being asked): nothing was changed.
@@ -446,7 +446,10 @@ pub async fn plan_revert(
     // between two prompts, to a file the later prompt did not touch, is in that snapshot).
     let mut after_entries: std::collections::HashMap<&str, crate::snapshot::Entries> = std::collections::HashMap::new();
     let mut hand_edited = Vec::new();
-    let unkept = never_kept(shadow.worktree(), &files, &target_entries, &current_entries);
+    // What each step changed, as sets: looked up for every file of the revert.
+    let changed_sets: Vec<std::collections::HashSet<&Path>> =
+        snapshotted(&steps).map(|(s, _, _)| s.changed.iter().map(PathBuf::as_path).collect()).collect();
+    let mut unkept = never_kept(shadow.worktree(), &files, &target_entries, &current_entries);
     let reverted: BTreeSet<&Path> = files.iter().map(PathBuf::as_path).collect();
     for p in &files {
         // A directory standing where a file goes back, or where none was, is removed whole:
@@ -474,7 +477,12 @@ pub async fn plan_revert(
         }
         let left = after_entries[after].get(p);
         if left != current_entries.get(p) && !too_large_same(left, current_entries.get(p)) {
-            hand_edited.push(p.clone());
+            // A file grown past the size kept since: its bytes are nowhere else.
+            if matches!(current_entries.get(p), Some(Entry::TooLarge { .. })) {
+                unkept.push(p.clone());
+            } else {
+                hand_edited.push(p.clone());
+            }
             continue;
         }
         // Nor may it have changed between two of the steps that changed it: each must have
@@ -482,8 +490,8 @@ pub async fn plan_revert(
         // made between two prompts to a file the later prompt changed too would otherwise go
         // with the revert (review 22), and so would another session's change.
         let mut was = target_entries.get(p).cloned();
-        for (s, before, after) in snapshotted(&steps).filter(|(s, _, _)| s.step >= target_step) {
-            if !s.changed.contains(p) {
+        for ((s, before, after), changed) in snapshotted(&steps).zip(&changed_sets) {
+            if s.step < target_step || !changed.contains(p.as_path()) {
                 continue;
             }
             for id in [before, after] {
@@ -524,15 +532,28 @@ pub async fn plan_revert(
 /// back. Not even `--force` writes over these (review 27).
 fn never_kept(worktree: &Path, files: &[PathBuf], target: &Entries, current: &Entries) -> Vec<PathBuf> {
     let reverted: BTreeSet<&Path> = files.iter().map(PathBuf::as_path).collect();
+    // Kept: its bytes are in the snapshot (a file too large to keep is not).
+    let kept = |p: &Path| current.get(p).is_some_and(|e| !matches!(e, Entry::TooLarge { .. }));
+    let gitlink = |e: Option<&Entry>| matches!(e, Some(Entry::Gitlink { .. }));
     let mut out: BTreeSet<PathBuf> = BTreeSet::new();
     for p in files {
+        // A nested repository is never touched by a restore; a path through a link out of
+        // place is restored as a real directory, never through the link.
+        if gitlink(target.get(p)) || gitlink(current.get(p)) {
+            continue;
+        }
         let abs = worktree.join(p);
+        let through_link = crate::snapshot::in_the_way(worktree, p).is_some();
         match std::fs::symlink_metadata(&abs) {
-            Ok(m) if m.is_dir() => {
+            Ok(m) if m.is_dir() && !through_link && std::fs::symlink_metadata(abs.join(".git")).is_err() => {
                 let inside = crate::snapshot::directory_files(&abs).into_iter().map(|f| p.join(f));
-                out.extend(inside.filter(|f| !reverted.contains(f.as_path()) && !current.contains_key(f)));
+                out.extend(inside.filter(|f| {
+                    !reverted.contains(f.as_path())
+                        && !kept(f)
+                        && !std::fs::symlink_metadata(worktree.join(f)).is_ok_and(|m| m.is_dir())
+                }));
             }
-            Ok(_) if !current.contains_key(p) => {
+            Ok(m) if !m.is_dir() && !through_link && !current.contains_key(p) => {
                 out.insert(p.clone());
             }
             _ => {}
@@ -540,7 +561,8 @@ fn never_kept(worktree: &Path, files: &[PathBuf], target: &Entries, current: &En
         if target.contains_key(p)
             && let Some(way) = crate::snapshot::in_the_way(worktree, p)
             && !reverted.contains(way.as_path())
-            && !current.contains_key(&way)
+            && !kept(&way)
+            && std::fs::symlink_metadata(worktree.join(&way)).is_ok_and(|m| !m.is_symlink())
         {
             out.insert(way);
         }
@@ -573,7 +595,12 @@ pub async fn apply_revert(
     let now = undo.snapshot().await.map_err(UndoError::Unavailable)?;
     if now != plan.current {
         let (was, is) = (shadow.entries(&plan.current)?, shadow.entries(&now)?);
-        let covered = |p: &Path| plan.files.iter().any(|f| p.starts_with(f));
+        // Under a file of the revert (a directory it removes), or on its way (where a directory
+        // comes back).
+        let files: BTreeSet<&Path> = plan.files.iter().map(PathBuf::as_path).collect();
+        let covered = |p: &Path| {
+            p.ancestors().any(|a| files.contains(a)) || files.range(p..).next().is_some_and(|f| f.starts_with(p))
+        };
         let meanwhile: BTreeSet<PathBuf> =
             was.keys().chain(is.keys()).filter(|p| covered(p) && was.get(*p) != is.get(*p)).cloned().collect();
         if !meanwhile.is_empty() {
@@ -591,6 +618,10 @@ pub async fn apply_revert(
     // The revert's step begins before a file is written: a directory the restore makes is then
     // newer than the step, and reverting the revert removes it again (review 27).
     let step = store.begin_step(&plan.session_id, StepKind::Revert)?;
+    // And the snapshot it starts from is recorded: a revert killed part-way (`kill -9`) is
+    // completed by the next diff or revert like a cut step ([`complete_cut_steps`]), so what
+    // it did is not lost from the record (review 29).
+    undo.begin(store, &plan.session_id, step, &plan.current).map_err(UndoError::Unavailable)?;
     let (restored, failed): (Restored, Option<SnapshotError>) = {
         let (shadow, target, files) = (shadow.clone(), plan.target.clone(), plan.files.clone());
         let since = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(plan.began_at).unwrap_or(0));

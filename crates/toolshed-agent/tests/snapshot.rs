@@ -507,3 +507,28 @@ impl TapMkdir for PathBuf {
         self
     }
 }
+
+/// Review 29: a nested repository made plain (its `.git` removed, as with a vendored clone)
+/// stayed a gitlink in the shadow index, and its files were never kept again.
+#[test]
+fn a_nested_repository_made_plain_is_kept_file_by_file() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let lib = root.join("vendor/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    git(&lib, &["init", "-q"]);
+    std::fs::write(lib.join("code.c"), "code\n").unwrap();
+    git(&lib, &["add", "."]);
+    git(&lib, &["commit", "-qm", "s"]);
+    let shadow = Shadow::open(data.path(), root).unwrap();
+    let first = shadow.snapshot().unwrap();
+    assert!(matches!(shadow.entries(&first).unwrap()[Path::new("vendor/lib")], Entry::Gitlink { .. }));
+    std::fs::remove_dir_all(lib.join(".git")).unwrap();
+    let plain = shadow.snapshot().unwrap();
+    std::fs::write(lib.join("code.c"), "BROKEN\n").unwrap();
+    let second = shadow.snapshot().unwrap();
+    assert_eq!(shadow.changed(&plain, &second).unwrap(), vec![PathBuf::from("vendor/lib/code.c")]);
+    shadow.restore(&plain, &[PathBuf::from("vendor/lib/code.c")]).unwrap();
+    assert_eq!(std::fs::read_to_string(lib.join("code.c")).unwrap(), "code\n");
+}

@@ -94,3 +94,26 @@ async fn an_ignored_file_made_while_the_revert_waits_is_never_removed() {
     assert!(matches!(&err, UndoError::WouldLose(files) if files == &[PathBuf::from("p/secret.log")]), "{err}");
     assert_eq!(std::fs::read_to_string(root.join("p/secret.log")).unwrap(), "SECRET\n");
 }
+
+/// Review 29: a file put, while the person was asked, where a directory of the revert comes
+/// back was removed (it is on the way to the revert's files, not under them).
+#[tokio::test]
+async fn a_file_made_where_a_directory_comes_back_while_the_revert_waits_stops_it() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("d")).unwrap();
+    std::fs::write(root.join("d/x"), "x\n").unwrap();
+    let store = Store::open(data.path().join("sessions.db")).unwrap();
+    let undo = Undo::new(data.path(), root, 7);
+    let session = store.create_session(None, "build", None, root).unwrap();
+    let step = store.begin_step(&session.id, StepKind::Model).unwrap();
+    let before = undo.snapshot().await.unwrap();
+    std::fs::remove_dir_all(root.join("d")).unwrap();
+    undo.record(&store, &session.id, step, &before).await.unwrap();
+    let Planned::Revert(plan) = plan_revert(&store, &undo, &session.id, None).await.unwrap() else { panic!() };
+    std::fs::write(root.join("d"), "precious\n").unwrap();
+    let err = apply_revert(&store, &undo, plan, true).await.unwrap_err();
+    assert!(matches!(&err, UndoError::ChangedMeanwhile(files) if files == &[PathBuf::from("d")]), "{err}");
+    assert_eq!(std::fs::read_to_string(root.join("d")).unwrap(), "precious\n");
+}

@@ -259,7 +259,8 @@ pub fn run(ws: &Workspace, mut cmd: SessionCommand) -> Result<ExitCode, CliError
                 .enable_all()
                 .build()
                 .map_err(|e| CliError::failure(format!("cannot start the async runtime: {e}")))?;
-            let plan = tokio_rt.block_on(undo::plan_revert(&store, &undo, &id, step)).map_err(undo_error)?;
+            let plan =
+                tokio_rt.block_on(undo::plan_revert(&store, &undo, &id, step)).map_err(|e| refused(&id, e, json))?;
             let plan = match plan {
                 undo::Planned::Revert(plan) => plan,
                 undo::Planned::Nothing { kept } => {
@@ -276,7 +277,8 @@ pub fn run(ws: &Workspace, mut cmd: SessionCommand) -> Result<ExitCode, CliError
             };
             let ask = !json && crate::stderr_is_terminal() && std::fs::File::open("/dev/tty").is_ok();
             let force = force || confirm_overwrite(&plan, ask, json, &mut read_tty_line)?;
-            let outcome = tokio_rt.block_on(undo::apply_revert(&store, &undo, plan, force)).map_err(undo_error)?;
+            let outcome =
+                tokio_rt.block_on(undo::apply_revert(&store, &undo, plan, force)).map_err(|e| refused(&id, e, json))?;
             print_revert(&outcome, json);
         }
     }
@@ -434,6 +436,26 @@ pub fn undo_for(ws: &Workspace, store: &Store, id: &str) -> Result<Undo, CliErro
     let undo = Undo::new(&data_dir, std::path::Path::new(&info.root), ws.config.session.snapshot_retention_days);
     undo.shadow().map_err(CliError::failure)?;
     Ok(undo)
+}
+
+/// [`undo_error`], and with `json` a refusal that names files as one object on standard
+/// output too (`refused`, and the files under `never_kept` or `changed_meanwhile`), as a hand
+/// edit's refusal is.
+fn refused(id: &str, e: UndoError, json: bool) -> CliError {
+    let names =
+        |files: &[std::path::PathBuf]| files.iter().map(|p| p.to_string_lossy().into_owned()).collect::<Vec<_>>();
+    if json {
+        match &e {
+            UndoError::WouldLose(files) => {
+                crate::out_exact(serde_json::json!({"session_id": id, "refused": true, "never_kept": names(files)}))
+            }
+            UndoError::ChangedMeanwhile(files) => crate::out_exact(
+                serde_json::json!({"session_id": id, "refused": true, "changed_meanwhile": names(files)}),
+            ),
+            _ => {}
+        }
+    }
+    undo_error(e)
 }
 
 /// Exit codes of undo's errors: an unknown session or step is a usage error (2); anything else,

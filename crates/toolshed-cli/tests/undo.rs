@@ -1011,3 +1011,42 @@ fn reverting_a_revert_removes_the_directories_the_revert_made() {
     assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
     assert!(!root.join("x").exists(), "{}", text(&out.stdout));
 }
+
+/// Review 29: `--force` removed a file over the size undo keeps that the person had put in a
+/// directory the revert removes; a session's commit in a nested repository, and an empty
+/// directory the session made, made the revert refuse for good.
+#[test]
+fn a_large_file_is_never_forced_away_and_nested_commits_or_empty_directories_block_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("f"), "f\n").unwrap();
+    let id = bash_session(root, data.path(), None, "rm f && mkdir -p f/empty && echo n > f/n");
+    std::fs::write(root.join("f/big"), vec![b'x'; 17 * 1024 * 1024]).unwrap();
+    let out = toolshed(root, data.path(), &["session", "revert", &id, "--force", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", text(&out.stdout), text(&out.stderr));
+    let refusal: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(refusal["never_kept"], serde_json::json!(["f/big"]), "{refusal}");
+    assert!(root.join("f/big").exists());
+    std::fs::remove_file(root.join("f/big")).unwrap();
+    let out = toolshed(root, data.path(), &["session", "revert", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("f")).unwrap(), "f\n");
+
+    let sub = root.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    git(&sub, &["init", "-q"]);
+    std::fs::write(sub.join("s.txt"), "s\n").unwrap();
+    git(&sub, &["add", "."]);
+    git(&sub, &["commit", "-qm", "s"]);
+    let id = bash_session(
+        root,
+        data.path(),
+        None,
+        "echo x >> f && cd sub && echo t > s.txt && git -c user.email=a@b -c user.name=n commit -qam two",
+    );
+    let out = toolshed(root, data.path(), &["session", "revert", &id, "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(root.join("f")).unwrap(), "f\n");
+    assert_eq!(std::fs::read_to_string(sub.join("s.txt")).unwrap(), "t\n", "a nested repository is never touched");
+}

@@ -121,6 +121,78 @@ const NAMES: &[&str] = &[
     "PKG_CONFIG_PATH",
     "CMAKE_C_COMPILER_LAUNCHER",
     "CMAKE_CXX_COMPILER_LAUNCHER",
+    "COMPILER_PATH",
+    "GCC_EXEC_PREFIX",
+    "DEPENDENCIES_OUTPUT",
+    "SUNPRO_DEPENDENCIES",
+    // Options and commands read from the environment (review 26).
+    "ZIP",
+    "UNZIP",
+    "ZIPOPT",
+    "UNZIPOPT",
+    "ZIPINFO",
+    "MANPATH",
+    "MANROFFOPT",
+    "MANROFFSEQ",
+    "MANSECT",
+    "MANWIDTH",
+    "MAN_KEEP_FORMATTING",
+    "VALGRIND_OPTS",
+    "SSH_ASKPASS_REQUIRE",
+    "LESSHISTFILE",
+    "HISTFILE",
+    "PERLDOC",
+    "PERLDOC_PAGER",
+    "SENSIBLE_EDITOR",
+    "SELECTED_EDITOR",
+    "PSQL_HISTORY",
+    "MYSQL_PS1",
+    "VIMINIT",
+    "EXINIT",
+    "GVIMINIT",
+    "MYVIMRC",
+    "WGETRC",
+    "CURL_HOME",
+    "GNUPGHOME",
+    "TERMINFO",
+    "TERMCAP",
+];
+
+/// Endings of names that programs read as options, commands, programs or configuration
+/// (`ZIPOPT`, `VALGRIND_OPTS`, `FOO_OPTIONS`, `PSQL_PAGER`, `PSQLRC`, `JAVA_HOME`, `MANPATH`):
+/// setting any variable named so asks, known or not (fail closed).
+const SUFFIXES: &[&str] = &[
+    "OPT",
+    "OPTS",
+    "OPTIONS",
+    "FLAGS",
+    "ARGS",
+    "CMD",
+    "COMMAND",
+    "COMMANDS",
+    "PAGER",
+    "EDITOR",
+    "BROWSER",
+    "VISUAL",
+    "PROG",
+    "PROGRAM",
+    "SHELL",
+    "HOOK",
+    "HOOKS",
+    "ASKPASS",
+    "PATH",
+    "RC",
+    "INIT",
+    "CONF",
+    "CONFIG",
+    "HISTFILE",
+    "HOME",
+    "PREFIX",
+    "PRELOAD",
+    "LAUNCHER",
+    "WRAPPER",
+    "INTERPRETER",
+    "DEPENDENCIES",
 ];
 
 /// Prefixes of such variables (`LD_PRELOAD`, `GIT_SSH_COMMAND`, `CARGO_TARGET_X_RUNNER`, ...).
@@ -140,6 +212,9 @@ const PREFIXES: &[&str] = &[
     "PIP_",
     "CGO_",
     "BASH_FUNC_",
+    "GROFF_",
+    "MAN_",
+    "LESS",
 ];
 
 /// Variables under those prefixes known not to run anything.
@@ -183,7 +258,11 @@ pub(super) fn is_dangerous(name: &str) -> bool {
     if HARMLESS.contains(&name) {
         return false;
     }
-    NAMES.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
+    // Programs read upper-case names (a script's own `cmd`, `opts` are its business).
+    let upper = !name.bytes().any(|b| b.is_ascii_lowercase());
+    NAMES.contains(&name)
+        || PREFIXES.iter().any(|p| name.starts_with(p))
+        || (upper && SUFFIXES.iter().any(|s| name.ends_with(s) && name.len() > s.len()))
 }
 
 /// Why assigning `assignment` (`NAME=value`, `NAME+=value`, `NAME[i]=value`) needs asking.
@@ -252,6 +331,12 @@ mod tests {
             "PS4",
             "BASH_CMDS",
             "HOME",
+            "ZIPOPT",
+            "FROB_OPTIONS",
+            "PSQLRC",
+            "JAVA_HOME",
+            "GROFF_BIN_PATH",
+            "MANROFFOPT",
         ] {
             assert!(is_dangerous(name), "{name}");
         }

@@ -53,6 +53,7 @@ mod bounds;
 mod builtins;
 mod environment;
 mod programs;
+mod reach;
 mod sed;
 mod shells;
 mod syntax;
@@ -1227,7 +1228,7 @@ impl<'a> Analyzer<'a> {
     /// Checks what `program`'s options make it do: the files it writes or reads and the
     /// programs it runs.
     fn program_effects(&mut self, program: &str, args: &[Word], written: &str, depth: usize) {
-        for effect in programs::effects(program, args) {
+        for effect in programs::effects(program, args).into_iter().chain(reach::effects(program, args)) {
             self.effect(effect, written, depth);
         }
     }

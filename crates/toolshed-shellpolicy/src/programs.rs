@@ -2038,6 +2038,19 @@ pub(super) fn interpreter_family(program: &str) -> Option<&'static str> {
         "jrunscript",
         "qjs",
         "gjs",
+        "lli",
+        "java",
+        "jdb",
+        "pdb",
+        "kotlin",
+        "kotlinc",
+        "jbang",
+        "dotnet-script",
+        "raku",
+        "rakudo",
+        "ocaml",
+        "crystal",
+        "bb",
     ];
     let trimmed = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
     FAMILIES.iter().copied().find(|f| *f == program || (*f == trimmed && !matches!(*f, "R" | "erl")))
@@ -2085,6 +2098,14 @@ fn interpreter(program: &str, args: &[Word]) -> Vec<Effect> {
         "groovy" | "scala" | "jrunscript" | "qjs" | "gjs" => (&[], &["-e", "-c"]),
         // Database shells: their own commands run programs (`.shell`, `\!`, `system`).
         "sqlite3" | "psql" | "mysql" | "mariadb" => return database_shell(program, args),
+        // `java X.java` runs a source file, `java -jar x.jar` a jar, `java X` a class.
+        "java" => (&["-cp", "-classpath", "--class-path", "-p", "--module-path", "--add-modules", "-splash"], &[]),
+        // Debuggers run the commands of their input (`!import os`, `run`).
+        "jdb" | "pdb" => {
+            return vec![Effect::RunsCode(format!(
+                "`{program}` runs debugger commands read from its input, which no rule can read"
+            ))];
+        }
         _ => (&[], &["-e", "-c", "eval"]),
     };
     let mut out = Vec::new();
@@ -2105,7 +2126,15 @@ fn interpreter(program: &str, args: &[Word]) -> Vec<Effect> {
         // Options that run code of their own or read it from the input: perl's `-M`/`-m` (pasted
         // in as `use ...;`) and `-d`, python's and node's `-i` (the input after the script).
         let runs_code = match family {
-            "perl" => t.starts_with("-M") || t.starts_with("-m") || t.starts_with("-d"),
+            // `-x` (any cluster: `-wxDIR`) runs code found inside a file that is not a script.
+            "perl" => {
+                t.starts_with("-M")
+                    || t.starts_with("-m")
+                    || t.starts_with("-d")
+                    || (t.starts_with('-')
+                        && !t.starts_with("--")
+                        && t[1..].chars().take_while(|c| !"IMmlC0DdFi".contains(*c)).any(|c| c == 'x'))
+            }
             "python" | "pypy" => {
                 t.len() > 1
                     && t.starts_with('-')
@@ -2243,10 +2272,41 @@ fn database_shell(program: &str, args: &[Word]) -> Vec<Effect> {
     };
     let mut out = Vec::new();
     // sqlite3's first operand is the database file (`./app.db` is no dot-command).
-    let database = if program == "sqlite3" { args.iter().position(|w| !w.text.starts_with('-')) } else { None };
+    // (Past the values of its options: `-cmd SQL` is no database.)
+    let database = if program == "sqlite3" {
+        let mut i = 0;
+        loop {
+            match args.get(i) {
+                None => break None,
+                Some(w) if SQLITE_VALUES.contains(&w.text.trim_start_matches('-')) && w.text.starts_with('-') => i += 2,
+                Some(w) if w.text.starts_with('-') => i += 1,
+                Some(_) => break Some(i),
+            }
+        }
+    } else {
+        None
+    };
     let commands = args.iter().enumerate().filter(|(i, _)| Some(*i) != database).map(|(_, w)| w);
     if commands.clone().any(|w| w.dynamic || runs(&w.text)) {
         out.push(Effect::RunsCode(format!("`{program}` runs commands of its own, which may run programs")));
+        return out;
+    }
+    // What else the text given to it may do: sqlite3's SQL functions and statements that run an
+    // editor, load extensions, read or write files; psql's and mysql's meta-commands (`\copy ...
+    // to program`, `\e`, `\w`, `\setenv`, `pager`, `tee`, `source`) and `COPY ... PROGRAM`.
+    if program == "sqlite3"
+        && args.iter().any(|w| w.text.starts_with("-A") || w.text.trim_start_matches('-') == "archive")
+    {
+        out.push(Effect::Unclassified("`sqlite3 -A` reads and writes files of an archive".into()));
+        return out;
+    }
+    let reaches = |t: &str| match program {
+        "sqlite3" => sqlite_reaches_outside(t),
+        "psql" => meta_command(t, &["program", "copy"]),
+        _ => meta_command(t, &["pager", "tee", "system", "source", "edit", "outfile", "dumpfile", "load", "load_file"]),
+    };
+    if let Some(why) = commands.clone().find_map(|w| reaches(&w.text)) {
+        out.push(Effect::Unclassified(format!("`{program}`: {why}")));
         return out;
     }
     let sql_argument = match program {
@@ -2264,6 +2324,268 @@ fn database_shell(program: &str, args: &[Word]) -> Vec<Effect> {
         )));
     }
     out
+}
+
+/// sqlite3's options that take a value.
+const SQLITE_VALUES: &[&str] = &[
+    "cmd",
+    "init",
+    "separator",
+    "newline",
+    "nullvalue",
+    "vfs",
+    "mmap",
+    "lookaside",
+    "pagecache",
+    "heap",
+    "maxsize",
+    "escape",
+];
+
+/// A meta-command (`\X`) or one of `words` (as a word, any case) in text given to a database
+/// client.
+fn meta_command(text: &str, words: &[&str]) -> Option<String> {
+    if text.contains('\\') {
+        return Some("its meta-commands can run programs, editors or write files".into());
+    }
+    let lower = text.to_ascii_lowercase();
+    let found = lower.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).find(|t| words.contains(t))?;
+    Some(format!("`{found}` can run programs, read or write files"))
+}
+
+/// SQL functions sqlite3 runs that only compute values (no files, no editor, no extensions).
+const SQLITE_FUNCTIONS: &[&str] = &[
+    "abs",
+    "avg",
+    "changes",
+    "char",
+    "coalesce",
+    "count",
+    "date",
+    "datetime",
+    "glob",
+    "group_concat",
+    "hex",
+    "ifnull",
+    "iif",
+    "instr",
+    "julianday",
+    "last_insert_rowid",
+    "length",
+    "like",
+    "likelihood",
+    "likely",
+    "unlikely",
+    "lower",
+    "ltrim",
+    "max",
+    "min",
+    "nullif",
+    "printf",
+    "format",
+    "quote",
+    "random",
+    "randomblob",
+    "replace",
+    "round",
+    "rtrim",
+    "sign",
+    "soundex",
+    "sqlite_version",
+    "strftime",
+    "substr",
+    "substring",
+    "sum",
+    "time",
+    "timediff",
+    "total",
+    "total_changes",
+    "trim",
+    "typeof",
+    "unicode",
+    "unixepoch",
+    "upper",
+    "zeroblob",
+    "concat",
+    "concat_ws",
+    "octet_length",
+    "string_agg",
+    "json",
+    "json_array",
+    "json_array_length",
+    "json_extract",
+    "json_object",
+    "json_group_array",
+    "json_group_object",
+    "json_each",
+    "json_tree",
+    "json_type",
+    "json_valid",
+    "json_quote",
+    "row_number",
+    "rank",
+    "dense_rank",
+    "lag",
+    "lead",
+    "first_value",
+    "last_value",
+    "nth_value",
+    "ntile",
+    "cume_dist",
+    "percent_rank",
+    "ceil",
+    "ceiling",
+    "floor",
+    "ln",
+    "log",
+    "log10",
+    "log2",
+    "exp",
+    "pow",
+    "power",
+    "sqrt",
+    "mod",
+    "pi",
+    "cast",
+    "pragma_table_info",
+    "pragma_table_list",
+    "pragma_index_list",
+    "pragma_foreign_key_list",
+    "varchar",
+    "nvarchar",
+    "decimal",
+    "numeric",
+    "character",
+    "int",
+    "integer",
+    "float",
+    "real",
+    "double",
+    "text",
+    "blob",
+    "bigint",
+    "boolean",
+];
+
+/// SQL keywords a `(` may follow.
+const SQL_KEYWORDS: &[&str] = &[
+    "in",
+    "values",
+    "exists",
+    "as",
+    "over",
+    "using",
+    "on",
+    "not",
+    "and",
+    "or",
+    "where",
+    "from",
+    "select",
+    "filter",
+    "when",
+    "then",
+    "else",
+    "key",
+    "check",
+    "unique",
+    "window",
+    "partition",
+    "join",
+    "like",
+    "between",
+    "is",
+    "set",
+    "returning",
+    "do",
+    "recursive",
+    "case",
+    "default",
+    "primary",
+    "foreign",
+    "constraint",
+    "generated",
+    "always",
+    "by",
+    "all",
+    "distinct",
+    "union",
+    "except",
+    "intersect",
+    "having",
+    "limit",
+    "offset",
+    "return",
+    "end",
+];
+
+/// Keywords after which a name followed by `(` is a table's, not a function's (`insert into
+/// t(a)`, `create table t(a)`).
+const SQL_TABLE_INTROS: &[&str] = &["table", "into", "on", "references", "view", "exists", "index", "with", "update"];
+
+/// Why SQL given to sqlite3 may reach outside the database: a function not known to only
+/// compute values (`edit`, `writefile`, `readfile`, `load_extension`, `fts3_tokenizer`, any
+/// other), or a statement that opens or writes another file (`ATTACH`, `VACUUM INTO`).
+fn sqlite_reaches_outside(sql: &str) -> Option<String> {
+    // Tokens, lower-cased; string literals dropped, comments as blanks, quoted names as names.
+    let mut tokens: Vec<String> = Vec::new();
+    let chars: Vec<char> = sql.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\'' {
+            i += 1;
+            while i < chars.len() && chars[i] != '\'' {
+                i += 1;
+            }
+            i += 1;
+            tokens.push("'".into());
+        } else if c == '-' && chars.get(i + 1) == Some(&'-') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && chars.get(i + 1) == Some(&'*') {
+            i += 2;
+            while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
+                i += 1;
+            }
+            i += 2;
+        } else if matches!(c, '"' | '`' | '[') {
+            let close = if c == '[' { ']' } else { c };
+            let start = i + 1;
+            i += 1;
+            while i < chars.len() && chars[i] != close {
+                i += 1;
+            }
+            tokens.push(chars[start..i.min(chars.len())].iter().collect::<String>().to_ascii_lowercase());
+            i += 1;
+        } else if c.is_alphanumeric() || c == '_' || c == '$' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '$') {
+                i += 1;
+            }
+            tokens.push(chars[start..i].iter().collect::<String>().to_ascii_lowercase());
+        } else {
+            if !c.is_whitespace() {
+                tokens.push(c.to_string());
+            }
+            i += 1;
+        }
+    }
+    for (at, token) in tokens.iter().enumerate() {
+        if matches!(token.as_str(), "attach" | "vacuum" | "load_extension") {
+            return Some(format!("`{token}` opens or writes another file"));
+        }
+        if tokens.get(at + 1).is_some_and(|n| n == "(")
+            && !SQLITE_FUNCTIONS.contains(&token.as_str())
+            && !SQL_KEYWORDS.contains(&token.as_str())
+            && !(at > 0 && SQL_TABLE_INTROS.contains(&tokens[at - 1].as_str()))
+            && !matches!(token.as_str(), "(" | "," | ")" | "=" | "+" | "-" | "*" | "/" | "<" | ">" | "'" | "||" | "|")
+        {
+            return Some(format!("the SQL function `{token}` may run an editor, load code or read or write files"));
+        }
+    }
+    None
 }
 
 /// `make`: `--eval` text and `VAR=value` words with `$` are makefile code, which may run

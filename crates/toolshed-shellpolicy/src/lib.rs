@@ -891,6 +891,11 @@ impl<'a> Analyzer<'a> {
                     break;
                 }
                 self.linked_program(&full, &words[1..], depth);
+            } else if !self.secondary
+                && !RUNNING_BUILTINS.contains(&full.as_str())
+                && let Some(found) = self.on_path(&full)
+            {
+                self.target_view(&found, &full, &words[1..], depth);
             }
             words[0].text.clone_from(&program);
             self.pattern(&join(&words));
@@ -1024,26 +1029,46 @@ impl<'a> Analyzer<'a> {
             self.runs_missing = true;
         }
         for path in paths {
-            if let Ok(target) = std::fs::canonicalize(&path)
-                && let Some(name) = target.file_name().and_then(|n| n.to_str())
-                && name != basename(full)
-                && name != "busybox"
-            {
-                let mut view = vec![Word::literal(name)];
-                view.extend_from_slice(args);
-                let was = std::mem::replace(&mut self.secondary, true);
-                let was_quiet = std::mem::replace(&mut self.quiet, true);
-                let text = join(&view);
-                if !was {
-                    self.views(view, &text, depth);
-                }
-                self.secondary = was;
-                self.quiet = was_quiet;
-            }
+            self.target_view(&path, full, args, depth);
             if !self.quiet {
                 self.executed.push(path);
             }
         }
+    }
+
+    /// When `path` (the program `full` names) is a symbolic link to a program of another name
+    /// (`./v` → `/usr/bin/vim.basic`, `editor` → `/etc/alternatives/editor` → `vim.basic`), the
+    /// command is viewed as that program too: its patterns are secondary (a deny asks), and what
+    /// the target's own analysis asks for counts in full (review 26: a vi behind a link ran the
+    /// editor commands of its input). A link whose target does not resolve is seen by the name
+    /// it points to.
+    fn target_view(&mut self, path: &Path, full: &str, args: &[Word], depth: usize) {
+        if self.secondary {
+            return;
+        }
+        let target = std::fs::canonicalize(path).ok().or_else(|| std::fs::read_link(path).ok());
+        let Some(name) = target.as_deref().and_then(Path::file_name).and_then(|n| n.to_str()) else { return };
+        if name == basename(full) || name == "busybox" {
+            return;
+        }
+        let mut view = vec![Word::literal(name)];
+        view.extend_from_slice(args);
+        self.secondary = true;
+        let text = join(&view);
+        self.views(view, &text, depth);
+        self.secondary = false;
+    }
+
+    /// The file `PATH` finds for the program `name` (no `/` in it), within the lookup budget.
+    fn on_path(&mut self, name: &str) -> Option<PathBuf> {
+        if name.is_empty() || name.contains('/') || !Budget::take(&mut self.budget.lookups, 1) {
+            return None;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        self.path_dirs
+            .iter()
+            .map(|d| d.join(name))
+            .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
     }
 
     fn always(&mut self, words: &[Word]) {

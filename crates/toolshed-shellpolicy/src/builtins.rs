@@ -33,6 +33,19 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
                 return unclassified("`set -k` makes every `NAME=value` word an assignment");
             }
         }
+        // `shopt -s NAME...`: only options known not to change what later words mean.
+        "shopt" if flags("s") => {
+            let names = args.iter().filter(|w| !w.text.starts_with('-'));
+            if flags("o") || args.iter().any(|w| w.dynamic) {
+                return unclassified("`shopt -s -o` sets shell options that change what the line does");
+            }
+            if let Some(name) = names.clone().find(|w| !super::shells::BASH_SHOPT.contains(&w.text.as_str())) {
+                return vec![Effect::Unclassified(format!(
+                    "`shopt -s {}` changes what later words mean (or is not an option known here)",
+                    name.text
+                ))];
+            }
+        }
         "fc" if !flags("l") => return unclassified("`fc` runs commands from the history"),
         "bind" if flags("x") => return unclassified("`bind -x` binds a key to a command"),
         "complete" | "compgen" if flags("CF") => return unclassified("`complete -C`/`-F` runs a command or function"),

@@ -513,6 +513,8 @@ struct Analyzer<'a> {
     arithmetic_vars: HashSet<String>,
     /// Arithmetic bookkeeping (see [`Arithmetic`]).
     arith: Arithmetic,
+    /// Functions the line defines: calling one may change the directory.
+    functions: HashSet<String>,
     /// The literal text the current simple command gets on its input (here-documents and
     /// here-strings), for the files an interpreter's code names.
     input_texts: Vec<String>,
@@ -546,6 +548,7 @@ impl<'a> Analyzer<'a> {
                 ..Arithmetic::default()
             },
             input_texts: Vec::new(),
+            functions: HashSet::new(),
         }
     }
 
@@ -845,6 +848,8 @@ impl<'a> Analyzer<'a> {
     fn views(&mut self, mut words: Vec<Word>, written: &str, depth: usize) {
         let saved_cwd = self.cwd.clone();
         let mut moved = false;
+        // A function, a trap's action or a sourced script may `cd` anywhere (review 26).
+        let mut lost_dir = false;
         let mut appended = false;
         let mut first = true;
         let mut peels = 0;
@@ -869,10 +874,17 @@ impl<'a> Analyzer<'a> {
             }
             let full = name.text.clone();
             let program = basename(&full).to_string();
+            if self.functions.contains(&program)
+                || matches!(program.as_str(), "source" | ".")
+                || (program == "trap" && words.len() > 1)
+            {
+                lost_dir = true;
+            }
             if matches!(program.as_str(), "cd" | "pushd" | "popd" | "chdir") {
                 if !self.quiet {
-                    if program == "popd" || (program == "pushd" && words.len() == 1) {
-                        // Back to a directory of the stack: not known here.
+                    let stack = |w: &Word| w.text.starts_with(['+', '-']) && w.text != "--" || !w.is_plain();
+                    if program == "popd" || (program == "pushd" && (words.len() == 1 || words[1..].iter().any(stack))) {
+                        // A directory of the stack (`popd`, `pushd +1`, `pushd -n`): not known here.
                         self.cwd = None;
                     } else {
                         self.change_dir(&words[1..]);
@@ -1016,6 +1028,9 @@ impl<'a> Analyzer<'a> {
         if moved {
             self.cwd = saved_cwd;
         }
+        if lost_dir && !self.quiet {
+            self.cwd = None;
+        }
     }
 
     /// A program named by a path: remembered as run, and when it is a symbolic link to a program
@@ -1142,6 +1157,21 @@ impl<'a> Analyzer<'a> {
             return;
         }
         match self.resolve(target) {
+            // bash's `cd` takes `..` lexically (`cd -P`, `set -P`: after symbolic links): where
+            // the two differ the directory is not known here.
+            Some(path) if self.cwd.is_some() || Path::new(&target.text).is_absolute() => {
+                let logical = if Path::new(&target.text).is_absolute() {
+                    lexical_normalise(Path::new(&target.text))
+                } else {
+                    lexical_normalise(&self.cwd.clone().unwrap_or_default().join(&target.text))
+                };
+                if target.text.contains("..") && !target.dynamic && logical != path {
+                    self.cwd = None;
+                    return;
+                }
+                self.check_outside(&path);
+                self.cwd = Some(path);
+            }
             Some(path) => {
                 self.check_outside(&path);
                 self.cwd = Some(path);
@@ -1585,9 +1615,34 @@ fn resolve_in(base: Option<&Path>, home: Option<&Path>, arg: &Word) -> Option<Pa
     }
     let path = Path::new(&text);
     if path.is_absolute() {
-        return Some(lexical_normalise(path));
+        return Some(physical_normalise(path));
     }
-    Some(lexical_normalise(&base?.join(path)))
+    Some(physical_normalise(&base?.join(path)))
+}
+
+/// `path` with `.` and `..` removed as the kernel resolves them: a `..` after a symbolic link
+/// leaves the link's target, not the directory holding the link (`h/../config` with `h` →
+/// `.git/hooks` is `.git/config`, review 26).
+fn physical_normalise(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if std::fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_symlink())
+                    && let Ok(real) = std::fs::canonicalize(&out)
+                {
+                    out = real;
+                }
+                if !out.pop() {
+                    out.push(component.as_os_str());
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    lexical_normalise(&out)
 }
 
 /// The repository nested in the worktree `root` that git run in `dir` would use: the nearest

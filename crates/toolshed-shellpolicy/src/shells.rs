@@ -97,11 +97,11 @@ const BASH_SET_O: &[&str] = &[
     "xtrace",
 ];
 
-const BASH_SHOPT: &[&str] = &[
+/// `shopt` options a command may set: not those that change what `cd` and command names mean
+/// (`cdable_vars`, `autocd`, `cdspell`, `dirspell`), expand aliases or run traps in more places
+/// (`expand_aliases`, `extdebug`) — review 26.
+pub(super) const BASH_SHOPT: &[&str] = &[
     "assoc_expand_once",
-    "autocd",
-    "cdable_vars",
-    "cdspell",
     "checkhash",
     "checkjobs",
     "checkwinsize",
@@ -115,11 +115,8 @@ const BASH_SHOPT: &[&str] = &[
     "compat44",
     "complete_fullquote",
     "direxpand",
-    "dirspell",
     "dotglob",
     "execfail",
-    "expand_aliases",
-    "extdebug",
     "extglob",
     "extquote",
     "failglob",

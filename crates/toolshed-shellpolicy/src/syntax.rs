@@ -43,6 +43,10 @@ pub(super) struct Walk<'t> {
     /// apply to (by node id): tree-sitter attaches `a && b > f` and `a | b > f` to the whole list
     /// or pipeline, where bash gives them to `b` alone.
     pending: Vec<(usize, Node<'t>)>,
+    /// The directory to return to once the stack is back to a height: after a subshell, a
+    /// pipeline (its commands run in subshells) or a function's body, the `cd`s inside do not
+    /// hold for what follows.
+    restores: Vec<(usize, Option<std::path::PathBuf>)>,
 }
 
 impl<'t> Walk<'t> {
@@ -95,6 +99,7 @@ impl Analyzer<'_> {
             expanded_bodies: Vec::new(),
             top: false,
             pending: Vec::new(),
+            restores: Vec::new(),
         };
         while let Some((node, ctx)) = w.stack.pop() {
             if self.gave_up {
@@ -105,6 +110,12 @@ impl Analyzer<'_> {
                 return;
             }
             self.statement(&mut w, node, ctx);
+            while let Some((height, _)) = w.restores.last()
+                && w.stack.len() <= *height
+            {
+                let (_, cwd) = w.restores.pop().unwrap_or_default();
+                self.cwd = cwd;
+            }
         }
         self.word_boundaries(&mut w);
         self.named_descriptors(&w);
@@ -131,8 +142,12 @@ impl Analyzer<'_> {
         match node.kind() {
             // `(( ... ))`: an arithmetic expression where a statement would be.
             "compound_statement" if node.child(0).is_some_and(|c| w.text(c) == "((") => self.scan(w, node, true),
-            "program" | "list" | "pipeline" | "subshell" | "compound_statement" | "do_group" | "if_statement"
-            | "elif_clause" | "else_clause" | "while_statement" | "negated_command" => w.push_children(node, ctx.top),
+            "subshell" | "pipeline" => {
+                w.restores.push((w.stack.len(), self.cwd.clone()));
+                w.push_children(node, ctx.top);
+            }
+            "program" | "list" | "compound_statement" | "do_group" | "if_statement" | "elif_clause" | "else_clause"
+            | "while_statement" | "negated_command" => w.push_children(node, ctx.top),
             "command" => self.command(w, node, ctx, Vec::new()),
             "redirected_statement" => self.redirected(w, node),
             "variable_assignment" => self.assignment(w, node, true),
@@ -195,9 +210,16 @@ impl Analyzer<'_> {
                     w.stack.push((child, Ctx::default()));
                 }
             }
+            // The body runs where the function is called, which may be anywhere: its relative
+            // paths cannot be checked, and its `cd`s do not hold after the definition; after a
+            // call the directory is unknown (see `Analyzer::views`).
             "function_definition" => {
                 self.arith.functions = true;
+                if let Some(name) = node.child_by_field_name("name") {
+                    self.functions.insert(w.text(name).to_string());
+                }
                 if let Some(body) = node.child_by_field_name("body") {
+                    w.restores.push((w.stack.len(), self.cwd.take()));
                     w.stack.push((body, Ctx::default()));
                 }
             }

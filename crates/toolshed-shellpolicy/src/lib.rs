@@ -513,6 +513,8 @@ struct Analyzer<'a> {
     arithmetic_vars: HashSet<String>,
     /// Arithmetic bookkeeping (see [`Arithmetic`]).
     arith: Arithmetic,
+    /// The directories git runs in.
+    git_dirs: Vec<PathBuf>,
     /// Functions the line defines: calling one may change the directory.
     functions: HashSet<String>,
     /// The literal text the current simple command gets on its input (here-documents and
@@ -549,6 +551,7 @@ impl<'a> Analyzer<'a> {
             },
             input_texts: Vec::new(),
             functions: HashSet::new(),
+            git_dirs: Vec::new(),
         }
     }
 
@@ -1431,12 +1434,13 @@ impl<'a> Analyzer<'a> {
             Effect::RunsGitIn(dir) => {
                 self.runs_git = true;
                 for path in self.paths(&dir) {
-                    if let Some(nested) = nested_repository(self.root, &path) {
+                    if let Some(why) = foreign_repository(self.root, &path) {
                         self.unclassified(format!(
-                            "git runs in `{}`, a repository nested in the worktree, whose configuration a command may have written (it can make git run any program)",
-                            nested.strip_prefix(self.root).unwrap_or(&nested).display()
+                            "git runs in `{}`, {why}, whose configuration a command may have written (it can make git run any program)",
+                            path.strip_prefix(self.root).unwrap_or(&path).display()
                         ));
                     }
+                    self.git_dirs.push(path);
                 }
             }
             Effect::SetsAtRunTime(name) => {
@@ -1458,6 +1462,22 @@ impl<'a> Analyzer<'a> {
         if !self.executed.is_empty() && (self.dynamic_writes || self.executed.iter().any(|p| self.written.contains(p)))
         {
             self.out.unclassified.push("the command runs a file that it writes itself".into());
+        }
+        // Git files written where git then runs (`printf ... > r/config; git -C r fetch`).
+        let own = self.root.join(".git");
+        let made =
+            self.git_dirs.iter().filter(|g| *g != self.root && g.starts_with(self.root) && !g.starts_with(&own)).find(
+                |g| {
+                    g.ancestors()
+                        .take_while(|d| *d != self.root)
+                        .any(|d| self.written.iter().any(|w| makes_repository(w, d)))
+                },
+            );
+        if let Some(dir) = made {
+            self.out.unclassified.push(format!(
+                "the command writes git's files in `{}` and runs git there (its configuration can make git run any program)",
+                dir.strip_prefix(self.root).unwrap_or(dir).display()
+            ));
         }
         if self.runs_git && self.dynamic_writes {
             self.out.unclassified.push(
@@ -1645,16 +1665,34 @@ fn physical_normalise(path: &Path) -> PathBuf {
     lexical_normalise(&out)
 }
 
-/// The repository nested in the worktree `root` that git run in `dir` would use: the nearest
-/// directory from `dir` up to (not including) the root that holds a `.git`.
-fn nested_repository(root: &Path, dir: &Path) -> Option<PathBuf> {
-    if !dir.starts_with(root) || dir == root {
+/// Why git run in `dir` may use a repository other than the worktree's own: a directory from
+/// `dir` up to (not including) the worktree `root` that holds a `.git`, looks like a git
+/// directory itself (`HEAD`, or `objects` and `refs`: a bare repository), or does not exist
+/// yet (the line may create one, review 26). Inside the worktree's own `.git` (protected) git
+/// uses the worktree's repository.
+fn foreign_repository(root: &Path, dir: &Path) -> Option<&'static str> {
+    if !dir.starts_with(root) || dir == root || dir.starts_with(root.join(".git")) {
         return None;
     }
-    dir.ancestors()
-        .take_while(|d| *d != root)
-        .find(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
-        .map(Path::to_path_buf)
+    for d in dir.ancestors().take_while(|d| *d != root) {
+        if std::fs::symlink_metadata(d).is_err() {
+            return Some("a directory that does not exist yet (the command may make it a repository)");
+        }
+        let has = |name: &str| std::fs::symlink_metadata(d.join(name)).is_ok();
+        if has(".git") || has("HEAD") || (has("objects") && has("refs")) {
+            return Some("a repository nested in the worktree");
+        }
+    }
+    None
+}
+
+/// The files that make a directory `d` a repository git finds, or configure one.
+fn makes_repository(written: &Path, d: &Path) -> bool {
+    const GIT_FILES: &[&str] = &[".git", "HEAD", "config", "commondir", "gitdir", "objects", "refs", "packed-refs"];
+    d.starts_with(written)
+        || written.starts_with(d.join(".git"))
+        || (written.parent() == Some(d)
+            && written.file_name().and_then(|n| n.to_str()).is_some_and(|n| GIT_FILES.contains(&n)))
 }
 
 /// How many directory trees one command may read before it asks instead.

@@ -95,6 +95,80 @@ const READERS: &[&str] = &[
     "comm", "expand", "iconv",
 ];
 
+/// Programs that only read or list the paths they name, or whose writes [`programs`] analyses
+/// in full: a protected path among their arguments is not taken for a write (see
+/// `Analyzer::protected_arguments`).
+const NAMES_ONLY: &[&str] = &[
+    "ls",
+    "stat",
+    "test",
+    "[",
+    "file",
+    "du",
+    "echo",
+    "printf",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "wc",
+    "which",
+    "type",
+    "true",
+    "false",
+    ":",
+    "tree",
+    "find",
+    "git",
+    "grep",
+    "egrep",
+    "fgrep",
+    "zgrep",
+    "rg",
+    "ag",
+    "ack",
+    "cat",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "bat",
+    "batcat",
+    "tac",
+    "nl",
+    "strings",
+    "od",
+    "hexdump",
+    "base64",
+    "base32",
+    "cut",
+    "paste",
+    "fold",
+    "fmt",
+    "rev",
+    "diff",
+    "cmp",
+    "comm",
+    "expand",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "jq",
+    "sed",
+    "sort",
+    "uniq",
+    "tar",
+    "rsync",
+    "scp",
+    "cp",
+    "dd",
+    "source",
+    ".",
+];
+
 /// Builtins that run the command in their arguments; as later words they start a secondary view
 /// whether or not a program of that name is on `PATH`.
 /// Programs that take their later words as data, never as a command to run (what of them runs
@@ -1010,6 +1084,7 @@ impl<'a> Analyzer<'a> {
                     if !self.quiet {
                         self.file_arguments(&program, &words[1..]);
                         self.named_files(&program, &words[1..], appended);
+                        self.protected_arguments(&program, &words[1..], written, depth);
                     }
                     if appended && programs::RUN_BY_OPTIONS.contains(&program.as_str()) {
                         self.unclassified(format!(
@@ -1230,6 +1305,45 @@ impl<'a> Analyzer<'a> {
             for text in std::mem::take(&mut self.input_texts) {
                 if !self.files_named_in(&text) {
                     return;
+                }
+            }
+        }
+    }
+
+    /// A protected path (`.git/...`, `toolshed.toml`, ...) that an argument names — the word,
+    /// its value after `=`, or the path starting at a protected name inside it (`-MF.git/x`) — is
+    /// written, unless the program is known only to read or list what it names or has its
+    /// writes analysed ([`NAMES_ONLY`]): any other program may write it (`split`, `zip`, `gcc
+    /// -o`, `ssh-keygen -f`, `ln -s`, ...), so it is a `protected` request (review 26).
+    fn protected_arguments(&mut self, program: &str, args: &[Word], written: &str, depth: usize) {
+        let links = program == "cp"
+            && args.iter().any(|w| {
+                (w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains(['s', 'l']))
+                    || ["--link", "--symbolic-link", "--sym"].iter().any(|o| w.text.starts_with(o))
+            });
+        if NAMES_ONLY.contains(&program) && !links {
+            return;
+        }
+        let names: Vec<&str> = toolshed_core::protected::LOCATIONS.iter().filter_map(|l| l.split('/').next()).collect();
+        for arg in args {
+            if !arg.is_plain() || !names.iter().any(|n| arg.text.contains(n)) {
+                continue;
+            }
+            let text = arg.text.as_str();
+            let mut candidates: Vec<&str> = vec![text];
+            candidates.extend(text.split_once('=').map(|(_, v)| v));
+            for name in &names {
+                candidates.extend(text.match_indices(name).map(|(at, _)| &text[at..]));
+            }
+            for candidate in candidates {
+                if candidate.is_empty() || !names.iter().any(|n| candidate.contains(n)) {
+                    continue;
+                }
+                let Some(path) = self.resolve(&Word::literal(candidate)) else { continue };
+                let pattern = self.relative(&path);
+                if toolshed_core::protected::is_protected(&pattern, None) {
+                    self.effect(Effect::Writes(Word::like(arg, candidate)), written, depth);
+                    break;
                 }
             }
         }

@@ -38,6 +38,11 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
             ask("`lldb` runs debugger commands from its options, files and its input, which may run programs".into())
         }
         "apt" | "apt-get" | "apt-cache" | "apt-mark" | "aptitude" | "apt-config" => apt(program, args),
+        // A link to a path known only at run time may be to a protected file, which a later
+        // write through the link changes (review 26 M4).
+        "ln" | "link" | "symlink" if args.iter().any(|w| w.dynamic) => {
+            ask(format!("`{program}` makes a link to a path known only at run time"))
+        }
         _ => Vec::new(),
     }
 }

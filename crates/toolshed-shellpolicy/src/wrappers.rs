@@ -990,6 +990,18 @@ fn finish(program: &str, parsed: Parsed) -> Peeled {
                 {
                     return Peeled::unclassified("an `ssh` option may run a local command");
                 }
+                // Files ssh writes: its log (`-E`), a control socket (`-S`, `ControlPath`), the
+                // known hosts (review 26).
+                if matches!(o.short, Some('E' | 'S')) {
+                    effects.extend(o.value.clone().map(Effect::Writes));
+                }
+                if o.short == Some('o')
+                    && matches!(key.as_str(), "controlpath" | "userknownhostsfile" | "globalknownhostsfile")
+                    && let Some(v) = &o.value
+                    && let Some((_, file)) = v.text.split_once(['=', ' '])
+                {
+                    effects.push(Effect::Writes(Word::like(v, file.trim())));
+                }
             }
             if parsed.rest.is_empty() { Next::Nothing } else { line_of(&parsed.rest) }
         }

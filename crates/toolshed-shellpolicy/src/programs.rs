@@ -1986,10 +1986,37 @@ fn awk(args: &[Word]) -> Vec<Effect> {
         Some(p) if p.dynamic || ["system", "|", "@load", "@include", "ENVIRON"].iter().any(|k| p.text.contains(k)) => {
             vec![Effect::Unclassified("the `awk` program runs commands or reads the environment".into())]
         }
-        // `print > "file"`: a file named at run time (or a comparison: the same to the analysis).
-        Some(p) if p.text.contains('>') => vec![Effect::Writes(Word::new("the files `awk` writes", true))],
+        // `print > "file"`: the file is written; `print > FILENAME`, `print > f`: a file named
+        // at run time, which may be any (a protected one: review 26), asks.
+        Some(p) if p.text.contains('>') => awk_outputs(&p.text).unwrap_or_else(|| {
+            vec![Effect::Unclassified("the `awk` program writes to a file named at run time".into())]
+        }),
         _ => Vec::new(),
     }
+}
+
+/// The files an awk program's `print > "F"`/`printf ... >> "F"` write; `None` when a
+/// statement with `print` writes to a name that is not a string literal. A `>` in a statement
+/// without `print` is a comparison.
+fn awk_outputs(program: &str) -> Option<Vec<Effect>> {
+    let mut out = Vec::new();
+    let bytes = program.as_bytes();
+    for (at, _) in program.match_indices('>') {
+        if bytes.get(at + 1) == Some(&b'=') || (at > 0 && bytes[at - 1] == b'>') {
+            continue;
+        }
+        let start = program[..at].rfind([';', '{', '}', '\n']).map_or(0, |i| i + 1);
+        if !program[start..at].contains("print") {
+            continue;
+        }
+        let rest = program[at + 1..].trim_start_matches('>').trim_start();
+        let file = rest.strip_prefix('"').and_then(|r| r.split_once('"')).map(|(f, _)| f)?;
+        if file.contains('\\') || file.is_empty() {
+            return None;
+        }
+        out.push(Effect::Writes(Word::literal(file)));
+    }
+    Some(out)
 }
 
 /// The interpreter `program` is (versions aside: `python3.12`, `perl5.36`, `node20`), if it is

@@ -38,6 +38,13 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
             ask("`lldb` runs debugger commands from its options, files and its input, which may run programs".into())
         }
         "apt" | "apt-get" | "apt-cache" | "apt-mark" | "aptitude" | "apt-config" => apt(program, args),
+        // `dotnet script FILE`, `dotnet fsi FILE`: run a script file, or code from the input.
+        "dotnet" if args.first().is_some_and(|w| matches!(w.text.as_str(), "script" | "fsi")) => {
+            match args[1..].iter().find(|w| !w.text.starts_with('-')) {
+                Some(file) => vec![Effect::Executes(file.clone())],
+                None => vec![Effect::RunsCode(format!("`{program} {}` runs code from its input", args[0].text))],
+            }
+        }
         // A link to a path known only at run time may be to a protected file, which a later
         // write through the link changes (review 26 M4).
         "ln" | "link" | "symlink" if args.iter().any(|w| w.dynamic) => {

@@ -224,6 +224,7 @@ fn more_interpreters_run_files_they_write_and_their_input() {
             "printf x > a.ts; tsx a.ts",
         ],
     );
+    assert_not_allowed(&c, &["printf x > a.csx; dotnet script a.csx", "dotnet script"]);
     assert_allowed(&bare(), &["java -version", "java --version"]);
 }
 
@@ -378,8 +379,15 @@ fn protected_paths_named_by_any_writer_are_protected() {
             "gunzip .git/config.gz",
             "xz -d .git/config.xz",
             "zstd -d .git/config.zst",
+            "awk '{ print > \".git/config\" }' a.txt",
         ],
     );
+    // awk writing to a file named at run time (`FILENAME`, a variable) may write any file.
+    assert_not_allowed(
+        &bare(),
+        &["awk '{ print > FILENAME }' .git/config", "awk -v f=.git/config '{ print >> f }' a.txt"],
+    );
+    assert_allowed(&bare(), &["awk '$1 > 5' a.txt", "awk '{ if ($2 >= 3) print $1 }' a.txt"]);
     for command in ["cat .git/config", "ls .git", "grep -r x --exclude-dir=.git .", "git status", "head .git/HEAD"] {
         assert!(!protected(&c, command), "{command}: {:?}", requests(&c, command));
     }

@@ -952,7 +952,7 @@ impl<'a> Analyzer<'a> {
             let full = name.text.clone();
             let program = basename(&full).to_string();
             if self.functions.contains(&program)
-                || matches!(program.as_str(), "source" | ".")
+                || (matches!(program.as_str(), "source" | ".") && !self.sourced_keeps_directory(words.get(1)))
                 || (program == "trap" && words.len() > 1)
             {
                 lost_dir = true;
@@ -1150,6 +1150,30 @@ impl<'a> Analyzer<'a> {
         let text = join(&view);
         self.views(view, &text, depth);
         self.secondary = false;
+    }
+
+    /// Whether the script `source FILE` runs is known not to change the directory: a file of
+    /// at most 64 KiB with no word that changes it or runs other code in this shell (`cd`,
+    /// `pushd`, `popd`, `source`, `.`, `eval`, `exec`, `trap`, `builtin`, `command`, `CDPATH`,
+    /// `shopt`, `alias`), comments aside (a virtualenv's `activate`).
+    fn sourced_keeps_directory(&self, file: Option<&Word>) -> bool {
+        const MOVES: &[&str] = &[
+            "cd", "pushd", "popd", "source", ".", "eval", "exec", "trap", "builtin", "command", "CDPATH", "shopt",
+            "alias",
+        ];
+        let Some(file) = file.filter(|f| f.is_plain()) else { return false };
+        let Some(path) = self.resolve(file) else { return false };
+        if std::fs::metadata(&path).map_or(true, |m| !m.is_file() || m.len() > 64 * 1024) {
+            return false;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else { return false };
+        !text.lines().any(|line| {
+            let code = match line.find('#') {
+                Some(at) if at == 0 || line[..at].ends_with(char::is_whitespace) => &line[..at],
+                _ => line,
+            };
+            code.split(|c: char| c.is_whitespace() || ";|&(){}`$'\"=<>".contains(c)).any(|t| MOVES.contains(&t))
+        })
     }
 
     /// The file `PATH` finds for the program `name` (no `/` in it), within the lookup budget.

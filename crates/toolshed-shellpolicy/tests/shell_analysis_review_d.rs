@@ -325,7 +325,10 @@ fn functions_traps_and_symlinked_parents_are_followed() {
 fn source_makes_the_directory_unknown() {
     let c = with_git(bare());
     std::fs::write(c.root.join("s"), "cd .git\n").unwrap();
-    for command in ["source s; echo x >> config", ". ./s; echo x >> config"] {
+    std::fs::write(c.root.join("t"), "x=1 # cd somewhere\nexport A=1\n").unwrap();
+    std::fs::write(c.root.join("u"), "x=1\n  . ./s\n").unwrap();
+    assert_allowed(&c, &["source t; echo x > out.txt"]);
+    for command in ["source s; echo x >> config", ". ./s; echo x >> config", ". ./u; echo x >> config"] {
         let allowed = decide(&c, command) == toolshed_core::permission::Action::Allow && !protected(&c, command);
         assert!(!allowed, "{command}: {:?}", requests(&c, command));
     }

@@ -2603,12 +2603,11 @@ fn sqlite_reaches_outside(sql: &str) -> Option<String> {
         if matches!(token.as_str(), "attach" | "vacuum" | "load_extension") {
             return Some(format!("`{token}` opens or writes another file"));
         }
-        if tokens.get(at + 1).is_some_and(|n| n == "(")
-            && !SQLITE_FUNCTIONS.contains(&token.as_str())
-            && !SQL_KEYWORDS.contains(&token.as_str())
-            && !(at > 0 && SQL_TABLE_INTROS.contains(&tokens[at - 1].as_str()))
-            && !matches!(token.as_str(), "(" | "," | ")" | "=" | "+" | "-" | "*" | "/" | "<" | ">" | "'" | "||" | "|")
-        {
+        // Punctuation and string literals are one-character tokens of no name.
+        let punctuation = token.chars().count() == 1 && !token.chars().all(|c| c.is_alphanumeric() || c == '_');
+        let known = SQLITE_FUNCTIONS.contains(&token.as_str()) || SQL_KEYWORDS.contains(&token.as_str());
+        let table = at > 0 && SQL_TABLE_INTROS.contains(&tokens[at - 1].as_str());
+        if tokens.get(at + 1).is_some_and(|n| n == "(") && !punctuation && !known && !table {
             return Some(format!("the SQL function `{token}` may run an editor, load code or read or write files"));
         }
     }

@@ -587,6 +587,11 @@ struct Analyzer<'a> {
     arithmetic_vars: HashSet<String>,
     /// Arithmetic bookkeeping (see [`Arithmetic`]).
     arith: Arithmetic,
+    /// Other directories the command may be in: where it was before a `cd` that may not run (in
+    /// a branch, a loop, after `&&`/`||`, in the background). Paths are checked against each.
+    other_dirs: Vec<PathBuf>,
+    /// The statement being walked runs whenever the line reaches it, in the line's own shell.
+    unconditional: bool,
     /// The directories git runs in.
     git_dirs: Vec<PathBuf>,
     /// Functions the line defines: calling one may change the directory.
@@ -626,6 +631,8 @@ impl<'a> Analyzer<'a> {
             input_texts: Vec::new(),
             functions: HashSet::new(),
             git_dirs: Vec::new(),
+            other_dirs: Vec::new(),
+            unconditional: true,
         }
     }
 
@@ -958,6 +965,20 @@ impl<'a> Analyzer<'a> {
                 lost_dir = true;
             }
             if matches!(program.as_str(), "cd" | "pushd" | "popd" | "chdir") {
+                if !self.quiet && !self.unconditional {
+                    // A `cd` that may not run: the directory before it stays possible.
+                    match self.cwd.clone() {
+                        Some(dir) if self.other_dirs.len() < MAX_OTHER_DIRS => {
+                            if !self.other_dirs.contains(&dir) {
+                                self.other_dirs.push(dir);
+                            }
+                        }
+                        _ => {
+                            self.cwd = None;
+                            break;
+                        }
+                    }
+                }
                 if !self.quiet {
                     let stack = |w: &Word| w.text.starts_with(['+', '-']) && w.text != "--" || !w.is_plain();
                     if program == "popd" || (program == "pushd" && (words.len() == 1 || words[1..].iter().any(stack))) {
@@ -1698,6 +1719,15 @@ impl<'a> Analyzer<'a> {
     /// a subshell does not outlive it). Empty when the argument is computed at run time.
     fn resolve_all(&self, arg: &Word) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = self.resolve(arg).into_iter().collect();
+        if !Path::new(&arg.text).is_absolute() && !out.is_empty() {
+            for dir in &self.other_dirs {
+                if let Some(p) = resolve_in(Some(dir), self.home, arg)
+                    && !out.contains(&p)
+                {
+                    out.push(p);
+                }
+            }
+        }
         if !Path::new(&arg.text).is_absolute() && self.cwd.as_deref() != Some(self.workdir) && !out.is_empty() {
             let here = resolve_in(Some(self.workdir), self.home, arg);
             if let Some(p) = here
@@ -1832,6 +1862,10 @@ fn makes_repository(written: &Path, d: &Path) -> bool {
         || (written.parent() == Some(d)
             && written.file_name().and_then(|n| n.to_str()).is_some_and(|n| GIT_FILES.contains(&n)))
 }
+
+/// How many other directories a command may be in (`cd`s that may not run) before the
+/// directory counts as unknown.
+const MAX_OTHER_DIRS: usize = 8;
 
 /// How many directory trees one command may read before it asks instead.
 const MAX_TREE_READS: usize = 32;

@@ -125,6 +125,9 @@ impl Analyzer<'_> {
 
     fn statement<'t>(&mut self, w: &mut Walk<'t>, node: Node<'t>, ctx: Ctx) {
         w.top = ctx.top;
+        // Nested lines (`bash -c`, `eval`) run where they are reached: a `cd` in one counts as
+        // conditional unless the walk of this line says it always runs.
+        self.unconditional = ctx.top;
         // The redirections tree-sitter attached to a list or pipeline ending here are opened
         // now, in the directory this command runs in (`cd src && echo x > f` writes `src/f`).
         while let Some(at) = w.pending.iter().position(|(id, _)| *id == node.id()) {

@@ -313,6 +313,10 @@ fn functions_traps_and_symlinked_parents_are_followed() {
         "echo x >> h/../config".to_string(),
         "ln -s .git/hooks g; cd -P g/..; echo x >> config".to_string(),
         "ln -s .git/hooks g; echo x >> g/../config".to_string(),
+        "cd .git; if false; then cd ..; fi; echo x >> config".to_string(),
+        "cd .git; false && cd ..; echo x >> config".to_string(),
+        "cd .git; for d in; do cd ..; done; echo x >> config".to_string(),
+        "cd .git; cd .. & echo x >> config".to_string(),
     ] {
         let allowed = decide(&c, &command) == toolshed_core::permission::Action::Allow && !protected(&c, &command);
         assert!(!allowed, "{command}: {:?}", requests(&c, &command));

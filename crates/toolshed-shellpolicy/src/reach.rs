@@ -21,11 +21,17 @@ pub(super) fn effects(program: &str, args: &[Word]) -> Vec<Effect> {
     }
     let family = family(program);
     match family {
-        "opt" | "llc" if args.iter().any(|w| w.text.contains("load") || w.text.contains("plugin") || w.dynamic) => {
+        "opt" | "llc"
+            if args.iter().any(|w| {
+                (w.text.starts_with('-') && (w.text.contains("load") || w.text.contains("plugin"))) || w.dynamic
+            }) =>
+        {
             ask(format!("`{program} -load`/`-load-pass-plugin` loads code from a file"))
         }
         "ld" | "ld.bfd" | "ld.gold" | "ld.lld" | "lld" | "gold" | "mold" | "ld64.lld" | "wasm-ld"
-            if args.iter().any(|w| w.text.contains("plugin") || w.text.starts_with('@') || w.dynamic) =>
+            if args.iter().any(|w| {
+                (w.text.starts_with('-') && w.text.contains("plugin")) || w.text.starts_with('@') || w.dynamic
+            }) =>
         {
             ask(format!("`{program} -plugin` loads code from a file"))
         }

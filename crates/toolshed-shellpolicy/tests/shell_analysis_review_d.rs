@@ -174,7 +174,18 @@ fn compiler_options_that_run_programs_ask() {
             "ld.gold -plugin ./p.so a.o",
         ],
     );
-    assert_allowed(&c, &["gcc -O2 -Wall -o a a.c", "cc -c a.c", "clang -E -x c /dev/null", "g++ -std=c++17 a.cc"]);
+    assert_allowed(
+        &c,
+        &[
+            "gcc -O2 -Wall -o a a.c",
+            "cc -c a.c",
+            "clang -E -x c /dev/null",
+            "g++ -std=c++17 a.cc",
+            "gcc -c plugin.c",
+            "ld -o x plugin.o",
+            "opt -S download.ll",
+        ],
+    );
 }
 
 /// H7, M6: variables programs read as options or commands.

@@ -1369,6 +1369,14 @@ impl<'a> Analyzer<'a> {
         if NAMES_ONLY.contains(&program) && !links {
             return;
         }
+        // Run in a protected directory (`cd .git/hooks && ar x a.a`), it may write there.
+        let dirs: Vec<PathBuf> = self.cwd.iter().chain(self.other_dirs.iter()).cloned().collect();
+        for dir in dirs {
+            let pattern = self.relative(&dir);
+            if !matches!(pattern.as_str(), "." | "./" | "") && toolshed_core::protected::is_protected(&pattern, None) {
+                self.effect(Effect::WritesUnder(Word::literal(dir.to_string_lossy())), written, depth);
+            }
+        }
         let names: Vec<&str> = toolshed_core::protected::LOCATIONS.iter().filter_map(|l| l.split('/').next()).collect();
         for arg in args {
             if !arg.is_plain() || !names.iter().any(|n| arg.text.contains(n)) {

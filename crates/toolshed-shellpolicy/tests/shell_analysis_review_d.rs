@@ -398,8 +398,14 @@ fn protected_paths_named_by_any_writer_are_protected() {
             "xz -d .git/config.xz",
             "zstd -d .git/config.zst",
             "awk '{ print > \".git/config\" }' a.txt",
+            "cd .git/hooks && ar x a.a",
+            "cd .git && frobnicate",
+            "if true; then cd .git; fi; frobnicate",
         ],
     );
+    for command in ["cd .git && cat config", "cd .git && ls", "cd .git && git log"] {
+        assert!(!protected(&c, command), "{command}: {:?}", requests(&c, command));
+    }
     // awk writing to a file named at run time (`FILENAME`, a variable) may write any file.
     assert_not_allowed(
         &bare(),

@@ -444,16 +444,15 @@ pub fn undo_for(ws: &Workspace, store: &Store, id: &str) -> Result<Undo, CliErro
 fn refused(id: &str, e: UndoError, json: bool) -> CliError {
     let names =
         |files: &[std::path::PathBuf]| files.iter().map(|p| p.to_string_lossy().into_owned()).collect::<Vec<_>>();
-    if json {
-        match &e {
-            UndoError::WouldLose(files) => {
-                crate::out_exact(serde_json::json!({"session_id": id, "refused": true, "never_kept": names(files)}))
-            }
-            UndoError::ChangedMeanwhile(files) => crate::out_exact(
-                serde_json::json!({"session_id": id, "refused": true, "changed_meanwhile": names(files)}),
-            ),
-            _ => {}
-        }
+    let listed = match &e {
+        UndoError::WouldLose(files) => Some(("never_kept", files)),
+        UndoError::ChangedMeanwhile(files) => Some(("changed_meanwhile", files)),
+        _ => None,
+    };
+    if let (true, Some((key, files))) = (json, listed) {
+        let mut refusal = serde_json::json!({"session_id": id, "refused": true});
+        refusal[key] = serde_json::json!(names(files));
+        crate::out_exact(refusal);
     }
     undo_error(e)
 }

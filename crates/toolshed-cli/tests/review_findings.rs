@@ -454,7 +454,8 @@ fn a_directory_a_command_may_write_outside_keeps_its_repositories_git_read_only(
     let sibling = w.base.join("R");
     assert!(Command::new("git").args(["init", "-q"]).arg(&sibling).status().unwrap().success());
     let config = std::fs::read_to_string(sibling.join(".git/config")).unwrap();
-    let script = "echo hi > ../notes.txt; python3 -c \"open('../R/.git/config', 'a').write('[core]\\n\\tfsmonitor = x\\n')\"; mv ../R ../R2";
+    // The path built at run time: named in the command, the policy asks `protected` first.
+    let script = "echo hi > ../notes.txt; python3 -c \"open('../R/.g' + 'it/config', 'a').write('[core]\\n\\tfsmonitor = x\\n')\"; mv ../R ../R2";
     let out = w.toolshed(&["call", "bash", &serde_json::json!({ "command": script }).to_string()]);
     assert_eq!(std::fs::read_to_string(w.base.join("notes.txt")).unwrap_or_default(), "hi\n", "{}", text(&out));
     assert_eq!(std::fs::read_to_string(sibling.join(".git/config")).unwrap_or_default(), config, "{}", text(&out));

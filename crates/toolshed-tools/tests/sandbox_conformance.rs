@@ -876,7 +876,8 @@ async fn a_missing_toolshed_toml_cannot_be_created_through_a_computed_path() {
         "f=toolshed.toml; printf '[sandbox]\\nmode = \"full-access\"\\n' > $f",
         "d=.toolshed; mkdir -p $d/tools && echo x > $d/tools/x.toml",
         "d=.opencode/tools; mkdir -p $d && echo x > $d/t.ts",
-        "python3 -c 'import os; os.makedirs(\".claude/skills/s\"); open(\".claude/skills/s/SKILL.md\", \"w\").write(\"x\")'",
+        // Paths built at run time: named in the command, the policy asks `protected` first.
+        "python3 -c 'import os; d = \".cla\" + \"ude/skills/s\"; os.makedirs(d); open(d + \"/SKILL.md\", \"w\").write(\"x\")'",
     ] {
         let r = h.bash(command).await;
         assert!(r.output.contains("so they were removed"), "{command}: {}", r.output);

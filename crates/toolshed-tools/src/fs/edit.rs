@@ -345,6 +345,14 @@ pub fn explain(display: &str, refusal: Refusal) -> String {
             plural(old_lines, "line")
         ),
         Refusal::NewString { detail } => format!("Nothing was changed in `{display}`: {detail}"),
+        Refusal::Moved { line, found } => {
+            let shown: Vec<String> = found.iter().take(20).map(usize::to_string).collect();
+            let at = if found.len() == 1 { "line" } else { "lines" };
+            format!(
+                "Refusing the edit: old_string starts with read's line numbers, which put it at line {line} of `{display}`, but the text at line {line} differs from old_string (it matches at {at} {} instead). Nothing was changed. The file may have changed since you read it: read it again, and send old_string exactly as the file has it now, without the `N: ` prefixes.",
+                shown.join(", ")
+            )
+        }
         Refusal::Conflict { strategy, first, last, detail } => format!(
             "Refusing the edit: old_string only roughly matches lines {first}-{last} of `{display}` ({}), and {detail}. Nothing was changed. Read lines {first}-{last} and send old_string exactly as the file has it.",
             strategy.describe()

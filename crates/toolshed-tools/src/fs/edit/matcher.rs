@@ -155,6 +155,14 @@ pub enum Refusal {
         /// What is wrong and what to send, for the model.
         detail: String,
     },
+    /// `old_string` carried read's line numbers, and the text at the line they name is not
+    /// `old_string`: it matched elsewhere only.
+    Moved {
+        /// The line (1-based) the numbers put `old_string`'s first line at.
+        line: usize,
+        /// The first line (1-based) of every place it matched instead.
+        found: Vec<usize>,
+    },
     /// A loose match would change or delete lines that differ from what the model sent.
     Conflict {
         /// The matcher that found the block.
@@ -220,17 +228,22 @@ fn numbered_from(new: &str) -> Option<(u64, Numbering)> {
 fn find_and_replace(edit: &Edit<'_>) -> Result<Applied, Refusal> {
     let text = Text::new(edit.content);
     let mut too_large: Option<Refusal> = None;
-    if let Some(done) = exact(&text, edit.old, edit.new, edit.replace_all, Strategy::Exact, None, &mut too_large)? {
+    if let Some(done) = exact(&text, edit.old, edit.new, edit.replace_all, Strategy::Exact, None, None, &mut too_large)?
+    {
         return Ok(done);
     }
-    let (old, new, stripped, stripped_from_new) = match strip_line_numbers(edit.old) {
+    // With read's line numbers removed, they say where old_string starts (0-based here): a
+    // match at another line is not the text the model read there.
+    let (old, new, stripped, stripped_from_new, anchor) = match strip_line_numbers(edit.old) {
         Some((old, from, style)) => match strip_line_numbers(edit.new) {
             // Numbered like old_string, from the same line: read's numbers, copied twice.
-            Some((new, new_from, new_style)) if new_style == style && new_from == from => (old, new, true, true),
+            Some((new, new_from, new_style)) if new_style == style && new_from == from => {
+                (old, new, true, true, Some(from_line(from)))
+            }
             // No line of new_string starts like old_string's numbered lines: text as sent (a
             // YAML `  200: ok` or a TSV `2<TAB>bob` is not read's numbering).
             _ if !edit.new.split('\n').any(|l| line_number_prefix(l).is_some_and(|(_, s, _)| s == style)) => {
-                (old, edit.new.to_string(), true, false)
+                (old, edit.new.to_string(), true, false, Some(from_line(from)))
             }
             // Some lines numbered, some not, or numbered from another line: written as sent the
             // numbers may land in the file, and removed they may take text with them.
@@ -243,19 +256,22 @@ fn find_and_replace(edit: &Edit<'_>) -> Result<Applied, Refusal> {
                 });
             }
         },
-        None => (edit.old.to_string(), edit.new.to_string(), false, false),
+        None => (edit.old.to_string(), edit.new.to_string(), false, false, None),
     };
     let mark = |mut a: Applied| {
         a.stripped_line_numbers = stripped;
         a.stripped_from_new = stripped_from_new;
         a
     };
-    if stripped && let Some(done) = exact(&text, &old, &new, edit.replace_all, Strategy::Exact, None, &mut too_large)? {
+    if stripped
+        && let Some(done) = exact(&text, &old, &new, edit.replace_all, Strategy::Exact, None, anchor, &mut too_large)?
+    {
         return Ok(mark(done));
     }
     let old_lines_count = split_lines(&old).0.len();
     if !old.trim().is_empty() {
-        let plan = Plan::new(&text, &old, &new, edit.replace_all, old_lines_count);
+        let mut plan = Plan::new(&text, &old, &new, edit.replace_all, old_lines_count);
+        plan.anchor = anchor;
         for strategy in
             [Strategy::TrailingWhitespace, Strategy::Indentation, Strategy::TrimmedLines, Strategy::Whitespace]
         {
@@ -272,13 +288,24 @@ fn find_and_replace(edit: &Edit<'_>) -> Result<Applied, Refusal> {
             let new_u = unescape_like(&old, &new).map(|n| n.replace("\r\n", "\n"));
             let new_try = new_u.as_deref().unwrap_or(&new);
             let raw = (old_lines_count, old.trim().len());
-            let found =
-                match exact(&text, &old_u, new_try, edit.replace_all, Strategy::Escapes, Some(raw), &mut too_large) {
-                    Ok(Some(done)) => Some(Ok(done)),
-                    Ok(None) => Plan::new(&text, &old_u, new_try, edit.replace_all, old_lines_count)
-                        .run(Strategy::Escapes, &mut too_large),
-                    Err(refusal) => Some(Err(refusal)),
-                };
+            let mut loose = Plan::new(&text, &old_u, new_try, edit.replace_all, old_lines_count);
+            loose.anchor = anchor;
+            let found = match exact(
+                &text,
+                &old_u,
+                new_try,
+                edit.replace_all,
+                Strategy::Escapes,
+                Some(raw),
+                anchor,
+                &mut too_large,
+            ) {
+                // Read loosely (leading whitespace aside, inside other lines) it may be found
+                // in more places: every one counts.
+                Ok(Some(done)) if loose.fit_candidates(Strategy::Escapes) <= done.lines.len() => Some(Ok(done)),
+                Ok(_) => loose.run(Strategy::Escapes, &mut too_large),
+                Err(refusal) => Some(Err(refusal)),
+            };
             if let Some(outcome) = found {
                 if let Err(why) = new_u {
                     return Err(Refusal::NewString {
@@ -300,6 +327,20 @@ fn find_and_replace(edit: &Edit<'_>) -> Result<Applied, Refusal> {
         return Err(refusal);
     }
     Err(Refusal::NotFound { closest: closest(&text, &old) })
+}
+
+/// The 0-based line a read-style line number names (`0`, which read never shows, names none).
+fn from_line(number: u64) -> usize {
+    usize::try_from(number).ok().and_then(|n| n.checked_sub(1)).unwrap_or(usize::MAX)
+}
+
+/// The refusal for a match only away from the line old_string's line numbers name, kept in
+/// `slot` unless a refusal is there already.
+fn set_moved(slot: &mut Option<Refusal>, anchor: usize, mut found: Vec<usize>) {
+    found.dedup();
+    if slot.is_none() {
+        *slot = Some(Refusal::Moved { line: anchor.saturating_add(1), found });
+    }
 }
 
 /// The file split into lines, with the byte offset of each line's start.
@@ -355,6 +396,7 @@ fn exact(
     replace_all: bool,
     strategy: Strategy,
     raw: Option<(usize, usize)>,
+    anchor: Option<usize>,
     too_large: &mut Option<Refusal>,
 ) -> Result<Option<Applied>, Refusal> {
     let Some(first_char) = old.chars().next() else { return Ok(None) };
@@ -369,6 +411,16 @@ fn exact(
     }
     if starts.is_empty() {
         return Ok(None);
+    }
+    if let Some(anchor) = anchor {
+        let (at, away): (Vec<usize>, Vec<usize>) = starts.iter().partition(|&&s| text.line_of(s) == anchor);
+        if at.is_empty() {
+            set_moved(too_large, anchor, away.iter().map(|&s| text.line_of(s) + 1).collect());
+            return Ok(None);
+        }
+        if !replace_all {
+            starts = at;
+        }
     }
     if let Some((raw_lines, raw_len)) = raw {
         let s = starts[0];
@@ -688,6 +740,9 @@ struct Plan<'a> {
     replace_all: bool,
     /// Lines of `old_string` as sent (before escapes were read), for the size rule.
     raw_old_lines: usize,
+    /// The line (0-based) read's line numbers on `old_string` put its first line at, if it had
+    /// them: only a candidate starting there counts (with `replace_all`, it must be one of them).
+    anchor: Option<usize>,
 }
 
 impl<'a> Plan<'a> {
@@ -700,11 +755,58 @@ impl<'a> Plan<'a> {
         } else {
             new.split('\n').collect()
         };
-        Plan { text, old, old_lines, new_lines, replace_all, raw_old_lines }
+        Plan { text, old, old_lines, new_lines, replace_all, raw_old_lines, anchor: None }
+    }
+
+    /// How many places (not far too large) one matcher finds, away from the anchor left out.
+    fn fit_candidates(&self, strategy: Strategy) -> usize {
+        let mut ignored = None;
+        self.anchored(self.candidates(strategy), &mut ignored).iter().filter(|c| !self.disproportionate(c)).count()
+    }
+
+    /// `found` kept to the anchor line, when there is one: only the candidate there (all of
+    /// them with `replace_all`), none when no candidate starts there (set aside in `slot`).
+    fn anchored(&self, found: Vec<Candidate>, slot: &mut Option<Refusal>) -> Vec<Candidate> {
+        let Some(anchor) = self.anchor else { return found };
+        if found.is_empty() {
+            return found;
+        }
+        if !found.iter().any(|c| c.first == anchor) {
+            set_moved(slot, anchor, found.iter().map(|c| c.first + 1).collect());
+            return Vec::new();
+        }
+        if self.replace_all { found } else { found.into_iter().filter(|c| c.first == anchor).collect() }
     }
 
     /// Runs one matcher: `None` when it found nothing usable, else the outcome.
     fn run(&self, strategy: Strategy, too_large: &mut Option<Refusal>) -> Option<Result<Applied, Refusal>> {
+        let candidates = self.anchored(self.candidates(strategy), too_large);
+        if candidates.is_empty() {
+            return None;
+        }
+        let (fit, large): (Vec<Candidate>, Vec<Candidate>) =
+            candidates.into_iter().partition(|c| !self.disproportionate(c));
+        if fit.is_empty() {
+            if too_large.is_none()
+                && let Some(c) = large.first()
+            {
+                *too_large = Some(Refusal::TooLarge {
+                    strategy,
+                    first: c.first + 1,
+                    last: c.last + 1,
+                    old_lines: self.raw_old_lines,
+                });
+            }
+            return None;
+        }
+        if fit.len() > 1 && !self.replace_all {
+            return Some(Err(Refusal::Ambiguous { strategy, lines: fit.iter().map(|c| c.first + 1).collect() }));
+        }
+        Some(self.splice(strategy, fit))
+    }
+
+    /// Every place one matcher finds.
+    fn candidates(&self, strategy: Strategy) -> Vec<Candidate> {
         // A one-line old_string found as whole lines may be inside other lines too: every
         // candidate of a tier counts before one is chosen.
         let with_inline = |mut found: Vec<Candidate>, needle: &str| {
@@ -714,7 +816,7 @@ impl<'a> Plan<'a> {
             }
             found
         };
-        let candidates = match strategy {
+        match strategy {
             Strategy::TrailingWhitespace => {
                 with_inline(self.windows(|l| Cow::Borrowed(l.trim_end()), false), self.old.trim_end())
             }
@@ -739,29 +841,7 @@ impl<'a> Plan<'a> {
             Strategy::Punctuation => self.windows(|l| Cow::Owned(punctuation_ascii(l).trim().to_string()), false),
             Strategy::BlockAnchor => self.block_anchor(),
             Strategy::Exact => Vec::new(),
-        };
-        if candidates.is_empty() {
-            return None;
         }
-        let (fit, large): (Vec<Candidate>, Vec<Candidate>) =
-            candidates.into_iter().partition(|c| !self.disproportionate(c));
-        if fit.is_empty() {
-            if too_large.is_none()
-                && let Some(c) = large.first()
-            {
-                *too_large = Some(Refusal::TooLarge {
-                    strategy,
-                    first: c.first + 1,
-                    last: c.last + 1,
-                    old_lines: self.raw_old_lines,
-                });
-            }
-            return None;
-        }
-        if fit.len() > 1 && !self.replace_all {
-            return Some(Err(Refusal::Ambiguous { strategy, lines: fit.iter().map(|c| c.first + 1).collect() }));
-        }
-        Some(self.splice(strategy, fit))
     }
 
     /// Windows of `old_lines.len()` file lines equal to `old_string` line by line under `norm`.

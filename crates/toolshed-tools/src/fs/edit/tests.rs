@@ -431,3 +431,34 @@ async fn every_candidate_of_a_matcher_counts_before_one_is_chosen() {
     assert_eq!(fs::read_to_string(root.join("w.txt")).unwrap(), "    i += 2\nfor j in range(3): i += 2\n");
     assert_eq!(out.metadata["replacements"], 2);
 }
+
+/// Review 3 H1/H4: read's line numbers were removed from old_string and then ignored, so the
+/// same text elsewhere was edited (lines 5-6 for `2: load()\n3: run()`).
+#[tokio::test]
+async fn line_numbers_in_old_string_say_where_it_is() {
+    let (_tmp, root) = root();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    let file = "def setup():\n    load()\n    run()\n\nload()\nrun()\n";
+    fs::write(root.join("s.py"), file).unwrap();
+    let out =
+        EditTool.run(args("s.py", "2: load()\n3: run()", "2: load()\n3: run(fast=True)"), ctx.clone()).await.unwrap();
+    assert_eq!(
+        fs::read_to_string(root.join("s.py")).unwrap(),
+        "def setup():\n    load()\n    run(fast=True)\n\nload()\nrun()\n"
+    );
+    assert!(out.text.contains("(lines 2-3)"), "{}", out.text);
+    // At the numbered line it is edited there, though the text is elsewhere too.
+    fs::write(root.join("s.py"), file).unwrap();
+    let out =
+        EditTool.run(args("s.py", "5: load()\n6: run()", "5: load()\n6: run(fast=True)"), ctx.clone()).await.unwrap();
+    assert_eq!(
+        fs::read_to_string(root.join("s.py")).unwrap(),
+        "def setup():\n    load()\n    run()\n\nload()\nrun(fast=True)\n"
+    );
+    assert!(out.text.contains("(lines 5-6)"), "{}", out.text);
+    let file = "1: foo\n2: bar\n\nfoo\nbar\n";
+    fs::write(root.join("n.txt"), file).unwrap();
+    let err = EditTool.run(args("n.txt", "1: foo\n2: bar  ", "1: foo\n2: baz"), ctx).await.unwrap_err();
+    insta::assert_snapshot!(err.to_string(), @"Refusing the edit: old_string starts with read's line numbers, which put it at line 1 of `n.txt`, but the text at line 1 differs from old_string (it matches at line 4 instead). Nothing was changed. The file may have changed since you read it: read it again, and send old_string exactly as the file has it now, without the `N: ` prefixes.");
+    assert_eq!(fs::read_to_string(root.join("n.txt")).unwrap(), file);
+}

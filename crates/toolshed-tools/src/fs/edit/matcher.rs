@@ -807,29 +807,35 @@ impl<'a> Plan<'a> {
 
     /// Every place one matcher finds.
     fn candidates(&self, strategy: Strategy) -> Vec<Candidate> {
-        // A one-line old_string found as whole lines may be inside other lines too: every
+        // A one-line old_string found as whole lines may be inside other lines too, and a
+        // multi-line one may start inside a line (a partial first line: the trimmed-lines tier
+        // finds those before the escape and punctuation tiers, whose text differs more): every
         // candidate of a tier counts before one is chosen.
-        let with_inline = |mut found: Vec<Candidate>, needle: &str| {
+        let with_inline = |mut found: Vec<Candidate>, needle: &str, map: fn(char) -> char| {
             if !found.is_empty() && self.old_lines.len() == 1 {
                 let covered: HashSet<usize> = found.iter().map(|c| c.first).collect();
-                found.extend(self.inline_exact(needle, &covered));
+                found.extend(self.inline_exact(needle, &covered, map));
             }
             found
         };
+        let partial = |map: fn(char) -> char| (self.old_lines.len() > 1).then_some(map);
         match strategy {
             Strategy::TrailingWhitespace => {
-                with_inline(self.windows(|l| Cow::Borrowed(l.trim_end()), false), self.old.trim_end())
+                with_inline(self.windows(|l| Cow::Borrowed(l.trim_end()), None), self.old.trim_end(), same)
             }
             Strategy::Indentation => with_inline(
-                self.windows(|l| Cow::Borrowed(l.trim()), false)
+                self.windows(|l| Cow::Borrowed(l.trim()), None)
                     .into_iter()
                     .filter(|c| Shift::measure(self, c).is_some())
                     .collect(),
                 self.old.trim(),
+                same,
             ),
-            Strategy::TrimmedLines => with_inline(self.windows(|l| Cow::Borrowed(l.trim()), true), self.old.trim()),
+            Strategy::TrimmedLines => {
+                with_inline(self.windows(|l| Cow::Borrowed(l.trim()), Some(same)), self.old.trim(), same)
+            }
             Strategy::Whitespace => {
-                let mut found = self.windows(collapse_whitespace, false);
+                let mut found = self.windows(collapse_whitespace, None);
                 if self.old_lines.len() == 1 {
                     // In-line places on the lines that do not match whole.
                     let covered: HashSet<usize> = found.iter().map(|c| c.first).collect();
@@ -837,16 +843,24 @@ impl<'a> Plan<'a> {
                 }
                 found
             }
-            Strategy::Escapes => self.windows(|l| Cow::Borrowed(l.trim()), false),
-            Strategy::Punctuation => self.windows(|l| Cow::Owned(punctuation_ascii(l).trim().to_string()), false),
+            Strategy::Escapes => {
+                with_inline(self.windows(|l| Cow::Borrowed(l.trim()), partial(same)), self.old.trim(), same)
+            }
+            Strategy::Punctuation => with_inline(
+                self.windows(|l| Cow::Owned(punctuation_ascii(l).trim().to_string()), partial(normalize_char)),
+                punctuation_ascii(self.old).trim(),
+                normalize_char,
+            ),
             Strategy::BlockAnchor => self.block_anchor(),
             Strategy::Exact => Vec::new(),
         }
     }
 
     /// Windows of `old_lines.len()` file lines equal to `old_string` line by line under `norm`.
-    /// With `partial_first`, the first old line may instead be the tail of its file line.
-    fn windows(&self, norm: impl Fn(&str) -> Cow<'_, str>, partial_first: bool) -> Vec<Candidate> {
+    /// With `partial` (how the matcher reads each character), the first old line may instead be
+    /// the tail of its file line.
+    fn windows(&self, norm: impl Fn(&str) -> Cow<'_, str>, partial: Option<fn(char) -> char>) -> Vec<Candidate> {
+        let partial_first = partial.is_some();
         let r = self.old_lines.len();
         let n = self.text.lines.len();
         if r == 0 || r > n {
@@ -863,7 +877,7 @@ impl<'a> Plan<'a> {
             let first_ok = if file[start] == old[0] {
                 true
             } else if partial_first {
-                match partial_prefix(self.text.lines[start], self.old_lines[0]) {
+                match partial_prefix_mapped(self.text.lines[start], self.old_lines[0], partial.unwrap_or(same)) {
                     Some(p) => {
                         prefix = p;
                         true
@@ -928,22 +942,26 @@ impl<'a> Plan<'a> {
 
     /// For a one-line `old_string` found as whole lines: the places where `needle` (it, as the
     /// tier compares it) is part of another line, each start counted.
-    fn inline_exact(&self, needle: &str, covered: &HashSet<usize>) -> Vec<Candidate> {
+    /// Lines are read through `map` (character for character), as the tier reads them.
+    fn inline_exact(&self, needle: &str, covered: &HashSet<usize>, map: fn(char) -> char) -> Vec<Candidate> {
         let Some(step) = needle.chars().next().map(char::len_utf8) else { return Vec::new() };
         let mut found = Vec::new();
-        for (i, line) in self.text.lines.iter().enumerate() {
+        for (i, raw) in self.text.lines.iter().enumerate() {
             if covered.contains(&i) {
                 continue;
             }
+            let mapped = Mapped::new(raw, map);
+            let line = mapped.text.as_ref();
             let mut from = 0;
             while let Some(pos) = line[from..].find(needle) {
                 let start = from + pos;
                 let base = self.text.starts[i];
+                let span = mapped.original(start)..mapped.original(start + needle.len());
                 found.push(Candidate {
                     first: i,
                     last: i,
                     prefix: 0,
-                    inline: Some(base + start..base + start + needle.len()),
+                    inline: Some(base + span.start..base + span.end),
                     pairs: Vec::new(),
                 });
                 from = start + step;
@@ -1057,7 +1075,12 @@ impl<'a> Plan<'a> {
             let text = text.strip_prefix(leading_ws(self.old)).unwrap_or(&text);
             let trailing = &self.old[self.old.trim_end().len()..];
             let text = text.strip_suffix(trailing).unwrap_or(text);
-            return Ok((span.clone(), text.to_string(), None));
+            let text = match strategy {
+                // Smart quotes become ASCII where the line has none of them.
+                Strategy::Punctuation => ascii_unless_in(text, self.text.lines[c.first]),
+                _ => text.to_string(),
+            };
+            return Ok((span.clone(), text, None));
         }
         let block = &self.text.lines[c.first..=c.last];
         let conflict = |detail: String| Refusal::Conflict { strategy, first: c.first + 1, last: c.last + 1, detail };
@@ -1115,12 +1138,7 @@ impl<'a> Plan<'a> {
             if strategy != Strategy::Punctuation {
                 return line;
             }
-            line.chars()
-                .map(|ch| match normalize_char(ch) {
-                    ascii if ascii != ch && !block_text.contains(ch) => ascii,
-                    _ => ch,
-                })
-                .collect()
+            ascii_unless_in(&line, &block_text)
         };
         let prefix_is_indent = block[0][..c.prefix].trim().is_empty();
         let mut out: Vec<String> = Vec::new();
@@ -1278,6 +1296,63 @@ fn align(old: &[&str], block: &[&str]) -> Vec<Pair> {
         }
     }
     pairs
+}
+
+/// `line` with typographic punctuation in ASCII, each character that `file` does not have.
+fn ascii_unless_in(line: &str, file: &str) -> String {
+    line.chars()
+        .map(|ch| match normalize_char(ch) {
+            ascii if ascii != ch && !file.contains(ch) => ascii,
+            _ => ch,
+        })
+        .collect()
+}
+
+/// A character read as itself.
+fn same(c: char) -> char {
+    c
+}
+
+/// A line read character for character through a map (punctuation as ASCII), with the way
+/// back to the line's own byte offsets.
+struct Mapped<'a> {
+    text: Cow<'a, str>,
+    /// For each character of `text` (and its end): its offset there and in the line.
+    offsets: Vec<(usize, usize)>,
+}
+
+impl<'a> Mapped<'a> {
+    fn new(line: &'a str, map: fn(char) -> char) -> Self {
+        if line.chars().all(|c| map(c) == c) {
+            return Mapped { text: Cow::Borrowed(line), offsets: Vec::new() };
+        }
+        let mut text = String::with_capacity(line.len());
+        let mut offsets = Vec::with_capacity(line.len() + 1);
+        for (at, c) in line.char_indices() {
+            offsets.push((text.len(), at));
+            text.push(map(c));
+        }
+        offsets.push((text.len(), line.len()));
+        Mapped { text: Cow::Owned(text), offsets }
+    }
+
+    /// The line's own offset of offset `at` (a character boundary) of the mapped text.
+    fn original(&self, at: usize) -> usize {
+        if self.offsets.is_empty() {
+            return at;
+        }
+        match self.offsets.binary_search_by_key(&at, |p| p.0) {
+            Ok(i) => self.offsets[i].1,
+            Err(i) => self.offsets[i.saturating_sub(1)].1,
+        }
+    }
+}
+
+/// [`partial_prefix`] with both lines read through `map`; the offset in `file_line` itself.
+fn partial_prefix_mapped(file_line: &str, old_first: &str, map: fn(char) -> char) -> Option<usize> {
+    let file = Mapped::new(file_line, map);
+    let old = Mapped::new(old_first, map);
+    partial_prefix(&file.text, &old.text).map(|at| file.original(at))
 }
 
 /// Where a partial first line starts in `file_line`: `old_first` (trimmed) is its tail, at a

@@ -462,3 +462,39 @@ async fn line_numbers_in_old_string_say_where_it_is() {
     insta::assert_snapshot!(err.to_string(), @"Refusing the edit: old_string starts with read's line numbers, which put it at line 1 of `n.txt`, but the text at line 1 differs from old_string (it matches at line 4 instead). Nothing was changed. The file may have changed since you read it: read it again, and send old_string exactly as the file has it now, without the `N: ` prefixes.");
     assert_eq!(fs::read_to_string(root.join("n.txt")).unwrap(), file);
 }
+
+/// Review 3 C1-C4, C11: the punctuation matcher and the escape matcher's fallback counted only
+/// whole-line places, so a place inside another line (or a first line starting mid-line) was
+/// missed: an edit chosen silently, and `replace_all` leaving one behind.
+#[tokio::test]
+async fn punctuation_and_escape_matchers_count_places_inside_lines() {
+    let (_tmp, root) = root();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    for (file, old, new) in [
+        ("print(\"hi\")\nlog(print(\"hi\"))\n", "print(\u{201c}hi\u{201d})", "print(\u{201c}bye\u{201d})"),
+        ("    x = \"a\"\nfoo(x = \"a\", y)\n", r#"  x = \"a\""#, r#"  x = \"b\""#),
+        (
+            "val = fetch(\"a\")\nuse(val)\nfetch(\"a\")\nuse(val)\n",
+            "fetch(\u{201c}a\u{201d})\nuse(val)",
+            "fetch(\u{201c}b\u{201d})\nuse(val)",
+        ),
+    ] {
+        fs::write(root.join("p.py"), file).unwrap();
+        let err = EditTool.run(args("p.py", old, new), ctx.clone()).await.unwrap_err();
+        assert!(err.to_string().starts_with("old_string matches 2 places in `p.py`"), "{file:?}: {err}");
+        assert_eq!(fs::read_to_string(root.join("p.py")).unwrap(), file);
+    }
+    let err = EditTool.run(args("p.py", "fetch(\u{201c}a\u{201d})\nuse(val)", "x"), ctx.clone()).await.unwrap_err();
+    insta::assert_snapshot!(err.to_string(), @"old_string matches 2 places in `p.py` (treating typographic quotes, dashes and spaces as ASCII), starting at lines 1, 3. Include more surrounding lines in old_string so it matches exactly one place, or set replace_all to true to change all of them.");
+    fs::write(root.join("p.py"), "print(\"hi\")\nlog(print(\"hi\"))\n").unwrap();
+    let out = EditTool
+        .run(args_all("p.py", "print(\u{201c}hi\u{201d})", "print(\u{201c}bye\u{201d})"), ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(fs::read_to_string(root.join("p.py")).unwrap(), "print(\"bye\")\nlog(print(\"bye\"))\n");
+    assert_eq!(out.metadata["replacements"], 2);
+    fs::write(root.join("p.py"), "    x = \"a\"\nfoo(x = \"a\", y)\n").unwrap();
+    let out = EditTool.run(args_all("p.py", r#"  x = \"a\""#, r#"  x = \"b\""#), ctx).await.unwrap();
+    assert_eq!(fs::read_to_string(root.join("p.py")).unwrap(), "    x = \"b\"\nfoo(x = \"b\", y)\n");
+    assert_eq!(out.metadata["replacements"], 2);
+}

@@ -37,7 +37,7 @@ fn edit(c: &mut Criterion) {
     let mut group = c.benchmark_group("edit");
     group.bench_function("fuzzy_match_20k_lines", |b| {
         b.iter(|| {
-            let done = apply(&Edit { content: &content, old: OLD, new: NEW, replace_all: false }).unwrap();
+            let done = apply(&Edit { content: &content, old: OLD, new: NEW, replace_all: false, crlf: false }).unwrap();
             assert_eq!(done.strategy.name(), "indentation");
             done
         });

@@ -66,7 +66,7 @@ proptest! {
         let old = old.join("\n");
         let new = new_lines.join("\n");
         prop_assume!(old != new);
-        if let Ok(done) = apply(&Edit { content: &content, old: &old, new: &new, replace_all }) {
+        if let Ok(done) = apply(&Edit { content: &content, old: &old, new: &new, replace_all, crlf: false }) {
             if done.strategy == Matcher::Exact && !replace_all && !done.stripped_line_numbers {
                 prop_assert_eq!(&done.content, &content.replacen(&old, &new, 1));
             }
@@ -85,6 +85,6 @@ proptest! {
 
     #[test]
     fn arbitrary_input_never_panics(content in ".{0,300}", old in ".{0,60}", new in ".{0,60}", replace_all in proptest::bool::ANY) {
-        let _ = apply(&Edit { content: &content, old: &old, new: &new, replace_all });
+        let _ = apply(&Edit { content: &content, old: &old, new: &new, replace_all, crlf: false });
     }
 }

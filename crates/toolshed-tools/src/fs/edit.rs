@@ -216,8 +216,14 @@ pub fn plan_edit(resolved: &ResolvedPath, request: &Request, current: Option<Str
             "Refusing the edit: new_string ends a line with a carriage return (`\\r`) that old_string does not have. `{display}` has CRLF line endings, which edit writes by itself, so a `\\r` in new_string would be an extra character in the file. Nothing was changed. Send new_string without the `\\r`."
         )));
     }
-    let applied = matcher::apply(&Edit { content: &body, old: &old, new: &new, replace_all: request.replace_all })
-        .map_err(|refusal| ToolError::model(explain(&display, refusal)))?;
+    let applied = matcher::apply(&Edit {
+        content: &body,
+        old: &old,
+        new: &new,
+        replace_all: request.replace_all,
+        crlf: style.crlf,
+    })
+    .map_err(|refusal| ToolError::model(explain(&display, refusal)))?;
     // However new_string put it there (an escaped `\r\n`, say), a `\r` before a line break
     // that the file did not have would be written as an extra character.
     if style.crlf && applied.content.matches("\r\n").count() > body.matches("\r\n").count() {
@@ -252,7 +258,15 @@ pub fn preview(resolved: &ResolvedPath, request: &Request) -> Option<String> {
         normalise_input(&request.new)
     } else {
         let (old, new) = inputs(style, &body, request);
-        matcher::apply(&Edit { content: &body, old: &old, new: &new, replace_all: request.replace_all }).ok()?.content
+        matcher::apply(&Edit {
+            content: &body,
+            old: &old,
+            new: &new,
+            replace_all: request.replace_all,
+            crlf: style.crlf,
+        })
+        .ok()?
+        .content
     };
     Some(unified_diff(&body, &after, &resolved.pattern(), 3, RESULT_DIFF_LINES))
 }

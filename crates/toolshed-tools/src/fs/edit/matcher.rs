@@ -103,6 +103,9 @@ pub struct Edit<'a> {
     pub new: &'a str,
     /// Replace every match instead of requiring exactly one.
     pub replace_all: bool,
+    /// The file's lines all end in `\r\n`, made `\n` in `content` (and written back as
+    /// `\r\n`): a `\r` left before a `\n` in `content` is the file's text, never a line ending.
+    pub crlf: bool,
 }
 
 /// A successful edit.
@@ -226,7 +229,8 @@ fn numbered_from(new: &str) -> Option<(u64, Numbering)> {
 }
 
 fn find_and_replace(edit: &Edit<'_>) -> Result<Applied, Refusal> {
-    let text = Text::new(edit.content);
+    let mut text = Text::new(edit.content);
+    text.crlf = edit.crlf;
     let mut too_large: Option<Refusal> = None;
     if let Some(done) = exact(&text, edit.old, edit.new, edit.replace_all, Strategy::Exact, None, None, &mut too_large)?
     {
@@ -348,6 +352,8 @@ struct Text<'a> {
     src: &'a str,
     lines: Vec<&'a str>,
     starts: Vec<usize>,
+    /// Line endings were CRLF and are `\n` here (see [`Edit::crlf`]).
+    crlf: bool,
 }
 
 impl<'a> Text<'a> {
@@ -360,7 +366,7 @@ impl<'a> Text<'a> {
             lines.push(line);
             at += line.len() + 1;
         }
-        Text { src, lines, starts }
+        Text { src, lines, starts, crlf: false }
     }
 
     /// The 0-based line holding byte `offset`.
@@ -442,12 +448,21 @@ fn exact(
     if starts.len() > 1 && !replace_all {
         return Err(Refusal::Ambiguous { strategy, lines: starts.iter().map(|&s| text.line_of(s) + 1).collect() });
     }
+    // In a file of mixed endings new_string's line breaks, sent as `\n`, take the endings of
+    // the lines they replace or follow (when neither string has a `\r`: sent `\r\n` bytes are
+    // the model's own).
+    let mixed =
+        !text.crlf && text.src.contains("\r\n") && new.contains('\n') && !old.contains('\r') && !new.contains('\r');
     let mut content = String::with_capacity(text.src.len() + new.len());
     let mut last = 0;
     let mut lines = Vec::new();
     for s in &chosen {
         content.push_str(&text.src[last..*s]);
-        content.push_str(new);
+        if mixed {
+            content.push_str(&with_endings(text, *s, old, new));
+        } else {
+            content.push_str(new);
+        }
         last = s + old.len();
         lines.push((text.line_of(*s) + 1, text.line_of(last.saturating_sub(1).max(*s)) + 1));
     }
@@ -460,6 +475,53 @@ fn exact(
         stripped_line_numbers: false,
         stripped_from_new: false,
     }))
+}
+
+/// `new`, replacing `old` found at byte `s`, with each of its line breaks ending like the file
+/// line that the line before it replaces (line for line, as a diff pairs them), else like the
+/// new line before it, else like the line it is put before. `old`'s own line breaks matched
+/// plain `\n`s; its last line ends as its file line does.
+fn with_endings(text: &Text<'_>, s: usize, old: &str, new: &str) -> String {
+    let old_parts: Vec<&str> = old.split('\n').collect();
+    let new_parts: Vec<&str> = new.split('\n').collect();
+    let last_old = old_parts.len() - 1;
+    let end_line = text.line_of(s + old.len());
+    let cr_of_old = |o: usize| o == last_old && text.lines[end_line].ends_with('\r');
+    let mut maps: Vec<Option<usize>> = vec![None; new_parts.len()];
+    let mut before: Vec<usize> = vec![last_old; new_parts.len()];
+    for op in similar::capture_diff_slices(Algorithm::Myers, &old_parts, &new_parts) {
+        match op {
+            DiffOp::Equal { old_index, new_index, len } => {
+                (0..len).for_each(|k| maps[new_index + k] = Some(old_index + k));
+            }
+            DiffOp::Replace { old_index, old_len, new_index, new_len } => {
+                (0..old_len.min(new_len)).for_each(|k| maps[new_index + k] = Some(old_index + k));
+                (0..new_len).for_each(|k| before[new_index + k] = old_index.min(last_old));
+            }
+            DiffOp::Insert { old_index, new_index, new_len } => {
+                (0..new_len).for_each(|k| before[new_index + k] = old_index.min(last_old));
+            }
+            DiffOp::Delete { .. } => {}
+        }
+    }
+    let mut out = String::with_capacity(new.len() + new_parts.len());
+    let mut prev_cr: Option<bool> = None;
+    for (j, part) in new_parts.iter().enumerate() {
+        out.push_str(part);
+        if j + 1 == new_parts.len() {
+            break;
+        }
+        let cr = match maps[j] {
+            Some(o) => cr_of_old(o),
+            None => prev_cr.unwrap_or_else(|| cr_of_old(before[j])),
+        };
+        if cr {
+            out.push('\r');
+        }
+        out.push('\n');
+        prev_cr = Some(cr);
+    }
+    out
 }
 
 /// How a line-number prefix is written: read's `12: ` (`12:` on an empty line), `cat -n`'s
@@ -1125,6 +1187,10 @@ impl<'a> Plan<'a> {
             })
         };
         let cr_of_new = |j: usize, out: &[String], o: usize| -> bool {
+            if self.text.crlf {
+                // Every line ending is written as CRLF; a `\r` here is the file's text.
+                return false;
+            }
             if let Some(f) = replaces[j].and_then(file_of_old) {
                 return block[f].ends_with('\r');
             }
@@ -1757,7 +1823,7 @@ mod tests {
     use super::*;
 
     fn run(content: &str, old: &str, new: &str) -> Result<Applied, Refusal> {
-        apply(&Edit { content, old, new, replace_all: false })
+        apply(&Edit { content, old, new, replace_all: false, crlf: false })
     }
 
     #[test]

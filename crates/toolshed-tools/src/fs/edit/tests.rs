@@ -498,3 +498,36 @@ async fn punctuation_and_escape_matchers_count_places_inside_lines() {
     assert_eq!(fs::read_to_string(root.join("p.py")).unwrap(), "    x = \"b\"\nfoo(x = \"b\", y)\n");
     assert_eq!(out.metadata["replacements"], 2);
 }
+
+/// Review 3 E8, E7: in a file of mixed endings an exact match pasted new_string's `\n`s as
+/// sent, so the unchanged `x=1` lost its CRLF to the new line after it.
+#[tokio::test]
+async fn exact_edits_in_a_file_of_mixed_endings_keep_each_line_s_ending() {
+    let (_tmp, root) = root();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    fs::write(root.join("m.ini"), b"[a]\r\nx=1\r\n[b]\ny=2\n").unwrap();
+    EditTool.run(args("m.ini", "x=1", "x=1\nz=3"), ctx.clone()).await.unwrap();
+    assert_eq!(fs::read(root.join("m.ini")).unwrap(), b"[a]\r\nx=1\r\nz=3\r\n[b]\ny=2\n");
+    EditTool.run(args("m.ini", "y=2", "w=0\ny=2"), ctx.clone()).await.unwrap();
+    assert_eq!(fs::read(root.join("m.ini")).unwrap(), b"[a]\r\nx=1\r\nz=3\r\n[b]\nw=0\ny=2\n");
+    // A block spanning both endings: each line ends like the one it replaces.
+    fs::write(root.join("m.ini"), b"[a]\r\nx=1\n[b]\r\n").unwrap();
+    EditTool.run(args("m.ini", "x=1\n[b]", "x=2\n[c]\nq=1"), ctx).await.unwrap();
+    assert_eq!(fs::read(root.join("m.ini")).unwrap(), b"[a]\r\nx=2\n[c]\r\nq=1\r\n");
+}
+
+/// Review 3 E1: a CRLF file's own `\r` before a line ending (`a = 1\r\r\n`) was taken for a
+/// line ending, so a line inserted after it was given one and the edit refused as if the model
+/// had sent a `\r`.
+#[tokio::test]
+async fn a_crlf_file_s_own_carriage_return_is_not_a_line_ending() {
+    let (_tmp, root) = root();
+    let ctx = ToolContext::standalone(&root, root.join(".data"));
+    fs::write(root.join("c.py"), b"a = 1\r\r\nb = 2\r\nc = 3\r\n").unwrap();
+    EditTool.run(args("c.py", "a = 1\nb = 2\n", "a = 1\nx = 9\nb = 2\n"), ctx.clone()).await.unwrap();
+    assert_eq!(fs::read(root.join("c.py")).unwrap(), b"a = 1\r\r\nx = 9\r\nb = 2\r\nc = 3\r\n");
+    // A `\r` the model sends is still refused.
+    let err = EditTool.run(args("c.py", "c = 3", "c = 3\r\nd = 4\r"), ctx).await.unwrap_err();
+    assert!(err.to_string().contains("carriage return"), "{err}");
+    assert_eq!(fs::read(root.join("c.py")).unwrap(), b"a = 1\r\r\nx = 9\r\nb = 2\r\nc = 3\r\n");
+}

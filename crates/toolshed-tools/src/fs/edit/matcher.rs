@@ -232,7 +232,8 @@ fn find_and_replace(edit: &Edit<'_>) -> Result<Applied, Refusal> {
     let mut text = Text::new(edit.content);
     text.crlf = edit.crlf;
     let mut too_large: Option<Refusal> = None;
-    if let Some(done) = exact(&text, edit.old, edit.new, edit.replace_all, Strategy::Exact, None, None, &mut too_large)?
+    if let Some(done) =
+        exact(&text, edit.old, edit.new, edit.replace_all, Strategy::Exact, Within::default(), &mut too_large)?
     {
         return Ok(done);
     }
@@ -268,7 +269,8 @@ fn find_and_replace(edit: &Edit<'_>) -> Result<Applied, Refusal> {
         a
     };
     if stripped
-        && let Some(done) = exact(&text, &old, &new, edit.replace_all, Strategy::Exact, None, anchor, &mut too_large)?
+        && let Some(done) =
+            exact(&text, &old, &new, edit.replace_all, Strategy::Exact, Within { raw: None, anchor }, &mut too_large)?
     {
         return Ok(mark(done));
     }
@@ -300,8 +302,7 @@ fn find_and_replace(edit: &Edit<'_>) -> Result<Applied, Refusal> {
                 new_try,
                 edit.replace_all,
                 Strategy::Escapes,
-                Some(raw),
-                anchor,
+                Within { raw: Some(raw), anchor },
                 &mut too_large,
             ) {
                 // Read loosely (leading whitespace aside, inside other lines) it may be found
@@ -392,19 +393,28 @@ fn split_lines(text: &str) -> (Vec<&str>, bool) {
     }
 }
 
-/// Exact substring matching (for `old` verbatim, or after line numbers or escapes are removed).
-/// With `raw` (the lines and trimmed length of `old_string` as sent, when `old` was derived from
-/// it), a match that is disproportionate to what was sent is set aside as `too_large`.
+/// What bounds an exact match of a string derived from `old_string`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Within {
+    /// The lines and trimmed length of `old_string` as sent, when the string matched was derived
+    /// from it: a match disproportionate to what was sent is set aside as too large.
+    raw: Option<(usize, usize)>,
+    /// The line (0-based) read's line numbers put the match's first line at.
+    anchor: Option<usize>,
+}
+
+/// Exact substring matching (for `old` verbatim, or after line numbers or escapes are removed),
+/// bounded by `within`; a match set aside is recorded in `too_large`.
 fn exact(
     text: &Text<'_>,
     old: &str,
     new: &str,
     replace_all: bool,
     strategy: Strategy,
-    raw: Option<(usize, usize)>,
-    anchor: Option<usize>,
+    within: Within,
     too_large: &mut Option<Refusal>,
 ) -> Result<Option<Applied>, Refusal> {
+    let Within { raw, anchor } = within;
     let Some(first_char) = old.chars().next() else { return Ok(None) };
     let mut starts = Vec::new();
     let mut from = 0;

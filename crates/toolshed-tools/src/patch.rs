@@ -119,7 +119,7 @@ fn resolve_all(paths: &Confinement, patch: &Patch<'_>) -> Result<Vec<ResolvedPat
         .collect::<Result<_, _>>()?;
     // A path resolves to where its links lead: deleting a link would delete what it points to
     // and leave the link dangling, so a link is not deleted at all; nor moved, which deletes its
-    // source the same way; nor moved onto, which writes through it. Whether a path names a link
+    // source the same way; nor moved onto or added over, which writes through it (review 28). Whether a path names a link
     // is read from its resolution, the one the write uses (`sub\l`, `file://…/sub/l` alike).
     let is_link = |path: &str| resolved.iter().any(|r| r.input() == path && r.names_link());
     for hunk in &patch.hunks {
@@ -132,6 +132,11 @@ fn resolve_all(paths: &Confinement, patch: &Patch<'_>) -> Result<Vec<ResolvedPat
             Hunk::Update { path, move_to: Some(to), .. } if to != path && is_link(path) => {
                 return Err(ToolError::model(format!(
                     "`{path}` is a symbolic link: apply_patch does not move links (it would move the file the link points to and leave the link dangling). Nothing was changed. To change the text, send that section without `*** Move to`; to rename the link itself, use bash (`mv {path} {to}`)."
+                )));
+            }
+            Hunk::Add { path, .. } if is_link(path) => {
+                return Err(ToolError::model(format!(
+                    "`{path}` is a symbolic link: apply_patch does not add a file over a link (it would write the file the link points to, or make it where the link dangles). Nothing was changed. To change that file, send an Update File section for the file itself; to replace the link with a file, remove it with bash (`rm {path}`) first."
                 )));
             }
             Hunk::Update { path, move_to: Some(to), .. } if to != path && is_link(to) => {

@@ -413,6 +413,23 @@ async fn a_move_onto_a_symbolic_link_is_refused() {
     assert_eq!(fs::read_to_string(f.root.join("a.txt")).unwrap(), "a\n");
 }
 
+/// Review 28: an Add File over a link wrote the file it points to (or made one where it
+/// dangled) and the summary said "A link".
+#[tokio::test]
+async fn an_add_over_a_symbolic_link_is_refused() {
+    let f = fixture();
+    fs::write(f.root.join("real.txt"), "r\n").unwrap();
+    std::os::unix::fs::symlink("real.txt", f.root.join("link.txt")).unwrap();
+    std::os::unix::fs::symlink("nowhere.txt", f.root.join("dangling.txt")).unwrap();
+    let exec = executor(&f.root, Ruleset::defaults(), allow_all(), Hooks::default());
+    for path in ["link.txt", "./link.txt", "dangling.txt"] {
+        let result = call_raw(&exec, &format!("*** Begin Patch\n*** Add File: {path}\n+NEW\n*** End Patch")).await;
+        assert!(result.is_error && result.output.contains("does not add a file over a link"), "{}", result.output);
+    }
+    assert_eq!(fs::read_to_string(f.root.join("real.txt")).unwrap(), "r\n");
+    assert!(!f.root.join("nowhere.txt").exists());
+}
+
 /// Review 2 M4 and L2: sections naming one path twice lost files while the summary hid it
 /// (a move then a delete of the destination reported nothing; a swap or a chain of moves lost
 /// a file; an Add File then a Delete File said "replaced the existing file").

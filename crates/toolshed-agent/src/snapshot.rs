@@ -344,9 +344,7 @@ impl Shadow {
         let mut plain = Vec::new();
         for raw in gitlinks.split(|b| *b == 0).filter(|p| !p.is_empty()) {
             if std::fs::symlink_metadata(self.worktree.join(OsStr::from_bytes(raw)).join(".git")).is_err() {
-                plain.extend_from_slice(b":(literal)");
-                plain.extend_from_slice(raw);
-                plain.push(0);
+                pathspec(&mut plain, b":(literal)", raw);
             }
         }
         if !plain.is_empty() {
@@ -411,12 +409,8 @@ impl Shadow {
         if !too_large.is_empty() {
             let mut literal = Vec::new();
             for rel in too_large.keys() {
-                literal.extend_from_slice(b":(literal)");
-                literal.extend_from_slice(rel.as_os_str().as_bytes());
-                literal.push(0);
-                pathspecs.extend_from_slice(b":(exclude,literal)");
-                pathspecs.extend_from_slice(rel.as_os_str().as_bytes());
-                pathspecs.push(0);
+                pathspec(&mut literal, b":(literal)", rel.as_os_str().as_bytes());
+                pathspec(&mut pathspecs, b":(exclude,literal)", rel.as_os_str().as_bytes());
             }
             self.git(
                 &["rm", "-q", "-f", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"],
@@ -424,9 +418,7 @@ impl Shadow {
             )?;
         }
         for path in &unborn {
-            pathspecs.extend_from_slice(b":(exclude,literal)");
-            pathspecs.extend_from_slice(path);
-            pathspecs.push(0);
+            pathspec(&mut pathspecs, b":(exclude,literal)", path);
         }
         // One git still refuses (read otherwise than above) is left out by the name it gives.
         let mut retries = 0;
@@ -443,9 +435,7 @@ impl Shadow {
                 break;
             }
             for path in found {
-                pathspecs.extend_from_slice(b":(exclude,literal)");
-                pathspecs.extend_from_slice(&path);
-                pathspecs.push(0);
+                pathspec(&mut pathspecs, b":(exclude,literal)", &path);
                 unborn.push(path);
             }
         }
@@ -624,7 +614,7 @@ impl Shadow {
             if !wanted(path) {
                 continue;
             }
-            let name = toolshed_core::terminal::visible_name(&path.to_string_lossy()).into_owned();
+            let name = toolshed_core::terminal::visible_path(path);
             // A new file with a mode git cannot show (600) reads as 644 there.
             if let (None, Entry::File { mode, .. }) = (old.get(path), entry)
                 && ![0o644, 0o755].contains(mode)
@@ -654,7 +644,7 @@ impl Shadow {
                 (None, Some(_)) => format!("new ({})", size(is)),
                 _ => format!("changed ({} before, {} now)", size(was), size(is)),
             };
-            let name = toolshed_core::terminal::visible_name(&path.to_string_lossy()).into_owned();
+            let name = toolshed_core::terminal::visible_path(path);
             text.push_str(&format!("{change}, not in this diff: {name}\n"));
         }
         Ok(text)
@@ -1059,6 +1049,13 @@ fn parse_manifest(bytes: &[u8]) -> BTreeMap<PathBuf, Manifested> {
         }
     }
     out
+}
+
+/// Appends `path` with the pathspec `magic` to a NUL-separated list for `--pathspec-from-file`.
+fn pathspec(list: &mut Vec<u8>, magic: &[u8], path: &[u8]) {
+    list.extend_from_slice(magic);
+    list.extend_from_slice(path);
+    list.push(0);
 }
 
 /// At most this many times `git add` is run again after it named a repository with no commit

@@ -187,11 +187,7 @@ pub fn list_some(paths: &[PathBuf]) -> String {
 pub const LISTED: usize = 40;
 
 fn list(paths: &[PathBuf]) -> String {
-    paths
-        .iter()
-        .map(|p| toolshed_core::terminal::visible_name(&p.to_string_lossy()).into_owned())
-        .collect::<Vec<_>>()
-        .join(", ")
+    paths.iter().map(|p| toolshed_core::terminal::visible_path(p)).collect::<Vec<_>>().join(", ")
 }
 
 /// Completes the steps of `session_id` that took a snapshot before their tool calls but none
@@ -201,9 +197,13 @@ fn list(paths: &[PathBuf]) -> String {
 pub fn complete_cut_steps(store: &Store, undo: &Undo, session_id: &str) -> Result<Vec<u32>, UndoError> {
     let steps = store.steps(session_id)?;
     let mut completed = Vec::new();
+    let mut shadow = None;
     for (i, step) in steps.iter().enumerate() {
         let (Some(before), None) = (step.before.as_deref(), step.after.as_deref()) else { continue };
-        let shadow = undo.shadow().map_err(UndoError::Unavailable)?;
+        if shadow.is_none() {
+            shadow = Some(undo.shadow().map_err(UndoError::Unavailable)?);
+        }
+        let Some(shadow) = &shadow else { continue };
         let next = steps[i + 1..].iter().find(|s| s.before.is_some());
         let (after, finished_at) = match next {
             Some(next) => (next.before.clone().unwrap_or_default(), next.created_at),
@@ -445,30 +445,12 @@ pub async fn plan_revert(
     // that changed it left it (not merely from the session's last snapshot: a hand edit made
     // between two prompts, to a file the later prompt did not touch, is in that snapshot).
     let mut after_entries: std::collections::HashMap<&str, crate::snapshot::Entries> = std::collections::HashMap::new();
-    let mut hand_edited = Vec::new();
     // What each step changed, as sets: looked up for every file of the revert.
     let changed_sets: Vec<std::collections::HashSet<&Path>> =
         snapshotted(&steps).map(|(s, _, _)| s.changed.iter().map(PathBuf::as_path).collect()).collect();
-    let mut unkept = never_kept(shadow.worktree(), &files, &target_entries, &current_entries);
-    let reverted: BTreeSet<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let Foreign { kept: mut hand_edited, mut unkept } =
+        foreign(shadow.worktree(), &files, &target_entries, &current_entries);
     for p in &files {
-        // A directory standing where a file goes back, or where none was, is removed whole:
-        // anything in it the revert does not cover was added by someone else.
-        let abs = shadow.worktree().join(p);
-        if std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir()) {
-            let foreign = crate::snapshot::directory_files(&abs).into_iter().map(|f| p.join(f));
-            hand_edited.extend(foreign.filter(|f| !reverted.contains(f.as_path()) && current_entries.contains_key(f)));
-        }
-        // A file (or link) standing where a directory on the way back must be, that the revert
-        // does not cover, was put there by someone else.
-        if target_entries.contains_key(p)
-            && let Some(way) = crate::snapshot::in_the_way(shadow.worktree(), p)
-            && !reverted.contains(way.as_path())
-            && !hand_edited.contains(&way)
-            && current_entries.contains_key(&way)
-        {
-            hand_edited.push(way);
-        }
         let Some(&(_, after)) = last_step.get(p.as_path()) else {
             continue;
         };
@@ -525,17 +507,26 @@ pub async fn plan_revert(
     }))
 }
 
-/// What a revert of `files` to `target` would overwrite or remove that undo never kept (on disk,
-/// but not in `current`, the snapshot just taken: the ignore rules leave it out, or it lies in
-/// a repository with no commit), so that reverting again could not bring it back: a file where
-/// one goes back, one in a directory the revert removes, one standing where a directory comes
-/// back. Not even `--force` writes over these (review 27).
-fn never_kept(worktree: &Path, files: &[PathBuf], target: &Entries, current: &Entries) -> Vec<PathBuf> {
+/// What a revert would write over or remove that the session did not make ([`foreign`]).
+struct Foreign {
+    /// Kept in the snapshot just taken: reverting again brings them back, so `--force` may.
+    kept: Vec<PathBuf>,
+    /// Never kept (on disk, but not in that snapshot: the ignore rules leave them out, they lie
+    /// in a repository with no commit, or are too large), so that reverting again could not
+    /// bring them back: not even `--force` writes over these (review 27).
+    unkept: Vec<PathBuf>,
+}
+
+/// What a revert of `files` to `target` would write over or remove that the session did not
+/// make, split by whether `current`, the snapshot just taken, keeps it: a file in a directory
+/// the revert removes (where a file goes back, or where none was), a file standing where a
+/// directory comes back, and a file on disk where one goes back that the snapshot lacks.
+fn foreign(worktree: &Path, files: &[PathBuf], target: &Entries, current: &Entries) -> Foreign {
     let reverted: BTreeSet<&Path> = files.iter().map(PathBuf::as_path).collect();
     // Kept: its bytes are in the snapshot (a file too large to keep is not).
     let kept = |p: &Path| current.get(p).is_some_and(|e| !matches!(e, Entry::TooLarge { .. }));
     let gitlink = |e: Option<&Entry>| matches!(e, Some(Entry::Gitlink { .. }));
-    let mut out: BTreeSet<PathBuf> = BTreeSet::new();
+    let (mut edited, mut unkept): (BTreeSet<PathBuf>, BTreeSet<PathBuf>) = Default::default();
     for p in files {
         // A nested repository is never touched by a restore; a path through a link out of
         // place is restored as a real directory, never through the link.
@@ -543,31 +534,38 @@ fn never_kept(worktree: &Path, files: &[PathBuf], target: &Entries, current: &En
             continue;
         }
         let abs = worktree.join(p);
-        let through_link = crate::snapshot::in_the_way(worktree, p).is_some();
+        let way = crate::snapshot::in_the_way(worktree, p);
         match std::fs::symlink_metadata(&abs) {
-            Ok(m) if m.is_dir() && !through_link && std::fs::symlink_metadata(abs.join(".git")).is_err() => {
-                let inside = crate::snapshot::directory_files(&abs).into_iter().map(|f| p.join(f));
-                out.extend(inside.filter(|f| {
-                    !reverted.contains(f.as_path())
-                        && !kept(f)
-                        && !std::fs::symlink_metadata(worktree.join(f)).is_ok_and(|m| m.is_dir())
-                }));
+            Ok(m) if m.is_dir() && way.is_none() && std::fs::symlink_metadata(abs.join(".git")).is_err() => {
+                for f in crate::snapshot::directory_files(&abs).into_iter().map(|f| p.join(f)) {
+                    if reverted.contains(f.as_path()) {
+                        continue;
+                    }
+                    // An empty directory holds nothing to lose.
+                    if kept(&f) {
+                        edited.insert(f);
+                    } else if !std::fs::symlink_metadata(worktree.join(&f)).is_ok_and(|m| m.is_dir()) {
+                        unkept.insert(f);
+                    }
+                }
             }
-            Ok(m) if !m.is_dir() && !through_link && !current.contains_key(p) => {
-                out.insert(p.clone());
+            Ok(m) if !m.is_dir() && way.is_none() && !current.contains_key(p) => {
+                unkept.insert(p.clone());
             }
             _ => {}
         }
         if target.contains_key(p)
-            && let Some(way) = crate::snapshot::in_the_way(worktree, p)
+            && let Some(way) = way
             && !reverted.contains(way.as_path())
-            && !kept(&way)
-            && std::fs::symlink_metadata(worktree.join(&way)).is_ok_and(|m| !m.is_symlink())
         {
-            out.insert(way);
+            if kept(&way) {
+                edited.insert(way);
+            } else if std::fs::symlink_metadata(worktree.join(&way)).is_ok_and(|m| !m.is_symlink()) {
+                unkept.insert(way);
+            }
         }
     }
-    out.into_iter().collect()
+    Foreign { kept: edited.into_iter().collect(), unkept: unkept.into_iter().collect() }
 }
 
 /// Two records of one too-large file with the same size and time are the same file.
@@ -581,7 +579,7 @@ fn too_large_same(a: Option<&Entry>, b: Option<&Entry>) -> bool {
 pub async fn apply_revert(
     store: &Store,
     undo: &Undo,
-    plan: RevertPlan,
+    mut plan: RevertPlan,
     force: bool,
 ) -> Result<RevertOutcome, UndoError> {
     if !plan.hand_edited.is_empty() && !force {
@@ -591,7 +589,6 @@ pub async fn apply_revert(
     // The plan was shown, and a question asked, before this: what changed meanwhile among the
     // files it would write or remove was never shown, so nothing is done (review 22: an edit
     // made while the question waited was lost, and so was its record).
-    let mut plan = plan;
     let now = undo.snapshot().await.map_err(UndoError::Unavailable)?;
     if now != plan.current {
         let (was, is) = (shadow.entries(&plan.current)?, shadow.entries(&now)?);
@@ -611,7 +608,7 @@ pub async fn apply_revert(
     // Nor what snapshots never hold and so cannot show as changed: an ignored file put in a
     // directory the revert removes while the person was asked (review 27).
     let unkept =
-        never_kept(shadow.worktree(), &plan.files, &shadow.entries(&plan.target)?, &shadow.entries(&plan.current)?);
+        foreign(shadow.worktree(), &plan.files, &shadow.entries(&plan.target)?, &shadow.entries(&plan.current)?).unkept;
     if !unkept.is_empty() {
         return Err(UndoError::WouldLose(unkept));
     }

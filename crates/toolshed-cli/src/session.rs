@@ -535,25 +535,21 @@ pub fn print_revert(outcome: &RevertOutcome, json: bool) {
     let created: std::collections::BTreeSet<&std::path::PathBuf> = outcome.created.iter().collect();
     for path in &outcome.restored {
         let how = if created.contains(path) { "re-created" } else { "restored" };
-        crate::out(format_args!("  {how:<11} {}", toolshed_core::terminal::visible_name(&path.to_string_lossy())));
+        crate::out(format_args!("  {how:<11} {}", toolshed_core::terminal::visible_path(path)));
     }
     for path in &outcome.deleted {
-        crate::out(format_args!(
-            "  {:<11} {}",
-            "deleted",
-            toolshed_core::terminal::visible_name(&path.to_string_lossy())
-        ));
+        crate::out(format_args!("  {:<11} {}", "deleted", toolshed_core::terminal::visible_path(path)));
     }
     for path in &outcome.not_restored {
         crate::out(format_args!(
             "  NOT restored (too large or a nested repository, never kept): {}",
-            toolshed_core::terminal::visible_name(&path.to_string_lossy())
+            toolshed_core::terminal::visible_path(path)
         ));
     }
     for path in &outcome.kept {
         crate::out(format_args!(
             "  kept        {} (undo cannot tell the session made it: ignored or in a nested repository before that step, or a nested repository now)",
-            toolshed_core::terminal::visible_name(&path.to_string_lossy())
+            toolshed_core::terminal::visible_path(path)
         ));
     }
 }

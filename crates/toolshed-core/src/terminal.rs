@@ -50,6 +50,11 @@ pub fn visible_name(name: &str) -> Cow<'_, str> {
     Cow::Owned(visible(name).replace('\n', "\\n").replace('\t', "\\t"))
 }
 
+/// [`visible_name`] of a path (bytes that are not UTF-8 as `U+FFFD`).
+pub fn visible_path(path: &std::path::Path) -> String {
+    visible_name(&path.to_string_lossy()).into_owned()
+}
+
 fn needs_escape(c: char) -> bool {
     match c {
         '\n' | '\t' => false,

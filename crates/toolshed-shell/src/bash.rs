@@ -216,13 +216,12 @@ impl TypedTool for Bash {
             && !names_liftable;
         // Nor is a home directory bound read-only (`sandbox::read_only_home`): like any directory
         // outside the sandbox's writable ones, it takes running without the sandbox.
-        let about_home = result.bind_refused()
-            && home.as_ref().is_some_and(|h| result.output.text.contains(&*h.to_string_lossy()))
-            && !names_liftable;
-        if about_home {
+        let about_home = home
+            .filter(|h| result.bind_refused() && !names_liftable && result.output.text.contains(&*h.to_string_lossy()));
+        if let Some(home) = about_home {
             notes.push(format!(
                 "(The home directory {} is read-only to sandboxed commands, but for the tool caches that exist in it and the worktree: what lies there (shell start-up files, git's configuration, ~/.local/bin) runs outside the sandbox later. A missing cache directory such as ~/.npm cannot be made here; the user can make it.)",
-                home.as_ref().map(|h| h.display().to_string()).unwrap_or_default()
+                home.display()
             ));
         } else if about_sockets {
             notes.push("(The directories that hold the sockets of servers outside the sandbox cannot be moved or removed in it (\"Device or resource busy\"). Do not work around this; tell the user what you wanted to change.)".to_string());
